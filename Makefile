@@ -1,0 +1,34 @@
+# copydesk build and checks. `make` with no target builds the binary.
+VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+COMMIT  ?= $(shell git rev-parse HEAD 2>/dev/null)
+LDFLAGS := -s -w -X main.version=$(VERSION) -X main.commit=$(COMMIT)
+
+.PHONY: build test race vet fmt-check openapi bench run clean
+
+build:
+	CGO_ENABLED=0 go build -trimpath -ldflags '$(LDFLAGS)' -o copydesk .
+
+run:
+	go run . serve
+
+test:
+	go test ./...
+
+race:
+	go test -race ./...
+
+vet:
+	go vet ./...
+
+fmt-check:
+	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
+
+# Rewrite web/openapi.json from the route table.
+openapi:
+	go test ./server -run TestOpenAPIDocumentIsCurrent -update
+
+bench:
+	go test -run '^$$' -bench . -benchmem ./...
+
+clean:
+	rm -f copydesk

@@ -1,0 +1,405 @@
+// Command copydesk is a self-hosted content and SEO automation server: one
+// binary, one SQLite file. See README.md.
+package main
+
+import (
+	"bufio"
+	"context"
+	"crypto/ed25519"
+	"crypto/rand"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"runtime"
+	"runtime/debug"
+	"strings"
+	"syscall"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+
+	"github.com/copydesk/copydesk/server"
+	"github.com/copydesk/copydesk/server/auth"
+	"github.com/copydesk/copydesk/store"
+)
+
+// Set at build time with -ldflags "-X main.version=... -X main.commit=...".
+var (
+	version = "dev"
+	commit  = ""
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := newRootCmd(os.Stdin, os.Stdout, os.Stderr).ExecuteContext(ctx); err != nil {
+		fmt.Fprintln(os.Stderr, "copydesk:", err)
+		os.Exit(1)
+	}
+}
+
+func newRootCmd(stdin io.Reader, stdout, stderr io.Writer) *cobra.Command {
+	root := &cobra.Command{
+		Use:           "copydesk",
+		Short:         "Self-hosted content and SEO automation",
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	root.SetIn(stdin)
+	root.SetOut(stdout)
+	root.SetErr(stderr)
+	root.AddCommand(serveCmd(), usersCmd(), licenseCmd(), versionCmd())
+	return root
+}
+
+// common holds the flags every command that touches the data takes.
+type common struct {
+	dataDir   string
+	logLevel  string
+	logFormat string
+}
+
+func (c *common) register(fs *pflag.FlagSet) {
+	fs.StringVar(&c.dataDir, "data-dir", "./copydesk_data", "folder for the database and secret key")
+	fs.StringVar(&c.logLevel, "log-level", "info", "debug, info, warn or error")
+	fs.StringVar(&c.logFormat, "log-format", "text", "text or json")
+}
+
+func (c *common) logger(w io.Writer) (*slog.Logger, error) {
+	var lvl slog.Level
+	if err := lvl.UnmarshalText([]byte(c.logLevel)); err != nil {
+		return nil, fmt.Errorf("--log-level: %w", err)
+	}
+	opts := &slog.HandlerOptions{Level: lvl}
+	switch c.logFormat {
+	case "text":
+		return slog.New(slog.NewTextHandler(w, opts)), nil
+	case "json":
+		return slog.New(slog.NewJSONHandler(w, opts)), nil
+	}
+	return nil, fmt.Errorf("--log-format must be text or json, not %q", c.logFormat)
+}
+
+// envDefaults lets every flag be set by COPYDESK_<FLAG> (dashes become
+// underscores); a flag given on the command line wins.
+func envDefaults(cmd *cobra.Command) error {
+	var errs []error
+	cmd.Flags().VisitAll(func(f *pflag.Flag) {
+		if f.Changed || f.Name == "help" {
+			return
+		}
+		name := "COPYDESK_" + strings.ToUpper(strings.ReplaceAll(f.Name, "-", "_"))
+		if v, ok := os.LookupEnv(name); ok {
+			if err := cmd.Flags().Set(f.Name, v); err != nil {
+				errs = append(errs, fmt.Errorf("%s: %w", name, err))
+			}
+		}
+	})
+	return errors.Join(errs...)
+}
+
+func serveCmd() *cobra.Command {
+	var c common
+	cfg := server.Config{}
+	cmd := &cobra.Command{
+		Use:   "serve",
+		Short: "Run the API server",
+		Long: "Run the API server. The first start creates the data directory, the database and secret.key.\n" +
+			"Every flag can also be set with an environment variable: --http is COPYDESK_HTTP, --data-dir is COPYDESK_DATA_DIR, and so on.\n" +
+			"COPYDESK_SECRET_KEY, when set, is used instead of DATA_DIR/secret.key.",
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := envDefaults(cmd); err != nil {
+				return err
+			}
+			log, err := c.logger(cmd.ErrOrStderr())
+			if err != nil {
+				return err
+			}
+			cfg.DataDir, cfg.Version = c.dataDir, version
+			cfg.SecretKey = os.Getenv("COPYDESK_SECRET_KEY")
+			ctx := cmd.Context()
+			app, err := server.Open(ctx, cfg, log)
+			if err != nil {
+				return err
+			}
+			defer app.Close()
+			if n, err := app.DB.CountActiveSuperAdmins(ctx); err == nil && n == 0 {
+				fmt.Fprintf(cmd.ErrOrStderr(), "\nThere is no super_admin yet. Create one with:\n\n"+
+					"  copydesk users create --data-dir %s --email you@example.com --username admin --role super_admin --password-stdin\n\n"+
+					"and type the password (at least %d characters) on standard input.\n\n", shellQuote(c.dataDir), auth.MinPasswordLen)
+			}
+			if err := app.Listen(); err != nil {
+				return err
+			}
+			return app.Run(ctx)
+		},
+	}
+	c.register(cmd.Flags())
+	f := cmd.Flags()
+	f.StringVar(&cfg.HTTPAddr, "http", "127.0.0.1:8080", "address to listen on; use 0.0.0.0:8080 to accept other machines")
+	f.DurationVar(&cfg.TokenTTL, "token-ttl", time.Hour, "lifetime of one access token")
+	f.DurationVar(&cfg.SessionTTL, "session-ttl", 30*24*time.Hour, "absolute lifetime of a session; refresh cannot go past it")
+	f.StringVar(&cfg.LicensePublicKey, "license-public-key", "", "Ed25519 public key (base64 or PEM) that license keys must be signed with; default: the built-in vendor key")
+	f.StringSliceVar(&cfg.TrustedProxies, "trusted-proxies", nil, "reverse proxies (IPs or CIDRs) whose X-Forwarded-For is trusted")
+	f.DurationVar(&cfg.ShutdownTimeout, "shutdown-timeout", 30*time.Second, "how long in-flight requests may finish on shutdown")
+	return cmd
+}
+
+func shellQuote(s string) string {
+	if strings.ContainsAny(s, " '\"$\\`") {
+		return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+	}
+	return s
+}
+
+// openData opens the data directory for a one-shot command.
+func openData(cmd *cobra.Command, c *common) (*server.App, error) {
+	if err := envDefaults(cmd); err != nil {
+		return nil, err
+	}
+	log, err := c.logger(cmd.ErrOrStderr())
+	if err != nil {
+		return nil, err
+	}
+	return server.OpenData(cmd.Context(), server.Config{DataDir: c.dataDir, SecretKey: os.Getenv("COPYDESK_SECRET_KEY")}, log)
+}
+
+// readPassword reads one line from standard input.
+func readPassword(r io.Reader) (string, error) {
+	line, err := bufio.NewReader(r).ReadString('\n')
+	if err != nil && !(errors.Is(err, io.EOF) && line != "") {
+		return "", errors.New("no password on standard input")
+	}
+	return strings.TrimRight(line, "\r\n"), nil
+}
+
+func usersCmd() *cobra.Command {
+	cmd := &cobra.Command{Use: "users", Short: "Manage accounts from the shell"}
+
+	var cc common
+	var email, username, role, fullName string
+	var fromStdin bool
+	create := &cobra.Command{
+		Use:   "create",
+		Short: "Create an account (the way to make the first super_admin)",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if !fromStdin {
+				return errors.New("pass --password-stdin and type the password on standard input")
+			}
+			pw, err := readPassword(cmd.InOrStdin())
+			if err != nil {
+				return err
+			}
+			app, err := openData(cmd, &cc)
+			if err != nil {
+				return err
+			}
+			defer app.Close()
+			u, err := app.Auth.CreateUser(cmd.Context(), auth.NewAccount{Email: email, Username: username, FullName: fullName, Password: pw, Role: store.Role(role)})
+			if err != nil {
+				return errors.New(store.Message(err))
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "created user %d %s (%s)\n", u.ID, u.Email, u.Role)
+			return nil
+		},
+	}
+	cc.register(create.Flags())
+	create.Flags().StringVar(&email, "email", "", "e-mail address (required)")
+	create.Flags().StringVar(&username, "username", "", "user name (required)")
+	create.Flags().StringVar(&fullName, "full-name", "", "full name")
+	create.Flags().StringVar(&role, "role", "viewer", "super_admin, admin, editor or viewer")
+	create.Flags().BoolVar(&fromStdin, "password-stdin", false, "read the password from standard input")
+	_ = create.MarkFlagRequired("email")
+	_ = create.MarkFlagRequired("username")
+
+	var sc common
+	var spEmail string
+	var spStdin bool
+	setPassword := &cobra.Command{
+		Use:   "set-password",
+		Short: "Set an account's password (account recovery); ends all its sessions",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if !spStdin {
+				return errors.New("pass --password-stdin and type the password on standard input")
+			}
+			pw, err := readPassword(cmd.InOrStdin())
+			if err != nil {
+				return err
+			}
+			app, err := openData(cmd, &sc)
+			if err != nil {
+				return err
+			}
+			defer app.Close()
+			u, err := app.Auth.SetPassword(cmd.Context(), spEmail, pw)
+			if err != nil {
+				return errors.New(store.Message(err))
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "password set for user %d %s; its sessions were ended\n", u.ID, u.Email)
+			return nil
+		},
+	}
+	sc.register(setPassword.Flags())
+	setPassword.Flags().StringVar(&spEmail, "email", "", "e-mail address of the account (required)")
+	setPassword.Flags().BoolVar(&spStdin, "password-stdin", false, "read the password from standard input")
+	_ = setPassword.MarkFlagRequired("email")
+
+	var lc common
+	list := &cobra.Command{
+		Use:   "list",
+		Short: "List accounts",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			app, err := openData(cmd, &lc)
+			if err != nil {
+				return err
+			}
+			defer app.Close()
+			tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', 0)
+			fmt.Fprintln(tw, "ID\tEMAIL\tUSERNAME\tROLE\tACTIVE\t2FA\tCREATED")
+			for page := 1; ; page++ {
+				users, total, err := app.DB.ListUsers(cmd.Context(), store.UserFilter{Page: store.Page{Page: page, PerPage: 200}})
+				if err != nil {
+					return err
+				}
+				for _, u := range users {
+					fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%t\t%t\t%s\n", u.ID, u.Email, u.Username, u.Role, u.IsActive, u.TOTPEnabled, u.CreatedAt.Format(time.RFC3339))
+				}
+				if page*200 >= total {
+					break
+				}
+			}
+			return tw.Flush()
+		},
+	}
+	lc.register(list.Flags())
+	cmd.AddCommand(create, setPassword, list)
+	return cmd
+}
+
+func licenseCmd() *cobra.Command {
+	cmd := &cobra.Command{Use: "license", Short: "Vendor tools: make a signing key and issue license keys"}
+
+	var out string
+	keygen := &cobra.Command{
+		Use:   "keygen",
+		Short: "Create an Ed25519 signing key pair for issuing license keys",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			pub, priv, err := ed25519.GenerateKey(rand.Reader)
+			if err != nil {
+				return err
+			}
+			privPEM, pubB64, err := auth.MarshalKeyPair(pub, priv)
+			if err != nil {
+				return err
+			}
+			f, err := os.OpenFile(out, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+			if err != nil {
+				return err
+			}
+			if _, err := f.Write(privPEM); err != nil {
+				f.Close()
+				return err
+			}
+			if err := f.Close(); err != nil {
+				return err
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "private key written to %s (keep it secret)\npublic key: %s\n"+
+				"start servers with --license-public-key %s\n", out, pubB64, pubB64)
+			return nil
+		},
+	}
+	keygen.Flags().StringVar(&out, "out", "license-signing.pem", "file to write the private key to (must not exist)")
+
+	var keyFile, licensee, plan, id string
+	var seats, days int
+	var expires string
+	issue := &cobra.Command{
+		Use:   "issue",
+		Short: "Sign a license key with a private key file",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			pemBytes, err := os.ReadFile(keyFile)
+			if err != nil {
+				return err
+			}
+			priv, err := auth.ParsePrivateKey(pemBytes)
+			if err != nil {
+				return err
+			}
+			now := time.Now().UTC()
+			p := auth.LicensePayload{ID: id, Licensee: licensee, Plan: plan, Seats: seats, IssuedAt: now}
+			if p.ID == "" {
+				b := make([]byte, 9)
+				if _, err := rand.Read(b); err != nil {
+					return err
+				}
+				p.ID = fmt.Sprintf("lic_%x", b)
+			}
+			switch {
+			case expires != "" && days > 0:
+				return errors.New("give --expires or --days, not both")
+			case expires != "":
+				t, err := time.Parse("2006-01-02", expires)
+				if err != nil {
+					return fmt.Errorf("--expires: want YYYY-MM-DD: %w", err)
+				}
+				p.ExpiresAt = &t
+			case days > 0:
+				t := now.AddDate(0, 0, days)
+				p.ExpiresAt = &t
+			}
+			key, err := auth.SignLicense(priv, p)
+			if err != nil {
+				return err
+			}
+			fmt.Fprintln(cmd.OutOrStdout(), key)
+			return nil
+		},
+	}
+	f := issue.Flags()
+	f.StringVar(&keyFile, "private-key", "license-signing.pem", "PEM private key from `copydesk license keygen`")
+	f.StringVar(&licensee, "licensee", "", "who the license is for (required)")
+	f.StringVar(&plan, "plan", "team", "plan name, a lower-case word")
+	f.IntVar(&seats, "seats", 1, "number of seats")
+	f.StringVar(&expires, "expires", "", "expiry date YYYY-MM-DD (UTC); none: perpetual")
+	f.IntVar(&days, "days", 0, "expire this many days from now")
+	f.StringVar(&id, "id", "", "license id; default: random")
+	_ = issue.MarkFlagRequired("licensee")
+	cmd.AddCommand(keygen, issue)
+	return cmd
+}
+
+func versionCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:   "version",
+		Short: "Print version, commit and Go version",
+		Args:  cobra.NoArgs,
+		Run: func(cmd *cobra.Command, _ []string) {
+			c := commit
+			if c == "" {
+				if info, ok := debug.ReadBuildInfo(); ok {
+					for _, s := range info.Settings {
+						if s.Key == "vcs.revision" {
+							c = s.Value
+						}
+					}
+				}
+			}
+			if c == "" {
+				c = "unknown"
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "copydesk %s\ncommit %s\n%s %s/%s\nschema %d\n", version, c, runtime.Version(), runtime.GOOS, runtime.GOARCH, store.SchemaVersion())
+		},
+	}
+}
+

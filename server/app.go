@@ -1,0 +1,207 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/copydesk/copydesk/server/auth"
+	"github.com/copydesk/copydesk/server/keyring"
+	"github.com/copydesk/copydesk/store"
+)
+
+// Config is everything `copydesk serve` is told, from flags and environment
+// variables, built once and passed down.
+type Config struct {
+	HTTPAddr         string
+	DataDir          string
+	SecretKey        string // COPYDESK_SECRET_KEY; empty: DATA_DIR/secret.key
+	TokenTTL         time.Duration
+	SessionTTL       time.Duration
+	LicensePublicKey string // base64 or PEM; empty: the built-in vendor key
+	TrustedProxies   []string
+	Version          string
+	// ShutdownTimeout bounds how long in-flight requests may finish.
+	ShutdownTimeout time.Duration
+	// Hasher, when set, replaces the default password hashing cost (tests).
+	Hasher *auth.Hasher
+	// Throttle, when set, replaces the default failed-login policy (tests).
+	Throttle *auth.ThrottlePolicy
+}
+
+// DBFile is the database file inside the data directory.
+const DBFile = "copydesk.db"
+
+// App is a running copydesk: database, services and HTTP server. The CLI
+// and the end-to-end tests build it the same way.
+type App struct {
+	Config   Config
+	DB       *store.DB
+	Keys     *keyring.Keyring
+	Auth     *auth.Service
+	Server   *Server
+	Log      *slog.Logger
+	listener net.Listener
+}
+
+// OpenData opens the data directory, the keys, the database and the account
+// service: what every command needs, with or without the HTTP server.
+func OpenData(ctx context.Context, cfg Config, log *slog.Logger) (*App, error) {
+	if cfg.DataDir == "" {
+		return nil, errors.New("no data directory given")
+	}
+	if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
+		return nil, fmt.Errorf("create data directory: %w", err)
+	}
+	keys, created, err := keyring.LoadOrCreate(cfg.DataDir, cfg.SecretKey)
+	if err != nil {
+		return nil, err
+	}
+	if created {
+		log.Warn("created a new secret key: keep it with your backups, without it stored credentials cannot be read",
+			"path", filepath.Join(cfg.DataDir, keyring.FileName))
+	}
+	db, err := store.Open(ctx, filepath.Join(cfg.DataDir, DBFile), store.Options{})
+	if err != nil {
+		return nil, err
+	}
+	acfg := auth.DefaultConfig()
+	if cfg.TokenTTL > 0 {
+		acfg.TokenTTL = cfg.TokenTTL
+	}
+	if cfg.SessionTTL > 0 {
+		acfg.SessionTTL = cfg.SessionTTL
+	}
+	if acfg.TokenTTL > acfg.SessionTTL {
+		db.Close()
+		return nil, errors.New("the token lifetime cannot be longer than the session lifetime")
+	}
+	if cfg.LicensePublicKey != "" {
+		if acfg.LicensePublicKey, err = auth.ParsePublicKey(cfg.LicensePublicKey); err != nil {
+			db.Close()
+			return nil, err
+		}
+	}
+	if cfg.Hasher != nil {
+		acfg.Hasher = *cfg.Hasher
+	}
+	if cfg.Throttle != nil {
+		acfg.Throttle = *cfg.Throttle
+	}
+	svc, err := auth.New(db, keys, acfg)
+	if err != nil {
+		db.Close()
+		return nil, err
+	}
+	return &App{Config: cfg, DB: db, Keys: keys, Auth: svc, Log: log}, nil
+}
+
+// Open is OpenData plus the router.
+func Open(ctx context.Context, cfg Config, log *slog.Logger) (*App, error) {
+	a, err := OpenData(ctx, cfg, log)
+	if err != nil {
+		return nil, err
+	}
+	a.Server, err = New(a.DB, a.Auth, log, Options{TrustedProxies: cfg.TrustedProxies, Version: cfg.Version})
+	if err != nil {
+		a.Close()
+		return nil, err
+	}
+	return a, nil
+}
+
+// Listen binds the HTTP address; Addr then tells the real one (for ":0").
+func (a *App) Listen() error {
+	l, err := net.Listen("tcp", a.Config.HTTPAddr)
+	if err != nil {
+		return fmt.Errorf("listen on %s: %w", a.Config.HTTPAddr, err)
+	}
+	a.listener = l
+	return nil
+}
+
+// Addr is the address the server listens on.
+func (a *App) Addr() string {
+	if a.listener == nil {
+		return ""
+	}
+	return a.listener.Addr().String()
+}
+
+// Run serves until ctx is cancelled, then stops accepting, lets in-flight
+// requests finish (up to ShutdownTimeout) and stops background work.
+func (a *App) Run(ctx context.Context) error {
+	if a.listener == nil {
+		if err := a.Listen(); err != nil {
+			return err
+		}
+	}
+	srv := &http.Server{
+		Handler:           a.Server.Handler(),
+		ReadHeaderTimeout: 10 * time.Second,
+		ReadTimeout:       2 * time.Minute,
+		IdleTimeout:       2 * time.Minute,
+		MaxHeaderBytes:    64 << 10,
+		BaseContext:       func(net.Listener) context.Context { return context.WithoutCancel(ctx) },
+		ErrorLog:          slog.NewLogLogger(a.Log.Handler(), slog.LevelWarn),
+	}
+	bg, stopBG := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() { defer close(done); a.housekeeping(bg) }()
+
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(a.listener) }()
+	a.Log.Info("copydesk is serving", "addr", "http://"+a.Addr(), "docs", "http://"+a.Addr()+"/docs", "data_dir", a.Config.DataDir)
+
+	var err error
+	select {
+	case err = <-errc:
+	case <-ctx.Done():
+		a.Log.Info("shutting down: finishing in-flight requests")
+		timeout := a.Config.ShutdownTimeout
+		if timeout <= 0 {
+			timeout = 30 * time.Second
+		}
+		sctx, cancel := context.WithTimeout(context.Background(), timeout)
+		err = srv.Shutdown(sctx)
+		cancel()
+	}
+	stopBG()
+	<-done
+	if errors.Is(err, http.ErrServerClosed) {
+		err = nil
+	}
+	return err
+}
+
+// housekeeping prunes ended sessions once an hour.
+func (a *App) housekeeping(ctx context.Context) {
+	t := time.NewTicker(time.Hour)
+	defer t.Stop()
+	for {
+		if n, err := a.DB.PruneSessions(ctx, a.DB.Now().Add(-7*24*time.Hour)); err != nil && ctx.Err() == nil {
+			a.Log.Warn("prune sessions", "err", err)
+		} else if n > 0 {
+			a.Log.Debug("pruned sessions", "count", n)
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// Close closes the database.
+func (a *App) Close() error {
+	if a.listener != nil {
+		a.listener.Close()
+	}
+	return a.DB.Close()
+}

@@ -1,0 +1,585 @@
+package server
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"image"
+	_ "image/gif" // avatar formats
+	_ "image/jpeg"
+	_ "image/png"
+	"io"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/gin-gonic/gin"
+	_ "golang.org/x/image/webp"
+
+	"github.com/copydesk/copydesk/server/auth"
+	"github.com/copydesk/copydesk/store"
+)
+
+// The authentication group (/api/auth): exactly the nineteen endpoints of the
+// specification, plus GET /api/auth/avatars/{user_id}, which serves the
+// images that avatar_url points at.
+func (s *Server) registerAuthRoutes() {
+	const tag = "Authentication"
+	s.handle(Route{Method: "POST", Path: "/api/auth/register", Tag: tag, Access: public, Status: http.StatusCreated,
+		Summary: "Create an account", Body: registerRequest{}, Data: userResponse{}, Errors: []int{403, 409},
+		Notes: "Creates a viewer with no environment. Refused with 403 when an admin has closed registration."}, s.register)
+	s.handle(Route{Method: "POST", Path: "/api/auth/login", Tag: tag, Access: public,
+		Summary: "Sign in and obtain a JWT", Body: loginRequest{}, Bare: tokenResponse{}, Errors: []int{401, 403, 429},
+		Notes: "With two-factor authentication on, send totp_code (or a recovery code); without it the answer is 401 saying a code is required. " +
+			"Repeated failures for one address are slowed down and then locked for a while (429 with Retry-After)."}, s.login)
+	s.handle(Route{Method: "POST", Path: "/api/auth/refresh", Tag: tag, Access: signedIn,
+		Summary: "Refresh the current JWT", Bare: tokenResponse{},
+		Notes: "Send no body; the token in the Authorization header must still be valid. The new token belongs to the same session and never outlives the session's absolute lifetime."}, s.refresh)
+	s.handle(Route{Method: "GET", Path: "/api/auth/me", Tag: tag, Access: signedIn,
+		Summary: "The current user's profile", Data: userResponse{}}, s.me)
+	s.handle(Route{Method: "PUT", Path: "/api/auth/me", Tag: tag, Access: signedIn,
+		Summary: "Update the current user's profile", Body: profileRequest{}, Data: userResponse{}, Errors: []int{409, 429},
+		Notes: "Changing the e-mail address or the password needs current_password. A new password ends every other session of the user."}, s.updateMe)
+	s.handle(Route{Method: "POST", Path: "/api/auth/me/avatar", Tag: tag, Access: signedIn, Multipart: "file",
+		MaxBody: maxAvatarBytes + 64<<10, Summary: "Upload a profile avatar", Data: userResponse{},
+		Notes: "multipart/form-data with the image in the field file: PNG, JPEG, GIF or WebP, at most 2 MiB and 4096×4096 pixels."}, s.uploadAvatar)
+	s.handle(Route{Method: "DELETE", Path: "/api/auth/me/avatar", Tag: tag, Access: signedIn,
+		Summary: "Delete the profile avatar", Data: userResponse{}}, s.deleteAvatar)
+	s.handle(Route{Method: "GET", Path: "/api/auth/avatars/{user_id}", Tag: tag, Access: signedIn,
+		Summary: "A user's avatar image", Binary: "image/*",
+		Notes: "The image bytes with their content type; avatar_url in user objects points here."}, s.avatar)
+	s.handle(Route{Method: "POST", Path: "/api/auth/2fa/setup", Tag: tag, Access: signedIn, Errors: []int{409},
+		Summary: "Start two-factor setup (TOTP secret and QR code)", Data: totpSetupResponse{},
+		Notes: "Scan qr_code (or type secret) into an authenticator app, then confirm with /api/auth/2fa/verify."}, s.setupTOTP)
+	s.handle(Route{Method: "POST", Path: "/api/auth/2fa/verify", Tag: tag, Access: signedIn, Errors: []int{409},
+		Summary: "Confirm a TOTP code and turn two-factor authentication on", Body: totpVerifyRequest{}, Data: recoveryCodesResponse{},
+		Notes: "Returns ten one-time recovery codes, shown this once only."}, s.verifyTOTP)
+	s.handle(Route{Method: "POST", Path: "/api/auth/2fa/disable", Tag: tag, Access: signedIn, Errors: []int{409, 429},
+		Summary: "Turn two-factor authentication off", Body: totpDisableRequest{}, Data: userResponse{},
+		Notes: "Prove it with a current code (or a recovery code) or with the password."}, s.disableTOTP)
+	s.handle(Route{Method: "GET", Path: "/api/auth/sessions", Tag: tag, Access: signedIn,
+		Summary: "The current user's active sessions", Data: sessionListResponse{}}, s.sessions)
+	s.handle(Route{Method: "DELETE", Path: "/api/auth/sessions/{id}", Tag: tag, Access: signedIn,
+		Summary: "Revoke a session", Data: sessionRevokedResponse{},
+		Notes: "A token of the revoked session gets 401 on its next request. Another user's session is 404."}, s.revokeSession)
+	s.handle(Route{Method: "GET", Path: "/api/auth/license", Tag: tag, Access: signedIn,
+		Summary: "License status", Data: licenseResponse{}}, s.license)
+	s.handle(Route{Method: "POST", Path: "/api/auth/license/activate", Tag: tag, Access: signedIn, Errors: []int{409},
+		Summary: "Activate a license key", Body: licenseActivateRequest{}, Data: licenseResponse{},
+		Notes: "The key's Ed25519 signature, plan, seats and expiry are checked offline. A key active on another account is 409."}, s.activateLicense)
+	s.handle(Route{Method: "POST", Path: "/api/auth/license/deactivate", Tag: tag, Access: signedIn,
+		Summary: "Deactivate the license", Data: licenseResponse{}}, s.deactivateLicense)
+	s.handle(Route{Method: "GET", Path: "/api/auth/users", Tag: tag, Access: adminOnly, List: true,
+		Summary: "List users", Query: userListQuery{}, Data: userResponse{}}, s.listUsers)
+	s.handle(Route{Method: "PUT", Path: "/api/auth/users/{id}/role", Tag: tag, Access: adminOnly, Errors: []int{409},
+		Summary: "Change a user's role", Body: roleRequest{}, Data: userResponse{},
+		Notes: "Only a super_admin grants super_admin or changes a super_admin; the last active super_admin keeps the role (409)."}, s.setRole)
+	s.handle(Route{Method: "PUT", Path: "/api/auth/users/{id}/status", Tag: tag, Access: adminOnly, Errors: []int{409},
+		Summary: "Enable or disable a user", Body: statusRequest{}, Data: userResponse{},
+		Notes: "Disabling ends the user's sessions at once. Nobody disables themselves or the last active super_admin (409)."}, s.setStatus)
+	s.handle(Route{Method: "PUT", Path: "/api/auth/users/{id}/environments", Tag: tag, Access: adminOnly,
+		Summary: "Set a user's environment access", Body: userEnvironmentsRequest{}, Data: userEnvironmentsResponse{},
+		Notes: "Replaces the set of environments the user may see. Unknown environment ids are 422."}, s.setUserEnvironments)
+}
+
+// ---- bodies ----
+
+type registerRequest struct {
+	Email    string `json:"email" binding:"required,max=254"`
+	Username string `json:"username" binding:"required,max=32"`
+	Password string `json:"password" binding:"required"`
+	FullName string `json:"full_name" binding:"max=100"`
+}
+
+type loginRequest struct {
+	Email    string `json:"email" binding:"required,max=254"`
+	Password string `json:"password" binding:"required,max=1024"`
+	TOTPCode string `json:"totp_code" binding:"max=64" doc:"6-digit code from the authenticator app, or a recovery code"`
+}
+
+type userResponse struct {
+	ID               int64      `json:"id"`
+	Email            string     `json:"email"`
+	Username         string     `json:"username"`
+	Role             string     `json:"role" enum:"super_admin,admin,editor,viewer"`
+	IsActive         bool       `json:"is_active"`
+	FullName         string     `json:"full_name"`
+	AvatarURL        *string    `json:"avatar_url"`
+	TwoFactorEnabled bool       `json:"two_factor_enabled"`
+	LastLoginAt      *time.Time `json:"last_login_at"`
+	CreatedAt        time.Time  `json:"created_at"`
+	UpdatedAt        time.Time  `json:"updated_at"`
+}
+
+func userJSON(u *store.User) userResponse {
+	out := userResponse{
+		ID: u.ID, Email: u.Email, Username: u.Username, Role: string(u.Role), IsActive: u.IsActive,
+		FullName: u.FullName, TwoFactorEnabled: u.TOTPEnabled, LastLoginAt: u.LastLoginAt,
+		CreatedAt: u.CreatedAt, UpdatedAt: u.UpdatedAt,
+	}
+	if u.AvatarVersion != 0 {
+		url := fmt.Sprintf("/api/auth/avatars/%d?v=%d", u.ID, u.AvatarVersion)
+		out.AvatarURL = &url
+	}
+	return out
+}
+
+type tokenResponse struct {
+	AccessToken string       `json:"access_token"`
+	TokenType   string       `json:"token_type" enum:"bearer"`
+	ExpiresIn   int64        `json:"expires_in" doc:"seconds until the token expires"`
+	ExpiresAt   time.Time    `json:"expires_at"`
+	User        userResponse `json:"user"`
+}
+
+func tokenJSON(g *auth.Grant, now time.Time) tokenResponse {
+	return tokenResponse{AccessToken: g.Token, TokenType: "bearer", ExpiresIn: int64(g.ExpiresAt.Sub(now).Seconds()),
+		ExpiresAt: g.ExpiresAt, User: userJSON(g.User)}
+}
+
+type profileRequest struct {
+	Username        *string `json:"username"`
+	FullName        *string `json:"full_name"`
+	Email           *string `json:"email"`
+	CurrentPassword string  `json:"current_password" binding:"max=1024"`
+	NewPassword     *string `json:"new_password"`
+}
+
+type totpSetupResponse struct {
+	Secret     string `json:"secret" doc:"base32 secret, for typing into an authenticator app"`
+	OTPAuthURL string `json:"otpauth_url"`
+	QRCode     string `json:"qr_code" doc:"data:image/png;base64,... URL of the QR code"`
+}
+
+type totpVerifyRequest struct {
+	Code string `json:"code" binding:"required,max=16"`
+}
+
+type recoveryCodesResponse struct {
+	TwoFactorEnabled bool     `json:"two_factor_enabled"`
+	RecoveryCodes    []string `json:"recovery_codes"`
+}
+
+type totpDisableRequest struct {
+	Code     string `json:"code" binding:"max=64"`
+	Password string `json:"password" binding:"max=1024"`
+}
+
+type sessionResponse struct {
+	ID             int64     `json:"id"`
+	CreatedAt      time.Time `json:"created_at"`
+	LastSeenAt     time.Time `json:"last_seen_at"`
+	ExpiresAt      time.Time `json:"expires_at" doc:"absolute end of the session; refresh cannot go past it"`
+	TokenExpiresAt time.Time `json:"token_expires_at" doc:"expiry of the newest token issued for the session"`
+	IP             string    `json:"ip"`
+	UserAgent      string    `json:"user_agent"`
+	Current        bool      `json:"current"`
+}
+
+type sessionListResponse struct {
+	Items []sessionResponse `json:"items"`
+	Total int               `json:"total"`
+}
+
+type sessionRevokedResponse struct {
+	ID      int64 `json:"id"`
+	Revoked bool  `json:"revoked"`
+}
+
+type licenseResponse struct {
+	State       string     `json:"state" enum:"inactive,active,expired,invalid"`
+	Reason      string     `json:"reason,omitempty"`
+	KeyID       *string    `json:"key_id"`
+	Licensee    *string    `json:"licensee"`
+	Plan        *string    `json:"plan"`
+	Seats       *int       `json:"seats"`
+	SeatsInUse  *int       `json:"seats_in_use" doc:"active accounts on this installation"`
+	IssuedAt    *time.Time `json:"issued_at"`
+	ExpiresAt   *time.Time `json:"expires_at"`
+	ActivatedAt *time.Time `json:"activated_at"`
+}
+
+func licenseJSON(st *auth.LicenseStatus) licenseResponse {
+	out := licenseResponse{State: st.State, Reason: st.Reason, ActivatedAt: st.ActivatedAt}
+	if p := st.Payload; p != nil {
+		seatsInUse := st.SeatsInUse
+		out.KeyID, out.Licensee, out.Plan, out.Seats = &p.ID, &p.Licensee, &p.Plan, &p.Seats
+		out.SeatsInUse, out.IssuedAt, out.ExpiresAt = &seatsInUse, &p.IssuedAt, p.ExpiresAt
+	}
+	return out
+}
+
+type licenseActivateRequest struct {
+	LicenseKey string `json:"license_key" binding:"required,max=4096"`
+}
+
+type userListQuery struct {
+	pageQuery
+	Role     string `form:"role" binding:"omitempty,oneof=super_admin admin editor viewer"`
+	IsActive *bool  `form:"is_active"`
+	Q        string `form:"q" binding:"max=200" doc:"matches e-mail, username or full name"`
+}
+
+type roleRequest struct {
+	Role string `json:"role" binding:"required,oneof=super_admin admin editor viewer"`
+}
+
+type statusRequest struct {
+	IsActive *bool `json:"is_active" binding:"required"`
+}
+
+type userEnvironmentsRequest struct {
+	EnvironmentIDs []int64 `json:"environment_ids" binding:"required,max=10000,dive,gt=0"`
+}
+
+type userEnvironmentsResponse struct {
+	UserID         int64   `json:"user_id"`
+	EnvironmentIDs []int64 `json:"environment_ids"`
+}
+
+// ---- handlers ----
+
+func (s *Server) register(c *gin.Context) {
+	var req registerRequest
+	if err := decodeJSON(c, &req); err != nil {
+		fail(c, err)
+		return
+	}
+	u, err := s.auth.Register(c.Request.Context(), auth.NewAccount{Email: req.Email, Username: req.Username, FullName: req.FullName, Password: req.Password})
+	if err != nil {
+		fail(c, err)
+		return
+	}
+	respond(c, http.StatusCreated, userJSON(u), "account created")
+}
+
+func (s *Server) login(c *gin.Context) {
+	var req loginRequest
+	if err := decodeJSON(c, &req); err != nil {
+		fail(c, err)
+		return
+	}
+	g, err := s.auth.Login(c.Request.Context(), auth.LoginInput{Email: req.Email, Password: req.Password, TOTPCode: req.TOTPCode,
+		IP: c.ClientIP(), UserAgent: c.Request.UserAgent()})
+	if err != nil {
+		fail(c, err)
+		return
+	}
+	c.JSON(http.StatusOK, tokenJSON(g, s.db.Now()))
+}
+
+func (s *Server) refresh(c *gin.Context) {
+	g, err := s.auth.Refresh(c.Request.Context(), principal(c))
+	if err != nil {
+		fail(c, err)
+		return
+	}
+	c.JSON(http.StatusOK, tokenJSON(g, s.db.Now()))
+}
+
+func (s *Server) me(c *gin.Context) {
+	respond(c, http.StatusOK, userJSON(principal(c).User), "your profile")
+}
+
+func (s *Server) updateMe(c *gin.Context) {
+	var req profileRequest
+	if err := decodeJSON(c, &req); err != nil {
+		fail(c, err)
+		return
+	}
+	u, err := s.auth.UpdateProfile(c.Request.Context(), principal(c), auth.ProfileUpdate{
+		Username: req.Username, FullName: req.FullName, Email: req.Email,
+		CurrentPassword: req.CurrentPassword, NewPassword: req.NewPassword,
+	})
+	if err != nil {
+		fail(c, err)
+		return
+	}
+	respond(c, http.StatusOK, userJSON(u), "profile updated")
+}
+
+// Avatar limits.
+const (
+	maxAvatarBytes  = 2 << 20
+	maxAvatarPixels = 4096
+)
+
+// avatarTypes are the accepted image formats by the name image.Decode gives.
+var avatarTypes = map[string]string{"png": "image/png", "jpeg": "image/jpeg", "gif": "image/gif", "webp": "image/webp"}
+
+func (s *Server) uploadAvatar(c *gin.Context) {
+	fh, err := c.FormFile("file")
+	if err != nil {
+		var maxErr *http.MaxBytesError
+		if errors.As(err, &maxErr) {
+			fail(c, store.E(store.KindTooLarge, "the avatar must be at most 2 MiB"))
+			return
+		}
+		fail(c, store.Invalid("file: send the image as multipart/form-data in a field named file"))
+		return
+	}
+	if fh.Size > maxAvatarBytes {
+		fail(c, store.E(store.KindTooLarge, "the avatar must be at most 2 MiB"))
+		return
+	}
+	f, err := fh.Open()
+	if err != nil {
+		fail(c, err)
+		return
+	}
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, maxAvatarBytes+1))
+	if err != nil {
+		fail(c, err)
+		return
+	}
+	if len(data) > maxAvatarBytes {
+		fail(c, store.E(store.KindTooLarge, "the avatar must be at most 2 MiB"))
+		return
+	}
+	contentType, err := checkImage(data)
+	if err != nil {
+		fail(c, err)
+		return
+	}
+	u, err := s.auth.SetAvatar(c.Request.Context(), principal(c), contentType, data)
+	if err != nil {
+		fail(c, err)
+		return
+	}
+	respond(c, http.StatusOK, userJSON(u), "avatar updated")
+}
+
+// checkImage proves data is an image of an accepted format by decoding it,
+// after checking its dimensions so a small file cannot claim a huge canvas.
+func checkImage(data []byte) (string, error) {
+	cfg, format, err := image.DecodeConfig(bytes.NewReader(data))
+	if err != nil {
+		return "", store.Invalid("file: is not a PNG, JPEG, GIF or WebP image")
+	}
+	ct, ok := avatarTypes[format]
+	if !ok {
+		return "", store.Invalid("file: %s images are not accepted: use PNG, JPEG, GIF or WebP", format)
+	}
+	if cfg.Width <= 0 || cfg.Height <= 0 || cfg.Width > maxAvatarPixels || cfg.Height > maxAvatarPixels {
+		return "", store.Invalid("file: the image must be at most %d×%d pixels", maxAvatarPixels, maxAvatarPixels)
+	}
+	if _, _, err := image.Decode(bytes.NewReader(data)); err != nil {
+		return "", store.Invalid("file: the image is damaged: %s", err.Error())
+	}
+	return ct, nil
+}
+
+func (s *Server) deleteAvatar(c *gin.Context) {
+	u, err := s.db.DeleteAvatar(c.Request.Context(), principal(c).User.ID)
+	if err != nil {
+		fail(c, err)
+		return
+	}
+	respond(c, http.StatusOK, userJSON(u), "avatar deleted")
+}
+
+func (s *Server) avatar(c *gin.Context) {
+	id, err := pathID(c, "user_id")
+	if err != nil {
+		fail(c, err)
+		return
+	}
+	a, err := s.db.AvatarByUser(c.Request.Context(), id)
+	if err != nil {
+		fail(c, err)
+		return
+	}
+	etag := `"` + strconv.FormatInt(a.Version, 36) + `"`
+	c.Header("ETag", etag)
+	c.Header("Cache-Control", "private, max-age=86400")
+	if c.GetHeader("If-None-Match") == etag {
+		c.Status(http.StatusNotModified)
+		return
+	}
+	c.Data(http.StatusOK, a.ContentType, a.Data)
+}
+
+func (s *Server) setupTOTP(c *gin.Context) {
+	setup, err := s.auth.SetupTOTP(c.Request.Context(), principal(c))
+	if err != nil {
+		fail(c, err)
+		return
+	}
+	respond(c, http.StatusOK, totpSetupResponse{Secret: setup.Secret, OTPAuthURL: setup.OTPAuthURL, QRCode: setup.QRCode},
+		"scan the QR code with your authenticator app, then confirm a code with /api/auth/2fa/verify")
+}
+
+func (s *Server) verifyTOTP(c *gin.Context) {
+	var req totpVerifyRequest
+	if err := decodeJSON(c, &req); err != nil {
+		fail(c, err)
+		return
+	}
+	codes, err := s.auth.VerifyTOTP(c.Request.Context(), principal(c), req.Code)
+	if err != nil {
+		fail(c, err)
+		return
+	}
+	respond(c, http.StatusOK, recoveryCodesResponse{TwoFactorEnabled: true, RecoveryCodes: codes},
+		"two-factor authentication is on: store these recovery codes somewhere safe, they are shown only once")
+}
+
+func (s *Server) disableTOTP(c *gin.Context) {
+	var req totpDisableRequest
+	if err := decodeJSON(c, &req); err != nil {
+		fail(c, err)
+		return
+	}
+	p := principal(c)
+	if err := s.auth.DisableTOTP(c.Request.Context(), p, req.Code, req.Password); err != nil {
+		fail(c, err)
+		return
+	}
+	u, err := s.db.UserByID(c.Request.Context(), p.User.ID)
+	if err != nil {
+		fail(c, err)
+		return
+	}
+	respond(c, http.StatusOK, userJSON(u), "two-factor authentication is off")
+}
+
+func (s *Server) sessions(c *gin.Context) {
+	p := principal(c)
+	list, err := s.auth.Sessions(c.Request.Context(), p)
+	if err != nil {
+		fail(c, err)
+		return
+	}
+	out := sessionListResponse{Items: make([]sessionResponse, 0, len(list)), Total: len(list)}
+	for _, ss := range list {
+		out.Items = append(out.Items, sessionResponse{ID: ss.ID, CreatedAt: ss.CreatedAt, LastSeenAt: ss.LastSeenAt,
+			ExpiresAt: ss.ExpiresAt, TokenExpiresAt: ss.TokenExpiresAt, IP: ss.IP, UserAgent: ss.UserAgent, Current: ss.ID == p.Session.ID})
+	}
+	respond(c, http.StatusOK, out, "your active sessions")
+}
+
+func (s *Server) revokeSession(c *gin.Context) {
+	id, err := pathID(c, "id")
+	if err != nil {
+		fail(c, err)
+		return
+	}
+	if err := s.auth.RevokeSession(c.Request.Context(), principal(c), id); err != nil {
+		fail(c, err)
+		return
+	}
+	respond(c, http.StatusOK, sessionRevokedResponse{ID: id, Revoked: true}, "session revoked")
+}
+
+func (s *Server) license(c *gin.Context) {
+	st, err := s.auth.License(c.Request.Context(), principal(c).User.ID)
+	if err != nil {
+		fail(c, err)
+		return
+	}
+	respond(c, http.StatusOK, licenseJSON(st), "license "+st.State)
+}
+
+func (s *Server) activateLicense(c *gin.Context) {
+	var req licenseActivateRequest
+	if err := decodeJSON(c, &req); err != nil {
+		fail(c, err)
+		return
+	}
+	st, err := s.auth.ActivateLicense(c.Request.Context(), principal(c).User.ID, req.LicenseKey)
+	if err != nil {
+		fail(c, err)
+		return
+	}
+	respond(c, http.StatusOK, licenseJSON(st), "license activated")
+}
+
+func (s *Server) deactivateLicense(c *gin.Context) {
+	st, err := s.auth.DeactivateLicense(c.Request.Context(), principal(c).User.ID)
+	if err != nil {
+		fail(c, err)
+		return
+	}
+	respond(c, http.StatusOK, licenseJSON(st), "license deactivated")
+}
+
+func (s *Server) listUsers(c *gin.Context) {
+	var q userListQuery
+	if err := bindQuery(c, &q); err != nil {
+		fail(c, err)
+		return
+	}
+	pg := q.page()
+	users, total, err := s.db.ListUsers(c.Request.Context(), store.UserFilter{Role: store.Role(q.Role), IsActive: q.IsActive, Q: q.Q, Page: pg})
+	if err != nil {
+		fail(c, err)
+		return
+	}
+	items := make([]userResponse, 0, len(users))
+	for _, u := range users {
+		items = append(items, userJSON(u))
+	}
+	respond(c, http.StatusOK, listData[userResponse]{Items: items, Total: total, Page: pg.Page, PerPage: pg.PerPage}, "users")
+}
+
+func (s *Server) setRole(c *gin.Context) {
+	id, err := pathID(c, "id")
+	if err != nil {
+		fail(c, err)
+		return
+	}
+	var req roleRequest
+	if err := decodeJSON(c, &req); err != nil {
+		fail(c, err)
+		return
+	}
+	u, err := s.auth.SetRole(c.Request.Context(), principal(c).User, id, store.Role(req.Role))
+	if err != nil {
+		fail(c, err)
+		return
+	}
+	respond(c, http.StatusOK, userJSON(u), "role changed")
+}
+
+func (s *Server) setStatus(c *gin.Context) {
+	id, err := pathID(c, "id")
+	if err != nil {
+		fail(c, err)
+		return
+	}
+	var req statusRequest
+	if err := decodeJSON(c, &req); err != nil {
+		fail(c, err)
+		return
+	}
+	u, err := s.auth.SetActive(c.Request.Context(), principal(c).User, id, *req.IsActive)
+	if err != nil {
+		fail(c, err)
+		return
+	}
+	msg := "user disabled"
+	if u.IsActive {
+		msg = "user enabled"
+	}
+	respond(c, http.StatusOK, userJSON(u), msg)
+}
+
+func (s *Server) setUserEnvironments(c *gin.Context) {
+	id, err := pathID(c, "id")
+	if err != nil {
+		fail(c, err)
+		return
+	}
+	var req userEnvironmentsRequest
+	if err := decodeJSON(c, &req); err != nil {
+		fail(c, err)
+		return
+	}
+	ids, err := s.auth.SetEnvironments(c.Request.Context(), principal(c).User, id, req.EnvironmentIDs)
+	if err != nil {
+		fail(c, err)
+		return
+	}
+	respond(c, http.StatusOK, userEnvironmentsResponse{UserID: id, EnvironmentIDs: ids}, "environment access updated")
+}

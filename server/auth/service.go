@@ -1,0 +1,624 @@
+// Package auth holds the rules of accounts: registration, sign-in with
+// password and second factor, tokens and sessions, profiles, two-factor
+// setup, licenses and user administration. The HTTP handlers in server/auth.go
+// and the CLI both call it, so a rule lives here once.
+package auth
+
+import (
+	"context"
+	"crypto/ed25519"
+	"fmt"
+	"net/mail"
+	"regexp"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/copydesk/copydesk/server/keyring"
+	"github.com/copydesk/copydesk/store"
+)
+
+// Config tunes the service.
+type Config struct {
+	TokenTTL         time.Duration // lifetime of one token; refresh issues another
+	SessionTTL       time.Duration // absolute lifetime of a session
+	Hasher           Hasher
+	Throttle         ThrottlePolicy
+	Issuer           string // shown in authenticator apps
+	LicensePublicKey ed25519.PublicKey
+}
+
+// DefaultConfig is what `copydesk serve` uses unless told otherwise.
+func DefaultConfig() Config {
+	pub, err := ParsePublicKey(BuiltinLicensePublicKey)
+	if err != nil {
+		panic(err)
+	}
+	return Config{
+		TokenTTL:         time.Hour,
+		SessionTTL:       30 * 24 * time.Hour,
+		Hasher:           DefaultHasher,
+		Throttle:         DefaultThrottle,
+		Issuer:           "copydesk",
+		LicensePublicKey: pub,
+	}
+}
+
+// Service implements the account rules over the store.
+type Service struct {
+	db        *store.DB
+	keys      *keyring.Keyring
+	tokens    *Tokens
+	cfg       Config
+	now       func() time.Time
+	dummyHash string
+}
+
+// New makes the service. The clock is the store's, so tests move both.
+func New(db *store.DB, keys *keyring.Keyring, cfg Config) (*Service, error) {
+	now := func() time.Time { return db.Now() }
+	// A login for an unknown address verifies against this hash, so it costs
+	// as long as one for a known address.
+	dummy, err := cfg.Hasher.Hash("copydesk-timing-equaliser")
+	if err != nil {
+		return nil, err
+	}
+	return &Service{db: db, keys: keys, tokens: NewTokens(keys.JWTKey(), now), cfg: cfg, now: now, dummyHash: dummy}, nil
+}
+
+// Config returns the service's settings.
+func (s *Service) Config() Config { return s.cfg }
+
+// ---- input rules ----
+
+var usernamePattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]{2,31}$`)
+
+// Password rules: at least 8 characters; at most 256 so a hash request
+// cannot be made arbitrarily expensive.
+const (
+	MinPasswordLen = 8
+	MaxPasswordLen = 256
+)
+
+func checkEmail(email string) (string, error) {
+	email = strings.TrimSpace(email)
+	a, err := mail.ParseAddress(email)
+	if err != nil || a.Address != email || len(email) > 254 || !strings.Contains(email[strings.LastIndex(email, "@"):], ".") {
+		return "", store.Invalid("email: must be a valid e-mail address like name@example.com")
+	}
+	return email, nil
+}
+
+func checkUsername(u string) (string, error) {
+	u = strings.TrimSpace(u)
+	if !usernamePattern.MatchString(u) {
+		return "", store.Invalid("username: must be 3 to 32 characters: letters, digits, '.', '_' or '-', starting with a letter or digit")
+	}
+	return u, nil
+}
+
+// CheckPassword applies the password rules.
+func CheckPassword(field, p string) error {
+	n := utf8.RuneCountInString(p)
+	if n < MinPasswordLen {
+		return store.Invalid("%s: must be at least %d characters", field, MinPasswordLen)
+	}
+	if n > MaxPasswordLen {
+		return store.Invalid("%s: must be at most %d characters", field, MaxPasswordLen)
+	}
+	return nil
+}
+
+func checkFullName(n string) (string, error) {
+	n = strings.TrimSpace(n)
+	if utf8.RuneCountInString(n) > 100 {
+		return "", store.Invalid("full_name: must be at most 100 characters")
+	}
+	return n, nil
+}
+
+// ---- accounts ----
+
+// NewAccount is an account to create.
+type NewAccount struct {
+	Email    string
+	Username string
+	FullName string
+	Password string
+	Role     store.Role
+}
+
+// CreateUser creates an account with any role: the CLI's way in, and the one
+// way to make the first super_admin.
+func (s *Service) CreateUser(ctx context.Context, a NewAccount) (*store.User, error) {
+	email, err := checkEmail(a.Email)
+	if err != nil {
+		return nil, err
+	}
+	username, err := checkUsername(a.Username)
+	if err != nil {
+		return nil, err
+	}
+	fullName, err := checkFullName(a.FullName)
+	if err != nil {
+		return nil, err
+	}
+	if err := CheckPassword("password", a.Password); err != nil {
+		return nil, err
+	}
+	if !a.Role.Valid() {
+		return nil, store.Invalid("role: must be one of super_admin, admin, editor, viewer")
+	}
+	hash, err := s.cfg.Hasher.Hash(a.Password)
+	if err != nil {
+		return nil, err
+	}
+	return s.db.CreateUser(ctx, store.NewUser{Email: email, Username: username, FullName: fullName, PasswordHash: hash, Role: a.Role})
+}
+
+// Register creates a viewer with no environment, if registration is open.
+func (s *Service) Register(ctx context.Context, a NewAccount) (*store.User, error) {
+	set, err := s.db.SystemSettings(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if !set.RegistrationOpen {
+		return nil, store.Forbidden("registration is closed on this copydesk: ask an admin for an account")
+	}
+	a.Role = store.RoleViewer
+	return s.CreateUser(ctx, a)
+}
+
+// SetPassword sets a password from the shell (account recovery) and ends
+// every session of the account.
+func (s *Service) SetPassword(ctx context.Context, email, password string) (*store.User, error) {
+	if err := CheckPassword("password", password); err != nil {
+		return nil, err
+	}
+	u, err := s.db.UserByEmail(ctx, email)
+	if err != nil {
+		return nil, err
+	}
+	hash, err := s.cfg.Hasher.Hash(password)
+	if err != nil {
+		return nil, err
+	}
+	u, err = s.db.UpdateUser(ctx, u.ID, store.UserUpdate{PasswordHash: &hash})
+	if err != nil {
+		return nil, err
+	}
+	return u, s.db.ClearLoginFailures(ctx, email)
+}
+
+// ---- sign-in ----
+
+// LoginInput is a sign-in attempt.
+type LoginInput struct {
+	Email     string
+	Password  string
+	TOTPCode  string
+	IP        string
+	UserAgent string
+}
+
+// Grant is an issued token with its session and user.
+type Grant struct {
+	Token     string
+	ExpiresAt time.Time
+	Session   *store.Session
+	User      *store.User
+}
+
+// Messages shown for failed sign-ins. The first is the same whether the
+// address is unknown or the password wrong.
+const (
+	msgBadCredentials = "incorrect e-mail or password"
+	msgTOTPRequired   = "a two-factor code is required: send totp_code with the 6-digit code from your authenticator app, or a recovery code"
+	msgTOTPInvalid    = "the two-factor code is not valid"
+	msgDisabled       = "this account is disabled: ask an admin to enable it"
+)
+
+// Login checks credentials and the second factor and starts a session.
+func (s *Service) Login(ctx context.Context, in LoginInput) (*Grant, error) {
+	email := strings.TrimSpace(in.Email)
+	if email == "" || in.Password == "" {
+		return nil, store.Unauthorized(msgBadCredentials)
+	}
+	var user *store.User
+	ok, err := s.attempt(ctx, email, func() (bool, error) {
+		u, err := s.db.UserByEmail(ctx, email)
+		if store.IsNotFound(err) || len(in.Password) > MaxPasswordLen*4 {
+			_, _ = Verify(s.dummyHash, in.Password)
+			return false, nil
+		}
+		if err != nil {
+			return false, err
+		}
+		match, err := Verify(u.PasswordHash, in.Password)
+		if err != nil || !match {
+			return false, err
+		}
+		if !u.TOTPEnabled {
+			user = u
+			return true, nil
+		}
+		if strings.TrimSpace(in.TOTPCode) == "" {
+			return false, store.Unauthorized(msgTOTPRequired)
+		}
+		good, err := s.checkSecondFactor(ctx, u, in.TOTPCode)
+		if err != nil || !good {
+			return false, err
+		}
+		user = u
+		return true, nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	if !ok {
+		return nil, store.Unauthorized(msgBadCredentials)
+	}
+	if !user.IsActive {
+		return nil, store.Forbidden(msgDisabled)
+	}
+	return s.startSession(ctx, user, in.IP, in.UserAgent)
+}
+
+// checkSecondFactor accepts a current TOTP code not used before, or an
+// unused recovery code (which is then spent). A wrong code is an error with
+// its own message, so the client can tell it from a wrong password.
+func (s *Service) checkSecondFactor(ctx context.Context, u *store.User, code string) (bool, error) {
+	if looksLikeTOTP(code) {
+		secret, err := s.keys.Open(u.TOTPSecret, totpAAD(u.ID))
+		if err != nil {
+			return false, fmt.Errorf("auth: open totp secret of user %d: %w", u.ID, err)
+		}
+		step, ok := matchTOTP(string(secret), code, s.now())
+		if !ok {
+			return false, store.Unauthorized(msgTOTPInvalid)
+		}
+		fresh, err := s.db.UseTOTPStep(ctx, u.ID, step)
+		if err != nil {
+			return false, err
+		}
+		if !fresh {
+			return false, store.Unauthorized("this two-factor code was already used: wait for the next code")
+		}
+		return true, nil
+	}
+	used, err := s.db.UseRecoveryCode(ctx, u.ID, hashRecoveryCode(code))
+	if err != nil {
+		return false, err
+	}
+	if !used {
+		return false, store.Unauthorized(msgTOTPInvalid)
+	}
+	return true, nil
+}
+
+func totpAAD(userID int64) string { return fmt.Sprintf("user:%d:totp", userID) }
+
+func (s *Service) startSession(ctx context.Context, u *store.User, ip, ua string) (*Grant, error) {
+	now := s.now()
+	sessExp := now.Add(s.cfg.SessionTTL)
+	tokExp := minTime(now.Add(s.cfg.TokenTTL), sessExp)
+	sess, err := s.db.CreateSession(ctx, store.NewSession{UserID: u.ID, TokenExpiresAt: tokExp, ExpiresAt: sessExp, IP: ip, UserAgent: ua})
+	if err != nil {
+		return nil, err
+	}
+	tok, err := s.tokens.Issue(u.ID, sess.ID, tokExp)
+	if err != nil {
+		return nil, err
+	}
+	signedIn := *u
+	signedIn.LastLoginAt = &sess.CreatedAt
+	return &Grant{Token: tok, ExpiresAt: tokExp, Session: sess, User: &signedIn}, nil
+}
+
+// Refresh issues a new token for the caller's session, never past the
+// session's absolute end.
+func (s *Service) Refresh(ctx context.Context, p *Principal) (*Grant, error) {
+	now := s.now()
+	if !now.Before(p.Session.ExpiresAt) {
+		return nil, store.Unauthorized("the session has reached its maximum lifetime: sign in again")
+	}
+	exp := minTime(now.Add(s.cfg.TokenTTL), p.Session.ExpiresAt)
+	sess, err := s.db.ExtendSession(ctx, p.Session.ID, exp)
+	if err != nil {
+		return nil, err
+	}
+	tok, err := s.tokens.Issue(p.User.ID, sess.ID, exp)
+	if err != nil {
+		return nil, err
+	}
+	return &Grant{Token: tok, ExpiresAt: exp, Session: sess, User: p.User}, nil
+}
+
+// Principal is the authenticated caller of a request.
+type Principal struct {
+	User    *store.User
+	Session *store.Session
+}
+
+// touchEvery bounds how often a session's last_seen_at is written.
+const touchEvery = time.Minute
+
+// Authenticate checks a bearer token: signature and expiry, then the session
+// (not revoked, within its lifetime) and the user (still enabled). Each of
+// these failures is a 401.
+func (s *Service) Authenticate(ctx context.Context, token string) (*Principal, error) {
+	c, err := s.tokens.Parse(token)
+	if err == ErrExpired {
+		return nil, store.Unauthorized("the token has expired: refresh it before it expires, or sign in again")
+	}
+	if err != nil {
+		return nil, store.Unauthorized("the token is not valid")
+	}
+	sess, user, err := s.db.SessionWithUser(ctx, c.SessionID)
+	if store.IsNotFound(err) {
+		return nil, store.Unauthorized("the session has ended: sign in again")
+	}
+	if err != nil {
+		return nil, err
+	}
+	uid, _ := c.UserID()
+	now := s.now()
+	switch {
+	case sess.UserID != uid:
+		return nil, store.Unauthorized("the token is not valid")
+	case sess.RevokedAt != nil:
+		return nil, store.Unauthorized("the session was revoked: sign in again")
+	case !now.Before(sess.ExpiresAt):
+		return nil, store.Unauthorized("the session has ended: sign in again")
+	case !user.IsActive:
+		return nil, store.Unauthorized(msgDisabled)
+	}
+	if now.Sub(sess.LastSeenAt) > touchEvery {
+		if err := s.db.TouchSession(ctx, sess.ID); err == nil {
+			sess.LastSeenAt = now
+		}
+	}
+	return &Principal{User: user, Session: sess}, nil
+}
+
+// ---- profile ----
+
+// ProfileUpdate is what a user may change about themselves; nil leaves a
+// field alone. A new e-mail or password needs the current password.
+type ProfileUpdate struct {
+	Username        *string
+	FullName        *string
+	Email           *string
+	CurrentPassword string
+	NewPassword     *string
+}
+
+// UpdateProfile applies a ProfileUpdate. A new password ends the user's
+// other sessions.
+func (s *Service) UpdateProfile(ctx context.Context, p *Principal, in ProfileUpdate) (*store.User, error) {
+	var up store.UserUpdate
+	var err error
+	if in.Username != nil {
+		u, err := checkUsername(*in.Username)
+		if err != nil {
+			return nil, err
+		}
+		up.Username = &u
+	}
+	if in.FullName != nil {
+		n, err := checkFullName(*in.FullName)
+		if err != nil {
+			return nil, err
+		}
+		up.FullName = &n
+	}
+	if in.Email != nil {
+		e, err := checkEmail(*in.Email)
+		if err != nil {
+			return nil, err
+		}
+		if !strings.EqualFold(e, p.User.Email) {
+			up.Email = &e
+		}
+	}
+	if in.NewPassword != nil {
+		if err := CheckPassword("new_password", *in.NewPassword); err != nil {
+			return nil, err
+		}
+		h, err := s.cfg.Hasher.Hash(*in.NewPassword)
+		if err != nil {
+			return nil, err
+		}
+		up.PasswordHash = &h
+		up.KeepSession = p.Session.ID
+	}
+	if up.Email != nil || up.PasswordHash != nil {
+		what := "change the e-mail address"
+		if up.PasswordHash != nil {
+			what = "change the password"
+		}
+		if in.CurrentPassword == "" {
+			return nil, store.Invalid("current_password: is required to %s", what)
+		}
+		if err := s.confirmPassword(ctx, p.User, in.CurrentPassword, "current_password"); err != nil {
+			return nil, err
+		}
+	}
+	u, err := s.db.UpdateUser(ctx, p.User.ID, up)
+	if err != nil {
+		return nil, err
+	}
+	return u, nil
+}
+
+// confirmPassword checks a signed-in user's password, counted by the same
+// throttle as sign-in so a stolen token cannot be used to guess it.
+func (s *Service) confirmPassword(ctx context.Context, u *store.User, password, field string) error {
+	ok, err := s.attempt(ctx, u.Email, func() (bool, error) { return Verify(u.PasswordHash, password) })
+	if err != nil {
+		return err
+	}
+	if !ok {
+		return store.Invalid("%s: is incorrect", field)
+	}
+	return nil
+}
+
+// SetAvatar stores an avatar already checked by the caller.
+func (s *Service) SetAvatar(ctx context.Context, p *Principal, contentType string, data []byte) (*store.User, error) {
+	return s.db.SetAvatar(ctx, p.User.ID, contentType, data)
+}
+
+// ---- two-factor ----
+
+// SetupTOTP makes a new secret for the user, pending until VerifyTOTP.
+func (s *Service) SetupTOTP(ctx context.Context, p *Principal) (*TOTPSetup, error) {
+	if p.User.TOTPEnabled {
+		return nil, store.Conflict("two-factor authentication is already enabled: disable it first to set up a new authenticator")
+	}
+	setup, err := newTOTPSetup(s.cfg.Issuer, p.User.Email)
+	if err != nil {
+		return nil, err
+	}
+	sealed, err := s.keys.Seal([]byte(setup.Secret), totpAAD(p.User.ID))
+	if err != nil {
+		return nil, err
+	}
+	return setup, s.db.SetTOTPPending(ctx, p.User.ID, sealed)
+}
+
+// VerifyTOTP turns 2FA on with a valid code for the pending secret and
+// returns the one-time recovery codes (shown this once only).
+func (s *Service) VerifyTOTP(ctx context.Context, p *Principal, code string) ([]string, error) {
+	u, err := s.db.UserByID(ctx, p.User.ID)
+	if err != nil {
+		return nil, err
+	}
+	if u.TOTPEnabled {
+		return nil, store.Conflict("two-factor authentication is already enabled")
+	}
+	if len(u.TOTPPending) == 0 {
+		return nil, store.Conflict("no two-factor setup is pending: call POST /api/auth/2fa/setup first")
+	}
+	secret, err := s.keys.Open(u.TOTPPending, totpAAD(u.ID))
+	if err != nil {
+		return nil, fmt.Errorf("auth: open pending totp secret of user %d: %w", u.ID, err)
+	}
+	step, ok := matchTOTP(string(secret), code, s.now())
+	if !ok {
+		return nil, store.Invalid("code: is not a valid code for the pending setup; check your device's clock")
+	}
+	codes, hashes, err := newRecoveryCodes()
+	if err != nil {
+		return nil, err
+	}
+	return codes, s.db.EnableTOTP(ctx, u.ID, u.TOTPPending, step, hashes)
+}
+
+// DisableTOTP turns 2FA off, proven by a current code (or recovery code) or
+// by the password.
+func (s *Service) DisableTOTP(ctx context.Context, p *Principal, code, password string) error {
+	u := p.User
+	if !u.TOTPEnabled {
+		return store.Conflict("two-factor authentication is not enabled")
+	}
+	switch {
+	case code != "":
+		ok, err := s.attempt(ctx, u.Email, func() (bool, error) {
+			ok, err := s.checkSecondFactor(ctx, u, code)
+			if store.KindOf(err) == store.KindUnauthorized {
+				return false, store.Invalid("code: %s", store.Message(err))
+			}
+			return ok, err
+		})
+		if err != nil {
+			return err
+		}
+		if !ok {
+			return store.Invalid("code: is not valid")
+		}
+	case password != "":
+		if err := s.confirmPassword(ctx, u, password, "password"); err != nil {
+			return err
+		}
+	default:
+		return store.Invalid("code: send the current two-factor code, or password: your password")
+	}
+	return s.db.DisableTOTP(ctx, u.ID)
+}
+
+// ---- sessions ----
+
+// Sessions lists the caller's active sessions.
+func (s *Service) Sessions(ctx context.Context, p *Principal) ([]*store.Session, error) {
+	return s.db.ListActiveSessions(ctx, p.User.ID)
+}
+
+// RevokeSession ends one of the caller's sessions.
+func (s *Service) RevokeSession(ctx context.Context, p *Principal, id int64) error {
+	return s.db.RevokeSession(ctx, p.User.ID, id)
+}
+
+// ---- user administration ----
+
+// mayManage applies the rule that only a super_admin acts on a super_admin.
+func mayManage(actor, target *store.User) error {
+	if target.Role == store.RoleSuperAdmin && actor.Role != store.RoleSuperAdmin {
+		return store.Forbidden("only a super_admin can change a super_admin")
+	}
+	return nil
+}
+
+// SetRole changes a user's role. Only a super_admin grants super_admin or
+// changes a super_admin; the last active super_admin keeps the role.
+func (s *Service) SetRole(ctx context.Context, actor *store.User, id int64, role store.Role) (*store.User, error) {
+	if !role.Valid() {
+		return nil, store.Invalid("role: must be one of super_admin, admin, editor, viewer")
+	}
+	target, err := s.db.UserByID(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	if err := mayManage(actor, target); err != nil {
+		return nil, err
+	}
+	if role == store.RoleSuperAdmin && actor.Role != store.RoleSuperAdmin {
+		return nil, store.Forbidden("only a super_admin can grant super_admin")
+	}
+	return s.db.SetUserRole(ctx, id, role)
+}
+
+// SetActive enables or disables a user; disabling ends their sessions at
+// once. Nobody disables themselves or the last active super_admin.
+func (s *Service) SetActive(ctx context.Context, actor *store.User, id int64, active bool) (*store.User, error) {
+	target, err := s.db.UserByID(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	if err := mayManage(actor, target); err != nil {
+		return nil, err
+	}
+	if !active && actor.ID == id {
+		return nil, store.Conflict("you cannot disable your own account")
+	}
+	return s.db.SetUserActive(ctx, id, active)
+}
+
+// SetEnvironments replaces the environments granted to a user.
+func (s *Service) SetEnvironments(ctx context.Context, actor *store.User, id int64, envIDs []int64) ([]int64, error) {
+	target, err := s.db.UserByID(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	if err := mayManage(actor, target); err != nil {
+		return nil, err
+	}
+	return s.db.SetUserEnvironments(ctx, id, envIDs)
+}
+
+func minTime(a, b time.Time) time.Time {
+	if a.Before(b) {
+		return a
+	}
+	return b
+}

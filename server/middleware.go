@@ -1,0 +1,118 @@
+package server
+
+import (
+	"log/slog"
+	"net/http"
+	"runtime/debug"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/gin-gonic/gin"
+
+	"github.com/copydesk/copydesk/server/auth"
+	"github.com/copydesk/copydesk/store"
+)
+
+func (s *Server) limitBody(n int64) gin.HandlerFunc {
+	if n <= 0 {
+		n = s.opts.MaxBodyBytes
+	}
+	return func(c *gin.Context) {
+		if c.Request.ContentLength > n {
+			abort(c, http.StatusRequestEntityTooLarge, "the request body is larger than the limit of "+humanBytes(n))
+			return
+		}
+		c.Request.Body = http.MaxBytesReader(c.Writer, c.Request.Body, n)
+		c.Next()
+	}
+}
+
+func humanBytes(n int64) string {
+	switch {
+	case n >= 1<<20 && n%(1<<20) == 0:
+		return strconv.FormatInt(n>>20, 10) + " MiB"
+	case n >= 1<<10 && n%(1<<10) == 0:
+		return strconv.FormatInt(n>>10, 10) + " KiB"
+	}
+	return strconv.FormatInt(n, 10) + " bytes"
+}
+
+// recoverPanics turns a panic into a 500 with the standard body; the stack
+// goes to the log, never to the client.
+func (s *Server) recoverPanics(c *gin.Context) {
+	defer func() {
+		if v := recover(); v != nil {
+			if v == http.ErrAbortHandler {
+				panic(v)
+			}
+			s.log.Error("panic in handler", "method", c.Request.Method, "path", c.Request.URL.Path, "panic", v, "stack", string(debug.Stack()))
+			if !c.Writer.Written() {
+				abort(c, http.StatusInternalServerError, "internal server error: the problem was logged on the server")
+			}
+		}
+	}()
+	c.Next()
+}
+
+func (s *Server) logRequests(c *gin.Context) {
+	start := time.Now()
+	c.Next()
+	status := c.Writer.Status()
+	lvl := slog.LevelDebug
+	if status >= 500 {
+		lvl = slog.LevelError
+	}
+	s.log.Log(c.Request.Context(), lvl, "request", "method", c.Request.Method, "path", c.Request.URL.Path,
+		"status", status, "duration", time.Since(start), "ip", c.ClientIP())
+}
+
+func securityHeaders(c *gin.Context) {
+	h := c.Writer.Header()
+	h.Set("X-Content-Type-Options", "nosniff")
+	h.Set("Referrer-Policy", "no-referrer")
+	h.Set("X-Frame-Options", "DENY")
+	c.Next()
+}
+
+const principalKey = "copydesk.principal"
+
+// authenticate checks the bearer token, the session and the user, and puts
+// the principal on the context. Every failure is a 401.
+func (s *Server) authenticate(c *gin.Context) {
+	h := c.GetHeader("Authorization")
+	scheme, token, ok := strings.Cut(h, " ")
+	if h == "" {
+		c.Header("WWW-Authenticate", `Bearer realm="copydesk"`)
+		abort(c, http.StatusUnauthorized, "authentication required: send the header Authorization: Bearer <token>")
+		return
+	}
+	if !ok || !strings.EqualFold(scheme, "Bearer") || strings.TrimSpace(token) == "" {
+		c.Header("WWW-Authenticate", `Bearer realm="copydesk"`)
+		abort(c, http.StatusUnauthorized, "the Authorization header must be: Bearer <token>")
+		return
+	}
+	p, err := s.auth.Authenticate(c.Request.Context(), strings.TrimSpace(token))
+	if err != nil {
+		fail(c, err)
+		return
+	}
+	c.Set(principalKey, p)
+	c.Next()
+}
+
+// requireRole refuses callers below min with a 403.
+func requireRole(min store.Role) gin.HandlerFunc {
+	return func(c *gin.Context) {
+		if p := principal(c); !p.User.Role.AtLeast(min) {
+			abort(c, http.StatusForbidden, "this needs the "+string(min)+" role or higher; you are "+string(p.User.Role))
+			return
+		}
+		c.Next()
+	}
+}
+
+// principal is the authenticated caller; only call it behind authenticate.
+func principal(c *gin.Context) *auth.Principal {
+	return c.MustGet(principalKey).(*auth.Principal)
+}

@@ -1,0 +1,298 @@
+package server_test
+
+// The OpenAPI document is built from the router's route table by this test
+// code (so kin-openapi stays out of the binary) and committed as
+// web/openapi.json, which the binary embeds and serves. `make openapi`
+// rewrites it; TestOpenAPIDocumentIsCurrent fails when it is stale.
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"reflect"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/getkin/kin-openapi/openapi3"
+	"github.com/getkin/kin-openapi/openapi3gen"
+
+	"github.com/copydesk/copydesk/server"
+	"github.com/copydesk/copydesk/store"
+)
+
+// ---- the OpenAPI document ----
+
+var statusText = map[int]string{
+	400: "The request could not be read (malformed JSON, wrong shape).",
+	401: "Missing, malformed, expired, wrongly signed or revoked token, or bad credentials.",
+	403: "Your role is too low for this, or the action is not allowed.",
+	404: "Not found, or not visible to you.",
+	409: "Conflicts with the current state.",
+	413: "The request body is too large.",
+	422: "Validation failed; the detail names the field and the rule.",
+	429: "Too many failed attempts for this account; see Retry-After.",
+	500: "Internal error; the cause is in the server log.",
+	503: "The service cannot serve right now.",
+}
+
+// BuildOpenAPI describes routes as an OpenAPI 3.0 document.
+func BuildOpenAPI(routes []*server.Route, version string) ([]byte, error) {
+	doc := &openapi3.T{
+		OpenAPI: "3.0.3",
+		Info: &openapi3.Info{
+			Title:   "copydesk API",
+			Version: version,
+			Description: "Self-hosted content and SEO automation. Success bodies are {\"data\": ..., \"message\": ...} " +
+				"except POST /api/auth/login and POST /api/auth/refresh, which return the token object bare. " +
+				"Every error is {\"detail\": \"...\"}. Lists are paginated with page and per_page (1-200, default 50).",
+		},
+		Paths: openapi3.NewPaths(),
+		Components: &openapi3.Components{
+			Schemas:   openapi3.Schemas{},
+			Responses: openapi3.ResponseBodies{},
+			SecuritySchemes: openapi3.SecuritySchemes{
+				"bearerAuth": &openapi3.SecuritySchemeRef{Value: openapi3.NewJWTSecurityScheme()},
+			},
+		},
+	}
+	doc.Components.Schemas["Error"] = &openapi3.SchemaRef{Value: &openapi3.Schema{
+		Type:       &openapi3.Types{openapi3.TypeObject},
+		Required:   []string{"detail"},
+		Properties: openapi3.Schemas{"detail": openapi3.NewStringSchema().NewRef()},
+	}}
+	for code, text := range statusText {
+		doc.Components.Responses[strconv.Itoa(code)] = &openapi3.ResponseRef{Value: openapi3.NewResponse().
+			WithDescription(text).WithJSONSchemaRef(openapi3.NewSchemaRef("#/components/schemas/Error", nil))}
+	}
+
+	gen := openapi3gen.NewGenerator(
+		openapi3gen.CreateComponentSchemas(openapi3gen.ExportComponentSchemasOptions{ExportComponentSchemas: true}),
+		openapi3gen.SchemaCustomizer(customizeSchema),
+	)
+	schemaOf := func(v any) (*openapi3.SchemaRef, error) {
+		return gen.NewSchemaRefForValue(v, doc.Components.Schemas)
+	}
+
+	for _, r := range routes {
+		op := &openapi3.Operation{
+			Tags:        []string{r.Tag},
+			Summary:     r.Summary,
+			OperationID: operationID(r.Method, r.Path),
+			Responses:   openapi3.NewResponses(),
+		}
+		desc := r.Notes
+		if r.Access.Public {
+			op.Security = &openapi3.SecurityRequirements{}
+		} else {
+			op.Security = &openapi3.SecurityRequirements{{"bearerAuth": []string{}}}
+			desc = strings.TrimSpace(desc + "\n\nRequires the " + string(r.Access.MinRole) + " role or higher.")
+		}
+		op.Description = desc
+		errs := map[int]bool{500: true}
+		for _, e := range r.Errors {
+			errs[e] = true
+		}
+		if !r.Access.Public {
+			errs[401] = true
+		}
+		if r.Access.MinRole.Level() > store.RoleViewer.Level() {
+			errs[403] = true
+		}
+		for _, seg := range strings.Split(r.Path, "/") {
+			if strings.HasPrefix(seg, "{") {
+				name := strings.Trim(seg, "{}")
+				p := openapi3.NewPathParameter(name).WithSchema(openapi3.NewInt64Schema().WithMin(1))
+				op.AddParameter(p)
+				errs[404] = true
+			}
+		}
+		if r.Query != nil {
+			for _, p := range queryParams(reflect.TypeOf(r.Query)) {
+				op.AddParameter(p)
+			}
+			errs[422] = true
+		}
+		if r.Body != nil {
+			ref, err := schemaOf(r.Body)
+			if err != nil {
+				return nil, fmt.Errorf("%s %s body: %w", r.Method, r.Path, err)
+			}
+			op.RequestBody = &openapi3.RequestBodyRef{Value: openapi3.NewRequestBody().WithRequired(true).WithJSONSchemaRef(ref)}
+			errs[400], errs[413], errs[422] = true, true, true
+		}
+		if r.Multipart != "" {
+			schema := openapi3.NewObjectSchema().WithProperty(r.Multipart, openapi3.NewStringSchema().WithFormat("binary"))
+			schema.Required = []string{r.Multipart}
+			op.RequestBody = &openapi3.RequestBodyRef{Value: openapi3.NewRequestBody().WithRequired(true).
+				WithContent(openapi3.NewContentWithSchema(schema, []string{"multipart/form-data"}))}
+			errs[400], errs[413], errs[422] = true, true, true
+		}
+		success := openapi3.NewResponse().WithDescription(http.StatusText(r.Status))
+		switch {
+		case r.Binary != "":
+			success.WithContent(openapi3.NewContentWithSchema(openapi3.NewStringSchema().WithFormat("binary"), []string{r.Binary}))
+		case r.Bare != nil:
+			ref, err := schemaOf(r.Bare)
+			if err != nil {
+				return nil, err
+			}
+			success.WithJSONSchemaRef(ref)
+		default:
+			var data *openapi3.SchemaRef
+			var err error
+			if r.Data != nil {
+				data, err = schemaOf(r.Data)
+				if err != nil {
+					return nil, fmt.Errorf("%s %s data: %w", r.Method, r.Path, err)
+				}
+			} else {
+				data = openapi3.NewObjectSchema().NewRef()
+			}
+			if r.List {
+				list := openapi3.NewObjectSchema().
+					WithProperty("items", openapi3.NewArraySchema().WithItems(data.Value)).
+					WithProperty("total", openapi3.NewIntegerSchema()).
+					WithProperty("page", openapi3.NewIntegerSchema()).
+					WithProperty("per_page", openapi3.NewIntegerSchema())
+				list.Properties["items"].Value.Items = data
+				list.Required = []string{"items", "total", "page", "per_page"}
+				data = list.NewRef()
+			}
+			env := openapi3.NewObjectSchema().WithProperty("message", openapi3.NewStringSchema())
+			env.Properties["data"] = data
+			env.Required = []string{"data", "message"}
+			success.WithJSONSchema(env)
+		}
+		op.Responses.Set(strconv.Itoa(r.Status), &openapi3.ResponseRef{Value: success})
+		for code := range errs {
+			op.Responses.Set(strconv.Itoa(code), &openapi3.ResponseRef{Ref: "#/components/responses/" + strconv.Itoa(code)})
+		}
+		doc.AddOperation(r.Path, r.Method, op)
+	}
+	// Response types (named *Response) list every field as required: the
+	// server always sends them, null where the type is a pointer.
+	for t, ref := range gen.Types {
+		if t.Kind() != reflect.Struct || ref.Value == nil || t == reflect.TypeOf(time.Time{}) {
+			continue
+		}
+		ref.Value.Required = requiredFields(t)
+	}
+	for _, ref := range doc.Components.Schemas {
+		if ref.Value != nil {
+			sort.Strings(ref.Value.Required)
+		}
+	}
+	if err := doc.Validate(openapi3.NewLoader().Context); err != nil {
+		return nil, fmt.Errorf("openapi: %w", err)
+	}
+	b, err := json.MarshalIndent(doc, "", "  ")
+	if err != nil {
+		return nil, err
+	}
+	return append(b, '\n'), nil
+}
+
+// requiredFields: a field is required when its binding says so, or when the
+// struct is a response type and the field is not omitempty.
+func requiredFields(t reflect.Type) []string {
+	isResponse := strings.HasSuffix(t.Name(), "Response")
+	var out []string
+	for i := 0; i < t.NumField(); i++ {
+		f := t.Field(i)
+		if f.Anonymous && f.Type.Kind() == reflect.Struct {
+			out = append(out, requiredFields(f.Type)...)
+			continue
+		}
+		name, opts, _ := strings.Cut(f.Tag.Get("json"), ",")
+		if name == "-" || !f.IsExported() {
+			continue
+		}
+		if name == "" {
+			name = f.Name
+		}
+		binding := f.Tag.Get("binding")
+		if strings.HasPrefix(binding, "required") || (isResponse && !strings.Contains(opts, "omitempty")) {
+			out = append(out, name)
+		}
+	}
+	return out
+}
+
+// customizeSchema adds what struct tags say: doc → description, enum and
+// binding oneof → enum, binding max → maxLength for strings.
+func customizeSchema(_ string, t reflect.Type, tag reflect.StructTag, s *openapi3.Schema) error {
+	if d := tag.Get("doc"); d != "" {
+		s.Description = d
+	}
+	if e := tag.Get("enum"); e != "" {
+		for _, v := range strings.Split(e, ",") {
+			s.Enum = append(s.Enum, v)
+		}
+	}
+	for _, rule := range strings.Split(tag.Get("binding"), ",") {
+		k, v, _ := strings.Cut(rule, "=")
+		switch k {
+		case "oneof":
+			if len(s.Enum) == 0 {
+				for _, x := range strings.Fields(v) {
+					s.Enum = append(s.Enum, x)
+				}
+			}
+		case "max":
+			if n, err := strconv.ParseUint(v, 10, 64); err == nil && s.Type.Is(openapi3.TypeString) {
+				s.MaxLength = &n
+			}
+		}
+	}
+	return nil
+}
+
+// queryParams lists the query parameters of a struct with `form` tags.
+func queryParams(t reflect.Type) []*openapi3.Parameter {
+	var out []*openapi3.Parameter
+	for i := 0; i < t.NumField(); i++ {
+		f := t.Field(i)
+		if f.Anonymous {
+			out = append(out, queryParams(f.Type)...)
+			continue
+		}
+		name := strings.Split(f.Tag.Get("form"), ",")[0]
+		if name == "" || name == "-" {
+			continue
+		}
+		ft := f.Type
+		if ft.Kind() == reflect.Pointer {
+			ft = ft.Elem()
+		}
+		var schema *openapi3.Schema
+		switch ft.Kind() {
+		case reflect.Bool:
+			schema = openapi3.NewBoolSchema()
+		case reflect.Int, reflect.Int64, reflect.Int32:
+			schema = openapi3.NewIntegerSchema()
+		default:
+			schema = openapi3.NewStringSchema()
+		}
+		if ft == reflect.TypeOf(time.Time{}) {
+			schema = openapi3.NewDateTimeSchema()
+		}
+		_ = customizeSchema(name, ft, f.Tag, schema)
+		p := openapi3.NewQueryParameter(name).WithSchema(schema).WithDescription(f.Tag.Get("doc"))
+		out = append(out, p)
+	}
+	return out
+}
+
+func operationID(method, path string) string {
+	var b strings.Builder
+	b.WriteString(strings.ToLower(method))
+	for _, seg := range strings.Split(strings.TrimPrefix(path, "/api"), "/") {
+		seg = strings.Trim(seg, "{}")
+		for _, part := range strings.FieldsFunc(seg, func(r rune) bool { return r == '-' || r == '_' || r == '.' }) {
+			b.WriteString(strings.ToUpper(part[:1]) + part[1:])
+		}
+	}
+	return b.String()
+}

@@ -1,0 +1,309 @@
+package server
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"reflect"
+	"strconv"
+	"strings"
+
+	"github.com/gin-gonic/gin"
+	"github.com/gin-gonic/gin/binding"
+	"github.com/go-playground/validator/v10"
+
+	"github.com/copydesk/copydesk/store"
+)
+
+// envelope is the success body of every endpoint but login and refresh.
+type envelope struct {
+	Data    any    `json:"data"`
+	Message string `json:"message"`
+}
+
+// errorBody is the body of every error.
+type errorBody struct {
+	Detail string `json:"detail"`
+}
+
+// listData is the data of every list endpoint.
+type listData[T any] struct {
+	Items   []T `json:"items"`
+	Total   int `json:"total"`
+	Page    int `json:"page"`
+	PerPage int `json:"per_page"`
+}
+
+// respond writes the success envelope.
+func respond(c *gin.Context, status int, data any, message string) {
+	c.JSON(status, envelope{Data: data, Message: message})
+}
+
+// statusOf is the one table from error kinds to HTTP statuses.
+var statusOf = map[store.Kind]int{
+	store.KindInvalid:      http.StatusUnprocessableEntity,
+	store.KindBadRequest:   http.StatusBadRequest,
+	store.KindUnauthorized: http.StatusUnauthorized,
+	store.KindForbidden:    http.StatusForbidden,
+	store.KindNotFound:     http.StatusNotFound,
+	store.KindConflict:     http.StatusConflict,
+	store.KindTooLarge:     http.StatusRequestEntityTooLarge,
+	store.KindLocked:       http.StatusTooManyRequests,
+}
+
+// fail writes the error body for err. Errors without a kind are 500s: the
+// client gets a generic detail and the log gets the cause.
+func fail(c *gin.Context, err error) {
+	var e *store.Error
+	if errors.As(err, &e) && e.Kind != store.KindInternal {
+		if e.Kind == store.KindLocked && e.RetryAfter > 0 {
+			c.Header("Retry-After", strconv.Itoa(e.RetryAfter))
+		}
+		if e.Kind == store.KindUnauthorized {
+			c.Header("WWW-Authenticate", `Bearer realm="copydesk"`)
+		}
+		abort(c, statusOf[e.Kind], e.Message)
+		return
+	}
+	slog.ErrorContext(c.Request.Context(), "request failed", "method", c.Request.Method, "path", c.Request.URL.Path, "err", err)
+	abort(c, http.StatusInternalServerError, "internal server error: the problem was logged on the server")
+}
+
+// abort writes {"detail"} with a status and stops the handler chain.
+func abort(c *gin.Context, status int, detail string) {
+	c.AbortWithStatusJSON(status, errorBody{Detail: detail})
+}
+
+// decodeJSON reads the request body into dst (a pointer to a struct), then
+// checks its `binding` rules. Unknown fields are refused rather than dropped,
+// so a misspelt field never silently does nothing. Errors carry kinds:
+// unreadable JSON is 400, a rule broken is 422 naming the field, a body over
+// the limit is 413.
+func decodeJSON(c *gin.Context, dst any) error {
+	if err := decodeBody(c.Request.Body, dst); err != nil {
+		return err
+	}
+	return validate(dst)
+}
+
+func decodeBody(body io.Reader, dst any) error {
+	dec := json.NewDecoder(body)
+	dec.DisallowUnknownFields()
+	err := dec.Decode(dst)
+	if err == nil {
+		if dec.More() {
+			return store.E(store.KindBadRequest, "the request body must hold a single JSON object")
+		}
+		if _, err := dec.Token(); err != io.EOF {
+			return store.E(store.KindBadRequest, "the request body must hold a single JSON object")
+		}
+		return nil
+	}
+	var maxErr *http.MaxBytesError
+	var synErr *json.SyntaxError
+	var typeErr *json.UnmarshalTypeError
+	switch {
+	case errors.As(err, &maxErr):
+		return store.E(store.KindTooLarge, "the request body is larger than %d bytes", maxErr.Limit)
+	case errors.Is(err, io.EOF):
+		return store.E(store.KindBadRequest, "the request body is empty: send a JSON object")
+	case errors.Is(err, io.ErrUnexpectedEOF):
+		return store.E(store.KindBadRequest, "the request body is not valid JSON: it ends too early")
+	case errors.As(err, &synErr):
+		return store.E(store.KindBadRequest, "the request body is not valid JSON at byte %d: %s", synErr.Offset, synErr.Error())
+	case errors.As(err, &typeErr):
+		if typeErr.Field == "" {
+			return store.E(store.KindBadRequest, "the request body must be a JSON object")
+		}
+		return store.Invalid("%s: must be %s, not %s", typeErr.Field, jsonTypeName(typeErr.Type), typeErr.Value)
+	case strings.HasPrefix(err.Error(), "json: unknown field "):
+		field := strings.Trim(strings.TrimPrefix(err.Error(), "json: unknown field "), `"`)
+		return store.Invalid("%s: is not a known field", field)
+	}
+	return store.E(store.KindBadRequest, "the request body could not be read: %s", err.Error())
+}
+
+func jsonTypeName(t reflect.Type) string {
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	switch t.Kind() {
+	case reflect.String:
+		return "a string"
+	case reflect.Bool:
+		return "true or false"
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		return "an integer"
+	case reflect.Float32, reflect.Float64:
+		return "a number"
+	case reflect.Slice, reflect.Array:
+		return "an array"
+	case reflect.Struct, reflect.Map:
+		return "an object"
+	}
+	return t.String()
+}
+
+// validate applies `binding` struct tags with Gin's validator and turns the
+// first broken rule into a 422 that names the JSON field and the rule.
+func validate(v any) error {
+	err := binding.Validator.ValidateStruct(v)
+	if err == nil {
+		return nil
+	}
+	var verrs validator.ValidationErrors
+	if !errors.As(err, &verrs) || len(verrs) == 0 {
+		return store.Invalid("%s", err.Error())
+	}
+	fe := verrs[0]
+	return store.Invalid("%s: %s", fieldPath(v, fe), ruleText(fe))
+}
+
+// fieldPath turns the validator's Go field path into the JSON one.
+func fieldPath(v any, fe validator.FieldError) string {
+	parts := strings.Split(fe.StructNamespace(), ".")
+	t := reflect.TypeOf(v)
+	var out []string
+	for _, p := range parts[1:] {
+		for t.Kind() == reflect.Pointer || t.Kind() == reflect.Slice {
+			t = t.Elem()
+		}
+		name, idx, _ := strings.Cut(p, "[")
+		if t.Kind() != reflect.Struct {
+			out = append(out, name)
+			continue
+		}
+		f, ok := t.FieldByName(name)
+		if !ok {
+			out = append(out, name)
+			continue
+		}
+		jn, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+		if jn == "" {
+			jn = name
+		}
+		if idx != "" {
+			jn += "[" + idx
+		}
+		out = append(out, jn)
+		t = f.Type
+	}
+	return strings.Join(out, ".")
+}
+
+func ruleText(fe validator.FieldError) string {
+	p := fe.Param()
+	isStr := fe.Kind() == reflect.String
+	switch fe.Tag() {
+	case "required":
+		return "is required"
+	case "email":
+		return "must be a valid e-mail address"
+	case "min":
+		if isStr {
+			return fmt.Sprintf("must be at least %s characters", p)
+		}
+		if fe.Kind() == reflect.Slice {
+			return fmt.Sprintf("must have at least %s items", p)
+		}
+		return "must be at least " + p
+	case "max":
+		if isStr {
+			return fmt.Sprintf("must be at most %s characters", p)
+		}
+		if fe.Kind() == reflect.Slice {
+			return fmt.Sprintf("must have at most %s items", p)
+		}
+		return "must be at most " + p
+	case "gte":
+		return "must be at least " + p
+	case "lte":
+		return "must be at most " + p
+	case "gt":
+		return "must be greater than " + p
+	case "oneof":
+		return "must be one of: " + strings.ReplaceAll(p, " ", ", ")
+	case "url", "http_url":
+		return "must be an http or https URL"
+	case "dive":
+		return "has an invalid item"
+	}
+	return fmt.Sprintf("breaks the rule %q", fe.Tag())
+}
+
+// pathID reads a positive integer path parameter; anything else is a 404,
+// as no such resource can exist.
+func pathID(c *gin.Context, name string) (int64, error) {
+	id, err := strconv.ParseInt(c.Param(name), 10, 64)
+	if err != nil || id <= 0 {
+		return 0, store.NotFound("not found: %s must be a positive integer", name)
+	}
+	return id, nil
+}
+
+// pageQuery holds the pagination parameters every list accepts.
+type pageQuery struct {
+	Page    int `form:"page" json:"page" binding:"omitempty,gte=1" doc:"page number, from 1"`
+	PerPage int `form:"per_page" json:"per_page" binding:"omitempty,gte=1,lte=200" doc:"items per page, 1 to 200 (default 50)"`
+}
+
+func (p pageQuery) page() store.Page {
+	out := store.Page{Page: p.Page, PerPage: p.PerPage}
+	if out.Page == 0 {
+		out.Page = 1
+	}
+	if out.PerPage == 0 {
+		out.PerPage = 50
+	}
+	return out
+}
+
+// bindQuery reads query parameters into dst and checks its rules. A value
+// of the wrong type is a 422 naming the parameter.
+func bindQuery(c *gin.Context, dst any) error {
+	if err := c.ShouldBindQuery(dst); err != nil {
+		var verrs validator.ValidationErrors
+		if errors.As(err, &verrs) && len(verrs) > 0 {
+			fe := verrs[0]
+			return store.Invalid("%s: %s", queryName(dst, fe), ruleText(fe))
+		}
+		return store.Invalid("query: %s", queryError(err))
+	}
+	return nil
+}
+
+func queryName(v any, fe validator.FieldError) string {
+	t := reflect.TypeOf(v)
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	if f, ok := findField(t, fe.StructField()); ok {
+		if n := f.Tag.Get("form"); n != "" {
+			return strings.Split(n, ",")[0]
+		}
+	}
+	return fe.Field()
+}
+
+func findField(t reflect.Type, name string) (reflect.StructField, bool) {
+	if t.Kind() != reflect.Struct {
+		return reflect.StructField{}, false
+	}
+	return t.FieldByName(name)
+}
+
+func queryError(err error) string {
+	var ne *strconv.NumError
+	if errors.As(err, &ne) {
+		return fmt.Sprintf("%q is not a valid number", ne.Num)
+	}
+	msg := err.Error()
+	if strings.Contains(msg, "ParseBool") {
+		return "must be true or false"
+	}
+	return msg
+}

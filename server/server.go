@@ -1,0 +1,134 @@
+// Package server is copydesk's HTTP API: the Gin router, its middleware, and
+// one file of thin handlers per API group. Rules live in services (such as
+// server/auth) and SQL in store/.
+package server
+
+import (
+	"log/slog"
+	"net/http"
+	"regexp"
+
+	"github.com/gin-gonic/gin"
+
+	"github.com/copydesk/copydesk/server/auth"
+	"github.com/copydesk/copydesk/store"
+)
+
+// Server holds the router and what the handlers call.
+type Server struct {
+	db     *store.DB
+	auth   *auth.Service
+	log    *slog.Logger
+	engine *gin.Engine
+	routes []*Route
+	opts   Options
+}
+
+// Options tunes the HTTP layer.
+type Options struct {
+	// MaxBodyBytes caps request bodies of routes that do not set their own.
+	MaxBodyBytes int64
+	// TrustedProxies are the reverse proxies whose X-Forwarded-For is
+	// believed for a session's IP; none by default.
+	TrustedProxies []string
+	// Version is reported by /api/health and the OpenAPI document.
+	Version string
+}
+
+// DefaultMaxBody is the body limit of JSON endpoints.
+const DefaultMaxBody = 1 << 20
+
+// New builds the router with every API group.
+func New(db *store.DB, authSvc *auth.Service, log *slog.Logger, opts Options) (*Server, error) {
+	if opts.MaxBodyBytes <= 0 {
+		opts.MaxBodyBytes = DefaultMaxBody
+	}
+	gin.SetMode(gin.ReleaseMode)
+	e := gin.New()
+	e.HandleMethodNotAllowed = true
+	e.RedirectTrailingSlash = false
+	e.RedirectFixedPath = false
+	e.ContextWithFallback = true
+	if err := e.SetTrustedProxies(opts.TrustedProxies); err != nil {
+		return nil, err
+	}
+	s := &Server{db: db, auth: authSvc, log: log, engine: e, opts: opts}
+	e.Use(s.recoverPanics, s.logRequests, securityHeaders)
+	e.NoRoute(func(c *gin.Context) {
+		abort(c, http.StatusNotFound, "no route for "+c.Request.Method+" "+c.Request.URL.Path)
+	})
+	e.NoMethod(func(c *gin.Context) {
+		abort(c, http.StatusMethodNotAllowed, "method "+c.Request.Method+" is not allowed on "+c.Request.URL.Path)
+	})
+
+	s.registerDocsRoutes()
+	s.registerAuthRoutes()
+	s.registerEnvironmentRoutes()
+	s.registerSettingsRoutes()
+	return s, nil
+}
+
+// Handler is the HTTP handler of the API.
+func (s *Server) Handler() http.Handler { return s.engine }
+
+// Routes lists every documented route.
+func (s *Server) Routes() []*Route { return s.routes }
+
+// Access says who may call a route.
+type Access struct {
+	Public  bool       // no token needed
+	MinRole store.Role // lowest role allowed, when not public
+}
+
+var (
+	public       = Access{Public: true}
+	signedIn     = Access{MinRole: store.RoleViewer}
+	editorOnly   = Access{MinRole: store.RoleEditor}
+	adminOnly    = Access{MinRole: store.RoleAdmin}
+	superOnly    = Access{MinRole: store.RoleSuperAdmin}
+	_            = editorOnly
+	_            = superOnly
+	allowAnyRole = signedIn
+)
+
+// Route is one endpoint with everything the OpenAPI document says of it.
+// Registering through handle keeps the router, the role checks and the
+// document in step.
+type Route struct {
+	Method  string
+	Path    string // OpenAPI form: /api/environments/{id}
+	Tag     string
+	Summary string
+	Notes   string
+	Access  Access
+
+	Body      any    // JSON request body type, or nil
+	Multipart string // name of the file field of a multipart body
+	Query     any    // struct with `form` tags, or nil
+	Data      any    // type of "data" in the success envelope, or nil
+	Bare      any    // the success body when not enveloped (login, refresh)
+	Binary    string // content type of a binary success body
+	Status    int    // success status; 200 when 0
+	Errors    []int  // statuses beyond those implied by Access, Body and path
+	MaxBody   int64  // body limit; DefaultMaxBody when 0
+	List      bool   // Data is the item type of a paginated list
+}
+
+// handle registers a route and its documentation.
+func (s *Server) handle(r Route, h gin.HandlerFunc) {
+	if r.Status == 0 {
+		r.Status = http.StatusOK
+	}
+	chain := []gin.HandlerFunc{s.limitBody(r.MaxBody)}
+	if !r.Access.Public {
+		chain = append(chain, s.authenticate, requireRole(r.Access.MinRole))
+	}
+	chain = append(chain, h)
+	s.engine.Handle(r.Method, ginPath(r.Path), chain...)
+	s.routes = append(s.routes, &r)
+}
+
+// ginPath turns {id} into :id.
+func ginPath(p string) string { return pathParam.ReplaceAllString(p, ":$1") }
+
+var pathParam = regexp.MustCompile(`\{(\w+)\}`)

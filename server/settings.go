@@ -1,0 +1,58 @@
+package server
+
+import (
+	"net/http"
+
+	"github.com/gin-gonic/gin"
+)
+
+// Instance settings (/api/settings/system): switches an admin controls for
+// the whole installation, such as whether anyone may register. The AI
+// content defaults live beside it at /api/settings/ai-content.
+func (s *Server) registerSettingsRoutes() {
+	const tag = "Settings"
+	s.handle(Route{Method: "GET", Path: "/api/settings/system", Tag: tag, Access: adminOnly,
+		Summary: "Instance settings", Data: systemSettingsResponse{}}, s.systemSettings)
+	s.handle(Route{Method: "PUT", Path: "/api/settings/system", Tag: tag, Access: adminOnly,
+		Summary: "Change instance settings", Body: systemSettingsRequest{}, Data: systemSettingsResponse{},
+		Notes: "Fields left out keep their values."}, s.putSystemSettings)
+}
+
+type systemSettingsResponse struct {
+	RegistrationOpen bool `json:"registration_open" doc:"whether POST /api/auth/register accepts new accounts"`
+}
+
+type systemSettingsRequest struct {
+	RegistrationOpen *bool `json:"registration_open"`
+}
+
+func (s *Server) systemSettings(c *gin.Context) {
+	set, err := s.db.SystemSettings(c.Request.Context())
+	if err != nil {
+		fail(c, err)
+		return
+	}
+	respond(c, http.StatusOK, systemSettingsResponse{RegistrationOpen: set.RegistrationOpen}, "instance settings")
+}
+
+func (s *Server) putSystemSettings(c *gin.Context) {
+	var req systemSettingsRequest
+	if err := decodeJSON(c, &req); err != nil {
+		fail(c, err)
+		return
+	}
+	ctx := c.Request.Context()
+	set, err := s.db.SystemSettings(ctx)
+	if err != nil {
+		fail(c, err)
+		return
+	}
+	if req.RegistrationOpen != nil {
+		set.RegistrationOpen = *req.RegistrationOpen
+	}
+	if err := s.db.SetSystemSettings(ctx, set); err != nil {
+		fail(c, err)
+		return
+	}
+	respond(c, http.StatusOK, systemSettingsResponse{RegistrationOpen: set.RegistrationOpen}, "instance settings updated")
+}

@@ -1,0 +1,79 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+)
+
+// LoginFailures is the failed sign-in record of one e-mail address.
+type LoginFailures struct {
+	Failures      int
+	LastFailureAt time.Time
+	LockedUntil   *time.Time
+}
+
+// LoginFailuresFor returns the record for an address; none is a zero record.
+func (db *DB) LoginFailuresFor(ctx context.Context, email string) (LoginFailures, error) {
+	var lf LoginFailures
+	var last string
+	var locked sql.NullString
+	err := db.r.QueryRowContext(ctx, `SELECT failures, last_failure_at, locked_until FROM login_failures WHERE email = ?`,
+		normEmail(email)).Scan(&lf.Failures, &last, &locked)
+	if errors.Is(err, sql.ErrNoRows) {
+		return LoginFailures{}, nil
+	}
+	if err != nil {
+		return lf, fmt.Errorf("store: login failures: %w", err)
+	}
+	lf.LastFailureAt = parseTime(last)
+	lf.LockedUntil = parseNullTime(locked)
+	return lf, nil
+}
+
+// UpdateLoginFailures reads the record of an address, lets fn decide the
+// new one, and writes it, in one write transaction, so parallel attempts
+// cannot slip past a limit. An error from fn aborts without writing.
+func (db *DB) UpdateLoginFailures(ctx context.Context, email string, fn func(LoginFailures) (LoginFailures, error)) error {
+	key := normEmail(email)
+	return db.tx(ctx, func(tx *sql.Tx) error {
+		var lf LoginFailures
+		var last string
+		var locked sql.NullString
+		err := tx.QueryRowContext(ctx, `SELECT failures, last_failure_at, locked_until FROM login_failures WHERE email = ?`, key).
+			Scan(&lf.Failures, &last, &locked)
+		if err != nil && !errors.Is(err, sql.ErrNoRows) {
+			return fmt.Errorf("store: login failures: %w", err)
+		}
+		if err == nil {
+			lf.LastFailureAt = parseTime(last)
+			lf.LockedUntil = parseNullTime(locked)
+		}
+		next, err := fn(lf)
+		if err != nil {
+			return err
+		}
+		var lockedUntil any
+		if next.LockedUntil != nil {
+			lockedUntil = fmtTime(*next.LockedUntil)
+		}
+		_, err = tx.ExecContext(ctx, `INSERT INTO login_failures (email, failures, last_failure_at, locked_until) VALUES (?, ?, ?, ?)
+			ON CONFLICT (email) DO UPDATE SET failures = excluded.failures, last_failure_at = excluded.last_failure_at,
+			locked_until = excluded.locked_until`, key, next.Failures, fmtTime(next.LastFailureAt), lockedUntil)
+		if err != nil {
+			return fmt.Errorf("store: record login failure: %w", err)
+		}
+		return nil
+	})
+}
+
+// ClearLoginFailures forgets the failures of an address after a success.
+func (db *DB) ClearLoginFailures(ctx context.Context, email string) error {
+	_, err := db.w.ExecContext(ctx, `DELETE FROM login_failures WHERE email = ?`, normEmail(email))
+	return err
+}
+
+func normEmail(e string) string { return strings.ToLower(strings.TrimSpace(e)) }

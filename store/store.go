@@ -1,0 +1,253 @@
+// Package store keeps everything copydesk knows in one SQLite file: it opens
+// the database, applies the embedded migrations and holds all the SQL.
+//
+// Writes go through a single connection (SQLite allows one writer at a time;
+// queueing in Go is cheaper than spinning on SQLITE_BUSY) and reads through a
+// pool of read-only connections, which WAL mode lets run beside the writer.
+package store
+
+import (
+	"context"
+	"database/sql"
+	"embed"
+	"errors"
+	"fmt"
+	"io/fs"
+	"net/url"
+	"os"
+	"runtime"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	_ "modernc.org/sqlite" // registers the "sqlite" driver
+)
+
+//go:embed migrations/*.sql
+var migrationFS embed.FS
+
+// TimeFormat is how times are stored: fixed width, so text order is time order.
+const TimeFormat = "2006-01-02T15:04:05.000Z"
+
+// DB is the copydesk database.
+type DB struct {
+	w    *sql.DB // the one writer connection
+	r    *sql.DB // read-only pool
+	path string
+
+	// Now is the clock; tests replace it.
+	Now func() time.Time
+}
+
+// Options tunes Open.
+type Options struct {
+	// Readers is the size of the read pool; 0 means one per CPU, at least 4.
+	Readers int
+}
+
+// Open opens (creating if needed) the database at path and brings its schema
+// up to date. It refuses a database written by a newer copydesk.
+func Open(ctx context.Context, path string, opt Options) (*DB, error) {
+	if opt.Readers <= 0 {
+		opt.Readers = max(4, runtime.NumCPU())
+	}
+	// The file holds password hashes and sealed secrets: only its owner
+	// reads it. SQLite gives the -wal and -shm files the same mode.
+	if f, err := os.OpenFile(path, os.O_RDONLY|os.O_CREATE, 0o600); err == nil {
+		f.Close()
+	}
+	base := "file:" + (&url.URL{Path: path}).EscapedPath()
+	common := "_pragma=busy_timeout(10000)&_pragma=foreign_keys(1)&_pragma=synchronous(NORMAL)"
+	w, err := sql.Open("sqlite", base+"?"+common+"&_pragma=journal_mode(WAL)&_txlock=immediate")
+	if err != nil {
+		return nil, fmt.Errorf("store: open %s: %w", path, err)
+	}
+	w.SetMaxOpenConns(1)
+	w.SetMaxIdleConns(1)
+	w.SetConnMaxLifetime(0)
+	w.SetConnMaxIdleTime(0)
+	db := &DB{w: w, path: path, Now: func() time.Time { return time.Now().UTC() }}
+	// The writer connects first so WAL mode is set before readers attach.
+	if err := w.PingContext(ctx); err != nil {
+		w.Close()
+		return nil, fmt.Errorf("store: open %s: %w", path, err)
+	}
+	if err := db.migrate(ctx); err != nil {
+		w.Close()
+		return nil, err
+	}
+	r, err := sql.Open("sqlite", base+"?"+common+"&_pragma=query_only(1)")
+	if err != nil {
+		w.Close()
+		return nil, fmt.Errorf("store: open %s: %w", path, err)
+	}
+	r.SetMaxOpenConns(opt.Readers)
+	r.SetMaxIdleConns(opt.Readers)
+	r.SetConnMaxIdleTime(0)
+	r.SetConnMaxLifetime(0)
+	db.r = r
+	return db, nil
+}
+
+// Close closes both pools. It checkpoints the WAL so the database file alone
+// is complete after a clean shutdown.
+func (db *DB) Close() error {
+	var errs []error
+	if db.r != nil {
+		errs = append(errs, db.r.Close())
+	}
+	if db.w != nil {
+		_, _ = db.w.Exec("PRAGMA wal_checkpoint(TRUNCATE)")
+		errs = append(errs, db.w.Close())
+	}
+	return errors.Join(errs...)
+}
+
+// Path is the database file.
+func (db *DB) Path() string { return db.path }
+
+// Ping checks that both pools answer.
+func (db *DB) Ping(ctx context.Context) error {
+	if err := db.w.PingContext(ctx); err != nil {
+		return err
+	}
+	return db.r.PingContext(ctx)
+}
+
+func (db *DB) now() string { return db.Now().UTC().Format(TimeFormat) }
+
+// tx runs fn in a write transaction (BEGIN IMMEDIATE through the writer).
+func (db *DB) tx(ctx context.Context, fn func(*sql.Tx) error) error {
+	tx, err := db.w.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("store: begin: %w", err)
+	}
+	if err := fn(tx); err != nil {
+		_ = tx.Rollback()
+		return err
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("store: commit: %w", err)
+	}
+	return nil
+}
+
+// migration is one numbered, embedded .sql file.
+type migration struct {
+	version int
+	name    string
+	sql     string
+}
+
+func migrations() ([]migration, error) {
+	entries, err := fs.ReadDir(migrationFS, "migrations")
+	if err != nil {
+		return nil, err
+	}
+	var ms []migration
+	for _, e := range entries {
+		num, _, ok := strings.Cut(e.Name(), "_")
+		v, err := strconv.Atoi(num)
+		if !ok || err != nil {
+			return nil, fmt.Errorf("store: migration %q is not named NNNN_name.sql", e.Name())
+		}
+		b, err := migrationFS.ReadFile("migrations/" + e.Name())
+		if err != nil {
+			return nil, err
+		}
+		ms = append(ms, migration{version: v, name: e.Name(), sql: string(b)})
+	}
+	sort.Slice(ms, func(i, j int) bool { return ms[i].version < ms[j].version })
+	return ms, nil
+}
+
+// SchemaVersion is the newest migration this binary knows.
+func SchemaVersion() int {
+	ms, err := migrations()
+	if err != nil || len(ms) == 0 {
+		return 0
+	}
+	return ms[len(ms)-1].version
+}
+
+func (db *DB) migrate(ctx context.Context) error {
+	ms, err := migrations()
+	if err != nil {
+		return err
+	}
+	if _, err := db.w.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS schema_migrations (
+		version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at TEXT NOT NULL)`); err != nil {
+		return fmt.Errorf("store: migrate: %w", err)
+	}
+	var current int
+	if err := db.w.QueryRowContext(ctx, `SELECT COALESCE(MAX(version), 0) FROM schema_migrations`).Scan(&current); err != nil {
+		return fmt.Errorf("store: migrate: %w", err)
+	}
+	if latest := ms[len(ms)-1].version; current > latest {
+		return fmt.Errorf("store: the database is at schema version %d but this copydesk only knows up to %d: use a newer copydesk", current, latest)
+	}
+	for _, m := range ms {
+		if m.version <= current {
+			continue
+		}
+		err := db.tx(ctx, func(tx *sql.Tx) error {
+			if _, err := tx.ExecContext(ctx, m.sql); err != nil {
+				return err
+			}
+			_, err := tx.ExecContext(ctx, `INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)`,
+				m.version, m.name, db.now())
+			return err
+		})
+		if err != nil {
+			return fmt.Errorf("store: migration %s: %w", m.name, err)
+		}
+	}
+	return nil
+}
+
+// parseTime reads a stored time; a malformed value is a bug, reported as zero.
+func parseTime(s string) time.Time {
+	t, err := time.Parse(TimeFormat, s)
+	if err != nil {
+		t, _ = time.Parse(time.RFC3339Nano, s)
+	}
+	return t.UTC()
+}
+
+func parseNullTime(s sql.NullString) *time.Time {
+	if !s.Valid {
+		return nil
+	}
+	t := parseTime(s.String)
+	return &t
+}
+
+func fmtTime(t time.Time) string { return t.UTC().Format(TimeFormat) }
+
+// Page is a pagination request; Offset derives from it.
+type Page struct {
+	Page    int
+	PerPage int
+}
+
+func (p Page) limit() int { return p.PerPage }
+func (p Page) offset() int {
+	if p.Page < 1 {
+		return 0
+	}
+	return (p.Page - 1) * p.PerPage
+}
+
+func boolInt(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// likePattern escapes a user's text for use in LIKE ... ESCAPE '\'.
+func likePattern(q string) string {
+	r := strings.NewReplacer(`\`, `\\`, `%`, `\%`, `_`, `\_`)
+	return "%" + r.Replace(q) + "%"
+}

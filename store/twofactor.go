@@ -1,0 +1,91 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+)
+
+// SetTOTPPending stores a sealed secret awaiting its first valid code.
+func (db *DB) SetTOTPPending(ctx context.Context, userID int64, sealed []byte) error {
+	res, err := db.w.ExecContext(ctx, `UPDATE users SET totp_pending = ?, updated_at = ? WHERE id = ?`, sealed, db.now(), userID)
+	if err != nil {
+		return fmt.Errorf("store: set totp pending: %w", err)
+	}
+	if n, _ := res.RowsAffected(); n == 0 {
+		return NotFound("user not found")
+	}
+	return nil
+}
+
+// EnableTOTP promotes the pending secret, records the time step of the code
+// that proved it (so that code cannot be replayed) and replaces the recovery
+// codes with the given hashes, all at once.
+func (db *DB) EnableTOTP(ctx context.Context, userID int64, sealed []byte, step int64, codeHashes [][]byte) error {
+	return db.tx(ctx, func(tx *sql.Tx) error {
+		res, err := tx.ExecContext(ctx, `UPDATE users SET totp_secret = ?, totp_pending = NULL, totp_enabled = 1,
+			totp_last_step = ?, updated_at = ? WHERE id = ? AND totp_enabled = 0`, sealed, step, db.now(), userID)
+		if err != nil {
+			return err
+		}
+		if n, _ := res.RowsAffected(); n == 0 {
+			return Conflict("two-factor authentication is already enabled")
+		}
+		return replaceRecoveryCodes(ctx, tx, userID, codeHashes)
+	})
+}
+
+func replaceRecoveryCodes(ctx context.Context, tx *sql.Tx, userID int64, hashes [][]byte) error {
+	if _, err := tx.ExecContext(ctx, `DELETE FROM recovery_codes WHERE user_id = ?`, userID); err != nil {
+		return err
+	}
+	for _, h := range hashes {
+		if _, err := tx.ExecContext(ctx, `INSERT INTO recovery_codes (user_id, code_hash) VALUES (?, ?)`, userID, h); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// DisableTOTP turns two-factor authentication off and drops the secret and
+// recovery codes.
+func (db *DB) DisableTOTP(ctx context.Context, userID int64) error {
+	return db.tx(ctx, func(tx *sql.Tx) error {
+		if _, err := tx.ExecContext(ctx, `UPDATE users SET totp_secret = NULL, totp_pending = NULL, totp_enabled = 0,
+			totp_last_step = 0, updated_at = ? WHERE id = ?`, db.now(), userID); err != nil {
+			return err
+		}
+		_, err := tx.ExecContext(ctx, `DELETE FROM recovery_codes WHERE user_id = ?`, userID)
+		return err
+	})
+}
+
+// UseTOTPStep records that the code of time step step was used. It reports
+// false when that step, or a later one, was already used: a code counts once.
+func (db *DB) UseTOTPStep(ctx context.Context, userID, step int64) (bool, error) {
+	res, err := db.w.ExecContext(ctx, `UPDATE users SET totp_last_step = ? WHERE id = ? AND totp_last_step < ?`, step, userID, step)
+	if err != nil {
+		return false, fmt.Errorf("store: use totp step: %w", err)
+	}
+	n, _ := res.RowsAffected()
+	return n == 1, nil
+}
+
+// UseRecoveryCode marks an unused recovery code as used; false if there is no
+// such unused code.
+func (db *DB) UseRecoveryCode(ctx context.Context, userID int64, hash []byte) (bool, error) {
+	res, err := db.w.ExecContext(ctx, `UPDATE recovery_codes SET used_at = ? WHERE user_id = ? AND code_hash = ? AND used_at IS NULL`,
+		db.now(), userID, hash)
+	if err != nil {
+		return false, fmt.Errorf("store: use recovery code: %w", err)
+	}
+	n, _ := res.RowsAffected()
+	return n == 1, nil
+}
+
+// RecoveryCodesLeft counts unused recovery codes.
+func (db *DB) RecoveryCodesLeft(ctx context.Context, userID int64) (int, error) {
+	var n int
+	err := db.r.QueryRowContext(ctx, `SELECT COUNT(*) FROM recovery_codes WHERE user_id = ? AND used_at IS NULL`, userID).Scan(&n)
+	return n, err
+}
