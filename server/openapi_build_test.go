@@ -68,7 +68,7 @@ func BuildOpenAPI(routes []*server.Route, version string) ([]byte, error) {
 	}
 
 	gen := openapi3gen.NewGenerator(
-		openapi3gen.CreateComponentSchemas(openapi3gen.ExportComponentSchemasOptions{ExportComponentSchemas: true}),
+		openapi3gen.CreateComponentSchemas(openapi3gen.ExportComponentSchemasOptions{ExportComponentSchemas: true, ExportTopLevelSchema: true}),
 		openapi3gen.SchemaCustomizer(customizeSchema),
 	)
 	schemaOf := func(v any) (*openapi3.SchemaRef, error) {
@@ -173,23 +173,32 @@ func BuildOpenAPI(routes []*server.Route, version string) ([]byte, error) {
 	}
 	// Response types (named *Response) list every field as required: the
 	// server always sends them, null where the type is a pointer.
-	for t, ref := range gen.Types {
-		if t.Kind() != reflect.Struct || ref.Value == nil || t == reflect.TypeOf(time.Time{}) {
+	for t := range gen.Types {
+		if t.Kind() != reflect.Struct || t == reflect.TypeOf(time.Time{}) {
 			continue
 		}
-		ref.Value.Required = requiredFields(t)
+		if c := doc.Components.Schemas[t.Name()]; c != nil && c.Value != nil {
+			c.Value.Required = requiredFields(t)
+		}
+		nullableRefs(t, doc.Components.Schemas)
 	}
 	for _, ref := range doc.Components.Schemas {
 		if ref.Value != nil {
 			sort.Strings(ref.Value.Required)
 		}
 	}
-	if err := doc.Validate(openapi3.NewLoader().Context); err != nil {
-		return nil, fmt.Errorf("openapi: %w", err)
-	}
 	b, err := json.MarshalIndent(doc, "", "  ")
 	if err != nil {
 		return nil, err
+	}
+	// Validate what will be served, loaded back as a client would load it.
+	loader := openapi3.NewLoader()
+	loaded, err := loader.LoadFromData(b)
+	if err != nil {
+		return nil, fmt.Errorf("openapi: %w", err)
+	}
+	if err := loaded.Validate(loader.Context); err != nil {
+		return nil, fmt.Errorf("openapi: %w", err)
 	}
 	return append(b, '\n'), nil
 }
@@ -218,6 +227,21 @@ func requiredFields(t reflect.Type) []string {
 		}
 	}
 	return out
+}
+
+// nullableRefs marks the component schemas of structs that are used through
+// pointers as nullable. (OpenAPI 3.0 allows a $ref no siblings, and
+// kin-openapi does not accept null through an allOf wrapper.)
+func nullableRefs(t reflect.Type, schemas openapi3.Schemas) {
+	for i := 0; i < t.NumField(); i++ {
+		f := t.Field(i)
+		if f.Type.Kind() != reflect.Pointer || f.Type.Elem().Kind() != reflect.Struct || f.Type.Elem() == reflect.TypeOf(time.Time{}) {
+			continue
+		}
+		if ref := schemas[f.Type.Elem().Name()]; ref != nil && ref.Value != nil {
+			ref.Value.Nullable = true
+		}
+	}
 }
 
 // customizeSchema adds what struct tags say: doc → description, enum and

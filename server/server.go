@@ -132,3 +132,7 @@ func (s *Server) handle(r Route, h gin.HandlerFunc) {
 func ginPath(p string) string { return pathParam.ReplaceAllString(p, ":$1") }
 
 var pathParam = regexp.MustCompile(`\{(\w+)\}`)
+
+// EngineRoutes lists what the router actually serves, for the test that
+// compares it with the OpenAPI document.
+func (s *Server) EngineRoutes() gin.RoutesInfo { return s.engine.Routes() }

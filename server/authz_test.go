@@ -1,0 +1,125 @@
+package server_test
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/copydesk/copydesk/store"
+)
+
+// roles in the order of authzCase.want.
+var authzRoles = []string{"anonymous", "viewer", "editor", "admin", "super_admin"}
+
+type authzCase struct {
+	route string // "METHOD /documented/{path}"
+	path  string // concrete path; {envA}, {envB}, {target} are filled in
+	body  any
+	file  bool // multipart avatar upload
+	want  [5]int
+}
+
+// authzTable lists every route with the status each role gets. envA is
+// granted to the viewer and the editor, envB to nobody; target is a viewer
+// with an avatar. A route missing here fails TestAuthorizationTable.
+var authzTable = []authzCase{
+	{route: "GET /api/health", want: [5]int{200, 200, 200, 200, 200}},
+
+	{route: "POST /api/auth/register", body: map[string]any{"email": "new@example.com", "username": "newbie", "password": "long-enough"}, want: [5]int{201, 201, 201, 201, 201}},
+	{route: "POST /api/auth/login", body: map[string]any{"email": "target@example.com", "password": "password-target"}, want: [5]int{200, 200, 200, 200, 200}},
+	{route: "POST /api/auth/refresh", want: [5]int{401, 200, 200, 200, 200}},
+	{route: "GET /api/auth/me", want: [5]int{401, 200, 200, 200, 200}},
+	{route: "PUT /api/auth/me", body: map[string]any{"full_name": "Someone"}, want: [5]int{401, 200, 200, 200, 200}},
+	{route: "POST /api/auth/me/avatar", file: true, want: [5]int{401, 200, 200, 200, 200}},
+	{route: "DELETE /api/auth/me/avatar", want: [5]int{401, 200, 200, 200, 200}},
+	{route: "GET /api/auth/avatars/{user_id}", path: "/api/auth/avatars/{target}", want: [5]int{401, 200, 200, 200, 200}},
+	{route: "POST /api/auth/2fa/setup", want: [5]int{401, 200, 200, 200, 200}},
+	{route: "POST /api/auth/2fa/verify", body: map[string]any{"code": "123456"}, want: [5]int{401, 409, 409, 409, 409}},
+	{route: "POST /api/auth/2fa/disable", body: map[string]any{"password": "whatever"}, want: [5]int{401, 409, 409, 409, 409}},
+	{route: "GET /api/auth/sessions", want: [5]int{401, 200, 200, 200, 200}},
+	{route: "DELETE /api/auth/sessions/{id}", path: "/api/auth/sessions/999999", want: [5]int{401, 404, 404, 404, 404}},
+	{route: "GET /api/auth/license", want: [5]int{401, 200, 200, 200, 200}},
+	{route: "POST /api/auth/license/activate", body: map[string]any{"license_key": "CDL1.bogus.key"}, want: [5]int{401, 422, 422, 422, 422}},
+	{route: "POST /api/auth/license/deactivate", want: [5]int{401, 200, 200, 200, 200}},
+	{route: "GET /api/auth/users", want: [5]int{401, 403, 403, 200, 200}},
+	{route: "PUT /api/auth/users/{id}/role", path: "/api/auth/users/{target}/role", body: map[string]any{"role": "editor"}, want: [5]int{401, 403, 403, 200, 200}},
+	{route: "PUT /api/auth/users/{id}/status", path: "/api/auth/users/{target}/status", body: map[string]any{"is_active": false}, want: [5]int{401, 403, 403, 200, 200}},
+	{route: "PUT /api/auth/users/{id}/environments", path: "/api/auth/users/{target}/environments", body: map[string]any{"environment_ids": []string{"{envA}"}}, want: [5]int{401, 403, 403, 200, 200}},
+
+	{route: "GET /api/environments", want: [5]int{401, 200, 200, 200, 200}},
+	{route: "POST /api/environments", body: map[string]any{"name": "Fresh site"}, want: [5]int{401, 403, 403, 201, 201}},
+	{route: "GET /api/environments/{id}", path: "/api/environments/{envA}", want: [5]int{401, 200, 200, 200, 200}},
+	{route: "GET /api/environments/{id}", path: "/api/environments/{envB}", want: [5]int{401, 404, 404, 200, 200}},
+	{route: "PUT /api/environments/{id}", path: "/api/environments/{envA}", body: map[string]any{"description": "x"}, want: [5]int{401, 403, 403, 200, 200}},
+	{route: "DELETE /api/environments/{id}", path: "/api/environments/{envA}", want: [5]int{401, 403, 403, 200, 200}},
+	{route: "GET /api/environments/{id}/configuration", path: "/api/environments/{envA}/configuration", want: [5]int{401, 200, 200, 200, 200}},
+	{route: "GET /api/environments/{id}/configuration", path: "/api/environments/{envB}/configuration", want: [5]int{401, 404, 404, 200, 200}},
+	{route: "PUT /api/environments/{id}/configuration", path: "/api/environments/{envA}/configuration", body: map[string]any{"language": "de"}, want: [5]int{401, 403, 403, 200, 200}},
+
+	{route: "GET /api/settings/system", want: [5]int{401, 403, 403, 200, 200}},
+	{route: "PUT /api/settings/system", body: map[string]any{"registration_open": false}, want: [5]int{401, 403, 403, 200, 200}},
+}
+
+func TestAuthorizationTable(t *testing.T) {
+	covered := map[string]bool{}
+	for _, c := range authzTable {
+		covered[c.route] = true
+	}
+	for _, r := range newEnv(t).app.Server.Routes() {
+		if !covered[r.Method+" "+r.Path] {
+			t.Errorf("route %s %s is missing from authzTable", r.Method, r.Path)
+		}
+	}
+	for _, c := range authzTable {
+		method, tmpl, _ := strings.Cut(c.route, " ")
+		if c.path != "" {
+			tmpl = c.path
+		}
+		for i, role := range authzRoles {
+			t.Run(strings.ReplaceAll(c.route, "/", "_")+"/"+role, func(t *testing.T) {
+				t.Parallel()
+				e := newEnv(t)
+				ctx := context.Background()
+				envA, err := e.app.DB.CreateEnvironment(ctx, store.NewEnvironment{Name: "A", Slug: "env-a"})
+				if err != nil {
+					t.Fatal(err)
+				}
+				envB, err := e.app.DB.CreateEnvironment(ctx, store.NewEnvironment{Name: "B", Slug: "env-b"})
+				if err != nil {
+					t.Fatal(err)
+				}
+				target, _ := e.user(t, "target", store.RoleViewer)
+				if _, err := e.app.DB.SetAvatar(ctx, target.ID, "image/png", pngBytes(t, 8, 8)); err != nil {
+					t.Fatal(err)
+				}
+				tokens := map[string]string{"anonymous": ""}
+				for _, r := range []store.Role{store.RoleViewer, store.RoleEditor, store.RoleAdmin, store.RoleSuperAdmin} {
+					u, tok := e.user(t, "u-"+strings.ReplaceAll(string(r), "_", "-"), r)
+					tokens[string(r)] = tok
+					if r == store.RoleViewer || r == store.RoleEditor {
+						if _, err := e.app.DB.SetUserEnvironments(ctx, u.ID, []int64{envA.ID}); err != nil {
+							t.Fatal(err)
+						}
+					}
+				}
+				fill := strings.NewReplacer("{envA}", fmt.Sprint(envA.ID), "{envB}", fmt.Sprint(envB.ID), "{target}", fmt.Sprint(target.ID))
+				path := fill.Replace(tmpl)
+				var got resp
+				if c.file {
+					got = e.upload(t, path, tokens[role], "file", "a.png", pngBytes(t, 16, 16))
+				} else {
+					var body any
+					if c.body != nil {
+						body = fill.Replace(mustJSON(t, c.body))
+						body = strings.ReplaceAll(body.(string), `"`+fmt.Sprint(envA.ID)+`"`, fmt.Sprint(envA.ID))
+					}
+					got = e.do(t, method, path, tokens[role], body)
+				}
+				if got.Code != c.want[i] {
+					t.Errorf("%s %s as %s: got %d, want %d: %s", method, path, role, got.Code, c.want[i], got.Body)
+				}
+			})
+		}
+	}
+}

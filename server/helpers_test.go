@@ -1,0 +1,259 @@
+package server_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"mime/multipart"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/getkin/kin-openapi/openapi3"
+	"github.com/getkin/kin-openapi/openapi3filter"
+	"github.com/getkin/kin-openapi/routers"
+	"github.com/getkin/kin-openapi/routers/gorillamux"
+
+	"github.com/copydesk/copydesk/server"
+	"github.com/copydesk/copydesk/server/auth"
+	"github.com/copydesk/copydesk/store"
+	"github.com/copydesk/copydesk/web"
+)
+
+// testSecret stands in for secret.key in tests.
+const testSecret = "test-secret-key-0123456789abcdef0123456789"
+
+// cheapHasher keeps tests fast; the real cost is measured by the benchmarks.
+var cheapHasher = auth.Hasher{Time: 1, MemoryKiB: 64, Threads: 1}
+
+// clock is a settable time source shared by the store and the services.
+type clock struct {
+	mu  sync.Mutex
+	now time.Time
+}
+
+func (c *clock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.now
+}
+
+func (c *clock) Advance(d time.Duration) {
+	c.mu.Lock()
+	c.now = c.now.Add(d)
+	c.mu.Unlock()
+}
+
+// env is a copydesk app on a temporary data dir with the real router.
+type env struct {
+	t     *testing.T
+	app   *server.App
+	clock *clock
+	h     http.Handler
+}
+
+type envOption func(*server.Config)
+
+func newEnv(t testing.TB, opts ...envOption) *env {
+	t.Helper()
+	cfg := server.Config{DataDir: t.TempDir(), SecretKey: testSecret, Hasher: &cheapHasher, Version: "test"}
+	for _, o := range opts {
+		o(&cfg)
+	}
+	app, err := server.Open(context.Background(), cfg, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { app.Close() })
+	c := &clock{now: time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC)}
+	app.DB.Now = c.Now
+	tt, _ := t.(*testing.T)
+	return &env{t: tt, app: app, clock: c, h: app.Server.Handler()}
+}
+
+// user creates an account with a role and returns it with a token.
+func (e *env) user(t testing.TB, name string, role store.Role) (*store.User, string) {
+	t.Helper()
+	u, err := e.app.Auth.CreateUser(context.Background(), auth.NewAccount{
+		Email: name + "@example.com", Username: name, Password: "password-" + name, Role: role})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return u, e.login(t, name+"@example.com", "password-"+name)
+}
+
+func (e *env) login(t testing.TB, email, password string) string {
+	t.Helper()
+	r := e.do(t, "POST", "/api/auth/login", "", map[string]any{"email": email, "password": password})
+	if r.Code != 200 {
+		t.Fatalf("login %s: %d %s", email, r.Code, r.Body)
+	}
+	return r.JSON()["access_token"].(string)
+}
+
+// resp is a recorded response.
+type resp struct {
+	Code   int
+	Header http.Header
+	Body   string
+}
+
+func (r resp) JSON() map[string]any {
+	var m map[string]any
+	if err := json.Unmarshal([]byte(r.Body), &m); err != nil {
+		panic("response is not a JSON object: " + r.Body)
+	}
+	return m
+}
+
+// Data is the "data" object of an enveloped response.
+func (r resp) Data() map[string]any {
+	d, _ := r.JSON()["data"].(map[string]any)
+	return d
+}
+
+func (r resp) Detail() string {
+	d, _ := r.JSON()["detail"].(string)
+	return d
+}
+
+// do sends a request through the real router; body may be a string (sent
+// as is), nil, or anything else (sent as JSON). Every response is checked
+// against the OpenAPI document.
+func (e *env) do(t testing.TB, method, path, token string, body any, headers ...string) resp {
+	t.Helper()
+	var rd io.Reader
+	switch b := body.(type) {
+	case nil:
+	case string:
+		rd = strings.NewReader(b)
+	case []byte:
+		rd = bytes.NewReader(b)
+	default:
+		j, err := json.Marshal(b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rd = bytes.NewReader(j)
+	}
+	req := httptest.NewRequest(method, path, rd)
+	if rd != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	for i := 0; i+1 < len(headers); i += 2 {
+		req.Header.Set(headers[i], headers[i+1])
+	}
+	return e.send(t, req)
+}
+
+func (e *env) send(t testing.TB, req *http.Request) resp {
+	t.Helper()
+	w := httptest.NewRecorder()
+	e.h.ServeHTTP(w, req)
+	r := resp{Code: w.Code, Header: w.Header(), Body: w.Body.String()}
+	checkAgainstDocument(t, req, r)
+	return r
+}
+
+// upload sends a multipart file.
+func (e *env) upload(t testing.TB, path, token, field, filename string, content []byte) resp {
+	t.Helper()
+	var buf bytes.Buffer
+	mw := multipart.NewWriter(&buf)
+	fw, err := mw.CreateFormFile(field, filename)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fw.Write(content)
+	mw.Close()
+	req := httptest.NewRequest("POST", path, &buf)
+	req.Header.Set("Content-Type", mw.FormDataContentType())
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	return e.send(t, req)
+}
+
+var (
+	docOnce   sync.Once
+	docRouter routers.Router
+	docErr    error
+)
+
+func loadDocument() (routers.Router, error) {
+	docOnce.Do(func() {
+		loader := openapi3.NewLoader()
+		var doc *openapi3.T
+		doc, docErr = loader.LoadFromData(web.OpenAPI)
+		if docErr != nil {
+			return
+		}
+		if docErr = doc.Validate(loader.Context); docErr != nil {
+			return
+		}
+		docRouter, docErr = gorillamux.NewRouter(doc)
+	})
+	return docRouter, docErr
+}
+
+// checkAgainstDocument validates a response against web/openapi.json: its
+// status must be documented for the route and its body must match the
+// schema. Paths outside the API (docs pages) are skipped.
+func checkAgainstDocument(t testing.TB, req *http.Request, r resp) {
+	t.Helper()
+	if !strings.HasPrefix(req.URL.Path, "/api/") {
+		return
+	}
+	router, err := loadDocument()
+	if err != nil {
+		t.Fatalf("openapi document: %v", err)
+	}
+	// gorillamux needs an absolute URL to match against the server list.
+	u := *req.URL
+	u.Scheme, u.Host = "http", "localhost"
+	r2 := req.Clone(req.Context())
+	r2.URL = &u
+	route, params, err := router.FindRoute(r2)
+	if err != nil {
+		if r.Code == 404 || r.Code == 405 {
+			return // unknown route or method: nothing to check
+		}
+		t.Fatalf("%s %s: not in the OpenAPI document (%v)", req.Method, req.URL.Path, err)
+	}
+	in := &openapi3filter.ResponseValidationInput{
+		RequestValidationInput: &openapi3filter.RequestValidationInput{Request: r2, PathParams: params, Route: route,
+			Options: &openapi3filter.Options{AuthenticationFunc: openapi3filter.NoopAuthenticationFunc}},
+		Status: r.Code,
+		Header: r.Header,
+		Options: &openapi3filter.Options{
+			IncludeResponseStatus: true,
+			MultiError:            true,
+		},
+	}
+	in.SetBodyBytes([]byte(r.Body))
+	if err := openapi3filter.ValidateResponse(context.Background(), in); err != nil {
+		t.Errorf("%s %s → %d does not match the OpenAPI document: %v\nbody: %s", req.Method, req.URL.Path, r.Code, err, truncate(r.Body, 500))
+	}
+	// Every error, whatever the route, has exactly {"detail": "..."}.
+	if r.Code >= 400 {
+		var m map[string]any
+		if err := json.Unmarshal([]byte(r.Body), &m); err != nil || len(m) != 1 || m["detail"] == nil || m["detail"] == "" {
+			t.Errorf("%s %s → %d: error body is not {\"detail\"}: %s", req.Method, req.URL.Path, r.Code, r.Body)
+		}
+	}
+}
+
+func truncate(s string, n int) string {
+	if len(s) > n {
+		return s[:n] + "..."
+	}
+	return s
+}
