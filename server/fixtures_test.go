@@ -5,7 +5,11 @@ import (
 	"encoding/json"
 	"image"
 	"image/color"
+	"image/gif"
+	"image/jpeg"
 	"image/png"
+	"net/http"
+	"net/http/httptest"
 	"testing"
 )
 
@@ -29,4 +33,28 @@ func mustJSON(t testing.TB, v any) string {
 		t.Fatal(err)
 	}
 	return string(b)
+}
+
+func gifBytes(t testing.TB) []byte {
+	t.Helper()
+	img := image.NewPaletted(image.Rect(0, 0, 4, 4), color.Palette{color.Black, color.White})
+	var buf bytes.Buffer
+	if err := gif.Encode(&buf, img, nil); err != nil {
+		t.Fatal(err)
+	}
+	return buf.Bytes()
+}
+
+func jpegBytes(t testing.TB) []byte {
+	t.Helper()
+	img := image.NewRGBA(image.Rect(0, 0, 8, 8))
+	var buf bytes.Buffer
+	if err := jpeg.Encode(&buf, img, nil); err != nil {
+		t.Fatal(err)
+	}
+	return buf.Bytes()
+}
+
+func httptestRequest(method, path string) *http.Request {
+	return httptest.NewRequest(method, path, nil)
 }

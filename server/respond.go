@@ -247,17 +247,18 @@ func pathID(c *gin.Context, name string) (int64, error) {
 
 // pageQuery holds the pagination parameters every list accepts.
 type pageQuery struct {
-	Page    int `form:"page" json:"page" binding:"omitempty,gte=1" doc:"page number, from 1"`
-	PerPage int `form:"per_page" json:"per_page" binding:"omitempty,gte=1,lte=200" doc:"items per page, 1 to 200 (default 50)"`
+	Page    *int `form:"page" json:"page" binding:"omitempty,gte=1" doc:"page number, from 1"`
+	PerPage *int `form:"per_page" json:"per_page" binding:"omitempty,gte=1,lte=200" doc:"items per page, 1 to 200 (default 50)"`
 }
 
+// page applies the defaults; out-of-range values were refused by bindQuery.
 func (p pageQuery) page() store.Page {
-	out := store.Page{Page: p.Page, PerPage: p.PerPage}
-	if out.Page == 0 {
-		out.Page = 1
+	out := store.Page{Page: 1, PerPage: 50}
+	if p.Page != nil {
+		out.Page = *p.Page
 	}
-	if out.PerPage == 0 {
-		out.PerPage = 50
+	if p.PerPage != nil {
+		out.PerPage = *p.PerPage
 	}
 	return out
 }

@@ -99,14 +99,15 @@ func translate(err error, what string) error {
 
 // uniqueField pulls the column out of "UNIQUE constraint failed: users.email".
 func uniqueField(msg string) string {
-	_, after, ok := strings.Cut(msg, "constraint failed: ")
-	if !ok {
+	i := strings.LastIndex(msg, "constraint failed: ")
+	if i < 0 {
 		return ""
 	}
+	after := msg[i+len("constraint failed: "):]
 	after, _, _ = strings.Cut(after, ",")
 	after, _, _ = strings.Cut(after, " ")
 	if _, col, ok := strings.Cut(after, "."); ok {
-		return strings.TrimSuffix(col, ")")
+		return col
 	}
 	return ""
 }

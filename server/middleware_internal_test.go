@@ -1,0 +1,34 @@
+package server
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/gin-gonic/gin"
+)
+
+// A panic in a handler is a 500 with the standard body and no internals.
+func TestPanicIsA500(t *testing.T) {
+	var logs strings.Builder
+	a, err := Open(context.Background(), Config{DataDir: t.TempDir(), SecretKey: strings.Repeat("k", 40)}, slog.New(slog.NewTextHandler(&logs, nil)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	a.Server.handle(Route{Method: "GET", Path: "/api/test-panic", Access: public}, func(*gin.Context) { panic("secret internals") })
+	w := httptest.NewRecorder()
+	a.Server.Handler().ServeHTTP(w, httptest.NewRequest("GET", "/api/test-panic", nil))
+	body, _ := io.ReadAll(w.Body)
+	var m map[string]string
+	if w.Code != 500 || json.Unmarshal(body, &m) != nil || len(m) != 1 || m["detail"] == "" || strings.Contains(string(body), "secret") {
+		t.Fatalf("got %d %s", w.Code, body)
+	}
+	if !strings.Contains(logs.String(), "secret internals") {
+		t.Fatal("the panic was not logged")
+	}
+}
