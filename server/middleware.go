@@ -57,11 +57,15 @@ func (s *Server) recoverPanics(c *gin.Context) {
 
 func (s *Server) logRequests(c *gin.Context) {
 	start := time.Now()
+	c.Set(loggerKey, s.log)
 	c.Next()
 	status := c.Writer.Status()
 	lvl := slog.LevelDebug
 	if status >= 500 {
 		lvl = slog.LevelError
+	}
+	if !s.log.Enabled(c.Request.Context(), lvl) {
+		return
 	}
 	s.log.Log(c.Request.Context(), lvl, "request", "method", c.Request.Method, "path", c.Request.URL.Path,
 		"status", status, "duration", time.Since(start), "ip", c.ClientIP())

@@ -68,8 +68,18 @@ func fail(c *gin.Context, err error) {
 		abort(c, statusOf[e.Kind], e.Message)
 		return
 	}
-	slog.ErrorContext(c.Request.Context(), "request failed", "method", c.Request.Method, "path", c.Request.URL.Path, "err", err)
+	logger(c).ErrorContext(c.Request.Context(), "request failed", "method", c.Request.Method, "path", c.Request.URL.Path, "err", err)
 	abort(c, http.StatusInternalServerError, "internal server error: the problem was logged on the server")
+}
+
+const loggerKey = "copydesk.logger"
+
+// logger is the server's logger, which logRequests puts on every request.
+func logger(c *gin.Context) *slog.Logger {
+	if l, ok := c.Get(loggerKey); ok {
+		return l.(*slog.Logger)
+	}
+	return slog.Default()
 }
 
 // abort writes {"detail"} with a status and stops the handler chain.

@@ -83,16 +83,28 @@ func (db *DB) sessionByID(ctx context.Context, q queryer, id int64) (*Session, e
 	return s, nil
 }
 
+// sessionWithUserQuery is the one query of every authenticated request. It
+// reads only what authentication and the profile need: not the password
+// hash or the sealed TOTP secrets.
+const sessionWithUserQuery = `SELECT s.id, s.user_id, s.last_seen_at, s.expires_at, s.revoked_at,
+	u.email, u.username, u.full_name, u.role, u.is_active, u.totp_enabled, u.avatar_version,
+	u.last_login_at, u.created_at, u.updated_at
+	FROM sessions s JOIN users u ON u.id = s.user_id WHERE s.id = ?`
+
 // SessionWithUser loads a session and its user in one query: the work every
-// authenticated request does.
+// authenticated request does. The user comes without PasswordHash and TOTP
+// secrets; load it with UserByID where those are needed.
 func (db *DB) SessionWithUser(ctx context.Context, sessionID int64) (*Session, *User, error) {
-	row := db.r.QueryRowContext(ctx, `SELECT `+sessionColumns+`, `+userColumns+`
-		FROM sessions s JOIN users u ON u.id = s.user_id WHERE s.id = ?`, sessionID)
+	st, err := db.readStmt(ctx, sessionWithUserQuery)
+	if err != nil {
+		return nil, nil, fmt.Errorf("store: find session: %w", err)
+	}
+	var s Session
 	var u User
-	var role, created, updated string
-	var lastLogin sql.NullString
-	s, err := scanSession(row, &u.ID, &u.Email, &u.Username, &u.FullName, &u.PasswordHash, &role, &u.IsActive,
-		&u.TOTPSecret, &u.TOTPPending, &u.TOTPEnabled, &u.TOTPLastStep, &u.AvatarVersion,
+	var seen, exp, role, created, updated string
+	var revoked, lastLogin sql.NullString
+	err = st.QueryRowContext(ctx, sessionID).Scan(&s.ID, &s.UserID, &seen, &exp, &revoked,
+		&u.Email, &u.Username, &u.FullName, &role, &u.IsActive, &u.TOTPEnabled, &u.AvatarVersion,
 		&lastLogin, &created, &updated)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, nil, NotFound("session not found")
@@ -100,10 +112,12 @@ func (db *DB) SessionWithUser(ctx context.Context, sessionID int64) (*Session, *
 	if err != nil {
 		return nil, nil, fmt.Errorf("store: find session: %w", err)
 	}
+	s.LastSeenAt, s.ExpiresAt, s.RevokedAt = parseTime(seen), parseTime(exp), parseNullTime(revoked)
+	u.ID = s.UserID
 	u.Role = Role(role)
 	u.LastLoginAt = parseNullTime(lastLogin)
 	u.CreatedAt, u.UpdatedAt = parseTime(created), parseTime(updated)
-	return s, &u, nil
+	return &s, &u, nil
 }
 
 // TouchSession records activity on a session.

@@ -453,7 +453,11 @@ func (s *Service) UpdateProfile(ctx context.Context, p *Principal, in ProfileUpd
 
 // confirmPassword checks a signed-in user's password, counted by the same
 // throttle as sign-in so a stolen token cannot be used to guess it.
-func (s *Service) confirmPassword(ctx context.Context, u *store.User, password, field string) error {
+func (s *Service) confirmPassword(ctx context.Context, principal *store.User, password, field string) error {
+	u, err := s.db.UserByID(ctx, principal.ID) // the principal carries no password hash
+	if err != nil {
+		return err
+	}
 	ok, err := s.attempt(ctx, u.Email, func() (bool, error) { return Verify(u.PasswordHash, password) })
 	if err != nil {
 		return err
@@ -518,7 +522,10 @@ func (s *Service) VerifyTOTP(ctx context.Context, p *Principal, code string) ([]
 // DisableTOTP turns 2FA off, proven by a current code (or recovery code) or
 // by the password.
 func (s *Service) DisableTOTP(ctx context.Context, p *Principal, code, password string) error {
-	u := p.User
+	u, err := s.db.UserByID(ctx, p.User.ID) // with the sealed secret
+	if err != nil {
+		return err
+	}
 	if !u.TOTPEnabled {
 		return store.Conflict("two-factor authentication is not enabled")
 	}
