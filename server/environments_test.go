@@ -146,3 +146,19 @@ func TestEnvironments(t *testing.T) {
 		}
 	})
 }
+
+func TestQueryErrorsNameTheParameter(t *testing.T) {
+	e := newEnv(t)
+	_, admin := e.user(t, "admin", store.RoleAdmin)
+	for q, want := range map[string]string{
+		"?is_active=maybe": "is_active: must be true or false",
+		"?page=two":        "page: must be an integer",
+		"?per_page=1.5":    "per_page: must be an integer",
+		"?per_page=999":    "per_page: must be at most 200",
+	} {
+		r := e.do(t, "GET", "/api/auth/users"+q, admin, nil)
+		if r.Code != 422 || r.Detail() != want {
+			t.Errorf("%s: got %d %q, want %q", q, r.Code, r.Detail(), want)
+		}
+	}
+}

@@ -282,9 +282,54 @@ func bindQuery(c *gin.Context, dst any) error {
 			fe := verrs[0]
 			return store.Invalid("%s: %s", queryName(dst, fe), ruleText(fe))
 		}
-		return store.Invalid("query: %s", queryError(err))
+		return queryTypeError(c, dst, err)
 	}
 	return nil
+}
+
+// queryTypeError names the query parameter whose value did not parse; Gin's
+// binding error does not say which one it was.
+func queryTypeError(c *gin.Context, dst any, err error) error {
+	t := reflect.TypeOf(dst)
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	var walk func(t reflect.Type) error
+	walk = func(t reflect.Type) error {
+		for i := 0; i < t.NumField(); i++ {
+			f := t.Field(i)
+			if f.Anonymous {
+				if e := walk(f.Type); e != nil {
+					return e
+				}
+				continue
+			}
+			name := strings.Split(f.Tag.Get("form"), ",")[0]
+			v, ok := c.GetQuery(name)
+			if name == "" || !ok {
+				continue
+			}
+			ft := f.Type
+			if ft.Kind() == reflect.Pointer {
+				ft = ft.Elem()
+			}
+			switch ft.Kind() {
+			case reflect.Bool:
+				if _, e := strconv.ParseBool(v); e != nil {
+					return store.Invalid("%s: must be true or false", name)
+				}
+			case reflect.Int, reflect.Int64, reflect.Int32:
+				if _, e := strconv.ParseInt(v, 10, 64); e != nil {
+					return store.Invalid("%s: must be an integer", name)
+				}
+			}
+		}
+		return nil
+	}
+	if e := walk(t); e != nil {
+		return e
+	}
+	return store.Invalid("query: %s", queryError(err))
 }
 
 func queryName(v any, fe validator.FieldError) string {
