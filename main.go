@@ -37,6 +37,9 @@ var (
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	// After the first signal starts a graceful shutdown, a second one gets
+	// the default behaviour and ends the process at once.
+	go func() { <-ctx.Done(); stop() }()
 	if err := newRootCmd(os.Stdin, os.Stdout, os.Stderr).ExecuteContext(ctx); err != nil {
 		fmt.Fprintln(os.Stderr, "copydesk:", err)
 		os.Exit(1)
@@ -49,6 +52,9 @@ func newRootCmd(stdin io.Reader, stdout, stderr io.Writer) *cobra.Command {
 		Short:         "Self-hosted content and SEO automation",
 		SilenceUsage:  true,
 		SilenceErrors: true,
+		// Environment variables are applied before cobra checks required
+		// flags, so COPYDESK_EMAIL can stand in for --email.
+		PersistentPreRunE: func(cmd *cobra.Command, _ []string) error { return envDefaults(cmd) },
 	}
 	root.SetIn(stdin)
 	root.SetOut(stdout)
@@ -114,9 +120,6 @@ func serveCmd() *cobra.Command {
 			"COPYDESK_SECRET_KEY, when set, is used instead of DATA_DIR/secret.key.",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := envDefaults(cmd); err != nil {
-				return err
-			}
 			log, err := c.logger(cmd.ErrOrStderr())
 			if err != nil {
 				return err
@@ -151,18 +154,23 @@ func serveCmd() *cobra.Command {
 	return cmd
 }
 
+// shellQuote quotes s for a POSIX shell unless it is plainly safe.
 func shellQuote(s string) string {
-	if strings.ContainsAny(s, " '\"$\\`") {
-		return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+	safe := s != ""
+	for _, r := range s {
+		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("_./:@%+=,-", r)) {
+			safe = false
+			break
+		}
 	}
-	return s
+	if safe {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
 
 // openData opens the data directory for a one-shot command.
 func openData(cmd *cobra.Command, c *common) (*server.App, error) {
-	if err := envDefaults(cmd); err != nil {
-		return nil, err
-	}
 	log, err := c.logger(cmd.ErrOrStderr())
 	if err != nil {
 		return nil, err
@@ -196,6 +204,9 @@ func usersCmd() *cobra.Command {
 			pw, err := readPassword(cmd.InOrStdin())
 			if err != nil {
 				return err
+			}
+			if err := auth.CheckPassword("password", pw); err != nil {
+				return errors.New(store.Message(err))
 			}
 			app, err := openData(cmd, &cc)
 			if err != nil {
@@ -233,6 +244,9 @@ func usersCmd() *cobra.Command {
 			pw, err := readPassword(cmd.InOrStdin())
 			if err != nil {
 				return err
+			}
+			if err := auth.CheckPassword("password", pw); err != nil {
+				return errors.New(store.Message(err))
 			}
 			app, err := openData(cmd, &sc)
 			if err != nil {
@@ -402,4 +416,3 @@ func versionCmd() *cobra.Command {
 		},
 	}
 }
-
