@@ -178,13 +178,22 @@ func openData(cmd *cobra.Command, c *common) (*server.App, error) {
 	return server.OpenData(cmd.Context(), server.Config{DataDir: c.dataDir, SecretKey: os.Getenv("COPYDESK_SECRET_KEY")}, log)
 }
 
-// readPassword reads one line from standard input.
-func readPassword(r io.Reader) (string, error) {
-	line, err := bufio.NewReader(r).ReadString('\n')
+// newPassword reads a password (one line) from standard input, as
+// --password-stdin promises, and checks it against the password rules
+// before anything is opened or created.
+func newPassword(cmd *cobra.Command, fromStdin bool) (string, error) {
+	if !fromStdin {
+		return "", errors.New("pass --password-stdin and type the password on standard input")
+	}
+	line, err := bufio.NewReader(cmd.InOrStdin()).ReadString('\n')
 	if err != nil && !(errors.Is(err, io.EOF) && line != "") {
 		return "", errors.New("no password on standard input")
 	}
-	return strings.TrimRight(line, "\r\n"), nil
+	pw := strings.TrimRight(line, "\r\n")
+	if err := auth.CheckPassword("password", pw); err != nil {
+		return "", errors.New(store.Message(err))
+	}
+	return pw, nil
 }
 
 func usersCmd() *cobra.Command {
@@ -198,15 +207,9 @@ func usersCmd() *cobra.Command {
 		Short: "Create an account (the way to make the first super_admin)",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if !fromStdin {
-				return errors.New("pass --password-stdin and type the password on standard input")
-			}
-			pw, err := readPassword(cmd.InOrStdin())
+			pw, err := newPassword(cmd, fromStdin)
 			if err != nil {
 				return err
-			}
-			if err := auth.CheckPassword("password", pw); err != nil {
-				return errors.New(store.Message(err))
 			}
 			app, err := openData(cmd, &cc)
 			if err != nil {
@@ -238,15 +241,9 @@ func usersCmd() *cobra.Command {
 		Short: "Set an account's password (account recovery); ends all its sessions",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if !spStdin {
-				return errors.New("pass --password-stdin and type the password on standard input")
-			}
-			pw, err := readPassword(cmd.InOrStdin())
+			pw, err := newPassword(cmd, spStdin)
 			if err != nil {
 				return err
-			}
-			if err := auth.CheckPassword("password", pw); err != nil {
-				return errors.New(store.Message(err))
 			}
 			app, err := openData(cmd, &sc)
 			if err != nil {
