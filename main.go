@@ -13,6 +13,7 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"runtime"
 	"runtime/debug"
 	"strings"
@@ -23,6 +24,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"github.com/copydesk/copydesk/backup"
 	"github.com/copydesk/copydesk/server"
 	"github.com/copydesk/copydesk/server/auth"
 	"github.com/copydesk/copydesk/store"
@@ -59,7 +61,7 @@ func newRootCmd(stdin io.Reader, stdout, stderr io.Writer) *cobra.Command {
 	root.SetIn(stdin)
 	root.SetOut(stdout)
 	root.SetErr(stderr)
-	root.AddCommand(serveCmd(), usersCmd(), licenseCmd(), versionCmd())
+	root.AddCommand(serveCmd(), usersCmd(), backupCmd(), restoreCmd(), licenseCmd(), versionCmd())
 	return root
 }
 
@@ -293,6 +295,86 @@ func usersCmd() *cobra.Command {
 	}
 	lc.register(list.Flags())
 	cmd.AddCommand(create, setPassword, list)
+	return cmd
+}
+
+func backupCmd() *cobra.Command {
+	var c common
+	var out string
+	cmd := &cobra.Command{
+		Use:   "backup",
+		Short: "Write a consistent snapshot of the database, also while serve runs",
+		Long: "Write a consistent snapshot of the database. Without --out it goes to DATA_DIR/backups and is listed by the API.\n" +
+			"The snapshot is checked (PRAGMA integrity_check) and described by a sidecar FILE.json with its SHA-256.\n" +
+			"Keep DATA_DIR/secret.key with your backups: without it the stored secrets in a backup cannot be read.",
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			app, err := openData(cmd, &c)
+			if err != nil {
+				return err
+			}
+			defer app.Close()
+			var meta *backup.Meta
+			var path string
+			if out != "" {
+				meta, err = backup.WriteStandalone(cmd.Context(), app.DB, out, version)
+				path = out
+			} else {
+				meta, err = app.Backups.Create(cmd.Context(), backup.KindCLI)
+				if meta != nil {
+					path = filepath.Join(app.Backups.Dir(), meta.Name)
+				}
+			}
+			if err != nil {
+				return errors.New(store.Message(err) + ": " + err.Error())
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "wrote %s (%d bytes, schema %d)\nsha256 %s\n", path, meta.Size, meta.SchemaVersion, meta.SHA256)
+			return nil
+		},
+	}
+	c.register(cmd.Flags())
+	cmd.Flags().StringVar(&out, "out", "", "file to write (must not exist); default: a new file in DATA_DIR/backups")
+	return cmd
+}
+
+func restoreCmd() *cobra.Command {
+	var c common
+	cmd := &cobra.Command{
+		Use:   "restore FILE",
+		Short: "Put a snapshot in place of the database (the server must be stopped)",
+		Long: "Check FILE (integrity, schema not newer than this copydesk, SHA-256 against FILE.json when present), keep a\n" +
+			"snapshot of the current database in DATA_DIR/backups, then put FILE in place. While a server holds the data\n" +
+			"directory this refuses: restore through the API (POST /api/backup/{name}/restore) instead, or stop the server.",
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := os.MkdirAll(c.dataDir, 0o700); err != nil {
+				return err
+			}
+			lock, err := server.LockDataDir(c.dataDir, fmt.Sprintf("copydesk restore (pid %d)", os.Getpid()))
+			if err != nil {
+				if errors.Is(err, server.ErrLocked) {
+					return fmt.Errorf("%w\nstop the server first, or restore through the API: upload the file with POST /api/backup/upload, then POST /api/backup/{name}/restore", err)
+				}
+				return err
+			}
+			defer lock.Unlock()
+			app, err := openData(cmd, &c)
+			if err != nil {
+				return err
+			}
+			defer app.Close()
+			safety, err := app.Backups.RestoreFile(cmd.Context(), args[0])
+			if err != nil {
+				if store.KindOf(err) == store.KindInvalid {
+					return fmt.Errorf("%s is not restorable: %s", args[0], store.Message(err))
+				}
+				return err
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "restored %s\nthe previous database is kept as %s\n", args[0], filepath.Join(app.Backups.Dir(), safety.Name))
+			return nil
+		},
+	}
+	c.register(cmd.Flags())
 	return cmd
 }
 

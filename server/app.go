@@ -9,8 +9,10 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"sync"
 	"time"
 
+	"github.com/copydesk/copydesk/backup"
 	"github.com/copydesk/copydesk/server/auth"
 	"github.com/copydesk/copydesk/server/keyring"
 	"github.com/copydesk/copydesk/store"
@@ -33,6 +35,10 @@ type Config struct {
 	Hasher *auth.Hasher
 	// Throttle, when set, replaces the default failed-login policy (tests).
 	Throttle *auth.ThrottlePolicy
+	// MaxUploadBytes caps backup uploads.
+	MaxUploadBytes int64
+	// NoScheduler keeps scheduled backups from running (tests drive them).
+	NoScheduler bool
 }
 
 // DBFile is the database file inside the data directory.
@@ -45,9 +51,11 @@ type App struct {
 	DB       *store.DB
 	Keys     *keyring.Keyring
 	Auth     *auth.Service
+	Backups  *backup.Manager
 	Server   *Server
 	Log      *slog.Logger
 	listener net.Listener
+	lock     *DataDirLock
 }
 
 // OpenData opens the data directory, the keys, the database and the account
@@ -99,16 +107,29 @@ func OpenData(ctx context.Context, cfg Config, log *slog.Logger) (*App, error) {
 		db.Close()
 		return nil, err
 	}
-	return &App{Config: cfg, DB: db, Keys: keys, Auth: svc, Log: log}, nil
+	return &App{Config: cfg, DB: db, Keys: keys, Auth: svc, Backups: backup.New(db, cfg.DataDir, cfg.Version), Log: log}, nil
 }
 
-// Open is OpenData plus the router.
+// Open is OpenData plus the router, for serving. It locks the data
+// directory so that no second server, and no `copydesk restore`, works on it
+// at the same time.
 func Open(ctx context.Context, cfg Config, log *slog.Logger) (*App, error) {
-	a, err := OpenData(ctx, cfg, log)
+	if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
+		return nil, fmt.Errorf("create data directory: %w", err)
+	}
+	lock, err := LockDataDir(cfg.DataDir, fmt.Sprintf("copydesk serve (pid %d, started %s, listening on %s)",
+		os.Getpid(), time.Now().UTC().Format(time.RFC3339), cfg.HTTPAddr))
 	if err != nil {
 		return nil, err
 	}
-	a.Server, err = New(a.DB, a.Auth, log, Options{TrustedProxies: cfg.TrustedProxies, Version: cfg.Version})
+	a, err := OpenData(ctx, cfg, log)
+	if err != nil {
+		lock.Unlock()
+		return nil, err
+	}
+	a.lock = lock
+	a.Server, err = New(Deps{DB: a.DB, Auth: a.Auth, Backups: a.Backups, Log: log},
+		Options{TrustedProxies: cfg.TrustedProxies, Version: cfg.Version, MaxUploadBytes: cfg.MaxUploadBytes})
 	if err != nil {
 		a.Close()
 		return nil, err
@@ -152,8 +173,11 @@ func (a *App) Run(ctx context.Context) error {
 		ErrorLog:          slog.NewLogLogger(a.Log.Handler(), slog.LevelWarn),
 	}
 	bg, stopBG := context.WithCancel(ctx)
-	done := make(chan struct{})
-	go func() { defer close(done); a.housekeeping(bg) }()
+	var wg sync.WaitGroup
+	wg.Go(func() { a.housekeeping(bg) })
+	if !a.Config.NoScheduler {
+		wg.Go(func() { a.Backups.RunScheduler(bg, a.Log) })
+	}
 
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(a.listener) }()
@@ -173,7 +197,7 @@ func (a *App) Run(ctx context.Context) error {
 		cancel()
 	}
 	stopBG()
-	<-done
+	wg.Wait()
 	if errors.Is(err, http.ErrServerClosed) {
 		err = nil
 	}
@@ -185,7 +209,10 @@ func (a *App) housekeeping(ctx context.Context) {
 	t := time.NewTicker(time.Hour)
 	defer t.Stop()
 	for {
-		if n, err := a.DB.PruneSessions(ctx, a.DB.Now().Add(-7*24*time.Hour)); err != nil && ctx.Err() == nil {
+		release := a.DB.Hold()
+		n, err := a.DB.PruneSessions(ctx, a.DB.Now().Add(-7*24*time.Hour))
+		release()
+		if err != nil && ctx.Err() == nil {
 			a.Log.Warn("prune sessions", "err", err)
 		} else if n > 0 {
 			a.Log.Debug("pruned sessions", "count", n)
@@ -198,10 +225,12 @@ func (a *App) housekeeping(ctx context.Context) {
 	}
 }
 
-// Close closes the database.
+// Close closes the database and releases the data directory.
 func (a *App) Close() error {
 	if a.listener != nil {
 		a.listener.Close()
 	}
-	return a.DB.Close()
+	err := a.DB.Close()
+	a.lock.Unlock()
+	return err
 }

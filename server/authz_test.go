@@ -58,6 +58,19 @@ var authzTable = []authzCase{
 	{route: "PUT /api/environments/{id}/configuration", path: "/api/environments/{envA}/configuration", body: map[string]any{"language": "de"}, want: [5]int{401, 403, 403, 200, 200}},
 
 	{route: "GET /api/settings/system", want: [5]int{401, 403, 403, 200, 200}},
+
+	// System level: super_admin only. {backup} is a snapshot taken after
+	// everyone signed in, so restoring it keeps their sessions.
+	{route: "POST /api/backup", want: [5]int{401, 403, 403, 403, 201}},
+	{route: "GET /api/backup", want: [5]int{401, 403, 403, 403, 200}},
+	{route: "GET /api/backup/schedule", want: [5]int{401, 403, 403, 403, 200}},
+	{route: "PUT /api/backup/schedule", body: map[string]any{"enabled": true}, want: [5]int{401, 403, 403, 403, 200}},
+	{route: "POST /api/backup/upload", file: true, want: [5]int{401, 403, 403, 403, 422}},
+	{route: "GET /api/backup/{name}", path: "/api/backup/{backup}", want: [5]int{401, 403, 403, 403, 200}},
+	{route: "GET /api/backup/{name}/download", path: "/api/backup/{backup}/download", want: [5]int{401, 403, 403, 403, 200}},
+	{route: "POST /api/backup/{name}/verify", path: "/api/backup/{backup}/verify", want: [5]int{401, 403, 403, 403, 200}},
+	{route: "POST /api/backup/{name}/restore", path: "/api/backup/{backup}/restore", want: [5]int{401, 403, 403, 403, 200}},
+	{route: "DELETE /api/backup/{name}", path: "/api/backup/{backup}", want: [5]int{401, 403, 403, 403, 200}},
 	{route: "PUT /api/settings/system", body: map[string]any{"registration_open": false}, want: [5]int{401, 403, 403, 200, 200}},
 }
 
@@ -103,7 +116,12 @@ func TestAuthorizationTable(t *testing.T) {
 						}
 					}
 				}
-				fill := strings.NewReplacer("{envA}", fmt.Sprint(envA.ID), "{envB}", fmt.Sprint(envB.ID), "{target}", fmt.Sprint(target.ID))
+				snap, err := e.app.Backups.Create(ctx, "manual")
+				if err != nil {
+					t.Fatal(err)
+				}
+				fill := strings.NewReplacer("{envA}", fmt.Sprint(envA.ID), "{envB}", fmt.Sprint(envB.ID), "{target}", fmt.Sprint(target.ID),
+					"{backup}", snap.Name)
 				path := fill.Replace(tmpl)
 				var got resp
 				if c.file {

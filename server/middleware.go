@@ -79,6 +79,14 @@ func securityHeaders(c *gin.Context) {
 	c.Next()
 }
 
+// holdDB keeps a restore from swapping the database during the request;
+// a request that arrives during a restore waits for it to finish.
+func (s *Server) holdDB(c *gin.Context) {
+	release := s.db.Hold()
+	defer release()
+	c.Next()
+}
+
 const principalKey = "copydesk.principal"
 
 // authenticate checks the bearer token, the session and the user, and puts

@@ -10,18 +10,20 @@ import (
 
 	"github.com/gin-gonic/gin"
 
+	"github.com/copydesk/copydesk/backup"
 	"github.com/copydesk/copydesk/server/auth"
 	"github.com/copydesk/copydesk/store"
 )
 
 // Server holds the router and what the handlers call.
 type Server struct {
-	db     *store.DB
-	auth   *auth.Service
-	log    *slog.Logger
-	engine *gin.Engine
-	routes []*Route
-	opts   Options
+	db      *store.DB
+	auth    *auth.Service
+	backups *backup.Manager
+	log     *slog.Logger
+	engine  *gin.Engine
+	routes  []*Route
+	opts    Options
 }
 
 // Options tunes the HTTP layer.
@@ -33,15 +35,31 @@ type Options struct {
 	TrustedProxies []string
 	// Version is reported by /api/health and the OpenAPI document.
 	Version string
+	// MaxUploadBytes caps backup uploads; DefaultMaxUpload when 0.
+	MaxUploadBytes int64
+}
+
+// DefaultMaxUpload is the largest backup upload accepted.
+const DefaultMaxUpload = 4 << 30
+
+// Deps are the services the handlers call.
+type Deps struct {
+	DB      *store.DB
+	Auth    *auth.Service
+	Backups *backup.Manager
+	Log     *slog.Logger
 }
 
 // DefaultMaxBody is the body limit of JSON endpoints.
 const DefaultMaxBody = 1 << 20
 
 // New builds the router with every API group.
-func New(db *store.DB, authSvc *auth.Service, log *slog.Logger, opts Options) (*Server, error) {
+func New(d Deps, opts Options) (*Server, error) {
 	if opts.MaxBodyBytes <= 0 {
 		opts.MaxBodyBytes = DefaultMaxBody
+	}
+	if opts.MaxUploadBytes <= 0 {
+		opts.MaxUploadBytes = DefaultMaxUpload
 	}
 	gin.SetMode(gin.ReleaseMode)
 	e := gin.New()
@@ -52,7 +70,7 @@ func New(db *store.DB, authSvc *auth.Service, log *slog.Logger, opts Options) (*
 	if err := e.SetTrustedProxies(opts.TrustedProxies); err != nil {
 		return nil, err
 	}
-	s := &Server{db: db, auth: authSvc, log: log, engine: e, opts: opts}
+	s := &Server{db: d.DB, auth: d.Auth, backups: d.Backups, log: d.Log, engine: e, opts: opts}
 	e.Use(s.recoverPanics, s.logRequests, securityHeaders)
 	e.NoRoute(func(c *gin.Context) {
 		abort(c, http.StatusNotFound, "no route for "+c.Request.Method+" "+c.Request.URL.Path)
@@ -65,6 +83,7 @@ func New(db *store.DB, authSvc *auth.Service, log *slog.Logger, opts Options) (*
 	s.registerAuthRoutes()
 	s.registerEnvironmentRoutes()
 	s.registerSettingsRoutes()
+	s.registerBackupRoutes()
 	return s, nil
 }
 
@@ -110,8 +129,11 @@ type Route struct {
 	Binary    string // content type of a binary success body
 	Status    int    // success status; 200 when 0
 	Errors    []int  // statuses beyond those implied by Access, Body and path
-	MaxBody   int64  // body limit; DefaultMaxBody when 0
+	MaxBody   int64  // body limit; DefaultMaxBody when 0, the handler's own when < 0
 	List      bool   // Data is the item type of a paginated list
+	// Exclusive routes do not hold the database for the request (they
+	// replace it; see store.DB.Hold).
+	Exclusive bool
 }
 
 // handle registers a route and its documentation.
@@ -119,7 +141,13 @@ func (s *Server) handle(r Route, h gin.HandlerFunc) {
 	if r.Status == 0 {
 		r.Status = http.StatusOK
 	}
-	chain := []gin.HandlerFunc{s.limitBody(r.MaxBody)}
+	var chain []gin.HandlerFunc
+	if r.MaxBody >= 0 { // < 0: the handler enforces a limit of its own
+		chain = append(chain, s.limitBody(r.MaxBody))
+	}
+	if !r.Exclusive {
+		chain = append(chain, s.holdDB)
+	}
 	if !r.Access.Public {
 		chain = append(chain, s.authenticate, requireRole(r.Access.MinRole))
 	}

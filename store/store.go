@@ -33,9 +33,15 @@ const TimeFormat = "2006-01-02T15:04:05.000Z"
 
 // DB is the copydesk database.
 type DB struct {
+	// gate lets a restore swap the database file under everyone's feet
+	// safely: request handlers and background work hold it shared (Hold);
+	// Replace holds it exclusively while it closes, swaps and reopens.
+	gate sync.RWMutex
+
 	w    *sql.DB // the one writer connection
 	r    *sql.DB // read-only pool
 	path string
+	opt  Options
 
 	// stmts caches prepared read statements of hot paths: preparing is
 	// about half the cost of a point query in SQLite.
@@ -57,42 +63,58 @@ func Open(ctx context.Context, path string, opt Options) (*DB, error) {
 	if opt.Readers <= 0 {
 		opt.Readers = max(4, runtime.NumCPU())
 	}
+	db := &DB{path: path, opt: opt, Now: func() time.Time { return time.Now().UTC() }}
+	if err := db.open(ctx); err != nil {
+		return nil, err
+	}
+	return db, nil
+}
+
+// dsn is the connection string for path with the pragmas every connection
+// needs.
+func dsn(path, extra string) string {
+	return "file:" + escapePath(path) +
+		"?_pragma=busy_timeout(10000)&_pragma=foreign_keys(1)&_pragma=synchronous(NORMAL)" + extra
+}
+
+func escapePath(p string) string { return (&url.URL{Path: p}).EscapedPath() }
+
+// open connects both pools to db.path and migrates.
+func (db *DB) open(ctx context.Context) error {
 	// The file holds password hashes and sealed secrets: only its owner
 	// reads it. SQLite gives the -wal and -shm files the same mode.
-	if f, err := os.OpenFile(path, os.O_RDONLY|os.O_CREATE, 0o600); err == nil {
+	if f, err := os.OpenFile(db.path, os.O_RDONLY|os.O_CREATE, 0o600); err == nil {
 		f.Close()
 	}
-	base := "file:" + (&url.URL{Path: path}).EscapedPath()
-	common := "_pragma=busy_timeout(10000)&_pragma=foreign_keys(1)&_pragma=synchronous(NORMAL)"
-	w, err := sql.Open("sqlite", base+"?"+common+"&_pragma=journal_mode(WAL)&_txlock=immediate")
+	w, err := sql.Open("sqlite", dsn(db.path, "&_pragma=journal_mode(WAL)&_txlock=immediate"))
 	if err != nil {
-		return nil, fmt.Errorf("store: open %s: %w", path, err)
+		return fmt.Errorf("store: open %s: %w", db.path, err)
 	}
 	w.SetMaxOpenConns(1)
 	w.SetMaxIdleConns(1)
 	w.SetConnMaxLifetime(0)
 	w.SetConnMaxIdleTime(0)
-	db := &DB{w: w, path: path, Now: func() time.Time { return time.Now().UTC() }}
 	// The writer connects first so WAL mode is set before readers attach.
 	if err := w.PingContext(ctx); err != nil {
 		w.Close()
-		return nil, fmt.Errorf("store: open %s: %w", path, err)
+		return fmt.Errorf("store: open %s: %w", db.path, err)
 	}
+	db.w = w
 	if err := db.migrate(ctx); err != nil {
 		w.Close()
-		return nil, err
+		return err
 	}
-	r, err := sql.Open("sqlite", base+"?"+common+"&_pragma=query_only(1)")
+	r, err := sql.Open("sqlite", dsn(db.path, "&_pragma=query_only(1)"))
 	if err != nil {
 		w.Close()
-		return nil, fmt.Errorf("store: open %s: %w", path, err)
+		return fmt.Errorf("store: open %s: %w", db.path, err)
 	}
-	r.SetMaxOpenConns(opt.Readers)
-	r.SetMaxIdleConns(opt.Readers)
+	r.SetMaxOpenConns(db.opt.Readers)
+	r.SetMaxIdleConns(db.opt.Readers)
 	r.SetConnMaxIdleTime(0)
 	r.SetConnMaxLifetime(0)
 	db.r = r
-	return db, nil
+	return nil
 }
 
 // readStmt returns the prepared form of a read query on the reader pool.
@@ -114,6 +136,12 @@ func (db *DB) readStmt(ctx context.Context, query string) (*sql.Stmt, error) {
 // Close closes both pools. It checkpoints the WAL so the database file alone
 // is complete after a clean shutdown.
 func (db *DB) Close() error {
+	db.gate.Lock()
+	defer db.gate.Unlock()
+	return db.close()
+}
+
+func (db *DB) close() error {
 	var errs []error
 	db.stmts.Range(func(k, v any) bool {
 		v.(*sql.Stmt).Close()
@@ -127,6 +155,7 @@ func (db *DB) Close() error {
 		_, _ = db.w.Exec("PRAGMA wal_checkpoint(TRUNCATE)")
 		errs = append(errs, db.w.Close())
 	}
+	db.r, db.w = nil, nil
 	return errors.Join(errs...)
 }
 

@@ -1,0 +1,424 @@
+// Package backup takes, checks, lists and restores snapshots of the copydesk
+// database. The CLI (`copydesk backup`, `copydesk restore`) and the API
+// (/api/backup) both call it.
+//
+// A snapshot is a consistent copy taken online with VACUUM INTO, checked with
+// PRAGMA integrity_check before it counts, and described by a sidecar
+// NAME.json (created-at, copydesk version, schema version, SHA-256). Only
+// snapshots with a sidecar are listed. They live in DATA_DIR/backups with
+// names that sort by time.
+package backup
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/copydesk/copydesk/store"
+)
+
+// DirName is the folder of snapshots inside the data directory.
+const DirName = "backups"
+
+// Kinds of snapshot, by what made it.
+const (
+	KindManual     = "manual"      // POST /api/backup
+	KindScheduled  = "scheduled"   // the schedule; subject to retention
+	KindPreRestore = "pre-restore" // the safety snapshot taken before a restore
+	KindUploaded   = "uploaded"    // POST /api/backup/upload
+	KindCLI        = "cli"         // `copydesk backup`
+)
+
+// namePattern is the only form of name copydesk makes; anything else is not
+// a backup, which keeps names from ever being paths.
+var namePattern = regexp.MustCompile(`^copydesk-[0-9]{8}-[0-9]{6}-(manual|scheduled|pre-restore|uploaded|cli)(-[0-9]{1,4})?\.db$`)
+
+// ValidName reports whether name is one copydesk could have made.
+func ValidName(name string) bool { return namePattern.MatchString(name) }
+
+// Meta describes a snapshot; it is the sidecar's content.
+type Meta struct {
+	Name            string    `json:"name"`
+	Kind            string    `json:"kind"`
+	Size            int64     `json:"size"`
+	SHA256          string    `json:"sha256"`
+	CreatedAt       time.Time `json:"created_at"`
+	SchemaVersion   int       `json:"schema_version"`
+	CopydeskVersion string    `json:"copydesk_version"`
+}
+
+// Manager keeps the snapshots of one data directory.
+type Manager struct {
+	db      *store.DB
+	dir     string
+	version string
+	mu      sync.Mutex // one snapshot, import or delete at a time
+}
+
+// New returns the manager of DATA_DIR/backups for db.
+func New(db *store.DB, dataDir, version string) *Manager {
+	return &Manager{db: db, dir: filepath.Join(dataDir, DirName), version: version}
+}
+
+// Dir is the folder of snapshots.
+func (m *Manager) Dir() string { return m.dir }
+
+func (m *Manager) now() time.Time { return m.db.Now().UTC() }
+
+func (m *Manager) ensureDir() error { return os.MkdirAll(m.dir, 0o700) }
+
+// newName picks a free name for a snapshot of kind made at t.
+func (m *Manager) newName(kind string, t time.Time) string {
+	base := "copydesk-" + t.UTC().Format("20060102-150405") + "-" + kind
+	name := base + ".db"
+	for i := 2; exists(filepath.Join(m.dir, name)) || exists(filepath.Join(m.dir, name+".json")); i++ {
+		name = fmt.Sprintf("%s-%d.db", base, i)
+	}
+	return name
+}
+
+func exists(p string) bool { _, err := os.Lstat(p); return err == nil }
+
+// Create takes a snapshot of the live database now. The caller holds the
+// database (store.DB.Hold) when the server runs.
+func (m *Manager) Create(ctx context.Context, kind string) (*Meta, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if err := m.ensureDir(); err != nil {
+		return nil, err
+	}
+	tmp := filepath.Join(m.dir, fmt.Sprintf(".tmp-%d.db", time.Now().UnixNano()))
+	defer os.Remove(tmp)
+	started := m.now()
+	if err := m.db.SnapshotTo(ctx, tmp); err != nil {
+		return nil, err
+	}
+	return m.admit(ctx, tmp, kind, started)
+}
+
+// admit checks a finished file, names it, writes its sidecar and moves it
+// in: the moment it becomes listed. A file that fails the check is refused
+// with a KindInvalid error and left for the caller to remove.
+func (m *Manager) admit(ctx context.Context, tmp, kind string, created time.Time) (*Meta, error) {
+	info, err := store.CheckFile(ctx, tmp)
+	if err != nil {
+		return nil, err
+	}
+	sum, size, err := hashFile(tmp)
+	if err != nil {
+		return nil, err
+	}
+	meta := &Meta{Name: m.newName(kind, created), Kind: kind, Size: size, SHA256: sum, CreatedAt: created.Truncate(time.Millisecond),
+		SchemaVersion: info.SchemaVersion, CopydeskVersion: m.version}
+	final := filepath.Join(m.dir, meta.Name)
+	if err := os.Rename(tmp, final); err != nil {
+		return nil, err
+	}
+	if err := writeSidecar(final, meta); err != nil {
+		os.Remove(final)
+		return nil, err
+	}
+	return meta, nil
+}
+
+// WriteSidecar records meta beside the snapshot file at path.
+func writeSidecar(path string, meta *Meta) error {
+	b, err := json.MarshalIndent(meta, "", "  ")
+	if err != nil {
+		return err
+	}
+	tmp := path + ".json.tmp"
+	if err := os.WriteFile(tmp, append(b, '\n'), 0o600); err != nil {
+		return err
+	}
+	return os.Rename(tmp, path+".json")
+}
+
+// ReadSidecar reads NAME.json beside a snapshot file.
+func ReadSidecar(path string) (*Meta, error) {
+	b, err := os.ReadFile(path + ".json")
+	if err != nil {
+		return nil, err
+	}
+	var meta Meta
+	if err := json.Unmarshal(b, &meta); err != nil {
+		return nil, fmt.Errorf("backup: sidecar of %s: %w", filepath.Base(path), err)
+	}
+	return &meta, nil
+}
+
+func hashFile(path string) (string, int64, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return "", 0, err
+	}
+	defer f.Close()
+	h := sha256.New()
+	n, err := io.Copy(h, f)
+	if err != nil {
+		return "", 0, err
+	}
+	return hex.EncodeToString(h.Sum(nil)), n, nil
+}
+
+// List returns every snapshot, newest first.
+func (m *Manager) List() ([]*Meta, error) {
+	entries, err := os.ReadDir(m.dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return []*Meta{}, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	out := []*Meta{}
+	for _, e := range entries {
+		if !e.Type().IsRegular() || !ValidName(e.Name()) {
+			continue
+		}
+		meta, err := ReadSidecar(filepath.Join(m.dir, e.Name()))
+		if err != nil || meta.Name != e.Name() {
+			continue // not admitted (or damaged): not a backup
+		}
+		out = append(out, meta)
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if !out[i].CreatedAt.Equal(out[j].CreatedAt) {
+			return out[i].CreatedAt.After(out[j].CreatedAt)
+		}
+		return out[i].Name > out[j].Name
+	})
+	return out, nil
+}
+
+// Get returns one snapshot's metadata. A name copydesk did not make, or one
+// not in the folder, is not found: names never become paths.
+func (m *Manager) Get(name string) (*Meta, error) {
+	if !ValidName(name) {
+		return nil, store.NotFound("no backup named %q", name)
+	}
+	path := filepath.Join(m.dir, name)
+	st, err := os.Lstat(path)
+	if err != nil || !st.Mode().IsRegular() {
+		return nil, store.NotFound("no backup named %q", name)
+	}
+	meta, err := ReadSidecar(path)
+	if err != nil || meta.Name != name {
+		return nil, store.NotFound("no backup named %q", name)
+	}
+	return meta, nil
+}
+
+// Open opens a snapshot's file for download.
+func (m *Manager) Open(name string) (*os.File, *Meta, error) {
+	meta, err := m.Get(name)
+	if err != nil {
+		return nil, nil, err
+	}
+	f, err := os.Open(filepath.Join(m.dir, name))
+	if err != nil {
+		return nil, nil, err
+	}
+	return f, meta, nil
+}
+
+// Verification is the outcome of Verify.
+type Verification struct {
+	Name          string `json:"name"`
+	OK            bool   `json:"ok"`
+	SHA256Matches bool   `json:"sha256_matches"`
+	IntegrityOK   bool   `json:"integrity_ok"`
+	SchemaVersion int    `json:"schema_version"`
+	Problem       string `json:"problem,omitempty"`
+}
+
+// Verify checks a snapshot again: its SHA-256 against the sidecar and its
+// integrity. A damaged snapshot is a result with OK false, not an error.
+func (m *Manager) Verify(ctx context.Context, name string) (*Verification, error) {
+	meta, err := m.Get(name)
+	if err != nil {
+		return nil, err
+	}
+	path := filepath.Join(m.dir, name)
+	v := &Verification{Name: name}
+	sum, _, err := hashFile(path)
+	if err != nil {
+		return nil, err
+	}
+	v.SHA256Matches = sum == meta.SHA256
+	info, err := store.CheckFile(ctx, path)
+	if err != nil {
+		if store.KindOf(err) != store.KindInvalid {
+			return nil, err
+		}
+		v.Problem = store.Message(err)
+	} else {
+		v.IntegrityOK, v.SchemaVersion = true, info.SchemaVersion
+	}
+	if !v.SHA256Matches && v.Problem == "" {
+		v.Problem = "the file's SHA-256 differs from the one recorded when it was made"
+	}
+	v.OK = v.SHA256Matches && v.IntegrityOK
+	return v, nil
+}
+
+// Import admits an uploaded file as a snapshot when it is a whole copydesk
+// database this binary can open; otherwise it is refused (KindInvalid) and
+// nothing is kept. At most limit bytes are read (KindTooLarge beyond).
+func (m *Manager) Import(ctx context.Context, r io.Reader, limit int64) (*Meta, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if err := m.ensureDir(); err != nil {
+		return nil, err
+	}
+	tmp := filepath.Join(m.dir, fmt.Sprintf(".tmp-upload-%d.db", time.Now().UnixNano()))
+	defer os.Remove(tmp)
+	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if err != nil {
+		return nil, err
+	}
+	n, err := io.Copy(f, io.LimitReader(r, limit+1))
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return nil, err
+	}
+	if n > limit {
+		return nil, store.E(store.KindTooLarge, "the upload is larger than the limit of %d bytes", limit)
+	}
+	return m.admit(ctx, tmp, KindUploaded, m.now())
+}
+
+// Delete removes a snapshot and its sidecar.
+func (m *Manager) Delete(name string) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if _, err := m.Get(name); err != nil {
+		return err
+	}
+	path := filepath.Join(m.dir, name)
+	if err := os.Remove(path + ".json"); err != nil {
+		return err
+	}
+	return os.Remove(path)
+}
+
+// Restore puts a snapshot in place of the live database while the server
+// runs (store.DB.Replace): it checks the snapshot first (SHA-256 and
+// integrity), and keeps a pre-restore safety snapshot, which it returns.
+// The caller must not hold the database.
+func (m *Manager) Restore(ctx context.Context, name string) (*Meta, error) {
+	v, err := m.Verify(ctx, name)
+	if err != nil {
+		return nil, err
+	}
+	if !v.OK {
+		return nil, store.Invalid("backup %s cannot be restored: %s", name, v.Problem)
+	}
+	return m.replace(ctx, filepath.Join(m.dir, name))
+}
+
+// RestoreFile is Restore for a file outside the backups folder (the CLI).
+// A sidecar FILE.json beside it, when present, must match its SHA-256.
+func (m *Manager) RestoreFile(ctx context.Context, path string) (*Meta, error) {
+	if meta, err := ReadSidecar(path); err == nil && meta.SHA256 != "" {
+		sum, _, err := hashFile(path)
+		if err != nil {
+			return nil, err
+		}
+		if sum != meta.SHA256 {
+			return nil, store.Invalid("%s does not match the SHA-256 in %s.json: the file changed since it was made", filepath.Base(path), filepath.Base(path))
+		}
+	}
+	if _, err := store.CheckFile(ctx, path); err != nil {
+		return nil, err
+	}
+	return m.replace(ctx, path)
+}
+
+func (m *Manager) replace(ctx context.Context, src string) (*Meta, error) {
+	if err := m.ensureDir(); err != nil {
+		return nil, err
+	}
+	tmp := filepath.Join(m.dir, fmt.Sprintf(".tmp-safety-%d.db", time.Now().UnixNano()))
+	defer os.Remove(tmp)
+	started := m.now()
+	// m.mu is not held across Replace: Replace waits for every holder of
+	// the database, and a holder may be waiting for m.mu (a snapshot).
+	if err := m.db.Replace(ctx, src, tmp); err != nil {
+		return nil, err
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	safety, err := m.admit(ctx, tmp, KindPreRestore, started)
+	if err != nil {
+		return nil, fmt.Errorf("backup: the restore is done but its safety snapshot could not be kept: %w", err)
+	}
+	return safety, nil
+}
+
+// Prune deletes the oldest snapshots of kind beyond the newest keep.
+func (m *Manager) Prune(kind string, keep int) ([]string, error) {
+	all, err := m.List()
+	if err != nil {
+		return nil, err
+	}
+	var deleted []string
+	seen := 0
+	for _, meta := range all { // newest first
+		if meta.Kind != kind {
+			continue
+		}
+		seen++
+		if seen > keep {
+			if err := m.Delete(meta.Name); err != nil {
+				return deleted, err
+			}
+			deleted = append(deleted, meta.Name)
+		}
+	}
+	return deleted, nil
+}
+
+// WriteStandalone snapshots the database to out (which must not exist),
+// checks it and writes out.json: `copydesk backup --out FILE`.
+func WriteStandalone(ctx context.Context, db *store.DB, out, version string) (*Meta, error) {
+	if exists(out) {
+		return nil, fmt.Errorf("%s exists: choose another name", out)
+	}
+	tmp := filepath.Join(filepath.Dir(out), "."+filepath.Base(out)+".tmp")
+	os.Remove(tmp)
+	defer os.Remove(tmp)
+	started := db.Now().UTC()
+	if err := db.SnapshotTo(ctx, tmp); err != nil {
+		return nil, err
+	}
+	info, err := store.CheckFile(ctx, tmp)
+	if err != nil {
+		return nil, err
+	}
+	sum, size, err := hashFile(tmp)
+	if err != nil {
+		return nil, err
+	}
+	if err := os.Rename(tmp, out); err != nil {
+		return nil, err
+	}
+	meta := &Meta{Name: filepath.Base(out), Kind: KindCLI, Size: size, SHA256: sum, CreatedAt: started.Truncate(time.Millisecond),
+		SchemaVersion: info.SchemaVersion, CopydeskVersion: version}
+	return meta, writeSidecar(out, meta)
+}

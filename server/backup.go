@@ -1,0 +1,282 @@
+package server
+
+import (
+	"errors"
+	"io"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/gin-gonic/gin"
+
+	"github.com/copydesk/copydesk/backup"
+	"github.com/copydesk/copydesk/store"
+)
+
+// The backup group (/api/backup): snapshots of the database, taken online,
+// checked, listed, downloaded, uploaded, verified, restored while serving,
+// deleted, and scheduled. System level: super_admin only.
+func (s *Server) registerBackupRoutes() {
+	const tag = "Backup"
+	s.handle(Route{Method: "POST", Path: "/api/backup", Tag: tag, Access: superOnly, Status: http.StatusCreated,
+		Summary: "Take a snapshot now", Data: backupResponse{},
+		Notes: "A consistent copy of the live database, taken while reads and writes go on, and checked with PRAGMA integrity_check before it is listed."}, s.createBackup)
+	s.handle(Route{Method: "GET", Path: "/api/backup", Tag: tag, Access: superOnly, List: true,
+		Summary: "List snapshots, newest first", Query: pageQuery{}, Data: backupResponse{}}, s.listBackups)
+	s.handle(Route{Method: "GET", Path: "/api/backup/schedule", Tag: tag, Access: superOnly,
+		Summary: "The backup schedule and its last run", Data: backupScheduleResponse{}}, s.backupSchedule)
+	s.handle(Route{Method: "PUT", Path: "/api/backup/schedule", Tag: tag, Access: superOnly,
+		Summary: "Set the backup schedule", Body: backupScheduleRequest{}, Data: backupScheduleResponse{},
+		Notes: "spec is a cron expression in UTC (\"0 3 * * *\") or @daily, @hourly, @every 6h; at least 5 minutes apart. " +
+			"retention is how many scheduled snapshots are kept. Fields left out keep their values."}, s.putBackupSchedule)
+	s.handle(Route{Method: "POST", Path: "/api/backup/upload", Tag: tag, Access: superOnly, Status: http.StatusCreated,
+		Multipart: "file", MaxBody: -1, Summary: "Upload a snapshot", Data: backupResponse{},
+		Notes: "multipart/form-data with the database file in the field file. Refused (422) unless it is a whole copydesk database this version can open."}, s.uploadBackup)
+	s.handle(Route{Method: "GET", Path: "/api/backup/{name}", Tag: tag, Access: superOnly,
+		Summary: "A snapshot's metadata", Data: backupResponse{}}, s.getBackup)
+	s.handle(Route{Method: "GET", Path: "/api/backup/{name}/download", Tag: tag, Access: superOnly,
+		Summary: "Download a snapshot", Binary: "application/vnd.sqlite3"}, s.downloadBackup)
+	s.handle(Route{Method: "POST", Path: "/api/backup/{name}/verify", Tag: tag, Access: superOnly,
+		Summary: "Check a snapshot again", Data: backupVerifyResponse{},
+		Notes: "Compares the file's SHA-256 with the one recorded when it was made and runs PRAGMA integrity_check. A damaged snapshot answers 200 with ok false."}, s.verifyBackup)
+	s.handle(Route{Method: "POST", Path: "/api/backup/{name}/restore", Tag: tag, Access: superOnly, Exclusive: true,
+		Summary: "Restore a snapshot while serving", Data: backupRestoreResponse{},
+		Notes: "Checks the snapshot, lets requests in flight finish and holds new ones, keeps a pre-restore safety snapshot, swaps the database and resumes. " +
+			"No restart. Sessions that do not exist in the restored data end (their tokens get 401), possibly including yours."}, s.restoreBackup)
+	s.handle(Route{Method: "DELETE", Path: "/api/backup/{name}", Tag: tag, Access: superOnly,
+		Summary: "Delete a snapshot", Data: backupDeletedResponse{}}, s.deleteBackup)
+}
+
+type backupResponse struct {
+	Name            string    `json:"name"`
+	Kind            string    `json:"kind" enum:"manual,scheduled,pre-restore,uploaded,cli"`
+	Size            int64     `json:"size" doc:"bytes"`
+	SHA256          string    `json:"sha256"`
+	CreatedAt       time.Time `json:"created_at"`
+	SchemaVersion   int       `json:"schema_version"`
+	CopydeskVersion string    `json:"copydesk_version"`
+}
+
+func backupJSON(m *backup.Meta) backupResponse {
+	return backupResponse{Name: m.Name, Kind: m.Kind, Size: m.Size, SHA256: m.SHA256, CreatedAt: m.CreatedAt,
+		SchemaVersion: m.SchemaVersion, CopydeskVersion: m.CopydeskVersion}
+}
+
+type backupVerifyResponse struct {
+	Name          string `json:"name"`
+	OK            bool   `json:"ok"`
+	SHA256Matches bool   `json:"sha256_matches"`
+	IntegrityOK   bool   `json:"integrity_ok"`
+	SchemaVersion int    `json:"schema_version"`
+	Problem       string `json:"problem,omitempty"`
+}
+
+type backupRestoreResponse struct {
+	Restored       backupResponse `json:"restored"`
+	SafetySnapshot backupResponse `json:"safety_snapshot" doc:"the database as it was just before the restore"`
+}
+
+type backupDeletedResponse struct {
+	Name    string `json:"name"`
+	Deleted bool   `json:"deleted"`
+}
+
+type backupScheduleRequest struct {
+	Enabled   *bool   `json:"enabled"`
+	Spec      *string `json:"spec" binding:"omitempty,max=100"`
+	Retention *int    `json:"retention"`
+}
+
+type backupScheduleResponse struct {
+	Enabled    bool       `json:"enabled"`
+	Spec       string     `json:"spec"`
+	Retention  int        `json:"retention"`
+	NextRunAt  *time.Time `json:"next_run_at"`
+	LastRunAt  *time.Time `json:"last_run_at"`
+	LastBackup string     `json:"last_backup"`
+	LastError  string     `json:"last_error"`
+}
+
+func (s *Server) createBackup(c *gin.Context) {
+	meta, err := s.backups.Create(c.Request.Context(), backup.KindManual)
+	if err != nil {
+		fail(c, err)
+		return
+	}
+	respond(c, http.StatusCreated, backupJSON(meta), "backup created")
+}
+
+func (s *Server) listBackups(c *gin.Context) {
+	var q pageQuery
+	if err := bindQuery(c, &q); err != nil {
+		fail(c, err)
+		return
+	}
+	all, err := s.backups.List()
+	if err != nil {
+		fail(c, err)
+		return
+	}
+	pg := q.page()
+	items := []backupResponse{}
+	for i := (pg.Page - 1) * pg.PerPage; i < len(all) && len(items) < pg.PerPage; i++ {
+		items = append(items, backupJSON(all[i]))
+	}
+	respond(c, http.StatusOK, listData[backupResponse]{Items: items, Total: len(all), Page: pg.Page, PerPage: pg.PerPage}, "backups")
+}
+
+func (s *Server) getBackup(c *gin.Context) {
+	meta, err := s.backups.Get(c.Param("name"))
+	if err != nil {
+		fail(c, err)
+		return
+	}
+	respond(c, http.StatusOK, backupJSON(meta), "backup")
+}
+
+func (s *Server) downloadBackup(c *gin.Context) {
+	f, meta, err := s.backups.Open(c.Param("name"))
+	if err != nil {
+		fail(c, err)
+		return
+	}
+	defer f.Close()
+	c.Header("Content-Disposition", `attachment; filename="`+meta.Name+`"`)
+	c.Header("Content-Length", strconv.FormatInt(meta.Size, 10))
+	c.Header("X-Content-SHA256", meta.SHA256)
+	c.Header("Cache-Control", "no-store")
+	c.Status(http.StatusOK)
+	c.Header("Content-Type", "application/vnd.sqlite3")
+	if _, err := io.Copy(c.Writer, f); err != nil {
+		logger(c).Warn("backup download interrupted", "name", meta.Name, "err", err)
+	}
+}
+
+func (s *Server) uploadBackup(c *gin.Context) {
+	c.Request.Body = http.MaxBytesReader(c.Writer, c.Request.Body, s.opts.MaxUploadBytes+1<<20)
+	mr, err := c.Request.MultipartReader()
+	if err != nil {
+		fail(c, store.Invalid("file: send the database as multipart/form-data in a field named file"))
+		return
+	}
+	for {
+		part, err := mr.NextPart()
+		if err == io.EOF {
+			fail(c, store.Invalid("file: send the database as multipart/form-data in a field named file"))
+			return
+		}
+		if err != nil {
+			fail(c, uploadError(err))
+			return
+		}
+		if part.FormName() != "file" {
+			part.Close()
+			continue
+		}
+		meta, err := s.backups.Import(c.Request.Context(), part, s.opts.MaxUploadBytes)
+		part.Close()
+		if err != nil {
+			fail(c, uploadError(err))
+			return
+		}
+		respond(c, http.StatusCreated, backupJSON(meta), "backup uploaded and checked")
+		return
+	}
+}
+
+func uploadError(err error) error {
+	var maxErr *http.MaxBytesError
+	if errors.As(err, &maxErr) {
+		return store.E(store.KindTooLarge, "the upload is larger than the limit of %s", humanBytes(maxErr.Limit))
+	}
+	if store.KindOf(err) != store.KindInternal {
+		return err
+	}
+	return store.E(store.KindBadRequest, "the upload could not be read: %s", err.Error())
+}
+
+func (s *Server) verifyBackup(c *gin.Context) {
+	v, err := s.backups.Verify(c.Request.Context(), c.Param("name"))
+	if err != nil {
+		fail(c, err)
+		return
+	}
+	msg := "backup is sound"
+	if !v.OK {
+		msg = "backup is damaged"
+	}
+	respond(c, http.StatusOK, backupVerifyResponse(*v), msg)
+}
+
+func (s *Server) restoreBackup(c *gin.Context) {
+	name := c.Param("name")
+	meta, err := s.backups.Get(name)
+	if err != nil {
+		fail(c, err)
+		return
+	}
+	safety, err := s.backups.Restore(c.Request.Context(), name)
+	if err != nil {
+		fail(c, err)
+		return
+	}
+	s.log.Warn("database restored from a backup", "backup", name, "safety_snapshot", safety.Name, "by", principal(c).User.Email)
+	respond(c, http.StatusOK, backupRestoreResponse{Restored: backupJSON(meta), SafetySnapshot: backupJSON(safety)},
+		"database restored; the previous state is kept as "+safety.Name)
+}
+
+func (s *Server) deleteBackup(c *gin.Context) {
+	name := c.Param("name")
+	if err := s.backups.Delete(name); err != nil {
+		fail(c, err)
+		return
+	}
+	respond(c, http.StatusOK, backupDeletedResponse{Name: name, Deleted: true}, "backup deleted")
+}
+
+func (s *Server) backupSchedule(c *gin.Context) {
+	sched, st, next, err := s.backups.Schedule(c.Request.Context())
+	if err != nil {
+		fail(c, err)
+		return
+	}
+	respond(c, http.StatusOK, scheduleJSON(sched, st, next), "backup schedule")
+}
+
+func scheduleJSON(sched backup.Schedule, st backup.ScheduleState, next *time.Time) backupScheduleResponse {
+	return backupScheduleResponse{Enabled: sched.Enabled, Spec: sched.Spec, Retention: sched.Retention, NextRunAt: next,
+		LastRunAt: st.LastRunAt, LastBackup: st.LastBackup, LastError: st.LastError}
+}
+
+func (s *Server) putBackupSchedule(c *gin.Context) {
+	var req backupScheduleRequest
+	if err := decodeJSON(c, &req); err != nil {
+		fail(c, err)
+		return
+	}
+	ctx := c.Request.Context()
+	sched, _, _, err := s.backups.Schedule(ctx)
+	if err != nil {
+		fail(c, err)
+		return
+	}
+	if req.Enabled != nil {
+		sched.Enabled = *req.Enabled
+	}
+	if req.Spec != nil {
+		sched.Spec = *req.Spec
+	}
+	if req.Retention != nil {
+		sched.Retention = *req.Retention
+	}
+	if _, err := s.backups.SetSchedule(ctx, sched); err != nil {
+		fail(c, err)
+		return
+	}
+	sched, st, next, err := s.backups.Schedule(ctx)
+	if err != nil {
+		fail(c, err)
+		return
+	}
+	respond(c, http.StatusOK, scheduleJSON(sched, st, next), "backup schedule saved")
+}

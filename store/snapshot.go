@@ -1,0 +1,219 @@
+package store
+
+import (
+	"bytes"
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+)
+
+// Hold keeps the database from being replaced until release is called, and
+// waits while a replacement is under way. Every request and every piece of
+// background work holds it, so none sees a half-swapped database. Never hold
+// twice in one goroutine: a waiting Replace would deadlock it.
+func (db *DB) Hold() (release func()) {
+	db.gate.RLock()
+	return db.gate.RUnlock
+}
+
+// SnapshotTo writes a consistent copy of the live database to dst, which
+// must not exist, with VACUUM INTO. It runs on a connection of its own inside
+// one read transaction, so readers and writers keep going meanwhile; the copy
+// holds exactly what was committed when it began. The caller holds the
+// database (Hold); it is not taken here because Go's RWMutex does not allow
+// a goroutine to take a shared hold twice while a Replace waits.
+func (db *DB) SnapshotTo(ctx context.Context, dst string) error {
+	return snapshot(ctx, db.path, dst)
+}
+
+func snapshot(ctx context.Context, src, dst string) error {
+	if _, err := os.Stat(dst); err == nil {
+		return fmt.Errorf("store: snapshot: %s exists", dst)
+	}
+	conn, err := sql.Open("sqlite", dsn(src, ""))
+	if err != nil {
+		return fmt.Errorf("store: snapshot: %w", err)
+	}
+	defer conn.Close()
+	conn.SetMaxOpenConns(1)
+	if _, err := conn.ExecContext(ctx, `VACUUM INTO ?`, dst); err != nil {
+		os.Remove(dst)
+		return fmt.Errorf("store: snapshot: %w", err)
+	}
+	return syncFile(dst)
+}
+
+// FileInfo is what CheckFile learns of a database file.
+type FileInfo struct {
+	SchemaVersion int
+	Users         int
+}
+
+var sqliteHeader = []byte("SQLite format 3\x00")
+
+// CheckFile proves that path is a whole, uncorrupted copydesk database that
+// this binary can open: the SQLite header, PRAGMA integrity_check, and a
+// schema_migrations table no newer than this binary. Failures are
+// KindInvalid errors that say what is wrong. The file is opened read-only.
+func CheckFile(ctx context.Context, path string) (FileInfo, error) {
+	var fi FileInfo
+	f, err := os.Open(path)
+	if err != nil {
+		return fi, fmt.Errorf("store: check %s: %w", filepath.Base(path), err)
+	}
+	head := make([]byte, 100)
+	n, _ := io.ReadFull(f, head)
+	st, statErr := f.Stat()
+	f.Close()
+	if n < 100 || !bytes.Equal(head[:16], sqliteHeader) {
+		return fi, Invalid("the file is not a SQLite database")
+	}
+	// The header says how big the database is; a shorter file was cut off.
+	pageSize := int64(head[16])<<8 | int64(head[17])
+	if pageSize == 1 {
+		pageSize = 65536
+	}
+	pages := int64(head[28])<<24 | int64(head[29])<<16 | int64(head[30])<<8 | int64(head[31])
+	if statErr == nil && pages > 0 && st.Size() < pageSize*pages {
+		return fi, Invalid("the database file is truncated: %d bytes of %d", st.Size(), pageSize*pages)
+	}
+	conn, err := sql.Open("sqlite", "file:"+escapePath(path)+"?mode=ro&immutable=1")
+	if err != nil {
+		return fi, fmt.Errorf("store: check: %w", err)
+	}
+	defer conn.Close()
+	conn.SetMaxOpenConns(1)
+	rows, err := conn.QueryContext(ctx, `PRAGMA integrity_check`)
+	if err != nil {
+		return fi, &Error{Kind: KindInvalid, Message: "the database is corrupt: " + err.Error(), Err: err}
+	}
+	var problems []string
+	for rows.Next() {
+		var line string
+		if err := rows.Scan(&line); err != nil {
+			rows.Close()
+			return fi, &Error{Kind: KindInvalid, Message: "the database is corrupt: " + err.Error(), Err: err}
+		}
+		if line != "ok" {
+			problems = append(problems, line)
+		}
+	}
+	if err := rows.Err(); err != nil {
+		rows.Close()
+		return fi, &Error{Kind: KindInvalid, Message: "the database is corrupt: " + err.Error(), Err: err}
+	}
+	rows.Close()
+	if len(problems) > 0 {
+		return fi, Invalid("the database fails its integrity check: %s", problems[0])
+	}
+	err = conn.QueryRowContext(ctx, `SELECT COALESCE(MAX(version), 0) FROM schema_migrations`).Scan(&fi.SchemaVersion)
+	if err != nil || fi.SchemaVersion == 0 {
+		return fi, Invalid("the file is a SQLite database but not a copydesk one (no schema_migrations)")
+	}
+	if latest := SchemaVersion(); fi.SchemaVersion > latest {
+		return fi, Invalid("the database is at schema version %d, newer than this copydesk (%d): use a newer copydesk", fi.SchemaVersion, latest)
+	}
+	if err := conn.QueryRowContext(ctx, `SELECT COUNT(*) FROM users`).Scan(&fi.Users); err != nil {
+		return fi, Invalid("the file is a SQLite database but not a copydesk one (no users table)")
+	}
+	return fi, nil
+}
+
+// Replace puts the database file src in place of the live database without
+// a restart. It waits for everyone holding the database (see Hold) to let
+// go and keeps new holders waiting; then it writes a snapshot of the current
+// database to safety (the last word before the swap), closes the
+// connections, swaps the file, reopens and migrates. If the new file cannot
+// be opened, the old one is put back. src must have passed CheckFile.
+func (db *DB) Replace(ctx context.Context, src, safety string) error {
+	db.gate.Lock()
+	defer db.gate.Unlock()
+	if err := snapshot(ctx, db.path, safety); err != nil {
+		return fmt.Errorf("store: replace: safety snapshot: %w", err)
+	}
+	dir := filepath.Dir(db.path)
+	incoming := filepath.Join(dir, ".restore-incoming.db")
+	os.Remove(incoming)
+	if err := copyFile(src, incoming); err != nil {
+		return fmt.Errorf("store: replace: %w", err)
+	}
+	defer os.Remove(incoming)
+	db.stmts.Range(func(k, v any) bool {
+		v.(*sql.Stmt).Close()
+		db.stmts.Delete(k)
+		return true
+	})
+	if err := db.close(); err != nil {
+		return fmt.Errorf("store: replace: close: %w", err)
+	}
+	old := filepath.Join(dir, ".restore-previous.db")
+	os.Remove(old)
+	if err := os.Rename(db.path, old); err != nil {
+		return errors.Join(fmt.Errorf("store: replace: %w", err), db.open(ctx))
+	}
+	// The WAL was checkpointed on close; a stale -wal or -shm must not be
+	// applied to the new file.
+	os.Remove(db.path + "-wal")
+	os.Remove(db.path + "-shm")
+	if err := os.Rename(incoming, db.path); err != nil {
+		os.Rename(old, db.path)
+		return errors.Join(fmt.Errorf("store: replace: %w", err), db.open(ctx))
+	}
+	syncDir(dir)
+	if err := db.open(ctx); err != nil {
+		// Put the previous database back rather than serve nothing.
+		db.close()
+		os.Remove(db.path + "-wal")
+		os.Remove(db.path + "-shm")
+		os.Rename(old, db.path)
+		return errors.Join(fmt.Errorf("store: replace: open the restored database: %w", err), db.open(ctx))
+	}
+	os.Remove(old)
+	return nil
+}
+
+func copyFile(src, dst string) error {
+	in, err := os.Open(src)
+	if err != nil {
+		return err
+	}
+	defer in.Close()
+	out, err := os.OpenFile(dst, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(out, in); err != nil {
+		out.Close()
+		os.Remove(dst)
+		return err
+	}
+	if err := out.Sync(); err != nil {
+		out.Close()
+		os.Remove(dst)
+		return err
+	}
+	return out.Close()
+}
+
+func syncFile(path string) error {
+	f, err := os.OpenFile(path, os.O_RDWR, 0)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	if err := f.Chmod(0o600); err != nil {
+		return err
+	}
+	return f.Sync()
+}
+
+func syncDir(dir string) {
+	if d, err := os.Open(dir); err == nil {
+		d.Sync()
+		d.Close()
+	}
+}
