@@ -1,0 +1,193 @@
+package server_test
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/copydesk/copydesk/store"
+)
+
+func TestBackupAPI(t *testing.T) {
+	e := newEnv(t)
+	_, root := e.user(t, "root", store.RoleSuperAdmin)
+	_, admin := e.user(t, "admin", store.RoleAdmin)
+
+	if r := e.do(t, "POST", "/api/backup", admin, nil); r.Code != 403 {
+		t.Fatalf("admin creates a backup: %d", r.Code)
+	}
+	e.do(t, "POST", "/api/environments", root, map[string]any{"name": "Kept"})
+	r := e.do(t, "POST", "/api/backup", root, nil)
+	if r.Code != 201 {
+		t.Fatalf("create: %d %s", r.Code, r.Body)
+	}
+	snap := r.Data()
+	name := snap["name"].(string)
+
+	list := e.do(t, "GET", "/api/backup", root, nil).Data()
+	if list["total"].(float64) != 1 || list["items"].([]any)[0].(map[string]any)["name"] != name {
+		t.Fatalf("list: %v", list)
+	}
+	if r := e.do(t, "GET", "/api/backup/"+name, root, nil); r.Code != 200 || r.Data()["sha256"] != snap["sha256"] {
+		t.Fatalf("get: %d %s", r.Code, r.Body)
+	}
+	dl := e.do(t, "GET", "/api/backup/"+name+"/download", root, nil)
+	sum := sha256.Sum256([]byte(dl.Body))
+	if dl.Code != 200 || hex.EncodeToString(sum[:]) != snap["sha256"] || !strings.Contains(dl.Header.Get("Content-Disposition"), name) {
+		t.Fatalf("download: %d, sha %x", dl.Code, sum)
+	}
+	if r := e.do(t, "POST", "/api/backup/"+name+"/verify", root, nil); r.Code != 200 || r.Data()["ok"] != true {
+		t.Fatalf("verify: %d %s", r.Code, r.Body)
+	}
+
+	t.Run("NamesAreNotPaths", func(t *testing.T) {
+		for _, n := range []string{"..%2Fcopydesk.db", "..%2F..%2Fetc%2Fpasswd", "copydesk.db", "%2Fetc%2Fpasswd", "secret.key", "x", name + ".json"} {
+			for _, p := range []string{"/api/backup/" + n, "/api/backup/" + n + "/download"} {
+				if r := e.do(t, "GET", p, root, nil); r.Code != 404 {
+					t.Errorf("GET %s: %d %s", p, r.Code, truncate(r.Body, 100))
+				}
+			}
+			if r := e.do(t, "DELETE", "/api/backup/"+n, root, nil); r.Code != 404 {
+				t.Errorf("DELETE %s: %d", n, r.Code)
+			}
+		}
+	})
+
+	t.Run("Upload", func(t *testing.T) {
+		good := []byte(dl.Body)
+		cases := []struct {
+			name    string
+			content []byte
+			status  int
+		}{
+			{"Valid", good, 201},
+			{"Truncated", good[:len(good)/3], 422},
+			{"NotSQLite", []byte(strings.Repeat("not a database ", 20)), 422},
+			{"Empty", nil, 422},
+		}
+		for _, c := range cases {
+			r := e.upload(t, "/api/backup/upload", root, "file", "x.db", c.content)
+			if r.Code != c.status {
+				t.Errorf("%s: %d %s", c.name, r.Code, r.Body)
+			}
+		}
+		if r := e.upload(t, "/api/backup/upload", root, "other", "x.db", good); r.Code != 422 {
+			t.Errorf("wrong field: %d %s", r.Code, r.Body)
+		}
+		if r := e.do(t, "POST", "/api/backup/upload", root, map[string]any{"file": "x"}); r.Code != 422 {
+			t.Errorf("not multipart: %d %s", r.Code, r.Body)
+		}
+		if n := e.do(t, "GET", "/api/backup", root, nil).Data()["total"].(float64); n != 2 {
+			t.Errorf("want the first backup and one upload, got %v", n)
+		}
+	})
+
+	t.Run("Restore", func(t *testing.T) {
+		e.do(t, "POST", "/api/environments", root, map[string]any{"name": "Gone"})
+		late := e.login(t, "admin@example.com", "password-admin") // a session the snapshot does not know
+		r := e.do(t, "POST", "/api/backup/"+name+"/restore", root, nil)
+		if r.Code != 200 {
+			t.Fatalf("restore: %d %s", r.Code, r.Body)
+		}
+		safety := r.Data()["safety_snapshot"].(map[string]any)["name"].(string)
+		envs := e.do(t, "GET", "/api/environments", root, nil).Data()
+		if envs["total"].(float64) != 1 || envs["items"].([]any)[0].(map[string]any)["name"] != "Kept" {
+			t.Fatalf("after restore: %v", envs)
+		}
+		if r := e.do(t, "GET", "/api/auth/me", late, nil); r.Code != 401 {
+			t.Fatalf("a session made after the snapshot still works: %d", r.Code)
+		}
+		if r := e.do(t, "GET", "/api/auth/me", admin, nil); r.Code != 200 {
+			t.Fatalf("a session the snapshot knows was lost: %d", r.Code)
+		}
+		if r := e.do(t, "GET", "/api/backup/"+safety, root, nil); r.Code != 200 || r.Data()["kind"] != "pre-restore" {
+			t.Fatalf("safety snapshot: %d %s", r.Code, r.Body)
+		}
+		// Restoring the safety snapshot brings back what the restore replaced.
+		if r := e.do(t, "POST", "/api/backup/"+safety+"/restore", root, nil); r.Code != 200 {
+			t.Fatalf("restore safety: %d %s", r.Code, r.Body)
+		}
+		if n := e.do(t, "GET", "/api/environments", root, nil).Data()["total"].(float64); n != 2 {
+			t.Fatalf("after restoring the safety snapshot: %v environments", n)
+		}
+		if r := e.do(t, "GET", "/api/auth/me", late, nil); r.Code != 200 {
+			t.Fatalf("the late session is back with its data: %d", r.Code)
+		}
+	})
+
+	t.Run("Schedule", func(t *testing.T) {
+		r := e.do(t, "GET", "/api/backup/schedule", root, nil)
+		if r.Code != 200 || r.Data()["enabled"] != false || r.Data()["next_run_at"] != nil {
+			t.Fatalf("default: %d %s", r.Code, r.Body)
+		}
+		for _, body := range []map[string]any{{"spec": "every day"}, {"spec": "* * * * *"}, {"retention": 0}, {"retention": "7"}, {"cron": "x"}} {
+			if r := e.do(t, "PUT", "/api/backup/schedule", root, body); r.Code != 422 {
+				t.Errorf("%v: %d %s", body, r.Code, r.Body)
+			}
+		}
+		r = e.do(t, "PUT", "/api/backup/schedule", root, map[string]any{"enabled": true, "spec": "@every 6h", "retention": 3})
+		if r.Code != 200 || r.Data()["next_run_at"] == nil || r.Data()["retention"].(float64) != 3 {
+			t.Fatalf("set: %d %s", r.Code, r.Body)
+		}
+		if r := e.do(t, "PUT", "/api/backup/schedule", root, map[string]any{"enabled": false}); r.Data()["spec"] != "@every 6h" || r.Data()["next_run_at"] != nil {
+			t.Fatalf("partial update: %s", r.Body)
+		}
+	})
+
+	t.Run("Delete", func(t *testing.T) {
+		if r := e.do(t, "DELETE", "/api/backup/"+name, root, nil); r.Code != 200 {
+			t.Fatalf("delete: %d %s", r.Code, r.Body)
+		}
+		if r := e.do(t, "GET", "/api/backup/"+name, root, nil); r.Code != 404 {
+			t.Fatalf("after delete: %d", r.Code)
+		}
+	})
+}
+
+// Requests that arrive while a restore runs wait for it and then read the
+// restored data; none fails.
+func TestRequestsDuringRestore(t *testing.T) {
+	e := newEnv(t)
+	_, root := e.user(t, "root", store.RoleSuperAdmin)
+	e.do(t, "POST", "/api/environments", root, map[string]any{"name": "Kept"})
+	name := e.do(t, "POST", "/api/backup", root, nil).Data()["name"].(string)
+	for i := 0; i < 10; i++ {
+		e.do(t, "POST", "/api/environments", root, map[string]any{"name": fmt.Sprintf("Gone %d", i)})
+	}
+	var wg sync.WaitGroup
+	stop := make(chan struct{})
+	var mu sync.Mutex
+	var bad []string
+	for w := 0; w < 4; w++ {
+		wg.Go(func() {
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				r := e.do(t, "GET", "/api/environments", root, nil)
+				if r.Code != 200 {
+					mu.Lock()
+					bad = append(bad, fmt.Sprintf("%d %s", r.Code, r.Body))
+					mu.Unlock()
+				}
+			}
+		})
+	}
+	if r := e.do(t, "POST", "/api/backup/"+name+"/restore", root, nil); r.Code != 200 {
+		t.Fatalf("restore: %d %s", r.Code, r.Body)
+	}
+	after := e.do(t, "GET", "/api/environments", root, nil).Data()["total"].(float64)
+	close(stop)
+	wg.Wait()
+	if len(bad) > 0 {
+		t.Fatalf("%d requests failed during the restore, e.g. %s", len(bad), bad[0])
+	}
+	if after != 1 {
+		t.Fatalf("after the restore: %v environments", after)
+	}
+}
