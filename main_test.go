@@ -992,3 +992,64 @@ func TestSecretKeyFromEnvironment(t *testing.T) {
 		t.Errorf("secret.key was created although COPYDESK_SECRET_KEY is set (too short)")
 	}
 }
+
+// TestBackupAndRestoreCommands: `copydesk backup` works while serve runs,
+// `copydesk restore` refuses while serve holds the data directory, and
+// after a stop it restores: data from before the snapshot is back, data from
+// after it is gone, and the safety snapshot holds the pre-restore state.
+func TestBackupAndRestoreCommands(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	createUser(t, dir, adminEmail, "admin", "super_admin", adminPass)
+	base, p := startServer(t, dir, nil)
+	tok, _ := login(t, base, adminEmail, adminPass)
+	status, body := httpJSON(t, "POST", base+"/api/environments", tok, map[string]any{"name": "Before"})
+	wantData(t, "create Before", status, body, 201)
+
+	snap := filepath.Join(t.TempDir(), "snap.db")
+	out := mustRun(t, "", "backup", "--data-dir", dir, "--out", snap)
+	if !strings.Contains(out, "sha256 ") || !exists(snap) || !exists(snap+".json") {
+		t.Fatalf("backup --out: %s", out)
+	}
+	if out := mustRun(t, "", "backup", "--data-dir", dir); !strings.Contains(out, filepath.Join(dir, "backups")) {
+		t.Fatalf("backup into the data dir: %s", out)
+	}
+	status, body = httpJSON(t, "POST", base+"/api/environments", tok, map[string]any{"name": "After"})
+	wantData(t, "create After", status, body, 201)
+
+	_, errOut, code := run(t, "", "restore", "--data-dir", dir, snap)
+	if code == 0 || !strings.Contains(errOut, "in use") || !strings.Contains(errOut, "copydesk serve (pid") {
+		t.Fatalf("restore while serving: exit %d: %s", code, errOut)
+	}
+	// The API lists the snapshot the CLI put in the data dir.
+	status, body = httpJSON(t, "GET", base+"/api/backup", tok, nil)
+	if d := wantData(t, "list backups", status, body, 200); d["total"].(float64) != 1 {
+		t.Fatalf("backups listed: %v", d)
+	}
+	if code := p.stop(syscall.SIGTERM); code != 0 {
+		t.Fatalf("stop: exit %d", code)
+	}
+
+	bad := filepath.Join(t.TempDir(), "bad.db")
+	os.WriteFile(bad, []byte(strings.Repeat("junk", 100)), 0o600)
+	if _, errOut, code := run(t, "", "restore", "--data-dir", dir, bad); code == 0 || !strings.Contains(errOut, "not a SQLite database") {
+		t.Fatalf("restore of junk: exit %d: %s", code, errOut)
+	}
+	out = mustRun(t, "", "restore", "--data-dir", dir, snap)
+	if !strings.Contains(out, "pre-restore") {
+		t.Fatalf("restore: %s", out)
+	}
+	safety := strings.TrimSpace(out[strings.LastIndex(out, " ")+1:])
+
+	base, _ = startServer(t, dir, nil)
+	tok, _ = login(t, base, adminEmail, adminPass)
+	status, body = httpJSON(t, "GET", base+"/api/environments", tok, nil)
+	d := wantData(t, "environments after restore", status, body, 200)
+	if d["total"].(float64) != 1 || d["items"].([]any)[0].(map[string]any)["name"] != "Before" {
+		t.Fatalf("after restore: %v", d)
+	}
+	status, body = httpJSON(t, "GET", base+"/api/backup/"+filepath.Base(safety), tok, nil)
+	if d := wantData(t, "safety snapshot", status, body, 200); d["kind"] != "pre-restore" {
+		t.Fatalf("safety snapshot: %v", d)
+	}
+}
