@@ -108,6 +108,9 @@ func decodeBody(body io.Reader, dst any) error {
 			return store.E(store.KindBadRequest, "the request body must hold a single JSON object")
 		}
 		if _, err := dec.Token(); err != io.EOF {
+			if maxErr := (*http.MaxBytesError)(nil); errors.As(err, &maxErr) {
+				return store.E(store.KindTooLarge, "the request body is larger than %d bytes", maxErr.Limit)
+			}
 			return store.E(store.KindBadRequest, "the request body must hold a single JSON object")
 		}
 		return nil

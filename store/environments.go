@@ -316,7 +316,8 @@ func (c *EnvironmentConfig) Normalize() error {
 	}
 	if wp := c.WordPress; wp != nil {
 		u, err := url.Parse(strings.TrimSpace(wp.BaseURL))
-		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.RawQuery != "" || u.Fragment != "" || u.User != nil {
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Hostname() == "" || u.RawQuery != "" || u.ForceQuery ||
+			u.Fragment != "" || u.User != nil {
 			return Invalid("configuration.wordpress.base_url: must be the http or https address of the WordPress site, like https://example.com")
 		}
 		wp.BaseURL = strings.TrimRight(u.String(), "/")

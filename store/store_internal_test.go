@@ -1,0 +1,72 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"path/filepath"
+	"testing"
+)
+
+// TestConnectionPragmas checks the per-connection settings Open asks for,
+// which a fresh connection from outside cannot see.
+func TestConnectionPragmas(t *testing.T) {
+	ctx := context.Background()
+	db, err := Open(ctx, filepath.Join(t.TempDir(), "pragma.db"), Options{Readers: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+
+	pragma := func(pool *sql.DB, name string) string {
+		t.Helper()
+		var v string
+		if err := pool.QueryRowContext(ctx, "PRAGMA "+name).Scan(&v); err != nil {
+			t.Fatalf("PRAGMA %s: %v", name, err)
+		}
+		return v
+	}
+	tests := []struct {
+		name   string
+		pool   *sql.DB
+		pragma string
+		want   string
+	}{
+		{"WriterWAL", db.w, "journal_mode", "wal"},
+		{"WriterForeignKeys", db.w, "foreign_keys", "1"},
+		{"WriterBusyTimeout", db.w, "busy_timeout", "10000"},
+		{"WriterSynchronousNormal", db.w, "synchronous", "1"},
+		{"WriterWritable", db.w, "query_only", "0"},
+		{"ReaderWAL", db.r, "journal_mode", "wal"},
+		{"ReaderForeignKeys", db.r, "foreign_keys", "1"},
+		{"ReaderBusyTimeout", db.r, "busy_timeout", "10000"},
+		{"ReaderQueryOnly", db.r, "query_only", "1"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := pragma(tt.pool, tt.pragma); got != tt.want {
+				t.Errorf("PRAGMA %s = %q, want %q", tt.pragma, got, tt.want)
+			}
+		})
+	}
+
+	t.Run("ReaderRefusesWrites", func(t *testing.T) {
+		if _, err := db.r.ExecContext(ctx, `INSERT INTO settings (key, value, updated_at) VALUES ('k', '1', 'now')`); err == nil {
+			t.Fatal("a write through the read pool succeeded")
+		}
+	})
+}
+
+func TestLikePattern(t *testing.T) {
+	tests := []struct{ in, want string }{
+		{"plain", `%plain%`},
+		{"100%", `%100\%%`},
+		{"a_b", `%a\_b%`},
+		{`back\slash`, `%back\\slash%`},
+		{`\%_`, `%\\\%\_%`},
+	}
+	for _, tt := range tests {
+		if got := likePattern(tt.in); got != tt.want {
+			t.Errorf("likePattern(%q) = %q, want %q", tt.in, got, tt.want)
+		}
+	}
+}
