@@ -60,7 +60,15 @@ type App struct {
 
 // OpenData opens the data directory, the keys, the database and the account
 // service: what every command needs, with or without the HTTP server.
+//
+// It is how the one-shot commands open the data; their writes are announced
+// to a server running on the same data directory (store.Options.Announce),
+// so that its caches notice them at once.
 func OpenData(ctx context.Context, cfg Config, log *slog.Logger) (*App, error) {
+	return openData(ctx, cfg, log, store.Options{Announce: true})
+}
+
+func openData(ctx context.Context, cfg Config, log *slog.Logger, opt store.Options) (*App, error) {
 	if cfg.DataDir == "" {
 		return nil, errors.New("no data directory given")
 	}
@@ -75,7 +83,7 @@ func OpenData(ctx context.Context, cfg Config, log *slog.Logger) (*App, error) {
 		log.Warn("created a new secret key: keep it with your backups, without it stored credentials cannot be read",
 			"path", filepath.Join(cfg.DataDir, keyring.FileName))
 	}
-	db, err := store.Open(ctx, filepath.Join(cfg.DataDir, DBFile), store.Options{})
+	db, err := store.Open(ctx, filepath.Join(cfg.DataDir, DBFile), opt)
 	if err != nil {
 		return nil, err
 	}
@@ -122,7 +130,7 @@ func Open(ctx context.Context, cfg Config, log *slog.Logger) (*App, error) {
 	if err != nil {
 		return nil, err
 	}
-	a, err := OpenData(ctx, cfg, log)
+	a, err := openData(ctx, cfg, log, store.Options{})
 	if err != nil {
 		lock.Unlock()
 		return nil, err

@@ -80,9 +80,8 @@ func (db *DB) CreateEnvironment(ctx context.Context, n NewEnvironment) (*Environ
 		return nil, err
 	}
 	now := db.now()
-	var id int64
-	err = db.w.QueryRowContext(ctx, `INSERT INTO environments (name, slug, description, configuration, created_at, updated_at)
-		VALUES (?, ?, ?, ?, ?, ?) RETURNING id`, n.Name, n.Slug, n.Description, string(cfg), now, now).Scan(&id)
+	id, err := db.insert(ctx, `INSERT INTO environments (name, slug, description, configuration, created_at, updated_at)
+		VALUES (?, ?, ?, ?, ?, ?) RETURNING id`, n.Name, n.Slug, n.Description, string(cfg), now, now)
 	if err != nil {
 		return nil, translate(err, "environment")
 	}
@@ -177,7 +176,7 @@ func (db *DB) UpdateEnvironment(ctx context.Context, id int64, up EnvironmentUpd
 	if len(sets) > 0 {
 		sets = append(sets, "updated_at = ?")
 		args = append(args, db.now(), id)
-		res, err := db.w.ExecContext(ctx, `UPDATE environments SET `+strings.Join(sets, ", ")+` WHERE id = ?`, args...)
+		res, err := db.exec(ctx, `UPDATE environments SET `+strings.Join(sets, ", ")+` WHERE id = ?`, args...)
 		if err != nil {
 			return nil, translate(err, "environment")
 		}
@@ -191,7 +190,7 @@ func (db *DB) UpdateEnvironment(ctx context.Context, id int64, up EnvironmentUpd
 // DeleteEnvironment removes an environment and, through foreign keys,
 // everything that belongs to it.
 func (db *DB) DeleteEnvironment(ctx context.Context, id int64) error {
-	res, err := db.w.ExecContext(ctx, `DELETE FROM environments WHERE id = ?`, id)
+	res, err := db.exec(ctx, `DELETE FROM environments WHERE id = ?`, id)
 	if err != nil {
 		return fmt.Errorf("store: delete environment: %w", err)
 	}

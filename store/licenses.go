@@ -59,7 +59,7 @@ func (db *DB) ActivateLicense(ctx context.Context, userID int64, keyID, key stri
 
 // DeactivateLicense removes the account's license; false if it had none.
 func (db *DB) DeactivateLicense(ctx context.Context, userID int64) (bool, error) {
-	res, err := db.w.ExecContext(ctx, `DELETE FROM licenses WHERE user_id = ?`, userID)
+	res, err := db.exec(ctx, `DELETE FROM licenses WHERE user_id = ?`, userID)
 	if err != nil {
 		return false, fmt.Errorf("store: deactivate license: %w", err)
 	}

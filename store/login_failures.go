@@ -72,7 +72,7 @@ func (db *DB) UpdateLoginFailures(ctx context.Context, email string, fn func(Log
 
 // ClearLoginFailures forgets the failures of an address after a success.
 func (db *DB) ClearLoginFailures(ctx context.Context, email string) error {
-	_, err := db.w.ExecContext(ctx, `DELETE FROM login_failures WHERE email = ?`, normEmail(email))
+	_, err := db.exec(ctx, `DELETE FROM login_failures WHERE email = ?`, normEmail(email))
 	return err
 }
 

@@ -122,7 +122,7 @@ func (db *DB) SessionWithUser(ctx context.Context, sessionID int64) (*Session, *
 
 // TouchSession records activity on a session.
 func (db *DB) TouchSession(ctx context.Context, id int64) error {
-	_, err := db.w.ExecContext(ctx, `UPDATE sessions SET last_seen_at = ? WHERE id = ?`, db.now(), id)
+	_, err := db.exec(ctx, `UPDATE sessions SET last_seen_at = ? WHERE id = ?`, db.now(), id)
 	return err
 }
 
@@ -130,7 +130,7 @@ func (db *DB) TouchSession(ctx context.Context, id int64) error {
 // It fails when the session was revoked or has passed its absolute end.
 func (db *DB) ExtendSession(ctx context.Context, id int64, tokenExpiresAt time.Time) (*Session, error) {
 	now := db.now()
-	res, err := db.w.ExecContext(ctx, `UPDATE sessions SET token_expires_at = ?, last_seen_at = ?
+	res, err := db.exec(ctx, `UPDATE sessions SET token_expires_at = ?, last_seen_at = ?
 		WHERE id = ? AND revoked_at IS NULL AND expires_at > ?`, fmtTime(tokenExpiresAt), now, id, now)
 	if err != nil {
 		return nil, fmt.Errorf("store: extend session: %w", err)
@@ -167,7 +167,7 @@ func (db *DB) ListActiveSessions(ctx context.Context, userID int64) ([]*Session,
 // one already ended, is not found.
 func (db *DB) RevokeSession(ctx context.Context, userID, sessionID int64) error {
 	now := db.now()
-	res, err := db.w.ExecContext(ctx, `UPDATE sessions SET revoked_at = ?
+	res, err := db.exec(ctx, `UPDATE sessions SET revoked_at = ?
 		WHERE id = ? AND user_id = ? AND revoked_at IS NULL AND expires_at > ?`, now, sessionID, userID, now)
 	if err != nil {
 		return fmt.Errorf("store: revoke session: %w", err)
@@ -192,7 +192,7 @@ func revokeUserSessions(ctx context.Context, tx *sql.Tx, userID, keep int64, now
 // PruneSessions deletes sessions that ended before cutoff.
 func (db *DB) PruneSessions(ctx context.Context, cutoff time.Time) (int64, error) {
 	c := fmtTime(cutoff)
-	res, err := db.w.ExecContext(ctx, `DELETE FROM sessions WHERE expires_at < ? OR token_expires_at < ? OR revoked_at < ?`, c, c, c)
+	res, err := db.exec(ctx, `DELETE FROM sessions WHERE expires_at < ? OR token_expires_at < ? OR revoked_at < ?`, c, c, c)
 	if err != nil {
 		return 0, fmt.Errorf("store: prune sessions: %w", err)
 	}

@@ -31,7 +31,7 @@ func (db *DB) SetSetting(ctx context.Context, key string, v any) error {
 	if err != nil {
 		return fmt.Errorf("store: write setting %s: %w", key, err)
 	}
-	_, err = db.w.ExecContext(ctx, `INSERT INTO settings (key, value, updated_at) VALUES (?, ?, ?)
+	_, err = db.exec(ctx, `INSERT INTO settings (key, value, updated_at) VALUES (?, ?, ?)
 		ON CONFLICT (key) DO UPDATE SET value = excluded.value, updated_at = excluded.updated_at`, key, string(b), db.now())
 	if err != nil {
 		return fmt.Errorf("store: write setting %s: %w", key, err)

@@ -173,6 +173,7 @@ func (db *DB) Replace(ctx context.Context, src, safety string) error {
 		return errors.Join(fmt.Errorf("store: replace: open the restored database: %w", err), db.open(ctx))
 	}
 	os.Remove(old)
+	db.wrote()
 	return nil
 }
 

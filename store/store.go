@@ -20,6 +20,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	_ "modernc.org/sqlite" // registers the "sqlite" driver
@@ -47,6 +48,9 @@ type DB struct {
 	// about half the cost of a point query in SQLite.
 	stmts sync.Map // query string -> *sql.Stmt
 
+	// writes counts committed writes of this process; see ChangeMark.
+	writes atomic.Uint64
+
 	// Now is the clock; tests replace it.
 	Now func() time.Time
 }
@@ -55,6 +59,10 @@ type DB struct {
 type Options struct {
 	// Readers is the size of the read pool; 0 means one per CPU, at least 4.
 	Readers int
+	// Announce makes every committed write also replace the change marker
+	// file, so that a server running on the same file notices writes made
+	// by this process (the CLI) at once; see ChangeMark.
+	Announce bool
 }
 
 // Open opens (creating if needed) the database at path and brings its schema
@@ -172,6 +180,9 @@ func (db *DB) Ping(ctx context.Context) error {
 
 func (db *DB) now() string { return db.Now().UTC().Format(TimeFormat) }
 
+// Every write goes through tx, exec or insert, which count it once it is
+// committed (see ChangeMark).
+
 // tx runs fn in a write transaction (BEGIN IMMEDIATE through the writer).
 func (db *DB) tx(ctx context.Context, fn func(*sql.Tx) error) error {
 	tx, err := db.w.BeginTx(ctx, nil)
@@ -185,7 +196,72 @@ func (db *DB) tx(ctx context.Context, fn func(*sql.Tx) error) error {
 	if err := tx.Commit(); err != nil {
 		return fmt.Errorf("store: commit: %w", err)
 	}
+	db.wrote()
 	return nil
+}
+
+// exec runs one write statement.
+func (db *DB) exec(ctx context.Context, query string, args ...any) (sql.Result, error) {
+	res, err := db.w.ExecContext(ctx, query, args...)
+	if err == nil {
+		db.wrote()
+	}
+	return res, err
+}
+
+// insert runs an INSERT ... RETURNING id.
+func (db *DB) insert(ctx context.Context, query string, args ...any) (int64, error) {
+	var id int64
+	err := db.w.QueryRowContext(ctx, query, args...).Scan(&id)
+	if err == nil {
+		db.wrote()
+	}
+	return id, err
+}
+
+// wrote counts a committed write and, for an announcing process, replaces
+// the change marker.
+func (db *DB) wrote() {
+	db.writes.Add(1)
+	if db.opt.Announce {
+		db.announce()
+	}
+}
+
+// markerPath is the change marker beside the database file.
+func (db *DB) markerPath() string { return db.path + "-changed" }
+
+// announce grows the change marker by one byte: its size is then an exact
+// count of announced writes, unlike modification times (which the kernel
+// keeps with a coarse clock) or inode numbers (which are reused).
+func (db *DB) announce() {
+	f, err := os.OpenFile(db.markerPath(), os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
+	if err != nil {
+		return
+	}
+	defer f.Close()
+	if st, err := f.Stat(); err == nil && st.Size() >= 1<<20 {
+		f.Truncate(0) // start over; a reader that saw 1 MiB sees a change
+	}
+	f.Write([]byte{'.'})
+}
+
+// ChangeMark is a cheap token that differs whenever the database may have
+// changed since it was taken: any write committed by this process, or by
+// another process that announces its writes (the CLI; see
+// Options.Announce). Caches of database state compare it on every use.
+type ChangeMark struct {
+	writes uint64
+	marker int64 // size of the marker file; -1 when it does not exist
+}
+
+// ChangeMark returns the current mark: an atomic load and one stat.
+func (db *DB) ChangeMark() ChangeMark {
+	m := ChangeMark{writes: db.writes.Load(), marker: -1}
+	if st, err := os.Stat(db.markerPath()); err == nil {
+		m.marker = st.Size()
+	}
+	return m
 }
 
 // migration is one numbered, embedded .sql file.

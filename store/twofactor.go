@@ -8,7 +8,7 @@ import (
 
 // SetTOTPPending stores a sealed secret awaiting its first valid code.
 func (db *DB) SetTOTPPending(ctx context.Context, userID int64, sealed []byte) error {
-	res, err := db.w.ExecContext(ctx, `UPDATE users SET totp_pending = ?, updated_at = ? WHERE id = ?`, sealed, db.now(), userID)
+	res, err := db.exec(ctx, `UPDATE users SET totp_pending = ?, updated_at = ? WHERE id = ?`, sealed, db.now(), userID)
 	if err != nil {
 		return fmt.Errorf("store: set totp pending: %w", err)
 	}
@@ -63,7 +63,7 @@ func (db *DB) DisableTOTP(ctx context.Context, userID int64) error {
 // UseTOTPStep records that the code of time step step was used. It reports
 // false when that step, or a later one, was already used: a code counts once.
 func (db *DB) UseTOTPStep(ctx context.Context, userID, step int64) (bool, error) {
-	res, err := db.w.ExecContext(ctx, `UPDATE users SET totp_last_step = ? WHERE id = ? AND totp_last_step < ?`, step, userID, step)
+	res, err := db.exec(ctx, `UPDATE users SET totp_last_step = ? WHERE id = ? AND totp_last_step < ?`, step, userID, step)
 	if err != nil {
 		return false, fmt.Errorf("store: use totp step: %w", err)
 	}
@@ -74,7 +74,7 @@ func (db *DB) UseTOTPStep(ctx context.Context, userID, step int64) (bool, error)
 // UseRecoveryCode marks an unused recovery code as used; false if there is no
 // such unused code.
 func (db *DB) UseRecoveryCode(ctx context.Context, userID int64, hash []byte) (bool, error) {
-	res, err := db.w.ExecContext(ctx, `UPDATE recovery_codes SET used_at = ? WHERE user_id = ? AND code_hash = ? AND used_at IS NULL`,
+	res, err := db.exec(ctx, `UPDATE recovery_codes SET used_at = ? WHERE user_id = ? AND code_hash = ? AND used_at IS NULL`,
 		db.now(), userID, hash)
 	if err != nil {
 		return false, fmt.Errorf("store: use recovery code: %w", err)

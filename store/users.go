@@ -97,10 +97,9 @@ type NewUser struct {
 // CreateUser inserts an active account.
 func (db *DB) CreateUser(ctx context.Context, n NewUser) (*User, error) {
 	now := db.now()
-	var id int64
-	err := db.w.QueryRowContext(ctx, `INSERT INTO users (email, username, full_name, password_hash, role, created_at, updated_at)
+	id, err := db.insert(ctx, `INSERT INTO users (email, username, full_name, password_hash, role, created_at, updated_at)
 		VALUES (?, ?, ?, ?, ?, ?, ?) RETURNING id`,
-		n.Email, n.Username, n.FullName, n.PasswordHash, string(n.Role), now, now).Scan(&id)
+		n.Email, n.Username, n.FullName, n.PasswordHash, string(n.Role), now, now)
 	if err != nil {
 		return nil, translate(err, "user")
 	}
@@ -330,6 +329,6 @@ func (db *DB) CountActiveUsers(ctx context.Context) (int, error) {
 
 // RecordLogin notes a successful sign-in.
 func (db *DB) RecordLogin(ctx context.Context, id int64) error {
-	_, err := db.w.ExecContext(ctx, `UPDATE users SET last_login_at = ? WHERE id = ?`, db.now(), id)
+	_, err := db.exec(ctx, `UPDATE users SET last_login_at = ? WHERE id = ?`, db.now(), id)
 	return err
 }

@@ -11,6 +11,7 @@ import (
 	"net/mail"
 	"regexp"
 	"strings"
+	"sync"
 	"time"
 	"unicode/utf8"
 
@@ -46,12 +47,13 @@ func DefaultConfig() Config {
 
 // Service implements the account rules over the store.
 type Service struct {
-	db        *store.DB
-	keys      *keyring.Keyring
-	tokens    *Tokens
-	cfg       Config
-	now       func() time.Time
-	dummyHash string
+	db         *store.DB
+	keys       *keyring.Keyring
+	tokens     *Tokens
+	cfg        Config
+	now        func() time.Time
+	dummyHash  string
+	principals principalCache
 }
 
 // New makes the service. The clock is the store's, so tests move both.
@@ -354,7 +356,7 @@ func (s *Service) Authenticate(ctx context.Context, token string) (*Principal, e
 	if err != nil {
 		return nil, store.Unauthorized("the token is not valid")
 	}
-	sess, user, err := s.db.SessionWithUser(ctx, c.SessionID)
+	sess, user, err := s.principals.load(ctx, s.db, c.SessionID)
 	if store.IsNotFound(err) {
 		return nil, store.Unauthorized("the session has ended: sign in again")
 	}
@@ -628,4 +630,46 @@ func minTime(a, b time.Time) time.Time {
 		return a
 	}
 	return b
+}
+
+// principalCache keeps the session and user of recent requests, so a
+// request usually costs no query. An entry is used only while the
+// database's ChangeMark is the one it was loaded under: any committed write
+// (by this process, or announced by the CLI) makes every entry stale, so a
+// revoked session, a disabled user or a changed role is seen on the very
+// next request, exactly as without the cache.
+type principalCache struct {
+	mu sync.RWMutex
+	m  map[int64]*principalEntry
+}
+
+type principalEntry struct {
+	mark store.ChangeMark
+	sess store.Session
+	user store.User
+}
+
+// maxCachedPrincipals bounds the cache; past it, the cache starts afresh.
+const maxCachedPrincipals = 10000
+
+func (pc *principalCache) load(ctx context.Context, db *store.DB, sessionID int64) (*store.Session, *store.User, error) {
+	mark := db.ChangeMark() // taken before the query, so a write during it makes the entry stale
+	pc.mu.RLock()
+	e := pc.m[sessionID]
+	pc.mu.RUnlock()
+	if e != nil && e.mark == mark {
+		sess, user := e.sess, e.user // copies: callers may change theirs
+		return &sess, &user, nil
+	}
+	sess, user, err := db.SessionWithUser(ctx, sessionID)
+	if err != nil {
+		return nil, nil, err
+	}
+	pc.mu.Lock()
+	if pc.m == nil || len(pc.m) >= maxCachedPrincipals {
+		pc.m = make(map[int64]*principalEntry)
+	}
+	pc.m[sessionID] = &principalEntry{mark: mark, sess: *sess, user: *user}
+	pc.mu.Unlock()
+	return sess, user, nil
 }

@@ -1,0 +1,58 @@
+package store_test
+
+import (
+	"context"
+	"path/filepath"
+	"testing"
+
+	"github.com/copydesk/copydesk/store"
+)
+
+// ChangeMark moves with every committed write of this process, and with the
+// writes another process announces; reads leave it alone.
+func TestChangeMark(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "copydesk.db")
+	server, err := store.Open(ctx, path, store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer server.Close()
+	cli, err := store.Open(ctx, path, store.Options{Announce: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cli.Close()
+
+	m0 := server.ChangeMark()
+	if _, _, err := server.ListUsers(ctx, store.UserFilter{Page: store.Page{Page: 1, PerPage: 10}}); err != nil {
+		t.Fatal(err)
+	}
+	if server.ChangeMark() != m0 {
+		t.Fatal("a read moved the mark")
+	}
+	if _, err := server.CreateEnvironment(ctx, store.NewEnvironment{Name: "a", Slug: "a"}); err != nil {
+		t.Fatal(err)
+	}
+	m1 := server.ChangeMark()
+	if m1 == m0 {
+		t.Fatal("a write of this process did not move the mark")
+	}
+	for i, slug := range []string{"b", "c", "d"} {
+		if _, err := cli.CreateEnvironment(ctx, store.NewEnvironment{Name: slug, Slug: slug}); err != nil {
+			t.Fatal(err)
+		}
+		m2 := server.ChangeMark()
+		if m2 == m1 {
+			t.Fatalf("announced write %d did not move the other process's mark", i)
+		}
+		m1 = m2
+	}
+	// A failed write is not a change.
+	if _, err := server.CreateEnvironment(ctx, store.NewEnvironment{Name: "a", Slug: "a"}); store.KindOf(err) != store.KindConflict {
+		t.Fatal(err)
+	}
+	if server.ChangeMark() != m1 {
+		t.Fatal("a failed write moved the mark")
+	}
+}
