@@ -64,6 +64,10 @@ type Manager struct {
 	dir     string
 	version string
 	mu      sync.Mutex // one snapshot, import or delete at a time
+
+	// OnScheduledRun, when set, hears of every scheduled run: the snapshot
+	// taken, or the error. The server notifies the super_admins with it.
+	OnScheduledRun func(ctx context.Context, meta *Meta, err error)
 }
 
 // New returns the manager of DATA_DIR/backups for db.

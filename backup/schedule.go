@@ -123,6 +123,9 @@ func (m *Manager) RunDue(ctx context.Context) (bool, error) {
 	if err := m.db.SetSetting(ctx, scheduleStateKey, st); err != nil && runErr == nil {
 		runErr = err
 	}
+	if m.OnScheduledRun != nil {
+		m.OnScheduledRun(ctx, meta, runErr)
+	}
 	return true, runErr
 }
 

@@ -15,6 +15,7 @@ import (
 	"github.com/copydesk/copydesk/backup"
 	"github.com/copydesk/copydesk/server/auth"
 	"github.com/copydesk/copydesk/server/keyring"
+	"github.com/copydesk/copydesk/server/notify"
 	"github.com/copydesk/copydesk/store"
 )
 
@@ -39,6 +40,8 @@ type Config struct {
 	MaxUploadBytes int64
 	// NoScheduler keeps scheduled backups from running (tests drive them).
 	NoScheduler bool
+	// StreamHeartbeat is the heartbeat of event streams; 15 s when 0.
+	StreamHeartbeat time.Duration
 }
 
 // DBFile is the database file inside the data directory.
@@ -52,6 +55,7 @@ type App struct {
 	Keys     *keyring.Keyring
 	Auth     *auth.Service
 	Backups  *backup.Manager
+	Notify   *notify.Notifier
 	Server   *Server
 	Log      *slog.Logger
 	listener net.Listener
@@ -136,8 +140,11 @@ func Open(ctx context.Context, cfg Config, log *slog.Logger) (*App, error) {
 		return nil, err
 	}
 	a.lock = lock
-	a.Server, err = New(Deps{DB: a.DB, Auth: a.Auth, Backups: a.Backups, Log: log},
-		Options{TrustedProxies: cfg.TrustedProxies, Version: cfg.Version, MaxUploadBytes: cfg.MaxUploadBytes})
+	a.Notify = notify.New(a.DB, log)
+	a.Backups.OnScheduledRun = a.scheduledBackupRan
+	a.Server, err = New(Deps{DB: a.DB, Auth: a.Auth, Backups: a.Backups, Notify: a.Notify, Log: log},
+		Options{TrustedProxies: cfg.TrustedProxies, Version: cfg.Version, MaxUploadBytes: cfg.MaxUploadBytes,
+			StreamHeartbeat: cfg.StreamHeartbeat})
 	if err != nil {
 		a.Close()
 		return nil, err
@@ -172,14 +179,18 @@ func (a *App) Run(ctx context.Context) error {
 		}
 	}
 	srv := &http.Server{
-		Handler:           a.Server.Handler(),
+		Handler: a.Server.Handler(),
+		// No ReadTimeout: it would cut event streams and large backup
+		// uploads; ReadHeaderTimeout guards against slow headers.
 		ReadHeaderTimeout: 10 * time.Second,
-		ReadTimeout:       2 * time.Minute,
 		IdleTimeout:       2 * time.Minute,
 		MaxHeaderBytes:    64 << 10,
 		BaseContext:       func(net.Listener) context.Context { return context.WithoutCancel(ctx) },
 		ErrorLog:          slog.NewLogLogger(a.Log.Handler(), slog.LevelWarn),
 	}
+	// Event streams never finish on their own: end them when shutdown
+	// begins so in-flight requests can drain.
+	srv.RegisterOnShutdown(a.Notify.Close)
 	bg, stopBG := context.WithCancel(ctx)
 	var wg sync.WaitGroup
 	wg.Go(func() { a.housekeeping(bg) })
@@ -212,18 +223,16 @@ func (a *App) Run(ctx context.Context) error {
 	return err
 }
 
-// housekeeping prunes ended sessions once an hour.
+// housekeeping prunes once an hour.
 func (a *App) housekeeping(ctx context.Context) {
 	t := time.NewTicker(time.Hour)
 	defer t.Stop()
 	for {
 		release := a.DB.Hold()
-		n, err := a.DB.PruneSessions(ctx, a.DB.Now().Add(-7*24*time.Hour))
+		err := a.Prune(ctx)
 		release()
 		if err != nil && ctx.Err() == nil {
-			a.Log.Warn("prune sessions", "err", err)
-		} else if n > 0 {
-			a.Log.Debug("pruned sessions", "count", n)
+			a.Log.Warn("housekeeping", "err", err)
 		}
 		select {
 		case <-ctx.Done():
@@ -231,6 +240,39 @@ func (a *App) housekeeping(ctx context.Context) {
 		case <-t.C:
 		}
 	}
+}
+
+// Prune deletes sessions that ended a week ago and read notifications older
+// than the retention setting. The caller holds the database.
+func (a *App) Prune(ctx context.Context) error {
+	now := a.DB.Now()
+	n, err := a.DB.PruneSessions(ctx, now.Add(-7*24*time.Hour))
+	if err != nil {
+		return err
+	}
+	set, err := a.DB.SystemSettings(ctx)
+	if err != nil {
+		return err
+	}
+	m, err := a.DB.PruneNotifications(ctx, now.AddDate(0, 0, -set.NotificationRetentionDays))
+	if err != nil {
+		return err
+	}
+	if n+m > 0 {
+		a.Log.Debug("pruned", "sessions", n, "notifications", m)
+	}
+	return nil
+}
+
+// scheduledBackupRan tells the super_admins how a scheduled backup went.
+func (a *App) scheduledBackupRan(ctx context.Context, meta *backup.Meta, err error) {
+	if err != nil {
+		a.Notify.Role(ctx, store.RoleSuperAdmin, notify.Note{Kind: notify.BackupFailed, Title: "Scheduled backup failed",
+			Body: err.Error(), Link: "/api/backup/schedule"})
+		return
+	}
+	a.Notify.Role(ctx, store.RoleSuperAdmin, notify.Note{Kind: notify.BackupCreated, Title: "Scheduled backup taken",
+		Body: fmt.Sprintf("%s (%d bytes)", meta.Name, meta.Size), Link: "/api/backup/" + meta.Name})
 }
 
 // Close closes the database and releases the data directory.

@@ -117,11 +117,18 @@ func userJSON(u *store.User) userResponse {
 		FullName: u.FullName, TwoFactorEnabled: u.TOTPEnabled, LastLoginAt: u.LastLoginAt,
 		CreatedAt: u.CreatedAt, UpdatedAt: u.UpdatedAt,
 	}
-	if u.AvatarVersion != 0 {
-		url := fmt.Sprintf("/api/auth/avatars/%d?v=%d", u.ID, u.AvatarVersion)
-		out.AvatarURL = &url
-	}
+	out.AvatarURL = avatarURL(u.ID, u.AvatarVersion)
 	return out
+}
+
+// avatarURL is where a user's avatar is served; nil when there is none. The
+// version makes the URL change with the image, so caches notice.
+func avatarURL(userID, version int64) *string {
+	if version == 0 {
+		return nil
+	}
+	url := fmt.Sprintf("/api/auth/avatars/%d?v=%d", userID, version)
+	return &url
 }
 
 type tokenResponse struct {

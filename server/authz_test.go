@@ -3,8 +3,10 @@ package server_test
 import (
 	"context"
 	"fmt"
+	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/copydesk/copydesk/store"
 )
@@ -16,13 +18,16 @@ type authzCase struct {
 	route string // "METHOD /documented/{path}"
 	path  string // concrete path; {envA}, {envB}, {target} are filled in
 	body  any
-	file  bool // multipart avatar upload
-	want  [5]int
+	file   bool // multipart avatar upload
+	stream bool // an event stream: read until a short deadline
+	want   [5]int
 }
 
 // authzTable lists every route with the status each role gets. envA is
 // granted to the viewer and the editor, envB to nobody; target is a viewer
-// with an avatar. A route missing here fails TestAuthorizationTable.
+// with an avatar. {notification} and {message} are a notification of the
+// caller's and a message target sent the caller. A route missing here fails
+// TestAuthorizationTable.
 var authzTable = []authzCase{
 	{route: "GET /api/health", want: [5]int{200, 200, 200, 200, 200}},
 
@@ -71,6 +76,21 @@ var authzTable = []authzCase{
 	{route: "POST /api/backup/{name}/verify", path: "/api/backup/{backup}/verify", want: [5]int{401, 403, 403, 403, 200}},
 	{route: "POST /api/backup/{name}/restore", path: "/api/backup/{backup}/restore", want: [5]int{401, 403, 403, 403, 200}},
 	{route: "DELETE /api/backup/{name}", path: "/api/backup/{backup}", want: [5]int{401, 403, 403, 403, 200}},
+
+	// Every signed-in user's own notifications and messages.
+	{route: "GET /api/notifications", want: [5]int{401, 200, 200, 200, 200}},
+	{route: "GET /api/notifications/unread-count", want: [5]int{401, 200, 200, 200, 200}},
+	{route: "POST /api/notifications/read-all", want: [5]int{401, 200, 200, 200, 200}},
+	{route: "GET /api/notifications/stream", stream: true, want: [5]int{401, 200, 200, 200, 200}},
+	{route: "POST /api/notifications/{id}/read", path: "/api/notifications/{notification}/read", want: [5]int{401, 200, 200, 200, 200}},
+	{route: "DELETE /api/notifications/{id}", path: "/api/notifications/{notification}", want: [5]int{401, 200, 200, 200, 200}},
+	{route: "POST /api/messages", body: map[string]any{"recipient_id": "{target}", "body": "hello"}, want: [5]int{401, 201, 201, 201, 201}},
+	{route: "GET /api/messages/inbox", want: [5]int{401, 200, 200, 200, 200}},
+	{route: "GET /api/messages/sent", want: [5]int{401, 200, 200, 200, 200}},
+	{route: "GET /api/messages/conversations", want: [5]int{401, 200, 200, 200, 200}},
+	{route: "GET /api/messages/conversations/{user_id}", path: "/api/messages/conversations/{target}", want: [5]int{401, 200, 200, 200, 200}},
+	{route: "POST /api/messages/{id}/read", path: "/api/messages/{message}/read", want: [5]int{401, 200, 200, 200, 200}},
+	{route: "DELETE /api/messages/{id}", path: "/api/messages/{message}", want: [5]int{401, 200, 200, 200, 200}},
 	{route: "PUT /api/settings/system", body: map[string]any{"registration_open": false}, want: [5]int{401, 403, 403, 200, 200}},
 }
 
@@ -107,6 +127,7 @@ func TestAuthorizationTable(t *testing.T) {
 					t.Fatal(err)
 				}
 				tokens := map[string]string{"anonymous": ""}
+				own := map[string][2]int64{"anonymous": {1, 1}} // notification, message
 				for _, r := range []store.Role{store.RoleViewer, store.RoleEditor, store.RoleAdmin, store.RoleSuperAdmin} {
 					u, tok := e.user(t, "u-"+strings.ReplaceAll(string(r), "_", "-"), r)
 					tokens[string(r)] = tok
@@ -115,22 +136,44 @@ func TestAuthorizationTable(t *testing.T) {
 							t.Fatal(err)
 						}
 					}
+					ns, err := e.app.DB.CreateNotifications(ctx, []int64{u.ID}, store.NewNotification{Kind: "test", Title: "t"})
+					if err != nil {
+						t.Fatal(err)
+					}
+					m, err := e.app.DB.CreateMessage(ctx, store.NewMessage{SenderID: target.ID, RecipientID: u.ID, Body: "hi"})
+					if err != nil {
+						t.Fatal(err)
+					}
+					own[string(r)] = [2]int64{ns[0].ID, m.ID}
 				}
 				snap, err := e.app.Backups.Create(ctx, "manual")
 				if err != nil {
 					t.Fatal(err)
 				}
-				fill := strings.NewReplacer("{envA}", fmt.Sprint(envA.ID), "{envB}", fmt.Sprint(envB.ID), "{target}", fmt.Sprint(target.ID),
-					"{backup}", snap.Name)
+				ids := map[string]int64{"{envA}": envA.ID, "{envB}": envB.ID, "{target}": target.ID,
+					"{notification}": own[role][0], "{message}": own[role][1]}
+				pairs := []string{"{backup}", snap.Name}
+				for k, v := range ids {
+					pairs = append(pairs, `"`+k+`"`, fmt.Sprint(v), k, fmt.Sprint(v)) // numbers in JSON, digits in paths
+				}
+				fill := strings.NewReplacer(pairs...)
 				path := fill.Replace(tmpl)
 				var got resp
-				if c.file {
+				switch {
+				case c.file:
 					got = e.upload(t, path, tokens[role], "file", "a.png", pngBytes(t, 16, 16))
-				} else {
+				case c.stream:
+					ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+					defer cancel()
+					req := httptest.NewRequestWithContext(ctx, method, path, nil)
+					if tokens[role] != "" {
+						req.Header.Set("Authorization", "Bearer "+tokens[role])
+					}
+					got = e.send(t, req)
+				default:
 					var body any
 					if c.body != nil {
 						body = fill.Replace(mustJSON(t, c.body))
-						body = strings.ReplaceAll(body.(string), `"`+fmt.Sprint(envA.ID)+`"`, fmt.Sprint(envA.ID))
 					}
 					got = e.do(t, method, path, tokens[role], body)
 				}

@@ -92,19 +92,33 @@ const principalKey = "copydesk.principal"
 // authenticate checks the bearer token, the session and the user, and puts
 // the principal on the context. Every failure is a 401.
 func (s *Server) authenticate(c *gin.Context) {
+	p, err := s.authFromHeader(c)
+	if err != nil {
+		fail(c, err)
+		return
+	}
+	c.Set(principalKey, p)
+	c.Next()
+}
+
+func (s *Server) authFromHeader(c *gin.Context) (*auth.Principal, error) {
 	h := c.GetHeader("Authorization")
 	scheme, token, ok := strings.Cut(h, " ")
 	if h == "" {
-		c.Header("WWW-Authenticate", `Bearer realm="copydesk"`)
-		abort(c, http.StatusUnauthorized, "authentication required: send the header Authorization: Bearer <token>")
-		return
+		return nil, store.Unauthorized("authentication required: send the header Authorization: Bearer <token>")
 	}
 	if !ok || !strings.EqualFold(scheme, "Bearer") || strings.TrimSpace(token) == "" {
-		c.Header("WWW-Authenticate", `Bearer realm="copydesk"`)
-		abort(c, http.StatusUnauthorized, "the Authorization header must be: Bearer <token>")
-		return
+		return nil, store.Unauthorized("the Authorization header must be: Bearer <token>")
 	}
-	p, err := s.auth.Authenticate(c.Request.Context(), strings.TrimSpace(token))
+	return s.auth.Authenticate(c.Request.Context(), strings.TrimSpace(token))
+}
+
+// heldAuthenticate is authenticate for exclusive routes, which do not hold
+// the database for the whole request: it holds it just while it checks.
+func (s *Server) heldAuthenticate(c *gin.Context) {
+	release := s.db.Hold()
+	p, err := s.authFromHeader(c)
+	release()
 	if err != nil {
 		fail(c, err)
 		return

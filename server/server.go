@@ -7,11 +7,13 @@ import (
 	"log/slog"
 	"net/http"
 	"regexp"
+	"time"
 
 	"github.com/gin-gonic/gin"
 
 	"github.com/copydesk/copydesk/backup"
 	"github.com/copydesk/copydesk/server/auth"
+	"github.com/copydesk/copydesk/server/notify"
 	"github.com/copydesk/copydesk/store"
 )
 
@@ -20,6 +22,7 @@ type Server struct {
 	db      *store.DB
 	auth    *auth.Service
 	backups *backup.Manager
+	notify  *notify.Notifier
 	log     *slog.Logger
 	engine  *gin.Engine
 	routes  []*Route
@@ -37,6 +40,9 @@ type Options struct {
 	Version string
 	// MaxUploadBytes caps backup uploads; DefaultMaxUpload when 0.
 	MaxUploadBytes int64
+	// StreamHeartbeat is how often an event stream sends a heartbeat and
+	// re-checks its session; 15 s when 0.
+	StreamHeartbeat time.Duration
 }
 
 // DefaultMaxUpload is the largest backup upload accepted.
@@ -47,6 +53,7 @@ type Deps struct {
 	DB      *store.DB
 	Auth    *auth.Service
 	Backups *backup.Manager
+	Notify  *notify.Notifier
 	Log     *slog.Logger
 }
 
@@ -61,6 +68,9 @@ func New(d Deps, opts Options) (*Server, error) {
 	if opts.MaxUploadBytes <= 0 {
 		opts.MaxUploadBytes = DefaultMaxUpload
 	}
+	if opts.StreamHeartbeat <= 0 {
+		opts.StreamHeartbeat = 15 * time.Second
+	}
 	gin.SetMode(gin.ReleaseMode)
 	e := gin.New()
 	e.HandleMethodNotAllowed = true
@@ -70,7 +80,7 @@ func New(d Deps, opts Options) (*Server, error) {
 	if err := e.SetTrustedProxies(opts.TrustedProxies); err != nil {
 		return nil, err
 	}
-	s := &Server{db: d.DB, auth: d.Auth, backups: d.Backups, log: d.Log, engine: e, opts: opts}
+	s := &Server{db: d.DB, auth: d.Auth, backups: d.Backups, notify: d.Notify, log: d.Log, engine: e, opts: opts}
 	e.Use(s.recoverPanics, s.logRequests, securityHeaders)
 	e.NoRoute(func(c *gin.Context) {
 		abort(c, http.StatusNotFound, "no route for "+c.Request.Method+" "+c.Request.URL.Path)
@@ -84,6 +94,8 @@ func New(d Deps, opts Options) (*Server, error) {
 	s.registerEnvironmentRoutes()
 	s.registerSettingsRoutes()
 	s.registerBackupRoutes()
+	s.registerNotificationRoutes()
+	s.registerMessageRoutes()
 	return s, nil
 }
 
@@ -149,7 +161,12 @@ func (s *Server) handle(r Route, h gin.HandlerFunc) {
 		chain = append(chain, s.holdDB)
 	}
 	if !r.Access.Public {
-		chain = append(chain, s.authenticate, requireRole(r.Access.MinRole))
+		if r.Exclusive {
+			chain = append(chain, s.heldAuthenticate)
+		} else {
+			chain = append(chain, s.authenticate)
+		}
+		chain = append(chain, requireRole(r.Access.MinRole))
 	}
 	chain = append(chain, h)
 	s.engine.Handle(r.Method, ginPath(r.Path), chain...)

@@ -4,6 +4,8 @@ import (
 	"net/http"
 
 	"github.com/gin-gonic/gin"
+
+	"github.com/copydesk/copydesk/store"
 )
 
 // Instance settings (/api/settings/system): switches an admin controls for
@@ -19,11 +21,17 @@ func (s *Server) registerSettingsRoutes() {
 }
 
 type systemSettingsResponse struct {
-	RegistrationOpen bool `json:"registration_open" doc:"whether POST /api/auth/register accepts new accounts"`
+	RegistrationOpen          bool `json:"registration_open" doc:"whether POST /api/auth/register accepts new accounts"`
+	NotificationRetentionDays int  `json:"notification_retention_days" doc:"read notifications older than this are deleted"`
+}
+
+func systemSettingsJSON(set store.SystemSettings) systemSettingsResponse {
+	return systemSettingsResponse{RegistrationOpen: set.RegistrationOpen, NotificationRetentionDays: set.NotificationRetentionDays}
 }
 
 type systemSettingsRequest struct {
-	RegistrationOpen *bool `json:"registration_open"`
+	RegistrationOpen          *bool `json:"registration_open"`
+	NotificationRetentionDays *int  `json:"notification_retention_days" binding:"omitempty,gte=1,lte=3650"`
 }
 
 func (s *Server) systemSettings(c *gin.Context) {
@@ -32,7 +40,7 @@ func (s *Server) systemSettings(c *gin.Context) {
 		fail(c, err)
 		return
 	}
-	respond(c, http.StatusOK, systemSettingsResponse{RegistrationOpen: set.RegistrationOpen}, "instance settings")
+	respond(c, http.StatusOK, systemSettingsJSON(set), "instance settings")
 }
 
 func (s *Server) putSystemSettings(c *gin.Context) {
@@ -50,9 +58,12 @@ func (s *Server) putSystemSettings(c *gin.Context) {
 	if req.RegistrationOpen != nil {
 		set.RegistrationOpen = *req.RegistrationOpen
 	}
+	if req.NotificationRetentionDays != nil {
+		set.NotificationRetentionDays = *req.NotificationRetentionDays
+	}
 	if err := s.db.SetSystemSettings(ctx, set); err != nil {
 		fail(c, err)
 		return
 	}
-	respond(c, http.StatusOK, systemSettingsResponse{RegistrationOpen: set.RegistrationOpen}, "instance settings updated")
+	respond(c, http.StatusOK, systemSettingsJSON(set), "instance settings updated")
 }

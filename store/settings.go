@@ -44,10 +44,14 @@ type SystemSettings struct {
 	// RegistrationOpen lets anyone create a viewer account with
 	// POST /api/auth/register.
 	RegistrationOpen bool `json:"registration_open"`
+	// NotificationRetentionDays is how long read notifications are kept;
+	// unread ones are kept until read or deleted.
+	NotificationRetentionDays int `json:"notification_retention_days"`
 }
 
-// DefaultSystemSettings apply until an admin changes them.
-var DefaultSystemSettings = SystemSettings{RegistrationOpen: true}
+// DefaultSystemSettings apply until an admin changes them; a setting added
+// later takes its default here for databases that predate it.
+var DefaultSystemSettings = SystemSettings{RegistrationOpen: true, NotificationRetentionDays: 30}
 
 const systemSettingsKey = "system"
 
