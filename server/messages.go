@@ -30,7 +30,8 @@ func (s *Server) registerMessageRoutes() {
 	s.handle(Route{Method: "GET", Path: "/api/messages/conversations/{user_id}", Tag: tag, Access: signedIn, List: true,
 		Summary: "Your thread with one user, newest first", Query: pageQuery{}, Data: messageResponse{}}, s.conversation)
 	s.handle(Route{Method: "POST", Path: "/api/messages/{id}/read", Tag: tag, Access: signedIn,
-		Summary: "Mark a message you received read", Data: messageResponse{}}, s.readMessage)
+		Summary: "Mark a message you received read", Data: messageResponse{}, Errors: []int{422},
+		Notes: "Only the recipient marks a message read (422 for the sender)."}, s.readMessage)
 	s.handle(Route{Method: "DELETE", Path: "/api/messages/{id}", Tag: tag, Access: signedIn,
 		Summary: "Delete a message for yourself", Data: deletedResponse{},
 		Notes: "The other side keeps it."}, s.deleteMessage)

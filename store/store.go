@@ -163,7 +163,6 @@ func (db *DB) close() error {
 		_, _ = db.w.Exec("PRAGMA wal_checkpoint(TRUNCATE)")
 		errs = append(errs, db.w.Close())
 	}
-	db.r, db.w = nil, nil
 	return errors.Join(errs...)
 }
 
