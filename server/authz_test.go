@@ -15,9 +15,9 @@ import (
 var authzRoles = []string{"anonymous", "viewer", "editor", "admin", "super_admin"}
 
 type authzCase struct {
-	route string // "METHOD /documented/{path}"
-	path  string // concrete path; {envA}, {envB}, {target} are filled in
-	body  any
+	route  string // "METHOD /documented/{path}"
+	path   string // concrete path; {envA}, {envB}, {target} are filled in
+	body   any
 	file   bool // multipart avatar upload
 	stream bool // an event stream: read until a short deadline
 	want   [5]int
