@@ -1053,3 +1053,37 @@ func TestBackupAndRestoreCommands(t *testing.T) {
 		t.Fatalf("safety snapshot: %v", d)
 	}
 }
+
+// TestShutdownEndsEventStreams: an open notification stream neither keeps
+// the server from stopping nor makes it wait for the shutdown timeout.
+func TestShutdownEndsEventStreams(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	createUser(t, dir, adminEmail, "admin", "super_admin", adminPass)
+	base, p := startServer(t, dir, []string{"--shutdown-timeout", "60s"})
+	tok, _ := login(t, base, adminEmail, adminPass)
+	req, _ := http.NewRequest("GET", base+"/api/notifications/stream", nil)
+	req.Header.Set("Authorization", "Bearer "+tok)
+	resp, err := client.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != 200 || !strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
+		t.Fatalf("stream: %d %s", resp.StatusCode, resp.Header.Get("Content-Type"))
+	}
+	first := make([]byte, 64)
+	if n, err := resp.Body.Read(first); err != nil || !strings.Contains(string(first[:n]), "connected") {
+		t.Fatalf("stream start: %q %v", first[:n], err)
+	}
+	start := time.Now()
+	if code := p.stop(syscall.SIGTERM); code != 0 {
+		t.Fatalf("exit %d", code)
+	}
+	if d := time.Since(start); d > 15*time.Second {
+		t.Fatalf("shutdown waited %s for the open stream", d)
+	}
+	if _, err := io.ReadAll(resp.Body); err != nil && !strings.Contains(err.Error(), "EOF") {
+		t.Logf("stream ended with %v", err)
+	}
+}
