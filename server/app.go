@@ -14,6 +14,8 @@ import (
 
 	"github.com/copydesk/copydesk/backup"
 	"github.com/copydesk/copydesk/server/auth"
+	"github.com/copydesk/copydesk/server/engine"
+	"github.com/copydesk/copydesk/server/jobs"
 	"github.com/copydesk/copydesk/server/keyring"
 	"github.com/copydesk/copydesk/server/notify"
 	"github.com/copydesk/copydesk/store"
@@ -42,6 +44,16 @@ type Config struct {
 	NoScheduler bool
 	// StreamHeartbeat is the heartbeat of event streams; 15 s when 0.
 	StreamHeartbeat time.Duration
+	// Workers bounds how many background jobs (agent runs, ...) run at
+	// once; 2 when 0.
+	Workers int
+	// JobBackoff, when set, replaces the retry backoff of jobs (tests).
+	JobBackoff func(attempt int) time.Duration
+	// ProviderRetries is how often a failed provider call is retried
+	// (429, 5xx, network); 2 when 0, none when negative.
+	ProviderRetries int
+	// ProviderTimeout bounds one provider attempt; 2 minutes when 0.
+	ProviderTimeout time.Duration
 }
 
 // DBFile is the database file inside the data directory.
@@ -56,6 +68,8 @@ type App struct {
 	Auth     *auth.Service
 	Backups  *backup.Manager
 	Notify   *notify.Notifier
+	Engine   *engine.Engine
+	Jobs     *jobs.Runner
 	Server   *Server
 	Log      *slog.Logger
 	listener net.Listener
@@ -142,7 +156,15 @@ func Open(ctx context.Context, cfg Config, log *slog.Logger) (*App, error) {
 	a.lock = lock
 	a.Notify = notify.New(a.DB, log)
 	a.Backups.OnScheduledRun = a.scheduledBackupRan
-	a.Server, err = New(Deps{DB: a.DB, Auth: a.Auth, Backups: a.Backups, Notify: a.Notify, Log: log},
+	retries := cfg.ProviderRetries
+	if retries < 0 {
+		retries = -1
+	}
+	a.Engine = engine.New(a.DB, a.Keys, a.Notify, log, engine.Options{
+		HTTPClient: &http.Client{Timeout: 15 * time.Minute}, Timeout: cfg.ProviderTimeout, MaxRetries: retries})
+	a.Jobs = jobs.New(a.DB, log, jobs.Options{Workers: cfg.Workers, Backoff: cfg.JobBackoff})
+	a.Server, err = New(Deps{DB: a.DB, Auth: a.Auth, Backups: a.Backups, Notify: a.Notify, Engine: a.Engine, Jobs: a.Jobs,
+		Keys: a.Keys, Log: log},
 		Options{TrustedProxies: cfg.TrustedProxies, Version: cfg.Version, MaxUploadBytes: cfg.MaxUploadBytes,
 			StreamHeartbeat: cfg.StreamHeartbeat})
 	if err != nil {
@@ -197,6 +219,11 @@ func (a *App) Run(ctx context.Context) error {
 	if !a.Config.NoScheduler {
 		wg.Go(func() { a.Backups.RunScheduler(bg, a.Log) })
 	}
+	wg.Go(func() {
+		if err := a.Jobs.Run(bg); err != nil && bg.Err() == nil {
+			a.Log.Error("job runner stopped", "err", err)
+		}
+	})
 
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(a.listener) }()

@@ -91,6 +91,42 @@ var authzTable = []authzCase{
 	{route: "GET /api/messages/conversations/{user_id}", path: "/api/messages/conversations/{target}", want: [5]int{401, 200, 200, 200, 200}},
 	{route: "POST /api/messages/{id}/read", path: "/api/messages/{message}/read", want: [5]int{401, 200, 200, 200, 200}},
 	{route: "DELETE /api/messages/{id}", path: "/api/messages/{message}", want: [5]int{401, 200, 200, 200, 200}},
+
+	// Credentials and AI settings: admins. {credential} is an openai
+	// credential whose base_url is a local fake provider.
+	{route: "GET /api/configurations", want: [5]int{401, 403, 403, 200, 200}},
+	{route: "POST /api/configurations", body: map[string]any{"name": "key", "provider": "anthropic", "api_key": "sk-ant-0123456789abcdef"}, want: [5]int{401, 403, 403, 201, 201}},
+	{route: "GET /api/configurations/{id}", path: "/api/configurations/{credential}", want: [5]int{401, 403, 403, 200, 200}},
+	{route: "PUT /api/configurations/{id}", path: "/api/configurations/{credential}", body: map[string]any{"name": "renamed"}, want: [5]int{401, 403, 403, 200, 200}},
+	{route: "DELETE /api/configurations/{id}", path: "/api/configurations/{credential}", want: [5]int{401, 403, 403, 200, 200}},
+	{route: "POST /api/configurations/{id}/test", path: "/api/configurations/{credential}/test", want: [5]int{401, 403, 403, 200, 200}},
+	{route: "GET /api/settings/ai-content", want: [5]int{401, 403, 403, 200, 200}},
+	{route: "PUT /api/settings/ai-content", body: map[string]any{"temperature": 0.4, "credential_id": "{credential}", "model": "gpt-4o-mini"}, want: [5]int{401, 403, 403, 200, 200}},
+
+	// Token analytics: everyone, within their environments.
+	{route: "GET /api/token-analytics/usage", want: [5]int{401, 200, 200, 200, 200}},
+	{route: "GET /api/token-analytics/summary", want: [5]int{401, 200, 200, 200, 200}},
+	{route: "GET /api/token-analytics/series", want: [5]int{401, 200, 200, 200, 200}},
+	{route: "GET /api/token-analytics/costs", want: [5]int{401, 200, 200, 200, 200}},
+	{route: "GET /api/token-analytics/export.csv", want: [5]int{401, 200, 200, 200, 200}},
+	{route: "GET /api/token-analytics/summary", path: "/api/token-analytics/summary?environment_id={envB}", want: [5]int{401, 404, 404, 200, 200}},
+
+	// Agents: {agentA} lives in envA, {agentB} in envB; {run} is a queued
+	// run of agentA in envA.
+	{route: "GET /api/agents", want: [5]int{401, 200, 200, 200, 200}},
+	{route: "POST /api/agents", body: map[string]any{"name": "Writer", "kind": "writer", "environment_id": "{envA}"}, want: [5]int{401, 403, 201, 201, 201}},
+	{route: "GET /api/agents/{id}", path: "/api/agents/{agentA}", want: [5]int{401, 200, 200, 200, 200}},
+	{route: "GET /api/agents/{id}", path: "/api/agents/{agentB}", want: [5]int{401, 404, 404, 200, 200}},
+	{route: "PUT /api/agents/{id}", path: "/api/agents/{agentA}", body: map[string]any{"description": "x"}, want: [5]int{401, 403, 200, 200, 200}},
+	{route: "PUT /api/agents/{id}", path: "/api/agents/{agentB}", body: map[string]any{"description": "x"}, want: [5]int{401, 403, 404, 200, 200}},
+	{route: "DELETE /api/agents/{id}", path: "/api/agents/{agentA}", want: [5]int{401, 403, 200, 200, 200}},
+	{route: "GET /api/agents/{id}/assignments", path: "/api/agents/{agentA}/assignments", want: [5]int{401, 200, 200, 200, 200}},
+	{route: "PUT /api/agents/{id}/assignments", path: "/api/agents/{agentA}/assignments", body: map[string]any{"environment_ids": []string{"{envA}"}}, want: [5]int{401, 403, 200, 200, 200}},
+	{route: "POST /api/agents/{id}/execute", path: "/api/agents/{agentA}/execute", body: map[string]any{"input": "Write a haiku"}, want: [5]int{401, 403, 202, 202, 202}},
+	{route: "POST /api/agents/{id}/execute", path: "/api/agents/{agentB}/execute", body: map[string]any{"input": "Write a haiku"}, want: [5]int{401, 403, 404, 202, 202}},
+	{route: "GET /api/agents/{id}/runs", path: "/api/agents/{agentA}/runs", want: [5]int{401, 200, 200, 200, 200}},
+	{route: "GET /api/agents/runs/{run_id}", path: "/api/agents/runs/{run}", want: [5]int{401, 200, 200, 200, 200}},
+	{route: "POST /api/agents/runs/{run_id}/cancel", path: "/api/agents/runs/{run}/cancel", want: [5]int{401, 403, 200, 200, 200}},
 	{route: "PUT /api/settings/system", body: map[string]any{"registration_open": false}, want: [5]int{401, 403, 403, 200, 200}},
 }
 
@@ -104,6 +140,7 @@ func TestAuthorizationTable(t *testing.T) {
 			t.Errorf("route %s %s is missing from authzTable", r.Method, r.Path)
 		}
 	}
+	provider := fakeOpenAI(t, nil)
 	for _, c := range authzTable {
 		method, tmpl, _ := strings.Cut(c.route, " ")
 		if c.path != "" {
@@ -146,12 +183,29 @@ func TestAuthorizationTable(t *testing.T) {
 					}
 					own[string(r)] = [2]int64{ns[0].ID, m.ID}
 				}
+				cred := e.credential(t, "openai", provider.URL+"/v1", "gpt-4o-mini", nil)
+				if _, err := e.app.DB.PutAISettings(ctx, store.AISettings{CredentialID: &cred.ID}); err != nil {
+					t.Fatal(err)
+				}
+				agentA, err := e.app.DB.CreateAgent(ctx, store.AgentInput{EnvironmentID: &envA.ID, Name: "A", Kind: "writer", IsActive: true}, target.ID)
+				if err != nil {
+					t.Fatal(err)
+				}
+				agentB, err := e.app.DB.CreateAgent(ctx, store.AgentInput{EnvironmentID: &envB.ID, Name: "B", Kind: "writer", IsActive: true}, target.ID)
+				if err != nil {
+					t.Fatal(err)
+				}
+				run, err := e.app.DB.CreateRun(ctx, store.NewRun{AgentID: agentA.ID, EnvironmentID: &envA.ID, UserID: &target.ID, Input: "x"})
+				if err != nil {
+					t.Fatal(err)
+				}
 				snap, err := e.app.Backups.Create(ctx, "manual")
 				if err != nil {
 					t.Fatal(err)
 				}
 				ids := map[string]int64{"{envA}": envA.ID, "{envB}": envB.ID, "{target}": target.ID,
-					"{notification}": own[role][0], "{message}": own[role][1]}
+					"{notification}": own[role][0], "{message}": own[role][1], "{credential}": cred.ID,
+					"{agentA}": agentA.ID, "{agentB}": agentB.ID, "{run}": run.ID}
 				pairs := []string{"{backup}", snap.Name}
 				for k, v := range ids {
 					pairs = append(pairs, `"`+k+`"`, fmt.Sprint(v), k, fmt.Sprint(v)) // numbers in JSON, digits in paths

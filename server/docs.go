@@ -14,7 +14,7 @@ import (
 // /redoc, all from files embedded in the binary. These, and /api/health,
 // need no token.
 func (s *Server) registerDocsRoutes() {
-	s.engine.GET("/openapi.json", func(c *gin.Context) {
+	s.router.GET("/openapi.json", func(c *gin.Context) {
 		c.Header("Cache-Control", "no-cache")
 		c.Data(http.StatusOK, "application/json", web.OpenAPI)
 	})
@@ -25,11 +25,11 @@ func (s *Server) registerDocsRoutes() {
 		}
 		return func(c *gin.Context) { c.Data(http.StatusOK, "text/html; charset=utf-8", b) }
 	}
-	s.engine.GET("/docs", page("docs.html"))
-	s.engine.GET("/redoc", page("redoc.html"))
-	s.engine.StaticFS("/docs/assets", http.FS(web.Assets))
-	s.engine.StaticFS("/redoc/assets", http.FS(web.Assets))
-	s.engine.GET("/", func(c *gin.Context) { c.Redirect(http.StatusFound, "/docs") })
+	s.router.GET("/docs", page("docs.html"))
+	s.router.GET("/redoc", page("redoc.html"))
+	s.router.StaticFS("/docs/assets", http.FS(web.Assets))
+	s.router.StaticFS("/redoc/assets", http.FS(web.Assets))
+	s.router.GET("/", func(c *gin.Context) { c.Redirect(http.StatusFound, "/docs") })
 
 	s.handle(Route{Method: "GET", Path: "/api/health", Tag: "System", Access: public,
 		Summary: "Liveness and database check", Data: healthResponse{}, Errors: []int{503}}, s.health)

@@ -34,6 +34,7 @@ var statusText = map[int]string{
 	422: "Validation failed; the detail names the field and the rule.",
 	429: "Too many failed attempts for this account; see Retry-After.",
 	500: "Internal error; the cause is in the server log.",
+	502: "The remote service (LLM provider, WordPress, SERP API) failed; the detail has its message.",
 	503: "The service cannot serve right now.",
 }
 

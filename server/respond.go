@@ -52,6 +52,7 @@ var statusOf = map[store.Kind]int{
 	store.KindConflict:     http.StatusConflict,
 	store.KindTooLarge:     http.StatusRequestEntityTooLarge,
 	store.KindLocked:       http.StatusTooManyRequests,
+	store.KindUpstream:     http.StatusBadGateway,
 }
 
 // fail writes the error body for err. Errors without a kind are 500s: the

@@ -13,6 +13,9 @@ import (
 
 	"github.com/copydesk/copydesk/backup"
 	"github.com/copydesk/copydesk/server/auth"
+	"github.com/copydesk/copydesk/server/engine"
+	"github.com/copydesk/copydesk/server/jobs"
+	"github.com/copydesk/copydesk/server/keyring"
 	"github.com/copydesk/copydesk/server/notify"
 	"github.com/copydesk/copydesk/store"
 )
@@ -23,8 +26,11 @@ type Server struct {
 	auth    *auth.Service
 	backups *backup.Manager
 	notify  *notify.Notifier
+	engine  *engine.Engine
+	jobs    *jobs.Runner
+	keys    *keyring.Keyring
 	log     *slog.Logger
-	engine  *gin.Engine
+	router  *gin.Engine
 	routes  []*Route
 	opts    Options
 }
@@ -54,6 +60,9 @@ type Deps struct {
 	Auth    *auth.Service
 	Backups *backup.Manager
 	Notify  *notify.Notifier
+	Engine  *engine.Engine
+	Jobs    *jobs.Runner
+	Keys    *keyring.Keyring
 	Log     *slog.Logger
 }
 
@@ -80,7 +89,8 @@ func New(d Deps, opts Options) (*Server, error) {
 	if err := e.SetTrustedProxies(opts.TrustedProxies); err != nil {
 		return nil, err
 	}
-	s := &Server{db: d.DB, auth: d.Auth, backups: d.Backups, notify: d.Notify, log: d.Log, engine: e, opts: opts}
+	s := &Server{db: d.DB, auth: d.Auth, backups: d.Backups, notify: d.Notify, engine: d.Engine, jobs: d.Jobs, keys: d.Keys,
+		log: d.Log, router: e, opts: opts}
 	e.Use(s.recoverPanics, s.logRequests, securityHeaders)
 	e.NoRoute(func(c *gin.Context) {
 		abort(c, http.StatusNotFound, "no route for "+c.Request.Method+" "+c.Request.URL.Path)
@@ -96,11 +106,19 @@ func New(d Deps, opts Options) (*Server, error) {
 	s.registerBackupRoutes()
 	s.registerNotificationRoutes()
 	s.registerMessageRoutes()
+	s.registerConfigurationRoutes()
+	s.registerAISettingsRoutes()
+	s.registerTokenAnalyticsRoutes()
+	s.registerAgentRoutes()
+	if s.jobs != nil {
+		s.jobs.Register(AgentRunJob, s.runAgentJob)
+		s.jobs.OnFinish = s.onJobFinished
+	}
 	return s, nil
 }
 
 // Handler is the HTTP handler of the API.
-func (s *Server) Handler() http.Handler { return s.engine }
+func (s *Server) Handler() http.Handler { return s.router }
 
 // Routes lists every documented route.
 func (s *Server) Routes() []*Route { return s.routes }
@@ -169,7 +187,7 @@ func (s *Server) handle(r Route, h gin.HandlerFunc) {
 		chain = append(chain, requireRole(r.Access.MinRole))
 	}
 	chain = append(chain, h)
-	s.engine.Handle(r.Method, ginPath(r.Path), chain...)
+	s.router.Handle(r.Method, ginPath(r.Path), chain...)
 	s.routes = append(s.routes, &r)
 }
 
@@ -180,4 +198,11 @@ var pathParam = regexp.MustCompile(`\{(\w+)\}`)
 
 // EngineRoutes lists what the router actually serves, for the test that
 // compares it with the OpenAPI document.
-func (s *Server) EngineRoutes() gin.RoutesInfo { return s.engine.Routes() }
+func (s *Server) EngineRoutes() gin.RoutesInfo { return s.router.Routes() }
+
+// onJobFinished hears every job that reached a final status.
+func (s *Server) onJobFinished(job *store.Job) {
+	if job.Kind == AgentRunJob {
+		s.agentJobFinished(job)
+	}
+}

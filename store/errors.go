@@ -23,6 +23,7 @@ const (
 	KindConflict                 // clashes with current state: 409
 	KindTooLarge                 // payload over a size limit: 413
 	KindLocked                   // temporarily refused, retry later: 429
+	KindUpstream                 // a remote service (LLM provider, WordPress) failed: 502
 )
 
 // Error is an error with a kind and a message that is safe to show a client.

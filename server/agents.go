@@ -1,0 +1,782 @@
+package server
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/gin-gonic/gin"
+
+	"github.com/copydesk/copydesk/server/ai"
+	"github.com/copydesk/copydesk/server/auth"
+	"github.com/copydesk/copydesk/server/engine"
+	"github.com/copydesk/copydesk/server/jobs"
+	"github.com/copydesk/copydesk/server/notify"
+	"github.com/copydesk/copydesk/store"
+)
+
+// The agents group (/api/agents): configured AI workers, which
+// environments may use them, and their runs. Everyone sees the agents of
+// their environments (and global ones); editors create, change, run and
+// cancel them in their environments; only admins manage global agents.
+func (s *Server) registerAgentRoutes() {
+	const tag = "Agents"
+	s.handle(Route{Method: "GET", Path: "/api/agents", Tag: tag, Access: signedIn, List: true,
+		Summary: "List agents you can see", Query: agentListQuery{}, Data: agentResponse{}}, s.listAgents)
+	s.handle(Route{Method: "POST", Path: "/api/agents", Tag: tag, Access: editorOnly, Status: http.StatusCreated,
+		Summary: "Create an agent", Body: agentRequest{}, Data: agentResponse{},
+		Notes: "Editors create agents in their environments (environment_id required); admins may leave it out for a global agent."}, s.createAgent)
+	s.handle(Route{Method: "GET", Path: "/api/agents/runs/{run_id}", Tag: tag, Access: signedIn,
+		Summary: "Get a run", Data: runResponse{}}, s.getRun)
+	s.handle(Route{Method: "POST", Path: "/api/agents/runs/{run_id}/cancel", Tag: tag, Access: editorOnly, Errors: []int{409},
+		Summary: "Cancel a queued or running run", Data: runResponse{}}, s.cancelRun)
+	s.handle(Route{Method: "GET", Path: "/api/agents/{id}", Tag: tag, Access: signedIn,
+		Summary: "Get an agent", Data: agentResponse{}}, s.getAgent)
+	s.handle(Route{Method: "PUT", Path: "/api/agents/{id}", Tag: tag, Access: editorOnly,
+		Summary: "Change an agent", Body: agentUpdateRequest{}, Data: agentResponse{},
+		Notes: "Fields left out keep their values."}, s.updateAgent)
+	s.handle(Route{Method: "DELETE", Path: "/api/agents/{id}", Tag: tag, Access: editorOnly,
+		Summary: "Delete an agent and its runs", Data: deletedResponse{}}, s.deleteAgent)
+	s.handle(Route{Method: "GET", Path: "/api/agents/{id}/assignments", Tag: tag, Access: signedIn,
+		Summary: "Environments that may use the agent", Data: assignmentsResponse{}}, s.getAssignments)
+	s.handle(Route{Method: "PUT", Path: "/api/agents/{id}/assignments", Tag: tag, Access: editorOnly,
+		Summary: "Set the environments that may use the agent", Body: assignmentsRequest{}, Data: assignmentsResponse{}}, s.putAssignments)
+	s.handle(Route{Method: "POST", Path: "/api/agents/{id}/execute", Tag: tag, Access: editorOnly, Status: http.StatusAccepted,
+		Summary: "Run the agent", Body: executeRequest{}, Data: runResponse{}, Errors: []int{409, 502},
+		Notes: "Queues a run and answers 202 with it; poll GET /api/agents/runs/{run_id}, or wait for the run.succeeded / run.failed notification. " +
+			"With stream true the answer is instead a Server-Sent Events stream: `event: delta` with {\"text\"} pieces, then `event: done` with the run " +
+			"(or `event: error` with {\"detail\"}). {{name}} in the input and the system prompt is replaced by variables[name]. " +
+			"409 when no AI provider is configured."}, s.executeAgent)
+	s.handle(Route{Method: "GET", Path: "/api/agents/{id}/runs", Tag: tag, Access: signedIn, List: true,
+		Summary: "Runs of an agent, newest first", Query: runListQuery{}, Data: runResponse{}}, s.listAgentRuns)
+}
+
+type agentRequest struct {
+	EnvironmentID *int64   `json:"environment_id" binding:"omitempty,gt=0"`
+	Name          string   `json:"name" binding:"required,max=100"`
+	Description   string   `json:"description" binding:"max=2000"`
+	Kind          string   `json:"kind" binding:"required,oneof=writer editor researcher seo"`
+	CredentialID  *int64   `json:"credential_id" binding:"omitempty,gt=0" doc:"null: the AI content settings' credential"`
+	Model         string   `json:"model" binding:"max=200" doc:"empty: the settings' model"`
+	SystemPrompt  string   `json:"system_prompt" binding:"max=50000"`
+	Temperature   *float64 `json:"temperature" binding:"omitempty,gte=0,lte=2"`
+	MaxTokens     *int     `json:"max_tokens" binding:"omitempty,gte=1,lte=200000"`
+	IsActive      *bool    `json:"is_active" doc:"default true"`
+}
+
+type agentUpdateRequest struct {
+	Name         *string  `json:"name" binding:"omitempty,min=1,max=100"`
+	Description  *string  `json:"description" binding:"omitempty,max=2000"`
+	Kind         *string  `json:"kind" binding:"omitempty,oneof=writer editor researcher seo"`
+	CredentialID *int64   `json:"credential_id" binding:"omitempty,gte=0" doc:"0: back to the settings' credential"`
+	Model        *string  `json:"model" binding:"omitempty,max=200"`
+	SystemPrompt *string  `json:"system_prompt" binding:"omitempty,max=50000"`
+	Temperature  *float64 `json:"temperature" binding:"omitempty,gte=0,lte=2"`
+	MaxTokens    *int     `json:"max_tokens" binding:"omitempty,gte=1,lte=200000"`
+	IsActive     *bool    `json:"is_active"`
+}
+
+type agentResponse struct {
+	ID            int64     `json:"id"`
+	EnvironmentID *int64    `json:"environment_id" doc:"null: a global agent"`
+	Name          string    `json:"name"`
+	Description   string    `json:"description"`
+	Kind          string    `json:"kind" enum:"writer,editor,researcher,seo"`
+	CredentialID  *int64    `json:"credential_id"`
+	Model         string    `json:"model"`
+	SystemPrompt  string    `json:"system_prompt"`
+	Temperature   *float64  `json:"temperature"`
+	MaxTokens     *int      `json:"max_tokens"`
+	IsActive      bool      `json:"is_active"`
+	Assignments   []int64   `json:"assignments" doc:"environments, beyond its own, that may use it"`
+	CreatedAt     time.Time `json:"created_at"`
+	UpdatedAt     time.Time `json:"updated_at"`
+}
+
+func agentJSON(a *store.Agent) agentResponse {
+	as := a.Assignments
+	if as == nil {
+		as = []int64{}
+	}
+	return agentResponse{ID: a.ID, EnvironmentID: a.EnvironmentID, Name: a.Name, Description: a.Description, Kind: a.Kind,
+		CredentialID: a.CredentialID, Model: a.Model, SystemPrompt: a.SystemPrompt, Temperature: a.Temperature, MaxTokens: a.MaxTokens,
+		IsActive: a.IsActive, Assignments: as, CreatedAt: a.CreatedAt, UpdatedAt: a.UpdatedAt}
+}
+
+type agentListQuery struct {
+	pageQuery
+	EnvironmentID *int64 `form:"environment_id" binding:"omitempty,gt=0" doc:"agents of this environment or assigned to it"`
+	Kind          string `form:"kind" binding:"omitempty,oneof=writer editor researcher seo"`
+	IsActive      *bool  `form:"is_active"`
+	Q             string `form:"q" binding:"max=200"`
+}
+
+type assignmentsRequest struct {
+	EnvironmentIDs []int64 `json:"environment_ids" binding:"required,max=1000,dive,gt=0"`
+}
+
+type assignmentsResponse struct {
+	AgentID        int64   `json:"agent_id"`
+	EnvironmentID  *int64  `json:"environment_id" doc:"the agent's own environment"`
+	EnvironmentIDs []int64 `json:"environment_ids"`
+}
+
+type executeRequest struct {
+	Input         string            `json:"input" binding:"required,max=100000"`
+	Variables     map[string]string `json:"variables" binding:"max=100"`
+	EnvironmentID *int64            `json:"environment_id" binding:"omitempty,gt=0" doc:"where the run counts; default: the agent's environment"`
+	Stream        bool              `json:"stream"`
+}
+
+type runResponse struct {
+	ID            int64             `json:"id"`
+	AgentID       int64             `json:"agent_id"`
+	EnvironmentID *int64            `json:"environment_id"`
+	UserID        *int64            `json:"user_id"`
+	Status        string            `json:"status" enum:"queued,running,succeeded,failed,cancelled"`
+	Input         string            `json:"input"`
+	Variables     map[string]string `json:"variables"`
+	Output        string            `json:"output"`
+	Error         string            `json:"error"`
+	Model         string            `json:"model"`
+	InputTokens   int64             `json:"input_tokens"`
+	OutputTokens  int64             `json:"output_tokens"`
+	CostUSD       *float64          `json:"cost_usd"`
+	QueuedAt      time.Time         `json:"queued_at"`
+	StartedAt     *time.Time        `json:"started_at"`
+	FinishedAt    *time.Time        `json:"finished_at"`
+	DurationMS    *int64            `json:"duration_ms"`
+}
+
+func runJSON(r *store.AgentRun) runResponse {
+	out := runResponse{ID: r.ID, AgentID: r.AgentID, EnvironmentID: r.EnvironmentID, UserID: r.UserID, Status: r.Status, Input: r.Input,
+		Variables: r.Variables, Output: r.Output, Error: r.Error, Model: r.Model, InputTokens: r.InputTokens, OutputTokens: r.OutputTokens,
+		CostUSD: r.CostUSD, QueuedAt: r.QueuedAt, StartedAt: r.StartedAt, FinishedAt: r.FinishedAt}
+	if out.Variables == nil {
+		out.Variables = map[string]string{}
+	}
+	if r.StartedAt != nil && r.FinishedAt != nil {
+		d := r.FinishedAt.Sub(*r.StartedAt).Milliseconds()
+		out.DurationMS = &d
+	}
+	return out
+}
+
+type runListQuery struct {
+	pageQuery
+	Status string `form:"status" binding:"omitempty,oneof=queued running succeeded failed cancelled"`
+}
+
+// ---- access ----
+
+func isAdmin(p *auth.Principal) bool { return p.User.Role.AtLeast(store.RoleAdmin) }
+
+// agentFor returns an agent the caller may see; any other is not found.
+func (s *Server) agentFor(ctx context.Context, p *auth.Principal, id int64) (*store.Agent, error) {
+	a, err := s.db.AgentByID(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	if !isAdmin(p) {
+		ok, err := s.db.AgentVisibleTo(ctx, id, p.User.ID)
+		if err != nil {
+			return nil, err
+		}
+		if !ok {
+			return nil, store.NotFound("agent not found")
+		}
+	}
+	return a, nil
+}
+
+// mayManageAgent: admins manage every agent; editors those of their own
+// environments. Global or merely assigned agents are for admins.
+func mayManageAgent(p *auth.Principal, a *store.Agent) error {
+	if isAdmin(p) {
+		return nil
+	}
+	if a.EnvironmentID == nil {
+		return store.Forbidden("only admins change global agents")
+	}
+	return nil // agentFor already proved the environment is visible; see checkAgentEnvironment
+}
+
+func (s *Server) agentFromPath(c *gin.Context) (*store.Agent, error) {
+	id, err := pathID(c, "id")
+	if err != nil {
+		return nil, err
+	}
+	return s.agentFor(c.Request.Context(), principal(c), id)
+}
+
+// checkAgentFields applies the rules binding tags cannot: the environment is
+// one the caller can see, the credential exists, is an AI provider and is
+// usable in the agent's environment.
+func (s *Server) checkAgentFields(ctx context.Context, p *auth.Principal, in *store.AgentInput) error {
+	if in.EnvironmentID == nil && !isAdmin(p) {
+		return store.Invalid("environment_id: is required: only admins create global agents")
+	}
+	if in.EnvironmentID != nil {
+		if _, err := s.environmentFor(ctx, p, *in.EnvironmentID); store.IsNotFound(err) {
+			return store.Invalid("environment_id: no environment with id %d", *in.EnvironmentID)
+		} else if err != nil {
+			return err
+		}
+	}
+	if in.CredentialID != nil {
+		cred, err := s.db.CredentialByID(ctx, *in.CredentialID)
+		if store.IsNotFound(err) {
+			return store.Invalid("credential_id: no credential with id %d", *in.CredentialID)
+		}
+		if err != nil {
+			return err
+		}
+		if !store.IsAIProvider(cred.Provider) {
+			return store.Invalid("credential_id: credential %d is a %s credential, not an AI provider", cred.ID, cred.Provider)
+		}
+		if cred.EnvironmentID != nil && (in.EnvironmentID == nil || *cred.EnvironmentID != *in.EnvironmentID) {
+			return store.Invalid("credential_id: credential %d belongs to another environment", cred.ID)
+		}
+	}
+	in.Name = strings.TrimSpace(in.Name)
+	if in.Name == "" {
+		return store.Invalid("name: must not be empty")
+	}
+	in.Model = strings.TrimSpace(in.Model)
+	return nil
+}
+
+// ---- handlers ----
+
+func (s *Server) listAgents(c *gin.Context) {
+	var q agentListQuery
+	if err := bindQuery(c, &q); err != nil {
+		fail(c, err)
+		return
+	}
+	p := principal(c)
+	ctx := c.Request.Context()
+	f := store.AgentFilter{EnvironmentID: q.EnvironmentID, Kind: q.Kind, Active: q.IsActive, Q: q.Q, Page: q.page()}
+	if !isAdmin(p) {
+		f.VisibleTo = p.User.ID
+		if q.EnvironmentID != nil {
+			if _, err := s.environmentFor(ctx, p, *q.EnvironmentID); err != nil {
+				fail(c, err)
+				return
+			}
+		}
+	}
+	list, total, err := s.db.ListAgents(ctx, f)
+	if err != nil {
+		fail(c, err)
+		return
+	}
+	items := make([]agentResponse, 0, len(list))
+	for _, a := range list {
+		items = append(items, agentJSON(a))
+	}
+	respond(c, http.StatusOK, listData[agentResponse]{Items: items, Total: total, Page: f.Page.Page, PerPage: f.Page.PerPage}, "agents")
+}
+
+func (s *Server) createAgent(c *gin.Context) {
+	var req agentRequest
+	if err := decodeJSON(c, &req); err != nil {
+		fail(c, err)
+		return
+	}
+	p := principal(c)
+	ctx := c.Request.Context()
+	in := store.AgentInput{EnvironmentID: req.EnvironmentID, Name: req.Name, Description: req.Description, Kind: req.Kind,
+		CredentialID: req.CredentialID, Model: req.Model, SystemPrompt: req.SystemPrompt, Temperature: req.Temperature,
+		MaxTokens: req.MaxTokens, IsActive: req.IsActive == nil || *req.IsActive}
+	if err := s.checkAgentFields(ctx, p, &in); err != nil {
+		fail(c, err)
+		return
+	}
+	a, err := s.db.CreateAgent(ctx, in, p.User.ID)
+	if err != nil {
+		fail(c, err)
+		return
+	}
+	respond(c, http.StatusCreated, agentJSON(a), "agent created")
+}
+
+func (s *Server) getAgent(c *gin.Context) {
+	a, err := s.agentFromPath(c)
+	if err != nil {
+		fail(c, err)
+		return
+	}
+	respond(c, http.StatusOK, agentJSON(a), "agent")
+}
+
+func (s *Server) updateAgent(c *gin.Context) {
+	a, err := s.agentFromPath(c)
+	if err != nil {
+		fail(c, err)
+		return
+	}
+	p := principal(c)
+	if err := mayManageAgent(p, a); err != nil {
+		fail(c, err)
+		return
+	}
+	var req agentUpdateRequest
+	if err := decodeJSON(c, &req); err != nil {
+		fail(c, err)
+		return
+	}
+	in := store.AgentInput{EnvironmentID: a.EnvironmentID, Name: a.Name, Description: a.Description, Kind: a.Kind,
+		CredentialID: a.CredentialID, Model: a.Model, SystemPrompt: a.SystemPrompt, Temperature: a.Temperature,
+		MaxTokens: a.MaxTokens, IsActive: a.IsActive}
+	if req.Name != nil {
+		in.Name = *req.Name
+	}
+	if req.Description != nil {
+		in.Description = *req.Description
+	}
+	if req.Kind != nil {
+		in.Kind = *req.Kind
+	}
+	if req.CredentialID != nil {
+		in.CredentialID = req.CredentialID
+		if *req.CredentialID == 0 {
+			in.CredentialID = nil
+		}
+	}
+	if req.Model != nil {
+		in.Model = *req.Model
+	}
+	if req.SystemPrompt != nil {
+		in.SystemPrompt = *req.SystemPrompt
+	}
+	if req.Temperature != nil {
+		in.Temperature = req.Temperature
+	}
+	if req.MaxTokens != nil {
+		in.MaxTokens = req.MaxTokens
+	}
+	if req.IsActive != nil {
+		in.IsActive = *req.IsActive
+	}
+	ctx := c.Request.Context()
+	if err := s.checkAgentFields(ctx, p, &in); err != nil {
+		fail(c, err)
+		return
+	}
+	a, err = s.db.ReplaceAgent(ctx, a.ID, in)
+	if err != nil {
+		fail(c, err)
+		return
+	}
+	respond(c, http.StatusOK, agentJSON(a), "agent updated")
+}
+
+func (s *Server) deleteAgent(c *gin.Context) {
+	a, err := s.agentFromPath(c)
+	if err != nil {
+		fail(c, err)
+		return
+	}
+	if err := mayManageAgent(principal(c), a); err != nil {
+		fail(c, err)
+		return
+	}
+	if err := s.db.DeleteAgent(c.Request.Context(), a.ID); err != nil {
+		fail(c, err)
+		return
+	}
+	respond(c, http.StatusOK, deletedResponse{ID: a.ID, Deleted: true}, "agent deleted")
+}
+
+func (s *Server) getAssignments(c *gin.Context) {
+	a, err := s.agentFromPath(c)
+	if err != nil {
+		fail(c, err)
+		return
+	}
+	respond(c, http.StatusOK, assignmentsResponse{AgentID: a.ID, EnvironmentID: a.EnvironmentID, EnvironmentIDs: a.Assignments}, "assignments")
+}
+
+func (s *Server) putAssignments(c *gin.Context) {
+	a, err := s.agentFromPath(c)
+	if err != nil {
+		fail(c, err)
+		return
+	}
+	p := principal(c)
+	if err := mayManageAgent(p, a); err != nil {
+		fail(c, err)
+		return
+	}
+	var req assignmentsRequest
+	if err := decodeJSON(c, &req); err != nil {
+		fail(c, err)
+		return
+	}
+	ctx := c.Request.Context()
+	if !isAdmin(p) {
+		// An editor assigns only to environments they can see; others do
+		// not exist for them.
+		for _, id := range req.EnvironmentIDs {
+			if _, err := s.environmentFor(ctx, p, id); store.IsNotFound(err) {
+				fail(c, store.Invalid("environment_ids: no environment with id %d", id))
+				return
+			} else if err != nil {
+				fail(c, err)
+				return
+			}
+		}
+	}
+	ids, err := s.db.SetAgentAssignments(ctx, a.ID, req.EnvironmentIDs)
+	if err != nil {
+		fail(c, err)
+		return
+	}
+	respond(c, http.StatusOK, assignmentsResponse{AgentID: a.ID, EnvironmentID: a.EnvironmentID, EnvironmentIDs: ids}, "assignments updated")
+}
+
+// runFor returns a run the caller may see: a run in a granted environment,
+// or the caller's own run outside any environment.
+func (s *Server) runFor(ctx context.Context, p *auth.Principal, id int64) (*store.AgentRun, error) {
+	r, err := s.db.RunByID(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	if isAdmin(p) {
+		return r, nil
+	}
+	if r.EnvironmentID == nil {
+		if r.UserID != nil && *r.UserID == p.User.ID {
+			return r, nil
+		}
+		return nil, store.NotFound("run not found")
+	}
+	if _, err := s.environmentFor(ctx, p, *r.EnvironmentID); err != nil {
+		return nil, store.NotFound("run not found")
+	}
+	return r, nil
+}
+
+func (s *Server) getRun(c *gin.Context) {
+	id, err := pathID(c, "run_id")
+	if err != nil {
+		fail(c, err)
+		return
+	}
+	r, err := s.runFor(c.Request.Context(), principal(c), id)
+	if err != nil {
+		fail(c, err)
+		return
+	}
+	respond(c, http.StatusOK, runJSON(r), "run "+r.Status)
+}
+
+func (s *Server) listAgentRuns(c *gin.Context) {
+	a, err := s.agentFromPath(c)
+	if err != nil {
+		fail(c, err)
+		return
+	}
+	var q runListQuery
+	if err := bindQuery(c, &q); err != nil {
+		fail(c, err)
+		return
+	}
+	p := principal(c)
+	f := store.RunFilter{AgentID: &a.ID, Status: q.Status, Page: q.page()}
+	if !isAdmin(p) {
+		f.VisibleTo = p.User.ID
+	}
+	list, total, err := s.db.ListRuns(c.Request.Context(), f)
+	if err != nil {
+		fail(c, err)
+		return
+	}
+	items := make([]runResponse, 0, len(list))
+	for _, r := range list {
+		items = append(items, runJSON(r))
+	}
+	respond(c, http.StatusOK, listData[runResponse]{Items: items, Total: total, Page: f.Page.Page, PerPage: f.Page.PerPage}, "runs")
+}
+
+func (s *Server) cancelRun(c *gin.Context) {
+	id, err := pathID(c, "run_id")
+	if err != nil {
+		fail(c, err)
+		return
+	}
+	ctx := c.Request.Context()
+	r, err := s.runFor(ctx, principal(c), id)
+	if err != nil {
+		fail(c, err)
+		return
+	}
+	if r.Finished() {
+		fail(c, store.Conflict("the run already %s", r.Status))
+		return
+	}
+	if r.JobID != nil {
+		if _, err := s.jobs.Cancel(ctx, *r.JobID); err != nil && store.KindOf(err) != store.KindConflict && !store.IsNotFound(err) {
+			fail(c, err)
+			return
+		}
+	}
+	r, err = s.db.FinishRun(ctx, r.ID, store.RunOutcome{Status: store.RunCancelled, Error: "cancelled by " + principal(c).User.Username})
+	if err != nil {
+		fail(c, err)
+		return
+	}
+	respond(c, http.StatusOK, runJSON(r), "run "+r.Status)
+}
+
+// ---- execution ----
+
+// AgentRunJob is the job kind that executes a queued agent run.
+const AgentRunJob = "agent.run"
+
+type agentRunPayload struct {
+	RunID int64 `json:"run_id"`
+}
+
+// fillVariables replaces {{name}} with its value.
+func fillVariables(text string, vars map[string]string) string {
+	if len(vars) == 0 {
+		return text
+	}
+	pairs := make([]string, 0, 2*len(vars))
+	for k, v := range vars {
+		pairs = append(pairs, "{{"+k+"}}", v, "{{ "+k+" }}", v)
+	}
+	return strings.NewReplacer(pairs...).Replace(text)
+}
+
+// prepareRun checks an execution request and records the queued run.
+func (s *Server) prepareRun(c *gin.Context, req *executeRequest) (*store.Agent, *store.AgentRun, error) {
+	a, err := s.agentFromPath(c)
+	if err != nil {
+		return nil, nil, err
+	}
+	p := principal(c)
+	ctx := c.Request.Context()
+	if !a.IsActive {
+		return nil, nil, store.Conflict("the agent is not active: set is_active to run it")
+	}
+	if strings.TrimSpace(req.Input) == "" {
+		return nil, nil, store.Invalid("input: must not be empty")
+	}
+	for k, v := range req.Variables {
+		if k == "" || utf8.RuneCountInString(k) > 100 || utf8.RuneCountInString(v) > 20000 {
+			return nil, nil, store.Invalid("variables: names must be 1 to 100 characters and values at most 20000")
+		}
+	}
+	envID := req.EnvironmentID
+	if envID == nil {
+		envID = a.EnvironmentID
+	}
+	if envID != nil {
+		if _, err := s.environmentFor(ctx, p, *envID); store.IsNotFound(err) {
+			return nil, nil, store.Invalid("environment_id: no environment with id %d", *envID)
+		} else if err != nil {
+			return nil, nil, err
+		}
+		if !a.UsableIn(*envID) {
+			return nil, nil, store.Invalid("environment_id: the agent is not assigned to environment %d", *envID)
+		}
+	} else if !isAdmin(p) {
+		return nil, nil, store.Invalid("environment_id: is required to run a global agent")
+	}
+	uid := p.User.ID
+	r, err := s.db.CreateRun(ctx, store.NewRun{AgentID: a.ID, EnvironmentID: envID, UserID: &uid, Input: req.Input, Variables: req.Variables})
+	return a, r, err
+}
+
+func (s *Server) executeAgent(c *gin.Context) {
+	var req executeRequest
+	if err := decodeJSON(c, &req); err != nil {
+		fail(c, err)
+		return
+	}
+	a, run, err := s.prepareRun(c, &req)
+	if err != nil {
+		fail(c, err)
+		return
+	}
+	ctx := c.Request.Context()
+	if req.Stream {
+		s.streamRun(c, a, run)
+		return
+	}
+	// Fail fast when nothing could run it: a 409 now beats a failed run later.
+	if _, _, err := s.engine.Plan(ctx, agentCall(a, run)); err != nil {
+		s.db.FinishRun(ctx, run.ID, store.RunOutcome{Status: store.RunFailed, Error: store.Message(err)})
+		fail(c, err)
+		return
+	}
+	job, err := s.jobs.Enqueue(ctx, AgentRunJob, agentRunPayload{RunID: run.ID}, jobs.EnqueueOptions{})
+	if err != nil {
+		fail(c, err)
+		return
+	}
+	if err := s.db.SetRunJob(ctx, run.ID, job.ID); err != nil {
+		fail(c, err)
+		return
+	}
+	run.JobID = &job.ID
+	respond(c, http.StatusAccepted, runJSON(run), "run queued")
+}
+
+// agentCall is the engine call of a run.
+func agentCall(a *store.Agent, r *store.AgentRun) engine.Call {
+	return engine.Call{Source: "execution", UserID: r.UserID, EnvironmentID: r.EnvironmentID, AgentID: &a.ID,
+		CredentialID: a.CredentialID, Model: a.Model, Temperature: a.Temperature, MaxTokens: derefInt(a.MaxTokens),
+		System:   fillVariables(a.SystemPrompt, r.Variables),
+		Messages: []ai.Message{{Role: "user", Content: fillVariables(r.Input, r.Variables)}}}
+}
+
+func derefInt(p *int) int {
+	if p == nil {
+		return 0
+	}
+	return *p
+}
+
+// outcome turns an engine result into a run's ending.
+func outcome(res *engine.Result, err error) store.RunOutcome {
+	o := store.RunOutcome{Status: store.RunSucceeded}
+	if res != nil {
+		o.Output, o.Model, o.InputTokens, o.OutputTokens, o.CostUSD = res.Text, res.Model, res.Usage.InputTokens, res.Usage.OutputTokens, res.CostUSD
+	}
+	if err != nil {
+		o.Status, o.Error = store.RunFailed, store.Message(err)
+	}
+	return o
+}
+
+// streamRun executes a run inside the request, streaming the text as
+// Server-Sent Events.
+func (s *Server) streamRun(c *gin.Context, a *store.Agent, run *store.AgentRun) {
+	ctx := c.Request.Context()
+	if _, err := s.db.StartRun(ctx, run.ID); err != nil {
+		fail(c, err)
+		return
+	}
+	_ = http.NewResponseController(c.Writer).SetReadDeadline(time.Time{})
+	h := c.Writer.Header()
+	h.Set("Content-Type", "text/event-stream")
+	h.Set("Cache-Control", "no-cache")
+	h.Set("X-Accel-Buffering", "no")
+	c.Status(http.StatusOK)
+	w := c.Writer
+	event := func(name string, v any) error {
+		b, _ := json.Marshal(v)
+		_, err := fmt.Fprintf(w, "event: %s\ndata: %s\n\n", name, b)
+		w.Flush()
+		return err
+	}
+	event("run", runJSON(run))
+	res, err := s.engine.Stream(ctx, agentCall(a, run), func(text string) error {
+		return event("delta", map[string]string{"text": text})
+	})
+	o := outcome(res, err)
+	if ctx.Err() != nil {
+		o.Status, o.Error = store.RunCancelled, "the client disconnected"
+	}
+	finished, ferr := s.db.FinishRun(context.WithoutCancel(ctx), run.ID, o)
+	if ferr != nil {
+		event("error", errorBody{Detail: "the run could not be recorded"})
+		return
+	}
+	s.notifyRun(context.WithoutCancel(ctx), a, finished)
+	if err != nil {
+		event("error", errorBody{Detail: store.Message(err)})
+		return
+	}
+	event("done", runJSON(finished))
+}
+
+// runAgentJob is the job handler for queued runs. The job holds the
+// database for its whole run, so a restore waits for generations in flight.
+func (s *Server) runAgentJob(ctx context.Context, job *store.Job) error {
+	var p agentRunPayload
+	if err := json.Unmarshal(job.Payload, &p); err != nil {
+		return jobs.Permanent(fmt.Errorf("agent run job %d: bad payload: %w", job.ID, err))
+	}
+	release := s.db.Hold()
+	defer release()
+	run, err := s.db.RunByID(ctx, p.RunID)
+	if err != nil {
+		return jobs.Permanent(err)
+	}
+	if run.Finished() {
+		return nil // cancelled before it started
+	}
+	if ok, err := s.db.StartRun(ctx, run.ID); err != nil || !ok {
+		return err
+	}
+	a, err := s.db.AgentByID(ctx, run.AgentID)
+	if err != nil {
+		return jobs.Permanent(err)
+	}
+	res, err := s.engine.Generate(ctx, agentCall(a, run))
+	if err != nil {
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		if engine.Retryable(err) {
+			s.db.RequeueRun(context.WithoutCancel(ctx), run.ID, store.Message(err))
+			return jobs.Retry(err)
+		}
+		return jobs.Permanent(err)
+	}
+	_, err = s.db.FinishRun(context.WithoutCancel(ctx), run.ID, outcome(res, nil))
+	return err
+}
+
+// agentJobFinished closes the run of a job that ended without finishing it
+// (failed for good, cancelled, or interrupted) and tells the user.
+func (s *Server) agentJobFinished(job *store.Job) {
+	var p agentRunPayload
+	if json.Unmarshal(job.Payload, &p) != nil {
+		return
+	}
+	ctx := context.Background()
+	release := s.db.Hold()
+	defer release()
+	run, err := s.db.RunByID(ctx, p.RunID)
+	if err != nil {
+		return
+	}
+	if !run.Finished() {
+		status := store.RunFailed
+		if job.Status == store.JobCancelled {
+			status = store.RunCancelled
+		}
+		if run, err = s.db.FinishRun(ctx, run.ID, store.RunOutcome{Status: status, Error: job.LastError}); err != nil {
+			s.log.Error("finish run", "run", p.RunID, "err", err)
+			return
+		}
+	}
+	a, err := s.db.AgentByID(ctx, run.AgentID)
+	if err != nil {
+		return
+	}
+	s.notifyRun(ctx, a, run)
+}
+
+// notifyRun tells whoever started a run how it ended.
+func (s *Server) notifyRun(ctx context.Context, a *store.Agent, r *store.AgentRun) {
+	if r.UserID == nil || r.Status == store.RunCancelled {
+		return
+	}
+	note := notify.Note{Kind: notify.RunSucceeded, Title: fmt.Sprintf("%s finished", a.Name),
+		Body: preview(r.Output, 140), Link: fmt.Sprintf("/api/agents/runs/%d", r.ID), EnvironmentID: r.EnvironmentID}
+	if r.Status == store.RunFailed {
+		note.Kind, note.Title, note.Body = notify.RunFailed, fmt.Sprintf("%s failed", a.Name), r.Error
+	}
+	s.notify.User(ctx, *r.UserID, note)
+}

@@ -1,0 +1,101 @@
+// Package ai is copydesk's one interface over the LLM providers: OpenAI (and
+// every server that speaks its API: Ollama, OpenRouter, vLLM, LM Studio,
+// Groq) through the official OpenAI Go SDK, and Anthropic through the
+// official Anthropic Go SDK. It knows nothing of copydesk's database: the
+// engine (server/engine) resolves credentials and settings, and records
+// usage.
+package ai
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"time"
+)
+
+// Provider kinds.
+const (
+	OpenAI           = "openai"
+	Anthropic        = "anthropic"
+	OpenAICompatible = "openai_compatible"
+)
+
+// Message is one turn of a conversation.
+type Message struct {
+	Role    string // "user" or "assistant"
+	Content string
+}
+
+// Request is one generation.
+type Request struct {
+	Model       string
+	System      string
+	Messages    []Message
+	Temperature *float64 // nil: the provider's default
+	MaxTokens   int      // 0: the provider's default (Anthropic requires one: 1024)
+}
+
+// Usage is what a call consumed.
+type Usage struct {
+	InputTokens  int64
+	OutputTokens int64
+	CachedTokens int64 // input tokens served from the provider's prompt cache
+}
+
+// Response is a finished generation.
+type Response struct {
+	Text       string
+	Model      string // as the provider reports it
+	StopReason string
+	Usage      Usage
+}
+
+// Provider generates text.
+type Provider interface {
+	// Kind is OpenAI, Anthropic or OpenAICompatible.
+	Kind() string
+	// Generate runs a request to completion.
+	Generate(ctx context.Context, req Request) (*Response, error)
+	// Stream runs a request and calls onDelta with each piece of text as it
+	// arrives; an error from onDelta stops the stream and is returned. The
+	// final Response carries the whole text and the usage.
+	Stream(ctx context.Context, req Request, onDelta func(text string) error) (*Response, error)
+	// Models lists the model ids the credential can use: a cheap call that
+	// proves the credential works.
+	Models(ctx context.Context) ([]string, error)
+}
+
+// Config builds a Provider.
+type Config struct {
+	Kind    string
+	APIKey  string
+	BaseURL string // required for OpenAICompatible; optional override otherwise (tests)
+	// Timeout bounds one attempt of a request (default 2 minutes); the
+	// caller's context bounds the whole call.
+	Timeout time.Duration
+	// MaxRetries is how often a 429, 5xx or connection failure is retried,
+	// with exponential backoff (default 2).
+	MaxRetries int
+	// HTTPClient, when set, is used for every request (tests, proxies).
+	HTTPClient *http.Client
+}
+
+// Error is a failed provider call, with the provider's own message. It
+// never contains the API key.
+type Error struct {
+	Provider  string
+	Status    int    // HTTP status from the provider; 0 when none (network, timeout)
+	Message   string // the provider's message, or what went wrong
+	Retryable bool   // worth trying again later (429, 5xx, timeout, network)
+}
+
+func (e *Error) Error() string {
+	if e.Status != 0 {
+		return fmt.Sprintf("%s: %d %s", e.Provider, e.Status, e.Message)
+	}
+	return e.Provider + ": " + e.Message
+}
+
+// ErrUnknownKind is returned by New for a provider kind it does not know.
+var ErrUnknownKind = errors.New("ai: unknown provider kind")

@@ -1,0 +1,429 @@
+// Package engine is how copydesk generates text: it resolves which
+// credential, model and parameters a call uses (the agent's, then the
+// environment's AI content settings, then the global ones), calls the
+// provider through server/ai, records a usage event for every call,
+// successful or not, prices it, and watches the environments' monthly
+// budgets. Agents, chat, live sessions, scout and autopilot all call it.
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/copydesk/copydesk/server/ai"
+	"github.com/copydesk/copydesk/server/keyring"
+	"github.com/copydesk/copydesk/server/notify"
+	"github.com/copydesk/copydesk/server/publish/wordpress"
+	"github.com/copydesk/copydesk/server/serp"
+	"github.com/copydesk/copydesk/store"
+)
+
+// Defaults are the built-in generation settings, below the global ones.
+var Defaults = Effective{Temperature: 0.7, MaxOutputTokens: 4096, Tone: "professional", Language: "en", TargetWordCount: 1200}
+
+// Effective is the merged result of the settings levels.
+type Effective struct {
+	CredentialID     *int64
+	Model            string
+	Temperature      float64
+	MaxOutputTokens  int
+	Tone             string
+	Language         string
+	TargetWordCount  int
+	MonthlyBudgetUSD *float64
+	PriceOverrides   map[string]store.Price
+}
+
+// Options tunes the engine.
+type Options struct {
+	HTTPClient *http.Client  // shared by every outbound call
+	Timeout    time.Duration // one provider attempt (default 2 minutes)
+	MaxRetries int           // retries on 429/5xx/network (default 2)
+}
+
+// Engine generates text and accounts for it.
+type Engine struct {
+	db     *store.DB
+	keys   *keyring.Keyring
+	notify *notify.Notifier
+	log    *slog.Logger
+	opt    Options
+}
+
+// New returns an engine.
+func New(db *store.DB, keys *keyring.Keyring, n *notify.Notifier, log *slog.Logger, opt Options) *Engine {
+	if opt.HTTPClient == nil {
+		opt.HTTPClient = &http.Client{Timeout: 10 * time.Minute}
+	}
+	if opt.Timeout <= 0 {
+		opt.Timeout = 2 * time.Minute
+	}
+	if opt.MaxRetries == 0 {
+		opt.MaxRetries = 2
+	}
+	return &Engine{db: db, keys: keys, notify: n, log: log, opt: opt}
+}
+
+// Effective merges the settings of an environment (nil: global only) over
+// the global ones over the built-in defaults.
+func (e *Engine) Effective(ctx context.Context, envID *int64) (Effective, error) {
+	eff := Defaults
+	eff.PriceOverrides = map[string]store.Price{}
+	levels := []*int64{nil}
+	if envID != nil {
+		levels = append(levels, envID)
+	}
+	for _, lvl := range levels {
+		s, err := e.db.AISettingsFor(ctx, lvl)
+		if err != nil {
+			return eff, err
+		}
+		if s.CredentialID != nil {
+			eff.CredentialID = s.CredentialID
+		}
+		if s.Model != nil {
+			eff.Model = *s.Model
+		}
+		if s.Temperature != nil {
+			eff.Temperature = *s.Temperature
+		}
+		if s.MaxOutputTokens != nil {
+			eff.MaxOutputTokens = *s.MaxOutputTokens
+		}
+		if s.Tone != nil {
+			eff.Tone = *s.Tone
+		}
+		if s.Language != nil {
+			eff.Language = *s.Language
+		}
+		if s.TargetWordCount != nil {
+			eff.TargetWordCount = *s.TargetWordCount
+		}
+		if s.MonthlyBudgetUSD != nil {
+			eff.MonthlyBudgetUSD = s.MonthlyBudgetUSD
+		}
+		for m, p := range s.PriceOverrides {
+			eff.PriceOverrides[m] = p
+		}
+	}
+	return eff, nil
+}
+
+// Call is one generation request with who it is for.
+type Call struct {
+	Source        string // execution, chat, live, scout, autopilot
+	UserID        *int64
+	EnvironmentID *int64
+	AgentID       *int64
+	// CredentialID, Model, Temperature and MaxTokens, when set (an agent's
+	// own choices), win over the settings.
+	CredentialID *int64
+	Model        string
+	Temperature  *float64
+	MaxTokens    int
+	System       string
+	Messages     []ai.Message
+}
+
+// Result is a finished generation with what it cost.
+type Result struct {
+	Text         string
+	Provider     string
+	Model        string
+	CredentialID int64
+	Usage        ai.Usage
+	CostUSD      *float64
+	Latency      time.Duration
+	StopReason   string
+}
+
+// msgNoProvider is the detail of the 409 when nothing can generate.
+const msgNoProvider = "no AI provider is configured: add a credential with POST /api/configurations " +
+	"(provider openai, anthropic or openai_compatible) and choose it with PUT /api/settings/ai-content"
+
+// plan is a resolved call.
+type plan struct {
+	cred    *store.Credential
+	eff     Effective
+	req     ai.Request
+	prov    ai.Provider
+	started time.Time
+}
+
+func (e *Engine) resolve(ctx context.Context, c Call) (*plan, error) {
+	eff, err := e.Effective(ctx, c.EnvironmentID)
+	if err != nil {
+		return nil, err
+	}
+	credID := c.CredentialID
+	if credID == nil {
+		credID = eff.CredentialID
+	}
+	if credID == nil {
+		return nil, store.Conflict("%s", msgNoProvider)
+	}
+	cred, err := e.db.CredentialByID(ctx, *credID)
+	if store.IsNotFound(err) {
+		return nil, store.Conflict("the chosen credential %d no longer exists: %s", *credID, msgNoProvider)
+	}
+	if err != nil {
+		return nil, err
+	}
+	if !store.IsAIProvider(cred.Provider) {
+		return nil, store.Conflict("credential %d is a %s credential, not an AI provider: %s", cred.ID, cred.Provider, msgNoProvider)
+	}
+	if cred.EnvironmentID != nil && (c.EnvironmentID == nil || *cred.EnvironmentID != *c.EnvironmentID) {
+		return nil, store.Conflict("credential %d belongs to another environment and cannot be used here", cred.ID)
+	}
+	model := firstNonEmpty(c.Model, eff.Model, cred.DefaultModel)
+	if model == "" {
+		return nil, store.Conflict("no model is chosen: set default_model on credential %d, or model in PUT /api/settings/ai-content", cred.ID)
+	}
+	secret, err := e.keys.Open(cred.Secret, store.CredentialAAD(cred.ID))
+	if err != nil {
+		return nil, store.Conflict("credential %d cannot be opened with this server's secret.key (restored from another installation?): enter its key again", cred.ID)
+	}
+	prov, err := ai.New(ai.Config{Kind: cred.Provider, APIKey: string(secret), BaseURL: cred.BaseURL,
+		Timeout: e.opt.Timeout, MaxRetries: e.opt.MaxRetries, HTTPClient: e.opt.HTTPClient})
+	if err != nil {
+		return nil, store.Conflict("credential %d is not usable: %s", cred.ID, err.Error())
+	}
+	temp := eff.Temperature
+	if c.Temperature != nil {
+		temp = *c.Temperature
+	}
+	maxTok := eff.MaxOutputTokens
+	if c.MaxTokens > 0 {
+		maxTok = c.MaxTokens
+	}
+	return &plan{cred: cred, eff: eff, prov: prov, req: ai.Request{Model: model, System: c.System, Messages: c.Messages,
+		Temperature: &temp, MaxTokens: maxTok}}, nil
+}
+
+// Plan checks that a call could run (a usable credential and a model) and
+// says with what, without calling the provider: a 409 comes early rather
+// than as a failed run.
+func (e *Engine) Plan(ctx context.Context, c Call) (provider, model string, err error) {
+	p, err := e.resolve(ctx, c)
+	if err != nil {
+		return "", "", err
+	}
+	return p.cred.Provider, p.req.Model, nil
+}
+
+// Generate runs a call to completion.
+func (e *Engine) Generate(ctx context.Context, c Call) (*Result, error) {
+	return e.run(ctx, c, nil)
+}
+
+// Stream runs a call, handing each piece of text to onDelta as it arrives.
+func (e *Engine) Stream(ctx context.Context, c Call, onDelta func(string) error) (*Result, error) {
+	return e.run(ctx, c, onDelta)
+}
+
+func (e *Engine) run(ctx context.Context, c Call, onDelta func(string) error) (*Result, error) {
+	if len(c.Messages) == 0 {
+		return nil, store.Invalid("messages: at least one message is required")
+	}
+	p, err := e.resolve(ctx, c)
+	if err != nil {
+		return nil, err
+	}
+	start := time.Now()
+	var resp *ai.Response
+	if onDelta != nil {
+		resp, err = p.prov.Stream(ctx, p.req, onDelta)
+	} else {
+		resp, err = p.prov.Generate(ctx, p.req)
+	}
+	latency := time.Since(start)
+	res := &Result{Provider: p.cred.Provider, Model: p.req.Model, CredentialID: p.cred.ID, Latency: latency}
+	if resp != nil {
+		res.Text, res.Usage, res.StopReason = resp.Text, resp.Usage, resp.StopReason
+		if resp.Model != "" {
+			res.Model = resp.Model
+		}
+	}
+	if err == nil || res.Usage.InputTokens+res.Usage.OutputTokens > 0 {
+		res.CostUSD = Cost(res.Model, res.Usage, p.eff.PriceOverrides)
+	}
+	e.record(ctx, c, res, err)
+	if err != nil {
+		return res, providerError(err)
+	}
+	e.watchBudget(ctx, c.EnvironmentID, p.eff)
+	return res, nil
+}
+
+// record stores the usage event of a call; a failure to record is logged,
+// not returned, as the call itself has happened.
+func (e *Engine) record(ctx context.Context, c Call, res *Result, callErr error) {
+	ev := store.UsageEvent{Provider: res.Provider, Model: res.Model, InputTokens: res.Usage.InputTokens,
+		OutputTokens: res.Usage.OutputTokens, CachedTokens: res.Usage.CachedTokens, CostUSD: res.CostUSD,
+		LatencyMS: res.Latency.Milliseconds(), Status: "ok", Source: c.Source, UserID: c.UserID,
+		EnvironmentID: c.EnvironmentID, AgentID: c.AgentID, CredentialID: &res.CredentialID}
+	if callErr != nil {
+		ev.Status, ev.Error = "error", providerError(callErr).Error()
+	}
+	if _, err := e.db.RecordUsage(context.WithoutCancel(ctx), ev); err != nil {
+		e.log.Error("usage event not recorded", "err", err)
+	}
+}
+
+// providerError gives a provider failure its kind: cancellation stays what
+// it is; anything from the provider is a 502 whose detail is the provider's
+// own message.
+func providerError(err error) error {
+	var ae *ai.Error
+	if errors.As(err, &ae) {
+		return &store.Error{Kind: store.KindUpstream, Message: ae.Error(), Err: err}
+	}
+	var se *store.Error
+	if errors.As(err, &se) || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return err
+	}
+	return &store.Error{Kind: store.KindUpstream, Message: "the AI provider call failed: " + err.Error(), Err: err}
+}
+
+// Retryable reports whether a failed call is worth trying again later.
+func Retryable(err error) bool {
+	var ae *ai.Error
+	return errors.As(err, &ae) && ae.Retryable
+}
+
+// watchBudget raises budget.reached once each when an environment's month
+// crosses 80% and 100% of its monthly budget.
+func (e *Engine) watchBudget(ctx context.Context, envID *int64, eff Effective) {
+	if envID == nil || eff.MonthlyBudgetUSD == nil || *eff.MonthlyBudgetUSD <= 0 {
+		return
+	}
+	now := e.db.Now().UTC()
+	month := time.Date(now.Year(), now.Month(), 1, 0, 0, 0, 0, time.UTC)
+	spent, err := e.db.EnvironmentCostSince(ctx, *envID, month)
+	if err != nil {
+		e.log.Error("budget check", "err", err)
+		return
+	}
+	budget := *eff.MonthlyBudgetUSD
+	for _, pct := range []int{80, 100} {
+		if spent < budget*float64(pct)/100 {
+			continue
+		}
+		fresh, err := e.db.MarkBudgetAlert(ctx, *envID, month.Format("2006-01"), pct)
+		if err != nil || !fresh {
+			continue
+		}
+		name := fmt.Sprintf("environment %d", *envID)
+		if env, err := e.db.EnvironmentByID(ctx, *envID); err == nil {
+			name = env.Name
+		}
+		e.notify.Environment(ctx, *envID, notify.Note{Kind: notify.BudgetReached,
+			Title: fmt.Sprintf("%s has used %d%% of its monthly AI budget", name, pct),
+			Body:  fmt.Sprintf("$%.2f of $%.2f in %s.", spent, budget, month.Format("January 2006")),
+			Link:  fmt.Sprintf("/api/token-analytics/summary?environment_id=%d", *envID)})
+	}
+}
+
+// TestResult is the outcome of a credential test.
+type TestResult struct {
+	OK        bool
+	Detail    string
+	Models    []string
+	LatencyMS int64
+}
+
+// TestCredential makes a real, cheap call with a credential: list the
+// models (AI providers), the signed-in user (WordPress) or the account
+// (SERP). A failure is a result, not an error; the outcome is recorded on
+// the credential.
+func (e *Engine) TestCredential(ctx context.Context, cred *store.Credential) (*TestResult, error) {
+	secret, err := e.keys.Open(cred.Secret, store.CredentialAAD(cred.ID))
+	if err != nil {
+		return nil, store.Conflict("credential %d cannot be opened with this server's secret.key: enter its secret again", cred.ID)
+	}
+	ctx, cancel := context.WithTimeout(ctx, 20*time.Second)
+	defer cancel()
+	start := time.Now()
+	res := &TestResult{}
+	switch {
+	case store.IsAIProvider(cred.Provider):
+		prov, err := ai.New(ai.Config{Kind: cred.Provider, APIKey: string(secret), BaseURL: cred.BaseURL,
+			Timeout: 15 * time.Second, MaxRetries: 1, HTTPClient: e.opt.HTTPClient})
+		if err == nil {
+			var models []string
+			models, err = prov.Models(ctx)
+			if err == nil {
+				sort.Strings(models)
+				res.Models = models
+				res.Detail = fmt.Sprintf("%d models available", len(models))
+			}
+		}
+		res.OK = err == nil
+		if err != nil {
+			res.Detail = scrub(err.Error(), string(secret))
+		}
+	case cred.Provider == store.ProviderWordPress:
+		u, err := wordpress.New(cred.BaseURL, cred.Username, string(secret), e.opt.HTTPClient).Me(ctx)
+		res.OK = err == nil
+		if err != nil {
+			res.Detail = scrub(err.Error(), string(secret))
+		} else {
+			res.Detail = fmt.Sprintf("signed in as %s (%s)", u.Name, strings.Join(u.Roles, ", "))
+		}
+	case cred.Provider == store.ProviderSERP:
+		a, err := serp.New(cred.BaseURL, string(secret), e.opt.HTTPClient).Account(ctx)
+		res.OK = err == nil
+		if err != nil {
+			res.Detail = scrub(err.Error(), string(secret))
+		} else {
+			res.Detail = fmt.Sprintf("account %s, plan %s, %d searches left", a.Email, a.PlanName, a.SearchesLeft)
+		}
+	default:
+		return nil, store.Invalid("provider %q cannot be tested", cred.Provider)
+	}
+	res.LatencyMS = time.Since(start).Milliseconds()
+	errText := ""
+	if !res.OK {
+		errText = res.Detail
+	}
+	if err := e.db.RecordCredentialTest(context.WithoutCancel(ctx), cred.ID, res.OK, errText); err != nil {
+		return nil, err
+	}
+	return res, nil
+}
+
+func scrub(s, secret string) string {
+	if len(secret) >= 4 {
+		s = strings.ReplaceAll(s, secret, Mask(secret))
+	}
+	return s
+}
+
+// Mask shows enough of a secret to recognise it: "sk-...x9Qa".
+func Mask(secret string) string {
+	switch n := len(secret); {
+	case n == 0:
+		return ""
+	case n >= 12:
+		return secret[:3] + "..." + secret[n-4:]
+	case n >= 6:
+		return "..." + secret[n-2:]
+	default:
+		return "..."
+	}
+}
+
+func firstNonEmpty(ss ...string) string {
+	for _, s := range ss {
+		if s != "" {
+			return s
+		}
+	}
+	return ""
+}

@@ -1,0 +1,459 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+)
+
+// Agent kinds.
+var AgentKinds = []string{"writer", "editor", "researcher", "seo"}
+
+// Agent is a configured AI worker: a model, a system prompt and parameters,
+// in an environment (or global when EnvironmentID is nil).
+type Agent struct {
+	ID            int64
+	EnvironmentID *int64
+	Name          string
+	Description   string
+	Kind          string
+	CredentialID  *int64
+	Model         string
+	SystemPrompt  string
+	Temperature   *float64
+	MaxTokens     *int
+	IsActive      bool
+	CreatedBy     *int64
+	CreatedAt     time.Time
+	UpdatedAt     time.Time
+	// Assignments are the environments, beyond its own, that may use it.
+	Assignments []int64
+}
+
+const agentColumns = `a.id, a.environment_id, a.name, a.description, a.kind, a.credential_id, a.model, a.system_prompt,
+	a.temperature, a.max_tokens, a.is_active, a.created_by, a.created_at, a.updated_at`
+
+func scanAgent(row rowScanner) (*Agent, error) {
+	var a Agent
+	var env, cred, maxTok, by sql.NullInt64
+	var temp sql.NullFloat64
+	var created, updated string
+	if err := row.Scan(&a.ID, &env, &a.Name, &a.Description, &a.Kind, &cred, &a.Model, &a.SystemPrompt, &temp, &maxTok,
+		&a.IsActive, &by, &created, &updated); err != nil {
+		return nil, err
+	}
+	a.EnvironmentID, a.CredentialID, a.CreatedBy = nullID(env), nullID(cred), nullID(by)
+	if temp.Valid {
+		a.Temperature = &temp.Float64
+	}
+	if maxTok.Valid {
+		v := int(maxTok.Int64)
+		a.MaxTokens = &v
+	}
+	a.CreatedAt, a.UpdatedAt = parseTime(created), parseTime(updated)
+	return &a, nil
+}
+
+// AgentInput is an agent's editable fields.
+type AgentInput struct {
+	EnvironmentID *int64
+	Name          string
+	Description   string
+	Kind          string
+	CredentialID  *int64
+	Model         string
+	SystemPrompt  string
+	Temperature   *float64
+	MaxTokens     *int
+	IsActive      bool
+}
+
+// CreateAgent inserts an agent.
+func (db *DB) CreateAgent(ctx context.Context, in AgentInput, createdBy int64) (*Agent, error) {
+	now := db.now()
+	id, err := db.insert(ctx, `INSERT INTO agents (environment_id, name, description, kind, credential_id, model, system_prompt,
+		temperature, max_tokens, is_active, created_by, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id`,
+		in.EnvironmentID, in.Name, in.Description, in.Kind, in.CredentialID, in.Model, in.SystemPrompt, in.Temperature, in.MaxTokens,
+		boolInt(in.IsActive), createdBy, now, now)
+	if err != nil {
+		return nil, translate(err, "agent")
+	}
+	return db.AgentByID(ctx, id)
+}
+
+// ReplaceAgent overwrites an agent's editable fields.
+func (db *DB) ReplaceAgent(ctx context.Context, id int64, in AgentInput) (*Agent, error) {
+	res, err := db.exec(ctx, `UPDATE agents SET environment_id = ?, name = ?, description = ?, kind = ?, credential_id = ?, model = ?,
+		system_prompt = ?, temperature = ?, max_tokens = ?, is_active = ?, updated_at = ? WHERE id = ?`,
+		in.EnvironmentID, in.Name, in.Description, in.Kind, in.CredentialID, in.Model, in.SystemPrompt, in.Temperature, in.MaxTokens,
+		boolInt(in.IsActive), db.now(), id)
+	if err != nil {
+		return nil, translate(err, "agent")
+	}
+	if n, _ := res.RowsAffected(); n == 0 {
+		return nil, NotFound("agent not found")
+	}
+	return db.AgentByID(ctx, id)
+}
+
+// AgentByID finds an agent with its assignments.
+func (db *DB) AgentByID(ctx context.Context, id int64) (*Agent, error) {
+	a, err := scanAgent(db.r.QueryRowContext(ctx, `SELECT `+agentColumns+` FROM agents a WHERE a.id = ?`, id))
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, NotFound("agent not found")
+	}
+	if err != nil {
+		return nil, fmt.Errorf("store: find agent: %w", err)
+	}
+	if a.Assignments, err = db.ids(ctx, `SELECT environment_id FROM agent_assignments WHERE agent_id = ? ORDER BY environment_id`, id); err != nil {
+		return nil, err
+	}
+	return a, nil
+}
+
+// agentVisible is the condition under which user ?1 (a non-admin) may see
+// agent a: global agents, agents of a granted environment, and agents
+// assigned to a granted environment.
+const agentVisible = `(a.environment_id IS NULL
+	OR a.environment_id IN (SELECT environment_id FROM user_environments WHERE user_id = ?)
+	OR a.id IN (SELECT agent_id FROM agent_assignments WHERE environment_id IN
+		(SELECT environment_id FROM user_environments WHERE user_id = ?)))`
+
+// AgentVisibleTo reports whether a non-admin user may see an agent.
+func (db *DB) AgentVisibleTo(ctx context.Context, agentID, userID int64) (bool, error) {
+	var one int
+	err := db.r.QueryRowContext(ctx, `SELECT 1 FROM agents a WHERE a.id = ? AND `+agentVisible, agentID, userID, userID).Scan(&one)
+	if errors.Is(err, sql.ErrNoRows) {
+		return false, nil
+	}
+	return err == nil, err
+}
+
+// UsableIn reports whether the agent may run in an environment: its own,
+// one it is assigned to, or any for a global agent.
+func (a *Agent) UsableIn(envID int64) bool {
+	if a.EnvironmentID == nil || *a.EnvironmentID == envID {
+		return true
+	}
+	for _, id := range a.Assignments {
+		if id == envID {
+			return true
+		}
+	}
+	return false
+}
+
+// AgentFilter narrows ListAgents.
+type AgentFilter struct {
+	VisibleTo     int64 // non-zero: only agents this non-admin may see
+	EnvironmentID *int64
+	Kind          string
+	Active        *bool
+	Q             string
+	Page
+}
+
+// ListAgents lists agents by name.
+func (db *DB) ListAgents(ctx context.Context, f AgentFilter) ([]*Agent, int, error) {
+	var where []string
+	var args []any
+	if f.VisibleTo != 0 {
+		where, args = append(where, agentVisible), append(args, f.VisibleTo, f.VisibleTo)
+	}
+	if f.EnvironmentID != nil {
+		where = append(where, `(a.environment_id = ? OR a.id IN (SELECT agent_id FROM agent_assignments WHERE environment_id = ?))`)
+		args = append(args, *f.EnvironmentID, *f.EnvironmentID)
+	}
+	if f.Kind != "" {
+		where, args = append(where, "a.kind = ?"), append(args, f.Kind)
+	}
+	if f.Active != nil {
+		where, args = append(where, "a.is_active = ?"), append(args, boolInt(*f.Active))
+	}
+	if q := strings.TrimSpace(f.Q); q != "" {
+		where, args = append(where, `(a.name LIKE ? ESCAPE '\' OR a.description LIKE ? ESCAPE '\')`), append(args, likePattern(q), likePattern(q))
+	}
+	cond := ""
+	if len(where) > 0 {
+		cond = " WHERE " + strings.Join(where, " AND ")
+	}
+	var total int
+	if err := db.r.QueryRowContext(ctx, `SELECT COUNT(*) FROM agents a`+cond, args...).Scan(&total); err != nil {
+		return nil, 0, fmt.Errorf("store: count agents: %w", err)
+	}
+	rows, err := db.r.QueryContext(ctx, `SELECT `+agentColumns+` FROM agents a`+cond+` ORDER BY a.name COLLATE NOCASE, a.id LIMIT ? OFFSET ?`,
+		append(args, f.limit(), f.offset())...)
+	if err != nil {
+		return nil, 0, fmt.Errorf("store: list agents: %w", err)
+	}
+	var out []*Agent
+	for rows.Next() {
+		a, err := scanAgent(rows)
+		if err != nil {
+			rows.Close()
+			return nil, 0, fmt.Errorf("store: list agents: %w", err)
+		}
+		out = append(out, a)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return nil, 0, err
+	}
+	for _, a := range out {
+		if a.Assignments, err = db.ids(ctx, `SELECT environment_id FROM agent_assignments WHERE agent_id = ? ORDER BY environment_id`, a.ID); err != nil {
+			return nil, 0, err
+		}
+	}
+	if out == nil {
+		out = []*Agent{}
+	}
+	return out, total, nil
+}
+
+// DeleteAgent deletes an agent and its runs.
+func (db *DB) DeleteAgent(ctx context.Context, id int64) error {
+	res, err := db.exec(ctx, `DELETE FROM agents WHERE id = ?`, id)
+	if err != nil {
+		return fmt.Errorf("store: delete agent: %w", err)
+	}
+	if n, _ := res.RowsAffected(); n == 0 {
+		return NotFound("agent not found")
+	}
+	return nil
+}
+
+// SetAgentAssignments replaces the environments an agent is assigned to.
+func (db *DB) SetAgentAssignments(ctx context.Context, agentID int64, envIDs []int64) ([]int64, error) {
+	ids := dedupe(envIDs)
+	err := db.tx(ctx, func(tx *sql.Tx) error {
+		var missing []string
+		for _, id := range ids {
+			var one int
+			if err := tx.QueryRowContext(ctx, `SELECT 1 FROM environments WHERE id = ?`, id).Scan(&one); errors.Is(err, sql.ErrNoRows) {
+				missing = append(missing, fmt.Sprint(id))
+			} else if err != nil {
+				return err
+			}
+		}
+		if len(missing) > 0 {
+			return Invalid("environment_ids: no environment with id %s", strings.Join(missing, ", "))
+		}
+		if _, err := tx.ExecContext(ctx, `DELETE FROM agent_assignments WHERE agent_id = ?`, agentID); err != nil {
+			return err
+		}
+		for _, id := range ids {
+			if _, err := tx.ExecContext(ctx, `INSERT INTO agent_assignments (agent_id, environment_id) VALUES (?, ?)`, agentID, id); err != nil {
+				return translate(err, "assignment")
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return ids, nil
+}
+
+// Run statuses.
+const (
+	RunQueued    = "queued"
+	RunRunning   = "running"
+	RunSucceeded = "succeeded"
+	RunFailed    = "failed"
+	RunCancelled = "cancelled"
+)
+
+// AgentRun is one execution of an agent.
+type AgentRun struct {
+	ID            int64
+	AgentID       int64
+	EnvironmentID *int64
+	UserID        *int64
+	JobID         *int64
+	Input         string
+	Variables     map[string]string
+	Status        string
+	Output        string
+	Error         string
+	Model         string
+	InputTokens   int64
+	OutputTokens  int64
+	CostUSD       *float64
+	QueuedAt      time.Time
+	StartedAt     *time.Time
+	FinishedAt    *time.Time
+}
+
+// Finished reports whether the run reached a final status.
+func (r *AgentRun) Finished() bool {
+	return r.Status == RunSucceeded || r.Status == RunFailed || r.Status == RunCancelled
+}
+
+const runColumns = `r.id, r.agent_id, r.environment_id, r.user_id, r.job_id, r.input, r.variables, r.status, r.output, r.error,
+	r.model, r.input_tokens, r.output_tokens, r.cost_usd, r.queued_at, r.started_at, r.finished_at`
+
+func scanRun(row rowScanner) (*AgentRun, error) {
+	var r AgentRun
+	var env, user, job sql.NullInt64
+	var vars, queued string
+	var cost sql.NullFloat64
+	var started, finished sql.NullString
+	if err := row.Scan(&r.ID, &r.AgentID, &env, &user, &job, &r.Input, &vars, &r.Status, &r.Output, &r.Error, &r.Model,
+		&r.InputTokens, &r.OutputTokens, &cost, &queued, &started, &finished); err != nil {
+		return nil, err
+	}
+	r.EnvironmentID, r.UserID, r.JobID = nullID(env), nullID(user), nullID(job)
+	if err := json.Unmarshal([]byte(vars), &r.Variables); err != nil {
+		return nil, fmt.Errorf("run %d variables: %w", r.ID, err)
+	}
+	if cost.Valid {
+		r.CostUSD = &cost.Float64
+	}
+	r.QueuedAt, r.StartedAt, r.FinishedAt = parseTime(queued), parseNullTime(started), parseNullTime(finished)
+	return &r, nil
+}
+
+// NewRun is what CreateRun needs.
+type NewRun struct {
+	AgentID       int64
+	EnvironmentID *int64
+	UserID        *int64
+	Input         string
+	Variables     map[string]string
+}
+
+// CreateRun records a queued run.
+func (db *DB) CreateRun(ctx context.Context, n NewRun) (*AgentRun, error) {
+	if n.Variables == nil {
+		n.Variables = map[string]string{}
+	}
+	vars, err := json.Marshal(n.Variables)
+	if err != nil {
+		return nil, err
+	}
+	id, err := db.insert(ctx, `INSERT INTO agent_runs (agent_id, environment_id, user_id, input, variables, status, queued_at)
+		VALUES (?, ?, ?, ?, ?, 'queued', ?) RETURNING id`, n.AgentID, n.EnvironmentID, n.UserID, n.Input, string(vars), db.now())
+	if err != nil {
+		return nil, translate(err, "run")
+	}
+	return db.RunByID(ctx, id)
+}
+
+// SetRunJob links a run to the job that executes it.
+func (db *DB) SetRunJob(ctx context.Context, runID, jobID int64) error {
+	_, err := db.exec(ctx, `UPDATE agent_runs SET job_id = ? WHERE id = ?`, jobID, runID)
+	return err
+}
+
+// RunByID finds a run.
+func (db *DB) RunByID(ctx context.Context, id int64) (*AgentRun, error) {
+	r, err := scanRun(db.r.QueryRowContext(ctx, `SELECT `+runColumns+` FROM agent_runs r WHERE r.id = ?`, id))
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, NotFound("run not found")
+	}
+	if err != nil {
+		return nil, fmt.Errorf("store: find run: %w", err)
+	}
+	return r, nil
+}
+
+// StartRun marks a queued run running; false if it is no longer queued
+// (cancelled meanwhile).
+func (db *DB) StartRun(ctx context.Context, id int64) (bool, error) {
+	res, err := db.exec(ctx, `UPDATE agent_runs SET status = 'running', started_at = COALESCE(started_at, ?), error = ''
+		WHERE id = ? AND status IN ('queued', 'running')`, db.now(), id)
+	if err != nil {
+		return false, fmt.Errorf("store: start run: %w", err)
+	}
+	n, _ := res.RowsAffected()
+	return n == 1, nil
+}
+
+// RunOutcome is how a run ended.
+type RunOutcome struct {
+	Status       string
+	Output       string
+	Error        string
+	Model        string
+	InputTokens  int64
+	OutputTokens int64
+	CostUSD      *float64
+}
+
+// FinishRun records a run's end. A run already finished keeps its first
+// ending (a cancel that raced with completion).
+func (db *DB) FinishRun(ctx context.Context, id int64, o RunOutcome) (*AgentRun, error) {
+	_, err := db.exec(ctx, `UPDATE agent_runs SET status = ?, output = ?, error = ?, model = ?, input_tokens = ?, output_tokens = ?,
+		cost_usd = ?, finished_at = ? WHERE id = ? AND status IN ('queued', 'running')`,
+		o.Status, o.Output, o.Error, o.Model, o.InputTokens, o.OutputTokens, o.CostUSD, db.now(), id)
+	if err != nil {
+		return nil, fmt.Errorf("store: finish run: %w", err)
+	}
+	return db.runByIDWriter(ctx, id)
+}
+
+// RequeueRun puts a run back to queued after a retryable failure.
+func (db *DB) RequeueRun(ctx context.Context, id int64, errText string) error {
+	_, err := db.exec(ctx, `UPDATE agent_runs SET status = 'queued', error = ? WHERE id = ? AND status = 'running'`, errText, id)
+	return err
+}
+
+func (db *DB) runByIDWriter(ctx context.Context, id int64) (*AgentRun, error) {
+	r, err := scanRun(db.w.QueryRowContext(ctx, `SELECT `+runColumns+` FROM agent_runs r WHERE r.id = ?`, id))
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, NotFound("run not found")
+	}
+	return r, err
+}
+
+// RunFilter narrows ListRuns.
+type RunFilter struct {
+	AgentID   *int64
+	Status    string
+	VisibleTo int64 // non-zero: only runs in environments this user was granted, or the user's own
+	Page
+}
+
+// ListRuns lists runs, newest first.
+func (db *DB) ListRuns(ctx context.Context, f RunFilter) ([]*AgentRun, int, error) {
+	var where []string
+	var args []any
+	if f.AgentID != nil {
+		where, args = append(where, "r.agent_id = ?"), append(args, *f.AgentID)
+	}
+	if f.Status != "" {
+		where, args = append(where, "r.status = ?"), append(args, f.Status)
+	}
+	if f.VisibleTo != 0 {
+		where = append(where, `(r.environment_id IN (SELECT environment_id FROM user_environments WHERE user_id = ?)
+			OR (r.environment_id IS NULL AND r.user_id = ?))`)
+		args = append(args, f.VisibleTo, f.VisibleTo)
+	}
+	cond := ""
+	if len(where) > 0 {
+		cond = " WHERE " + strings.Join(where, " AND ")
+	}
+	var total int
+	if err := db.r.QueryRowContext(ctx, `SELECT COUNT(*) FROM agent_runs r`+cond, args...).Scan(&total); err != nil {
+		return nil, 0, fmt.Errorf("store: count runs: %w", err)
+	}
+	rows, err := db.r.QueryContext(ctx, `SELECT `+runColumns+` FROM agent_runs r`+cond+` ORDER BY r.id DESC LIMIT ? OFFSET ?`,
+		append(args, f.limit(), f.offset())...)
+	if err != nil {
+		return nil, 0, fmt.Errorf("store: list runs: %w", err)
+	}
+	defer rows.Close()
+	out := []*AgentRun{}
+	for rows.Next() {
+		r, err := scanRun(rows)
+		if err != nil {
+			return nil, 0, fmt.Errorf("store: list runs: %w", err)
+		}
+		out = append(out, r)
+	}
+	return out, total, rows.Err()
+}

@@ -1,0 +1,440 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+)
+
+// JobStatus is where a job is in its life: queued → running → succeeded,
+// failed or cancelled; a retried or interrupted job goes back to queued.
+type JobStatus string
+
+const (
+	JobQueued    JobStatus = "queued"
+	JobRunning   JobStatus = "running"
+	JobSucceeded JobStatus = "succeeded"
+	JobFailed    JobStatus = "failed"
+	JobCancelled JobStatus = "cancelled"
+)
+
+// Final reports whether s is an end state.
+func (s JobStatus) Final() bool {
+	return s == JobSucceeded || s == JobFailed || s == JobCancelled
+}
+
+func (s JobStatus) valid() bool { return s == JobQueued || s == JobRunning || s.Final() }
+
+// DefaultJobMaxAttempts is a job's MaxAttempts when NewJob leaves it 0.
+const DefaultJobMaxAttempts = 3
+
+// JobInterrupted is the reason RecoverJobs records by default.
+const JobInterrupted = "interrupted by a restart"
+
+// Job is one piece of background work in the persistent queue.
+type Job struct {
+	ID          int64
+	Kind        string
+	Payload     json.RawMessage
+	Status      JobStatus
+	Attempts    int // attempts started so far, the running one included
+	MaxAttempts int
+	RunAfter    time.Time // not claimed before this
+	LastError   string
+	CreatedAt   time.Time
+	StartedAt   *time.Time // start of the latest attempt
+	FinishedAt  *time.Time // when it reached a final status
+	UpdatedAt   time.Time
+}
+
+// NewJob is a job to enqueue.
+type NewJob struct {
+	Kind string
+	// Payload is stored as JSON; nil is {}. A json.RawMessage is stored as
+	// it is (once checked to be JSON).
+	Payload any
+	// MaxAttempts bounds how often the job is tried; 0 means
+	// DefaultJobMaxAttempts.
+	MaxAttempts int
+	// RunAfter delays the job; zero means now.
+	RunAfter time.Time
+}
+
+const jobColumns = `id, kind, payload, status, attempts, max_attempts, run_after, last_error, created_at, started_at, finished_at, updated_at`
+
+func scanJob(row rowScanner) (*Job, error) {
+	var j Job
+	var payload, status, runAfter, created, updated string
+	var started, finished sql.NullString
+	if err := row.Scan(&j.ID, &j.Kind, &payload, &status, &j.Attempts, &j.MaxAttempts, &runAfter, &j.LastError,
+		&created, &started, &finished, &updated); err != nil {
+		return nil, err
+	}
+	j.Payload = json.RawMessage(payload)
+	j.Status = JobStatus(status)
+	j.RunAfter = parseTime(runAfter)
+	j.CreatedAt = parseTime(created)
+	j.StartedAt = parseNullTime(started)
+	j.FinishedAt = parseNullTime(finished)
+	j.UpdatedAt = parseTime(updated)
+	return &j, nil
+}
+
+// errJobNoWrite makes db.tx roll back a transaction that turned out to have
+// nothing to write, so that it does not count as a write (see ChangeMark).
+var errJobNoWrite = errors.New("store: nothing to write")
+
+// EnqueueJob adds a job to the queue.
+func (db *DB) EnqueueJob(ctx context.Context, n NewJob) (*Job, error) {
+	kind := strings.TrimSpace(n.Kind)
+	if kind == "" {
+		return nil, Invalid("a job needs a kind")
+	}
+	if n.MaxAttempts < 0 {
+		return nil, Invalid("a job's max attempts cannot be negative")
+	}
+	if n.MaxAttempts == 0 {
+		n.MaxAttempts = DefaultJobMaxAttempts
+	}
+	payload := []byte("{}")
+	if n.Payload != nil {
+		b, err := json.Marshal(n.Payload)
+		if err != nil {
+			return nil, &Error{Kind: KindInvalid, Message: "the job payload cannot be encoded as JSON", Err: err}
+		}
+		payload = b
+	}
+	now := db.now()
+	runAfter := now
+	if !n.RunAfter.IsZero() {
+		runAfter = fmtTime(n.RunAfter)
+	}
+	var job *Job
+	err := db.tx(ctx, func(tx *sql.Tx) error {
+		var err error
+		job, err = scanJob(tx.QueryRowContext(ctx, `INSERT INTO jobs (kind, payload, status, max_attempts, run_after, created_at, updated_at)
+			VALUES (?, ?, 'queued', ?, ?, ?, ?) RETURNING `+jobColumns, kind, string(payload), n.MaxAttempts, runAfter, now, now))
+		return translate(err, "job")
+	})
+	if err != nil {
+		return nil, fmt.Errorf("store: enqueue job %s: %w", kind, err)
+	}
+	return job, nil
+}
+
+// JobByID returns one job.
+func (db *DB) JobByID(ctx context.Context, id int64) (*Job, error) {
+	j, err := scanJob(db.r.QueryRowContext(ctx, `SELECT `+jobColumns+` FROM jobs WHERE id = ?`, id))
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, NotFound("job %d not found", id)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("store: find job %d: %w", id, err)
+	}
+	return j, nil
+}
+
+// jobPlaceholders returns "?, ?, ?" for n values.
+func jobPlaceholders(n int) string {
+	return strings.TrimSuffix(strings.Repeat("?, ", n), ", ")
+}
+
+// ClaimJob takes the next due job of one of kinds: the queued job whose
+// run_after has passed longest ago (then the lowest id), which it marks
+// running, with one more attempt and a new start time. The choice and the
+// change are one UPDATE through the single writer, so no two callers ever
+// claim the same job. With nothing due, or no kinds, it returns a
+// KindNotFound error, and takes no write lock: a cheap read on the pool
+// looks first, so idle workers polling do not queue behind other writers.
+func (db *DB) ClaimJob(ctx context.Context, kinds []string) (*Job, error) {
+	none := NotFound("no job is due")
+	if len(kinds) == 0 {
+		return nil, none
+	}
+	now := db.now()
+	cond := `status = 'queued' AND run_after <= ? AND kind IN (` + jobPlaceholders(len(kinds)) + `)`
+	args := []any{now}
+	for _, k := range kinds {
+		args = append(args, k)
+	}
+	var due bool
+	if err := db.r.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM jobs WHERE `+cond+`)`, args...).Scan(&due); err != nil {
+		return nil, fmt.Errorf("store: claim job: %w", err)
+	}
+	if !due {
+		return nil, none
+	}
+	var job *Job
+	err := db.tx(ctx, func(tx *sql.Tx) error {
+		var err error
+		job, err = scanJob(tx.QueryRowContext(ctx, `UPDATE jobs
+			SET status = 'running', attempts = attempts + 1, started_at = ?, finished_at = NULL, updated_at = ?
+			WHERE id = (SELECT id FROM jobs WHERE `+cond+` ORDER BY run_after, id LIMIT 1)
+			RETURNING `+jobColumns, append([]any{now, now}, args...)...))
+		if errors.Is(err, sql.ErrNoRows) { // another worker took it meanwhile
+			return errJobNoWrite
+		}
+		return err
+	})
+	if errors.Is(err, errJobNoWrite) {
+		return nil, none
+	}
+	if err != nil {
+		return nil, fmt.Errorf("store: claim job: %w", err)
+	}
+	return job, nil
+}
+
+// whyNotRunning explains, inside tx, why job id could not be moved out of
+// running: it does not exist, or it is in another status.
+func whyNotRunning(ctx context.Context, tx *sql.Tx, id int64, doing string) error {
+	var status string
+	err := tx.QueryRowContext(ctx, `SELECT status FROM jobs WHERE id = ?`, id).Scan(&status)
+	if errors.Is(err, sql.ErrNoRows) {
+		return NotFound("job %d not found", id)
+	}
+	if err != nil {
+		return err
+	}
+	return Conflict("job %d is %s, not running: it cannot be %s", id, status, doing)
+}
+
+// FinishJob ends a running job with a final status (succeeded, failed or
+// cancelled) and errText as its last error ("" clears the error of an
+// earlier attempt). A job that is not running is a KindConflict error.
+func (db *DB) FinishJob(ctx context.Context, id int64, status JobStatus, errText string) (*Job, error) {
+	if !status.Final() {
+		return nil, Invalid("%q is not a final job status", status)
+	}
+	now := db.now()
+	var job *Job
+	err := db.tx(ctx, func(tx *sql.Tx) error {
+		var err error
+		job, err = scanJob(tx.QueryRowContext(ctx, `UPDATE jobs SET status = ?, last_error = ?, finished_at = ?, updated_at = ?
+			WHERE id = ? AND status = 'running' RETURNING `+jobColumns, string(status), errText, now, now, id))
+		if errors.Is(err, sql.ErrNoRows) {
+			return whyNotRunning(ctx, tx, id, "finished")
+		}
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("store: finish job %d: %w", id, err)
+	}
+	return job, nil
+}
+
+// RetryJob puts a running job back in the queue, to be claimed again from
+// runAfter, keeping errText as its last error. A job that is not running is
+// a KindConflict error.
+func (db *DB) RetryJob(ctx context.Context, id int64, errText string, runAfter time.Time) (*Job, error) {
+	now := db.now()
+	var job *Job
+	err := db.tx(ctx, func(tx *sql.Tx) error {
+		var err error
+		job, err = scanJob(tx.QueryRowContext(ctx, `UPDATE jobs SET status = 'queued', last_error = ?, run_after = ?, updated_at = ?
+			WHERE id = ? AND status = 'running' RETURNING `+jobColumns, errText, fmtTime(runAfter), now, id))
+		if errors.Is(err, sql.ErrNoRows) {
+			return whyNotRunning(ctx, tx, id, "retried")
+		}
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("store: retry job %d: %w", id, err)
+	}
+	return job, nil
+}
+
+// CancelJob cancels a job. A queued job is cancelled at once and returned
+// so. A running job is returned unchanged, still running: only whoever runs
+// it can stop it (the job runner cancels the handler and then finishes the
+// job as cancelled). A finished job is a KindConflict error.
+func (db *DB) CancelJob(ctx context.Context, id int64) (*Job, error) {
+	now := db.now()
+	var job *Job
+	err := db.tx(ctx, func(tx *sql.Tx) error {
+		var err error
+		job, err = scanJob(tx.QueryRowContext(ctx, `UPDATE jobs SET status = 'cancelled', finished_at = ?, updated_at = ?
+			WHERE id = ? AND status = 'queued' RETURNING `+jobColumns, now, now, id))
+		if !errors.Is(err, sql.ErrNoRows) {
+			return err
+		}
+		job, err = scanJob(tx.QueryRowContext(ctx, `SELECT `+jobColumns+` FROM jobs WHERE id = ?`, id))
+		switch {
+		case errors.Is(err, sql.ErrNoRows):
+			return NotFound("job %d not found", id)
+		case err != nil:
+			return err
+		case job.Status == JobRunning:
+			return errJobNoWrite // nothing written
+		}
+		return Conflict("job %d has already %s", id, job.Status)
+	})
+	if errors.Is(err, errJobNoWrite) {
+		return job, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("store: cancel job %d: %w", id, err)
+	}
+	return job, nil
+}
+
+// RecoverPolicy says what RecoverJobs does with jobs found running.
+type RecoverPolicy struct {
+	// Reason is recorded as each recovered job's last error; "" means
+	// JobInterrupted.
+	Reason string
+	// RunAfter is when requeued jobs may run again; zero means now.
+	RunAfter time.Time
+	// Except lists jobs that really are running (in this process) and are
+	// left alone.
+	Except []int64
+}
+
+// JobRecovery is what RecoverJobs did.
+type JobRecovery struct {
+	Requeued int // back in the queue
+	Failed   int // out of attempts
+	// FailedJobs are the jobs it failed, as they now are, so that their
+	// end can be announced.
+	FailedJobs []*Job
+}
+
+// RecoverJobs deals with jobs left running by a process that stopped
+// without finishing them (a crash, a kill, a database restore): each is
+// requeued if it has attempts left and failed otherwise, with the policy's
+// reason as its last error. The attempt that was interrupted counts, so a
+// job that brings the process down every time does not do so forever.
+// The job runner calls it when it starts, before it claims anything.
+func (db *DB) RecoverJobs(ctx context.Context, p RecoverPolicy) (JobRecovery, error) {
+	var rec JobRecovery
+	reason := p.Reason
+	if reason == "" {
+		reason = JobInterrupted
+	}
+	cond := `status = 'running'`
+	var except []any
+	if len(p.Except) > 0 {
+		cond += ` AND id NOT IN (` + jobPlaceholders(len(p.Except)) + `)`
+		for _, id := range p.Except {
+			except = append(except, id)
+		}
+	}
+	// Nearly always nothing is left running: say so without the writer.
+	var stale bool
+	if err := db.r.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM jobs WHERE `+cond+`)`, except...).Scan(&stale); err != nil {
+		return rec, fmt.Errorf("store: recover jobs: %w", err)
+	}
+	if !stale {
+		return rec, nil
+	}
+	now := db.now()
+	runAfter := now
+	if !p.RunAfter.IsZero() {
+		runAfter = fmtTime(p.RunAfter)
+	}
+	err := db.tx(ctx, func(tx *sql.Tx) error {
+		rec = JobRecovery{}
+		rows, err := tx.QueryContext(ctx, `UPDATE jobs SET status = 'failed', last_error = ?, finished_at = ?, updated_at = ?
+			WHERE `+cond+` AND attempts >= max_attempts RETURNING `+jobColumns, append([]any{reason, now, now}, except...)...)
+		if err != nil {
+			return err
+		}
+		for rows.Next() {
+			j, err := scanJob(rows)
+			if err != nil {
+				rows.Close()
+				return err
+			}
+			rec.FailedJobs = append(rec.FailedJobs, j)
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return err
+		}
+		rec.Failed = len(rec.FailedJobs)
+		res, err := tx.ExecContext(ctx, `UPDATE jobs SET status = 'queued', last_error = ?, run_after = ?, updated_at = ?
+			WHERE `+cond, append([]any{reason, runAfter, now}, except...)...)
+		if err != nil {
+			return err
+		}
+		n, err := res.RowsAffected()
+		rec.Requeued = int(n)
+		if err == nil && rec.Requeued+rec.Failed == 0 {
+			return errJobNoWrite
+		}
+		return err
+	})
+	if errors.Is(err, errJobNoWrite) {
+		return JobRecovery{}, nil
+	}
+	if err != nil {
+		return JobRecovery{}, fmt.Errorf("store: recover jobs: %w", err)
+	}
+	return rec, nil
+}
+
+// JobFilter narrows ListJobs; empty fields do not filter.
+type JobFilter struct {
+	Kind   string
+	Status JobStatus
+	Page
+}
+
+// ListJobs lists jobs, newest first, and counts all that match. PerPage 0
+// means 50.
+func (db *DB) ListJobs(ctx context.Context, f JobFilter) ([]*Job, int, error) {
+	var where []string
+	var args []any
+	if f.Kind != "" {
+		where = append(where, "kind = ?")
+		args = append(args, f.Kind)
+	}
+	if f.Status != "" {
+		if !f.Status.valid() {
+			return nil, 0, Invalid("%q is not a job status", f.Status)
+		}
+		where = append(where, "status = ?")
+		args = append(args, string(f.Status))
+	}
+	cond := ""
+	if len(where) > 0 {
+		cond = " WHERE " + strings.Join(where, " AND ")
+	}
+	if f.PerPage <= 0 {
+		f.PerPage = 50
+	}
+	var total int
+	if err := db.r.QueryRowContext(ctx, `SELECT COUNT(*) FROM jobs`+cond, args...).Scan(&total); err != nil {
+		return nil, 0, fmt.Errorf("store: count jobs: %w", err)
+	}
+	rows, err := db.r.QueryContext(ctx, `SELECT `+jobColumns+` FROM jobs`+cond+` ORDER BY id DESC LIMIT ? OFFSET ?`,
+		append(args, f.limit(), f.offset())...)
+	if err != nil {
+		return nil, 0, fmt.Errorf("store: list jobs: %w", err)
+	}
+	defer rows.Close()
+	out := []*Job{}
+	for rows.Next() {
+		j, err := scanJob(rows)
+		if err != nil {
+			return nil, 0, fmt.Errorf("store: list jobs: %w", err)
+		}
+		out = append(out, j)
+	}
+	return out, total, rows.Err()
+}
+
+// PruneJobs deletes jobs that finished (succeeded, failed or cancelled)
+// before cutoff, and says how many. Queued and running jobs are kept however
+// old.
+func (db *DB) PruneJobs(ctx context.Context, cutoff time.Time) (int64, error) {
+	res, err := db.exec(ctx, `DELETE FROM jobs WHERE status IN ('succeeded', 'failed', 'cancelled') AND finished_at < ?`, fmtTime(cutoff))
+	if err != nil {
+		return 0, fmt.Errorf("store: prune jobs: %w", err)
+	}
+	return res.RowsAffected()
+}

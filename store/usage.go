@@ -1,0 +1,283 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"strings"
+	"time"
+)
+
+// UsageEvent is one provider call, successful or not.
+type UsageEvent struct {
+	ID            int64
+	CreatedAt     time.Time
+	Provider      string
+	Model         string
+	InputTokens   int64
+	OutputTokens  int64
+	CachedTokens  int64
+	CostUSD       *float64 // nil: the model's price is unknown
+	LatencyMS     int64
+	Status        string // "ok" or "error"
+	Error         string
+	Source        string // execution, chat, live, scout, autopilot, test
+	UserID        *int64
+	EnvironmentID *int64
+	AgentID       *int64
+	CredentialID  *int64
+}
+
+// Usage sources.
+var UsageSources = []string{"execution", "chat", "live", "scout", "autopilot", "test"}
+
+// RecordUsage stores a usage event.
+func (db *DB) RecordUsage(ctx context.Context, e UsageEvent) (int64, error) {
+	if e.CreatedAt.IsZero() {
+		e.CreatedAt = db.Now()
+	}
+	id, err := db.insert(ctx, `INSERT INTO usage_events (created_at, provider, model, input_tokens, output_tokens, cached_tokens,
+		cost_usd, latency_ms, status, error, source, user_id, environment_id, agent_id, credential_id)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id`,
+		fmtTime(e.CreatedAt), e.Provider, e.Model, e.InputTokens, e.OutputTokens, e.CachedTokens, e.CostUSD, e.LatencyMS,
+		e.Status, e.Error, e.Source, e.UserID, e.EnvironmentID, e.AgentID, e.CredentialID)
+	if err != nil {
+		return 0, translate(err, "usage event")
+	}
+	return id, nil
+}
+
+// UsageFilter narrows the usage queries. VisibleTo, when non-zero, keeps
+// only events a non-admin may see: those of environments granted to that
+// user, and the user's own events outside any environment.
+type UsageFilter struct {
+	From, To      *time.Time // [From, To)
+	UserID        *int64
+	EnvironmentID *int64
+	AgentID       *int64
+	Model         string
+	Source        string
+	Status        string
+	VisibleTo     int64
+}
+
+func (f UsageFilter) where() (string, []any) {
+	var where []string
+	var args []any
+	if f.From != nil {
+		where, args = append(where, "u.created_at >= ?"), append(args, fmtTime(*f.From))
+	}
+	if f.To != nil {
+		where, args = append(where, "u.created_at < ?"), append(args, fmtTime(*f.To))
+	}
+	if f.UserID != nil {
+		where, args = append(where, "u.user_id = ?"), append(args, *f.UserID)
+	}
+	if f.EnvironmentID != nil {
+		where, args = append(where, "u.environment_id = ?"), append(args, *f.EnvironmentID)
+	}
+	if f.AgentID != nil {
+		where, args = append(where, "u.agent_id = ?"), append(args, *f.AgentID)
+	}
+	if f.Model != "" {
+		where, args = append(where, "u.model = ?"), append(args, f.Model)
+	}
+	if f.Source != "" {
+		where, args = append(where, "u.source = ?"), append(args, f.Source)
+	}
+	if f.Status != "" {
+		where, args = append(where, "u.status = ?"), append(args, f.Status)
+	}
+	if f.VisibleTo != 0 {
+		where = append(where, `(u.environment_id IN (SELECT environment_id FROM user_environments WHERE user_id = ?)
+			OR (u.environment_id IS NULL AND u.user_id = ?))`)
+		args = append(args, f.VisibleTo, f.VisibleTo)
+	}
+	if len(where) == 0 {
+		return "", nil
+	}
+	return " WHERE " + strings.Join(where, " AND "), args
+}
+
+const usageColumns = `u.id, u.created_at, u.provider, u.model, u.input_tokens, u.output_tokens, u.cached_tokens, u.cost_usd,
+	u.latency_ms, u.status, u.error, u.source, u.user_id, u.environment_id, u.agent_id, u.credential_id`
+
+func scanUsage(row rowScanner) (*UsageEvent, error) {
+	var e UsageEvent
+	var created string
+	var cost sql.NullFloat64
+	var user, env, agent, cred sql.NullInt64
+	if err := row.Scan(&e.ID, &created, &e.Provider, &e.Model, &e.InputTokens, &e.OutputTokens, &e.CachedTokens, &cost,
+		&e.LatencyMS, &e.Status, &e.Error, &e.Source, &user, &env, &agent, &cred); err != nil {
+		return nil, err
+	}
+	e.CreatedAt = parseTime(created)
+	if cost.Valid {
+		e.CostUSD = &cost.Float64
+	}
+	e.UserID, e.EnvironmentID, e.AgentID, e.CredentialID = nullID(user), nullID(env), nullID(agent), nullID(cred)
+	return &e, nil
+}
+
+func nullID(n sql.NullInt64) *int64 {
+	if !n.Valid {
+		return nil
+	}
+	return &n.Int64
+}
+
+// ListUsage lists events newest first.
+func (db *DB) ListUsage(ctx context.Context, f UsageFilter, p Page) ([]*UsageEvent, int, error) {
+	cond, args := f.where()
+	var total int
+	if err := db.r.QueryRowContext(ctx, `SELECT COUNT(*) FROM usage_events u`+cond, args...).Scan(&total); err != nil {
+		return nil, 0, fmt.Errorf("store: count usage: %w", err)
+	}
+	rows, err := db.r.QueryContext(ctx, `SELECT `+usageColumns+` FROM usage_events u`+cond+` ORDER BY u.created_at DESC, u.id DESC LIMIT ? OFFSET ?`,
+		append(args, p.limit(), p.offset())...)
+	if err != nil {
+		return nil, 0, fmt.Errorf("store: list usage: %w", err)
+	}
+	defer rows.Close()
+	out := []*UsageEvent{}
+	for rows.Next() {
+		e, err := scanUsage(rows)
+		if err != nil {
+			return nil, 0, fmt.Errorf("store: list usage: %w", err)
+		}
+		out = append(out, e)
+	}
+	return out, total, rows.Err()
+}
+
+// EachUsage calls fn for every matching event, oldest first (CSV export).
+func (db *DB) EachUsage(ctx context.Context, f UsageFilter, fn func(*UsageEvent) error) error {
+	cond, args := f.where()
+	rows, err := db.r.QueryContext(ctx, `SELECT `+usageColumns+` FROM usage_events u`+cond+` ORDER BY u.created_at, u.id`, args...)
+	if err != nil {
+		return fmt.Errorf("store: export usage: %w", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		e, err := scanUsage(rows)
+		if err != nil {
+			return err
+		}
+		if err := fn(e); err != nil {
+			return err
+		}
+	}
+	return rows.Err()
+}
+
+// UsageTotals sums a set of events. CostUSD adds the known costs;
+// UnpricedCalls counts the calls whose cost is unknown.
+type UsageTotals struct {
+	Key           string // the group: a day, a model, an id
+	Label         string // a name for the group, when it has one
+	Calls         int64
+	Errors        int64
+	InputTokens   int64
+	OutputTokens  int64
+	CachedTokens  int64
+	CostUSD       float64
+	UnpricedCalls int64
+	AvgLatencyMS  float64
+}
+
+const totalsColumns = `COUNT(*), COALESCE(SUM(u.status = 'error'), 0), COALESCE(SUM(u.input_tokens), 0),
+	COALESCE(SUM(u.output_tokens), 0), COALESCE(SUM(u.cached_tokens), 0), COALESCE(SUM(u.cost_usd), 0),
+	COALESCE(SUM(u.cost_usd IS NULL), 0), COALESCE(AVG(u.latency_ms), 0)`
+
+func scanTotals(row rowScanner, t *UsageTotals, extra ...any) error {
+	return row.Scan(append(extra, &t.Calls, &t.Errors, &t.InputTokens, &t.OutputTokens, &t.CachedTokens, &t.CostUSD,
+		&t.UnpricedCalls, &t.AvgLatencyMS)...)
+}
+
+// UsageSummary totals the matching events.
+func (db *DB) UsageSummary(ctx context.Context, f UsageFilter) (*UsageTotals, error) {
+	cond, args := f.where()
+	var t UsageTotals
+	if err := scanTotals(db.r.QueryRowContext(ctx, `SELECT `+totalsColumns+` FROM usage_events u`+cond, args...), &t); err != nil {
+		return nil, fmt.Errorf("store: usage summary: %w", err)
+	}
+	return &t, nil
+}
+
+// Usage groupings.
+const (
+	GroupByDay         = "day"
+	GroupByModel       = "model"
+	GroupByAgent       = "agent"
+	GroupByEnvironment = "environment"
+	GroupByUser        = "user"
+)
+
+// groupings maps a grouping to its key expression and label join.
+var groupings = map[string]struct{ key, label, join string }{
+	GroupByDay:         {"substr(u.created_at, 1, 10)", "''", ""},
+	GroupByModel:       {"u.model", "''", ""},
+	GroupByAgent:       {"COALESCE(u.agent_id, '')", "COALESCE(a.name, '')", " LEFT JOIN agents a ON a.id = u.agent_id"},
+	GroupByEnvironment: {"COALESCE(u.environment_id, '')", "COALESCE(e.name, '')", " LEFT JOIN environments e ON e.id = u.environment_id"},
+	GroupByUser:        {"COALESCE(u.user_id, '')", "COALESCE(us.username, '')", " LEFT JOIN users us ON us.id = u.user_id"},
+}
+
+// UsageSeries totals the matching events per group: per day (oldest
+// first), or per model, agent, environment or user (costliest first).
+func (db *DB) UsageSeries(ctx context.Context, f UsageFilter, groupBy string) ([]*UsageTotals, error) {
+	g, ok := groupings[groupBy]
+	if !ok {
+		return nil, Invalid("group_by: must be one of day, model, agent, environment, user")
+	}
+	cond, args := f.where()
+	order := "COALESCE(SUM(u.cost_usd), 0) DESC, 1"
+	if groupBy == GroupByDay {
+		order = "1"
+	}
+	rows, err := db.r.QueryContext(ctx, `SELECT `+g.key+`, MAX(`+g.label+`), `+totalsColumns+` FROM usage_events u`+g.join+cond+
+		` GROUP BY 1 ORDER BY `+order, args...)
+	if err != nil {
+		return nil, fmt.Errorf("store: usage series: %w", err)
+	}
+	defer rows.Close()
+	out := []*UsageTotals{}
+	for rows.Next() {
+		var t UsageTotals
+		var key any
+		if err := scanTotals(rows, &t, &key, &t.Label); err != nil {
+			return nil, fmt.Errorf("store: usage series: %w", err)
+		}
+		t.Key = fmt.Sprint(key)
+		out = append(out, &t)
+	}
+	return out, rows.Err()
+}
+
+// UsageSeriesQuery is the day series' SQL for a date range, for EXPLAIN
+// QUERY PLAN in tests.
+const UsageSeriesQuery = `SELECT substr(u.created_at, 1, 10), ` + totalsColumns +
+	` FROM usage_events u WHERE u.created_at >= ? AND u.created_at < ? GROUP BY 1 ORDER BY 1`
+
+// EnvironmentCostSince sums the known costs of an environment's events
+// since t.
+func (db *DB) EnvironmentCostSince(ctx context.Context, envID int64, t time.Time) (float64, error) {
+	var cost float64
+	err := db.r.QueryRowContext(ctx, `SELECT COALESCE(SUM(cost_usd), 0) FROM usage_events WHERE environment_id = ? AND created_at >= ?`,
+		envID, fmtTime(t)).Scan(&cost)
+	if err != nil {
+		return 0, fmt.Errorf("store: environment cost: %w", err)
+	}
+	return cost, nil
+}
+
+// MarkBudgetAlert records that an environment crossed threshold percent of
+// its budget in month (YYYY-MM); false when that was already recorded.
+func (db *DB) MarkBudgetAlert(ctx context.Context, envID int64, month string, threshold int) (bool, error) {
+	res, err := db.exec(ctx, `INSERT INTO budget_alerts (environment_id, month, threshold, created_at) VALUES (?, ?, ?, ?)
+		ON CONFLICT DO NOTHING`, envID, month, threshold, db.now())
+	if err != nil {
+		return false, fmt.Errorf("store: budget alert: %w", err)
+	}
+	n, _ := res.RowsAffected()
+	return n == 1, nil
+}
