@@ -20,6 +20,7 @@ import (
 	"syscall"
 	"text/tabwriter"
 	"time"
+	_ "time/tzdata" // time zones work on hosts without a zoneinfo database
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
@@ -326,7 +327,7 @@ func backupCmd() *cobra.Command {
 				}
 			}
 			if err != nil {
-				return errors.New(store.Message(err) + ": " + err.Error())
+				return err
 			}
 			fmt.Fprintf(cmd.OutOrStdout(), "wrote %s (%d bytes, schema %d)\nsha256 %s\n", path, meta.Size, meta.SchemaVersion, meta.SHA256)
 			return nil

@@ -368,8 +368,14 @@ func (m *Manager) replace(ctx context.Context, src string) (*Meta, error) {
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	safety, err := m.admit(ctx, tmp, KindPreRestore, started)
+	safety, err := m.admit(context.WithoutCancel(ctx), tmp, KindPreRestore, started)
 	if err != nil {
+		// Keep the only copy of the previous database under a name a
+		// person will find, rather than delete it with the temp file.
+		kept := filepath.Join(m.dir, "pre-restore-"+started.Format("20060102-150405")+".db.unchecked")
+		if os.Rename(tmp, kept) == nil {
+			return nil, fmt.Errorf("backup: the restore is done, but its safety snapshot could not be checked (kept as %s): %w", kept, err)
+		}
 		return nil, fmt.Errorf("backup: the restore is done but its safety snapshot could not be kept: %w", err)
 	}
 	return safety, nil

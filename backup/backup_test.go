@@ -346,7 +346,7 @@ func TestRestoreUnderLoad(t *testing.T) {
 					return
 				default:
 				}
-				release := f.db.Hold()
+				_, release := f.db.Hold(ctx)
 				var err error
 				if w == 0 {
 					_, err = f.db.CreateEnvironment(ctx, store.NewEnvironment{Name: "x", Slug: fmt.Sprintf("load-%d", i)})
@@ -365,7 +365,7 @@ func TestRestoreUnderLoad(t *testing.T) {
 	if _, err := f.m.Restore(ctx, snap.Name); err != nil {
 		t.Fatal(err)
 	}
-	release := f.db.Hold()
+	_, release := f.db.Hold(ctx)
 	_, err := f.db.EnvironmentByID(ctx, 2)
 	release()
 	close(stop)

@@ -52,7 +52,10 @@ func ParseSpec(spec string) (cron.Schedule, error) {
 	// Two consecutive runs tell the interval; refuse anything tighter than
 	// MinInterval so a typo cannot fill the disk.
 	t0 := sched.Next(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
-	if t1 := sched.Next(t0); t1.Sub(t0) < MinInterval {
+	if t0.IsZero() {
+		return nil, store.Invalid("spec: never runs (no such date)")
+	}
+	if t1 := sched.Next(t0); !t1.IsZero() && t1.Sub(t0) < MinInterval {
 		return nil, store.Invalid("spec: runs every %s; the shortest interval allowed is %s", t1.Sub(t0), MinInterval)
 	}
 	return sched, nil
@@ -135,8 +138,8 @@ func (m *Manager) RunScheduler(ctx context.Context, log *slog.Logger) {
 	t := time.NewTicker(time.Minute)
 	defer t.Stop()
 	for {
-		release := m.db.Hold()
-		ran, err := m.RunDue(ctx)
+		hctx, release := m.db.Hold(ctx)
+		ran, err := m.RunDue(hctx)
 		release()
 		switch {
 		case err != nil && ctx.Err() == nil:

@@ -699,42 +699,55 @@ func (s *Server) streamRun(c *gin.Context, a *store.Agent, run *store.AgentRun) 
 	event("done", runJSON(finished))
 }
 
-// runAgentJob is the job handler for queued runs. The job holds the
-// database for its whole run, so a restore waits for generations in flight.
+// runAgentJob is the job handler for queued runs. It holds the database
+// only for its own reads and writes (the engine does the same around the
+// provider call), so a restore need not wait for a generation to finish.
 func (s *Server) runAgentJob(ctx context.Context, job *store.Job) error {
 	var p agentRunPayload
 	if err := json.Unmarshal(job.Payload, &p); err != nil {
 		return jobs.Permanent(fmt.Errorf("agent run job %d: bad payload: %w", job.ID, err))
 	}
-	release := s.db.Hold()
-	defer release()
-	run, err := s.db.RunByID(ctx, p.RunID)
-	if err != nil {
-		return jobs.Permanent(err)
-	}
-	if run.Finished() {
-		return nil // cancelled before it started
-	}
-	if ok, err := s.db.StartRun(ctx, run.ID); err != nil || !ok {
+	hctx, release := s.db.Hold(ctx)
+	run, a, err := s.startQueuedRun(hctx, p.RunID)
+	release()
+	if err != nil || run == nil {
 		return err
 	}
-	a, err := s.db.AgentByID(ctx, run.AgentID)
-	if err != nil {
-		return jobs.Permanent(err)
-	}
 	res, err := s.engine.Generate(ctx, agentCall(a, run))
+	hctx, release = s.db.Hold(context.WithoutCancel(ctx))
+	defer release()
 	if err != nil {
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
 		if engine.Retryable(err) {
-			s.db.RequeueRun(context.WithoutCancel(ctx), run.ID, store.Message(err))
+			s.db.RequeueRun(hctx, run.ID, store.Message(err))
 			return jobs.Retry(err)
 		}
 		return jobs.Permanent(err)
 	}
-	_, err = s.db.FinishRun(context.WithoutCancel(ctx), run.ID, outcome(res, nil))
+	_, err = s.db.FinishRun(hctx, run.ID, outcome(res, nil))
 	return err
+}
+
+// startQueuedRun marks a queued run running; nil when it needs no work
+// (cancelled before it started).
+func (s *Server) startQueuedRun(ctx context.Context, runID int64) (*store.AgentRun, *store.Agent, error) {
+	run, err := s.db.RunByID(ctx, runID)
+	if err != nil {
+		return nil, nil, jobs.Permanent(err)
+	}
+	if run.Finished() {
+		return nil, nil, nil
+	}
+	if ok, err := s.db.StartRun(ctx, run.ID); err != nil || !ok {
+		return nil, nil, err
+	}
+	a, err := s.db.AgentByID(ctx, run.AgentID)
+	if err != nil {
+		return nil, nil, jobs.Permanent(err)
+	}
+	return run, a, nil
 }
 
 // agentJobFinished closes the run of a job that ended without finishing it
@@ -744,8 +757,7 @@ func (s *Server) agentJobFinished(job *store.Job) {
 	if json.Unmarshal(job.Payload, &p) != nil {
 		return
 	}
-	ctx := context.Background()
-	release := s.db.Hold()
+	ctx, release := s.db.Hold(context.Background())
 	defer release()
 	run, err := s.db.RunByID(ctx, p.RunID)
 	if err != nil {

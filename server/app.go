@@ -255,8 +255,8 @@ func (a *App) housekeeping(ctx context.Context) {
 	t := time.NewTicker(time.Hour)
 	defer t.Stop()
 	for {
-		release := a.DB.Hold()
-		err := a.Prune(ctx)
+		hctx, release := a.DB.Hold(ctx)
+		err := a.Prune(hctx)
 		release()
 		if err != nil && ctx.Err() == nil {
 			a.Log.Warn("housekeeping", "err", err)

@@ -42,11 +42,11 @@ func (s *Server) registerAuthRoutes() {
 		Notes: "Changing the e-mail address or the password needs current_password. A new password ends every other session of the user."}, s.updateMe)
 	s.handle(Route{Method: "POST", Path: "/api/auth/me/avatar", Tag: tag, Access: signedIn, Multipart: "file",
 		MaxBody: maxAvatarBytes + 64<<10, Summary: "Upload a profile avatar", Data: userResponse{},
-		Notes: "multipart/form-data with the image in the field file: PNG, JPEG, GIF or WebP, at most 2 MiB and 4096×4096 pixels."}, s.uploadAvatar)
+		Notes: "multipart/form-data with the image in the field file: PNG, JPEG, GIF or WebP, at most 2 MiB and 2048×2048 pixels."}, s.uploadAvatar)
 	s.handle(Route{Method: "DELETE", Path: "/api/auth/me/avatar", Tag: tag, Access: signedIn,
 		Summary: "Delete the profile avatar", Data: userResponse{}}, s.deleteAvatar)
 	s.handle(Route{Method: "GET", Path: "/api/auth/avatars/{user_id}", Tag: tag, Access: signedIn,
-		Summary: "A user's avatar image", Binary: "image/*",
+		Summary: "A user's avatar image", Binary: "image/*", Errors: []int{304},
 		Notes: "The image bytes with their content type; avatar_url in user objects points here."}, s.avatar)
 	s.handle(Route{Method: "POST", Path: "/api/auth/2fa/setup", Tag: tag, Access: signedIn, Errors: []int{409},
 		Summary: "Start two-factor setup (TOTP secret and QR code)", Data: totpSetupResponse{},
@@ -308,7 +308,7 @@ func (s *Server) updateMe(c *gin.Context) {
 // Avatar limits.
 const (
 	maxAvatarBytes  = 2 << 20
-	maxAvatarPixels = 4096
+	maxAvatarPixels = 2048 // decoded, 2048×2048 RGBA is 16 MiB
 )
 
 // avatarTypes are the accepted image formats by the name image.Decode gives.

@@ -551,7 +551,7 @@ func TestAvatar(t *testing.T) {
 		{"NotAnImage", "file", []byte("just some text, not an image at all"), 422},
 		{"TruncatedPNG", "file", img[:len(img)/2], 422},
 		{"WrongField", "avatar", img, 422},
-		{"HugeCanvas", "file", pngBytes(t, 4097, 1), 422},
+		{"HugeCanvas", "file", pngBytes(t, 2049, 1), 422},
 		{"GIF", "file", gifBytes(t), 200},
 		{"JPEG", "file", jpegBytes(t), 200},
 	}

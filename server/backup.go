@@ -30,16 +30,16 @@ func (s *Server) registerBackupRoutes() {
 		Notes: "spec is a cron expression in UTC (\"0 3 * * *\") or @daily, @hourly, @every 6h; at least 5 minutes apart. " +
 			"retention is how many scheduled snapshots are kept. Fields left out keep their values."}, s.putBackupSchedule)
 	s.handle(Route{Method: "POST", Path: "/api/backup/upload", Tag: tag, Access: superOnly, Status: http.StatusCreated,
-		Multipart: "file", MaxBody: -1, Summary: "Upload a snapshot", Data: backupResponse{},
+		Multipart: "file", MaxBody: -1, Exclusive: true, Summary: "Upload a snapshot", Data: backupResponse{},
 		Notes: "multipart/form-data with the database file in the field file. Refused (422) unless it is a whole copydesk database this version can open."}, s.uploadBackup)
 	s.handle(Route{Method: "GET", Path: "/api/backup/{name}", Tag: tag, Access: superOnly,
 		Summary: "A snapshot's metadata", Data: backupResponse{}}, s.getBackup)
-	s.handle(Route{Method: "GET", Path: "/api/backup/{name}/download", Tag: tag, Access: superOnly,
+	s.handle(Route{Method: "GET", Path: "/api/backup/{name}/download", Tag: tag, Access: superOnly, Exclusive: true,
 		Summary: "Download a snapshot", Binary: "application/vnd.sqlite3"}, s.downloadBackup)
 	s.handle(Route{Method: "POST", Path: "/api/backup/{name}/verify", Tag: tag, Access: superOnly,
 		Summary: "Check a snapshot again", Data: backupVerifyResponse{},
 		Notes: "Compares the file's SHA-256 with the one recorded when it was made and runs PRAGMA integrity_check. A damaged snapshot answers 200 with ok false."}, s.verifyBackup)
-	s.handle(Route{Method: "POST", Path: "/api/backup/{name}/restore", Tag: tag, Access: superOnly, Exclusive: true,
+	s.handle(Route{Method: "POST", Path: "/api/backup/{name}/restore", Tag: tag, Access: superOnly, Exclusive: true, Errors: []int{409, 422, 429},
 		Summary: "Restore a snapshot while serving", Data: backupRestoreResponse{},
 		Notes: "Checks the snapshot, lets requests in flight finish and holds new ones, keeps a pre-restore safety snapshot, swaps the database and resumes. " +
 			"No restart. Sessions that do not exist in the restored data end (their tokens get 401), possibly including yours."}, s.restoreBackup)

@@ -108,6 +108,6 @@ func BareJWTHandler(key []byte) (http.Handler, string) {
 		c.JSON(200, gin.H{"data": gin.H{"id": claims.Subject}, "message": "ok"})
 	})
 	tokens := auth.NewTokens(key, time.Now)
-	tok, _ := tokens.Issue(1, 1, time.Now().Add(time.Hour))
+	tok, _ := tokens.Issue(1, 1, "", time.Now().Add(time.Hour))
 	return r, tok
 }

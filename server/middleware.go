@@ -1,6 +1,10 @@
 package server
 
 import (
+	"bytes"
+	"context"
+	"errors"
+	"io"
 	"log/slog"
 	"net/http"
 	"runtime/debug"
@@ -80,10 +84,30 @@ func securityHeaders(c *gin.Context) {
 }
 
 // holdDB keeps a restore from swapping the database during the request;
-// a request that arrives during a restore waits for it to finish.
+// a request that arrives during a restore waits for it to finish. The body
+// (already capped by limitBody) is read first, within a deadline, so that a
+// client sending it slowly holds nothing while it does.
 func (s *Server) holdDB(c *gin.Context) {
-	release := s.db.Hold()
+	if c.Request.Body != nil && c.Request.Body != http.NoBody {
+		rc := http.NewResponseController(c.Writer)
+		_ = rc.SetReadDeadline(time.Now().Add(time.Minute))
+		body, err := io.ReadAll(c.Request.Body)
+		_ = rc.SetReadDeadline(time.Time{})
+		c.Request.Body.Close()
+		if err != nil {
+			var maxErr *http.MaxBytesError
+			if errors.As(err, &maxErr) {
+				abort(c, http.StatusRequestEntityTooLarge, "the request body is larger than the limit of "+humanBytes(maxErr.Limit))
+				return
+			}
+			abort(c, http.StatusBadRequest, "the request body could not be read in time")
+			return
+		}
+		c.Request.Body = io.NopCloser(bytes.NewReader(body))
+	}
+	ctx, release := s.db.Hold(c.Request.Context())
 	defer release()
+	c.Request = c.Request.WithContext(ctx)
 	c.Next()
 }
 
@@ -92,7 +116,7 @@ const principalKey = "copydesk.principal"
 // authenticate checks the bearer token, the session and the user, and puts
 // the principal on the context. Every failure is a 401.
 func (s *Server) authenticate(c *gin.Context) {
-	p, err := s.authFromHeader(c)
+	p, err := s.authFromHeader(c.Request.Context(), c)
 	if err != nil {
 		fail(c, err)
 		return
@@ -101,7 +125,7 @@ func (s *Server) authenticate(c *gin.Context) {
 	c.Next()
 }
 
-func (s *Server) authFromHeader(c *gin.Context) (*auth.Principal, error) {
+func (s *Server) authFromHeader(ctx context.Context, c *gin.Context) (*auth.Principal, error) {
 	h := c.GetHeader("Authorization")
 	scheme, token, ok := strings.Cut(h, " ")
 	if h == "" {
@@ -110,14 +134,14 @@ func (s *Server) authFromHeader(c *gin.Context) (*auth.Principal, error) {
 	if !ok || !strings.EqualFold(scheme, "Bearer") || strings.TrimSpace(token) == "" {
 		return nil, store.Unauthorized("the Authorization header must be: Bearer <token>")
 	}
-	return s.auth.Authenticate(c.Request.Context(), strings.TrimSpace(token))
+	return s.auth.Authenticate(ctx, strings.TrimSpace(token))
 }
 
 // heldAuthenticate is authenticate for exclusive routes, which do not hold
 // the database for the whole request: it holds it just while it checks.
 func (s *Server) heldAuthenticate(c *gin.Context) {
-	release := s.db.Hold()
-	p, err := s.authFromHeader(c)
+	ctx, release := s.db.Hold(c.Request.Context())
+	p, err := s.authFromHeader(ctx, c)
 	release()
 	if err != nil {
 		fail(c, err)

@@ -163,8 +163,8 @@ func (s *Server) notificationStream(c *gin.Context) {
 
 	// Catch up from Last-Event-ID, oldest first.
 	if last, err := strconv.ParseInt(c.GetHeader("Last-Event-ID"), 10, 64); err == nil && last > 0 {
-		release := s.db.Hold()
-		missed, _, err := s.db.ListNotifications(c.Request.Context(), store.NotificationFilter{UserID: p.User.ID, AfterID: last,
+		hctx, release := s.db.Hold(c.Request.Context())
+		missed, _, err := s.db.ListNotifications(hctx, store.NotificationFilter{UserID: p.User.ID, AfterID: last,
 			Page: store.Page{Page: 1, PerPage: 200}})
 		release()
 		if err == nil {
@@ -193,8 +193,8 @@ func (s *Server) notificationStream(c *gin.Context) {
 		case <-heartbeat.C:
 			// The session may have been revoked, the user disabled, or
 			// the token may have expired: then the stream ends.
-			release := s.db.Hold()
-			_, err := s.auth.Authenticate(ctx, token)
+			hctx, release := s.db.Hold(ctx)
+			_, err := s.auth.Authenticate(hctx, token)
 			release()
 			if err != nil {
 				fmt.Fprintf(w, "event: end\ndata: %s\n\n", mustJSON(errorBody{Detail: store.Message(err)}))

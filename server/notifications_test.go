@@ -301,8 +301,8 @@ func TestNotificationPruning(t *testing.T) {
 	fresh, _, _ := e.app.DB.ListNotifications(ctx, store.NotificationFilter{UserID: u.ID, Page: store.Page{Page: 1, PerPage: 1}})
 	e.app.DB.MarkNotificationRead(ctx, u.ID, fresh[0].ID)
 	e.clock.Advance(2 * 24 * time.Hour)
-	release := e.app.DB.Hold()
-	err := e.app.Prune(ctx)
+	hctx, release := e.app.DB.Hold(ctx)
+	err := e.app.Prune(hctx)
 	release()
 	if err != nil {
 		t.Fatal(err)

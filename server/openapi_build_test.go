@@ -168,6 +168,10 @@ func BuildOpenAPI(routes []*server.Route, version string) ([]byte, error) {
 		}
 		op.Responses.Set(strconv.Itoa(r.Status), &openapi3.ResponseRef{Value: success})
 		for code := range errs {
+			if code == http.StatusNotModified {
+				op.Responses.Set("304", &openapi3.ResponseRef{Value: openapi3.NewResponse().WithDescription("Not modified (If-None-Match).")})
+				continue
+			}
 			op.Responses.Set(strconv.Itoa(code), &openapi3.ResponseRef{Ref: "#/components/responses/" + strconv.Itoa(code)})
 		}
 		doc.AddOperation(r.Path, r.Method, op)

@@ -261,7 +261,7 @@ func pathID(c *gin.Context, name string) (int64, error) {
 
 // pageQuery holds the pagination parameters every list accepts.
 type pageQuery struct {
-	Page    *int `form:"page" json:"page" binding:"omitempty,gte=1" doc:"page number, from 1"`
+	Page    *int `form:"page" json:"page" binding:"omitempty,gte=1,lte=1000000" doc:"page number, from 1"`
 	PerPage *int `form:"per_page" json:"per_page" binding:"omitempty,gte=1,lte=200" doc:"items per page, 1 to 200 (default 50)"`
 }
 

@@ -87,7 +87,7 @@ func translate(err error, what string) error {
 	case sqlite3.SQLITE_CONSTRAINT_UNIQUE, sqlite3.SQLITE_CONSTRAINT_PRIMARYKEY:
 		field := uniqueField(se.Error())
 		if field != "" {
-			return &Error{Kind: KindConflict, Message: fmt.Sprintf("a %s with this %s already exists", what, field), Err: err}
+			return &Error{Kind: KindConflict, Message: fmt.Sprintf("%s %s with this %s already exists", article(what), what, field), Err: err}
 		}
 		return &Error{Kind: KindConflict, Message: fmt.Sprintf("this %s already exists", what), Err: err}
 	case sqlite3.SQLITE_CONSTRAINT_FOREIGNKEY:
@@ -121,4 +121,11 @@ func Message(err error) string {
 		return e.Message
 	}
 	return "internal server error"
+}
+
+func article(word string) string {
+	if word != "" && strings.ContainsRune("aeiouAEIOU", rune(word[0])) {
+		return "an"
+	}
+	return "a"
 }

@@ -33,6 +33,7 @@ func mustClaimJob(t testing.TB, db *store.DB, kinds ...string) *store.Job {
 }
 
 func TestEnqueueJob(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	t.Run("OK", func(t *testing.T) {
 		db, _ := openDB(t)
@@ -81,12 +82,14 @@ func TestEnqueueJob(t *testing.T) {
 }
 
 func TestJobByIDNotFound(t *testing.T) {
+	t.Parallel()
 	db, _ := openDB(t)
 	_, err := db.JobByID(context.Background(), 42)
 	wantKind(t, err, store.KindNotFound)
 }
 
 func TestClaimJob(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	t.Run("OldestDueFirst", func(t *testing.T) {
 		db, clk := openDB(t)
@@ -141,6 +144,7 @@ func TestClaimJob(t *testing.T) {
 
 // Many claimers at once never get the same job, and get every job.
 func TestClaimJobConcurrent(t *testing.T) {
+	t.Parallel()
 	db, _ := openDB(t)
 	ctx := context.Background()
 	const jobs, claimers = 60, 8
@@ -179,6 +183,7 @@ func TestClaimJobConcurrent(t *testing.T) {
 }
 
 func TestFinishJob(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	for _, st := range []store.JobStatus{store.JobSucceeded, store.JobFailed, store.JobCancelled} {
 		t.Run(string(st), func(t *testing.T) {
@@ -241,6 +246,7 @@ func TestFinishJob(t *testing.T) {
 }
 
 func TestRetryJob(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	db, clk := openDB(t)
 	j := mustEnqueueJob(t, db, store.NewJob{Kind: "a"})
@@ -270,6 +276,7 @@ func TestRetryJob(t *testing.T) {
 }
 
 func TestCancelJob(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	t.Run("Queued", func(t *testing.T) {
 		db, clk := openDB(t)
@@ -319,6 +326,7 @@ func TestCancelJob(t *testing.T) {
 }
 
 func TestRecoverJobs(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	t.Run("RequeueOrFail", func(t *testing.T) {
 		db, clk := openDB(t)
@@ -388,6 +396,7 @@ func TestRecoverJobs(t *testing.T) {
 }
 
 func TestListJobs(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	db, _ := openDB(t)
 	var ids []int64
@@ -446,6 +455,7 @@ func TestListJobs(t *testing.T) {
 }
 
 func TestPruneJobs(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	db, clk := openDB(t)
 	finish := func(kind string, st store.JobStatus) *store.Job {
@@ -490,6 +500,7 @@ func TestPruneJobs(t *testing.T) {
 // A job row written by another hand (a crash leaves it like this) reads
 // back whole.
 func TestJobRowWrittenDirectly(t *testing.T) {
+	t.Parallel()
 	db, _ := openDB(t)
 	conn, err := sql.Open("sqlite", "file:"+db.Path()+"?_pragma=busy_timeout(10000)")
 	if err != nil {
@@ -520,6 +531,7 @@ func TestJobRowWrittenDirectly(t *testing.T) {
 // The claim's choice walks the queue index: finished jobs piling up until
 // they are pruned do not slow it down. (The text is ClaimJob's subquery.)
 func TestClaimJobUsesIndex(t *testing.T) {
+	t.Parallel()
 	db, _ := openDB(t)
 	for i := range 50 {
 		j := mustEnqueueJob(t, db, store.NewJob{Kind: fmt.Sprint("k", i%3)})

@@ -20,6 +20,7 @@ type Session struct {
 	RevokedAt      *time.Time
 	IP             string
 	UserAgent      string
+	Nonce          string // random; carried in the session's tokens
 }
 
 // Active reports whether the session can still authenticate at now.
@@ -27,13 +28,13 @@ func (s *Session) Active(now time.Time) bool {
 	return s.RevokedAt == nil && now.Before(s.ExpiresAt)
 }
 
-const sessionColumns = `s.id, s.user_id, s.created_at, s.last_seen_at, s.token_expires_at, s.expires_at, s.revoked_at, s.ip, s.user_agent`
+const sessionColumns = `s.id, s.user_id, s.created_at, s.last_seen_at, s.token_expires_at, s.expires_at, s.revoked_at, s.ip, s.user_agent, s.nonce`
 
 func scanSession(row rowScanner, extra ...any) (*Session, error) {
 	var s Session
 	var created, seen, tokenExp, exp string
 	var revoked sql.NullString
-	dest := append([]any{&s.ID, &s.UserID, &created, &seen, &tokenExp, &exp, &revoked, &s.IP, &s.UserAgent}, extra...)
+	dest := append([]any{&s.ID, &s.UserID, &created, &seen, &tokenExp, &exp, &revoked, &s.IP, &s.UserAgent, &s.Nonce}, extra...)
 	if err := row.Scan(dest...); err != nil {
 		return nil, err
 	}
@@ -50,6 +51,7 @@ type NewSession struct {
 	ExpiresAt      time.Time
 	IP             string
 	UserAgent      string
+	Nonce          string
 }
 
 // CreateSession starts a session and records the sign-in on the user.
@@ -57,9 +59,9 @@ func (db *DB) CreateSession(ctx context.Context, n NewSession) (*Session, error)
 	now := db.now()
 	var id int64
 	err := db.tx(ctx, func(tx *sql.Tx) error {
-		err := tx.QueryRowContext(ctx, `INSERT INTO sessions (user_id, created_at, last_seen_at, token_expires_at, expires_at, ip, user_agent)
-			VALUES (?, ?, ?, ?, ?, ?, ?) RETURNING id`,
-			n.UserID, now, now, fmtTime(n.TokenExpiresAt), fmtTime(n.ExpiresAt), n.IP, truncate(n.UserAgent, 512)).Scan(&id)
+		err := tx.QueryRowContext(ctx, `INSERT INTO sessions (user_id, created_at, last_seen_at, token_expires_at, expires_at, ip, user_agent, nonce)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?) RETURNING id`,
+			n.UserID, now, now, fmtTime(n.TokenExpiresAt), fmtTime(n.ExpiresAt), n.IP, truncate(n.UserAgent, 512), n.Nonce).Scan(&id)
 		if err != nil {
 			return translate(err, "session")
 		}
@@ -86,7 +88,7 @@ func (db *DB) sessionByID(ctx context.Context, q queryer, id int64) (*Session, e
 // sessionWithUserQuery is the one query of every authenticated request. It
 // reads only what authentication and the profile need: not the password
 // hash or the sealed TOTP secrets.
-const sessionWithUserQuery = `SELECT s.id, s.user_id, s.last_seen_at, s.expires_at, s.revoked_at,
+const sessionWithUserQuery = `SELECT s.id, s.user_id, s.last_seen_at, s.expires_at, s.revoked_at, s.nonce,
 	u.email, u.username, u.full_name, u.role, u.is_active, u.totp_enabled, u.avatar_version,
 	u.last_login_at, u.created_at, u.updated_at
 	FROM sessions s JOIN users u ON u.id = s.user_id WHERE s.id = ?`
@@ -103,7 +105,7 @@ func (db *DB) SessionWithUser(ctx context.Context, sessionID int64) (*Session, *
 	var u User
 	var seen, exp, role, created, updated string
 	var revoked, lastLogin sql.NullString
-	err = st.QueryRowContext(ctx, sessionID).Scan(&s.ID, &s.UserID, &seen, &exp, &revoked,
+	err = st.QueryRowContext(ctx, sessionID).Scan(&s.ID, &s.UserID, &seen, &exp, &revoked, &s.Nonce,
 		&u.Email, &u.Username, &u.FullName, &role, &u.IsActive, &u.TOTPEnabled, &u.AvatarVersion,
 		&lastLogin, &created, &updated)
 	if errors.Is(err, sql.ErrNoRows) {

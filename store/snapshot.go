@@ -11,21 +11,11 @@ import (
 	"path/filepath"
 )
 
-// Hold keeps the database from being replaced until release is called, and
-// waits while a replacement is under way. Every request and every piece of
-// background work holds it, so none sees a half-swapped database. Never hold
-// twice in one goroutine: a waiting Replace would deadlock it.
-func (db *DB) Hold() (release func()) {
-	db.gate.RLock()
-	return db.gate.RUnlock
-}
-
 // SnapshotTo writes a consistent copy of the live database to dst, which
 // must not exist, with VACUUM INTO. It runs on a connection of its own inside
 // one read transaction, so readers and writers keep going meanwhile; the copy
 // holds exactly what was committed when it began. The caller holds the
-// database (Hold); it is not taken here because Go's RWMutex does not allow
-// a goroutine to take a shared hold twice while a Replace waits.
+// database (Hold).
 func (db *DB) SnapshotTo(ctx context.Context, dst string) error {
 	return snapshot(ctx, db.path, dst)
 }
@@ -54,6 +44,32 @@ type FileInfo struct {
 }
 
 var sqliteHeader = []byte("SQLite format 3\x00")
+
+// ApplicationID marks copydesk database files ("CPDS"; migration 0004).
+const ApplicationID = 1129333843
+
+// sane proves an opened database is a working copydesk database: its mark
+// and the tables every request reads.
+func (db *DB) sane(ctx context.Context) error {
+	var appID int64
+	if err := db.r.QueryRowContext(ctx, `PRAGMA application_id`).Scan(&appID); err != nil {
+		return err
+	}
+	if appID != ApplicationID {
+		return fmt.Errorf("not a copydesk database (application id %d)", appID)
+	}
+	for _, q := range []string{
+		`SELECT COUNT(*) FROM users WHERE role IS NOT NULL AND password_hash IS NOT NULL`,
+		`SELECT COUNT(*) FROM sessions WHERE nonce IS NOT NULL`,
+		`SELECT COUNT(*) FROM environments WHERE configuration IS NOT NULL`,
+	} {
+		var n int
+		if err := db.r.QueryRowContext(ctx, q).Scan(&n); err != nil {
+			return err
+		}
+	}
+	return nil
+}
 
 // CheckFile proves that path is a whole, uncorrupted copydesk database that
 // this binary can open: the SQLite header, PRAGMA integrity_check, and a
@@ -110,6 +126,10 @@ func CheckFile(ctx context.Context, path string) (FileInfo, error) {
 	if len(problems) > 0 {
 		return fi, Invalid("the database fails its integrity check: %s", problems[0])
 	}
+	var appID int64
+	if err := conn.QueryRowContext(ctx, `PRAGMA application_id`).Scan(&appID); err != nil || appID != ApplicationID {
+		return fi, Invalid("the file is a SQLite database but not a copydesk one (application id %d)", appID)
+	}
 	err = conn.QueryRowContext(ctx, `SELECT COALESCE(MAX(version), 0) FROM schema_migrations`).Scan(&fi.SchemaVersion)
 	if err != nil || fi.SchemaVersion == 0 {
 		return fi, Invalid("the file is a SQLite database but not a copydesk one (no schema_migrations)")
@@ -129,9 +149,19 @@ func CheckFile(ctx context.Context, path string) (FileInfo, error) {
 // database to safety (the last word before the swap), closes the
 // connections, swaps the file, reopens and migrates. If the new file cannot
 // be opened, the old one is put back. src must have passed CheckFile.
+//
+// It runs to the end whatever happens to ctx (a client that goes away must
+// not leave the server without a database), and waits at most ReplaceWait
+// for holders (KindLocked after that, with nothing changed). A file that
+// cannot be opened or migrated is refused (KindInvalid) and the previous
+// database stays.
 func (db *DB) Replace(ctx context.Context, src, safety string) error {
-	db.gate.Lock()
-	defer db.gate.Unlock()
+	ctx = context.WithoutCancel(ctx)
+	unlock, err := db.gate.exclusive(ReplaceWait)
+	if err != nil {
+		return err
+	}
+	defer unlock()
 	if err := snapshot(ctx, db.path, safety); err != nil {
 		return fmt.Errorf("store: replace: safety snapshot: %w", err)
 	}
@@ -164,13 +194,20 @@ func (db *DB) Replace(ctx context.Context, src, safety string) error {
 		return errors.Join(fmt.Errorf("store: replace: %w", err), db.open(ctx))
 	}
 	syncDir(dir)
-	if err := db.open(ctx); err != nil {
+	openErr := db.open(ctx)
+	if openErr == nil {
+		openErr = db.sane(ctx)
+	}
+	if openErr != nil {
 		// Put the previous database back rather than serve nothing.
 		db.close()
 		os.Remove(db.path + "-wal")
 		os.Remove(db.path + "-shm")
 		os.Rename(old, db.path)
-		return errors.Join(fmt.Errorf("store: replace: open the restored database: %w", err), db.open(ctx))
+		if err := db.open(ctx); err != nil {
+			return fmt.Errorf("store: replace: the restored database failed (%v) and the previous one did not reopen: %w", openErr, err)
+		}
+		return &Error{Kind: KindInvalid, Message: "the backup cannot be used by this copydesk: " + openErr.Error(), Err: openErr}
 	}
 	os.Remove(old)
 	db.wrote()

@@ -13,6 +13,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"log/slog"
 	"net/url"
 	"os"
 	"runtime"
@@ -34,10 +35,7 @@ const TimeFormat = "2006-01-02T15:04:05.000Z"
 
 // DB is the copydesk database.
 type DB struct {
-	// gate lets a restore swap the database file under everyone's feet
-	// safely: request handlers and background work hold it shared (Hold);
-	// Replace holds it exclusively while it closes, swaps and reopens.
-	gate sync.RWMutex
+	gate gate // see Hold
 
 	w    *sql.DB // the one writer connection
 	r    *sql.DB // read-only pool
@@ -144,8 +142,10 @@ func (db *DB) readStmt(ctx context.Context, query string) (*sql.Stmt, error) {
 // Close closes both pools. It checkpoints the WAL so the database file alone
 // is complete after a clean shutdown.
 func (db *DB) Close() error {
-	db.gate.Lock()
-	defer db.gate.Unlock()
+	unlock, err := db.gate.exclusive(time.Minute)
+	if err == nil {
+		defer unlock()
+	}
 	return db.close()
 }
 
@@ -236,6 +236,10 @@ func (db *DB) markerPath() string { return db.path + "-changed" }
 func (db *DB) announce() {
 	f, err := os.OpenFile(db.markerPath(), os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
 	if err != nil {
+		// A server on this file will not notice this write until its own
+		// next one: say so rather than stay silent.
+		slog.Warn("cannot announce a write to a running server; restart it to be sure it sees the change",
+			"marker", db.markerPath(), "err", err)
 		return
 	}
 	defer f.Close()

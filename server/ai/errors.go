@@ -36,7 +36,7 @@ type exchange struct {
 	status int
 	body   []byte
 	// sseDone makes a successful response body fail with
-	// io.ErrUnexpectedEOF when it ends before an SSE "data: [DONE]" line
+	// errStreamIncomplete when it ends before an SSE "data: [DONE]" line
 	// (OpenAI streams, whose SDK treats a clean EOF like [DONE]).
 	sseDone bool
 }
@@ -73,7 +73,7 @@ type errReader struct{ err error }
 func (r errReader) Read([]byte) (int, error) { return 0, r.err }
 
 // sseDoneReader passes an SSE body through and reports an end before the
-// "data: [DONE]" line as io.ErrUnexpectedEOF, so that a stream cut short
+// "data: [DONE]" line as errStreamIncomplete, so that a stream cut short
 // is an error and not a shorter answer.
 type sseDoneReader struct {
 	rc   io.ReadCloser
@@ -102,7 +102,7 @@ func (r *sseDoneReader) Read(p []byte) (int, error) {
 	if err == io.EOF && !r.done {
 		r.endLine() // a last line without its newline
 		if !r.done {
-			err = io.ErrUnexpectedEOF
+			err = errStreamIncomplete
 		}
 	}
 	return n, err
@@ -122,7 +122,7 @@ func (r *sseDoneReader) Close() error { return r.rc.Close() }
 // providerError is what the SDK told about a failed call, before it
 // becomes an *Error.
 type providerError struct {
-	status  int    // HTTP status, or one for the error type of an in-stream error
+	status  int    // HTTP status; 0 for an error event inside a stream
 	message string // the provider's message
 	errType string // the provider's error type, e.g. "rate_limit_error"
 }
@@ -157,17 +157,12 @@ func (c *common) fail(ctx context.Context, x *exchange, err error, apiErr *provi
 		if msg == "" {
 			msg = "error from provider"
 		}
-		e := &Error{
+		return &Error{
 			Provider:  c.kind,
 			Status:    apiErr.status,
 			Message:   c.scrub(msg),
 			Retryable: retryableStatus(apiErr.status),
 		}
-		if apiErr.status == http.StatusOK {
-			// An error event inside a successful stream without a known type.
-			e.Status = 0
-		}
-		return e
 	}
 
 	e := &Error{Provider: c.kind}
@@ -182,8 +177,13 @@ func (c *common) fail(ctx context.Context, x *exchange, err error, apiErr *provi
 			e.Message += " after " + c.timeout.String()
 		}
 		e.Retryable = true
-	case errors.Is(err, errStreamIncomplete) || errors.Is(err, io.ErrUnexpectedEOF):
-		e.Message = errStreamIncomplete.Error()
+	case errors.Is(err, errStreamIncomplete):
+		e.Message = err.Error()
+		e.Retryable = true
+	case errors.Is(err, io.ErrUnexpectedEOF):
+		// A body cut short: chunked encoding without its end, or JSON
+		// without its end.
+		e.Message = "response cut short (connection lost?): " + err.Error()
 		e.Retryable = true
 	case errors.As(err, &syntaxErr) || errors.As(err, &typeErr):
 		e.Message = "malformed response: " + err.Error()

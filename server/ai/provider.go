@@ -36,14 +36,19 @@ var ErrInvalidRequest = errors.New("ai: invalid request")
 // APIKey is required for OpenAI and Anthropic; OpenAICompatible allows an
 // empty key (a local Ollama), and then sends no Authorization header.
 // Surrounding whitespace of the key is ignored. BaseURL is required for
-// OpenAICompatible (e.g. "http://localhost:11434/v1") and otherwise
-// replaces the provider's public endpoint.
+// OpenAICompatible and otherwise replaces the provider's public endpoint.
+// For the OpenAI kinds it is the API root with its version, to which
+// "chat/completions" and "models" are added (https://api.openai.com/v1,
+// http://localhost:11434/v1); for Anthropic it is the host, to which
+// "v1/messages" and "v1/models" are added (https://api.anthropic.com).
 //
 // Timeout 0 means DefaultTimeout and a negative Timeout no per-attempt
-// limit; MaxRetries 0 means DefaultMaxRetries and a negative MaxRetries
-// (NoRetries) a single attempt. The SDKs retry 408, 409, 429, 5xx and
-// connection failures with exponential backoff, and honour the
-// provider's Retry-After / Retry-After-Ms headers.
+// limit. The limit covers an attempt from its request to the end of its
+// response body: for Stream, the whole stream. MaxRetries 0 means
+// DefaultMaxRetries and a negative MaxRetries (NoRetries) a single
+// attempt. The SDKs retry 408, 409, 429, 5xx and connection failures
+// with exponential backoff, and honour the provider's Retry-After /
+// Retry-After-Ms headers; a stream that has started is never retried.
 //
 // The SDKs' own configuration from the environment (OPENAI_API_KEY,
 // OPENAI_BASE_URL, ANTHROPIC_API_KEY, profiles, ...) is not used: a

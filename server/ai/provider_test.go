@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"reflect"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -225,6 +226,64 @@ func TestUnparsedErrorBodies(t *testing.T) {
 	}
 }
 
+func TestMalformedResponse(t *testing.T) {
+	for _, w := range wires {
+		t.Run(w.kind, func(t *testing.T) {
+			t.Parallel()
+			f := newFake(t, w, jsonAnswer(http.StatusOK, `{"id":"x","choices":[nope]}`))
+			_, err := f.provider(func(c *Config) { c.MaxRetries = 2 }).Generate(context.Background(), testRequest())
+			e := asError(t, err)
+			if e.Status != 0 || e.Retryable || !strings.Contains(e.Message, "malformed") {
+				t.Errorf("error = %#v, want a malformed response", e)
+			}
+		})
+	}
+}
+
+func TestConcurrentCalls(t *testing.T) {
+	// One Provider serves many goroutines; each call's errors are its own.
+	for _, w := range wires {
+		t.Run(w.kind, func(t *testing.T) {
+			t.Parallel()
+			ok := sseAnswer(w.stream([]string{"a", "b"})...)
+			f := newFake(t, w, func(rw http.ResponseWriter, r *http.Request) {
+				if r.Header.Get("X-Fail") != "" {
+					jsonAnswer(http.StatusBadRequest, w.apiError("invalid_request_error", "bad"))(rw, r)
+					return
+				}
+				ok(rw, r)
+			})
+			bad := f.provider(func(c *Config) {
+				c.HTTPClient = &http.Client{Transport: roundTripper(func(r *http.Request) (*http.Response, error) {
+					r = r.Clone(r.Context())
+					r.Header.Set("X-Fail", "1")
+					return http.DefaultTransport.RoundTrip(r)
+				})}
+			})
+			good := f.provider()
+			var wg sync.WaitGroup
+			for i := 0; i < 8; i++ {
+				wg.Add(2)
+				go func() {
+					defer wg.Done()
+					res, _, err := collect(good, context.Background(), testRequest())
+					if err != nil || res.Text != "ab" {
+						t.Errorf("good call: %v, %v", res, err)
+					}
+				}()
+				go func() {
+					defer wg.Done()
+					_, _, err := collect(bad, context.Background(), testRequest())
+					if e := asError(t, err); e.Status != 400 || e.Message != "bad" {
+						t.Errorf("bad call: %#v", e)
+					}
+				}()
+			}
+			wg.Wait()
+		})
+	}
+}
+
 func TestRetry(t *testing.T) {
 	for _, w := range wires {
 		t.Run(w.kind, func(t *testing.T) {
@@ -296,7 +355,7 @@ func TestRetry(t *testing.T) {
 
 func TestTimeout(t *testing.T) {
 	for _, w := range wires {
-		t.Run(w.kind, func(t *testing.T) {
+		t.Run(w.kind+"/Generate", func(t *testing.T) {
 			t.Parallel()
 			f := newFake(t, w, func(rw http.ResponseWriter, r *http.Request) {
 				waitForClient(r)
@@ -304,18 +363,39 @@ func TestTimeout(t *testing.T) {
 			p := f.provider(func(c *Config) { c.Timeout = 100 * time.Millisecond })
 			start := time.Now()
 			_, err := p.Generate(context.Background(), testRequest())
-			elapsed := time.Since(start)
-			e := asError(t, err)
-			if e.Status != 0 || !e.Retryable || !strings.Contains(e.Message, "timed out") {
-				t.Errorf("error = %#v, want a retryable timeout", e)
-			}
-			if elapsed > 2*time.Second {
-				t.Errorf("took %v with a 100ms timeout", elapsed)
-			}
-			if got := f.attempts.Load(); got != 1 {
-				t.Errorf("%d attempts, want 1", got)
+			checkTimeout(t, f, err, time.Since(start))
+		})
+		t.Run(w.kind+"/stream stalls", func(t *testing.T) {
+			// The per-attempt timeout covers the whole stream, not only
+			// the wait for its headers.
+			t.Parallel()
+			frames := w.stream([]string{"first"})
+			f := newFake(t, w, func(rw http.ResponseWriter, r *http.Request) {
+				sseAnswer(frames[:len(frames)-3]...)(rw, r)
+				waitForClient(r)
+			})
+			p := f.provider(func(c *Config) { c.Timeout = 100 * time.Millisecond })
+			start := time.Now()
+			_, pieces, err := collect(p, context.Background(), testRequest())
+			checkTimeout(t, f, err, time.Since(start))
+			if len(pieces) != 1 {
+				t.Errorf("onDelta got %q", pieces)
 			}
 		})
+	}
+}
+
+func checkTimeout(t *testing.T, f *fake, err error, elapsed time.Duration) {
+	t.Helper()
+	e := asError(t, err)
+	if e.Status != 0 || !e.Retryable || !strings.Contains(e.Message, "timed out") {
+		t.Errorf("error = %#v, want a retryable timeout", e)
+	}
+	if elapsed > 2*time.Second {
+		t.Errorf("took %v with a 100ms timeout", elapsed)
+	}
+	if got := f.attempts.Load(); got != 1 {
+		t.Errorf("%d attempts, want 1", got)
 	}
 }
 
@@ -393,8 +473,8 @@ func TestBrokenStream(t *testing.T) {
 			message   string
 		}{
 			{"garbage JSON", sseAnswer(append(frames[:3:3], w.garbage)...), false, "malformed"},
-			{"ends without terminal event", sseAnswer(frames[:len(frames)-1]...), true, "stream ended"},
-			{"ends after the first chunks", sseAnswer(frames[:3]...), true, "stream ended"},
+			{"ends without terminal event", sseAnswer(frames[:len(frames)-1]...), true, "connection lost"},
+			{"ends after the first chunks", sseAnswer(frames[:3]...), true, "connection lost"},
 			{"connection dropped", func(rw http.ResponseWriter, r *http.Request) {
 				sseAnswer(frames[:4]...)(rw, r)
 				conn, buf, err := rw.(http.Hijacker).Hijack()
@@ -404,11 +484,11 @@ func TestBrokenStream(t *testing.T) {
 				}
 				_ = buf.Flush()
 				_ = conn.Close()
-			}, true, "stream ended"},
+			}, true, "connection lost"},
 			{"cut mid-line", func(rw http.ResponseWriter, r *http.Request) {
 				last := frames[len(frames)-1]
 				sseAnswer(append(frames[:len(frames)-1:len(frames)-1], last[:len(last)-6])...)(rw, r)
-			}, true, "stream ended"},
+			}, true, "connection lost"},
 		}
 		for _, c := range cases {
 			t.Run(w.kind+"/"+c.name, func(t *testing.T) {

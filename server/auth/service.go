@@ -7,6 +7,9 @@ package auth
 import (
 	"context"
 	"crypto/ed25519"
+	"crypto/rand"
+	"crypto/subtle"
+	"encoding/base64"
 	"fmt"
 	"net/mail"
 	"regexp"
@@ -304,11 +307,16 @@ func (s *Service) startSession(ctx context.Context, u *store.User, ip, ua string
 	now := s.now()
 	sessExp := now.Add(s.cfg.SessionTTL)
 	tokExp := minTime(now.Add(s.cfg.TokenTTL), sessExp)
-	sess, err := s.db.CreateSession(ctx, store.NewSession{UserID: u.ID, TokenExpiresAt: tokExp, ExpiresAt: sessExp, IP: ip, UserAgent: ua})
+	nonce := make([]byte, 16)
+	if _, err := rand.Read(nonce); err != nil {
+		return nil, err
+	}
+	sess, err := s.db.CreateSession(ctx, store.NewSession{UserID: u.ID, TokenExpiresAt: tokExp, ExpiresAt: sessExp, IP: ip, UserAgent: ua,
+		Nonce: base64.RawURLEncoding.EncodeToString(nonce)})
 	if err != nil {
 		return nil, err
 	}
-	tok, err := s.tokens.Issue(u.ID, sess.ID, tokExp)
+	tok, err := s.tokens.Issue(u.ID, sess.ID, sess.Nonce, tokExp)
 	if err != nil {
 		return nil, err
 	}
@@ -329,7 +337,7 @@ func (s *Service) Refresh(ctx context.Context, p *Principal) (*Grant, error) {
 	if err != nil {
 		return nil, err
 	}
-	tok, err := s.tokens.Issue(p.User.ID, sess.ID, exp)
+	tok, err := s.tokens.Issue(p.User.ID, sess.ID, sess.Nonce, exp)
 	if err != nil {
 		return nil, err
 	}
@@ -366,8 +374,8 @@ func (s *Service) Authenticate(ctx context.Context, token string) (*Principal, e
 	uid, _ := c.UserID()
 	now := s.now()
 	switch {
-	case sess.UserID != uid:
-		return nil, store.Unauthorized("the token is not valid")
+	case sess.UserID != uid || subtle.ConstantTimeCompare([]byte(sess.Nonce), []byte(c.SessionNonce)) != 1:
+		return nil, store.Unauthorized("the session has ended: sign in again")
 	case sess.RevokedAt != nil:
 		return nil, store.Unauthorized("the session was revoked: sign in again")
 	case !now.Before(sess.ExpiresAt):

@@ -15,6 +15,10 @@ import (
 // the user in the database, so a valid signature alone is not enough.
 type Claims struct {
 	SessionID int64 `json:"sid"`
+	// SessionNonce is the session's random nonce: session ids can be
+	// reused (a restore brings back an older id sequence), nonces cannot,
+	// so a token of an ended session never matches a new one.
+	SessionNonce string `json:"sn,omitempty"`
 	jwt.RegisteredClaims
 }
 
@@ -44,15 +48,17 @@ func NewTokens(key []byte, now func() time.Time) *Tokens {
 	}
 }
 
-// Issue signs a token for a user's session that expires at exp.
-func (t *Tokens) Issue(userID, sessionID int64, exp time.Time) (string, error) {
+// Issue signs a token for a user's session (with its nonce) that expires
+// at exp.
+func (t *Tokens) Issue(userID, sessionID int64, nonce string, exp time.Time) (string, error) {
 	jti := make([]byte, 12)
 	if _, err := rand.Read(jti); err != nil {
 		return "", err
 	}
 	now := t.now()
 	c := Claims{
-		SessionID: sessionID,
+		SessionID:    sessionID,
+		SessionNonce: nonce,
 		RegisteredClaims: jwt.RegisteredClaims{
 			Subject:   strconv.FormatInt(userID, 10),
 			IssuedAt:  jwt.NewNumericDate(now),

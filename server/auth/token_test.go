@@ -35,7 +35,7 @@ func TestTokens(t *testing.T) {
 	t.Run("RoundTrip", func(t *testing.T) {
 		now, _ := fixedNow(tokenT0)
 		tk := NewTokens(tokenKey, now)
-		tok, err := tk.Issue(7, 42, tokenT0.Add(time.Hour))
+		tok, err := tk.Issue(7, 42, "", tokenT0.Add(time.Hour))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -58,8 +58,8 @@ func TestTokens(t *testing.T) {
 	t.Run("UniqueIDs", func(t *testing.T) {
 		now, _ := fixedNow(tokenT0)
 		tk := NewTokens(tokenKey, now)
-		a, _ := tk.Issue(1, 1, tokenT0.Add(time.Hour))
-		b, _ := tk.Issue(1, 1, tokenT0.Add(time.Hour))
+		a, _ := tk.Issue(1, 1, "", tokenT0.Add(time.Hour))
+		b, _ := tk.Issue(1, 1, "", tokenT0.Add(time.Hour))
 		if a == b {
 			t.Error("two tokens for the same session are identical: jti is not random")
 		}
@@ -68,7 +68,7 @@ func TestTokens(t *testing.T) {
 	t.Run("Expiry", func(t *testing.T) {
 		now, advance := fixedNow(tokenT0)
 		tk := NewTokens(tokenKey, now)
-		tok, _ := tk.Issue(1, 1, tokenT0.Add(time.Hour))
+		tok, _ := tk.Issue(1, 1, "", tokenT0.Add(time.Hour))
 		advance(time.Hour - time.Second)
 		if _, err := tk.Parse(tok); err != nil {
 			t.Fatalf("a token one second before expiry: %v", err)
@@ -90,7 +90,7 @@ func TestTokens(t *testing.T) {
 			Subject: sub, IssuedAt: jwt.NewNumericDate(tokenT0), ExpiresAt: jwt.NewNumericDate(tokenT0.Add(time.Hour)),
 		}}
 	}
-	valid, _ := tk.Issue(1, 1, tokenT0.Add(time.Hour))
+	valid, _ := tk.Issue(1, 1, "", tokenT0.Add(time.Hour))
 	parts := strings.Split(valid, ".")
 	tampered := parts[0] + "." + forgePayload(t, parts[1]) + "." + parts[2]
 
@@ -130,7 +130,7 @@ func TestTokens(t *testing.T) {
 
 func mustIssue(tb testing.TB, tk *Tokens, uid, sid int64, exp time.Time) string {
 	tb.Helper()
-	s, err := tk.Issue(uid, sid, exp)
+	s, err := tk.Issue(uid, sid, "", exp)
 	if err != nil {
 		tb.Fatal(err)
 	}

@@ -151,6 +151,6 @@ func startBare(key []byte) (net.Listener, string, error) {
 		return nil, "", err
 	}
 	go http.Serve(l, r)
-	tok, err := auth.NewTokens(key, time.Now).Issue(1, 1, time.Now().Add(time.Hour))
+	tok, err := auth.NewTokens(key, time.Now).Issue(1, 1, "", time.Now().Add(time.Hour))
 	return l, tok, err
 }

@@ -73,6 +73,8 @@ func New(db *store.DB, keys *keyring.Keyring, n *notify.Notifier, log *slog.Logg
 // Effective merges the settings of an environment (nil: global only) over
 // the global ones over the built-in defaults.
 func (e *Engine) Effective(ctx context.Context, envID *int64) (Effective, error) {
+	ctx, release := e.db.Hold(ctx)
+	defer release()
 	eff := Defaults
 	eff.PriceOverrides = map[string]store.Price{}
 	levels := []*int64{nil}
@@ -210,7 +212,9 @@ func (e *Engine) resolve(ctx context.Context, c Call) (*plan, error) {
 // says with what, without calling the provider: a 409 comes early rather
 // than as a failed run.
 func (e *Engine) Plan(ctx context.Context, c Call) (provider, model string, err error) {
-	p, err := e.resolve(ctx, c)
+	hctx, release := e.db.Hold(ctx)
+	defer release()
+	p, err := e.resolve(hctx, c)
 	if err != nil {
 		return "", "", err
 	}
@@ -231,7 +235,11 @@ func (e *Engine) run(ctx context.Context, c Call, onDelta func(string) error) (*
 	if len(c.Messages) == 0 {
 		return nil, store.Invalid("messages: at least one message is required")
 	}
-	p, err := e.resolve(ctx, c)
+	// The database is held for the bookkeeping only, not across the
+	// provider call, so a restore need not wait for a generation.
+	hctx, release := e.db.Hold(ctx)
+	p, err := e.resolve(hctx, c)
+	release()
 	if err != nil {
 		return nil, err
 	}
@@ -253,11 +261,13 @@ func (e *Engine) run(ctx context.Context, c Call, onDelta func(string) error) (*
 	if err == nil || res.Usage.InputTokens+res.Usage.OutputTokens > 0 {
 		res.CostUSD = Cost(res.Model, res.Usage, p.eff.PriceOverrides)
 	}
-	e.record(ctx, c, res, err)
+	hctx, release = e.db.Hold(context.WithoutCancel(ctx))
+	defer release()
+	e.record(hctx, c, res, err)
 	if err != nil {
 		return res, providerError(err)
 	}
-	e.watchBudget(ctx, c.EnvironmentID, p.eff)
+	e.watchBudget(hctx, c.EnvironmentID, p.eff)
 	return res, nil
 }
 
@@ -271,7 +281,7 @@ func (e *Engine) record(ctx context.Context, c Call, res *Result, callErr error)
 	if callErr != nil {
 		ev.Status, ev.Error = "error", providerError(callErr).Error()
 	}
-	if _, err := e.db.RecordUsage(context.WithoutCancel(ctx), ev); err != nil {
+	if _, err := e.db.RecordUsage(ctx, ev); err != nil {
 		e.log.Error("usage event not recorded", "err", err)
 	}
 }
@@ -392,7 +402,9 @@ func (e *Engine) TestCredential(ctx context.Context, cred *store.Credential) (*T
 	if !res.OK {
 		errText = res.Detail
 	}
-	if err := e.db.RecordCredentialTest(context.WithoutCancel(ctx), cred.ID, res.OK, errText); err != nil {
+	hctx, release := e.db.Hold(context.WithoutCancel(ctx))
+	defer release()
+	if err := e.db.RecordCredentialTest(hctx, cred.ID, res.OK, errText); err != nil {
 		return nil, err
 	}
 	return res, nil

@@ -12,7 +12,9 @@ import (
 // the providers' price pages.
 const PricesAsOf = "2025-11"
 
-func p(in, cached, out float64) store.Price { return store.Price{Input: in, Output: out, CachedInput: &cached} }
+func p(in, cached, out float64) store.Price {
+	return store.Price{Input: in, Output: out, CachedInput: &cached}
+}
 
 // builtinPrices are list prices in US dollars per million tokens. A model
 // id matches the longest entry it starts with, so dated ids

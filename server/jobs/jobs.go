@@ -26,9 +26,11 @@ import (
 // Handler does one job's work. It stops soon after ctx ends, returning an
 // error (ctx.Err() will do): ctx ends when the job is cancelled (then
 // context.Cause(ctx) is ErrCancelled) or the runner stops. A handler that
-// returns nil is taken at its word that the work is done. A handler does
-// not hold the database while it runs; it holds it (store.DB.Hold) around
-// each of its own store calls.
+// returns nil is taken at its word that the work is done. ctx does not hold
+// the database: a handler holds it (db.Hold(ctx)) around its own store
+// calls only, so that a restore need not wait for a long job. A handler may
+// run again after a crash or a shutdown interrupted it, so it copes with
+// finding its work half done.
 //
 // An error is retried only if it says so (see IsRetryable); a panic is
 // recovered and fails the job.
@@ -168,8 +170,6 @@ func (r *Runner) kinds() []string {
 
 // Enqueue queues a job of a registered kind and wakes a worker for it (or
 // sets a timer to, for a delayed one). Its payload is stored as JSON.
-// The caller holds the database (store.DB.Hold), as request handlers do;
-// it is not taken here because a goroutine must never hold it twice.
 func (r *Runner) Enqueue(ctx context.Context, kind string, payload any, opt EnqueueOptions) (*store.Job, error) {
 	r.mu.Lock()
 	_, ok := r.handlers[kind]
@@ -177,7 +177,9 @@ func (r *Runner) Enqueue(ctx context.Context, kind string, payload any, opt Enqu
 	if !ok {
 		return nil, fmt.Errorf("jobs: enqueue: no handler for kind %q", kind)
 	}
+	ctx, release := r.db.Hold(ctx) // a no-op inside a request, which holds already
 	job, err := r.db.EnqueueJob(ctx, store.NewJob{Kind: kind, Payload: payload, MaxAttempts: opt.MaxAttempts, RunAfter: opt.RunAfter})
+	release()
 	if err != nil {
 		return nil, err
 	}
@@ -210,32 +212,40 @@ func (r *Runner) wakeAt(t time.Time) {
 // handler has its context cancelled and the job ends cancelled when the
 // handler returns; the job is returned still running. A finished job is a
 // store.KindConflict error, an unknown one store.KindNotFound.
-// The caller holds the database (store.DB.Hold), as request handlers do.
 func (r *Runner) Cancel(ctx context.Context, id int64) (*store.Job, error) {
+	job, ended, err := r.cancel(ctx, id)
+	if ended {
+		r.finished(job) // outside the hold: OnFinish may take its own
+	}
+	return job, err
+}
+
+// cancel is Cancel under the hold and mu; ended says the job is now
+// cancelled.
+func (r *Runner) cancel(ctx context.Context, id int64) (job *store.Job, ended bool, err error) {
+	ctx, release := r.db.Hold(ctx) // a no-op inside a request, which holds already
+	defer release()
 	r.mu.Lock()
-	job, err := r.db.CancelJob(ctx, id)
-	if err != nil || job.Status != store.JobRunning {
-		r.mu.Unlock()
-		if err == nil {
-			r.finished(job)
-		}
-		return job, err
+	defer r.mu.Unlock()
+	job, err = r.db.CancelJob(ctx, id)
+	if err != nil {
+		return nil, false, err
+	}
+	if job.Status != store.JobRunning {
+		return job, true, nil
 	}
 	if a, ok := r.active[id]; ok {
 		a.cancelled = true
 		a.cancel(ErrCancelled)
-		r.mu.Unlock()
-		return job, nil
+		return job, false, nil
 	}
 	// Running in the database but not here: left by a stopped process and
 	// not swept yet. Nothing runs it, so it ends now.
 	job, err = r.db.FinishJob(ctx, id, store.JobCancelled, reasonCancelled)
-	r.mu.Unlock()
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
-	r.finished(job)
-	return job, nil
+	return job, true, nil
 }
 
 // Run recovers the jobs a previous process left running, then runs jobs
@@ -268,13 +278,13 @@ func (r *Runner) Run(ctx context.Context) error {
 // sweep recovers the jobs marked running that no worker of this runner
 // runs, giving reason as their last error.
 func (r *Runner) sweep(ctx context.Context, reason string) error {
-	release := r.db.Hold()
+	hctx, release := r.db.Hold(ctx)
 	r.mu.Lock()
 	except := make([]int64, 0, len(r.active))
 	for id := range r.active {
 		except = append(except, id)
 	}
-	rec, err := r.db.RecoverJobs(ctx, store.RecoverPolicy{Reason: reason, Except: except})
+	rec, err := r.db.RecoverJobs(hctx, store.RecoverPolicy{Reason: reason, Except: except})
 	r.mu.Unlock()
 	release()
 	if err != nil {
@@ -328,11 +338,13 @@ func (r *Runner) work(ctx context.Context, worker int) {
 
 // claim takes the next due job of a registered kind and records it active.
 func (r *Runner) claim(ctx context.Context) (*activeJob, error) {
-	release := r.db.Hold()
+	hctx, release := r.db.Hold(ctx)
 	defer release()
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	job, err := r.db.ClaimJob(ctx, r.kinds())
+	// The handler's context derives from ctx, not hctx: a handler holds
+	// the database itself, only while it uses it.
+	job, err := r.db.ClaimJob(hctx, r.kinds())
 	if err != nil {
 		return nil, err
 	}
@@ -360,7 +372,7 @@ func (r *Runner) execute(ctx context.Context, a *activeJob) {
 	// Record the outcome even if the runner is stopping.
 	bctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), bookkeeping)
 	defer cancel()
-	release := r.db.Hold()
+	bctx, release := r.db.Hold(bctx)
 	r.mu.Lock()
 	var (
 		done    *store.Job

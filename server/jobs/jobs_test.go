@@ -143,6 +143,7 @@ func succeed(context.Context, *store.Job) error { return nil }
 
 // Four workers take fifty jobs: each runs exactly once.
 func TestRunnerRunsEachJobOnce(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, jobs.Options{Workers: 4})
 	var mu sync.Mutex
 	runs := map[int64]int{}
@@ -181,6 +182,7 @@ func TestRunnerRunsEachJobOnce(t *testing.T) {
 
 // With two workers, never more than two handlers run at once.
 func TestRunnerBoundsConcurrency(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, jobs.Options{Workers: 2})
 	var now, most atomic.Int32
 	h.r.Register("slow", func(ctx context.Context, j *store.Job) error {
@@ -209,6 +211,7 @@ func TestRunnerBoundsConcurrency(t *testing.T) {
 
 // Enqueue wakes a worker at once: no waiting for the poll.
 func TestRunnerEnqueueWakesAWorker(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, jobs.Options{PollInterval: time.Hour})
 	h.r.Register("now", succeed)
 	h.start(t)
@@ -225,6 +228,7 @@ func TestRunnerEnqueueWakesAWorker(t *testing.T) {
 
 // A delayed job waits for its time.
 func TestRunnerDelayedJob(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, jobs.Options{PollInterval: time.Hour})
 	h.r.Register("later", succeed)
 	h.start(t)
@@ -243,6 +247,7 @@ func (e tempErr) Retryable() bool { return e.retry }
 
 // A temporary failure is retried after the backoff, until it succeeds.
 func TestRunnerRetriesThenSucceeds(t *testing.T) {
+	t.Parallel()
 	var mu sync.Mutex
 	var backoffs []int
 	h := newHarness(t, jobs.Options{
@@ -291,6 +296,7 @@ func TestRunnerRetriesThenSucceeds(t *testing.T) {
 
 // A job that keeps failing temporarily fails for good after its attempts.
 func TestRunnerFailsAfterMaxAttempts(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, jobs.Options{})
 	var runs atomic.Int32
 	h.r.Register("down", func(ctx context.Context, j *store.Job) error {
@@ -311,15 +317,17 @@ func TestRunnerFailsAfterMaxAttempts(t *testing.T) {
 
 // Errors that do not ask for a retry fail the job at once.
 func TestRunnerDoesNotRetry(t *testing.T) {
+	t.Parallel()
 	for name, err := range map[string]error{
-		"Permanent":           jobs.Permanent(fmt.Errorf("bad input: %w", jobs.ErrRetry)),
-		"PermanentRetryable":  jobs.Permanent(tempErr{retry: true}),
-		"PlainError":          errors.New("bad input"),
-		"RetryableSaysNo":     fmt.Errorf("wrapped: %w", tempErr{retry: false}),
-		"ContextDeadlineOwn":  fmt.Errorf("call: %w", context.DeadlineExceeded),
+		"Permanent":          jobs.Permanent(fmt.Errorf("bad input: %w", jobs.ErrRetry)),
+		"PermanentRetryable": jobs.Permanent(tempErr{retry: true}),
+		"PlainError":         errors.New("bad input"),
+		"RetryableSaysNo":    fmt.Errorf("wrapped: %w", tempErr{retry: false}),
+		"ContextDeadlineOwn": fmt.Errorf("call: %w", context.DeadlineExceeded),
 		"PermanentOverRetry": jobs.Permanent(jobs.Retry(errors.New("x"))),
 	} {
 		t.Run(name, func(t *testing.T) {
+			t.Parallel()
 			h := newHarness(t, jobs.Options{})
 			var runs atomic.Int32
 			h.r.Register("bad", func(ctx context.Context, j *store.Job) error {
@@ -340,6 +348,7 @@ func TestRunnerDoesNotRetry(t *testing.T) {
 }
 
 func TestIsRetryable(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		err  error
 		want bool
@@ -370,6 +379,7 @@ func TestIsRetryable(t *testing.T) {
 }
 
 func TestDefaultBackoff(t *testing.T) {
+	t.Parallel()
 	for attempt, want := range map[int]time.Duration{
 		0: 2 * time.Second, 1: 2 * time.Second, 2: 4 * time.Second, 3: 8 * time.Second,
 		8: 256 * time.Second, 9: 5 * time.Minute, 64: 5 * time.Minute, 1 << 30: 5 * time.Minute,
@@ -382,6 +392,7 @@ func TestDefaultBackoff(t *testing.T) {
 
 // A panicking handler fails its job, without a retry, and the runner goes on.
 func TestRunnerRecoversPanics(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, jobs.Options{Workers: 1})
 	var runs atomic.Int32
 	h.r.Register("boom", func(ctx context.Context, j *store.Job) error {
@@ -405,6 +416,7 @@ func TestRunnerRecoversPanics(t *testing.T) {
 }
 
 func TestRunnerCancel(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	t.Run("Queued", func(t *testing.T) {
 		h := newHarness(t, jobs.Options{})
@@ -511,6 +523,7 @@ func TestRunnerCancel(t *testing.T) {
 // Jobs a crash left running are requeued (attempts left) or failed (none
 // left) when the runner starts: never stuck running.
 func TestRunnerRecoversAfterCrash(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	db := openDB(t)
 	// The previous process claimed these and died.
@@ -559,6 +572,7 @@ func TestRunnerRecoversAfterCrash(t *testing.T) {
 // Run returns only after the running handlers have; their jobs go back in
 // the queue and run after the restart.
 func TestRunnerStopsCleanly(t *testing.T) {
+	t.Parallel()
 	db := openDB(t)
 	h := newHarnessOn(t, db, jobs.Options{})
 	started := newSignal()
@@ -594,6 +608,7 @@ func TestRunnerStopsCleanly(t *testing.T) {
 
 // A runner claims only the kinds it has handlers for.
 func TestRunnerSkipsUnknownKinds(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	h := newHarness(t, jobs.Options{})
 	h.r.Register("mine", succeed)
@@ -618,6 +633,7 @@ func TestRunnerSkipsUnknownKinds(t *testing.T) {
 // A job marked running that no worker runs (a database restore can leave
 // one) is swept back into the queue; the runner's own are left alone.
 func TestRunnerSweepsAbandonedJobs(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	h := newHarness(t, jobs.Options{SweepInterval: 10 * time.Millisecond})
 	started, proceed := newSignal(), newSignal()
@@ -658,6 +674,7 @@ func TestRunnerSweepsAbandonedJobs(t *testing.T) {
 }
 
 func TestRunnerRunsOnce(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, jobs.Options{})
 	h.start(t)
 	time.Sleep(10 * time.Millisecond)
@@ -670,12 +687,13 @@ func TestRunnerRunsOnce(t *testing.T) {
 // ahead under a long job. The job's outcome then is not recorded over
 // whatever the restored database holds under its id.
 func TestRunnerDoesNotBlockRestore(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	h := newHarness(t, jobs.Options{Workers: 2})
 	dir := t.TempDir()
 	src := filepath.Join(dir, "snapshot.db")
-	release := h.db.Hold()
-	err := h.db.SnapshotTo(ctx, src) // no jobs in it
+	hctx, release := h.db.Hold(ctx)
+	err := h.db.SnapshotTo(hctx, src) // no jobs in it
 	release()
 	if err != nil {
 		t.Fatal(err)
