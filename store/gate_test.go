@@ -1,0 +1,125 @@
+package store_test
+
+import (
+	"context"
+	"database/sql"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/copydesk/copydesk/store"
+)
+
+// snapshotOf writes a checked snapshot of db to a new file.
+func snapshotOf(t *testing.T, db *store.DB) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), "snap.db")
+	if err := db.SnapshotTo(context.Background(), p); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// A restore whose caller goes away still finishes, and the database works
+// afterwards.
+func TestReplaceIgnoresCancellation(t *testing.T) {
+	db, _ := openDB(t)
+	mustUser(t, db, "kept", store.RoleViewer)
+	snap := snapshotOf(t, db)
+	mustUser(t, db, "gone", store.RoleViewer)
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if err := db.Replace(ctx, snap, filepath.Join(t.TempDir(), "safety.db")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.UserByEmail(context.Background(), "kept@example.com"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.UserByEmail(context.Background(), "gone@example.com"); !store.IsNotFound(err) {
+		t.Fatalf("data after the snapshot survived: %v", err)
+	}
+}
+
+// Replace waits a bounded time for holders; when they do not let go it
+// changes nothing and says the database is busy.
+func TestReplaceWaitIsBounded(t *testing.T) {
+	db, _ := openDB(t)
+	snap := snapshotOf(t, db)
+	mustUser(t, db, "after", store.RoleViewer)
+	old := store.ReplaceWait
+	store.ReplaceWait = 50 * time.Millisecond
+	defer func() { store.ReplaceWait = old }()
+	_, release := db.Hold(context.Background())
+	err := db.Replace(context.Background(), snap, filepath.Join(t.TempDir(), "safety.db"))
+	release()
+	if store.KindOf(err) != store.KindLocked || !strings.Contains(store.Message(err), "busy") {
+		t.Fatalf("got %v", err)
+	}
+	// Nothing changed, and holders are not blocked any more.
+	ctx, release := db.Hold(context.Background())
+	defer release()
+	if _, err := db.UserByEmail(ctx, "after@example.com"); err != nil {
+		t.Fatalf("the database changed or is blocked: %v", err)
+	}
+}
+
+// Hold is re-entrant through its context, so code that holds may call code
+// that holds; a restore waiting meanwhile does not deadlock it.
+func TestHoldIsReentrant(t *testing.T) {
+	db, _ := openDB(t)
+	snap := snapshotOf(t, db)
+	ctx, release := db.Hold(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- db.Replace(context.Background(), snap, filepath.Join(t.TempDir(), "safety.db")) }()
+	time.Sleep(20 * time.Millisecond) // let Replace start waiting
+	inner, innerRelease := db.Hold(ctx)
+	if _, _, err := db.ListUsers(inner, store.UserFilter{Page: store.Page{Page: 1, PerPage: 1}}); err != nil {
+		t.Fatal(err)
+	}
+	innerRelease()
+	release()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("Replace never ran")
+	}
+}
+
+// A SQLite file dressed up as copydesk (schema_migrations and users tables)
+// is still refused: it lacks copydesk's application id.
+func TestCheckFileRefusesForeignLookalike(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "lookalike.db")
+	conn, err := sql.Open("sqlite", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, q := range []string{
+		`CREATE TABLE schema_migrations (version INTEGER PRIMARY KEY, dirty INTEGER)`,
+		`INSERT INTO schema_migrations VALUES (2, 0)`,
+		`CREATE TABLE users (id INTEGER PRIMARY KEY, name TEXT)`,
+	} {
+		if _, err := conn.Exec(q); err != nil {
+			t.Fatal(err)
+		}
+	}
+	conn.Close()
+	_, err = store.CheckFile(context.Background(), path)
+	if store.KindOf(err) != store.KindInvalid || !strings.Contains(store.Message(err), "not a copydesk") {
+		t.Fatalf("got %v", err)
+	}
+	db, _ := openDB(t)
+	if err := db.Replace(context.Background(), path, filepath.Join(t.TempDir(), "safety.db")); store.KindOf(err) != store.KindInvalid {
+		t.Fatalf("Replace with a foreign file: %v", err)
+	}
+	if _, _, err := db.ListUsers(context.Background(), store.UserFilter{Page: store.Page{Page: 1, PerPage: 1}}); err != nil {
+		t.Fatalf("the previous database did not stay: %v", err)
+	}
+	if _, err := os.Stat(path); err != nil {
+		t.Fatal(err)
+	}
+}
