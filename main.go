@@ -154,6 +154,9 @@ func serveCmd() *cobra.Command {
 	f.StringVar(&cfg.LicensePublicKey, "license-public-key", "", "Ed25519 public key (base64 or PEM) that license keys must be signed with; default: the built-in vendor key")
 	f.StringSliceVar(&cfg.TrustedProxies, "trusted-proxies", nil, "reverse proxies (IPs or CIDRs) whose X-Forwarded-For is trusted")
 	f.DurationVar(&cfg.ShutdownTimeout, "shutdown-timeout", 30*time.Second, "how long in-flight requests may finish on shutdown")
+	f.IntVar(&cfg.Workers, "workers", 2, "background jobs (agent runs, ...) that run at once")
+	f.IntVar(&cfg.ProviderRetries, "provider-retries", 2, "retries of a failed LLM provider call (429, 5xx, network); -1 for none")
+	f.DurationVar(&cfg.ProviderTimeout, "provider-timeout", 5*time.Minute, "limit of one LLM provider attempt, streaming included")
 	return cmd
 }
 
