@@ -269,8 +269,9 @@ func (a *App) housekeeping(ctx context.Context) {
 	}
 }
 
-// Prune deletes sessions that ended a week ago and read notifications older
-// than the retention setting. The caller holds the database.
+// Prune deletes sessions that ended a week ago, read notifications older
+// than the retention setting and jobs finished a month ago. The caller holds
+// the database.
 func (a *App) Prune(ctx context.Context) error {
 	now := a.DB.Now()
 	n, err := a.DB.PruneSessions(ctx, now.Add(-7*24*time.Hour))
@@ -285,8 +286,14 @@ func (a *App) Prune(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if n+m > 0 {
-		a.Log.Debug("pruned", "sessions", n, "notifications", m)
+	// Finished jobs are bookkeeping; what they did is kept by their owners
+	// (agent runs keep their history).
+	j, err := a.DB.PruneJobs(ctx, now.AddDate(0, 0, -30))
+	if err != nil {
+		return err
+	}
+	if n+m+j > 0 {
+		a.Log.Debug("pruned", "sessions", n, "notifications", m, "jobs", j)
 	}
 	return nil
 }
