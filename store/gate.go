@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -13,33 +14,44 @@ import (
 // a bounded time, so one slow request cannot stall the server behind a
 // waiting restore indefinitely.
 type gate struct {
-	mu      sync.Mutex
-	active  int
-	blocked chan struct{} // non-nil while exclusive: holders wait on it
-	idle    chan struct{} // closed when active reaches 0 while exclusive waits
+	active  atomic.Int64                  // current holders
+	blocked atomic.Pointer[chan struct{}] // set while exclusive: holders wait for it to close
+	idleMu  sync.Once
+	idle    chan struct{} // a holder left while exclusive waits (buffered, 1)
+	excl    sync.Mutex    // one exclusive holder at a time
 }
 
+func (g *gate) idleCh() chan struct{} {
+	g.idleMu.Do(func() { g.idle = make(chan struct{}, 1) })
+	return g.idle
+}
+
+// hold is on every request's path, so it is two atomic operations when no
+// restore is under way. A holder counts itself, then checks for an
+// exclusive holder; the exclusive side announces itself, then counts the
+// holders: with sequentially consistent atomics one of them sees the other.
 func (g *gate) hold() func() {
-	g.mu.Lock()
-	for g.blocked != nil {
-		ch := g.blocked
-		g.mu.Unlock()
-		<-ch
-		g.mu.Lock()
+	for {
+		if ch := g.blocked.Load(); ch != nil {
+			<-*ch
+			continue
+		}
+		g.active.Add(1)
+		if g.blocked.Load() == nil {
+			break
+		}
+		g.leave() // an exclusive holder came in between: wait for it
 	}
-	g.active++
-	g.mu.Unlock()
 	var once sync.Once
-	return func() {
-		once.Do(func() {
-			g.mu.Lock()
-			g.active--
-			if g.active == 0 && g.idle != nil {
-				close(g.idle)
-				g.idle = nil
-			}
-			g.mu.Unlock()
-		})
+	return func() { once.Do(g.leave) }
+}
+
+func (g *gate) leave() {
+	if g.active.Add(-1) == 0 && g.blocked.Load() != nil {
+		select {
+		case g.idleCh() <- struct{}{}:
+		default:
+		}
 	}
 }
 
@@ -47,39 +59,34 @@ func (g *gate) hold() func() {
 // It fails with a conflict when another exclusive holder is under way, and
 // with a KindLocked error when the holders did not finish in time.
 func (g *gate) exclusive(wait time.Duration) (func(), error) {
-	g.mu.Lock()
-	if g.blocked != nil {
-		g.mu.Unlock()
+	if !g.excl.TryLock() {
 		return nil, Conflict("another restore is under way")
 	}
-	g.blocked = make(chan struct{})
+	ch := make(chan struct{})
+	idle := g.idleCh()
+	select { // drop a signal left from an earlier wait
+	case <-idle:
+	default:
+	}
+	g.blocked.Store(&ch)
 	unlock := func() {
-		g.mu.Lock()
-		close(g.blocked)
-		g.blocked = nil
-		g.mu.Unlock()
+		g.blocked.Store(nil)
+		close(ch)
+		g.excl.Unlock()
 	}
-	if g.active == 0 {
-		g.mu.Unlock()
-		return unlock, nil
-	}
-	idle := make(chan struct{})
-	g.idle = idle
-	busy := g.active
-	g.mu.Unlock()
 	timer := time.NewTimer(wait)
 	defer timer.Stop()
-	select {
-	case <-idle:
-		return unlock, nil
-	case <-timer.C:
-		g.mu.Lock()
-		g.idle = nil
-		g.mu.Unlock()
-		unlock()
-		return nil, &Error{Kind: KindLocked, RetryAfter: 10, Message: "the database is busy: " + itoaInt(busy) +
-			" requests or jobs did not finish within " + wait.String() + "; nothing was changed, try again"}
+	for g.active.Load() > 0 {
+		select {
+		case <-idle:
+		case <-timer.C:
+			busy := g.active.Load()
+			unlock()
+			return nil, &Error{Kind: KindLocked, RetryAfter: 10, Message: "the database is busy: " + itoaInt(int(busy)) +
+				" requests or jobs did not finish within " + wait.String() + "; nothing was changed, try again"}
+		}
 	}
+	return unlock, nil
 }
 
 func itoaInt(n int) string {
