@@ -465,3 +465,43 @@ func TestWriteStandalone(t *testing.T) {
 		t.Fatalf("tampered file: %v", err)
 	}
 }
+
+// A snapshot from an older schema is brought up to date when it is
+// restored: here one whose migration 0003 (the AI engine's tables) was
+// never applied.
+func TestRestoreMigratesAnOlderSnapshot(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	f.env(t, "kept")
+	snap, err := f.m.Create(ctx, backup.KindManual)
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(f.m.Dir(), snap.Name)
+	conn, err := sql.Open("sqlite", "file:"+path+"?_pragma=foreign_keys(0)")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, q := range []string{`DROP TABLE budget_alerts`, `DROP TABLE usage_events`, `DROP TABLE agent_runs`, `DROP TABLE jobs`,
+		`DROP TABLE agent_assignments`, `DROP TABLE agents`, `DROP TABLE ai_settings`, `DROP TABLE credentials`,
+		`DELETE FROM schema_migrations WHERE version = 3`} {
+		if _, err := conn.Exec(q); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+	conn.Close()
+	// The edit changed the file, so its sidecar's checksum no longer
+	// matches: restore a copy without the sidecar.
+	older := filepath.Join(t.TempDir(), "older.db")
+	b, _ := os.ReadFile(path)
+	os.WriteFile(older, b, 0o600)
+	if _, err := f.m.RestoreFile(ctx, older); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := f.db.ListAgents(ctx, store.AgentFilter{Page: store.Page{Page: 1, PerPage: 1}}); err != nil {
+		t.Fatalf("the restored database lacks the newer tables: %v", err)
+	}
+	if envs, _, _ := f.db.ListEnvironments(ctx, store.EnvironmentFilter{Page: store.Page{Page: 1, PerPage: 5}}); len(envs) != 1 {
+		t.Fatalf("environments after restore: %d", len(envs))
+	}
+}

@@ -2,8 +2,11 @@ package server_test
 
 import (
 	"crypto/sha256"
+	"database/sql"
 	"encoding/hex"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -73,6 +76,10 @@ func TestBackupAPI(t *testing.T) {
 			if r.Code != c.status {
 				t.Errorf("%s: %d %s", c.name, r.Code, r.Body)
 			}
+		}
+		foreign := foreignDatabase(t)
+		if r := e.upload(t, "/api/backup/upload", root, "file", "x.db", foreign); r.Code != 422 || !strings.Contains(r.Detail(), "not a copydesk") {
+			t.Errorf("foreign lookalike: %d %s", r.Code, r.Body)
 		}
 		if r := e.upload(t, "/api/backup/upload", root, "other", "x.db", good); r.Code != 422 {
 			t.Errorf("wrong field: %d %s", r.Code, r.Body)
@@ -228,4 +235,26 @@ func TestPageBounds(t *testing.T) {
 			}
 		}
 	}
+}
+
+// foreignDatabase is a SQLite file with tables named like copydesk's.
+func foreignDatabase(t *testing.T) []byte {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "foreign.db")
+	conn, err := sql.Open("sqlite", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, q := range []string{`CREATE TABLE schema_migrations (version INTEGER PRIMARY KEY, dirty INTEGER)`,
+		`INSERT INTO schema_migrations VALUES (1, 0)`, `CREATE TABLE users (id INTEGER PRIMARY KEY, name TEXT)`} {
+		if _, err := conn.Exec(q); err != nil {
+			t.Fatal(err)
+		}
+	}
+	conn.Close()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
 }

@@ -314,15 +314,29 @@ func (db *DB) migrate(ctx context.Context) error {
 		version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at TEXT NOT NULL)`); err != nil {
 		return fmt.Errorf("store: migrate: %w", err)
 	}
-	var current int
-	if err := db.w.QueryRowContext(ctx, `SELECT COALESCE(MAX(version), 0) FROM schema_migrations`).Scan(&current); err != nil {
+	// Every migration not recorded is applied, in order: a database with a
+	// gap (one a hand-made fix skipped) is repaired, not left half-built.
+	applied := map[int]bool{}
+	rows, err := db.w.QueryContext(ctx, `SELECT version FROM schema_migrations`)
+	if err != nil {
 		return fmt.Errorf("store: migrate: %w", err)
 	}
+	current := 0
+	for rows.Next() {
+		var v int
+		if err := rows.Scan(&v); err != nil {
+			rows.Close()
+			return fmt.Errorf("store: migrate: %w", err)
+		}
+		applied[v] = true
+		current = max(current, v)
+	}
+	rows.Close()
 	if latest := ms[len(ms)-1].version; current > latest {
 		return fmt.Errorf("store: the database is at schema version %d but this copydesk only knows up to %d: use a newer copydesk", current, latest)
 	}
 	for _, m := range ms {
-		if m.version <= current {
+		if applied[m.version] {
 			continue
 		}
 		err := db.tx(ctx, func(tx *sql.Tx) error {
