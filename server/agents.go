@@ -25,7 +25,7 @@ import (
 // cancel them in their environments; only admins manage global agents.
 func (s *Server) registerAgentRoutes() {
 	const tag = "Agents"
-	s.handle(Route{Method: "GET", Path: "/api/agents", Tag: tag, Access: signedIn, List: true,
+	s.handle(Route{Method: "GET", Path: "/api/agents", Tag: tag, Access: signedIn, List: true, Errors: []int{404},
 		Summary: "List agents you can see", Query: agentListQuery{}, Data: agentResponse{}}, s.listAgents)
 	s.handle(Route{Method: "POST", Path: "/api/agents", Tag: tag, Access: editorOnly, Status: http.StatusCreated,
 		Summary: "Create an agent", Body: agentRequest{}, Data: agentResponse{},
@@ -45,7 +45,7 @@ func (s *Server) registerAgentRoutes() {
 		Summary: "Environments that may use the agent", Data: assignmentsResponse{}}, s.getAssignments)
 	s.handle(Route{Method: "PUT", Path: "/api/agents/{id}/assignments", Tag: tag, Access: editorOnly,
 		Summary: "Set the environments that may use the agent", Body: assignmentsRequest{}, Data: assignmentsResponse{}}, s.putAssignments)
-	s.handle(Route{Method: "POST", Path: "/api/agents/{id}/execute", Tag: tag, Access: editorOnly, Status: http.StatusAccepted,
+	s.handle(Route{Method: "POST", Path: "/api/agents/{id}/execute", Tag: tag, Access: editorOnly, Status: http.StatusAccepted, Exclusive: true, EventStream: true,
 		Summary: "Run the agent", Body: executeRequest{}, Data: runResponse{}, Errors: []int{409, 502},
 		Notes: "Queues a run and answers 202 with it; poll GET /api/agents/runs/{run_id}, or wait for the run.succeeded / run.failed notification. " +
 			"With stream true the answer is instead a Server-Sent Events stream: `event: delta` with {\"text\"} pieces, then `event: done` with the run " +
@@ -195,14 +195,21 @@ func (s *Server) agentFor(ctx context.Context, p *auth.Principal, id int64) (*st
 
 // mayManageAgent: admins manage every agent; editors those of their own
 // environments. Global or merely assigned agents are for admins.
-func mayManageAgent(p *auth.Principal, a *store.Agent) error {
+func (s *Server) mayManageAgent(ctx context.Context, p *auth.Principal, a *store.Agent) error {
 	if isAdmin(p) {
 		return nil
 	}
 	if a.EnvironmentID == nil {
 		return store.Forbidden("only admins change global agents")
 	}
-	return nil // agentFor already proved the environment is visible; see checkAgentEnvironment
+	ok, err := s.db.UserHasEnvironment(ctx, p.User.ID, *a.EnvironmentID)
+	if err != nil {
+		return err
+	}
+	if !ok {
+		return store.Forbidden("the agent belongs to another environment: only its editors and admins change it")
+	}
+	return nil
 }
 
 func (s *Server) agentFromPath(c *gin.Context) (*store.Agent, error) {
@@ -321,7 +328,7 @@ func (s *Server) updateAgent(c *gin.Context) {
 		return
 	}
 	p := principal(c)
-	if err := mayManageAgent(p, a); err != nil {
+	if err := s.mayManageAgent(c.Request.Context(), p, a); err != nil {
 		fail(c, err)
 		return
 	}
@@ -382,7 +389,7 @@ func (s *Server) deleteAgent(c *gin.Context) {
 		fail(c, err)
 		return
 	}
-	if err := mayManageAgent(principal(c), a); err != nil {
+	if err := s.mayManageAgent(c.Request.Context(), principal(c), a); err != nil {
 		fail(c, err)
 		return
 	}
@@ -409,7 +416,7 @@ func (s *Server) putAssignments(c *gin.Context) {
 		return
 	}
 	p := principal(c)
-	if err := mayManageAgent(p, a); err != nil {
+	if err := s.mayManageAgent(c.Request.Context(), p, a); err != nil {
 		fail(c, err)
 		return
 	}
@@ -595,26 +602,34 @@ func (s *Server) prepareRun(c *gin.Context, req *executeRequest) (*store.Agent, 
 	return a, r, err
 }
 
+// executeAgent is an exclusive route (see Route.Exclusive): it holds the
+// database for its bookkeeping but not while a streamed generation runs, so
+// a restore need not wait for the stream.
 func (s *Server) executeAgent(c *gin.Context) {
 	var req executeRequest
 	if err := decodeJSON(c, &req); err != nil {
 		fail(c, err)
 		return
 	}
+	base := c.Request.Context()
+	ctx, release := s.db.Hold(base)
+	defer release()
+	c.Request = c.Request.WithContext(ctx)
 	a, run, err := s.prepareRun(c, &req)
 	if err != nil {
 		fail(c, err)
-		return
-	}
-	ctx := c.Request.Context()
-	if req.Stream {
-		s.streamRun(c, a, run)
 		return
 	}
 	// Fail fast when nothing could run it: a 409 now beats a failed run later.
 	if _, _, err := s.engine.Plan(ctx, agentCall(a, run)); err != nil {
 		s.db.FinishRun(ctx, run.ID, store.RunOutcome{Status: store.RunFailed, Error: store.Message(err)})
 		fail(c, err)
+		return
+	}
+	if req.Stream {
+		release()
+		c.Request = c.Request.WithContext(base)
+		s.streamRun(c, a, run)
 		return
 	}
 	job, err := s.jobs.Enqueue(ctx, AgentRunJob, agentRunPayload{RunID: run.ID}, jobs.EnqueueOptions{})
@@ -661,7 +676,13 @@ func outcome(res *engine.Result, err error) store.RunOutcome {
 // Server-Sent Events.
 func (s *Server) streamRun(c *gin.Context, a *store.Agent, run *store.AgentRun) {
 	ctx := c.Request.Context()
-	if _, err := s.db.StartRun(ctx, run.ID); err != nil {
+	hctx, release := s.db.Hold(ctx)
+	_, err := s.db.StartRun(hctx, run.ID)
+	if err == nil {
+		run, err = s.db.RunByID(hctx, run.ID)
+	}
+	release()
+	if err != nil {
 		fail(c, err)
 		return
 	}
@@ -686,12 +707,14 @@ func (s *Server) streamRun(c *gin.Context, a *store.Agent, run *store.AgentRun) 
 	if ctx.Err() != nil {
 		o.Status, o.Error = store.RunCancelled, "the client disconnected"
 	}
-	finished, ferr := s.db.FinishRun(context.WithoutCancel(ctx), run.ID, o)
+	hctx, release = s.db.Hold(context.WithoutCancel(ctx))
+	defer release()
+	finished, ferr := s.db.FinishRun(hctx, run.ID, o)
 	if ferr != nil {
 		event("error", errorBody{Detail: "the run could not be recorded"})
 		return
 	}
-	s.notifyRun(context.WithoutCancel(ctx), a, finished)
+	s.notifyRun(hctx, a, finished)
 	if err != nil {
 		event("error", errorBody{Detail: store.Message(err)})
 		return
@@ -720,10 +743,11 @@ func (s *Server) runAgentJob(ctx context.Context, job *store.Job) error {
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
-		if engine.Retryable(err) {
+		if engine.Retryable(err) && job.Attempts < job.MaxAttempts {
 			s.db.RequeueRun(hctx, run.ID, store.Message(err))
 			return jobs.Retry(err)
 		}
+		s.db.FinishRun(hctx, run.ID, outcome(res, err))
 		return jobs.Permanent(err)
 	}
 	_, err = s.db.FinishRun(hctx, run.ID, outcome(res, nil))

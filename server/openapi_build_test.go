@@ -167,6 +167,11 @@ func BuildOpenAPI(routes []*server.Route, version string) ([]byte, error) {
 			success.WithJSONSchema(env)
 		}
 		op.Responses.Set(strconv.Itoa(r.Status), &openapi3.ResponseRef{Value: success})
+		if r.EventStream {
+			op.Responses.Set("200", &openapi3.ResponseRef{Value: openapi3.NewResponse().
+				WithDescription("Server-Sent Events (when stream is true)").
+				WithContent(openapi3.NewContentWithSchema(openapi3.NewStringSchema(), []string{"text/event-stream"}))})
+		}
 		for code := range errs {
 			if code == http.StatusNotModified {
 				op.Responses.Set("304", &openapi3.ResponseRef{Value: openapi3.NewResponse().WithDescription("Not modified (If-None-Match).")})

@@ -161,9 +161,12 @@ type Route struct {
 	Errors    []int  // statuses beyond those implied by Access, Body and path
 	MaxBody   int64  // body limit; DefaultMaxBody when 0, the handler's own when < 0
 	List      bool   // Data is the item type of a paginated list
-	// Exclusive routes do not hold the database for the request (they
-	// replace it; see store.DB.Hold).
+	// Exclusive routes do not hold the database for the whole request;
+	// they hold it themselves where they use it (see store.DB.Hold).
 	Exclusive bool
+	// EventStream documents a 200 text/event-stream answer beside Status
+	// (execute with stream true).
+	EventStream bool
 }
 
 // handle registers a route and its documentation.
