@@ -15,10 +15,10 @@ import (
 // global and overridden per environment (?environment_id=). Admins only.
 func (s *Server) registerAISettingsRoutes() {
 	const tag = "Settings"
-	s.handle(Route{Method: "GET", Path: "/api/settings/ai-content", Tag: tag, Access: adminOnly,
+	s.handle(Route{Method: "GET", Path: "/api/settings/ai-content", Tag: tag, Access: adminOnly, Errors: []int{404},
 		Summary: "AI content settings: global, an environment's override, and the effective result", Query: aiSettingsQuery{},
 		Data: aiSettingsResponse{}}, s.getAISettings)
-	s.handle(Route{Method: "PUT", Path: "/api/settings/ai-content", Tag: tag, Access: adminOnly,
+	s.handle(Route{Method: "PUT", Path: "/api/settings/ai-content", Tag: tag, Access: adminOnly, Errors: []int{404},
 		Summary: "Replace the global AI content settings, or an environment's override", Query: aiSettingsQuery{},
 		Body: aiSettingsLevel{}, Data: aiSettingsResponse{},
 		Notes: "The body replaces the whole level: a field left out or null inherits (an environment from the global settings, " +
@@ -166,7 +166,7 @@ func (s *Server) checkAISettings(ctx context.Context, envID *int64, req *aiSetti
 	}
 	if req.Language != nil {
 		cfg := store.EnvironmentConfig{Language: *req.Language}
-		if err := cfg.Normalize(); err != nil {
+		if err := cfg.Normalize(); err != nil || *req.Language == "" {
 			return store.Invalid("language: must be a language tag like en, de or pt-BR")
 		}
 	}

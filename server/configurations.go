@@ -32,7 +32,7 @@ func (s *Server) registerConfigurationRoutes() {
 		Notes: "Fields left out keep their values; without a new api_key or application_password the old secret stays."}, s.updateCredential)
 	s.handle(Route{Method: "DELETE", Path: "/api/configurations/{id}", Tag: tag, Access: adminOnly,
 		Summary: "Delete a credential", Data: deletedResponse{}}, s.deleteCredential)
-	s.handle(Route{Method: "POST", Path: "/api/configurations/{id}/test", Tag: tag, Access: adminOnly,
+	s.handle(Route{Method: "POST", Path: "/api/configurations/{id}/test", Tag: tag, Access: adminOnly, Errors: []int{409},
 		Summary: "Test a credential with a real call", Data: credentialTestResponse{},
 		Notes: "Lists the models (AI providers), fetches the signed-in user (WordPress) or the account (SERP), with a timeout. " +
 			"A failed test answers 200 with ok false and the provider's error."}, s.testCredential)

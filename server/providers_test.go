@@ -36,6 +36,7 @@ func fakeOpenAI(t testing.TB, reply func(n int, req map[string]any) (int, string
 	f.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch {
 		case r.Method == "GET" && strings.HasSuffix(r.URL.Path, "/models"):
+			w.Header().Set("Content-Type", "application/json")
 			if r.Header.Get("Authorization") != "Bearer sk-test-good-key-0001" {
 				w.WriteHeader(401)
 				fmt.Fprint(w, `{"error":{"message":"Incorrect API key provided","type":"invalid_request_error","code":"invalid_api_key"}}`)

@@ -279,7 +279,7 @@ func (e *Engine) record(ctx context.Context, c Call, res *Result, callErr error)
 		LatencyMS: res.Latency.Milliseconds(), Status: "ok", Source: c.Source, UserID: c.UserID,
 		EnvironmentID: c.EnvironmentID, AgentID: c.AgentID, CredentialID: &res.CredentialID}
 	if callErr != nil {
-		ev.Status, ev.Error = "error", providerError(callErr).Error()
+		ev.Status, ev.Error = "error", store.Message(providerError(callErr))
 	}
 	if _, err := e.db.RecordUsage(ctx, ev); err != nil {
 		e.log.Error("usage event not recorded", "err", err)

@@ -1,7 +1,6 @@
 package engine
 
 import (
-	"sort"
 	"strings"
 
 	"github.com/copydesk/copydesk/server/ai"
@@ -55,25 +54,31 @@ func BuiltinPrices() map[string]store.Price {
 	return out
 }
 
-// priceFor finds a model's price: an exact override, then the longest
-// override prefix, then the same in the built-in table.
+// priceFor finds a model's price in the built-in table with the overrides
+// written over it: an exact entry, else the longest entry the id starts
+// with (followed by "-"). One table, so an override for gpt-4o does not
+// reprice gpt-4o-mini, whose own entry is longer.
 func priceFor(model string, overrides map[string]store.Price) (store.Price, bool) {
-	for _, table := range []map[string]store.Price{overrides, builtinPrices} {
-		if pr, ok := table[model]; ok {
-			return pr, true
-		}
-		keys := make([]string, 0, len(table))
-		for k := range table {
-			keys = append(keys, k)
-		}
-		sort.Slice(keys, func(i, j int) bool { return len(keys[i]) > len(keys[j]) })
-		for _, k := range keys {
-			if strings.HasPrefix(model, k+"-") {
-				return table[k], true
-			}
+	table := builtinPrices
+	if len(overrides) > 0 {
+		table = BuiltinPrices()
+		for k, v := range overrides {
+			table[k] = v
 		}
 	}
-	return store.Price{}, false
+	if pr, ok := table[model]; ok {
+		return pr, true
+	}
+	best := ""
+	for k := range table {
+		if len(k) > len(best) && strings.HasPrefix(model, k+"-") {
+			best = k
+		}
+	}
+	if best == "" {
+		return store.Price{}, false
+	}
+	return table[best], true
 }
 
 // Cost prices a call's usage; nil when the model's price is unknown. The

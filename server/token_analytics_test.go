@@ -1,0 +1,745 @@
+package server_test
+
+import (
+	"context"
+	"encoding/csv"
+	"fmt"
+	"math"
+	"net/url"
+	"sort"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/copydesk/copydesk/store"
+)
+
+// taWorld is a seeded set of usage events across two environments, three
+// users and two agents.
+type taWorld struct {
+	e                   *env
+	admin, ann, bob     string // tokens
+	annID, bobID, admID int64
+	envA, envB          int64
+	agentA, agentB      int64
+	events              []*store.UsageEvent // with their ids, in insertion order
+}
+
+func taTime(s string) time.Time {
+	t, err := time.Parse(time.RFC3339Nano, s)
+	if err != nil {
+		panic(err)
+	}
+	return t
+}
+
+func taCost(v float64) *float64 { return &v }
+
+func newTAWorld(t *testing.T) *taWorld {
+	t.Helper()
+	ctx := context.Background()
+	w := &taWorld{e: newEnv(t)}
+	e := w.e
+	adm, admin := e.user(t, "admin", store.RoleAdmin)
+	ann, annTok := e.user(t, "ann", store.RoleViewer)
+	bob, bobTok := e.user(t, "bob", store.RoleEditor)
+	w.admin, w.ann, w.bob, w.annID, w.bobID, w.admID = admin, annTok, bobTok, ann.ID, bob.ID, adm.ID
+	w.envA, w.envB = cfgEnvironment(t, e, "Alpha"), cfgEnvironment(t, e, "Beta")
+	if _, err := e.app.DB.SetUserEnvironments(ctx, ann.ID, []int64{w.envA}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.app.DB.SetUserEnvironments(ctx, bob.ID, []int64{w.envB}); err != nil {
+		t.Fatal(err)
+	}
+	for _, a := range []struct {
+		name string
+		env  int64
+		dest *int64
+	}{{"Writer A", w.envA, &w.agentA}, {"SEO B", w.envB, &w.agentB}} {
+		ag, err := e.app.DB.CreateAgent(ctx, store.AgentInput{EnvironmentID: &a.env, Name: a.name, Kind: "writer", IsActive: true}, adm.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		*a.dest = ag.ID
+	}
+	A, B := &w.envA, &w.envB
+	seed := []store.UsageEvent{
+		{CreatedAt: taTime("2026-11-01T09:00:00Z"), Provider: "openai", Model: "gpt-4o-mini", InputTokens: 1000, OutputTokens: 500, CachedTokens: 200,
+			CostUSD: taCost(0.001), LatencyMS: 100, Status: "ok", Source: "execution", UserID: &w.annID, EnvironmentID: A, AgentID: &w.agentA},
+		{CreatedAt: taTime("2026-11-01T15:30:00Z"), Provider: "openai", Model: "gpt-4o", InputTokens: 2000, OutputTokens: 1000,
+			CostUSD: taCost(0.015), LatencyMS: 200, Status: "ok", Source: "chat", UserID: &w.annID, EnvironmentID: A},
+		{CreatedAt: taTime("2026-11-02T08:00:00Z"), Provider: "anthropic", Model: "claude-sonnet-4-5", InputTokens: 3000, OutputTokens: 100,
+			CostUSD: taCost(0.0105), LatencyMS: 300, Status: "ok", Source: "execution", UserID: &w.bobID, EnvironmentID: B, AgentID: &w.agentB},
+		{CreatedAt: taTime("2026-11-02T10:00:00Z"), Provider: "openai_compatible", Model: "llama3", InputTokens: 500, OutputTokens: 500,
+			LatencyMS: 400, Status: "ok", Source: "live", UserID: &w.bobID, EnvironmentID: B},
+		{CreatedAt: taTime("2026-11-03T12:00:00Z"), Provider: "openai", Model: "gpt-4o-mini", LatencyMS: 50, Status: "error",
+			Error: `=HYPERLINK("http://evil.example","click")`, Source: "execution", UserID: &w.admID, EnvironmentID: A, AgentID: &w.agentA},
+		{CreatedAt: taTime("2026-11-03T13:00:00Z"), Provider: "openai", Model: "gpt-4o-mini", InputTokens: 100, OutputTokens: 50,
+			CostUSD: taCost(0.0001), LatencyMS: 60, Status: "ok", Source: "scout", UserID: &w.annID},
+		{CreatedAt: taTime("2026-11-03T14:00:00Z"), Provider: "openai_compatible", Model: "=cmd|' /C calc'!A0", InputTokens: 10, OutputTokens: 10,
+			LatencyMS: 70, Status: "ok", Source: "chat", UserID: &w.bobID},
+		{CreatedAt: taTime("2026-10-10T12:00:00Z"), Provider: "openai", Model: "gpt-4o-mini", InputTokens: 100, OutputTokens: 100,
+			CostUSD: taCost(0.5), LatencyMS: 80, Status: "ok", Source: "autopilot", UserID: &w.annID, EnvironmentID: A},
+		{CreatedAt: taTime("2026-11-20T23:59:59.999Z"), Provider: "openai", Model: "gpt-4o", InputTokens: 10, OutputTokens: 10,
+			CostUSD: taCost(0.002), LatencyMS: 90, Status: "ok", Source: "execution", UserID: &w.admID, EnvironmentID: B},
+	}
+	for _, ev := range seed {
+		id, err := e.app.DB.RecordUsage(ctx, ev)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ev.ID = id
+		w.events = append(w.events, &ev)
+	}
+	return w
+}
+
+// pick returns the seeded events that match.
+func (w *taWorld) pick(match func(*store.UsageEvent) bool) []*store.UsageEvent {
+	var out []*store.UsageEvent
+	for _, ev := range w.events {
+		if match == nil || match(ev) {
+			out = append(out, ev)
+		}
+	}
+	return out
+}
+
+// visibleTo is the tenancy rule for a non-admin granted envs.
+func taVisibleTo(uid int64, envs ...int64) func(*store.UsageEvent) bool {
+	return func(ev *store.UsageEvent) bool {
+		if ev.EnvironmentID == nil {
+			return ev.UserID != nil && *ev.UserID == uid
+		}
+		for _, e := range envs {
+			if *ev.EnvironmentID == e {
+				return true
+			}
+		}
+		return false
+	}
+}
+
+func taAnd(ps ...func(*store.UsageEvent) bool) func(*store.UsageEvent) bool {
+	return func(ev *store.UsageEvent) bool {
+		for _, p := range ps {
+			if p != nil && !p(ev) {
+				return false
+			}
+		}
+		return true
+	}
+}
+
+func taFrom(s string) func(*store.UsageEvent) bool {
+	t := taTime(s)
+	return func(ev *store.UsageEvent) bool { return !ev.CreatedAt.Before(t) }
+}
+
+func taBefore(s string) func(*store.UsageEvent) bool {
+	t := taTime(s)
+	return func(ev *store.UsageEvent) bool { return ev.CreatedAt.Before(t) }
+}
+
+func taIDIs(p *int64, v int64) bool { return p != nil && *p == v }
+
+// taTotals is the expected totals of a set of events.
+func taTotals(evs []*store.UsageEvent) map[string]float64 {
+	m := map[string]float64{"calls": 0, "errors": 0, "input_tokens": 0, "output_tokens": 0, "cached_tokens": 0, "cost_usd": 0,
+		"unpriced_calls": 0, "avg_latency_ms": 0}
+	for _, ev := range evs {
+		m["calls"]++
+		if ev.Status == "error" {
+			m["errors"]++
+		}
+		m["input_tokens"] += float64(ev.InputTokens)
+		m["output_tokens"] += float64(ev.OutputTokens)
+		m["cached_tokens"] += float64(ev.CachedTokens)
+		if ev.CostUSD != nil {
+			m["cost_usd"] += *ev.CostUSD
+		} else {
+			m["unpriced_calls"]++
+		}
+		m["avg_latency_ms"] += float64(ev.LatencyMS)
+	}
+	if len(evs) > 0 {
+		m["avg_latency_ms"] /= float64(len(evs))
+	}
+	return m
+}
+
+func taCheckTotals(t *testing.T, what string, got map[string]any, evs []*store.UsageEvent) {
+	t.Helper()
+	for k, want := range taTotals(evs) {
+		g, ok := got[k].(float64)
+		if !ok || math.Abs(g-want) > 1e-9 {
+			t.Errorf("%s: %s = %v, want %v", what, k, got[k], want)
+		}
+	}
+}
+
+func taIDs(evs []*store.UsageEvent) []int64 {
+	out := make([]int64, 0, len(evs))
+	for _, ev := range evs {
+		out = append(out, ev.ID)
+	}
+	return out
+}
+
+// newestFirst orders like the usage list.
+func taNewestFirst(evs []*store.UsageEvent) []*store.UsageEvent {
+	out := append([]*store.UsageEvent(nil), evs...)
+	sort.SliceStable(out, func(i, j int) bool {
+		if !out[i].CreatedAt.Equal(out[j].CreatedAt) {
+			return out[i].CreatedAt.After(out[j].CreatedAt)
+		}
+		return out[i].ID > out[j].ID
+	})
+	return out
+}
+
+func (w *taWorld) get(t *testing.T, tok, path string, q url.Values) resp {
+	t.Helper()
+	if len(q) > 0 {
+		path += "?" + q.Encode()
+	}
+	return w.e.do(t, "GET", path, tok, nil)
+}
+
+func taQuery(kv ...string) url.Values {
+	v := url.Values{}
+	for i := 0; i+1 < len(kv); i += 2 {
+		v.Set(kv[i], kv[i+1])
+	}
+	return v
+}
+
+func TestTokenAnalyticsUsageList(t *testing.T) {
+	w := newTAWorld(t)
+	s := func(id int64) string { return strconv.FormatInt(id, 10) }
+	cases := []struct {
+		name  string
+		q     url.Values
+		match func(*store.UsageEvent) bool
+	}{
+		{"All", nil, nil},
+		{"FromDate", taQuery("from", "2026-11-02"), taFrom("2026-11-02T00:00:00Z")},
+		{"ToDateIsEndOfDay", taQuery("to", "2026-11-02"), taBefore("2026-11-03T00:00:00Z")},
+		{"DateRange", taQuery("from", "2026-11-01", "to", "2026-11-01"), taAnd(taFrom("2026-11-01T00:00:00Z"), taBefore("2026-11-02T00:00:00Z"))},
+		{"RFC3339Range", taQuery("from", "2026-11-01T12:00:00Z", "to", "2026-11-02T09:00:00Z"),
+			taAnd(taFrom("2026-11-01T12:00:00Z"), taBefore("2026-11-02T09:00:00Z"))},
+		{"RFC3339ToExclusive", taQuery("from", "2026-11-01T00:00:00Z", "to", "2026-11-02T08:00:00Z"),
+			taAnd(taFrom("2026-11-01T00:00:00Z"), taBefore("2026-11-02T08:00:00Z"))},
+		{"RFC3339FromInclusiveWithOffset", taQuery("from", "2026-11-01T10:00:00+01:00", "to", "2026-11-01T09:00:00.001Z"),
+			taAnd(taFrom("2026-11-01T09:00:00Z"), taBefore("2026-11-01T09:00:00.001Z"))},
+		{"RFC3339Milliseconds", taQuery("from", "2026-11-20T23:59:59.999Z"), taFrom("2026-11-20T23:59:59.999Z")},
+		{"Environment", taQuery("environment_id", s(w.envA)), func(ev *store.UsageEvent) bool { return taIDIs(ev.EnvironmentID, w.envA) }},
+		{"User", taQuery("user_id", s(w.bobID)), func(ev *store.UsageEvent) bool { return taIDIs(ev.UserID, w.bobID) }},
+		{"Agent", taQuery("agent_id", s(w.agentA)), func(ev *store.UsageEvent) bool { return taIDIs(ev.AgentID, w.agentA) }},
+		{"Model", taQuery("model", "gpt-4o"), func(ev *store.UsageEvent) bool { return ev.Model == "gpt-4o" }},
+		{"ModelIsExact", taQuery("model", "gpt-4"), func(ev *store.UsageEvent) bool { return false }},
+		{"Source", taQuery("source", "execution"), func(ev *store.UsageEvent) bool { return ev.Source == "execution" }},
+		{"SourceTest", taQuery("source", "test"), func(ev *store.UsageEvent) bool { return false }},
+		{"StatusError", taQuery("status", "error"), func(ev *store.UsageEvent) bool { return ev.Status == "error" }},
+		{"StatusOK", taQuery("status", "ok"), func(ev *store.UsageEvent) bool { return ev.Status == "ok" }},
+		{"Combined", taQuery("environment_id", s(w.envA), "user_id", s(w.annID), "from", "2026-11-01", "source", "chat"),
+			func(ev *store.UsageEvent) bool {
+				return taIDIs(ev.EnvironmentID, w.envA) && taIDIs(ev.UserID, w.annID) && !ev.CreatedAt.Before(taTime("2026-11-01T00:00:00Z")) && ev.Source == "chat"
+			}},
+		{"MissingEnvironmentForAdmin", taQuery("environment_id", "9999"), func(ev *store.UsageEvent) bool { return false }},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			r := w.get(t, w.admin, "/api/token-analytics/usage", c.q)
+			if r.Code != 200 {
+				t.Fatalf("%d %s", r.Code, r.Body)
+			}
+			want := taIDs(taNewestFirst(w.pick(c.match)))
+			var got []int64
+			for _, it := range r.Data()["items"].([]any) {
+				got = append(got, int64(it.(map[string]any)["id"].(float64)))
+			}
+			if fmt.Sprint(got) != fmt.Sprint(want) || int(r.Data()["total"].(float64)) != len(want) {
+				t.Fatalf("got %v (total %v), want %v", got, r.Data()["total"], want)
+			}
+		})
+	}
+
+	t.Run("Fields", func(t *testing.T) {
+		r := w.get(t, w.admin, "/api/token-analytics/usage", taQuery("model", "claude-sonnet-4-5"))
+		it := r.Data()["items"].([]any)[0].(map[string]any)
+		ev := w.events[2]
+		want := map[string]any{"id": float64(ev.ID), "created_at": "2026-11-02T08:00:00Z", "provider": "anthropic", "model": "claude-sonnet-4-5",
+			"input_tokens": 3000.0, "output_tokens": 100.0, "cached_tokens": 0.0, "cost_usd": 0.0105, "latency_ms": 300.0, "status": "ok",
+			"error": "", "source": "execution", "user_id": float64(w.bobID), "environment_id": float64(w.envB), "agent_id": float64(w.agentB),
+			"credential_id": nil}
+		for k, v := range want {
+			if it[k] != v {
+				t.Errorf("%s = %#v, want %#v", k, it[k], v)
+			}
+		}
+		// An unpriced event has a null cost, not 0.
+		r = w.get(t, w.admin, "/api/token-analytics/usage", taQuery("model", "llama3"))
+		it = r.Data()["items"].([]any)[0].(map[string]any)
+		if v, ok := it["cost_usd"]; !ok || v != nil {
+			t.Errorf("unpriced cost_usd = %#v (present %v), want null", v, ok)
+		}
+	})
+
+	t.Run("Pagination", func(t *testing.T) {
+		all := taIDs(taNewestFirst(w.events))
+		var seen []int64
+		for page := 1; page <= 4; page++ {
+			r := w.get(t, w.admin, "/api/token-analytics/usage", taQuery("per_page", "4", "page", strconv.Itoa(page)))
+			d := r.Data()
+			if r.Code != 200 || d["total"].(float64) != float64(len(all)) || d["page"].(float64) != float64(page) || d["per_page"].(float64) != 4 {
+				t.Fatalf("page %d: %d %s", page, r.Code, r.Body)
+			}
+			items := d["items"].([]any)
+			wantN := min(4, max(0, len(all)-(page-1)*4))
+			if len(items) != wantN {
+				t.Fatalf("page %d: %d items, want %d", page, len(items), wantN)
+			}
+			for _, it := range items {
+				seen = append(seen, int64(it.(map[string]any)["id"].(float64)))
+			}
+		}
+		if fmt.Sprint(seen) != fmt.Sprint(all) {
+			t.Fatalf("pages give %v, want %v", seen, all)
+		}
+	})
+}
+
+func TestTokenAnalyticsSummary(t *testing.T) {
+	w := newTAWorld(t)
+	s := func(id int64) string { return strconv.FormatInt(id, 10) }
+	cases := []struct {
+		name     string
+		q        url.Values
+		match    func(*store.UsageEvent) bool
+		from, to any
+	}{
+		{"All", nil, nil, nil, nil},
+		{"November", taQuery("from", "2026-11-01", "to", "2026-11-30"), taFrom("2026-11-01T00:00:00Z"), "2026-11-01T00:00:00Z", "2026-12-01T00:00:00Z"},
+		{"EnvironmentB", taQuery("environment_id", s(w.envB)), func(ev *store.UsageEvent) bool { return taIDIs(ev.EnvironmentID, w.envB) }, nil, nil},
+		{"Errors", taQuery("status", "error"), func(ev *store.UsageEvent) bool { return ev.Status == "error" }, nil, nil},
+		{"Nothing", taQuery("from", "2020-01-01", "to", "2020-01-02"), func(*store.UsageEvent) bool { return false }, "2020-01-01T00:00:00Z", "2020-01-03T00:00:00Z"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			r := w.get(t, w.admin, "/api/token-analytics/summary", c.q)
+			if r.Code != 200 {
+				t.Fatalf("%d %s", r.Code, r.Body)
+			}
+			d := r.Data()
+			taCheckTotals(t, "totals", d["totals"].(map[string]any), w.pick(c.match))
+			if d["from"] != c.from || d["to"] != c.to {
+				t.Errorf("range %v..%v, want %v..%v", d["from"], d["to"], c.from, c.to)
+			}
+		})
+	}
+	// The known figures, once by hand: 9 calls, 1 error, 3 unpriced, and
+	// the known costs summed.
+	tot := w.get(t, w.admin, "/api/token-analytics/summary", nil).Data()["totals"].(map[string]any)
+	if tot["calls"] != 9.0 || tot["errors"] != 1.0 || tot["unpriced_calls"] != 3.0 || math.Abs(tot["cost_usd"].(float64)-0.5286) > 1e-9 ||
+		tot["input_tokens"] != 6720.0 || tot["output_tokens"] != 2270.0 || tot["cached_tokens"] != 200.0 {
+		t.Fatalf("totals: %v", tot)
+	}
+}
+
+func TestTokenAnalyticsSeries(t *testing.T) {
+	w := newTAWorld(t)
+	type point struct {
+		key, label string
+		match      func(*store.UsageEvent) bool
+	}
+	nov := taAnd(taFrom("2026-11-01T00:00:00Z"), taBefore("2026-11-04T00:00:00Z"))
+	day := func(d string) func(*store.UsageEvent) bool {
+		return func(ev *store.UsageEvent) bool { return ev.CreatedAt.Format("2006-01-02") == d }
+	}
+	model := func(m string) func(*store.UsageEvent) bool {
+		return func(ev *store.UsageEvent) bool { return ev.Model == m }
+	}
+	agent := func(id int64) func(*store.UsageEvent) bool {
+		return func(ev *store.UsageEvent) bool {
+			if id == 0 {
+				return ev.AgentID == nil
+			}
+			return taIDIs(ev.AgentID, id)
+		}
+	}
+	envOf := func(id int64) func(*store.UsageEvent) bool {
+		return func(ev *store.UsageEvent) bool {
+			if id == 0 {
+				return ev.EnvironmentID == nil
+			}
+			return taIDIs(ev.EnvironmentID, id)
+		}
+	}
+	user := func(id int64) func(*store.UsageEvent) bool {
+		return func(ev *store.UsageEvent) bool { return taIDIs(ev.UserID, id) }
+	}
+	s := func(id int64) string { return strconv.FormatInt(id, 10) }
+	rng := taQuery("from", "2026-11-01", "to", "2026-11-03")
+	withGroup := func(g string) url.Values {
+		v := taQuery("from", "2026-11-01", "to", "2026-11-03")
+		if g != "" {
+			v.Set("group_by", g)
+		}
+		return v
+	}
+	cases := []struct {
+		name    string
+		q       url.Values
+		groupBy string
+		filter  func(*store.UsageEvent) bool
+		points  []point // in the expected order
+	}{
+		{"DayIsDefault", rng, "day", nov, []point{{"2026-11-01", "", day("2026-11-01")}, {"2026-11-02", "", day("2026-11-02")}, {"2026-11-03", "", day("2026-11-03")}}},
+		{"Day", withGroup("day"), "day", nov, []point{{"2026-11-01", "", day("2026-11-01")}, {"2026-11-02", "", day("2026-11-02")}, {"2026-11-03", "", day("2026-11-03")}}},
+		// Costliest first; unpriced ones (cost 0 in the sum) last, by key.
+		{"Model", withGroup("model"), "model", nov, []point{{"gpt-4o", "", model("gpt-4o")}, {"claude-sonnet-4-5", "", model("claude-sonnet-4-5")},
+			{"gpt-4o-mini", "", model("gpt-4o-mini")}, {"=cmd|' /C calc'!A0", "", model("=cmd|' /C calc'!A0")}, {"llama3", "", model("llama3")}}},
+		{"Agent", withGroup("agent"), "agent", nov, []point{{"", "", agent(0)}, {s(w.agentB), "SEO B", agent(w.agentB)}, {s(w.agentA), "Writer A", agent(w.agentA)}}},
+		{"Environment", withGroup("environment"), "environment", nov, []point{{s(w.envA), "Alpha", envOf(w.envA)}, {s(w.envB), "Beta", envOf(w.envB)}, {"", "", envOf(0)}}},
+		{"User", withGroup("user"), "user", nov, []point{{s(w.annID), "ann", user(w.annID)}, {s(w.bobID), "bob", user(w.bobID)}, {s(w.admID), "admin", user(w.admID)}}},
+		{"DayFiltered", taQuery("from", "2026-11-01", "to", "2026-11-03", "environment_id", s(w.envB)), "day",
+			taAnd(nov, envOf(w.envB)), []point{{"2026-11-02", "", taAnd(day("2026-11-02"), envOf(w.envB))}}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			r := w.get(t, w.admin, "/api/token-analytics/series", c.q)
+			if r.Code != 200 {
+				t.Fatalf("%d %s", r.Code, r.Body)
+			}
+			d := r.Data()
+			if d["group_by"] != c.groupBy || d["from"] != "2026-11-01T00:00:00Z" || d["to"] != "2026-11-04T00:00:00Z" {
+				t.Errorf("group_by %v, range %v..%v", d["group_by"], d["from"], d["to"])
+			}
+			pts := d["points"].([]any)
+			var keys, wantKeys []string
+			for _, p := range pts {
+				keys = append(keys, p.(map[string]any)["key"].(string))
+			}
+			for _, p := range c.points {
+				wantKeys = append(wantKeys, p.key)
+			}
+			if fmt.Sprintf("%q", keys) != fmt.Sprintf("%q", wantKeys) {
+				t.Fatalf("keys %q, want %q", keys, wantKeys)
+			}
+			var sum float64
+			for i, p := range c.points {
+				got := pts[i].(map[string]any)
+				if got["label"] != p.label {
+					t.Errorf("%s: label %q, want %q", p.key, got["label"], p.label)
+				}
+				evs := w.pick(taAnd(c.filter, p.match))
+				taCheckTotals(t, "point "+p.key, got, evs)
+				sum += got["calls"].(float64)
+			}
+			if want := len(w.pick(c.filter)); int(sum) != want {
+				t.Errorf("the points hold %v calls, want %d", sum, want)
+			}
+		})
+	}
+
+	t.Run("DefaultWindowIs30Days", func(t *testing.T) {
+		r := w.get(t, w.admin, "/api/token-analytics/series", nil)
+		d := r.Data()
+		// The clock is 2026-11-21: the window starts 29 days before that day.
+		if r.Code != 200 || d["from"] != "2026-10-23T00:00:00Z" || d["to"] != nil || d["group_by"] != "day" {
+			t.Fatalf("%d %s", r.Code, r.Body)
+		}
+		var keys []string
+		for _, p := range d["points"].([]any) {
+			keys = append(keys, p.(map[string]any)["key"].(string))
+		}
+		// The event of 2026-10-10 is outside.
+		if fmt.Sprint(keys) != "[2026-11-01 2026-11-02 2026-11-03 2026-11-20]" {
+			t.Fatalf("points %v", keys)
+		}
+		last := d["points"].([]any)[3].(map[string]any)
+		taCheckTotals(t, "2026-11-20", last, w.pick(day("2026-11-20")))
+	})
+}
+
+func TestTokenAnalyticsCosts(t *testing.T) {
+	w := newTAWorld(t)
+	r := w.get(t, w.admin, "/api/token-analytics/costs", nil)
+	if r.Code != 200 {
+		t.Fatalf("%d %s", r.Code, r.Body)
+	}
+	d := r.Data()
+	// Default: the current month.
+	if d["from"] != "2026-11-01T00:00:00Z" || d["to"] != nil {
+		t.Fatalf("range %v..%v", d["from"], d["to"])
+	}
+	month := taFrom("2026-11-01T00:00:00Z")
+	wantTotal := taTotals(w.pick(month))["cost_usd"]
+	if got := d["total_cost_usd"].(float64); math.Abs(got-wantTotal) > 1e-9 || math.Abs(got-0.0286) > 1e-9 {
+		t.Fatalf("total_cost_usd = %v, want %v", got, wantTotal)
+	}
+	byModel := map[string]float64{}
+	for _, p := range d["by_model"].([]any) {
+		pm := p.(map[string]any)
+		byModel[pm["key"].(string)] = pm["cost_usd"].(float64)
+	}
+	wantModel := map[string]float64{}
+	for _, ev := range w.pick(month) {
+		c := 0.0
+		if ev.CostUSD != nil {
+			c = *ev.CostUSD
+		}
+		wantModel[ev.Model] += c
+	}
+	if len(byModel) != len(wantModel) {
+		t.Fatalf("by_model %v, want %v", byModel, wantModel)
+	}
+	for m, c := range wantModel {
+		if math.Abs(byModel[m]-c) > 1e-9 {
+			t.Errorf("by_model[%s] = %v, want %v", m, byModel[m], c)
+		}
+	}
+	byEnv := map[string]string{}
+	for _, p := range d["by_environment"].([]any) {
+		pm := p.(map[string]any)
+		byEnv[pm["key"].(string)] = fmt.Sprintf("%s %.4f", pm["label"], pm["cost_usd"])
+	}
+	want := map[string]string{fmt.Sprint(w.envA): "Alpha 0.0160", fmt.Sprint(w.envB): "Beta 0.0125", "": " 0.0001"}
+	if fmt.Sprint(byEnv) != fmt.Sprint(want) {
+		t.Fatalf("by_environment %v, want %v", byEnv, want)
+	}
+
+	// An explicit range includes October.
+	r = w.get(t, w.admin, "/api/token-analytics/costs", taQuery("from", "2026-10-01", "to", "2026-11-30", "environment_id", fmt.Sprint(w.envA)))
+	if got := r.Data()["total_cost_usd"].(float64); math.Abs(got-0.516) > 1e-9 {
+		t.Fatalf("A since October: %v, want 0.516", got)
+	}
+}
+
+func TestTokenAnalyticsExport(t *testing.T) {
+	w := newTAWorld(t)
+	r := w.get(t, w.admin, "/api/token-analytics/export.csv", nil)
+	if r.Code != 200 || !strings.HasPrefix(r.Header.Get("Content-Type"), "text/csv") {
+		t.Fatalf("%d %q", r.Code, r.Header.Get("Content-Type"))
+	}
+	if cd := r.Header.Get("Content-Disposition"); !strings.Contains(cd, "attachment") || !strings.Contains(cd, ".csv") {
+		t.Errorf("Content-Disposition %q", cd)
+	}
+	rows, err := csv.NewReader(strings.NewReader(r.Body)).ReadAll()
+	if err != nil {
+		t.Fatal(err)
+	}
+	header := "id created_at provider model input_tokens output_tokens cached_tokens cost_usd latency_ms status error source user_id environment_id agent_id credential_id"
+	if len(rows) == 0 || strings.Join(rows[0], " ") != header {
+		t.Fatalf("header %v", rows)
+	}
+	if len(rows) != 1+len(w.events) {
+		t.Fatalf("%d rows, want %d", len(rows)-1, len(w.events))
+	}
+	// Oldest first; one row per event.
+	byID := map[string][]string{}
+	var order []string
+	for _, row := range rows[1:] {
+		byID[row[0]] = row
+		order = append(order, row[0])
+	}
+	oldest := taNewestFirst(w.events)
+	var wantOrder []string
+	for i := len(oldest) - 1; i >= 0; i-- {
+		wantOrder = append(wantOrder, fmt.Sprint(oldest[i].ID))
+	}
+	if fmt.Sprint(order) != fmt.Sprint(wantOrder) {
+		t.Fatalf("order %v, want %v", order, wantOrder)
+	}
+	first := byID[fmt.Sprint(w.events[0].ID)]
+	if want := []string{fmt.Sprint(w.events[0].ID), "2026-11-01T09:00:00Z", "openai", "gpt-4o-mini", "1000", "500", "200", "0.001", "100", "ok", "",
+		"execution", fmt.Sprint(w.annID), fmt.Sprint(w.envA), fmt.Sprint(w.agentA), ""}; fmt.Sprintf("%q", first) != fmt.Sprintf("%q", want) {
+		t.Errorf("row %q\nwant %q", first, want)
+	}
+	// Formula-looking cells are defused; an unknown cost is empty, not 0.
+	errRow := byID[fmt.Sprint(w.events[4].ID)]
+	if errRow[10] != `'=HYPERLINK("http://evil.example","click")` || errRow[9] != "error" || errRow[7] != "" {
+		t.Errorf("error row %q", errRow)
+	}
+	modelRow := byID[fmt.Sprint(w.events[6].ID)]
+	if modelRow[3] != "'=cmd|' /C calc'!A0" || modelRow[7] != "" || modelRow[13] != "" {
+		t.Errorf("model row %q", modelRow)
+	}
+
+	// Filters apply.
+	r = w.get(t, w.admin, "/api/token-analytics/export.csv", taQuery("environment_id", fmt.Sprint(w.envB), "from", "2026-11-02"))
+	rows, _ = csv.NewReader(strings.NewReader(r.Body)).ReadAll()
+	if want := w.pick(taAnd(func(ev *store.UsageEvent) bool { return taIDIs(ev.EnvironmentID, w.envB) }, taFrom("2026-11-02T00:00:00Z"))); len(rows) != 1+len(want) {
+		t.Fatalf("filtered: %d rows, want %d", len(rows)-1, len(want))
+	}
+	// Nothing matching: the header alone.
+	r = w.get(t, w.admin, "/api/token-analytics/export.csv", taQuery("model", "none"))
+	if rows, _ := csv.NewReader(strings.NewReader(r.Body)).ReadAll(); r.Code != 200 || len(rows) != 1 {
+		t.Fatalf("empty export: %d %q", r.Code, r.Body)
+	}
+}
+
+func TestTokenAnalyticsBadInput(t *testing.T) {
+	w := newTAWorld(t)
+	endpoints := []string{"usage", "summary", "series", "costs", "export.csv"}
+	cases := []struct {
+		name      string
+		q         url.Values
+		detail    string
+		endpoints []string // nil: all
+	}{
+		{"FromWord", taQuery("from", "yesterday"), "from: must be a date", nil},
+		{"ToWord", taQuery("to", "tomorrow"), "to: must be a date", nil},
+		{"FromBadDate", taQuery("from", "2026-13-01"), "from", nil},
+		{"ToBeforeFrom", taQuery("from", "2026-11-03", "to", "2026-11-01"), "to: must be after from", nil},
+		{"ToEqualsFrom", taQuery("from", "2026-11-03T00:00:00Z", "to", "2026-11-03T00:00:00Z"), "to: must be after from", nil},
+		{"Source", taQuery("source", "x"), "source", nil},
+		{"Status", taQuery("status", "failed"), "status", nil},
+		{"UserZero", taQuery("user_id", "0"), "user_id", nil},
+		{"EnvironmentWord", taQuery("environment_id", "alpha"), "environment_id", nil},
+		{"AgentNegative", taQuery("agent_id", "-1"), "agent_id", nil},
+		{"ModelTooLong", taQuery("model", strings.Repeat("m", 201)), "model", nil},
+		{"GroupByWeek", taQuery("group_by", "week"), "group_by", []string{"series"}},
+		{"PerPageZero", taQuery("per_page", "0"), "per_page", []string{"usage"}},
+		{"PerPageHuge", taQuery("per_page", "201"), "per_page", []string{"usage"}},
+		{"PageZero", taQuery("page", "0"), "page", []string{"usage"}},
+	}
+	for _, c := range cases {
+		eps := c.endpoints
+		if eps == nil {
+			eps = endpoints
+		}
+		for _, ep := range eps {
+			t.Run(c.name+"/"+ep, func(t *testing.T) {
+				r := w.get(t, w.admin, "/api/token-analytics/"+ep, c.q)
+				if r.Code != 422 || !strings.Contains(r.Detail(), c.detail) {
+					t.Fatalf("got %d %s, want 422 with %q", r.Code, r.Body, c.detail)
+				}
+			})
+		}
+	}
+	for _, ep := range endpoints {
+		if r := w.get(t, "", "/api/token-analytics/"+ep, nil); r.Code != 401 {
+			t.Fatalf("%s anonymous: %d", ep, r.Code)
+		}
+	}
+}
+
+func TestTokenAnalyticsTenancy(t *testing.T) {
+	w := newTAWorld(t)
+	s := func(id int64) string { return strconv.FormatInt(id, 10) }
+	users := []struct {
+		name  string
+		tok   string
+		match func(*store.UsageEvent) bool
+		own   int64 // a granted environment
+		other int64 // one not granted
+	}{
+		{"ViewerGrantedA", w.ann, taVisibleTo(w.annID, w.envA), w.envA, w.envB},
+		{"EditorGrantedB", w.bob, taVisibleTo(w.bobID, w.envB), w.envB, w.envA},
+		{"Admin", w.admin, nil, w.envA, 0},
+	}
+	for _, u := range users {
+		t.Run(u.name, func(t *testing.T) {
+			// The list.
+			r := w.get(t, u.tok, "/api/token-analytics/usage", nil)
+			want := taIDs(taNewestFirst(w.pick(u.match)))
+			var got []int64
+			for _, it := range r.Data()["items"].([]any) {
+				got = append(got, int64(it.(map[string]any)["id"].(float64)))
+			}
+			if r.Code != 200 || fmt.Sprint(got) != fmt.Sprint(want) {
+				t.Fatalf("sees %v, want %v", got, want)
+			}
+			// The totals.
+			taCheckTotals(t, "summary", w.get(t, u.tok, "/api/token-analytics/summary", nil).Data()["totals"].(map[string]any), w.pick(u.match))
+			// The groupings.
+			r = w.get(t, u.tok, "/api/token-analytics/series", taQuery("group_by", "environment", "from", "2026-01-01"))
+			var keys []string
+			for _, p := range r.Data()["points"].([]any) {
+				keys = append(keys, p.(map[string]any)["key"].(string))
+			}
+			sort.Strings(keys)
+			wantKeys := map[string]bool{}
+			for _, ev := range w.pick(u.match) {
+				k := ""
+				if ev.EnvironmentID != nil {
+					k = s(*ev.EnvironmentID)
+				}
+				wantKeys[k] = true
+			}
+			var wk []string
+			for k := range wantKeys {
+				wk = append(wk, k)
+			}
+			sort.Strings(wk)
+			if fmt.Sprintf("%q", keys) != fmt.Sprintf("%q", wk) {
+				t.Errorf("series by environment: %q, want %q", keys, wk)
+			}
+			cost := w.get(t, u.tok, "/api/token-analytics/costs", taQuery("from", "2026-01-01")).Data()["total_cost_usd"].(float64)
+			if want := taTotals(w.pick(u.match))["cost_usd"]; math.Abs(cost-want) > 1e-9 {
+				t.Errorf("costs: %v, want %v", cost, want)
+			}
+			rows, _ := csv.NewReader(strings.NewReader(w.get(t, u.tok, "/api/token-analytics/export.csv", nil).Body)).ReadAll()
+			if len(rows) != 1+len(want) {
+				t.Errorf("export: %d rows, want %d", len(rows)-1, len(want))
+			}
+			// Their own environment, filtered.
+			r = w.get(t, u.tok, "/api/token-analytics/usage", taQuery("environment_id", s(u.own)))
+			if n := len(w.pick(func(ev *store.UsageEvent) bool { return taIDIs(ev.EnvironmentID, u.own) })); r.Code != 200 || r.Data()["total"].(float64) != float64(n) {
+				t.Errorf("own environment: %d %s, want %d events", r.Code, r.Body, n)
+			}
+			// Another user's events outside environments stay hidden even
+			// when asked for by user.
+			if u.tok != w.admin {
+				other := w.bobID
+				if u.tok == w.bob {
+					other = w.annID
+				}
+				r = w.get(t, u.tok, "/api/token-analytics/usage", taQuery("user_id", s(other)))
+				for _, it := range r.Data()["items"].([]any) {
+					if it.(map[string]any)["environment_id"] == nil {
+						t.Errorf("sees another user's event outside environments: %v", it)
+					}
+				}
+			}
+			if u.other == 0 {
+				return
+			}
+			// Another environment: 404 on every endpoint.
+			for _, ep := range []string{"usage", "summary", "series", "costs", "export.csv"} {
+				if r := w.get(t, u.tok, "/api/token-analytics/"+ep, taQuery("environment_id", s(u.other))); r.Code != 404 {
+					t.Errorf("%s of a foreign environment: %d %s", ep, r.Code, r.Body)
+				}
+			}
+		})
+	}
+	t.Run("AdminSeesEverything", func(t *testing.T) {
+		r := w.get(t, w.admin, "/api/token-analytics/usage", taQuery("environment_id", s(w.envB)))
+		if r.Code != 200 || r.Data()["total"].(float64) != float64(len(w.pick(func(ev *store.UsageEvent) bool { return taIDIs(ev.EnvironmentID, w.envB) }))) {
+			t.Fatalf("%d %s", r.Code, r.Body)
+		}
+		if n := w.get(t, w.admin, "/api/token-analytics/usage", nil).Data()["total"].(float64); n != float64(len(w.events)) {
+			t.Fatalf("admin sees %v of %d", n, len(w.events))
+		}
+	})
+	t.Run("RevokedGrant", func(t *testing.T) {
+		if _, err := w.e.app.DB.SetUserEnvironments(context.Background(), w.annID, nil); err != nil {
+			t.Fatal(err)
+		}
+		r := w.get(t, w.ann, "/api/token-analytics/usage", nil)
+		want := taIDs(taNewestFirst(w.pick(taVisibleTo(w.annID))))
+		var got []int64
+		for _, it := range r.Data()["items"].([]any) {
+			got = append(got, int64(it.(map[string]any)["id"].(float64)))
+		}
+		if fmt.Sprint(got) != fmt.Sprint(want) {
+			t.Fatalf("after revoking A: %v, want %v", got, want)
+		}
+		if r := w.get(t, w.ann, "/api/token-analytics/summary", taQuery("environment_id", s(w.envA))); r.Code != 404 {
+			t.Fatalf("revoked environment: %d", r.Code)
+		}
+	})
+}
