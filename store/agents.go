@@ -177,39 +177,15 @@ func (db *DB) ListAgents(ctx context.Context, f AgentFilter) ([]*Agent, int, err
 	if q := strings.TrimSpace(f.Q); q != "" {
 		where, args = append(where, `(a.name LIKE ? ESCAPE '\' OR a.description LIKE ? ESCAPE '\')`), append(args, likePattern(q), likePattern(q))
 	}
-	cond := ""
-	if len(where) > 0 {
-		cond = " WHERE " + strings.Join(where, " AND ")
-	}
-	var total int
-	if err := db.r.QueryRowContext(ctx, `SELECT COUNT(*) FROM agents a`+cond, args...).Scan(&total); err != nil {
-		return nil, 0, fmt.Errorf("store: count agents: %w", err)
-	}
-	rows, err := db.r.QueryContext(ctx, `SELECT `+agentColumns+` FROM agents a`+cond+` ORDER BY a.name COLLATE NOCASE, a.id LIMIT ? OFFSET ?`,
-		append(args, f.limit(), f.offset())...)
+	out, total, err := listPage(ctx, db, listQuery{from: "agents a", where: where, args: args, columns: agentColumns,
+		order: "a.name COLLATE NOCASE, a.id", what: "agents"}, f.Page, scanAgent)
 	if err != nil {
-		return nil, 0, fmt.Errorf("store: list agents: %w", err)
-	}
-	var out []*Agent
-	for rows.Next() {
-		a, err := scanAgent(rows)
-		if err != nil {
-			rows.Close()
-			return nil, 0, fmt.Errorf("store: list agents: %w", err)
-		}
-		out = append(out, a)
-	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
 		return nil, 0, err
 	}
 	for _, a := range out {
 		if a.Assignments, err = db.ids(ctx, `SELECT environment_id FROM agent_assignments WHERE agent_id = ? ORDER BY environment_id`, a.ID); err != nil {
 			return nil, 0, err
 		}
-	}
-	if out == nil {
-		out = []*Agent{}
 	}
 	return out, total, nil
 }
@@ -433,27 +409,6 @@ func (db *DB) ListRuns(ctx context.Context, f RunFilter) ([]*AgentRun, int, erro
 			OR (r.environment_id IS NULL AND r.user_id = ?))`)
 		args = append(args, f.VisibleTo, f.VisibleTo)
 	}
-	cond := ""
-	if len(where) > 0 {
-		cond = " WHERE " + strings.Join(where, " AND ")
-	}
-	var total int
-	if err := db.r.QueryRowContext(ctx, `SELECT COUNT(*) FROM agent_runs r`+cond, args...).Scan(&total); err != nil {
-		return nil, 0, fmt.Errorf("store: count runs: %w", err)
-	}
-	rows, err := db.r.QueryContext(ctx, `SELECT `+runColumns+` FROM agent_runs r`+cond+` ORDER BY r.id DESC LIMIT ? OFFSET ?`,
-		append(args, f.limit(), f.offset())...)
-	if err != nil {
-		return nil, 0, fmt.Errorf("store: list runs: %w", err)
-	}
-	defer rows.Close()
-	out := []*AgentRun{}
-	for rows.Next() {
-		r, err := scanRun(rows)
-		if err != nil {
-			return nil, 0, fmt.Errorf("store: list runs: %w", err)
-		}
-		out = append(out, r)
-	}
-	return out, total, rows.Err()
+	return listPage(ctx, db, listQuery{from: "agent_runs r", where: where, args: args, columns: runColumns,
+		order: "r.id DESC", what: "runs"}, f.Page, scanRun)
 }

@@ -145,29 +145,8 @@ func (db *DB) ListCredentials(ctx context.Context, f CredentialFilter) ([]*Crede
 			where, args = append(where, "c.environment_id = ?"), append(args, *f.EnvironmentID)
 		}
 	}
-	cond := ""
-	if len(where) > 0 {
-		cond = " WHERE " + strings.Join(where, " AND ")
-	}
-	var total int
-	if err := db.r.QueryRowContext(ctx, `SELECT COUNT(*) FROM credentials c`+cond, args...).Scan(&total); err != nil {
-		return nil, 0, fmt.Errorf("store: count credentials: %w", err)
-	}
-	rows, err := db.r.QueryContext(ctx, `SELECT `+credentialColumns+` FROM credentials c`+cond+
-		` ORDER BY c.name COLLATE NOCASE, c.id LIMIT ? OFFSET ?`, append(args, f.limit(), f.offset())...)
-	if err != nil {
-		return nil, 0, fmt.Errorf("store: list credentials: %w", err)
-	}
-	defer rows.Close()
-	out := []*Credential{}
-	for rows.Next() {
-		c, err := scanCredential(rows)
-		if err != nil {
-			return nil, 0, fmt.Errorf("store: list credentials: %w", err)
-		}
-		out = append(out, c)
-	}
-	return out, total, rows.Err()
+	return listPage(ctx, db, listQuery{from: "credentials c", where: where, args: args, columns: credentialColumns,
+		order: "c.name COLLATE NOCASE, c.id", what: "credentials"}, f.Page, scanCredential)
 }
 
 // CredentialUpdate holds the fields to change; nil leaves one alone.

@@ -120,29 +120,8 @@ func (db *DB) ListEnvironments(ctx context.Context, f EnvironmentFilter) ([]*Env
 		where = append(where, `(e.name LIKE ? ESCAPE '\' OR e.slug LIKE ? ESCAPE '\')`)
 		args = append(args, likePattern(q), likePattern(q))
 	}
-	cond := ""
-	if len(where) > 0 {
-		cond = " WHERE " + strings.Join(where, " AND ")
-	}
-	var total int
-	if err := db.r.QueryRowContext(ctx, `SELECT COUNT(*) FROM environments e`+cond, args...).Scan(&total); err != nil {
-		return nil, 0, fmt.Errorf("store: count environments: %w", err)
-	}
-	rows, err := db.r.QueryContext(ctx, `SELECT `+environmentColumns+` FROM environments e`+cond+
-		` ORDER BY e.name COLLATE NOCASE, e.id LIMIT ? OFFSET ?`, append(args, f.limit(), f.offset())...)
-	if err != nil {
-		return nil, 0, fmt.Errorf("store: list environments: %w", err)
-	}
-	defer rows.Close()
-	out := []*Environment{}
-	for rows.Next() {
-		e, err := scanEnvironment(rows)
-		if err != nil {
-			return nil, 0, fmt.Errorf("store: list environments: %w", err)
-		}
-		out = append(out, e)
-	}
-	return out, total, rows.Err()
+	return listPage(ctx, db, listQuery{from: "environments e", where: where, args: args, columns: environmentColumns,
+		order: "e.name COLLATE NOCASE, e.id", what: "environments"}, f.Page, scanEnvironment)
 }
 
 // EnvironmentUpdate holds the fields to change; nil leaves one alone.

@@ -400,32 +400,11 @@ func (db *DB) ListJobs(ctx context.Context, f JobFilter) ([]*Job, int, error) {
 		where = append(where, "status = ?")
 		args = append(args, string(f.Status))
 	}
-	cond := ""
-	if len(where) > 0 {
-		cond = " WHERE " + strings.Join(where, " AND ")
-	}
 	if f.PerPage <= 0 {
 		f.PerPage = 50
 	}
-	var total int
-	if err := db.r.QueryRowContext(ctx, `SELECT COUNT(*) FROM jobs`+cond, args...).Scan(&total); err != nil {
-		return nil, 0, fmt.Errorf("store: count jobs: %w", err)
-	}
-	rows, err := db.r.QueryContext(ctx, `SELECT `+jobColumns+` FROM jobs`+cond+` ORDER BY id DESC LIMIT ? OFFSET ?`,
-		append(args, f.limit(), f.offset())...)
-	if err != nil {
-		return nil, 0, fmt.Errorf("store: list jobs: %w", err)
-	}
-	defer rows.Close()
-	out := []*Job{}
-	for rows.Next() {
-		j, err := scanJob(rows)
-		if err != nil {
-			return nil, 0, fmt.Errorf("store: list jobs: %w", err)
-		}
-		out = append(out, j)
-	}
-	return out, total, rows.Err()
+	return listPage(ctx, db, listQuery{from: "jobs", where: where, args: args, columns: jobColumns, order: "id DESC", what: "jobs"},
+		f.Page, scanJob)
 }
 
 // PruneJobs deletes jobs that finished (succeeded, failed or cancelled)

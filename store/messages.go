@@ -29,8 +29,10 @@ type UserSummary struct {
 	AvatarVersion int64
 }
 
-const messageSelect = `SELECT m.id, m.sender_id, m.recipient_id, m.subject, m.body, m.read_at, m.created_at,
-	s.username, s.full_name, s.avatar_version, r.username, r.full_name, r.avatar_version
+const messageColumns = `m.id, m.sender_id, m.recipient_id, m.subject, m.body, m.read_at, m.created_at,
+	s.username, s.full_name, s.avatar_version, r.username, r.full_name, r.avatar_version`
+
+const messageSelect = `SELECT ` + messageColumns + `
 	FROM messages m JOIN users s ON s.id = m.sender_id JOIN users r ON r.id = m.recipient_id`
 
 func scanMessage(row rowScanner) (*DirectMessage, error) {
@@ -46,23 +48,6 @@ func scanMessage(row rowScanner) (*DirectMessage, error) {
 	m.ReadAt = parseNullTime(readAt)
 	m.CreatedAt = parseTime(created)
 	return &m, nil
-}
-
-func (db *DB) queryMessages(ctx context.Context, query string, args ...any) ([]*DirectMessage, error) {
-	rows, err := db.r.QueryContext(ctx, query, args...)
-	if err != nil {
-		return nil, fmt.Errorf("store: list messages: %w", err)
-	}
-	defer rows.Close()
-	out := []*DirectMessage{}
-	for rows.Next() {
-		m, err := scanMessage(rows)
-		if err != nil {
-			return nil, fmt.Errorf("store: list messages: %w", err)
-		}
-		out = append(out, m)
-	}
-	return out, rows.Err()
 }
 
 // NewMessage is what CreateMessage needs.
@@ -149,13 +134,9 @@ func (db *DB) Conversation(ctx context.Context, userID, otherID int64, p Page) (
 }
 
 func (db *DB) pageOfMessages(ctx context.Context, cond string, p Page, args ...any) ([]*DirectMessage, int, error) {
-	var total int
-	if err := db.r.QueryRowContext(ctx, `SELECT COUNT(*) FROM messages m WHERE `+cond, args...).Scan(&total); err != nil {
-		return nil, 0, fmt.Errorf("store: count messages: %w", err)
-	}
-	list, err := db.queryMessages(ctx, messageSelect+` WHERE `+cond+` ORDER BY m.id DESC LIMIT ? OFFSET ?`,
-		append(args, p.limit(), p.offset())...)
-	return list, total, err
+	const joins = ` JOIN users s ON s.id = m.sender_id JOIN users r ON r.id = m.recipient_id`
+	return listPage(ctx, db, listQuery{from: "messages m" + joins, count: "messages m", where: []string{cond}, args: args,
+		columns: messageColumns, order: "m.id DESC", what: "messages"}, p, scanMessage)
 }
 
 // ConversationSummary is one row of a user's conversation list.

@@ -97,26 +97,8 @@ func (db *DB) ListNotifications(ctx context.Context, f NotificationFilter) ([]*N
 		where = append(where, "n.id > ?")
 		args = append(args, f.AfterID)
 	}
-	cond := " WHERE " + strings.Join(where, " AND ")
-	var total int
-	if err := db.r.QueryRowContext(ctx, `SELECT COUNT(*) FROM notifications n`+cond, args...).Scan(&total); err != nil {
-		return nil, 0, fmt.Errorf("store: count notifications: %w", err)
-	}
-	rows, err := db.r.QueryContext(ctx, `SELECT `+notificationColumns+` FROM notifications n`+cond+` ORDER BY n.id DESC LIMIT ? OFFSET ?`,
-		append(args, f.limit(), f.offset())...)
-	if err != nil {
-		return nil, 0, fmt.Errorf("store: list notifications: %w", err)
-	}
-	defer rows.Close()
-	out := []*Notification{}
-	for rows.Next() {
-		n, err := scanNotification(rows)
-		if err != nil {
-			return nil, 0, fmt.Errorf("store: list notifications: %w", err)
-		}
-		out = append(out, n)
-	}
-	return out, total, rows.Err()
+	return listPage(ctx, db, listQuery{from: "notifications n", where: where, args: args, columns: notificationColumns,
+		order: "n.id DESC", what: "notifications"}, f.Page, scanNotification)
 }
 
 // NotificationByID returns one of a user's notifications; another user's is

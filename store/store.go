@@ -399,3 +399,47 @@ func likePattern(q string) string {
 	r := strings.NewReplacer(`\`, `\\`, `%`, `\%`, `_`, `\_`)
 	return "%" + r.Replace(q) + "%"
 }
+
+// listQuery is one paginated list: what to count and read, under which
+// conditions, in which order.
+type listQuery struct {
+	from    string   // table and alias, with joins the columns need
+	count   string   // what to count over when it differs from from (no joins)
+	where   []string // conditions, joined with AND
+	args    []any    // their arguments
+	columns string
+	order   string
+	what    string // for error messages: "users"
+}
+
+// listPage counts what matches q and reads page p of it, newest or first
+// as q.order says, scanning each row with scan.
+func listPage[T any](ctx context.Context, db *DB, q listQuery, p Page, scan func(rowScanner) (T, error)) ([]T, int, error) {
+	cond := ""
+	if len(q.where) > 0 {
+		cond = " WHERE " + strings.Join(q.where, " AND ")
+	}
+	countFrom := q.from
+	if q.count != "" {
+		countFrom = q.count
+	}
+	var total int
+	if err := db.r.QueryRowContext(ctx, `SELECT COUNT(*) FROM `+countFrom+cond, q.args...).Scan(&total); err != nil {
+		return nil, 0, fmt.Errorf("store: count %s: %w", q.what, err)
+	}
+	args := append(append([]any(nil), q.args...), p.limit(), p.offset())
+	rows, err := db.r.QueryContext(ctx, `SELECT `+q.columns+` FROM `+q.from+cond+` ORDER BY `+q.order+` LIMIT ? OFFSET ?`, args...)
+	if err != nil {
+		return nil, 0, fmt.Errorf("store: list %s: %w", q.what, err)
+	}
+	defer rows.Close()
+	out := []T{}
+	for rows.Next() {
+		v, err := scan(rows)
+		if err != nil {
+			return nil, 0, fmt.Errorf("store: list %s: %w", q.what, err)
+		}
+		out = append(out, v)
+	}
+	return out, total, rows.Err()
+}

@@ -128,26 +128,13 @@ func nullID(n sql.NullInt64) *int64 {
 
 // ListUsage lists events newest first.
 func (db *DB) ListUsage(ctx context.Context, f UsageFilter, p Page) ([]*UsageEvent, int, error) {
+	var where []string
 	cond, args := f.where()
-	var total int
-	if err := db.r.QueryRowContext(ctx, `SELECT COUNT(*) FROM usage_events u`+cond, args...).Scan(&total); err != nil {
-		return nil, 0, fmt.Errorf("store: count usage: %w", err)
+	if cond != "" {
+		where = []string{strings.TrimPrefix(cond, " WHERE ")}
 	}
-	rows, err := db.r.QueryContext(ctx, `SELECT `+usageColumns+` FROM usage_events u`+cond+` ORDER BY u.created_at DESC, u.id DESC LIMIT ? OFFSET ?`,
-		append(args, p.limit(), p.offset())...)
-	if err != nil {
-		return nil, 0, fmt.Errorf("store: list usage: %w", err)
-	}
-	defer rows.Close()
-	out := []*UsageEvent{}
-	for rows.Next() {
-		e, err := scanUsage(rows)
-		if err != nil {
-			return nil, 0, fmt.Errorf("store: list usage: %w", err)
-		}
-		out = append(out, e)
-	}
-	return out, total, rows.Err()
+	return listPage(ctx, db, listQuery{from: "usage_events u", where: where, args: args, columns: usageColumns,
+		order: "u.created_at DESC, u.id DESC", what: "usage"}, p, scanUsage)
 }
 
 // EachUsage calls fn for every matching event, oldest first (CSV export).

@@ -158,29 +158,8 @@ func (db *DB) ListUsers(ctx context.Context, f UserFilter) ([]*User, int, error)
 		p := likePattern(q)
 		args = append(args, p, p, p)
 	}
-	cond := ""
-	if len(where) > 0 {
-		cond = " WHERE " + strings.Join(where, " AND ")
-	}
-	var total int
-	if err := db.r.QueryRowContext(ctx, `SELECT COUNT(*) FROM users u`+cond, args...).Scan(&total); err != nil {
-		return nil, 0, fmt.Errorf("store: count users: %w", err)
-	}
-	rows, err := db.r.QueryContext(ctx, `SELECT `+userColumns+` FROM users u`+cond+` ORDER BY u.id LIMIT ? OFFSET ?`,
-		append(args, f.limit(), f.offset())...)
-	if err != nil {
-		return nil, 0, fmt.Errorf("store: list users: %w", err)
-	}
-	defer rows.Close()
-	users := []*User{}
-	for rows.Next() {
-		u, err := scanUser(rows)
-		if err != nil {
-			return nil, 0, fmt.Errorf("store: list users: %w", err)
-		}
-		users = append(users, u)
-	}
-	return users, total, rows.Err()
+	return listPage(ctx, db, listQuery{from: "users u", where: where, args: args, columns: userColumns, order: "u.id", what: "users"},
+		f.Page, func(r rowScanner) (*User, error) { return scanUser(r) })
 }
 
 // UserUpdate holds the profile fields to change; nil leaves a field alone.
