@@ -16,20 +16,11 @@ var AgentKinds = []string{"writer", "editor", "researcher", "seo"}
 // Agent is a configured AI worker: a model, a system prompt and parameters,
 // in an environment (or global when EnvironmentID is nil).
 type Agent struct {
-	ID            int64
-	EnvironmentID *int64
-	Name          string
-	Description   string
-	Kind          string
-	CredentialID  *int64
-	Model         string
-	SystemPrompt  string
-	Temperature   *float64
-	MaxTokens     *int
-	IsActive      bool
-	CreatedBy     *int64
-	CreatedAt     time.Time
-	UpdatedAt     time.Time
+	ID int64
+	AgentInput
+	CreatedBy *int64
+	CreatedAt time.Time
+	UpdatedAt time.Time
 	// Assignments are the environments, beyond its own, that may use it.
 	Assignments []int64
 }
