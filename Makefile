@@ -35,4 +35,4 @@ clean:
 
 # GET /api/auth/me versus a bare JWT-verifying Gin handler, with wrk.
 perf-me:
-	go run ./server/authbench -connections 50 -duration 10s -rounds 3
+	go run ./server/authbench/cmd -connections 50 -duration 10s -rounds 3

@@ -1,17 +1,15 @@
 package server_test
 
 import (
-	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/gin-gonic/gin"
-	"github.com/golang-jwt/jwt/v5"
 
 	"github.com/copydesk/copydesk/server"
 	"github.com/copydesk/copydesk/server/auth"
+	"github.com/copydesk/copydesk/server/authbench"
 	"github.com/copydesk/copydesk/store"
 )
 
@@ -76,7 +74,7 @@ func BenchmarkMe(b *testing.B) {
 // BenchmarkBareJWT is the yardstick for BenchmarkMe: a Gin handler that only
 // verifies the same kind of JWT.
 func BenchmarkBareJWT(b *testing.B) {
-	h, tok := BareJWTHandler([]byte(testSecret))
+	h, tok := authbench.BareHandler([]byte(testSecret))
 	b.ReportAllocs()
 	b.ResetTimer()
 	b.RunParallel(func(pb *testing.PB) {
@@ -90,24 +88,4 @@ func BenchmarkBareJWT(b *testing.B) {
 			}
 		}
 	})
-}
-
-// BareJWTHandler is a Gin router whose one route verifies an HS256 JWT and
-// answers its subject, with a token for it.
-func BareJWTHandler(key []byte) (http.Handler, string) {
-	gin.SetMode(gin.ReleaseMode)
-	r := gin.New()
-	parser := jwt.NewParser(jwt.WithValidMethods([]string{"HS256"}), jwt.WithExpirationRequired())
-	r.GET("/me", func(c *gin.Context) {
-		tok := strings.TrimPrefix(c.GetHeader("Authorization"), "Bearer ")
-		var claims jwt.RegisteredClaims
-		if _, err := parser.ParseWithClaims(tok, &claims, func(*jwt.Token) (any, error) { return key, nil }); err != nil {
-			c.AbortWithStatusJSON(401, gin.H{"detail": "bad token"})
-			return
-		}
-		c.JSON(200, gin.H{"data": gin.H{"id": claims.Subject}, "message": "ok"})
-	})
-	tokens := auth.NewTokens(key, time.Now)
-	tok, _ := tokens.Issue(1, 1, "", time.Now().Add(time.Hour))
-	return r, tok
 }

@@ -1,4 +1,4 @@
-// Command authbench measures GET /api/auth/me of a real copydesk (token
+// Command authbench (go run ./server/authbench/cmd) measures GET /api/auth/me of a real copydesk (token
 // signature, session and user checked against SQLite on every request)
 // against a bare Gin handler that only verifies the same kind of JWT, side
 // by side on loopback with wrk. Run it with `make perf-me`; the README's
@@ -17,13 +17,10 @@ import (
 	"os/exec"
 	"regexp"
 	"strconv"
-	"strings"
 	"time"
 
-	"github.com/gin-gonic/gin"
-	"github.com/golang-jwt/jwt/v5"
-
 	"github.com/copydesk/copydesk/server"
+	"github.com/copydesk/copydesk/server/authbench"
 	"github.com/copydesk/copydesk/server/auth"
 	"github.com/copydesk/copydesk/store"
 )
@@ -131,26 +128,13 @@ func wrk(url, token string, conns, threads int, dur time.Duration) (float64, err
 	return strconv.ParseFloat(string(m[1]), 64)
 }
 
-// startBare serves a Gin route that verifies an HS256 JWT and answers the
-// subject in the same envelope shape, with a token for it.
+// startBare serves authbench.BareHandler on loopback.
 func startBare(key []byte) (net.Listener, string, error) {
-	gin.SetMode(gin.ReleaseMode)
-	r := gin.New()
-	parser := jwt.NewParser(jwt.WithValidMethods([]string{"HS256"}), jwt.WithExpirationRequired())
-	r.GET("/me", func(c *gin.Context) {
-		tok := strings.TrimPrefix(c.GetHeader("Authorization"), "Bearer ")
-		var claims jwt.RegisteredClaims
-		if _, err := parser.ParseWithClaims(tok, &claims, func(*jwt.Token) (any, error) { return key, nil }); err != nil {
-			c.AbortWithStatusJSON(401, gin.H{"detail": "bad token"})
-			return
-		}
-		c.JSON(200, gin.H{"data": gin.H{"id": claims.Subject}, "message": "ok"})
-	})
+	h, tok := authbench.BareHandler(key)
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return nil, "", err
 	}
-	go http.Serve(l, r)
-	tok, err := auth.NewTokens(key, time.Now).Issue(1, 1, "", time.Now().Add(time.Hour))
-	return l, tok, err
+	go http.Serve(l, h)
+	return l, tok, nil
 }
