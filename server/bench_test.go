@@ -6,7 +6,6 @@ import (
 	"testing"
 	"time"
 
-
 	"github.com/copydesk/copydesk/server"
 	"github.com/copydesk/copydesk/server/auth"
 	"github.com/copydesk/copydesk/server/authbench"

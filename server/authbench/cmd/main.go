@@ -20,8 +20,8 @@ import (
 	"time"
 
 	"github.com/copydesk/copydesk/server"
-	"github.com/copydesk/copydesk/server/authbench"
 	"github.com/copydesk/copydesk/server/auth"
+	"github.com/copydesk/copydesk/server/authbench"
 	"github.com/copydesk/copydesk/store"
 )
 
