@@ -37,7 +37,9 @@ type Error struct {
 
 func (e *Error) Error() string {
 	if e.Err != nil {
-		return e.Message + ": " + e.Err.Error()
+		if cause := e.Err.Error(); !strings.Contains(e.Message, cause) {
+			return e.Message + ": " + cause
+		}
 	}
 	return e.Message
 }

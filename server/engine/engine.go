@@ -258,9 +258,9 @@ func (e *Engine) run(ctx context.Context, c Call, onDelta func(string) error) (*
 			res.Model = resp.Model
 		}
 	}
-	if err == nil || res.Usage.InputTokens+res.Usage.OutputTokens > 0 {
-		res.CostUSD = Cost(res.Model, res.Usage, p.eff.PriceOverrides)
-	}
+	// A failed call is priced too: zero for a known model that used no
+	// tokens, null for an unknown one.
+	res.CostUSD = Cost(res.Model, res.Usage, p.eff.PriceOverrides)
 	hctx, release = e.db.Hold(context.WithoutCancel(ctx))
 	defer release()
 	e.record(hctx, c, res, err)
@@ -335,7 +335,7 @@ func (e *Engine) watchBudget(ctx context.Context, envID *int64, eff Effective) {
 		}
 		e.notify.Environment(ctx, *envID, notify.Note{Kind: notify.BudgetReached,
 			Title: fmt.Sprintf("%s has used %d%% of its monthly AI budget", name, pct),
-			Body:  fmt.Sprintf("$%.2f of $%.2f in %s.", spent, budget, month.Format("January 2006")),
+			Body:  fmt.Sprintf("%s of %s in %s.", usd(spent), usd(budget), month.Format("January 2006")),
 			Link:  fmt.Sprintf("/api/token-analytics/summary?environment_id=%d", *envID)})
 	}
 }
@@ -417,18 +417,29 @@ func scrub(s, secret string) string {
 	return s
 }
 
-// Mask shows enough of a secret to recognise it: "sk-...x9Qa".
+// Mask shows enough of a secret to recognise it, "sk-...x9Qa", and never
+// more than a quarter of it.
 func Mask(secret string) string {
 	switch n := len(secret); {
 	case n == 0:
 		return ""
-	case n >= 12:
+	case n >= 28:
 		return secret[:3] + "..." + secret[n-4:]
-	case n >= 6:
+	case n >= 16:
+		return "..." + secret[n-4:]
+	case n >= 8:
 		return "..." + secret[n-2:]
 	default:
 		return "..."
 	}
+}
+
+// usd formats dollars with cents, or with more digits below a cent.
+func usd(v float64) string {
+	if v != 0 && v < 0.01 {
+		return fmt.Sprintf("$%.4f", v)
+	}
+	return fmt.Sprintf("$%.2f", v)
 }
 
 func firstNonEmpty(ss ...string) string {

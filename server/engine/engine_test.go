@@ -351,7 +351,7 @@ func TestProviderUnauthorized(t *testing.T) {
 	}
 	ev := events[0]
 	if ev.Status != "error" || !strings.Contains(ev.Error, "Incorrect API key provided") || strings.Contains(ev.Error, wrongKey) ||
-		ev.InputTokens != 0 || ev.CostUSD != nil || ev.Model != "gpt-4o-mini" || ev.UserID == nil || *ev.UserID != r.user.ID {
+		ev.InputTokens != 0 || ev.CostUSD == nil || *ev.CostUSD != 0 || ev.Model != "gpt-4o-mini" || ev.UserID == nil || *ev.UserID != r.user.ID {
 		t.Fatalf("usage event: %+v", ev)
 	}
 	// The event's error is the client-safe message, once.
@@ -862,10 +862,11 @@ func TestMask(t *testing.T) {
 		{"", ""},
 		{"abc", "..."},
 		{"abcde", "..."},
-		{"abcdef", "...ef"},
+		{"abcdef", "..."},
 		{"abcdefghijk", "...jk"},
-		{"sk-abcdefghi", "sk-...fghi"},
-		{"sk-proj-0123456789x9Qa", "sk-...x9Qa"},
+		{"sk-abcdefghi", "...hi"},
+		{"sk-proj-0123456789x9Qa", "...x9Qa"},
+		{"sk-proj-0123456789abcdefghijklmnopqrstuvwx9Qa", "sk-...x9Qa"},
 	} {
 		if got := engine.Mask(c.in); got != c.want {
 			t.Errorf("Mask(%q) = %q, want %q", c.in, got, c.want)

@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"regexp"
 	"strings"
 
 	"github.com/copydesk/copydesk/server/ai"
@@ -15,11 +16,10 @@ func p(in, cached, out float64) store.Price {
 	return store.Price{Input: in, Output: out, CachedInput: &cached}
 }
 
-// builtinPrices are list prices in US dollars per million tokens. A model
-// id matches the longest entry it starts with, so dated ids
-// (gpt-4o-2024-08-06, claude-sonnet-4-20250514) find their family. Settings
-// override them (price_overrides); a model found nowhere has no cost (null),
-// never a cost of zero.
+// builtinPrices are list prices in US dollars per million tokens. Dated ids
+// (gpt-4o-2024-08-06, claude-sonnet-4-20250514) and -latest aliases find
+// their family. Settings override them (price_overrides); a model found
+// nowhere has no cost (null), never a cost of zero.
 var builtinPrices = map[string]store.Price{
 	// OpenAI
 	"gpt-5":        p(1.25, 0.125, 10.00),
@@ -54,31 +54,36 @@ func BuiltinPrices() map[string]store.Price {
 	return out
 }
 
-// priceFor finds a model's price in the built-in table with the overrides
-// written over it: an exact entry, else the longest entry the id starts
-// with (followed by "-"). One table, so an override for gpt-4o does not
-// reprice gpt-4o-mini, whose own entry is longer.
+// versionSuffix is what may follow a family's id in a model id that means
+// the same model: a release date or "latest". Anything else (gpt-5-pro,
+// o3-deep-research, gpt-4o-audio-preview) is a different model with its
+// own price, so it is unknown unless an override names it.
+var versionSuffix = regexp.MustCompile(`^-(\d{4}-\d{2}-\d{2}|\d{8}|latest)$`)
+
+// priceFor finds a model's price: an exact entry (overrides written over
+// the built-in table), else the longest candidate among the overrides whose
+// id the model's id extends with "-..." (an override may name a family on
+// purpose) and the built-in entries it extends with a release date or
+// "-latest".
 func priceFor(model string, overrides map[string]store.Price) (store.Price, bool) {
-	table := builtinPrices
-	if len(overrides) > 0 {
-		table = BuiltinPrices()
-		for k, v := range overrides {
-			table[k] = v
-		}
-	}
-	if pr, ok := table[model]; ok {
+	if pr, ok := overrides[model]; ok {
 		return pr, true
 	}
-	best := ""
-	for k := range table {
+	if pr, ok := builtinPrices[model]; ok {
+		return pr, true
+	}
+	best, found := "", store.Price{}
+	for k, pr := range overrides {
 		if len(k) > len(best) && strings.HasPrefix(model, k+"-") {
-			best = k
+			best, found = k, pr
 		}
 	}
-	if best == "" {
-		return store.Price{}, false
+	for k, pr := range builtinPrices {
+		if len(k) > len(best) && strings.HasPrefix(model, k) && versionSuffix.MatchString(model[len(k):]) {
+			best, found = k, pr
+		}
 	}
-	return table[best], true
+	return found, best != ""
 }
 
 // Cost prices a call's usage; nil when the model's price is unknown. The

@@ -144,3 +144,29 @@ func TestBuiltinPrices(t *testing.T) {
 		t.Fatalf("BuiltinPrices shares its table")
 	}
 }
+
+// Built-in prices reach dated ids and -latest aliases of their family, not
+// other models that merely share the prefix.
+func TestBuiltinFamilies(t *testing.T) {
+	u := ai.Usage{InputTokens: 1_000_000}
+	for model, priced := range map[string]bool{
+		"gpt-4o-2024-08-06":         true,
+		"gpt-4o-mini-2024-07-18":    true,
+		"claude-3-5-haiku-latest":   true,
+		"claude-sonnet-4-20250514":  true,
+		"gpt-5-pro":                 false,
+		"o3-pro":                    false,
+		"o3-deep-research":          false,
+		"gpt-4o-audio-preview":      false,
+		"gpt-4o-realtime-preview":   false,
+		"claude-sonnet-4-5-unknown": false,
+	} {
+		if got := engine.Cost(model, u, nil); (got != nil) != priced {
+			t.Errorf("%s: cost %v, priced %v", model, got, priced)
+		}
+	}
+	// An override names a family on purpose.
+	if got := engine.Cost("gpt-5-pro", u, map[string]store.Price{"gpt-5-pro": {Input: 15, Output: 120}}); got == nil || *got != 15 {
+		t.Errorf("override: %v", got)
+	}
+}
