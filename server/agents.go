@@ -3,9 +3,12 @@ package server
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"strings"
+	"sync"
 	"time"
 	"unicode/utf8"
 
@@ -527,13 +530,17 @@ func (s *Server) cancelRun(c *gin.Context) {
 		fail(c, store.Conflict("the run already %s", r.Status))
 		return
 	}
+	by := principal(c).User.Username
+	if stop, ok := s.streams.Load(r.ID); ok { // a streamed run: end its provider call
+		stop.(context.CancelCauseFunc)(runCancelled{by: by})
+	}
 	if r.JobID != nil {
 		if _, err := s.jobs.Cancel(ctx, *r.JobID); err != nil && store.KindOf(err) != store.KindConflict && !store.IsNotFound(err) {
 			fail(c, err)
 			return
 		}
 	}
-	r, err = s.db.FinishRun(ctx, r.ID, store.RunOutcome{Status: store.RunCancelled, Error: "cancelled by " + principal(c).User.Username})
+	r, err = s.db.FinishRun(ctx, r.ID, store.RunOutcome{Status: store.RunCancelled, Error: "cancelled by " + by})
 	if err != nil {
 		fail(c, err)
 		return
@@ -675,7 +682,13 @@ func outcome(res *engine.Result, err error) store.RunOutcome {
 // streamRun executes a run inside the request, streaming the text as
 // Server-Sent Events.
 func (s *Server) streamRun(c *gin.Context, a *store.Agent, run *store.AgentRun) {
-	ctx := c.Request.Context()
+	// The run can be ended from outside: a cancel request, the server
+	// stopping, or its session being revoked (see the heartbeat below).
+	ctx, cancel := context.WithCancelCause(c.Request.Context())
+	defer cancel(nil)
+	s.streams.Store(run.ID, cancel)
+	defer s.streams.Delete(run.ID)
+
 	hctx, release := s.db.Hold(ctx)
 	_, err := s.db.StartRun(hctx, run.ID)
 	if err == nil {
@@ -692,20 +705,58 @@ func (s *Server) streamRun(c *gin.Context, a *store.Agent, run *store.AgentRun) 
 	h.Set("Cache-Control", "no-cache")
 	h.Set("X-Accel-Buffering", "no")
 	c.Status(http.StatusOK)
+	var mu sync.Mutex // the heartbeat and the deltas share the writer
 	w := c.Writer
-	event := func(name string, v any) error {
-		b, _ := json.Marshal(v)
-		_, err := fmt.Fprintf(w, "event: %s\ndata: %s\n\n", name, b)
+	write := func(text string) error {
+		mu.Lock()
+		defer mu.Unlock()
+		_, err := io.WriteString(w, text)
 		w.Flush()
 		return err
 	}
+	event := func(name string, v any) error {
+		b, _ := json.Marshal(v)
+		return write("event: " + name + "\ndata: " + string(b) + "\n\n")
+	}
 	event("run", runJSON(run))
+
+	// Heartbeat: keeps proxies from closing a quiet stream (a slow first
+	// token) and ends the run when its session is revoked.
+	beat := make(chan struct{})
+	defer close(beat)
+	token := bearerToken(c)
+	go func() {
+		t := time.NewTicker(s.opts.StreamHeartbeat)
+		defer t.Stop()
+		for {
+			select {
+			case <-beat:
+				return
+			case <-t.C:
+				hctx, release := s.db.Hold(ctx)
+				_, err := s.auth.Authenticate(hctx, token)
+				release()
+				if err != nil {
+					cancel(errStreamSessionEnded)
+					return
+				}
+				if write(": heartbeat\n\n") != nil {
+					cancel(errStreamClientGone)
+					return
+				}
+			}
+		}
+	}()
+
 	res, err := s.engine.Stream(ctx, agentCall(a, run), func(text string) error {
 		return event("delta", map[string]string{"text": text})
 	})
 	o := outcome(res, err)
 	if ctx.Err() != nil {
-		o.Status, o.Error = store.RunCancelled, "the client disconnected"
+		o.Status, o.Error = store.RunCancelled, streamEndReason(ctx)
+		if errors.Is(context.Cause(ctx), errStreamSessionEnded) {
+			o.Status = store.RunFailed
+		}
 	}
 	hctx, release = s.db.Hold(context.WithoutCancel(ctx))
 	defer release()
@@ -715,11 +766,42 @@ func (s *Server) streamRun(c *gin.Context, a *store.Agent, run *store.AgentRun) 
 		return
 	}
 	s.notifyRun(hctx, a, finished)
-	if err != nil {
+	switch {
+	case finished.Status == store.RunCancelled:
+		event("error", errorBody{Detail: "the run was cancelled: " + finished.Error})
+	case err != nil:
 		event("error", errorBody{Detail: store.Message(err)})
-		return
+	default:
+		event("done", runJSON(finished))
 	}
-	event("done", runJSON(finished))
+}
+
+// Why a streamed run's context ended, beyond the client going away.
+var (
+	errStreamSessionEnded = errors.New("the session ended")
+	errStreamClientGone   = errors.New("the client disconnected")
+	errServerStopping     = errors.New("the server stopped")
+)
+
+// runCancelled is the cause a cancel request gives a streamed run.
+type runCancelled struct{ by string }
+
+func (r runCancelled) Error() string { return "cancelled by " + r.by }
+
+func streamEndReason(ctx context.Context) string {
+	if cause := context.Cause(ctx); cause != nil && !errors.Is(cause, context.Canceled) {
+		return cause.Error()
+	}
+	return errStreamClientGone.Error()
+}
+
+// StopStreams ends every streamed run (on shutdown), so none outlives the
+// server or keeps it from stopping.
+func (s *Server) StopStreams() {
+	s.streams.Range(func(_, v any) bool {
+		v.(context.CancelCauseFunc)(errServerStopping)
+		return true
+	})
 }
 
 // runAgentJob is the job handler for queued runs. It holds the database
@@ -776,23 +858,24 @@ func (s *Server) startQueuedRun(ctx context.Context, runID int64) (*store.AgentR
 
 // agentJobFinished closes the run of a job that ended without finishing it
 // (failed for good, cancelled, or interrupted) and tells the user.
-func (s *Server) agentJobFinished(job *store.Job) {
+func (s *Server) agentJobFinished(ctx context.Context, job *store.Job) {
 	var p agentRunPayload
 	if json.Unmarshal(job.Payload, &p) != nil {
 		return
 	}
-	ctx, release := s.db.Hold(context.Background())
+	// The caller's hold carries over (a cancel request holds already).
+	ctx, release := s.db.Hold(context.WithoutCancel(ctx))
 	defer release()
 	run, err := s.db.RunByID(ctx, p.RunID)
 	if err != nil {
 		return
 	}
 	if !run.Finished() {
-		status := store.RunFailed
+		o := store.RunOutcome{Status: store.RunFailed, Error: job.LastError}
 		if job.Status == store.JobCancelled {
-			status = store.RunCancelled
+			o = store.RunOutcome{Status: store.RunCancelled, Error: "cancelled"}
 		}
-		if run, err = s.db.FinishRun(ctx, run.ID, store.RunOutcome{Status: status, Error: job.LastError}); err != nil {
+		if run, err = s.db.FinishRun(ctx, run.ID, o); err != nil {
 			s.log.Error("finish run", "run", p.RunID, "err", err)
 			return
 		}

@@ -210,9 +210,17 @@ func (a *App) Run(ctx context.Context) error {
 		BaseContext:       func(net.Listener) context.Context { return context.WithoutCancel(ctx) },
 		ErrorLog:          slog.NewLogLogger(a.Log.Handler(), slog.LevelWarn),
 	}
+	// Runs that a dead process left unfinished, with no job to finish
+	// them, are failed before anything new can start.
+	if n, err := a.DB.FailOrphanRuns(ctx, "interrupted by a restart"); err != nil {
+		return err
+	} else if n > 0 {
+		a.Log.Warn("runs left unfinished by a restart marked failed", "count", n)
+	}
 	// Event streams never finish on their own: end them when shutdown
 	// begins so in-flight requests can drain.
 	srv.RegisterOnShutdown(a.Notify.Close)
+	srv.RegisterOnShutdown(a.Server.StopStreams)
 	bg, stopBG := context.WithCancel(ctx)
 	var wg sync.WaitGroup
 	wg.Go(func() { a.housekeeping(bg) })

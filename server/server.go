@@ -4,9 +4,11 @@
 package server
 
 import (
+	"context"
 	"log/slog"
 	"net/http"
 	"regexp"
+	"sync"
 	"time"
 
 	"github.com/gin-gonic/gin"
@@ -30,6 +32,7 @@ type Server struct {
 	jobs    *jobs.Runner
 	keys    *keyring.Keyring
 	log     *slog.Logger
+	streams sync.Map // run id -> context.CancelCauseFunc of a streamed run
 	router  *gin.Engine
 	routes  []*Route
 	opts    Options
@@ -204,8 +207,8 @@ var pathParam = regexp.MustCompile(`\{(\w+)\}`)
 func (s *Server) EngineRoutes() gin.RoutesInfo { return s.router.Routes() }
 
 // onJobFinished hears every job that reached a final status.
-func (s *Server) onJobFinished(job *store.Job) {
+func (s *Server) onJobFinished(ctx context.Context, job *store.Job) {
 	if job.Kind == AgentRunJob {
-		s.agentJobFinished(job)
+		s.agentJobFinished(ctx, job)
 	}
 }

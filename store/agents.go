@@ -403,3 +403,18 @@ func (db *DB) ListRuns(ctx context.Context, f RunFilter) ([]*AgentRun, int, erro
 	return listPage(ctx, db, listQuery{from: "agent_runs r", where: where, args: args, columns: runColumns,
 		order: "r.id DESC", what: "runs"}, f.Page, scanRun)
 }
+
+// FailOrphanRuns ends the runs left queued or running with no live job to
+// finish them (a streamed run when the process died, or a crash between
+// recording a run and queueing its job): they fail with reason. Runs whose
+// job is still queued or running are left to the job. It runs at start-up,
+// before the server serves, and says how many it ended.
+func (db *DB) FailOrphanRuns(ctx context.Context, reason string) (int64, error) {
+	res, err := db.exec(ctx, `UPDATE agent_runs SET status = 'failed', error = ?, finished_at = ?
+		WHERE status IN ('queued', 'running')
+		AND (job_id IS NULL OR job_id NOT IN (SELECT id FROM jobs WHERE status IN ('queued', 'running')))`, reason, db.now())
+	if err != nil {
+		return 0, fmt.Errorf("store: fail orphan runs: %w", err)
+	}
+	return res.RowsAffected()
+}

@@ -95,7 +95,9 @@ type Runner struct {
 	// OnFinish, when set, is called after a job reaches a final status
 	// (succeeded, failed or cancelled), with the job as stored, in the
 	// goroutine that finished it. A panic in it is logged.
-	OnFinish func(job *store.Job)
+	// ctx is the caller's for a cancel (so a request's hold on the
+	// database carries over; see store.DB.Hold) and the runner's otherwise.
+	OnFinish func(ctx context.Context, job *store.Job)
 
 	wake    chan struct{} // a job may be due: one token per worker, at most
 	running atomic.Bool   // Run is under way
@@ -215,7 +217,7 @@ func (r *Runner) wakeAt(t time.Time) {
 func (r *Runner) Cancel(ctx context.Context, id int64) (*store.Job, error) {
 	job, ended, err := r.cancel(ctx, id)
 	if ended {
-		r.finished(job) // outside the hold: OnFinish may take its own
+		r.finished(ctx, job) // outside the runner's hold: OnFinish may take its own
 	}
 	return job, err
 }
@@ -295,7 +297,7 @@ func (r *Runner) sweep(ctx context.Context, reason string) error {
 		r.signal()
 	}
 	for _, j := range rec.FailedJobs {
-		r.finished(j)
+		r.finished(ctx, j)
 	}
 	return nil
 }
@@ -431,7 +433,7 @@ func (r *Runner) execute(ctx context.Context, a *activeJob) {
 		log.Info("job "+outcome, "took", took)
 	}
 	if done != nil {
-		r.finished(done)
+		r.finished(context.WithoutCancel(ctx), done)
 	}
 }
 
@@ -467,7 +469,7 @@ func call(ctx context.Context, h Handler, job *store.Job) (err error) {
 }
 
 // finished tells OnFinish that job reached a final status.
-func (r *Runner) finished(job *store.Job) {
+func (r *Runner) finished(ctx context.Context, job *store.Job) {
 	if r.OnFinish == nil {
 		return
 	}
@@ -476,5 +478,5 @@ func (r *Runner) finished(job *store.Job) {
 			r.log.Error("jobs: OnFinish panicked", "job", job.ID, "panic", v, "stack", string(debug.Stack()))
 		}
 	}()
-	r.OnFinish(job)
+	r.OnFinish(ctx, job)
 }

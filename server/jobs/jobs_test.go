@@ -53,7 +53,7 @@ func newHarnessOn(t *testing.T, db *store.DB, opt jobs.Options) *harness {
 	}
 	h := &harness{db: db, finished: make(chan *store.Job, 1000)}
 	h.r = jobs.New(db, slog.New(slog.NewTextHandler(t.Output(), &slog.HandlerOptions{Level: slog.LevelDebug})), opt)
-	h.r.OnFinish = func(j *store.Job) { h.finished <- j }
+	h.r.OnFinish = func(_ context.Context, j *store.Job) { h.finished <- j }
 	return h
 }
 
