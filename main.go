@@ -128,6 +128,14 @@ func serveCmd() *cobra.Command {
 				return err
 			}
 			cfg.DataDir, cfg.Version = c.dataDir, version
+			switch {
+			case cfg.Workers < 1:
+				return fmt.Errorf("--workers must be at least 1")
+			case cfg.ProviderRetries < -1:
+				return fmt.Errorf("--provider-retries must be -1 (none), 0 (none) or more")
+			case cfg.ProviderRetries == 0:
+				cfg.ProviderRetries = -1 // 0 in the server's config means "the default"
+			}
 			cfg.SecretKey = os.Getenv("COPYDESK_SECRET_KEY")
 			ctx := cmd.Context()
 			app, err := server.Open(ctx, cfg, log)
@@ -155,7 +163,7 @@ func serveCmd() *cobra.Command {
 	f.StringSliceVar(&cfg.TrustedProxies, "trusted-proxies", nil, "reverse proxies (IPs or CIDRs) whose X-Forwarded-For is trusted")
 	f.DurationVar(&cfg.ShutdownTimeout, "shutdown-timeout", 30*time.Second, "how long in-flight requests may finish on shutdown")
 	f.IntVar(&cfg.Workers, "workers", 2, "background jobs (agent runs, ...) that run at once")
-	f.IntVar(&cfg.ProviderRetries, "provider-retries", 2, "retries of a failed LLM provider call (429, 5xx, network); -1 for none")
+	f.IntVar(&cfg.ProviderRetries, "provider-retries", 2, "retries of a failed LLM provider call (429, 5xx, network); 0 for none")
 	f.DurationVar(&cfg.ProviderTimeout, "provider-timeout", 5*time.Minute, "limit of one LLM provider attempt, streaming included")
 	return cmd
 }

@@ -257,6 +257,11 @@ func (s *Server) checkAgentFields(ctx context.Context, p *auth.Principal, in *st
 		return store.Invalid("name: must not be empty")
 	}
 	in.Model = strings.TrimSpace(in.Model)
+	for field, v := range map[string]string{"name": in.Name, "model": in.Model} {
+		if err := noControl(field, v); err != nil {
+			return err
+		}
+	}
 	return nil
 }
 

@@ -39,7 +39,7 @@ type aiSettingsLevel struct {
 	Tone             *string                `json:"tone" binding:"omitempty,max=100"`
 	Language         *string                `json:"language" binding:"omitempty,max=35"`
 	TargetWordCount  *int                   `json:"target_word_count" binding:"omitempty,gte=50,lte=20000"`
-	MonthlyBudgetUSD *float64               `json:"monthly_budget_usd" binding:"omitempty,gte=0" doc:"per environment; crossing 80% and 100% notifies its users once a month"`
+	MonthlyBudgetUSD *float64               `json:"monthly_budget_usd" binding:"omitempty,gte=0" doc:"each environment's monthly budget (global: the default of every environment); crossing 80% and 100% notifies its users once a month"`
 	PriceOverrides   map[string]store.Price `json:"price_overrides"`
 }
 
@@ -170,19 +170,26 @@ func (s *Server) checkAISettings(ctx context.Context, envID *int64, req *aiSetti
 			return store.Invalid("language: must be a language tag like en, de or pt-BR")
 		}
 	}
-	for _, p := range []*string{req.Model, req.Tone} {
+	for field, p := range map[string]*string{"model": req.Model, "tone": req.Tone} {
 		if p != nil {
 			*p = strings.TrimSpace(*p)
+			if err := noControl(field, *p); err != nil {
+				return err
+			}
 		}
 	}
+	prices := make(map[string]store.Price, len(req.PriceOverrides))
 	for model, p := range req.PriceOverrides {
-		if strings.TrimSpace(model) == "" || len(model) > 200 {
-			return store.Invalid("price_overrides: model ids must be 1 to 200 characters")
+		model = strings.TrimSpace(model)
+		if model == "" || len(model) > 200 || noControl("model", model) != nil {
+			return store.Invalid("price_overrides: model ids must be 1 to 200 printable characters")
 		}
 		if p.Input < 0 || p.Output < 0 || (p.CachedInput != nil && *p.CachedInput < 0) {
 			return store.Invalid("price_overrides.%s: prices must not be negative", model)
 		}
+		prices[model] = p
 	}
+	req.PriceOverrides = prices
 	if len(req.PriceOverrides) > 500 {
 		return store.Invalid("price_overrides: at most 500 models")
 	}

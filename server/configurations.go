@@ -114,6 +114,17 @@ func secretOf(provider, apiKey, appPassword string) (string, error) {
 // checkCredential applies the per-provider rules to the final state of a
 // credential.
 func checkCredential(provider, secret, username, baseURL string) (string, error) {
+	if username != "" && provider != store.ProviderWordPress {
+		return "", store.Invalid("username: only wordpress credentials have one")
+	}
+	for field, v := range map[string]string{"username": username, "base_url": baseURL} {
+		if err := noControl(field, v); err != nil {
+			return "", err
+		}
+	}
+	if err := noControl("the secret", secret); err != nil {
+		return "", err
+	}
 	baseURL = strings.TrimSpace(baseURL)
 	if baseURL != "" {
 		u, err := url.Parse(baseURL)
@@ -197,6 +208,12 @@ func (s *Server) createCredential(c *gin.Context) {
 		fail(c, store.Invalid("name: is required"))
 		return
 	}
+	for field, v := range map[string]string{"name": req.Name, "default_model": req.DefaultModel} {
+		if err := noControl(field, v); err != nil {
+			fail(c, err)
+			return
+		}
+	}
 	if err := s.checkEnvironmentExists(ctx, req.EnvironmentID); err != nil {
 		fail(c, err)
 		return
@@ -263,6 +280,17 @@ func (s *Server) updateCredential(c *gin.Context) {
 		fail(c, err)
 		return
 	}
+	// A stored secret only ever goes where it went before: pointing a
+	// credential at a new address needs its secret again, or a caller who
+	// cannot read the secret could have it sent to a host of their own.
+	if req.BaseURL != nil && baseURL != cred.BaseURL && newSecret == nil && cred.SecretHint != "" {
+		field := "api_key"
+		if cred.Provider == store.ProviderWordPress {
+			field = "application_password"
+		}
+		fail(c, store.Invalid("%s: is required when base_url changes: a stored secret is not sent to a new address", field))
+		return
+	}
 	up := store.CredentialUpdate{Username: req.Username, DefaultModel: req.DefaultModel}
 	if req.BaseURL != nil {
 		up.BaseURL = &baseURL
@@ -273,7 +301,17 @@ func (s *Server) updateCredential(c *gin.Context) {
 			fail(c, store.Invalid("name: must not be empty"))
 			return
 		}
+		if err := noControl("name", name); err != nil {
+			fail(c, err)
+			return
+		}
 		up.Name = &name
+	}
+	if req.DefaultModel != nil {
+		if err := noControl("default_model", *req.DefaultModel); err != nil {
+			fail(c, err)
+			return
+		}
 	}
 	if req.EnvironmentID != nil {
 		if err := s.checkEnvironmentExists(ctx, req.EnvironmentID); err != nil {

@@ -181,17 +181,17 @@ func TestConfigurationsCreate(t *testing.T) {
 		want           map[string]any
 	}{
 		{"OpenAI", "openai", map[string]any{"api_key": "sk-proj-OpenAICreate-x9Qa", "default_model": " gpt-4o-mini "},
-			"sk-proj-OpenAICreate-x9Qa", map[string]any{"secret_hint": "sk-...x9Qa", "default_model": "gpt-4o-mini", "base_url": ""}},
+			"sk-proj-OpenAICreate-x9Qa", map[string]any{"secret_hint": "...x9Qa", "default_model": "gpt-4o-mini", "base_url": ""}},
 		{"Anthropic", "anthropic", map[string]any{"api_key": "sk-ant-api03-AnthropicCreate-77ab", "environment_id": envID},
 			"sk-ant-api03-AnthropicCreate-77ab", map[string]any{"secret_hint": "sk-...77ab", "environment_id": float64(envID)}},
 		{"OpenAICompatibleNoKey", "openai_compatible", map[string]any{"base_url": "http://localhost:11434/v1/"},
 			"", map[string]any{"secret_hint": "", "base_url": "http://localhost:11434/v1"}},
 		{"OpenAICompatibleKey", "openai_compatible", map[string]any{"base_url": "https://openrouter.example/api/v1", "api_key": "or-CompatKey-123456"},
-			"or-CompatKey-123456", map[string]any{"secret_hint": "or-...3456"}},
+			"or-CompatKey-123456", map[string]any{"secret_hint": "...3456"}},
 		{"WordPress", "wordpress", map[string]any{"base_url": "https://blog.example.com", "username": " ann ", "application_password": "abcd EFGH ijkl MNOP qrst"},
-			"abcd EFGH ijkl MNOP qrst", map[string]any{"secret_hint": "abc...qrst", "username": "ann", "base_url": "https://blog.example.com"}},
+			"abcd EFGH ijkl MNOP qrst", map[string]any{"secret_hint": "...qrst", "username": "ann", "base_url": "https://blog.example.com"}},
 		{"SERP", "serp", map[string]any{"api_key": "serp-CreateKey-0000abcd"},
-			"serp-CreateKey-0000abcd", map[string]any{"secret_hint": "ser...abcd"}},
+			"serp-CreateKey-0000abcd", map[string]any{"secret_hint": "...abcd"}},
 	}
 	for _, c := range ok {
 		t.Run(c.name, func(t *testing.T) {
@@ -413,7 +413,7 @@ func TestConfigurationsUpdate(t *testing.T) {
 			t.Fatalf("%d %s", r.Code, r.Body)
 		}
 		d := r.Data()
-		if d["name"] != "renamed" || d["default_model"] != "gpt-4o" || d["secret_hint"] != "sk-...0001" ||
+		if d["name"] != "renamed" || d["default_model"] != "gpt-4o" || d["secret_hint"] != "...0001" ||
 			d["last_test_ok"] != true || d["last_tested_at"] == nil || d["environment_id"] != float64(envA) {
 			t.Fatalf("after an update without a secret: %v", d)
 		}
@@ -427,13 +427,13 @@ func TestConfigurationsUpdate(t *testing.T) {
 			t.Fatalf("%d %s", r.Code, r.Body)
 		}
 		d := r.Data()
-		if d["secret_hint"] != "sk-...9Zz9" || d["last_test_ok"] != nil || d["last_tested_at"] != nil || d["last_test_error"] != "" {
+		if d["secret_hint"] != "...9Zz9" || d["last_test_ok"] != nil || d["last_tested_at"] != nil || d["last_test_error"] != "" {
 			t.Fatalf("a new secret must change the hint and reset the last test: %v", d)
 		}
 		if res := test(t); res["ok"] != false {
 			t.Fatalf("the new (wrong) secret is not the one used: %v", res)
 		}
-		if r := e.do(t, "PUT", p, admin, map[string]any{"api_key": cfgGoodKey}); r.Code != 200 || r.Data()["secret_hint"] != "sk-...0001" {
+		if r := e.do(t, "PUT", p, admin, map[string]any{"api_key": cfgGoodKey}); r.Code != 200 || r.Data()["secret_hint"] != "...0001" {
 			t.Fatalf("back to the good key: %d %s", r.Code, r.Body)
 		}
 		if res := test(t); res["ok"] != true {
@@ -476,7 +476,7 @@ func TestConfigurationsUpdate(t *testing.T) {
 			}
 		})
 	}
-	if r := e.do(t, "GET", p, admin, nil); r.Data()["secret_hint"] != "sk-...0001" || r.Data()["name"] != "renamed" {
+	if r := e.do(t, "GET", p, admin, nil); r.Data()["secret_hint"] != "...0001" || r.Data()["name"] != "renamed" {
 		t.Fatalf("refused updates changed the credential: %s", r.Body)
 	}
 
@@ -744,7 +744,7 @@ func TestConfigurationsTestEndpoint(t *testing.T) {
 			t.Fatal(err)
 		}
 		cred, err := e.app.DB.CreateCredential(t.Context(), store.NewCredential{Name: "foreign", Provider: "openai",
-			BaseURL: openai.URL + "/v1", SecretHint: "sk-...0001",
+			BaseURL: openai.URL + "/v1", SecretHint: "...0001",
 			Seal: func(id int64) ([]byte, error) { return other.Seal([]byte(cfgGoodKey), store.CredentialAAD(id)) }})
 		if err != nil {
 			t.Fatal(err)
@@ -768,4 +768,33 @@ func TestConfigurationsTestEndpoint(t *testing.T) {
 			t.Fatalf("%d %s", r.Code, r.Body)
 		}
 	})
+}
+
+// A stored secret is never sent to a new address: moving a credential to
+// another base_url needs its secret again.
+func TestConfigurationsNewAddressNeedsSecret(t *testing.T) {
+	e := newEnv(t)
+	_, admin := e.user(t, "admin", store.RoleAdmin)
+	prov := fakeOpenAI(t, nil)
+	r := e.do(t, "POST", "/api/configurations", admin, map[string]any{"name": "k", "provider": "openai",
+		"api_key": "sk-test-good-key-0001", "base_url": prov.URL + "/v1"})
+	if r.Code != 201 {
+		t.Fatalf("create: %d %s", r.Code, r.Body)
+	}
+	p := fmt.Sprintf("/api/configurations/%d", int(r.Data()["id"].(float64)))
+	if r := e.do(t, "PUT", p, admin, map[string]any{"base_url": "http://127.0.0.1:9/elsewhere/v1"}); r.Code != 422 || !strings.Contains(r.Detail(), "api_key: is required when base_url changes") {
+		t.Fatalf("new address without the secret: %d %s", r.Code, r.Body)
+	}
+	if r := e.do(t, "PUT", p, admin, map[string]any{"base_url": prov.URL + "/v1/"}); r.Code != 200 {
+		t.Fatalf("the same address written differently: %d %s", r.Code, r.Body)
+	}
+	if r := e.do(t, "PUT", p, admin, map[string]any{"base_url": "http://127.0.0.1:9/elsewhere/v1", "api_key": "sk-test-other-key-0002"}); r.Code != 200 {
+		t.Fatalf("new address with its secret: %d %s", r.Code, r.Body)
+	}
+	if r := e.do(t, "PUT", p, admin, map[string]any{"username": "x"}); r.Code != 422 || !strings.Contains(r.Detail(), "username") {
+		t.Fatalf("a username on an openai credential: %d %s", r.Code, r.Body)
+	}
+	if r := e.do(t, "PUT", p, admin, map[string]any{"name": "bad\u0000name"}); r.Code != 422 || !strings.Contains(r.Detail(), "control") {
+		t.Fatalf("a NUL in the name: %d %s", r.Code, r.Body)
+	}
 }
