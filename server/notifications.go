@@ -161,17 +161,28 @@ func (s *Server) notificationStream(c *gin.Context) {
 	}
 	w.Flush()
 
-	// Catch up from Last-Event-ID, oldest first.
+	// Catch up from Last-Event-ID, oldest first, page by page. The
+	// subscription opened before, so nothing raised meanwhile is lost; what
+	// the catch-up sent is not sent again (lastSent).
+	var lastSent int64
 	if last, err := strconv.ParseInt(c.GetHeader("Last-Event-ID"), 10, 64); err == nil && last > 0 {
-		hctx, release := s.db.Hold(c.Request.Context())
-		missed, _, err := s.db.ListNotifications(hctx, store.NotificationFilter{UserID: p.User.ID, AfterID: last,
-			Page: store.Page{Page: 1, PerPage: 200}})
-		release()
-		if err == nil {
-			for i := len(missed) - 1; i >= 0; i-- {
-				if !send(missed[i]) {
+		lastSent = last
+		for {
+			hctx, release := s.db.Hold(c.Request.Context())
+			missed, _, err := s.db.ListNotifications(hctx, store.NotificationFilter{UserID: p.User.ID, AfterID: lastSent,
+				OldestFirst: true, Page: store.Page{Page: 1, PerPage: 200}})
+			release()
+			if err != nil {
+				break
+			}
+			for _, n := range missed {
+				if !send(n) {
 					return
 				}
+				lastSent = n.ID
+			}
+			if len(missed) < 200 {
+				break
 			}
 		}
 	}
@@ -187,9 +198,13 @@ func (s *Server) notificationStream(c *gin.Context) {
 			if !ok { // the server is shutting down
 				return
 			}
+			if n.ID <= lastSent {
+				continue // already sent by the catch-up
+			}
 			if !send(n) {
 				return
 			}
+			lastSent = n.ID
 		case <-heartbeat.C:
 			// The session may have been revoked, the user disabled, or
 			// the token may have expired: then the stream ends.

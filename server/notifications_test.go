@@ -316,3 +316,44 @@ func TestNotificationPruning(t *testing.T) {
 		t.Fatalf("after pruning: %v", titles)
 	}
 }
+
+// Catching up from Last-Event-ID delivers every missed notification, oldest
+// first, past one page, and none twice.
+func TestNotificationStreamCatchUpPages(t *testing.T) {
+	e := newEnv(t)
+	e.app.DB.Now = func() time.Time { return time.Now().UTC() }
+	srv := httptest.NewServer(e.h)
+	t.Cleanup(srv.Close) // after the stream's body is closed (cleanups run last first)
+	ctx := context.Background()
+	u, tok := e.user(t, "pat", store.RoleViewer)
+	e.app.Notify.User(ctx, u.ID, notify.Note{Kind: "k", Title: "seen"})
+	first, _, _ := e.app.DB.ListNotifications(ctx, store.NotificationFilter{UserID: u.ID, Page: store.Page{Page: 1, PerPage: 1}})
+	const missed = 250
+	for i := 1; i <= missed; i++ {
+		e.app.Notify.User(ctx, u.ID, notify.Note{Kind: "k", Title: fmt.Sprintf("missed %d", i)})
+	}
+	s := openStream(t, srv.URL+"/api/notifications/stream", tok, "Last-Event-ID", fmt.Sprint(first[0].ID))
+	e.app.Notify.User(ctx, u.ID, notify.Note{Kind: "k", Title: "live"})
+	var titles []string
+	for len(titles) < missed+1 {
+		ev := s.next(t, 5*time.Second)
+		var n map[string]any
+		json.Unmarshal([]byte(ev["data"]), &n)
+		titles = append(titles, n["title"].(string))
+	}
+	for i := 0; i < missed; i++ {
+		if titles[i] != fmt.Sprintf("missed %d", i+1) {
+			t.Fatalf("catch-up item %d is %q", i, titles[i])
+		}
+	}
+	if titles[missed] != "live" {
+		t.Fatalf("after the catch-up: %q", titles[missed])
+	}
+	select {
+	case ev := <-s.events:
+		if ev["event"] == "notification" {
+			t.Fatalf("sent twice: %v", ev)
+		}
+	case <-time.After(100 * time.Millisecond):
+	}
+}

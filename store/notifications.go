@@ -80,9 +80,10 @@ func (db *DB) CreateNotifications(ctx context.Context, userIDs []int64, n NewNot
 
 // NotificationFilter narrows ListNotifications.
 type NotificationFilter struct {
-	UserID     int64
-	UnreadOnly bool
-	AfterID    int64 // only ids greater than this (stream catch-up)
+	UserID      int64
+	UnreadOnly  bool
+	AfterID     int64 // only ids greater than this (stream catch-up)
+	OldestFirst bool
 	Page
 }
 
@@ -97,8 +98,12 @@ func (db *DB) ListNotifications(ctx context.Context, f NotificationFilter) ([]*N
 		where = append(where, "n.id > ?")
 		args = append(args, f.AfterID)
 	}
+	order := "n.id DESC"
+	if f.OldestFirst {
+		order = "n.id"
+	}
 	return listPage(ctx, db, listQuery{from: "notifications n", where: where, args: args, columns: notificationColumns,
-		order: "n.id DESC", what: "notifications"}, f.Page, scanNotification)
+		order: order, what: "notifications"}, f.Page, scanNotification)
 }
 
 // NotificationByID returns one of a user's notifications; another user's is
