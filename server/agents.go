@@ -49,10 +49,10 @@ func (s *Server) registerAgentRoutes() {
 	s.handle(Route{Method: "PUT", Path: "/api/agents/{id}/assignments", Tag: tag, Access: editorOnly,
 		Summary: "Set the environments that may use the agent", Body: assignmentsRequest{}, Data: assignmentsResponse{}}, s.putAssignments)
 	s.handle(Route{Method: "POST", Path: "/api/agents/{id}/execute", Tag: tag, Access: editorOnly, Status: http.StatusAccepted, Exclusive: true, EventStream: true,
-		Summary: "Run the agent", Body: executeRequest{}, Data: runResponse{}, Errors: []int{409, 502},
+		Summary: "Run the agent", Body: executeRequest{}, Data: runResponse{}, Errors: []int{409},
 		Notes: "Queues a run and answers 202 with it; poll GET /api/agents/runs/{run_id}, or wait for the run.succeeded / run.failed notification. " +
-			"With stream true the answer is instead a Server-Sent Events stream: `event: delta` with {\"text\"} pieces, then `event: done` with the run " +
-			"(or `event: error` with {\"detail\"}). {{name}} in the input and the system prompt is replaced by variables[name]. " +
+			"With stream true the answer is instead a Server-Sent Events stream: `event: run` with the run, `event: delta` with {\"text\"} pieces, then " +
+			"`event: done` with the run (or `event: error` with {\"detail\"}); a heartbeat comment every 15 seconds. {{name}} in the input and the system prompt is replaced by variables[name]. " +
 			"409 when no AI provider is configured."}, s.executeAgent)
 	s.handle(Route{Method: "GET", Path: "/api/agents/{id}/runs", Tag: tag, Access: signedIn, List: true,
 		Summary: "Runs of an agent, newest first", Query: runListQuery{}, Data: runResponse{}}, s.listAgentRuns)
