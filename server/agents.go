@@ -215,6 +215,18 @@ func (s *Server) mayManageAgent(ctx context.Context, p *auth.Principal, a *store
 	return nil
 }
 
+// managedAgentFromPath resolves {id} to an agent the caller may change.
+func (s *Server) managedAgentFromPath(c *gin.Context) (*store.Agent, error) {
+	a, err := s.agentFromPath(c)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.mayManageAgent(c.Request.Context(), principal(c), a); err != nil {
+		return nil, err
+	}
+	return a, nil
+}
+
 func (s *Server) agentFromPath(c *gin.Context) (*store.Agent, error) {
 	id, err := pathID(c, "id")
 	if err != nil {
@@ -330,16 +342,12 @@ func (s *Server) getAgent(c *gin.Context) {
 }
 
 func (s *Server) updateAgent(c *gin.Context) {
-	a, err := s.agentFromPath(c)
+	a, err := s.managedAgentFromPath(c)
 	if err != nil {
 		fail(c, err)
 		return
 	}
 	p := principal(c)
-	if err := s.mayManageAgent(c.Request.Context(), p, a); err != nil {
-		fail(c, err)
-		return
-	}
 	var req agentUpdateRequest
 	if err := decodeJSON(c, &req); err != nil {
 		fail(c, err)
@@ -392,12 +400,8 @@ func (s *Server) updateAgent(c *gin.Context) {
 }
 
 func (s *Server) deleteAgent(c *gin.Context) {
-	a, err := s.agentFromPath(c)
+	a, err := s.managedAgentFromPath(c)
 	if err != nil {
-		fail(c, err)
-		return
-	}
-	if err := s.mayManageAgent(c.Request.Context(), principal(c), a); err != nil {
 		fail(c, err)
 		return
 	}
@@ -418,16 +422,12 @@ func (s *Server) getAssignments(c *gin.Context) {
 }
 
 func (s *Server) putAssignments(c *gin.Context) {
-	a, err := s.agentFromPath(c)
+	a, err := s.managedAgentFromPath(c)
 	if err != nil {
 		fail(c, err)
 		return
 	}
 	p := principal(c)
-	if err := s.mayManageAgent(c.Request.Context(), p, a); err != nil {
-		fail(c, err)
-		return
-	}
 	var req assignmentsRequest
 	if err := decodeJSON(c, &req); err != nil {
 		fail(c, err)
