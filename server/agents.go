@@ -193,20 +193,8 @@ func (s *Server) checkAgentFields(ctx context.Context, p *auth.Principal, in *st
 			return err
 		}
 	}
-	if in.CredentialID != nil {
-		cred, err := s.db.CredentialByID(ctx, *in.CredentialID)
-		if store.IsNotFound(err) {
-			return store.Invalid("credential_id: no credential with id %d", *in.CredentialID)
-		}
-		if err != nil {
-			return err
-		}
-		if !store.IsAIProvider(cred.Provider) {
-			return store.Invalid("credential_id: credential %d is a %s credential, not an AI provider", cred.ID, cred.Provider)
-		}
-		if cred.EnvironmentID != nil && (in.EnvironmentID == nil || *cred.EnvironmentID != *in.EnvironmentID) {
-			return store.Invalid("credential_id: credential %d belongs to another environment", cred.ID)
-		}
+	if err := s.checkAICredential(ctx, in.CredentialID, in.EnvironmentID); err != nil {
+		return err
 	}
 	in.Name = strings.TrimSpace(in.Name)
 	if in.Name == "" {

@@ -147,22 +147,33 @@ func (s *Server) putAISettings(c *gin.Context) {
 	respond(c, http.StatusOK, view, "AI content settings saved")
 }
 
+// checkAICredential is the one rule for choosing a credential to generate
+// with (in settings or on an agent): it exists, it is an AI provider, and it
+// is global or belongs to the environment envID (nil: global only).
+func (s *Server) checkAICredential(ctx context.Context, credID, envID *int64) error {
+	if credID == nil {
+		return nil
+	}
+	cred, err := s.db.CredentialByID(ctx, *credID)
+	if store.IsNotFound(err) {
+		return store.Invalid("credential_id: no credential with id %d", *credID)
+	}
+	if err != nil {
+		return err
+	}
+	if !store.IsAIProvider(cred.Provider) {
+		return store.Invalid("credential_id: credential %d is a %s credential, not an AI provider", cred.ID, cred.Provider)
+	}
+	if cred.EnvironmentID != nil && (envID == nil || *cred.EnvironmentID != *envID) {
+		return store.Invalid("credential_id: credential %d belongs to environment %d and cannot be used here", cred.ID, *cred.EnvironmentID)
+	}
+	return nil
+}
+
 // checkAISettings applies the rules the binding tags cannot express.
 func (s *Server) checkAISettings(ctx context.Context, envID *int64, req *aiSettingsLevel) error {
-	if req.CredentialID != nil {
-		cred, err := s.db.CredentialByID(ctx, *req.CredentialID)
-		if store.IsNotFound(err) {
-			return store.Invalid("credential_id: no credential with id %d", *req.CredentialID)
-		}
-		if err != nil {
-			return err
-		}
-		if !store.IsAIProvider(cred.Provider) {
-			return store.Invalid("credential_id: credential %d is a %s credential, not an AI provider", cred.ID, cred.Provider)
-		}
-		if cred.EnvironmentID != nil && (envID == nil || *cred.EnvironmentID != *envID) {
-			return store.Invalid("credential_id: credential %d belongs to environment %d and cannot be used here", cred.ID, *cred.EnvironmentID)
-		}
+	if err := s.checkAICredential(ctx, req.CredentialID, envID); err != nil {
+		return err
 	}
 	if req.Language != nil {
 		cfg := store.EnvironmentConfig{Language: *req.Language}

@@ -100,10 +100,14 @@ func (db *DB) AgentByID(ctx context.Context, id int64) (*Agent, error) {
 	if err != nil {
 		return nil, fmt.Errorf("store: find agent: %w", err)
 	}
-	if a.Assignments, err = db.ids(ctx, `SELECT environment_id FROM agent_assignments WHERE agent_id = ? ORDER BY environment_id`, id); err != nil {
+	if a.Assignments, err = db.agentAssignments(ctx, id); err != nil {
 		return nil, err
 	}
 	return a, nil
+}
+
+func (db *DB) agentAssignments(ctx context.Context, agentID int64) ([]int64, error) {
+	return db.ids(ctx, `SELECT environment_id FROM agent_assignments WHERE agent_id = ? ORDER BY environment_id`, agentID)
 }
 
 // agentVisible is the condition under which user ?1 (a non-admin) may see
@@ -174,7 +178,7 @@ func (db *DB) ListAgents(ctx context.Context, f AgentFilter) ([]*Agent, int, err
 		return nil, 0, err
 	}
 	for _, a := range out {
-		if a.Assignments, err = db.ids(ctx, `SELECT environment_id FROM agent_assignments WHERE agent_id = ? ORDER BY environment_id`, a.ID); err != nil {
+		if a.Assignments, err = db.agentAssignments(ctx, a.ID); err != nil {
 			return nil, 0, err
 		}
 	}

@@ -194,20 +194,7 @@ func (db *DB) UserHasEnvironment(ctx context.Context, userID, envID int64) (bool
 
 // UserEnvironmentIDs lists the environments granted to a user.
 func (db *DB) UserEnvironmentIDs(ctx context.Context, userID int64) ([]int64, error) {
-	rows, err := db.r.QueryContext(ctx, `SELECT environment_id FROM user_environments WHERE user_id = ? ORDER BY environment_id`, userID)
-	if err != nil {
-		return nil, fmt.Errorf("store: list user environments: %w", err)
-	}
-	defer rows.Close()
-	ids := []int64{}
-	for rows.Next() {
-		var id int64
-		if err := rows.Scan(&id); err != nil {
-			return nil, err
-		}
-		ids = append(ids, id)
-	}
-	return ids, rows.Err()
+	return db.ids(ctx, `SELECT environment_id FROM user_environments WHERE user_id = ? ORDER BY environment_id`, userID)
 }
 
 // SetUserEnvironments replaces the environments granted to a user. Every id

@@ -305,9 +305,3 @@ func (db *DB) CountActiveUsers(ctx context.Context) (int, error) {
 	err := db.r.QueryRowContext(ctx, `SELECT COUNT(*) FROM users WHERE is_active = 1`).Scan(&n)
 	return n, err
 }
-
-// RecordLogin notes a successful sign-in.
-func (db *DB) RecordLogin(ctx context.Context, id int64) error {
-	_, err := db.exec(ctx, `UPDATE users SET last_login_at = ? WHERE id = ?`, db.now(), id)
-	return err
-}
