@@ -192,7 +192,7 @@ func uploadError(err error) error {
 	if store.KindOf(err) != store.KindInternal {
 		return err
 	}
-	return store.E(store.KindBadRequest, "the upload could not be read: %s", err.Error())
+	return store.E(store.KindMalformed, "the upload could not be read: %s", err.Error())
 }
 
 func (s *Server) verifyBackup(c *gin.Context) {

@@ -73,7 +73,7 @@ func FuzzDecodeBody(f *testing.F) {
 	for _, s := range seeds {
 		f.Add([]byte(s))
 	}
-	allowed := map[store.Kind]bool{store.KindBadRequest: true, store.KindInvalid: true, store.KindTooLarge: true}
+	allowed := map[store.Kind]bool{store.KindMalformed: true, store.KindInvalid: true, store.KindTooLarge: true}
 
 	f.Fuzz(func(t *testing.T, data []byte) {
 		var dst decodeProbe
@@ -123,15 +123,15 @@ func TestDecodeBody(t *testing.T) {
 		{"WrongTypeNestedInvalid", `{"nested":"x"}`, store.KindInvalid, []string{"nested: must be an object"}},
 		{"WrongTypeInNestedInvalid", `{"nested":{"score":"high"}}`, store.KindInvalid, []string{"nested.score: must be an integer"}},
 		{"WrongTypeBoolInvalid", `{"enabled":"yes"}`, store.KindInvalid, []string{"enabled: must be true or false"}},
-		{"TrailingObjectBadRequest", `{"name":"ann"}{"name":"bob"}`, store.KindBadRequest, []string{"single JSON object"}},
-		{"TrailingGarbageBadRequest", `{"name":"ann"} and more`, store.KindBadRequest, []string{"single JSON object"}},
-		{"TrailingBracketBadRequest", `{"name":"ann"}]`, store.KindBadRequest, []string{"single JSON object"}},
-		{"EmptyBadRequest", ``, store.KindBadRequest, []string{"empty"}},
-		{"WhitespaceOnlyBadRequest", " \n ", store.KindBadRequest, []string{"empty"}},
-		{"TruncatedBadRequest", `{"name":"an`, store.KindBadRequest, []string{"ends too early"}},
-		{"SyntaxBadRequest", `{name:"ann"}`, store.KindBadRequest, []string{"not valid JSON"}},
-		{"ArrayBadRequest", `[{"name":"ann"}]`, store.KindBadRequest, []string{"must be a JSON object"}},
-		{"StringBadRequest", `"ann"`, store.KindBadRequest, []string{"must be a JSON object"}},
+		{"TrailingObjectBadRequest", `{"name":"ann"}{"name":"bob"}`, store.KindMalformed, []string{"single JSON object"}},
+		{"TrailingGarbageBadRequest", `{"name":"ann"} and more`, store.KindMalformed, []string{"single JSON object"}},
+		{"TrailingBracketBadRequest", `{"name":"ann"}]`, store.KindMalformed, []string{"single JSON object"}},
+		{"EmptyBadRequest", ``, store.KindMalformed, []string{"empty"}},
+		{"WhitespaceOnlyBadRequest", " \n ", store.KindMalformed, []string{"empty"}},
+		{"TruncatedBadRequest", `{"name":"an`, store.KindMalformed, []string{"ends too early"}},
+		{"SyntaxBadRequest", `{name:"ann"}`, store.KindMalformed, []string{"not valid JSON"}},
+		{"ArrayBadRequest", `[{"name":"ann"}]`, store.KindMalformed, []string{"must be a JSON object"}},
+		{"StringBadRequest", `"ann"`, store.KindMalformed, []string{"must be a JSON object"}},
 		{"TooLarge", `{"name":"` + strings.Repeat("x", decodeLimit) + `"}`, store.KindTooLarge, []string{"larger than 512 bytes"}},
 	}
 	for _, tt := range tests {

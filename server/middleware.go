@@ -166,3 +166,7 @@ func requireRole(min store.Role) gin.HandlerFunc {
 func principal(c *gin.Context) *auth.Principal {
 	return c.MustGet(principalKey).(*auth.Principal)
 }
+
+// scope is what the caller may see, computed once with the principal; every
+// environment-scoped service takes it.
+func scope(c *gin.Context) store.Scope { return principal(c).Scope }

@@ -45,14 +45,14 @@ func respond(c *gin.Context, status int, data any, message string) {
 // statusOf is the one table from error kinds to HTTP statuses.
 var statusOf = map[store.Kind]int{
 	store.KindInvalid:      http.StatusUnprocessableEntity,
-	store.KindBadRequest:   http.StatusBadRequest,
+	store.KindMalformed:    http.StatusBadRequest,
 	store.KindUnauthorized: http.StatusUnauthorized,
 	store.KindForbidden:    http.StatusForbidden,
 	store.KindNotFound:     http.StatusNotFound,
 	store.KindConflict:     http.StatusConflict,
 	store.KindTooLarge:     http.StatusRequestEntityTooLarge,
-	store.KindLocked:       http.StatusTooManyRequests,
-	store.KindUpstream:     http.StatusBadGateway,
+	store.KindRetryLater:   http.StatusTooManyRequests,
+	store.KindRemote:       http.StatusBadGateway,
 }
 
 // fail writes the error body for err. Errors without a kind are 500s: the
@@ -60,7 +60,7 @@ var statusOf = map[store.Kind]int{
 func fail(c *gin.Context, err error) {
 	var e *store.Error
 	if errors.As(err, &e) && e.Kind != store.KindInternal {
-		if e.Kind == store.KindLocked && e.RetryAfter > 0 {
+		if e.Kind == store.KindRetryLater && e.RetryAfter > 0 {
 			c.Header("Retry-After", strconv.Itoa(e.RetryAfter))
 		}
 		if e.Kind == store.KindUnauthorized {
@@ -106,13 +106,13 @@ func decodeBody(body io.Reader, dst any) error {
 	err := dec.Decode(dst)
 	if err == nil {
 		if dec.More() {
-			return store.E(store.KindBadRequest, "the request body must hold a single JSON object")
+			return store.E(store.KindMalformed, "the request body must hold a single JSON object")
 		}
 		if _, err := dec.Token(); err != io.EOF {
 			if maxErr := (*http.MaxBytesError)(nil); errors.As(err, &maxErr) {
 				return store.E(store.KindTooLarge, "the request body is larger than %d bytes", maxErr.Limit)
 			}
-			return store.E(store.KindBadRequest, "the request body must hold a single JSON object")
+			return store.E(store.KindMalformed, "the request body must hold a single JSON object")
 		}
 		return nil
 	}
@@ -123,21 +123,21 @@ func decodeBody(body io.Reader, dst any) error {
 	case errors.As(err, &maxErr):
 		return store.E(store.KindTooLarge, "the request body is larger than %d bytes", maxErr.Limit)
 	case errors.Is(err, io.EOF):
-		return store.E(store.KindBadRequest, "the request body is empty: send a JSON object")
+		return store.E(store.KindMalformed, "the request body is empty: send a JSON object")
 	case errors.Is(err, io.ErrUnexpectedEOF):
-		return store.E(store.KindBadRequest, "the request body is not valid JSON: it ends too early")
+		return store.E(store.KindMalformed, "the request body is not valid JSON: it ends too early")
 	case errors.As(err, &synErr):
-		return store.E(store.KindBadRequest, "the request body is not valid JSON at byte %d: %s", synErr.Offset, synErr.Error())
+		return store.E(store.KindMalformed, "the request body is not valid JSON at byte %d: %s", synErr.Offset, synErr.Error())
 	case errors.As(err, &typeErr):
 		if typeErr.Field == "" {
-			return store.E(store.KindBadRequest, "the request body must be a JSON object")
+			return store.E(store.KindMalformed, "the request body must be a JSON object")
 		}
 		return store.Invalid("%s: must be %s, not %s", typeErr.Field, jsonTypeName(typeErr.Type), typeErr.Value)
 	case strings.HasPrefix(err.Error(), "json: unknown field "):
 		field := strings.Trim(strings.TrimPrefix(err.Error(), "json: unknown field "), `"`)
 		return store.Invalid("%s: is not a known field", field)
 	}
-	return store.E(store.KindBadRequest, "the request body could not be read: %s", err.Error())
+	return store.E(store.KindMalformed, "the request body could not be read: %s", err.Error())
 }
 
 func jsonTypeName(t reflect.Type) string {

@@ -4,26 +4,26 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-
-	"modernc.org/sqlite"
-	sqlite3 "modernc.org/sqlite/lib"
 )
 
-// Kind classifies an error so the HTTP layer can map it to a status in one
-// table (server/respond.go) without knowing where the error came from.
+// Kind classifies an error by what went wrong, in the terms of the domain,
+// so that the HTTP layer maps kinds to statuses in its one table
+// (server/respond.go) without knowing where an error came from. Nothing
+// here knows HTTP or the SQLite driver: a second store implementation
+// returns the same kinds.
 type Kind int
 
 const (
-	KindInternal     Kind = iota // anything unexpected: 500, detail hidden
-	KindInvalid                  // input breaks a rule: 422
-	KindBadRequest               // request cannot be read at all: 400
-	KindUnauthorized             // no or bad credentials: 401
-	KindForbidden                // authenticated but not allowed: 403
-	KindNotFound                 // does not exist or is not visible to the caller: 404
-	KindConflict                 // clashes with current state: 409
-	KindTooLarge                 // payload over a size limit: 413
-	KindLocked                   // temporarily refused, retry later: 429
-	KindUpstream                 // a remote service (LLM provider, WordPress) failed: 502
+	KindInternal     Kind = iota // anything unexpected; the detail is hidden
+	KindInvalid                  // input breaks a rule
+	KindMalformed                // input cannot be read at all
+	KindUnauthorized             // no or bad credentials
+	KindForbidden                // authenticated but not allowed
+	KindNotFound                 // does not exist or is not visible to the caller
+	KindConflict                 // clashes with current state
+	KindTooLarge                 // input over a size limit
+	KindRetryLater               // refused for now; RetryAfter says when to try again
+	KindRemote                   // a remote service (LLM provider, WordPress) failed
 )
 
 // Error is an error with a kind and a message that is safe to show a client.
@@ -32,7 +32,7 @@ type Error struct {
 	Kind       Kind
 	Message    string
 	Err        error
-	RetryAfter int // seconds, for KindLocked
+	RetryAfter int // seconds, for KindRetryLater
 }
 
 func (e *Error) Error() string {
@@ -73,47 +73,6 @@ func KindOf(err error) Kind {
 
 // IsNotFound reports whether err is a not-found error.
 func IsNotFound(err error) bool { return err != nil && KindOf(err) == KindNotFound }
-
-// translate turns driver errors that mean a rule was broken into kinds, once,
-// here, so no caller ever inspects SQLite error codes. what names the thing
-// being written, e.g. "user".
-func translate(err error, what string) error {
-	if err == nil {
-		return nil
-	}
-	var se *sqlite.Error
-	if !errors.As(err, &se) {
-		return err
-	}
-	switch se.Code() {
-	case sqlite3.SQLITE_CONSTRAINT_UNIQUE, sqlite3.SQLITE_CONSTRAINT_PRIMARYKEY:
-		field := uniqueField(se.Error())
-		if field != "" {
-			return &Error{Kind: KindConflict, Message: fmt.Sprintf("%s %s with this %s already exists", article(what), what, field), Err: err}
-		}
-		return &Error{Kind: KindConflict, Message: fmt.Sprintf("this %s already exists", what), Err: err}
-	case sqlite3.SQLITE_CONSTRAINT_FOREIGNKEY:
-		return &Error{Kind: KindInvalid, Message: fmt.Sprintf("%s refers to something that does not exist", what), Err: err}
-	case sqlite3.SQLITE_CONSTRAINT_CHECK, sqlite3.SQLITE_CONSTRAINT_NOTNULL:
-		return &Error{Kind: KindInvalid, Message: fmt.Sprintf("%s breaks a data rule", what), Err: err}
-	}
-	return err
-}
-
-// uniqueField pulls the column out of "UNIQUE constraint failed: users.email".
-func uniqueField(msg string) string {
-	i := strings.LastIndex(msg, "constraint failed: ")
-	if i < 0 {
-		return ""
-	}
-	after := msg[i+len("constraint failed: "):]
-	after, _, _ = strings.Cut(after, ",")
-	after, _, _ = strings.Cut(after, " ")
-	if _, col, ok := strings.Cut(after, "."); ok {
-		return col
-	}
-	return ""
-}
 
 // Message is the client-safe text of err: its Message when it is an *Error,
 // a generic text otherwise.

@@ -57,7 +57,7 @@ func (g *gate) leave() {
 
 // exclusive blocks new holders and waits up to wait for the current ones.
 // It fails with a conflict when another exclusive holder is under way, and
-// with a KindLocked error when the holders did not finish in time.
+// with a KindRetryLater error when the holders did not finish in time.
 func (g *gate) exclusive(wait time.Duration) (func(), error) {
 	if !g.excl.TryLock() {
 		return nil, Conflict("another restore is under way")
@@ -82,7 +82,7 @@ func (g *gate) exclusive(wait time.Duration) (func(), error) {
 		case <-timer.C:
 			busy := g.active.Load()
 			unlock()
-			return nil, &Error{Kind: KindLocked, RetryAfter: 10, Message: "the database is busy: " + itoaInt(int(busy)) +
+			return nil, &Error{Kind: KindRetryLater, RetryAfter: 10, Message: "the database is busy: " + itoaInt(int(busy)) +
 				" requests or jobs did not finish within " + wait.String() + "; nothing was changed, try again"}
 		}
 	}

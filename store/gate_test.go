@@ -54,7 +54,7 @@ func TestReplaceWaitIsBounded(t *testing.T) {
 	_, release := db.Hold(context.Background())
 	err := db.Replace(context.Background(), snap, filepath.Join(t.TempDir(), "safety.db"))
 	release()
-	if store.KindOf(err) != store.KindLocked || !strings.Contains(store.Message(err), "busy") {
+	if store.KindOf(err) != store.KindRetryLater || !strings.Contains(store.Message(err), "busy") {
 		t.Fatalf("got %v", err)
 	}
 	// Nothing changed, and holders are not blocked any more.

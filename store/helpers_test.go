@@ -98,9 +98,9 @@ func wantKind(t testing.TB, err error, want store.Kind) {
 
 func kindName(k store.Kind) string {
 	names := map[store.Kind]string{
-		store.KindInternal: "Internal", store.KindInvalid: "Invalid", store.KindBadRequest: "BadRequest",
+		store.KindInternal: "Internal", store.KindInvalid: "Invalid", store.KindMalformed: "BadRequest",
 		store.KindUnauthorized: "Unauthorized", store.KindForbidden: "Forbidden", store.KindNotFound: "NotFound",
-		store.KindConflict: "Conflict", store.KindTooLarge: "TooLarge", store.KindLocked: "Locked",
+		store.KindConflict: "Conflict", store.KindTooLarge: "TooLarge", store.KindRetryLater: "Locked",
 	}
 	if n, ok := names[k]; ok {
 		return n

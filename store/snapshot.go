@@ -152,7 +152,7 @@ func CheckFile(ctx context.Context, path string) (FileInfo, error) {
 //
 // It runs to the end whatever happens to ctx (a client that goes away must
 // not leave the server without a database), and waits at most ReplaceWait
-// for holders (KindLocked after that, with nothing changed). A file that
+// for holders (KindRetryLater after that, with nothing changed). A file that
 // cannot be opened or migrated is refused (KindInvalid) and the previous
 // database stays.
 func (db *DB) Replace(ctx context.Context, src, safety string) error {

@@ -348,6 +348,9 @@ func (s *Service) Refresh(ctx context.Context, p *Principal) (*Grant, error) {
 type Principal struct {
 	User    *store.User
 	Session *store.Session
+	// Scope is what the caller may see, computed with the principal (and
+	// cached with it) so that no handler or service derives it again.
+	Scope store.Scope
 }
 
 // touchEvery bounds how often a session's last_seen_at is written.
@@ -364,7 +367,7 @@ func (s *Service) Authenticate(ctx context.Context, token string) (*Principal, e
 	if err != nil {
 		return nil, store.Unauthorized("the token is not valid")
 	}
-	sess, user, err := s.principals.load(ctx, s.db, c.SessionID)
+	sess, user, scope, err := s.principals.load(ctx, s.db, c.SessionID)
 	if store.IsNotFound(err) {
 		return nil, store.Unauthorized("the session has ended: sign in again")
 	}
@@ -388,7 +391,7 @@ func (s *Service) Authenticate(ctx context.Context, token string) (*Principal, e
 			sess.LastSeenAt = now
 		}
 	}
-	return &Principal{User: user, Session: sess}, nil
+	return &Principal{User: user, Session: sess, Scope: scope}, nil
 }
 
 // ---- profile ----
@@ -652,32 +655,51 @@ type principalCache struct {
 }
 
 type principalEntry struct {
-	mark store.ChangeMark
-	sess store.Session
-	user store.User
+	mark  store.ChangeMark
+	sess  store.Session
+	user  store.User
+	scope store.Scope // never changed in place: shared by copies
 }
 
 // maxCachedPrincipals bounds the cache; past it, the cache starts afresh.
 const maxCachedPrincipals = 10000
 
-func (pc *principalCache) load(ctx context.Context, db *store.DB, sessionID int64) (*store.Session, *store.User, error) {
+func (pc *principalCache) load(ctx context.Context, db principalStore, sessionID int64) (*store.Session, *store.User, store.Scope, error) {
 	mark := db.ChangeMark() // taken before the query, so a write during it makes the entry stale
 	pc.mu.RLock()
 	e := pc.m[sessionID]
 	pc.mu.RUnlock()
 	if e != nil && e.mark == mark {
 		sess, user := e.sess, e.user // copies: callers may change theirs
-		return &sess, &user, nil
+		return &sess, &user, e.scope, nil
 	}
 	sess, user, err := db.SessionWithUser(ctx, sessionID)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, store.Scope{}, err
 	}
+	var granted []int64
+	admin := user.Role.AtLeast(store.RoleAdmin)
+	if !admin {
+		if granted, err = db.UserEnvironmentIDs(ctx, user.ID); err != nil {
+			return nil, nil, store.Scope{}, err
+		}
+	}
+	scope := store.NewScope(user.ID, admin, granted)
 	pc.mu.Lock()
 	if pc.m == nil || len(pc.m) >= maxCachedPrincipals {
 		pc.m = make(map[int64]*principalEntry)
 	}
-	pc.m[sessionID] = &principalEntry{mark: mark, sess: *sess, user: *user}
+	pc.m[sessionID] = &principalEntry{mark: mark, sess: *sess, user: *user, scope: scope}
 	pc.mu.Unlock()
-	return sess, user, nil
+	return sess, user, scope, nil
+}
+
+// principalStore is what the principal cache reads. ChangeMark is its
+// invalidation signal: any value other than the one an entry was loaded
+// under makes the entry stale. A store without a cheap signal may return a
+// new value every time, which turns the cache off.
+type principalStore interface {
+	ChangeMark() store.ChangeMark
+	SessionWithUser(ctx context.Context, sessionID int64) (*store.Session, *store.User, error)
+	UserEnvironmentIDs(ctx context.Context, userID int64) ([]int64, error)
 }

@@ -194,12 +194,12 @@ func TestLoginLockout(t *testing.T) {
 			}
 			// The third failure locked the address for ten minutes, even
 			// against the right password.
-			e := wantErr(t, try(password("ann")), store.KindLocked)
+			e := wantErr(t, try(password("ann")), store.KindRetryLater)
 			if e.RetryAfter != 600 || !strings.Contains(e.Message, "locked") {
 				t.Errorf("locked: RetryAfter %d (want 600), message %q", e.RetryAfter, e.Message)
 			}
 			f.clk.Advance(10*time.Minute - time.Second)
-			if e := wantErr(t, try(password("ann")), store.KindLocked); e.RetryAfter != 1 {
+			if e := wantErr(t, try(password("ann")), store.KindRetryLater); e.RetryAfter != 1 {
 				t.Errorf("one second before the end: RetryAfter %d, want 1", e.RetryAfter)
 			}
 			f.clk.Advance(time.Second)
@@ -237,12 +237,12 @@ func TestLoginDelay(t *testing.T) {
 		wantErr(t, try("wrong-2"), store.KindUnauthorized)
 	})
 	t.Run("InsideWindowRefusedEvenWhenCorrect", func(t *testing.T) {
-		e := wantErr(t, try(password("ann")), store.KindLocked)
+		e := wantErr(t, try(password("ann")), store.KindRetryLater)
 		if e.RetryAfter != 30 || !strings.Contains(e.Message, "wait") {
 			t.Errorf("RetryAfter %d (want 30), message %q", e.RetryAfter, e.Message)
 		}
 		f.clk.Advance(29 * time.Second)
-		if e := wantErr(t, try(password("ann")), store.KindLocked); e.RetryAfter != 1 {
+		if e := wantErr(t, try(password("ann")), store.KindRetryLater); e.RetryAfter != 1 {
 			t.Errorf("RetryAfter %d, want 1", e.RetryAfter)
 		}
 		if n := failures(); n != 2 {

@@ -48,14 +48,14 @@ func (p ThrottlePolicy) delay(failures int) time.Duration {
 // attempt runs check (which verifies a password or code and reports whether
 // it matched) under the policy for email. The attempt is counted before the
 // check runs, so parallel guesses cannot get past the limit; a match clears
-// the count. A refused attempt is a KindLocked error with RetryAfter set.
+// the count. A refused attempt is a KindRetryLater error with RetryAfter set.
 func (s *Service) attempt(ctx context.Context, email string, check func() (bool, error)) (bool, error) {
 	now := s.now()
 	p := s.cfg.Throttle
 	err := s.db.UpdateLoginFailures(ctx, email, func(lf store.LoginFailures) (store.LoginFailures, error) {
 		if lf.LockedUntil != nil && now.Before(*lf.LockedUntil) {
 			wait := lf.LockedUntil.Sub(now)
-			return lf, &store.Error{Kind: store.KindLocked, RetryAfter: ceilSeconds(wait), Message: fmt.Sprintf(
+			return lf, &store.Error{Kind: store.KindRetryLater, RetryAfter: ceilSeconds(wait), Message: fmt.Sprintf(
 				"too many failed sign-in attempts: this account is locked until %s (about %s); try again then or ask an admin",
 				lf.LockedUntil.UTC().Format(time.RFC3339), humanDuration(wait))}
 		}
@@ -64,7 +64,7 @@ func (s *Service) attempt(ctx context.Context, email string, check func() (bool,
 		}
 		if d := p.delay(lf.Failures); d > 0 && now.Before(lf.LastFailureAt.Add(d)) {
 			wait := lf.LastFailureAt.Add(d).Sub(now)
-			return lf, &store.Error{Kind: store.KindLocked, RetryAfter: ceilSeconds(wait), Message: fmt.Sprintf(
+			return lf, &store.Error{Kind: store.KindRetryLater, RetryAfter: ceilSeconds(wait), Message: fmt.Sprintf(
 				"too many failed sign-in attempts for this account: wait %s before trying again", humanDuration(wait))}
 		}
 		lf.Failures++

@@ -292,13 +292,13 @@ func (e *Engine) record(ctx context.Context, c Call, res *Result, callErr error)
 func providerError(err error) error {
 	var ae *ai.Error
 	if errors.As(err, &ae) {
-		return &store.Error{Kind: store.KindUpstream, Message: ae.Error(), Err: err}
+		return &store.Error{Kind: store.KindRemote, Message: ae.Error(), Err: err}
 	}
 	var se *store.Error
 	if errors.As(err, &se) || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
 		return err
 	}
-	return &store.Error{Kind: store.KindUpstream, Message: "the AI provider call failed: " + err.Error(), Err: err}
+	return &store.Error{Kind: store.KindRemote, Message: "the AI provider call failed: " + err.Error(), Err: err}
 }
 
 // Retryable reports whether a failed call is worth trying again later.

@@ -329,7 +329,7 @@ func TestProviderUnauthorized(t *testing.T) {
 	if err == nil {
 		t.Fatalf("no error: %+v", res)
 	}
-	if store.KindOf(err) != store.KindUpstream {
+	if store.KindOf(err) != store.KindRemote {
 		t.Fatalf("kind %v: %v", store.KindOf(err), err)
 	}
 	msg := store.Message(err)
@@ -398,7 +398,7 @@ func TestRateLimitExhausted(t *testing.T) {
 	})
 	cred := r.credential(t, "openai", f.URL(), goodKey, "gpt-4o-mini", nil)
 	_, err := r.eng.Generate(context.Background(), engine.Call{Source: "chat", CredentialID: &cred, Messages: hello})
-	if err == nil || store.KindOf(err) != store.KindUpstream || !engine.Retryable(err) || !strings.Contains(err.Error(), "Rate limit reached") {
+	if err == nil || store.KindOf(err) != store.KindRemote || !engine.Retryable(err) || !strings.Contains(err.Error(), "Rate limit reached") {
 		t.Fatalf("err = %v", err)
 	}
 	if n := len(f.Requests()); n != 2 {
@@ -426,7 +426,7 @@ func TestTimeout(t *testing.T) {
 	if err == nil {
 		t.Fatal("no error")
 	}
-	if !engine.Retryable(err) || store.KindOf(err) != store.KindUpstream || !strings.Contains(err.Error(), "timed out") {
+	if !engine.Retryable(err) || store.KindOf(err) != store.KindRemote || !strings.Contains(err.Error(), "timed out") {
 		t.Fatalf("err = %v (retryable %v)", err, engine.Retryable(err))
 	}
 	if elapsed > 700*time.Millisecond {
@@ -513,7 +513,7 @@ func TestStream(t *testing.T) {
 			if err == nil {
 				t.Fatalf("no error: %+v", res)
 			}
-			if store.KindOf(err) != store.KindUpstream {
+			if store.KindOf(err) != store.KindRemote {
 				t.Fatalf("kind %v: %v", store.KindOf(err), err)
 			}
 			if ev.Status != "error" || ev.Error == "" {
@@ -530,7 +530,7 @@ func TestStream(t *testing.T) {
 		cred := r.credential(t, "openai", f.URL(), goodKey, "gpt-4o-mini", nil)
 		before := len(r.usage(t))
 		_, err := r.eng.Generate(context.Background(), engine.Call{Source: "chat", CredentialID: &cred, Messages: hello})
-		if err == nil || store.KindOf(err) != store.KindUpstream {
+		if err == nil || store.KindOf(err) != store.KindRemote {
 			t.Fatalf("err = %v", err)
 		}
 		if ev := r.usage(t); len(ev) != before+1 || ev[0].Status != "error" {
