@@ -42,6 +42,16 @@ func respond(c *gin.Context, status int, data any, message string) {
 	c.JSON(status, envelope{Data: data, Message: message})
 }
 
+// respondList writes one page of a list with status 200: each item rendered
+// with toJSON, beside the total and the page asked for.
+func respondList[T, R any](c *gin.Context, items []T, total int, pg store.Page, toJSON func(T) R, message string) {
+	out := make([]R, 0, len(items))
+	for _, it := range items {
+		out = append(out, toJSON(it))
+	}
+	respond(c, http.StatusOK, listData[R]{Items: out, Total: total, Page: pg.Page, PerPage: pg.PerPage}, message)
+}
+
 // statusOf is the one table from error kinds to HTTP statuses.
 var statusOf = map[store.Kind]int{
 	store.KindInvalid:      http.StatusUnprocessableEntity,
