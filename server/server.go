@@ -14,6 +14,7 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"github.com/copydesk/copydesk/backup"
+	"github.com/copydesk/copydesk/server/analytics"
 	"github.com/copydesk/copydesk/server/auth"
 	"github.com/copydesk/copydesk/server/engine"
 	"github.com/copydesk/copydesk/server/jobs"
@@ -32,6 +33,9 @@ type Server struct {
 	jobs    *jobs.Runner
 	keys    *keyring.Keyring
 	log     *slog.Logger
+
+	analytics *analytics.Service
+
 	streams sync.Map // run id -> context.CancelCauseFunc of a streamed run
 	router  *gin.Engine
 	routes  []*Route
@@ -94,6 +98,8 @@ func New(d Deps, opts Options) (*Server, error) {
 	}
 	s := &Server{db: d.DB, auth: d.Auth, backups: d.Backups, notify: d.Notify, engine: d.Engine, jobs: d.Jobs, keys: d.Keys,
 		log: d.Log, router: e, opts: opts}
+	// The store's clock is read at each call: tests move it after New.
+	s.analytics = analytics.New(d.DB, func() time.Time { return d.DB.Now() })
 	e.Use(s.recoverPanics, s.logRequests, securityHeaders)
 	e.NoRoute(func(c *gin.Context) {
 		abort(c, http.StatusNotFound, "no route for "+c.Request.Method+" "+c.Request.URL.Path)

@@ -1,14 +1,13 @@
 package server
 
 import (
-	"encoding/csv"
+	"io"
 	"net/http"
-	"strconv"
-	"strings"
 	"time"
 
 	"github.com/gin-gonic/gin"
 
+	"github.com/copydesk/copydesk/server/analytics"
 	"github.com/copydesk/copydesk/store"
 )
 
@@ -54,52 +53,10 @@ type usageSeriesQuery struct {
 	GroupBy string `form:"group_by" binding:"omitempty,oneof=day model agent environment user" doc:"day (default), model, agent, environment or user"`
 }
 
-func parseDay(field, v string, endOfDay bool) (*time.Time, error) {
-	if v == "" {
-		return nil, nil
-	}
-	if t, err := time.Parse(time.RFC3339, v); err == nil {
-		t = t.UTC()
-		return &t, nil
-	}
-	t, err := time.Parse("2006-01-02", v)
-	if err != nil {
-		return nil, store.Invalid("%s: must be a date (YYYY-MM-DD) or an RFC 3339 time", field)
-	}
-	if endOfDay {
-		t = t.AddDate(0, 0, 1)
-	}
-	return &t, nil
-}
-
-// usageFilter turns the query into a store filter that respects tenancy: a
-// non-admin asking for an environment not granted to them gets 404.
-func (s *Server) usageFilter(c *gin.Context, q usageQuery, defaultFrom func(now time.Time) time.Time) (store.UsageFilter, error) {
-	f := store.UsageFilter{UserID: q.UserID, EnvironmentID: q.EnvironmentID, AgentID: q.AgentID, Model: q.Model, Source: q.Source, Status: q.Status}
-	var err error
-	if f.From, err = parseDay("from", q.From, false); err != nil {
-		return f, err
-	}
-	if f.To, err = parseDay("to", q.To, true); err != nil {
-		return f, err
-	}
-	if f.From == nil && f.To == nil && defaultFrom != nil {
-		from := defaultFrom(s.db.Now().UTC())
-		f.From = &from
-	}
-	if f.From != nil && f.To != nil && !f.From.Before(*f.To) {
-		return f, store.Invalid("to: must be after from")
-	}
-	p := principal(c)
-	if !p.User.Role.AtLeast(store.RoleAdmin) {
-		f.VisibleTo = p.User.ID
-		if q.EnvironmentID != nil {
-			if _, err := s.environmentFor(c.Request.Context(), p, *q.EnvironmentID); err != nil {
-				return f, err
-			}
-		}
-	}
-	return f, nil
+// query is the service's view of the filters.
+func (q usageQuery) query() analytics.Query {
+	return analytics.Query{From: q.From, To: q.To, UserID: q.UserID, EnvironmentID: q.EnvironmentID, AgentID: q.AgentID,
+		Model: q.Model, Source: q.Source, Status: q.Status}
 }
 
 type usageEventResponse struct {
@@ -184,22 +141,13 @@ func (s *Server) listUsage(c *gin.Context) {
 		fail(c, err)
 		return
 	}
-	f, err := s.usageFilter(c, q.usageQuery, nil)
-	if err != nil {
-		fail(c, err)
-		return
-	}
 	pg := q.page()
-	list, total, err := s.db.ListUsage(c.Request.Context(), f, pg)
+	list, total, err := s.analytics.List(c.Request.Context(), scope(c), q.query(), pg)
 	if err != nil {
 		fail(c, err)
 		return
 	}
-	items := make([]usageEventResponse, 0, len(list))
-	for _, e := range list {
-		items = append(items, usageJSON(e))
-	}
-	respond(c, http.StatusOK, listData[usageEventResponse]{Items: items, Total: total, Page: pg.Page, PerPage: pg.PerPage}, "usage events")
+	respondList(c, list, total, pg, usageJSON, "usage events")
 }
 
 func (s *Server) usageSummary(c *gin.Context) {
@@ -208,25 +156,12 @@ func (s *Server) usageSummary(c *gin.Context) {
 		fail(c, err)
 		return
 	}
-	f, err := s.usageFilter(c, q, nil)
+	sum, err := s.analytics.Summary(c.Request.Context(), scope(c), q.query())
 	if err != nil {
 		fail(c, err)
 		return
 	}
-	t, err := s.db.UsageSummary(c.Request.Context(), f)
-	if err != nil {
-		fail(c, err)
-		return
-	}
-	respond(c, http.StatusOK, usageSummaryResponse{From: f.From, To: f.To, Totals: totalsJSON(t)}, "usage summary")
-}
-
-func last30Days(now time.Time) time.Time {
-	return time.Date(now.Year(), now.Month(), now.Day(), 0, 0, 0, 0, time.UTC).AddDate(0, 0, -29)
-}
-
-func monthStart(now time.Time) time.Time {
-	return time.Date(now.Year(), now.Month(), 1, 0, 0, 0, 0, time.UTC)
+	respond(c, http.StatusOK, usageSummaryResponse{From: sum.From, To: sum.To, Totals: totalsJSON(sum.Totals)}, "usage summary")
 }
 
 func (s *Server) usageSeries(c *gin.Context) {
@@ -235,20 +170,12 @@ func (s *Server) usageSeries(c *gin.Context) {
 		fail(c, err)
 		return
 	}
-	if q.GroupBy == "" {
-		q.GroupBy = store.GroupByDay
-	}
-	f, err := s.usageFilter(c, q.usageQuery, last30Days)
+	ser, err := s.analytics.Series(c.Request.Context(), scope(c), q.query(), q.GroupBy)
 	if err != nil {
 		fail(c, err)
 		return
 	}
-	list, err := s.db.UsageSeries(c.Request.Context(), f, q.GroupBy)
-	if err != nil {
-		fail(c, err)
-		return
-	}
-	respond(c, http.StatusOK, usageSeriesResponse{GroupBy: q.GroupBy, From: f.From, To: f.To, Points: pointsJSON(list)}, "usage series")
+	respond(c, http.StatusOK, usageSeriesResponse{GroupBy: ser.GroupBy, From: ser.From, To: ser.To, Points: pointsJSON(ser.Points)}, "usage series")
 }
 
 func (s *Server) usageCosts(c *gin.Context) {
@@ -257,28 +184,13 @@ func (s *Server) usageCosts(c *gin.Context) {
 		fail(c, err)
 		return
 	}
-	f, err := s.usageFilter(c, q, monthStart)
+	costs, err := s.analytics.Costs(c.Request.Context(), scope(c), q.query())
 	if err != nil {
 		fail(c, err)
 		return
 	}
-	ctx := c.Request.Context()
-	out := usageCostsResponse{From: f.From, To: f.To}
-	for _, g := range []struct {
-		by   string
-		dest *[]usagePointResponse
-	}{{store.GroupByModel, &out.ByModel}, {store.GroupByEnvironment, &out.ByEnvironment}} {
-		list, err := s.db.UsageSeries(ctx, f, g.by)
-		if err != nil {
-			fail(c, err)
-			return
-		}
-		*g.dest = pointsJSON(list)
-	}
-	for _, p := range out.ByModel {
-		out.TotalCostUSD += p.CostUSD
-	}
-	respond(c, http.StatusOK, out, "costs")
+	respond(c, http.StatusOK, usageCostsResponse{From: costs.From, To: costs.To, TotalCostUSD: costs.TotalCostUSD,
+		ByModel: pointsJSON(costs.ByModel), ByEnvironment: pointsJSON(costs.ByEnvironment)}, "costs")
 }
 
 func (s *Server) exportUsage(c *gin.Context) {
@@ -287,47 +199,20 @@ func (s *Server) exportUsage(c *gin.Context) {
 		fail(c, err)
 		return
 	}
-	f, err := s.usageFilter(c, q, nil)
-	if err != nil {
-		fail(c, err)
-		return
-	}
-	c.Header("Content-Type", "text/csv; charset=utf-8")
-	c.Header("Content-Disposition", `attachment; filename="copydesk-usage.csv"`)
-	c.Status(http.StatusOK)
-	w := csv.NewWriter(c.Writer)
-	w.Write([]string{"id", "created_at", "provider", "model", "input_tokens", "output_tokens", "cached_tokens", "cost_usd",
-		"latency_ms", "status", "error", "source", "user_id", "environment_id", "agent_id", "credential_id"})
-	err = s.db.EachUsage(c.Request.Context(), f, func(e *store.UsageEvent) error {
-		cost := ""
-		if e.CostUSD != nil {
-			cost = strconv.FormatFloat(*e.CostUSD, 'f', -1, 64)
-		}
-		return w.Write([]string{strconv.FormatInt(e.ID, 10), e.CreatedAt.Format(time.RFC3339Nano), csvSafe(e.Provider), csvSafe(e.Model),
-			itoa(e.InputTokens), itoa(e.OutputTokens), itoa(e.CachedTokens), cost, itoa(e.LatencyMS), e.Status, csvSafe(e.Error), e.Source,
-			idText(e.UserID), idText(e.EnvironmentID), idText(e.AgentID), idText(e.CredentialID)})
+	started := false
+	err := s.analytics.ExportCSV(c.Request.Context(), scope(c), q.query(), func() io.Writer {
+		started = true
+		c.Header("Content-Type", "text/csv; charset=utf-8")
+		c.Header("Content-Disposition", `attachment; filename="copydesk-usage.csv"`)
+		c.Status(http.StatusOK)
+		return c.Writer
 	})
-	w.Flush()
-	if err != nil {
+	switch {
+	case err == nil:
+	case !started:
+		fail(c, err)
+	default:
 		// Headers are sent; all that can be done is to log and stop.
 		logger(c).Error("usage export interrupted", "err", err)
 	}
-}
-
-// csvSafe keeps a text cell from being read as a formula by a spreadsheet
-// (provider error messages and model names come from outside).
-func csvSafe(s string) string {
-	if s != "" && strings.ContainsRune("=+-@\t\r", rune(s[0])) {
-		return "'" + s
-	}
-	return s
-}
-
-func itoa(n int64) string { return strconv.FormatInt(n, 10) }
-
-func idText(id *int64) string {
-	if id == nil {
-		return ""
-	}
-	return strconv.FormatInt(*id, 10)
 }

@@ -47,9 +47,10 @@ func (db *DB) RecordUsage(ctx context.Context, e UsageEvent) (int64, error) {
 	return id, nil
 }
 
-// UsageFilter narrows the usage queries. VisibleTo, when non-zero, keeps
-// only events a non-admin may see: those of environments granted to that
-// user, and the user's own events outside any environment.
+// UsageFilter narrows the usage queries. Scope keeps only the events the
+// caller may see: those of visible environments, and the caller's own
+// events outside any environment (Scope.SeesOwned). The zero Scope sees
+// nothing; store.Everything sees every event.
 type UsageFilter struct {
 	From, To      *time.Time // [From, To)
 	UserID        *int64
@@ -58,10 +59,12 @@ type UsageFilter struct {
 	Model         string
 	Source        string
 	Status        string
-	VisibleTo     int64
+	Scope         Scope
 }
 
-func (f UsageFilter) where() (string, []any) {
+// conds renders the filter as conditions on usage_events u, to be joined
+// with AND, and their arguments.
+func (f UsageFilter) conds() ([]string, []any) {
 	var where []string
 	var args []any
 	if f.From != nil {
@@ -88,11 +91,15 @@ func (f UsageFilter) where() (string, []any) {
 	if f.Status != "" {
 		where, args = append(where, "u.status = ?"), append(args, f.Status)
 	}
-	if f.VisibleTo != 0 {
-		where = append(where, `(u.environment_id IN (SELECT environment_id FROM user_environments WHERE user_id = ?)
-			OR (u.environment_id IS NULL AND u.user_id = ?))`)
-		args = append(args, f.VisibleTo, f.VisibleTo)
+	if cond, scopeArgs := f.Scope.ownedIn("u.environment_id", "u.user_id"); cond != "" {
+		where, args = append(where, cond), append(args, scopeArgs...)
 	}
+	return where, args
+}
+
+// where is conds as a WHERE clause, "" when nothing narrows.
+func (f UsageFilter) where() (string, []any) {
+	where, args := f.conds()
 	if len(where) == 0 {
 		return "", nil
 	}
@@ -128,11 +135,7 @@ func nullID(n sql.NullInt64) *int64 {
 
 // ListUsage lists events newest first.
 func (db *DB) ListUsage(ctx context.Context, f UsageFilter, p Page) ([]*UsageEvent, int, error) {
-	var where []string
-	cond, args := f.where()
-	if cond != "" {
-		where = []string{strings.TrimPrefix(cond, " WHERE ")}
-	}
+	where, args := f.conds()
 	return listPage(ctx, db, listQuery{from: "usage_events u", where: where, args: args, columns: usageColumns,
 		order: "u.created_at DESC, u.id DESC", what: "usage"}, p, scanUsage)
 }
@@ -148,13 +151,16 @@ func (db *DB) EachUsage(ctx context.Context, f UsageFilter, fn func(*UsageEvent)
 	for rows.Next() {
 		e, err := scanUsage(rows)
 		if err != nil {
-			return err
+			return fmt.Errorf("store: export usage: %w", err)
 		}
 		if err := fn(e); err != nil {
 			return err
 		}
 	}
-	return rows.Err()
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("store: export usage: %w", err)
+	}
+	return nil
 }
 
 // UsageTotals sums a set of events. CostUSD adds the known costs;
@@ -214,7 +220,8 @@ var groupings = map[string]struct{ key, label, join string }{
 func (db *DB) UsageSeries(ctx context.Context, f UsageFilter, groupBy string) ([]*UsageTotals, error) {
 	g, ok := groupings[groupBy]
 	if !ok {
-		return nil, Invalid("group_by: must be one of day, model, agent, environment, user")
+		// The service offers only known groupings (server/analytics).
+		return nil, fmt.Errorf("store: usage series: unknown grouping %q", groupBy)
 	}
 	cond, args := f.where()
 	order := "COALESCE(SUM(u.cost_usd), 0) DESC, 1"
@@ -265,6 +272,9 @@ func (db *DB) MarkBudgetAlert(ctx context.Context, envID int64, month string, th
 	if err != nil {
 		return false, fmt.Errorf("store: budget alert: %w", err)
 	}
-	n, _ := res.RowsAffected()
+	n, err := res.RowsAffected()
+	if err != nil {
+		return false, fmt.Errorf("store: budget alert: %w", err)
+	}
 	return n == 1, nil
 }

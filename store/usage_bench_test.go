@@ -107,9 +107,9 @@ func BenchmarkUsageSeries30Days(b *testing.B) {
 		group string
 		f     store.UsageFilter
 	}{
-		{"ByDay", store.GroupByDay, store.UsageFilter{From: &from, To: &end}},
-		{"ByModel", store.GroupByModel, store.UsageFilter{From: &from, To: &end}},
-		{"OneEnvironmentByDay", store.GroupByDay, store.UsageFilter{From: &from, To: &end, EnvironmentID: &env}},
+		{"ByDay", store.GroupByDay, store.UsageFilter{From: &from, To: &end, Scope: store.Everything}},
+		{"ByModel", store.GroupByModel, store.UsageFilter{From: &from, To: &end, Scope: store.Everything}},
+		{"OneEnvironmentByDay", store.GroupByDay, store.UsageFilter{From: &from, To: &end, EnvironmentID: &env, Scope: store.Everything}},
 	} {
 		b.Run(c.name, func(b *testing.B) {
 			for i := 0; i < b.N; i++ {

@@ -89,7 +89,7 @@ func (r *rig) settings(t *testing.T, s store.AISettings) {
 
 func (r *rig) usage(t *testing.T) []*store.UsageEvent {
 	t.Helper()
-	list, _, err := r.db.ListUsage(context.Background(), store.UsageFilter{}, store.Page{Page: 1, PerPage: 200})
+	list, _, err := r.db.ListUsage(context.Background(), store.UsageFilter{Scope: store.Everything}, store.Page{Page: 1, PerPage: 200})
 	if err != nil {
 		t.Fatal(err)
 	}

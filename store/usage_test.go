@@ -1,0 +1,73 @@
+package store_test
+
+import (
+	"context"
+	"fmt"
+	"testing"
+
+	"github.com/copydesk/copydesk/store"
+)
+
+// The usage filter keeps what the scope sees: a visible environment's
+// events, and the caller's own events outside any environment.
+func TestUsageFilterScope(t *testing.T) {
+	db, _ := openDB(t)
+	ctx := context.Background()
+	ann := mustUser(t, db, "ann", store.RoleViewer)
+	bob := mustUser(t, db, "bob", store.RoleViewer)
+	var envs []int64
+	for _, name := range []string{"a", "b"} {
+		e, err := db.CreateEnvironment(ctx, store.NewEnvironment{Name: name, Slug: name})
+		if err != nil {
+			t.Fatal(err)
+		}
+		envs = append(envs, e.ID)
+	}
+	ids := map[string]int64{}
+	for _, ev := range []struct {
+		name       string
+		user, envi *int64
+	}{
+		{"annInA", &ann.ID, &envs[0]}, {"bobInA", &bob.ID, &envs[0]}, {"bobInB", &bob.ID, &envs[1]},
+		{"annOutside", &ann.ID, nil}, {"bobOutside", &bob.ID, nil}, {"systemOutside", nil, nil},
+	} {
+		id, err := db.RecordUsage(ctx, store.UsageEvent{Provider: "openai", Model: "m", Status: "ok", Source: "test",
+			UserID: ev.user, EnvironmentID: ev.envi})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids[ev.name] = id
+	}
+	cases := []struct {
+		name  string
+		scope store.Scope
+		want  []string // newest first
+	}{
+		{"Everything", store.Everything, []string{"systemOutside", "bobOutside", "annOutside", "bobInB", "bobInA", "annInA"}},
+		{"AnnGrantedA", store.NewScope(ann.ID, false, []int64{envs[0]}), []string{"annOutside", "bobInA", "annInA"}},
+		{"BobGrantedNothing", store.NewScope(bob.ID, false, nil), []string{"bobOutside"}},
+		{"Zero", store.Scope{}, nil},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			list, total, err := db.ListUsage(ctx, store.UsageFilter{Scope: c.scope}, store.Page{Page: 1, PerPage: 50})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var want, got []int64
+			for _, n := range c.want {
+				want = append(want, ids[n])
+			}
+			for _, e := range list {
+				got = append(got, e.ID)
+			}
+			if fmt.Sprint(got) != fmt.Sprint(want) || total != len(want) {
+				t.Fatalf("sees %v (total %d), want %v", got, total, want)
+			}
+			sum, err := db.UsageSummary(ctx, store.UsageFilter{Scope: c.scope})
+			if err != nil || sum.Calls != int64(len(want)) {
+				t.Fatalf("summary: %v, %d calls, want %d", err, sum.Calls, len(want))
+			}
+		})
+	}
+}
