@@ -514,7 +514,7 @@ func (s *Server) notifyRun(ctx context.Context, a *store.Agent, r *store.AgentRu
 		return
 	}
 	note := notify.Note{Kind: notify.RunSucceeded, Title: fmt.Sprintf("%s finished", a.Name),
-		Body: preview(r.Output, 140), Link: fmt.Sprintf("/api/agents/runs/%d", r.ID), EnvironmentID: r.EnvironmentID}
+		Body: notify.Preview(r.Output, 140), Link: fmt.Sprintf("/api/agents/runs/%d", r.ID), EnvironmentID: r.EnvironmentID}
 	if r.Status == store.RunFailed {
 		note.Kind, note.Title, note.Body = notify.RunFailed, fmt.Sprintf("%s failed", a.Name), r.Error
 	}

@@ -1,15 +1,12 @@
 package server
 
 import (
-	"fmt"
 	"net/http"
-	"strings"
 	"time"
-	"unicode/utf8"
 
 	"github.com/gin-gonic/gin"
 
-	"github.com/copydesk/copydesk/server/notify"
+	"github.com/copydesk/copydesk/server/message"
 	"github.com/copydesk/copydesk/store"
 )
 
@@ -36,12 +33,6 @@ func (s *Server) registerMessageRoutes() {
 		Summary: "Delete a message for yourself", Data: deletedResponse{},
 		Notes: "The other side keeps it."}, s.deleteMessage)
 }
-
-// Message limits.
-const (
-	maxMessageBody    = 10000
-	maxMessageSubject = 200
-)
 
 type messageRequest struct {
 	RecipientID int64  `json:"recipient_id" binding:"required,gt=0"`
@@ -90,12 +81,8 @@ type inboxQuery struct {
 	Unread *bool `form:"unread" doc:"true: only unread ones"`
 }
 
-func messagesPage(c *gin.Context, list []*store.DirectMessage, total int, pg store.Page, msg string) {
-	items := make([]messageResponse, 0, len(list))
-	for _, m := range list {
-		items = append(items, messageJSON(m))
-	}
-	respond(c, http.StatusOK, listData[messageResponse]{Items: items, Total: total, Page: pg.Page, PerPage: pg.PerPage}, msg)
+func conversationJSON(cv *store.ConversationSummary) conversationResponse {
+	return conversationResponse{With: userSummaryJSON(cv.With), LastMessage: messageJSON(cv.Last), Unread: cv.Unread, Total: cv.Total}
 }
 
 func (s *Server) sendMessage(c *gin.Context) {
@@ -104,50 +91,13 @@ func (s *Server) sendMessage(c *gin.Context) {
 		fail(c, err)
 		return
 	}
-	p := principal(c)
-	switch n := utf8.RuneCountInString(req.Body); {
-	case strings.TrimSpace(req.Body) == "":
-		fail(c, store.Invalid("body: must not be empty"))
-		return
-	case n > maxMessageBody:
-		fail(c, store.Invalid("body: must be at most %d characters", maxMessageBody))
-		return
-	}
-	if utf8.RuneCountInString(req.Subject) > maxMessageSubject {
-		fail(c, store.Invalid("subject: must be at most %d characters", maxMessageSubject))
-		return
-	}
-	if req.RecipientID == p.User.ID {
-		fail(c, store.Invalid("recipient_id: you cannot send a message to yourself"))
-		return
-	}
-	ctx := c.Request.Context()
-	m, err := s.db.CreateMessage(ctx, store.NewMessage{SenderID: p.User.ID, RecipientID: req.RecipientID,
-		Subject: strings.TrimSpace(req.Subject), Body: req.Body})
+	m, err := s.messages.Send(c.Request.Context(), principal(c).User.ID,
+		message.Draft{RecipientID: req.RecipientID, Subject: req.Subject, Body: req.Body})
 	if err != nil {
 		fail(c, err)
 		return
 	}
-	title := "New message from " + m.Sender.Username
-	if m.Subject != "" {
-		title += ": " + m.Subject
-	}
-	s.notify.User(ctx, m.RecipientID, notify.Note{Kind: notify.MessageReceived, Title: title, Body: preview(m.Body, 140),
-		Link: fmt.Sprintf("/api/messages/conversations/%d", m.SenderID)})
 	respond(c, http.StatusCreated, messageJSON(m), "message sent")
-}
-
-// preview shortens text to n characters on a word boundary.
-func preview(text string, n int) string {
-	text = strings.Join(strings.Fields(text), " ")
-	if utf8.RuneCountInString(text) <= n {
-		return text
-	}
-	r := []rune(text)[:n]
-	if i := strings.LastIndex(string(r), " "); i > n/2 {
-		return string(r)[:i] + "…"
-	}
-	return string(r) + "…"
 }
 
 func (s *Server) inbox(c *gin.Context) {
@@ -157,13 +107,12 @@ func (s *Server) inbox(c *gin.Context) {
 		return
 	}
 	pg := q.page()
-	list, total, err := s.db.Inbox(c.Request.Context(), store.MessageFilter{UserID: principal(c).User.ID,
-		UnreadOnly: q.Unread != nil && *q.Unread, Page: pg})
+	list, total, err := s.messages.Inbox(c.Request.Context(), principal(c).User.ID, q.Unread != nil && *q.Unread, pg)
 	if err != nil {
 		fail(c, err)
 		return
 	}
-	messagesPage(c, list, total, pg, "inbox")
+	respondList(c, list, total, pg, messageJSON, "inbox")
 }
 
 func (s *Server) sentMessages(c *gin.Context) {
@@ -173,12 +122,12 @@ func (s *Server) sentMessages(c *gin.Context) {
 		return
 	}
 	pg := q.page()
-	list, total, err := s.db.Sent(c.Request.Context(), store.MessageFilter{UserID: principal(c).User.ID, Page: pg})
+	list, total, err := s.messages.Sent(c.Request.Context(), principal(c).User.ID, pg)
 	if err != nil {
 		fail(c, err)
 		return
 	}
-	messagesPage(c, list, total, pg, "sent messages")
+	respondList(c, list, total, pg, messageJSON, "sent messages")
 }
 
 func (s *Server) conversations(c *gin.Context) {
@@ -188,17 +137,12 @@ func (s *Server) conversations(c *gin.Context) {
 		return
 	}
 	pg := q.page()
-	list, total, err := s.db.Conversations(c.Request.Context(), principal(c).User.ID, pg)
+	list, total, err := s.messages.Conversations(c.Request.Context(), principal(c).User.ID, pg)
 	if err != nil {
 		fail(c, err)
 		return
 	}
-	items := make([]conversationResponse, 0, len(list))
-	for _, cv := range list {
-		items = append(items, conversationResponse{With: userSummaryJSON(cv.With), LastMessage: messageJSON(cv.Last),
-			Unread: cv.Unread, Total: cv.Total})
-	}
-	respond(c, http.StatusOK, listData[conversationResponse]{Items: items, Total: total, Page: pg.Page, PerPage: pg.PerPage}, "conversations")
+	respondList(c, list, total, pg, conversationJSON, "conversations")
 }
 
 func (s *Server) conversation(c *gin.Context) {
@@ -212,18 +156,13 @@ func (s *Server) conversation(c *gin.Context) {
 		fail(c, err)
 		return
 	}
-	ctx := c.Request.Context()
-	if _, err := s.db.UserByID(ctx, other); err != nil {
-		fail(c, err)
-		return
-	}
 	pg := q.page()
-	list, total, err := s.db.Conversation(ctx, principal(c).User.ID, other, pg)
+	list, total, err := s.messages.Conversation(c.Request.Context(), principal(c).User.ID, other, pg)
 	if err != nil {
 		fail(c, err)
 		return
 	}
-	messagesPage(c, list, total, pg, "conversation")
+	respondList(c, list, total, pg, messageJSON, "conversation")
 }
 
 func (s *Server) readMessage(c *gin.Context) {
@@ -232,7 +171,7 @@ func (s *Server) readMessage(c *gin.Context) {
 		fail(c, err)
 		return
 	}
-	m, err := s.db.MarkMessageRead(c.Request.Context(), principal(c).User.ID, id)
+	m, err := s.messages.MarkRead(c.Request.Context(), principal(c).User.ID, id)
 	if err != nil {
 		fail(c, err)
 		return
@@ -246,7 +185,7 @@ func (s *Server) deleteMessage(c *gin.Context) {
 		fail(c, err)
 		return
 	}
-	if err := s.db.DeleteMessageFor(c.Request.Context(), principal(c).User.ID, id); err != nil {
+	if err := s.messages.Delete(c.Request.Context(), principal(c).User.ID, id); err != nil {
 		fail(c, err)
 		return
 	}

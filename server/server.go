@@ -19,6 +19,7 @@ import (
 	"github.com/copydesk/copydesk/server/engine"
 	"github.com/copydesk/copydesk/server/jobs"
 	"github.com/copydesk/copydesk/server/keyring"
+	"github.com/copydesk/copydesk/server/message"
 	"github.com/copydesk/copydesk/server/notify"
 	"github.com/copydesk/copydesk/store"
 )
@@ -35,6 +36,7 @@ type Server struct {
 	log     *slog.Logger
 
 	analytics *analytics.Service
+	messages  *message.Service
 
 	streams sync.Map // run id -> context.CancelCauseFunc of a streamed run
 	router  *gin.Engine
@@ -100,6 +102,7 @@ func New(d Deps, opts Options) (*Server, error) {
 		log: d.Log, router: e, opts: opts}
 	// The store's clock is read at each call: tests move it after New.
 	s.analytics = analytics.New(d.DB, func() time.Time { return d.DB.Now() })
+	s.messages = message.New(d.DB, d.Notify)
 	e.Use(s.recoverPanics, s.logRequests, securityHeaders)
 	e.NoRoute(func(c *gin.Context) {
 		abort(c, http.StatusNotFound, "no route for "+c.Request.Method+" "+c.Request.URL.Path)

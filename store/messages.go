@@ -58,23 +58,12 @@ type NewMessage struct {
 	Body        string
 }
 
-// CreateMessage stores a message. The recipient must be an active user
-// other than the sender.
+// CreateMessage stores a message. Who may write to whom is the message
+// service's rule; here an unknown user is only a broken reference.
 func (db *DB) CreateMessage(ctx context.Context, n NewMessage) (*DirectMessage, error) {
-	var id int64
-	err := db.tx(ctx, func(tx *sql.Tx) error {
-		var active bool
-		err := tx.QueryRowContext(ctx, `SELECT is_active FROM users WHERE id = ?`, n.RecipientID).Scan(&active)
-		if errors.Is(err, sql.ErrNoRows) || (err == nil && !active) {
-			return Invalid("recipient_id: no active user has this id")
-		}
-		if err != nil {
-			return err
-		}
-		lo, hi := min(n.SenderID, n.RecipientID), max(n.SenderID, n.RecipientID)
-		return tx.QueryRowContext(ctx, `INSERT INTO messages (sender_id, recipient_id, pair_lo, pair_hi, subject, body, created_at)
-			VALUES (?, ?, ?, ?, ?, ?, ?) RETURNING id`, n.SenderID, n.RecipientID, lo, hi, n.Subject, n.Body, db.now()).Scan(&id)
-	})
+	lo, hi := min(n.SenderID, n.RecipientID), max(n.SenderID, n.RecipientID)
+	id, err := db.insert(ctx, `INSERT INTO messages (sender_id, recipient_id, pair_lo, pair_hi, subject, body, created_at)
+		VALUES (?, ?, ?, ?, ?, ?, ?) RETURNING id`, n.SenderID, n.RecipientID, lo, hi, n.Subject, n.Body, db.now())
 	if err != nil {
 		return nil, translate(err, "message")
 	}
@@ -195,18 +184,21 @@ func (db *DB) Conversations(ctx context.Context, userID int64, p Page) ([]*Conve
 	return out, total, nil
 }
 
-// MarkMessageRead marks a received message read. A message the user did not
-// receive (or deleted) is not found; one the user sent is invalid.
-func (db *DB) MarkMessageRead(ctx context.Context, userID, id int64) (*DirectMessage, error) {
-	m, err := db.MessageFor(ctx, userID, id)
+// MarkMessageRead marks a message the user received and kept read (once:
+// a second call keeps the first time). Any other message is not found;
+// that only the recipient may do this is the message service's rule.
+func (db *DB) MarkMessageRead(ctx context.Context, recipientID, id int64) (*DirectMessage, error) {
+	res, err := db.exec(ctx, `UPDATE messages SET read_at = COALESCE(read_at, ?)
+		WHERE id = ? AND recipient_id = ? AND recipient_deleted_at IS NULL`, db.now(), id, recipientID)
 	if err != nil {
-		return nil, err
-	}
-	if m.RecipientID != userID {
-		return nil, Invalid("only the recipient can mark a message read")
-	}
-	if _, err := db.exec(ctx, `UPDATE messages SET read_at = COALESCE(read_at, ?) WHERE id = ?`, db.now(), id); err != nil {
 		return nil, fmt.Errorf("store: mark message read: %w", err)
+	}
+	n, err := res.RowsAffected()
+	if err != nil {
+		return nil, fmt.Errorf("store: mark message read: %w", err)
+	}
+	if n == 0 {
+		return nil, NotFound("message not found")
 	}
 	return db.messageWhere(ctx, db.w, `m.id = ?`, id)
 }
@@ -224,7 +216,11 @@ func (db *DB) DeleteMessageFor(ctx context.Context, userID, id int64) error {
 		if err != nil {
 			return err
 		}
-		if n, _ := res.RowsAffected(); n == 0 {
+		n, err := res.RowsAffected()
+		if err != nil {
+			return err
+		}
+		if n == 0 {
 			return NotFound("message not found")
 		}
 		_, err = tx.ExecContext(ctx, `DELETE FROM messages WHERE id = ? AND sender_deleted_at IS NOT NULL AND recipient_deleted_at IS NOT NULL`, id)

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/copydesk/copydesk/store"
 )
@@ -108,5 +109,47 @@ func BenchmarkInbox100k(b *testing.B) {
 				}
 			}
 		})
+	}
+}
+
+// Only the recipient's kept copy can be marked read, and only once: a
+// second mark keeps the first time.
+func TestMarkMessageRead(t *testing.T) {
+	db, clk := openDB(t)
+	ctx := context.Background()
+	a := mustUser(t, db, "alice", store.RoleViewer)
+	b := mustUser(t, db, "bob", store.RoleViewer)
+	m, err := db.CreateMessage(ctx, store.NewMessage{SenderID: a.ID, RecipientID: b.ID, Body: "hi"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.MarkMessageRead(ctx, a.ID, m.ID); !store.IsNotFound(err) {
+		t.Fatalf("sender: %v, want not found", err)
+	}
+	first, err := db.MarkMessageRead(ctx, b.ID, m.ID)
+	if err != nil || first.ReadAt == nil {
+		t.Fatalf("recipient: %v %+v", err, first)
+	}
+	clk.Advance(time.Minute)
+	again, err := db.MarkMessageRead(ctx, b.ID, m.ID)
+	if err != nil || !again.ReadAt.Equal(*first.ReadAt) {
+		t.Fatalf("second mark: %v, read at %v, want %v", err, again.ReadAt, first.ReadAt)
+	}
+	if err := db.DeleteMessageFor(ctx, b.ID, m.ID); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.MarkMessageRead(ctx, b.ID, m.ID); !store.IsNotFound(err) {
+		t.Fatalf("after delete: %v, want not found", err)
+	}
+}
+
+// A message to a user that does not exist breaks a reference (422), not
+// the server.
+func TestCreateMessageUnknownRecipient(t *testing.T) {
+	db, _ := openDB(t)
+	a := mustUser(t, db, "alice", store.RoleViewer)
+	_, err := db.CreateMessage(context.Background(), store.NewMessage{SenderID: a.ID, RecipientID: 9999, Body: "hi"})
+	if store.KindOf(err) != store.KindInvalid {
+		t.Fatalf("got %v, want invalid", err)
 	}
 }
