@@ -14,11 +14,15 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"github.com/copydesk/copydesk/backup"
+	"github.com/copydesk/copydesk/server/aisetting"
 	"github.com/copydesk/copydesk/server/auth"
+	"github.com/copydesk/copydesk/server/credential"
 	"github.com/copydesk/copydesk/server/engine"
+	"github.com/copydesk/copydesk/server/environment"
 	"github.com/copydesk/copydesk/server/jobs"
 	"github.com/copydesk/copydesk/server/keyring"
 	"github.com/copydesk/copydesk/server/notify"
+	"github.com/copydesk/copydesk/server/setting"
 	"github.com/copydesk/copydesk/store"
 )
 
@@ -30,8 +34,14 @@ type Server struct {
 	notify  *notify.Notifier
 	engine  *engine.Engine
 	jobs    *jobs.Runner
-	keys    *keyring.Keyring
 	log     *slog.Logger
+
+	// The groups' services, built in New from the above.
+	environments *environment.Service
+	credentials  *credential.Service
+	aiSettings   *aisetting.Service
+	settings     *setting.Service
+
 	streams sync.Map // run id -> context.CancelCauseFunc of a streamed run
 	router  *gin.Engine
 	routes  []*Route
@@ -92,8 +102,12 @@ func New(d Deps, opts Options) (*Server, error) {
 	if err := e.SetTrustedProxies(opts.TrustedProxies); err != nil {
 		return nil, err
 	}
-	s := &Server{db: d.DB, auth: d.Auth, backups: d.Backups, notify: d.Notify, engine: d.Engine, jobs: d.Jobs, keys: d.Keys,
+	s := &Server{db: d.DB, auth: d.Auth, backups: d.Backups, notify: d.Notify, engine: d.Engine, jobs: d.Jobs,
 		log: d.Log, router: e, opts: opts}
+	s.environments = environment.New(d.DB)
+	s.credentials = credential.New(d.DB, s.environments, d.Keys, d.Engine)
+	s.aiSettings = aisetting.New(d.DB, s.environments, s.credentials, d.Engine)
+	s.settings = setting.New(d.DB)
 	e.Use(s.recoverPanics, s.logRequests, securityHeaders)
 	e.NoRoute(func(c *gin.Context) {
 		abort(c, http.StatusNotFound, "no route for "+c.Request.Method+" "+c.Request.URL.Path)

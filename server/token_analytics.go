@@ -94,7 +94,7 @@ func (s *Server) usageFilter(c *gin.Context, q usageQuery, defaultFrom func(now 
 	if !p.User.Role.AtLeast(store.RoleAdmin) {
 		f.VisibleTo = p.User.ID
 		if q.EnvironmentID != nil {
-			if _, err := s.environmentFor(c.Request.Context(), p, *q.EnvironmentID); err != nil {
+			if _, err := s.environments.Get(c.Request.Context(), p.Scope, *q.EnvironmentID); err != nil {
 				return f, err
 			}
 		}
