@@ -304,7 +304,7 @@ func TestRestoreRoundTrip(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	envs, _, err := f.db.ListEnvironments(ctx, store.EnvironmentFilter{Page: store.Page{Page: 1, PerPage: 50}})
+	envs, _, err := f.db.ListEnvironments(ctx, store.EnvironmentFilter{Scope: store.Everything, Page: store.Page{Page: 1, PerPage: 50}})
 	if err != nil || len(envs) != 1 || envs[0].Slug != "kept" {
 		t.Fatalf("after restore: %v %v", envs, err)
 	}
@@ -351,7 +351,7 @@ func TestRestoreUnderLoad(t *testing.T) {
 				if w == 0 {
 					_, err = f.db.CreateEnvironment(ctx, store.NewEnvironment{Name: "x", Slug: fmt.Sprintf("load-%d", i)})
 				} else {
-					_, _, err = f.db.ListEnvironments(ctx, store.EnvironmentFilter{Page: store.Page{Page: 1, PerPage: 10}})
+					_, _, err = f.db.ListEnvironments(ctx, store.EnvironmentFilter{Scope: store.Everything, Page: store.Page{Page: 1, PerPage: 10}})
 				}
 				release()
 				if err != nil {
@@ -501,7 +501,7 @@ func TestRestoreMigratesAnOlderSnapshot(t *testing.T) {
 	if _, _, err := f.db.ListAgents(ctx, store.AgentFilter{Page: store.Page{Page: 1, PerPage: 1}}); err != nil {
 		t.Fatalf("the restored database lacks the newer tables: %v", err)
 	}
-	if envs, _, _ := f.db.ListEnvironments(ctx, store.EnvironmentFilter{Page: store.Page{Page: 1, PerPage: 5}}); len(envs) != 1 {
+	if envs, _, _ := f.db.ListEnvironments(ctx, store.EnvironmentFilter{Scope: store.Everything, Page: store.Page{Page: 1, PerPage: 5}}); len(envs) != 1 {
 		t.Fatalf("environments after restore: %d", len(envs))
 	}
 }

@@ -87,7 +87,7 @@ func (s *Server) runFor(ctx context.Context, p *auth.Principal, id int64) (*stor
 		}
 		return nil, store.NotFound("run not found")
 	}
-	if _, err := s.environmentFor(ctx, p, *r.EnvironmentID); err != nil {
+	if _, err := s.environments.Get(ctx, p.Scope, *r.EnvironmentID); err != nil {
 		return nil, store.NotFound("run not found")
 	}
 	return r, nil
@@ -214,7 +214,7 @@ func (s *Server) prepareRun(c *gin.Context, req *executeRequest) (*store.Agent, 
 		envID = a.EnvironmentID
 	}
 	if envID != nil {
-		if _, err := s.environmentFor(ctx, p, *envID); store.IsNotFound(err) {
+		if _, err := s.environments.Get(ctx, p.Scope, *envID); store.IsNotFound(err) {
 			return nil, nil, store.Invalid("environment_id: no environment with id %d", *envID)
 		} else if err != nil {
 			return nil, nil, err

@@ -187,13 +187,13 @@ func (s *Server) checkAgentFields(ctx context.Context, p *auth.Principal, in *st
 		return store.Invalid("environment_id: is required: only admins create global agents")
 	}
 	if in.EnvironmentID != nil {
-		if _, err := s.environmentFor(ctx, p, *in.EnvironmentID); store.IsNotFound(err) {
+		if _, err := s.environments.Get(ctx, p.Scope, *in.EnvironmentID); store.IsNotFound(err) {
 			return store.Invalid("environment_id: no environment with id %d", *in.EnvironmentID)
 		} else if err != nil {
 			return err
 		}
 	}
-	if err := s.checkAICredential(ctx, in.CredentialID, in.EnvironmentID); err != nil {
+	if err := s.credentials.CheckAI(ctx, in.CredentialID, in.EnvironmentID); err != nil {
 		return err
 	}
 	in.Name = strings.TrimSpace(in.Name)
@@ -223,7 +223,7 @@ func (s *Server) listAgents(c *gin.Context) {
 	if !isAdmin(p) {
 		f.VisibleTo = p.User.ID
 		if q.EnvironmentID != nil {
-			if _, err := s.environmentFor(ctx, p, *q.EnvironmentID); err != nil {
+			if _, err := s.environments.Get(ctx, p.Scope, *q.EnvironmentID); err != nil {
 				fail(c, err)
 				return
 			}
@@ -370,7 +370,7 @@ func (s *Server) putAssignments(c *gin.Context) {
 		// An editor assigns only to environments they can see; others do
 		// not exist for them.
 		for _, id := range req.EnvironmentIDs {
-			if _, err := s.environmentFor(ctx, p, id); store.IsNotFound(err) {
+			if _, err := s.environments.Get(ctx, p.Scope, id); store.IsNotFound(err) {
 				fail(c, store.Invalid("environment_ids: no environment with id %d", id))
 				return
 			} else if err != nil {

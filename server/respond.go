@@ -15,6 +15,7 @@ import (
 	"github.com/gin-gonic/gin/binding"
 	"github.com/go-playground/validator/v10"
 
+	"github.com/copydesk/copydesk/server/valid"
 	"github.com/copydesk/copydesk/store"
 )
 
@@ -378,13 +379,5 @@ func queryError(err error) string {
 	return msg
 }
 
-// noControl refuses control characters (NUL, newlines, escapes) in a
-// one-line value: names, ids, secrets that end up in HTTP headers.
-func noControl(field, v string) error {
-	for _, r := range v {
-		if r < 0x20 || r == 0x7f {
-			return store.Invalid("%s: must not contain control characters", field)
-		}
-	}
-	return nil
-}
+// noControl refuses control characters in a one-line value (valid.Line).
+func noControl(field, v string) error { return valid.Line(field, v) }

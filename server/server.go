@@ -14,13 +14,17 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"github.com/copydesk/copydesk/backup"
+	"github.com/copydesk/copydesk/server/aisetting"
 	"github.com/copydesk/copydesk/server/analytics"
 	"github.com/copydesk/copydesk/server/auth"
+	"github.com/copydesk/copydesk/server/credential"
 	"github.com/copydesk/copydesk/server/engine"
+	"github.com/copydesk/copydesk/server/environment"
 	"github.com/copydesk/copydesk/server/jobs"
 	"github.com/copydesk/copydesk/server/keyring"
 	"github.com/copydesk/copydesk/server/message"
 	"github.com/copydesk/copydesk/server/notify"
+	"github.com/copydesk/copydesk/server/setting"
 	"github.com/copydesk/copydesk/store"
 )
 
@@ -32,11 +36,15 @@ type Server struct {
 	notify  *notify.Notifier
 	engine  *engine.Engine
 	jobs    *jobs.Runner
-	keys    *keyring.Keyring
 	log     *slog.Logger
 
 	analytics *analytics.Service
 	messages  *message.Service
+	// The groups' services, built in New from the above.
+	environments *environment.Service
+	credentials  *credential.Service
+	aiSettings   *aisetting.Service
+	settings     *setting.Service
 
 	streams sync.Map // run id -> context.CancelCauseFunc of a streamed run
 	router  *gin.Engine
@@ -98,11 +106,15 @@ func New(d Deps, opts Options) (*Server, error) {
 	if err := e.SetTrustedProxies(opts.TrustedProxies); err != nil {
 		return nil, err
 	}
-	s := &Server{db: d.DB, auth: d.Auth, backups: d.Backups, notify: d.Notify, engine: d.Engine, jobs: d.Jobs, keys: d.Keys,
+	s := &Server{db: d.DB, auth: d.Auth, backups: d.Backups, notify: d.Notify, engine: d.Engine, jobs: d.Jobs,
 		log: d.Log, router: e, opts: opts}
 	// The store's clock is read at each call: tests move it after New.
 	s.analytics = analytics.New(d.DB, func() time.Time { return d.DB.Now() })
 	s.messages = message.New(d.DB, d.Notify)
+	s.environments = environment.New(d.DB)
+	s.credentials = credential.New(d.DB, s.environments, d.Keys, d.Engine)
+	s.aiSettings = aisetting.New(d.DB, s.environments, s.credentials, d.Engine)
+	s.settings = setting.New(d.DB)
 	e.Use(s.recoverPanics, s.logRequests, securityHeaders)
 	e.NoRoute(func(c *gin.Context) {
 		abort(c, http.StatusNotFound, "no route for "+c.Request.Method+" "+c.Request.URL.Path)
