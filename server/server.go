@@ -19,6 +19,7 @@ import (
 	"github.com/copydesk/copydesk/server/jobs"
 	"github.com/copydesk/copydesk/server/keyring"
 	"github.com/copydesk/copydesk/server/notify"
+	"github.com/copydesk/copydesk/server/stream"
 	"github.com/copydesk/copydesk/store"
 )
 
@@ -28,6 +29,7 @@ type Server struct {
 	auth    *auth.Service
 	backups *backup.Manager
 	notify  *notify.Notifier
+	events  *stream.Broker
 	engine  *engine.Engine
 	jobs    *jobs.Runner
 	keys    *keyring.Keyring
@@ -63,6 +65,7 @@ type Deps struct {
 	Auth    *auth.Service
 	Backups *backup.Manager
 	Notify  *notify.Notifier
+	Events  *stream.Broker // the event streams' broker
 	Engine  *engine.Engine
 	Jobs    *jobs.Runner
 	Keys    *keyring.Keyring
@@ -92,8 +95,8 @@ func New(d Deps, opts Options) (*Server, error) {
 	if err := e.SetTrustedProxies(opts.TrustedProxies); err != nil {
 		return nil, err
 	}
-	s := &Server{db: d.DB, auth: d.Auth, backups: d.Backups, notify: d.Notify, engine: d.Engine, jobs: d.Jobs, keys: d.Keys,
-		log: d.Log, router: e, opts: opts}
+	s := &Server{db: d.DB, auth: d.Auth, backups: d.Backups, notify: d.Notify, events: d.Events, engine: d.Engine, jobs: d.Jobs,
+		keys: d.Keys, log: d.Log, router: e, opts: opts}
 	e.Use(s.recoverPanics, s.logRequests, securityHeaders)
 	e.NoRoute(func(c *gin.Context) {
 		abort(c, http.StatusNotFound, "no route for "+c.Request.Method+" "+c.Request.URL.Path)
