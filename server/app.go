@@ -18,6 +18,7 @@ import (
 	"github.com/copydesk/copydesk/server/jobs"
 	"github.com/copydesk/copydesk/server/keyring"
 	"github.com/copydesk/copydesk/server/notify"
+	"github.com/copydesk/copydesk/server/stream"
 	"github.com/copydesk/copydesk/store"
 )
 
@@ -68,6 +69,7 @@ type App struct {
 	Auth     *auth.Service
 	Backups  *backup.Manager
 	Notify   *notify.Notifier
+	Events   *stream.Broker
 	Engine   *engine.Engine
 	Jobs     *jobs.Runner
 	Server   *Server
@@ -154,7 +156,9 @@ func Open(ctx context.Context, cfg Config, log *slog.Logger) (*App, error) {
 		return nil, err
 	}
 	a.lock = lock
+	a.Events = stream.New(stream.Options{Heartbeat: cfg.StreamHeartbeat, Log: log})
 	a.Notify = notify.New(a.DB, log)
+	a.Notify.PublishTo(a.Events)
 	a.Backups.OnScheduledRun = a.scheduledBackupRan
 	retries := cfg.ProviderRetries
 	if retries < 0 {
@@ -163,8 +167,8 @@ func Open(ctx context.Context, cfg Config, log *slog.Logger) (*App, error) {
 	a.Engine = engine.New(a.DB, a.Keys, a.Notify, log, engine.Options{
 		HTTPClient: &http.Client{Timeout: 15 * time.Minute}, Timeout: cfg.ProviderTimeout, MaxRetries: retries})
 	a.Jobs = jobs.New(a.DB, log, jobs.Options{Workers: cfg.Workers, Backoff: cfg.JobBackoff})
-	a.Server, err = New(Deps{DB: a.DB, Auth: a.Auth, Backups: a.Backups, Notify: a.Notify, Engine: a.Engine, Jobs: a.Jobs,
-		Keys: a.Keys, Log: log},
+	a.Server, err = New(Deps{DB: a.DB, Auth: a.Auth, Backups: a.Backups, Notify: a.Notify, Events: a.Events, Engine: a.Engine,
+		Jobs: a.Jobs, Keys: a.Keys, Log: log},
 		Options{TrustedProxies: cfg.TrustedProxies, Version: cfg.Version, MaxUploadBytes: cfg.MaxUploadBytes,
 			StreamHeartbeat: cfg.StreamHeartbeat})
 	if err != nil {
@@ -219,7 +223,7 @@ func (a *App) Run(ctx context.Context) error {
 	}
 	// Event streams never finish on their own: end them when shutdown
 	// begins so in-flight requests can drain.
-	srv.RegisterOnShutdown(a.Notify.Close)
+	srv.RegisterOnShutdown(a.Events.Close)
 	srv.RegisterOnShutdown(a.Server.StopStreams)
 	bg, stopBG := context.WithCancel(ctx)
 	var wg sync.WaitGroup

@@ -15,6 +15,7 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"github.com/copydesk/copydesk/server/auth"
+	"github.com/copydesk/copydesk/server/stream"
 	"github.com/copydesk/copydesk/store"
 )
 
@@ -140,15 +141,48 @@ func (s *Server) authFromHeader(ctx context.Context, c *gin.Context) (*auth.Prin
 // heldAuthenticate is authenticate for exclusive routes, which do not hold
 // the database for the whole request: it holds it just while it checks.
 func (s *Server) heldAuthenticate(c *gin.Context) {
-	ctx, release := s.db.Hold(c.Request.Context())
-	p, err := s.authFromHeader(ctx, c)
-	release()
+	var p *auth.Principal
+	err := s.held(c.Request.Context(), func(ctx context.Context) (err error) {
+		p, err = s.authFromHeader(ctx, c)
+		return err
+	})
 	if err != nil {
 		fail(c, err)
 		return
 	}
 	c.Set(principalKey, p)
 	c.Next()
+}
+
+// held runs fn with the database held, as holdDB does for a whole request:
+// exclusive routes (see Route.Exclusive) hold it only while they use it.
+// With holdDB it is the server's only way to the restore gate.
+func (s *Server) held(ctx context.Context, fn func(context.Context) error) error {
+	ctx, release := s.db.Hold(ctx)
+	defer release()
+	return fn(ctx)
+}
+
+// streamOptions are what every event stream of a signed-in caller shares:
+// at each heartbeat it re-checks the session (revoked, user disabled, token
+// expired: the stream ends), holding the database only for that check.
+func (s *Server) streamOptions(c *gin.Context) stream.ServeOptions {
+	token := bearerToken(c)
+	return stream.ServeOptions{Hold: s.held, Recheck: func(ctx context.Context) error {
+		_, err := s.auth.Authenticate(ctx, token)
+		if err == nil {
+			return nil
+		}
+		if store.KindOf(err) == store.KindInternal {
+			s.log.Error("stream: session re-check failed", "err", err)
+		}
+		return errors.New(store.Message(err))
+	}}
+}
+
+func bearerToken(c *gin.Context) string {
+	_, tok, _ := strings.Cut(c.GetHeader("Authorization"), " ")
+	return strings.TrimSpace(tok)
 }
 
 // requireRole refuses callers below min with a 403.

@@ -357,3 +357,27 @@ func TestNotificationStreamCatchUpPages(t *testing.T) {
 	case <-time.After(100 * time.Millisecond):
 	}
 }
+
+// A restore ends every open stream: what it said may no longer be true.
+func TestNotificationStreamEndsOnRestore(t *testing.T) {
+	e := newEnv(t)
+	e.app.DB.Now = func() time.Time { return time.Now().UTC() }
+	srv := httptest.NewServer(e.h)
+	t.Cleanup(srv.Close)
+	_, root := e.user(t, "root", store.RoleSuperAdmin)
+	_, viewer := e.user(t, "viewer", store.RoleViewer)
+	name := e.do(t, "POST", "/api/backup", root, nil).Data()["name"].(string)
+	s := openStream(t, srv.URL+"/api/notifications/stream", viewer)
+	for e.app.Notify.Subscribers() == 0 {
+		time.Sleep(time.Millisecond)
+	}
+	if r := e.do(t, "POST", "/api/backup/"+name+"/restore", root, nil); r.Code != 200 {
+		t.Fatalf("restore: %d %s", r.Code, r.Body)
+	}
+	if ev := s.next(t, 5*time.Second); ev["event"] != "end" || !strings.Contains(ev["data"], "restored") {
+		t.Fatalf("end: %v", ev)
+	}
+	if ev := s.next(t, 5*time.Second); ev != nil {
+		t.Fatalf("after the end: %v", ev)
+	}
+}

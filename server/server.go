@@ -25,6 +25,7 @@ import (
 	"github.com/copydesk/copydesk/server/message"
 	"github.com/copydesk/copydesk/server/notify"
 	"github.com/copydesk/copydesk/server/setting"
+	"github.com/copydesk/copydesk/server/stream"
 	"github.com/copydesk/copydesk/store"
 )
 
@@ -34,6 +35,7 @@ type Server struct {
 	auth    *auth.Service
 	backups *backup.Manager
 	notify  *notify.Notifier
+	events  *stream.Broker
 	engine  *engine.Engine
 	jobs    *jobs.Runner
 	log     *slog.Logger
@@ -77,6 +79,7 @@ type Deps struct {
 	Auth    *auth.Service
 	Backups *backup.Manager
 	Notify  *notify.Notifier
+	Events  *stream.Broker // the event streams' broker
 	Engine  *engine.Engine
 	Jobs    *jobs.Runner
 	Keys    *keyring.Keyring
@@ -106,7 +109,7 @@ func New(d Deps, opts Options) (*Server, error) {
 	if err := e.SetTrustedProxies(opts.TrustedProxies); err != nil {
 		return nil, err
 	}
-	s := &Server{db: d.DB, auth: d.Auth, backups: d.Backups, notify: d.Notify, engine: d.Engine, jobs: d.Jobs,
+	s := &Server{db: d.DB, auth: d.Auth, backups: d.Backups, notify: d.Notify, events: d.Events, engine: d.Engine, jobs: d.Jobs,
 		log: d.Log, router: e, opts: opts}
 	// The store's clock is read at each call: tests move it after New.
 	s.analytics = analytics.New(d.DB, func() time.Time { return d.DB.Now() })
