@@ -147,10 +147,10 @@ func itoaInt(n int) string {
 type holdKey struct{}
 
 // Hold keeps the database from being replaced until release is called, and
-// waits while a replacement is under way. Only two callers take it: the
-// request middleware, for the whole of a request, and the job runner, for
-// the whole of a job; everything they call runs under their hold, so none
-// sees a half-swapped database. It is re-entrant through the context: when
+// waits while a replacement is under way. Only two callers are meant to
+// take it: the request middleware, for the whole of a request, and the job
+// runner, for the whole of a job; everything they call runs under their
+// hold, so none sees a half-swapped database. It is re-entrant through the context: when
 // ctx already holds this database, Hold does nothing more. Use the returned
 // context below.
 func (db *DB) Hold(ctx context.Context) (context.Context, func()) {
