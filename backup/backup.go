@@ -68,6 +68,10 @@ type Manager struct {
 	// OnScheduledRun, when set, hears of every scheduled run: the snapshot
 	// taken, or the error. The server notifies the super_admins with it.
 	OnScheduledRun func(ctx context.Context, meta *Meta, err error)
+	// OnScheduleChange, when set, is called once SetSchedule has stored a
+	// schedule. The server plans the next scheduled run with it: RunDue
+	// runs as a recurring job whose Schedule is Next.
+	OnScheduleChange func(ctx context.Context) error
 }
 
 // New returns the manager of DATA_DIR/backups for db.

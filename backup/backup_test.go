@@ -3,7 +3,9 @@ package backup_test
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -439,6 +441,78 @@ func TestSchedule(t *testing.T) {
 	}
 	if _, st, _, _ := f.m.Schedule(ctx); st.LastError == "" {
 		t.Fatal("the failure was not recorded")
+	}
+}
+
+// Next is the schedule of the job that takes scheduled snapshots: off by
+// default, the stored schedule's next run once set (SetSchedule tells the
+// server to plan it), and in the past for a run that was missed.
+func TestScheduleNext(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	start := f.db.Now()
+	if _, ok, err := f.m.Next(ctx, start); ok || err != nil {
+		t.Fatalf("default: ok %v, %v", ok, err)
+	}
+	changed := 0
+	f.m.OnScheduleChange = func(context.Context) error { changed++; return nil }
+	if _, err := f.m.SetSchedule(ctx, backup.Schedule{Enabled: true, Spec: "@every 1h", Retention: 2}); err != nil {
+		t.Fatal(err)
+	}
+	if changed != 1 {
+		t.Fatalf("OnScheduleChange called %d times", changed)
+	}
+	next, ok, err := f.m.Next(ctx, start)
+	if !ok || err != nil || !next.Equal(start.Add(time.Hour)) {
+		t.Fatalf("next: %v %v %v", next, ok, err)
+	}
+	f.advance(5 * time.Hour) // the server was down
+	if again, _, _ := f.m.Next(ctx, f.db.Now()); !again.Equal(next) {
+		t.Fatalf("a missed run moved to %v", again)
+	}
+
+	f.m.OnScheduleChange = func(context.Context) error { return errors.New("no runner") }
+	if _, err := f.m.SetSchedule(ctx, backup.Schedule{Enabled: true, Spec: "@every 2h", Retention: 2}); err == nil || !strings.Contains(err.Error(), "no runner") {
+		t.Fatalf("a failed plan: %v", err)
+	}
+}
+
+// A scheduled run stopped by its context (a shutdown, a restore) is not a
+// failure: nothing is recorded or told, and it is still due.
+func TestRunDueInterrupted(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	if _, err := f.m.SetSchedule(ctx, backup.Schedule{Enabled: true, Spec: "@every 1h", Retention: 2}); err != nil {
+		t.Fatal(err)
+	}
+	told := 0
+	f.m.OnScheduledRun = func(context.Context, *backup.Meta, error) { told++ }
+	f.advance(time.Hour)
+	// An upload that waits for its body keeps the run waiting for its
+	// snapshot; the run's context ends meanwhile.
+	body, sender := io.Pipe()
+	uploaded := make(chan error, 1)
+	go func() { _, err := f.m.Import(ctx, body, 1<<20); uploaded <- err }()
+	time.Sleep(50 * time.Millisecond)
+	cctx, cancel := context.WithCancel(ctx)
+	type result struct {
+		ran bool
+		err error
+	}
+	ran := make(chan result, 1)
+	go func() { r, err := f.m.RunDue(cctx); ran <- result{r, err} }()
+	time.Sleep(200 * time.Millisecond) // past reading the schedule
+	cancel()
+	sender.CloseWithError(errors.New("the client went away"))
+	<-uploaded
+	if r := <-ran; !r.ran || !errors.Is(r.err, context.Canceled) {
+		t.Fatalf("interrupted run: %v %v", r.ran, r.err)
+	}
+	if _, st, _, _ := f.m.Schedule(ctx); told != 0 || st.LastRunAt != nil || st.LastError != "" {
+		t.Fatalf("the interruption was recorded (%+v) or told (%d)", st, told)
+	}
+	if ran, err := f.m.RunDue(ctx); !ran || err != nil || told != 1 {
+		t.Fatalf("the run after: %v %v, told %d", ran, err, told)
 	}
 }
 

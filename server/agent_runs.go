@@ -174,6 +174,11 @@ func (s *Server) cancelRun(c *gin.Context) {
 // AgentRunJob is the job kind that executes a queued agent run.
 const AgentRunJob = "agent.run"
 
+// registerAgentJobs registers the agent run job with the job runner.
+func (s *Server) registerAgentJobs() {
+	s.jobs.Register(AgentRunJob, jobs.Kind{Handle: s.runAgentJob, OnFinish: s.agentJobFinished})
+}
+
 type agentRunPayload struct {
 	RunID int64 `json:"run_id"`
 }
@@ -425,35 +430,32 @@ func (s *Server) StopStreams() {
 	})
 }
 
-// runAgentJob is the job handler for queued runs. It holds the database
-// only for its own reads and writes (the engine does the same around the
-// provider call), so a restore need not wait for a generation to finish.
+// runAgentJob is the job handler for queued runs. The runner holds the
+// database for it, and ends ctx when a restore waits: then the provider
+// call stops and nothing more is written.
 func (s *Server) runAgentJob(ctx context.Context, job *store.Job) error {
 	var p agentRunPayload
 	if err := json.Unmarshal(job.Payload, &p); err != nil {
 		return jobs.Permanent(fmt.Errorf("agent run job %d: bad payload: %w", job.ID, err))
 	}
-	hctx, release := s.db.Hold(ctx)
-	run, a, err := s.startQueuedRun(hctx, p.RunID)
-	release()
+	run, a, err := s.startQueuedRun(ctx, p.RunID)
 	if err != nil || run == nil {
 		return err
 	}
 	res, err := s.engine.Generate(ctx, agentCall(a, run))
-	hctx, release = s.db.Hold(context.WithoutCancel(ctx))
-	defer release()
+	wctx := context.WithoutCancel(ctx) // the outcome is recorded even if the job was cancelled meanwhile
 	if err != nil {
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
 		if engine.Retryable(err) && job.Attempts < job.MaxAttempts {
-			s.db.RequeueRun(hctx, run.ID, store.Message(err))
+			s.db.RequeueRun(wctx, run.ID, store.Message(err))
 			return jobs.Retry(err)
 		}
-		s.db.FinishRun(hctx, run.ID, outcome(res, err))
+		s.db.FinishRun(wctx, run.ID, outcome(res, err))
 		return jobs.Permanent(err)
 	}
-	_, err = s.db.FinishRun(hctx, run.ID, outcome(res, nil))
+	_, err = s.db.FinishRun(wctx, run.ID, outcome(res, nil))
 	return err
 }
 
@@ -484,9 +486,7 @@ func (s *Server) agentJobFinished(ctx context.Context, job *store.Job) {
 	if json.Unmarshal(job.Payload, &p) != nil {
 		return
 	}
-	// The caller's hold carries over (a cancel request holds already).
-	ctx, release := s.db.Hold(context.WithoutCancel(ctx))
-	defer release()
+	ctx = context.WithoutCancel(ctx) // it runs under its caller's hold: the runner's or a cancel request's
 	run, err := s.db.RunByID(ctx, p.RunID)
 	if err != nil {
 		return

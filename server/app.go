@@ -41,7 +41,8 @@ type Config struct {
 	Throttle *auth.ThrottlePolicy
 	// MaxUploadBytes caps backup uploads.
 	MaxUploadBytes int64
-	// NoScheduler keeps scheduled backups from running (tests drive them).
+	// NoScheduler keeps scheduled backups from running (tests drive them):
+	// their job kind is not registered.
 	NoScheduler bool
 	// StreamHeartbeat is the heartbeat of event streams; 15 s when 0.
 	StreamHeartbeat time.Duration
@@ -167,6 +168,7 @@ func Open(ctx context.Context, cfg Config, log *slog.Logger) (*App, error) {
 	a.Engine = engine.New(a.DB, a.Keys, a.Notify, log, engine.Options{
 		HTTPClient: &http.Client{Timeout: 15 * time.Minute}, Timeout: cfg.ProviderTimeout, MaxRetries: retries})
 	a.Jobs = jobs.New(a.DB, log, jobs.Options{Workers: cfg.Workers, Backoff: cfg.JobBackoff})
+	a.registerJobs()
 	a.Server, err = New(Deps{DB: a.DB, Auth: a.Auth, Backups: a.Backups, Notify: a.Notify, Events: a.Events, Engine: a.Engine,
 		Jobs: a.Jobs, Keys: a.Keys, Log: log},
 		Options{TrustedProxies: cfg.TrustedProxies, Version: cfg.Version, MaxUploadBytes: cfg.MaxUploadBytes,
@@ -227,10 +229,6 @@ func (a *App) Run(ctx context.Context) error {
 	srv.RegisterOnShutdown(a.Server.StopStreams)
 	bg, stopBG := context.WithCancel(ctx)
 	var wg sync.WaitGroup
-	wg.Go(func() { a.housekeeping(bg) })
-	if !a.Config.NoScheduler {
-		wg.Go(func() { a.Backups.RunScheduler(bg, a.Log) })
-	}
 	wg.Go(func() {
 		if err := a.Jobs.Run(bg); err != nil && bg.Err() == nil {
 			a.Log.Error("job runner stopped", "err", err)
@@ -262,23 +260,36 @@ func (a *App) Run(ctx context.Context) error {
 	return err
 }
 
-// housekeeping prunes once an hour.
-func (a *App) housekeeping(ctx context.Context) {
-	t := time.NewTicker(time.Hour)
-	defer t.Stop()
-	for {
-		hctx, release := a.DB.Hold(ctx)
-		err := a.Prune(hctx)
-		release()
-		if err != nil && ctx.Err() == nil {
-			a.Log.Warn("housekeeping", "err", err)
-		}
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
+// Job kinds of the app's own recurring work.
+const (
+	HousekeepingJob = "housekeeping"
+	BackupJob       = "backup.scheduled"
+)
+
+// registerJobs registers the app's recurring work with the job runner:
+// pruning every hour, and scheduled backups on their stored schedule, which
+// PUT /api/backup/schedule changes (then the next run is planned at once).
+func (a *App) registerJobs() {
+	a.Jobs.Register(HousekeepingJob, jobs.Kind{Handle: a.housekeep, Next: jobs.Every(time.Hour)})
+	if a.Config.NoScheduler {
+		return
 	}
+	a.Jobs.Register(BackupJob, jobs.Kind{Handle: a.runScheduledBackup, Next: a.Backups.Next})
+	a.Backups.OnScheduleChange = func(ctx context.Context) error { return a.Jobs.Replan(ctx, BackupJob) }
+}
+
+// housekeep is the handler of the hourly housekeeping job.
+func (a *App) housekeep(ctx context.Context, _ *store.Job) error { return a.Prune(ctx) }
+
+// runScheduledBackup is the handler of the scheduled backup job. A failed
+// run is recorded in the schedule state and told to the super_admins by
+// RunDue; the job fails too, and the next run is planned as usual.
+func (a *App) runScheduledBackup(ctx context.Context, _ *store.Job) error {
+	ran, err := a.Backups.RunDue(ctx)
+	if ran && err == nil {
+		a.Log.Info("scheduled backup taken")
+	}
+	return err
 }
 
 // Prune deletes sessions that ended a week ago, read notifications older

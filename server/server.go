@@ -4,7 +4,6 @@
 package server
 
 import (
-	"context"
 	"log/slog"
 	"net/http"
 	"regexp"
@@ -138,8 +137,7 @@ func New(d Deps, opts Options) (*Server, error) {
 	s.registerTokenAnalyticsRoutes()
 	s.registerAgentRoutes()
 	if s.jobs != nil {
-		s.jobs.Register(AgentRunJob, s.runAgentJob)
-		s.jobs.OnFinish = s.onJobFinished
+		s.registerAgentJobs()
 	}
 	return s, nil
 }
@@ -229,10 +227,3 @@ var pathParam = regexp.MustCompile(`\{(\w+)\}`)
 // EngineRoutes lists what the router actually serves, for the test that
 // compares it with the OpenAPI document.
 func (s *Server) EngineRoutes() gin.RoutesInfo { return s.router.Routes() }
-
-// onJobFinished hears every job that reached a final status.
-func (s *Server) onJobFinished(ctx context.Context, job *store.Job) {
-	if job.Kind == AgentRunJob {
-		s.agentJobFinished(ctx, job)
-	}
-}

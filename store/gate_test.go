@@ -3,6 +3,7 @@ package store_test
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -121,5 +122,78 @@ func TestCheckFileRefusesForeignLookalike(t *testing.T) {
 	}
 	if _, err := os.Stat(path); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// waitDone waits for ctx to end and returns its cause.
+func waitDone(t *testing.T, ctx context.Context) error {
+	t.Helper()
+	select {
+	case <-ctx.Done():
+		return context.Cause(ctx)
+	case <-time.After(10 * time.Second):
+		t.Fatal("the yielding holder was not told to stop")
+		return nil
+	}
+}
+
+// A yielding holder is told to stop (store.ErrReplacing) as soon as a
+// restore waits; the restore goes ahead once it lets go, and later holders
+// are not stopped.
+func TestHoldYielding(t *testing.T) {
+	db, _ := openDB(t)
+	snap := snapshotOf(t, db)
+	ctx, release := db.HoldYielding(context.Background())
+	inner, innerRelease := db.Hold(ctx)
+	if inner != ctx {
+		t.Fatal("Hold inside a yielding hold took the gate again")
+	}
+	innerRelease()
+	done := make(chan error, 1)
+	go func() { done <- db.Replace(context.Background(), snap, filepath.Join(t.TempDir(), "safety.db")) }()
+	if cause := waitDone(t, ctx); !errors.Is(cause, store.ErrReplacing) {
+		t.Fatalf("the holder stopped with %v, want ErrReplacing", cause)
+	}
+	select {
+	case err := <-done:
+		t.Fatalf("Replace went ahead while the yielding holder held: %v", err)
+	case <-time.After(20 * time.Millisecond):
+	}
+	release()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	ctx, release = db.HoldYielding(context.Background())
+	defer release()
+	if ctx.Err() != nil {
+		t.Fatal("a hold taken after the restore is stopped")
+	}
+	if _, _, err := db.ListUsers(ctx, store.UserFilter{Page: store.Page{Page: 1, PerPage: 1}}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// Close stops yielding holders too, and their context ends on release.
+func TestHoldYieldingStopsForClose(t *testing.T) {
+	db, err := store.Open(context.Background(), filepath.Join(t.TempDir(), "copydesk.db"), store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, release := db.HoldYielding(context.Background())
+	closed := make(chan error, 1)
+	go func() { closed <- db.Close() }()
+	if cause := waitDone(t, ctx); !errors.Is(cause, store.ErrReplacing) {
+		t.Fatalf("the holder stopped with %v, want ErrReplacing", cause)
+	}
+	release()
+	if err := <-closed; err != nil {
+		t.Fatal(err)
+	}
+
+	db2, _ := openDB(t)
+	ctx, release = db2.HoldYielding(context.Background())
+	release()
+	if context.Cause(ctx) != context.Canceled {
+		t.Fatalf("after release the context is %v", context.Cause(ctx))
 	}
 }
