@@ -116,13 +116,11 @@ func openData(ctx context.Context, cfg Config, log *slog.Logger, opt store.Optio
 		acfg.SessionTTL = cfg.SessionTTL
 	}
 	if acfg.TokenTTL > acfg.SessionTTL {
-		db.Close()
-		return nil, errors.New("the token lifetime cannot be longer than the session lifetime")
+		return nil, errors.Join(errors.New("the token lifetime cannot be longer than the session lifetime"), db.Close())
 	}
 	if cfg.LicensePublicKey != "" {
 		if acfg.LicensePublicKey, err = auth.ParsePublicKey(cfg.LicensePublicKey); err != nil {
-			db.Close()
-			return nil, err
+			return nil, errors.Join(err, db.Close())
 		}
 	}
 	if cfg.Hasher != nil {
@@ -133,8 +131,7 @@ func openData(ctx context.Context, cfg Config, log *slog.Logger, opt store.Optio
 	}
 	svc, err := auth.New(db, keys, acfg)
 	if err != nil {
-		db.Close()
-		return nil, err
+		return nil, errors.Join(err, db.Close())
 	}
 	return &App{Config: cfg, DB: db, Keys: keys, Auth: svc, Backups: backup.New(db, cfg.DataDir, cfg.Version), Log: log}, nil
 }
@@ -153,8 +150,7 @@ func Open(ctx context.Context, cfg Config, log *slog.Logger) (*App, error) {
 	}
 	a, err := openData(ctx, cfg, log, store.Options{})
 	if err != nil {
-		lock.Unlock()
-		return nil, err
+		return nil, errors.Join(err, lock.Unlock())
 	}
 	a.lock = lock
 	a.Events = stream.New(stream.Options{Heartbeat: cfg.StreamHeartbeat, Log: log})
@@ -174,8 +170,7 @@ func Open(ctx context.Context, cfg Config, log *slog.Logger) (*App, error) {
 		Options{TrustedProxies: cfg.TrustedProxies, Version: cfg.Version, MaxUploadBytes: cfg.MaxUploadBytes,
 			StreamHeartbeat: cfg.StreamHeartbeat})
 	if err != nil {
-		a.Close()
-		return nil, err
+		return nil, errors.Join(err, a.Close())
 	}
 	return a, nil
 }
@@ -337,7 +332,5 @@ func (a *App) Close() error {
 	if a.listener != nil {
 		a.listener.Close()
 	}
-	err := a.DB.Close()
-	a.lock.Unlock()
-	return err
+	return errors.Join(a.DB.Close(), a.lock.Unlock())
 }

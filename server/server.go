@@ -155,14 +155,11 @@ type Access struct {
 }
 
 var (
-	public       = Access{Public: true}
-	signedIn     = Access{MinRole: store.RoleViewer}
-	editorOnly   = Access{MinRole: store.RoleEditor}
-	adminOnly    = Access{MinRole: store.RoleAdmin}
-	superOnly    = Access{MinRole: store.RoleSuperAdmin}
-	_            = editorOnly
-	_            = superOnly
-	allowAnyRole = signedIn
+	public     = Access{Public: true}
+	signedIn   = Access{MinRole: store.RoleViewer}
+	editorOnly = Access{MinRole: store.RoleEditor}
+	adminOnly  = Access{MinRole: store.RoleAdmin}
+	superOnly  = Access{MinRole: store.RoleSuperAdmin}
 )
 
 // Route is one endpoint with everything the OpenAPI document says of it.

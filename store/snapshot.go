@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"path/filepath"
 )
@@ -190,8 +191,7 @@ func (db *DB) Replace(ctx context.Context, src, safety string) error {
 	os.Remove(db.path + "-wal")
 	os.Remove(db.path + "-shm")
 	if err := os.Rename(incoming, db.path); err != nil {
-		os.Rename(old, db.path)
-		return errors.Join(fmt.Errorf("store: replace: %w", err), db.open(ctx))
+		return errors.Join(fmt.Errorf("store: replace: %w", err), os.Rename(old, db.path), db.open(ctx))
 	}
 	syncDir(dir)
 	openErr := db.open(ctx)
@@ -200,11 +200,10 @@ func (db *DB) Replace(ctx context.Context, src, safety string) error {
 	}
 	if openErr != nil {
 		// Put the previous database back rather than serve nothing.
-		db.close()
+		closeErr := db.close()
 		os.Remove(db.path + "-wal")
 		os.Remove(db.path + "-shm")
-		os.Rename(old, db.path)
-		if err := db.open(ctx); err != nil {
+		if err := errors.Join(closeErr, os.Rename(old, db.path), db.open(ctx)); err != nil {
 			return fmt.Errorf("store: replace: the restored database failed (%v) and the previous one did not reopen: %w", openErr, err)
 		}
 		return &Error{Kind: KindInvalid, Message: "the backup cannot be used by this copydesk: " + openErr.Error(), Err: openErr}
@@ -249,9 +248,15 @@ func syncFile(path string) error {
 	return f.Sync()
 }
 
+// syncDir makes a rename in dir durable. Some file systems cannot sync a
+// directory; the rename has happened either way, so that is only logged.
 func syncDir(dir string) {
-	if d, err := os.Open(dir); err == nil {
-		d.Sync()
+	d, err := os.Open(dir)
+	if err == nil {
+		err = d.Sync()
 		d.Close()
+	}
+	if err != nil {
+		slog.Debug("store: sync directory", "dir", dir, "err", err)
 	}
 }

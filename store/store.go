@@ -244,9 +244,15 @@ func (db *DB) announce() {
 	}
 	defer f.Close()
 	if st, err := f.Stat(); err == nil && st.Size() >= 1<<20 {
-		f.Truncate(0) // start over; a reader that saw 1 MiB sees a change
+		err = f.Truncate(0) // start over; a reader that saw 1 MiB sees a change
+		if err != nil {
+			slog.Warn("cannot reset the change marker", "marker", db.markerPath(), "err", err)
+		}
 	}
-	f.Write([]byte{'.'})
+	if _, err := f.Write([]byte{'.'}); err != nil {
+		slog.Warn("cannot announce a write to a running server; restart it to be sure it sees the change",
+			"marker", db.markerPath(), "err", err)
+	}
 }
 
 // ChangeMark is a cheap token that differs whenever the database may have
