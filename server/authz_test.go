@@ -136,8 +136,8 @@ var authzTable = []authzCase{
 // and signing five users in per case took most of the package's test time.
 type authzFixture struct {
 	data   *storetest.Fixture
-	tokens map[string]string // role -> access token ("" for anonymous)
-	fill   map[string]*strings.Replacer
+	tokens map[string]string            // role -> access token ("" for anonymous)
+	fill   map[string]*strings.Replacer // role -> fills {envA}, {target}, ... with that role's ids
 }
 
 // newAuthzFixture builds envA (granted to the viewer and the editor), envB,

@@ -10,6 +10,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -146,42 +147,69 @@ func MustSession(t testing.TB, db *store.DB, userID int64) *store.Session {
 	return s
 }
 
-// CopyDir copies the regular files under src into dst (created if needed),
-// keeping their modes: how a test starts from a fixture data directory built
-// once. Files named in skip (base names) are left out.
-func CopyDir(t testing.TB, src, dst string, skip ...string) {
+// Fixture is a data directory built once and held in memory, so that each
+// test starts from a copy of its own without migrating and seeding again.
+type Fixture struct {
+	dirs  []string // relative, parents first
+	files []fixtureFile
+}
+
+type fixtureFile struct {
+	path string // relative
+	mode os.FileMode
+	data []byte
+}
+
+// Capture reads the regular files under dir (closed: a database's WAL
+// checkpointed). Files whose base name is in skip are left out.
+func Capture(t testing.TB, dir string, skip ...string) *Fixture {
 	t.Helper()
-	err := filepath.WalkDir(src, func(path string, d os.DirEntry, err error) error {
+	f := &Fixture{}
+	err := filepath.WalkDir(dir, func(path string, d os.DirEntry, err error) error {
 		if err != nil {
 			return err
 		}
-		rel, err := filepath.Rel(src, path)
-		if err != nil {
-			return err
-		}
-		target := filepath.Join(dst, rel)
-		info, err := d.Info()
-		if err != nil {
+		rel, err := filepath.Rel(dir, path)
+		if err != nil || rel == "." {
 			return err
 		}
 		if d.IsDir() {
-			return os.MkdirAll(target, info.Mode().Perm())
-		}
-		for _, s := range skip {
-			if d.Name() == s {
-				return nil
-			}
-		}
-		if !info.Mode().IsRegular() {
+			f.dirs = append(f.dirs, rel)
 			return nil
+		}
+		if !d.Type().IsRegular() || slices.Contains(skip, d.Name()) {
+			return nil
+		}
+		info, err := d.Info()
+		if err != nil {
+			return err
 		}
 		b, err := os.ReadFile(path)
 		if err != nil {
 			return err
 		}
-		return os.WriteFile(target, b, info.Mode().Perm())
+		f.files = append(f.files, fixtureFile{path: rel, mode: info.Mode().Perm(), data: b})
+		return nil
 	})
 	if err != nil {
-		t.Fatalf("storetest: copy %s: %v", src, err)
+		t.Fatalf("storetest: capture %s: %v", dir, err)
 	}
+	return f
+}
+
+// Copy writes the fixture into a new temporary directory and returns it.
+func (f *Fixture) Copy(t testing.TB) string {
+	t.Helper()
+	dst := t.TempDir()
+	for _, d := range f.dirs {
+		if err := os.Mkdir(filepath.Join(dst, d), 0o700); err != nil {
+			t.Fatalf("storetest: %v", err)
+		}
+	}
+	for _, file := range f.files {
+		if err := os.WriteFile(filepath.Join(dst, file.path), file.data, file.mode); err != nil {
+			t.Fatalf("storetest: %v", err)
+		}
+	}
+	return dst
 }
