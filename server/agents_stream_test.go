@@ -51,6 +51,7 @@ func runningRun(t *testing.T, e *env, tok string, agentID int64) int64 {
 }
 
 func TestStreamedRunCancel(t *testing.T) {
+	t.Parallel()
 	f := agSetup(t)
 	prov := agBlockingOpenAI(t)
 	agConfigure(t, f.e, prov.srv.URL+"/v1")
@@ -75,6 +76,7 @@ func TestStreamedRunCancel(t *testing.T) {
 }
 
 func TestStreamedRunEndsWithItsSession(t *testing.T) {
+	t.Parallel()
 	f := agSetup(t, func(c *server.Config) { c.StreamHeartbeat = 30 * time.Millisecond })
 	prov := agBlockingOpenAI(t)
 	agConfigure(t, f.e, prov.srv.URL+"/v1")
@@ -108,6 +110,7 @@ func TestStreamedRunEndsWithItsSession(t *testing.T) {
 // of waiting for them; at the next start, runs a dead process left running
 // are failed, never left running.
 func TestStreamsAndOrphanRunsAcrossStops(t *testing.T) {
+	t.Parallel()
 	f := agSetup(t, func(c *server.Config) { c.HTTPAddr = "127.0.0.1:0"; c.NoScheduler = true })
 	prov := agBlockingOpenAI(t)
 	agConfigure(t, f.e, prov.srv.URL+"/v1")

@@ -15,6 +15,7 @@ import (
 )
 
 func TestBackupAPI(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	_, root := e.user(t, "root", store.RoleSuperAdmin)
 	_, admin := e.user(t, "admin", store.RoleAdmin)
@@ -157,6 +158,7 @@ func TestBackupAPI(t *testing.T) {
 // Requests that arrive while a restore runs wait for it and then read the
 // restored data; none fails.
 func TestRequestsDuringRestore(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	_, root := e.user(t, "root", store.RoleSuperAdmin)
 	e.do(t, "POST", "/api/environments", root, map[string]any{"name": "Kept"})
@@ -203,6 +205,7 @@ func TestRequestsDuringRestore(t *testing.T) {
 // snapshot's); a token of a session the restore ended must not come back to
 // life when a new session gets its id.
 func TestRestoredSessionIDsDoNotReviveTokens(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	_, root := e.user(t, "root", store.RoleSuperAdmin)
 	e.user(t, "eddie", store.RoleEditor)
@@ -226,6 +229,7 @@ func TestRestoredSessionIDsDoNotReviveTokens(t *testing.T) {
 }
 
 func TestPageBounds(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	_, root := e.user(t, "root", store.RoleSuperAdmin)
 	for _, p := range []string{"/api/backup", "/api/environments", "/api/auth/users", "/api/notifications"} {

@@ -17,6 +17,7 @@ import (
 )
 
 func TestNotifications(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	ctx := context.Background()
 	alice, aliceTok := e.user(t, "alice", store.RoleViewer)
@@ -99,6 +100,7 @@ func TestNotifications(t *testing.T) {
 }
 
 func TestNotificationAudiences(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	ctx := context.Background()
 	viewer, _ := e.user(t, "viewer", store.RoleViewer)
@@ -210,6 +212,7 @@ func (s *streamReader) next(t *testing.T, within time.Duration) map[string]strin
 }
 
 func TestNotificationStream(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, func(c *server.Config) { c.StreamHeartbeat = 50 * time.Millisecond })
 	// The heartbeat re-checks the token, against real time.
 	e.app.DB.Now = func() time.Time { return time.Now().UTC() }
@@ -282,6 +285,7 @@ func TestNotificationStream(t *testing.T) {
 }
 
 func TestNotificationPruning(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	ctx := context.Background()
 	u, tok := e.user(t, "pat", store.RoleViewer)
@@ -320,6 +324,7 @@ func TestNotificationPruning(t *testing.T) {
 // Catching up from Last-Event-ID delivers every missed notification, oldest
 // first, past one page, and none twice.
 func TestNotificationStreamCatchUpPages(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	e.app.DB.Now = func() time.Time { return time.Now().UTC() }
 	srv := httptest.NewServer(e.h)
