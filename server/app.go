@@ -167,8 +167,7 @@ func Open(ctx context.Context, cfg Config, log *slog.Logger) (*App, error) {
 	a.registerJobs()
 	a.Server, err = New(Deps{DB: a.DB, Auth: a.Auth, Backups: a.Backups, Notify: a.Notify, Events: a.Events, Engine: a.Engine,
 		Jobs: a.Jobs, Keys: a.Keys, Log: log},
-		Options{TrustedProxies: cfg.TrustedProxies, Version: cfg.Version, MaxUploadBytes: cfg.MaxUploadBytes,
-			StreamHeartbeat: cfg.StreamHeartbeat})
+		Options{TrustedProxies: cfg.TrustedProxies, Version: cfg.Version, MaxUploadBytes: cfg.MaxUploadBytes})
 	if err != nil {
 		return nil, errors.Join(err, a.Close())
 	}
@@ -221,7 +220,6 @@ func (a *App) Run(ctx context.Context) error {
 	// Event streams never finish on their own: end them when shutdown
 	// begins so in-flight requests can drain.
 	srv.RegisterOnShutdown(a.Events.Close)
-	srv.RegisterOnShutdown(a.Server.StopStreams)
 	bg, stopBG := context.WithCancel(ctx)
 	var wg sync.WaitGroup
 	wg.Go(func() {

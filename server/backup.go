@@ -30,16 +30,16 @@ func (s *Server) registerBackupRoutes() {
 		Notes: "spec is a cron expression in UTC (\"0 3 * * *\") or @daily, @hourly, @every 6h; at least 5 minutes apart. " +
 			"retention is how many scheduled snapshots are kept. Fields left out keep their values."}, s.putBackupSchedule)
 	s.handle(Route{Method: "POST", Path: "/api/backup/upload", Tag: tag, Access: superOnly, Status: http.StatusCreated,
-		Multipart: "file", MaxBody: -1, Exclusive: true, Summary: "Upload a snapshot", Data: backupResponse{},
+		Multipart: "file", MaxBody: -1, Summary: "Upload a snapshot", Data: backupResponse{},
 		Notes: "multipart/form-data with the database file in the field file. Refused (422) unless it is a whole copydesk database this version can open."}, s.uploadBackup)
 	s.handle(Route{Method: "GET", Path: "/api/backup/{name}", Tag: tag, Access: superOnly,
 		Summary: "A snapshot's metadata", Data: backupResponse{}}, s.getBackup)
-	s.handle(Route{Method: "GET", Path: "/api/backup/{name}/download", Tag: tag, Access: superOnly, Exclusive: true,
+	s.handle(Route{Method: "GET", Path: "/api/backup/{name}/download", Tag: tag, Access: superOnly,
 		Summary: "Download a snapshot", Binary: "application/vnd.sqlite3"}, s.downloadBackup)
 	s.handle(Route{Method: "POST", Path: "/api/backup/{name}/verify", Tag: tag, Access: superOnly,
 		Summary: "Check a snapshot again", Data: backupVerifyResponse{},
 		Notes: "Compares the file's SHA-256 with the one recorded when it was made and runs PRAGMA integrity_check. A damaged snapshot answers 200 with ok false."}, s.verifyBackup)
-	s.handle(Route{Method: "POST", Path: "/api/backup/{name}/restore", Tag: tag, Access: superOnly, Exclusive: true, Errors: []int{409, 422, 429},
+	s.handle(Route{Method: "POST", Path: "/api/backup/{name}/restore", Tag: tag, Access: superOnly, Errors: []int{409, 422, 429},
 		Summary: "Restore a snapshot while serving", Data: backupRestoreResponse{},
 		Notes: "Checks the snapshot, lets requests in flight finish and holds new ones, keeps a pre-restore safety snapshot, swaps the database and resumes. " +
 			"No restart. Sessions that do not exist in the restored data end (their tokens get 401), possibly including yours."}, s.restoreBackup)
@@ -134,13 +134,16 @@ func (s *Server) getBackup(c *gin.Context) {
 	respond(c, http.StatusOK, backupJSON(meta), "backup")
 }
 
+// downloadBackup lets go of the database (letGo): a snapshot is a file of
+// its own, and a slow client must not keep a restore waiting.
 func (s *Server) downloadBackup(c *gin.Context) {
+	letGo(c)
 	f, meta, err := s.backups.Open(c.Param("name"))
 	if err != nil {
 		fail(c, err)
 		return
 	}
-	defer f.Close()
+	defer func() { _ = f.Close() }() // only read: its close has nothing to report
 	c.Header("Content-Disposition", `attachment; filename="`+meta.Name+`"`)
 	c.Header("Content-Length", strconv.FormatInt(meta.Size, 10))
 	c.Header("X-Content-SHA256", meta.SHA256)
@@ -152,7 +155,10 @@ func (s *Server) downloadBackup(c *gin.Context) {
 	}
 }
 
+// uploadBackup lets go of the database (letGo) before it reads the body:
+// the upload is written and checked as a file of its own.
 func (s *Server) uploadBackup(c *gin.Context) {
+	letGo(c)
 	c.Request.Body = http.MaxBytesReader(c.Writer, c.Request.Body, s.opts.MaxUploadBytes+1<<20)
 	mr, err := c.Request.MultipartReader()
 	if err != nil {
@@ -170,11 +176,11 @@ func (s *Server) uploadBackup(c *gin.Context) {
 			return
 		}
 		if part.FormName() != "file" {
-			part.Close()
+			_ = part.Close() // skips the part: what it says is in NextPart's error
 			continue
 		}
 		meta, err := s.backups.Import(c.Request.Context(), part, s.opts.MaxUploadBytes)
-		part.Close()
+		_ = part.Close() // read already: Import reports what went wrong
 		if err != nil {
 			fail(c, uploadError(err))
 			return
@@ -208,7 +214,10 @@ func (s *Server) verifyBackup(c *gin.Context) {
 	respond(c, http.StatusOK, backupVerifyResponse(*v), msg)
 }
 
+// restoreBackup lets go of the database (letGo) first: the restore takes
+// it exclusively, and would otherwise wait for its own request.
 func (s *Server) restoreBackup(c *gin.Context) {
+	letGo(c)
 	name := c.Param("name")
 	meta, err := s.backups.Get(name)
 	if err != nil {

@@ -20,7 +20,7 @@ func (s *Server) registerNotificationRoutes() {
 		Summary: "How many of your notifications are unread", Data: unreadCountResponse{}}, s.unreadNotifications)
 	s.handle(Route{Method: "POST", Path: "/api/notifications/read-all", Tag: tag, Access: signedIn,
 		Summary: "Mark all your notifications read", Data: markedReadResponse{}}, s.readAllNotifications)
-	s.handle(Route{Method: "GET", Path: "/api/notifications/stream", Tag: tag, Access: signedIn, Exclusive: true,
+	s.handle(Route{Method: "GET", Path: "/api/notifications/stream", Tag: tag, Access: signedIn,
 		Summary: "Server-Sent Events stream of your new notifications", Binary: "text/event-stream",
 		Notes: "Each new notification arrives as `event: notification` with `id:` its id and `data:` its JSON. " +
 			"A comment line is sent as a heartbeat every 15 seconds. Send Last-Event-ID to receive what was raised since that id. " +
@@ -135,14 +135,13 @@ func (s *Server) deleteNotification(c *gin.Context) {
 
 // notificationStream pushes the caller's new notifications as Server-Sent
 // Events: the caller's topic, caught up from the database
-// (Last-Event-ID). The route is exclusive: the stream holds the database
-// only for each catch-up page and session re-check, so a restore never
-// waits for it.
+// (Last-Event-ID). The stream holds the database only for each catch-up
+// page and session re-check (see serve), so a restore never waits for it.
 func (s *Server) notificationStream(c *gin.Context) {
 	uid := principal(c).User.ID
 	o := s.streamOptions(c)
 	o.Replay, o.Encode = s.notify.Replay(uid), encodeNotification
-	s.events.Serve(c.Writer, c.Request, notify.Topic(uid), o)
+	s.serve(c, notify.Topic(uid), o)
 }
 
 // encodeNotification renders the notifications of a stream as the list

@@ -15,7 +15,6 @@ import (
 	"github.com/gin-gonic/gin/binding"
 	"github.com/go-playground/validator/v10"
 
-	"github.com/copydesk/copydesk/server/valid"
 	"github.com/copydesk/copydesk/store"
 )
 
@@ -378,6 +377,3 @@ func queryError(err error) string {
 	}
 	return msg
 }
-
-// noControl refuses control characters in a one-line value (valid.Line).
-func noControl(field, v string) error { return valid.Line(field, v) }

@@ -7,12 +7,12 @@ import (
 	"log/slog"
 	"net/http"
 	"regexp"
-	"sync"
 	"time"
 
 	"github.com/gin-gonic/gin"
 
 	"github.com/copydesk/copydesk/backup"
+	"github.com/copydesk/copydesk/server/agent"
 	"github.com/copydesk/copydesk/server/aisetting"
 	"github.com/copydesk/copydesk/server/analytics"
 	"github.com/copydesk/copydesk/server/auth"
@@ -46,11 +46,11 @@ type Server struct {
 	credentials  *credential.Service
 	aiSettings   *aisetting.Service
 	settings     *setting.Service
+	agents       *agent.Service
 
-	streams sync.Map // run id -> context.CancelCauseFunc of a streamed run
-	router  *gin.Engine
-	routes  []*Route
-	opts    Options
+	router *gin.Engine
+	routes []*Route
+	opts   Options
 }
 
 // Options tunes the HTTP layer.
@@ -64,9 +64,6 @@ type Options struct {
 	Version string
 	// MaxUploadBytes caps backup uploads; DefaultMaxUpload when 0.
 	MaxUploadBytes int64
-	// StreamHeartbeat is how often an event stream sends a heartbeat and
-	// re-checks its session; 15 s when 0.
-	StreamHeartbeat time.Duration
 }
 
 // DefaultMaxUpload is the largest backup upload accepted.
@@ -96,9 +93,6 @@ func New(d Deps, opts Options) (*Server, error) {
 	if opts.MaxUploadBytes <= 0 {
 		opts.MaxUploadBytes = DefaultMaxUpload
 	}
-	if opts.StreamHeartbeat <= 0 {
-		opts.StreamHeartbeat = 15 * time.Second
-	}
 	gin.SetMode(gin.ReleaseMode)
 	e := gin.New()
 	e.HandleMethodNotAllowed = true
@@ -117,6 +111,8 @@ func New(d Deps, opts Options) (*Server, error) {
 	s.credentials = credential.New(d.DB, s.environments, d.Keys, d.Engine)
 	s.aiSettings = aisetting.New(d.DB, s.environments, s.credentials, d.Engine)
 	s.settings = setting.New(d.DB)
+	s.agents = agent.New(agent.Deps{Store: d.DB, Environments: s.environments, Credentials: s.credentials, Engine: d.Engine,
+		Jobs: d.Jobs, Notify: d.Notify, Events: d.Events, Log: d.Log})
 	e.Use(s.recoverPanics, s.logRequests, securityHeaders)
 	e.NoRoute(func(c *gin.Context) {
 		abort(c, http.StatusNotFound, "no route for "+c.Request.Method+" "+c.Request.URL.Path)
@@ -136,9 +132,6 @@ func New(d Deps, opts Options) (*Server, error) {
 	s.registerAISettingsRoutes()
 	s.registerTokenAnalyticsRoutes()
 	s.registerAgentRoutes()
-	if s.jobs != nil {
-		s.registerAgentJobs()
-	}
 	return s, nil
 }
 
@@ -164,7 +157,7 @@ var (
 
 // Route is one endpoint with everything the OpenAPI document says of it.
 // Registering through handle keeps the router, the role checks and the
-// document in step.
+// document in step, and holds the database for every request (see handle).
 type Route struct {
 	Method  string
 	Path    string // OpenAPI form: /api/environments/{id}
@@ -183,15 +176,18 @@ type Route struct {
 	Errors    []int  // statuses beyond those implied by Access, Body and path
 	MaxBody   int64  // body limit; DefaultMaxBody when 0, the handler's own when < 0
 	List      bool   // Data is the item type of a paginated list
-	// Exclusive routes do not hold the database for the whole request;
-	// they hold it themselves where they use it (see store.DB.Hold).
-	Exclusive bool
 	// EventStream documents a 200 text/event-stream answer beside Status
 	// (execute with stream true).
 	EventStream bool
 }
 
 // handle registers a route and its documentation.
+//
+// Every route runs with the database held (holdDB): a restore waits for
+// the requests in flight and holds new ones. A handler that streams or
+// waits on something other than the database (event streams, backup
+// downloads and uploads, the restore itself) lets go first, through letGo
+// or serve, and uses the database after that only through held.
 func (s *Server) handle(r Route, h gin.HandlerFunc) {
 	if r.Status == 0 {
 		r.Status = http.StatusOK
@@ -200,16 +196,9 @@ func (s *Server) handle(r Route, h gin.HandlerFunc) {
 	if r.MaxBody >= 0 { // < 0: the handler enforces a limit of its own
 		chain = append(chain, s.limitBody(r.MaxBody))
 	}
-	if !r.Exclusive {
-		chain = append(chain, s.holdDB)
-	}
+	chain = append(chain, s.holdDB(r.MaxBody >= 0))
 	if !r.Access.Public {
-		if r.Exclusive {
-			chain = append(chain, s.heldAuthenticate)
-		} else {
-			chain = append(chain, s.authenticate)
-		}
-		chain = append(chain, requireRole(r.Access.MinRole))
+		chain = append(chain, s.authenticate, requireRole(r.Access.MinRole))
 	}
 	chain = append(chain, h)
 	s.router.Handle(r.Method, ginPath(r.Path), chain...)

@@ -175,19 +175,6 @@ func (db *DB) DeleteEnvironment(ctx context.Context, id int64) error {
 	return nil
 }
 
-// UserHasEnvironment reports whether an environment was granted to a user.
-func (db *DB) UserHasEnvironment(ctx context.Context, userID, envID int64) (bool, error) {
-	var one int
-	err := db.r.QueryRowContext(ctx, `SELECT 1 FROM user_environments WHERE user_id = ? AND environment_id = ?`, userID, envID).Scan(&one)
-	if errors.Is(err, sql.ErrNoRows) {
-		return false, nil
-	}
-	if err != nil {
-		return false, fmt.Errorf("store: check environment access: %w", err)
-	}
-	return true, nil
-}
-
 // UserEnvironmentIDs lists the environments granted to a user.
 func (db *DB) UserEnvironmentIDs(ctx context.Context, userID int64) ([]int64, error) {
 	return db.ids(ctx, `SELECT environment_id FROM user_environments WHERE user_id = ? ORDER BY environment_id`, userID)

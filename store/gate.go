@@ -146,19 +146,44 @@ func itoaInt(n int) string {
 
 type holdKey struct{}
 
+// holding marks a context that holds a database, until its release: a
+// context that outlives its hold (a request that let go before it streams)
+// no longer counts as holding, so whoever holds again through it really
+// does.
+type holding struct {
+	db       *DB
+	released atomic.Bool
+}
+
+// holds reports whether ctx holds this database now.
+func (db *DB) holds(ctx context.Context) bool {
+	h, _ := ctx.Value(holdKey{}).(*holding)
+	return h != nil && h.db == db && !h.released.Load()
+}
+
+// mark returns ctx marked as holding the database, and the release that
+// ends the mark and then calls let (once).
+func (db *DB) mark(ctx context.Context, let func()) (context.Context, func()) {
+	h := &holding{db: db}
+	return context.WithValue(ctx, holdKey{}, h), func() {
+		if h.released.CompareAndSwap(false, true) {
+			let()
+		}
+	}
+}
+
 // Hold keeps the database from being replaced until release is called, and
-// waits while a replacement is under way. Only two callers are meant to
-// take it: the request middleware, for the whole of a request, and the job
-// runner, for the whole of a job; everything they call runs under their
-// hold, so none sees a half-swapped database. It is re-entrant through the context: when
-// ctx already holds this database, Hold does nothing more. Use the returned
-// context below.
+// waits while a replacement is under way. Only two callers take it: the
+// request middleware (server/middleware.go), for the whole of a request,
+// and the job runner (server/jobs), for the whole of a job; everything
+// they call runs under their hold, so none sees a half-swapped database. It is re-entrant through the
+// context: while ctx holds this database, Hold does nothing more. Use the
+// returned context below; once released, it holds nothing.
 func (db *DB) Hold(ctx context.Context) (context.Context, func()) {
-	if ctx.Value(holdKey{}) == db {
+	if db.holds(ctx) {
 		return ctx, func() {}
 	}
-	release := db.gate.hold()
-	return context.WithValue(ctx, holdKey{}, db), release
+	return db.mark(ctx, db.gate.hold())
 }
 
 // HoldYielding is Hold for holders that may take minutes (a job waiting on
@@ -166,22 +191,19 @@ func (db *DB) Hold(ctx context.Context) (context.Context, func()) {
 // soon as a restore (Replace) or Close waits for the database, so that
 // they need not wait for it. The holder then stops, writes nothing more
 // (the database is about to be replaced) and releases; the database stays
-// held until it does. The context also ends when release is called. When
-// ctx already holds the database, HoldYielding does nothing more: the outer
-// holder decides when to let go.
+// held until it does. The context also ends when release is called. While
+// ctx holds the database, HoldYielding does nothing more: the outer holder
+// decides when to let go.
 func (db *DB) HoldYielding(ctx context.Context) (context.Context, func()) {
-	if ctx.Value(holdKey{}) == db {
+	if db.holds(ctx) {
 		return ctx, func() {}
 	}
 	ctx, stop := context.WithCancelCause(ctx)
 	release := db.gate.holdYielding(stop)
-	var once sync.Once
-	return context.WithValue(ctx, holdKey{}, db), func() {
-		once.Do(func() {
-			release()
-			stop(nil)
-		})
-	}
+	return db.mark(ctx, func() {
+		release()
+		stop(nil)
+	})
 }
 
 // ReplaceWait bounds how long Replace waits for holders to let go.

@@ -91,6 +91,35 @@ func TestHoldIsReentrant(t *testing.T) {
 	}
 }
 
+// A context whose hold was released holds nothing: a request that lets go
+// before it streams does not keep a restore waiting, and a later Hold
+// through that context really holds again.
+func TestReleasedHoldIsNotReentered(t *testing.T) {
+	db, _ := openDB(t)
+	snap := snapshotOf(t, db)
+	ctx, release := db.Hold(context.Background())
+	release()
+	release() // twice is harmless
+	if err := db.Replace(ctx, snap, filepath.Join(t.TempDir(), "safety.db")); err != nil {
+		t.Fatalf("a released hold kept the restore waiting: %v", err)
+	}
+	again, releaseAgain := db.Hold(ctx)
+	done := make(chan error, 1)
+	go func() { done <- db.Replace(context.Background(), snap, filepath.Join(t.TempDir(), "safety2.db")) }()
+	select {
+	case err := <-done:
+		t.Fatalf("Replace ran while the context held again: %v", err)
+	case <-time.After(30 * time.Millisecond):
+	}
+	if _, _, err := db.ListUsers(again, store.UserFilter{Page: store.Page{Page: 1, PerPage: 1}}); err != nil {
+		t.Fatal(err)
+	}
+	releaseAgain()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+}
+
 // A SQLite file dressed up as copydesk (schema_migrations and users tables)
 // is still refused: it lacks copydesk's application id.
 func TestCheckFileRefusesForeignLookalike(t *testing.T) {

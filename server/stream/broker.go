@@ -1,6 +1,7 @@
 package stream
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -83,6 +84,7 @@ type Broker struct {
 	topics    map[string]*topic
 	lingering []*topic // finished, kept for late joiners until Linger passes
 	closed    bool
+	joined    chan struct{} // closed, and replaced, when anyone subscribes (WaitSubscriber)
 }
 
 // New returns a Broker.
@@ -108,7 +110,7 @@ func New(o Options) *Broker {
 	if o.Log == nil {
 		o.Log = slog.New(slog.DiscardHandler)
 	}
-	return &Broker{opts: o, topics: map[string]*topic{}}
+	return &Broker{opts: o, topics: map[string]*topic{}, joined: make(chan struct{})}
 }
 
 type topic struct {
@@ -315,7 +317,32 @@ func (b *Broker) subscribe(name string, after int64, history bool) *Subscription
 		return s
 	}
 	t.subs[s] = struct{}{}
+	close(b.joined)
+	b.joined = make(chan struct{})
 	return s
+}
+
+// WaitSubscriber waits until the topic has a subscriber or ctx ends, and
+// reports whether one came. It is for a producer that works for one client
+// and must not publish before that client listens: a generation streamed
+// to the request that started it waits for it before its first event, so
+// that the client gets every event rather than a snapshot.
+func (b *Broker) WaitSubscriber(ctx context.Context, name string) bool {
+	for {
+		b.mu.Lock()
+		t := b.topics[name]
+		if t != nil && len(t.subs) > 0 {
+			b.mu.Unlock()
+			return true
+		}
+		joined := b.joined
+		b.mu.Unlock()
+		select {
+		case <-joined:
+		case <-ctx.Done():
+			return false
+		}
+	}
 }
 
 // History is what the subscriber missed or the topic's state so far, to

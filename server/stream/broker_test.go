@@ -1,6 +1,7 @@
 package stream_test
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"strings"
@@ -334,5 +335,34 @@ func TestEndAllAndClose(t *testing.T) {
 	}
 	if b.Subscribers("") != 0 {
 		t.Fatal("subscribers left")
+	}
+}
+
+// A producer waits for its client's subscription, and only for one of its
+// own topic.
+func TestWaitSubscriber(t *testing.T) {
+	b := stream.New(stream.Options{})
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Millisecond)
+	defer cancel()
+	other := b.Subscribe("runs/420", 0)
+	defer other.Close()
+	if b.WaitSubscriber(ctx, "runs/42") {
+		t.Fatal("a subscriber of another topic counted")
+	}
+	came := make(chan bool, 1)
+	go func() { came <- b.WaitSubscriber(context.Background(), "runs/42") }()
+	time.Sleep(10 * time.Millisecond)
+	s := b.Subscribe("runs/42", 0)
+	defer s.Close()
+	select {
+	case ok := <-came:
+		if !ok {
+			t.Fatal("the wait failed")
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("the producer did not notice its subscriber")
+	}
+	if !b.WaitSubscriber(context.Background(), "runs/42") {
+		t.Fatal("a present subscriber is not seen at once")
 	}
 }

@@ -35,6 +35,7 @@
 //
 // The producer of a generation, say run 42:
 //
+//	b.WaitSubscriber(ctx, "runs/42") // when it works for one client (see below)
 //	b.Open("runs/42", stream.TopicOptions{Snapshot: &textSoFar{}})
 //	defer b.Finish("runs/42")
 //	b.Publish("runs/42", stream.Event{Name: "run", Data: run})        // id 1
@@ -59,6 +60,12 @@
 //     answers late joiners (snapshot, then the end); after that the stored
 //     outcome does, so a watcher checks the run is still going before it
 //     calls Serve.
+//
+// A generation started by one client for itself (an agent run streamed to
+// the request that started it, server/agent) is produced elsewhere (a job),
+// so the request may subscribe after the first events: the producer waits
+// for it first (WaitSubscriber, with a bound in ctx), and the requester gets
+// every event rather than a snapshot.
 //
 // Cancelling a generation is the producer's business: it stops publishing,
 // publishes its final event and calls Finish.
