@@ -288,7 +288,7 @@ func TestNotificationPruning(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
 	ctx := context.Background()
-	u, tok := e.user(t, "pat", store.RoleViewer)
+	u, _ := e.user(t, "pat", store.RoleViewer)
 	_, admin := e.user(t, "admin", store.RoleAdmin)
 	e.app.Notify.User(ctx, u.ID, notify.Note{Kind: "old.read", Title: "old read"})
 	e.app.Notify.User(ctx, u.ID, notify.Note{Kind: "old.unread", Title: "old unread"})
@@ -311,7 +311,7 @@ func TestNotificationPruning(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	tok = e.login(t, "pat@example.com", "password-pat")
+	tok := e.login(t, "pat@example.com", "password-pat")
 	var titles []string
 	for _, it := range e.do(t, "GET", "/api/notifications", tok, nil).Data()["items"].([]any) {
 		titles = append(titles, it.(map[string]any)["title"].(string))

@@ -154,11 +154,10 @@ const msgNoProvider = "no AI provider is configured: add a credential with POST 
 
 // plan is a resolved call.
 type plan struct {
-	cred    *store.Credential
-	eff     Effective
-	req     ai.Request
-	prov    ai.Provider
-	started time.Time
+	cred *store.Credential
+	eff  Effective
+	req  ai.Request
+	prov ai.Provider
 }
 
 func (e *Engine) resolve(ctx context.Context, c Call) (*plan, error) {
