@@ -109,11 +109,7 @@ func (s *Server) listCredentials(c *gin.Context) {
 		fail(c, err)
 		return
 	}
-	items := make([]credentialResponse, 0, len(list))
-	for _, cr := range list {
-		items = append(items, credentialJSON(cr))
-	}
-	respond(c, http.StatusOK, listData[credentialResponse]{Items: items, Total: total, Page: pg.Page, PerPage: pg.PerPage}, "credentials")
+	respondList(c, list, total, pg, credentialJSON, "credentials")
 }
 
 func (s *Server) createCredential(c *gin.Context) {

@@ -84,11 +84,7 @@ func (s *Server) listEnvironments(c *gin.Context) {
 		fail(c, err)
 		return
 	}
-	items := make([]environmentResponse, 0, len(envs))
-	for _, e := range envs {
-		items = append(items, environmentJSON(e))
-	}
-	respond(c, http.StatusOK, listData[environmentResponse]{Items: items, Total: total, Page: pg.Page, PerPage: pg.PerPage}, "environments")
+	respondList(c, envs, total, pg, environmentJSON, "environments")
 }
 
 func (s *Server) createEnvironment(c *gin.Context) {

@@ -81,11 +81,7 @@ func (s *Server) listNotifications(c *gin.Context) {
 		fail(c, err)
 		return
 	}
-	items := make([]notificationResponse, 0, len(list))
-	for _, n := range list {
-		items = append(items, notificationJSON(n))
-	}
-	respond(c, http.StatusOK, listData[notificationResponse]{Items: items, Total: total, Page: pg.Page, PerPage: pg.PerPage}, "notifications")
+	respondList(c, list, total, pg, notificationJSON, "notifications")
 }
 
 func (s *Server) unreadNotifications(c *gin.Context) {
