@@ -1042,6 +1042,11 @@ func TestBackupAndRestoreCommands(t *testing.T) {
 	safety := strings.TrimSpace(out[strings.LastIndex(out, " ")+1:])
 
 	base, _ = startServer(t, dir, nil)
+	// The session of the token taken before the snapshot is in the
+	// snapshot, but the restore ended every session.
+	if status, body := httpJSON(t, "GET", base+"/api/auth/me", tok, nil); status != 401 {
+		t.Fatalf("a token from before the restore: %d %v", status, body)
+	}
 	tok, _ = login(t, base, adminEmail, adminPass)
 	status, body = httpJSON(t, "GET", base+"/api/environments", tok, nil)
 	d := wantData(t, "environments after restore", status, body, 200)

@@ -42,7 +42,7 @@ func (s *Server) registerBackupRoutes() {
 	s.handle(Route{Method: "POST", Path: "/api/backup/{name}/restore", Tag: tag, Access: superOnly, Exclusive: true, Errors: []int{409, 422, 429},
 		Summary: "Restore a snapshot while serving", Data: backupRestoreResponse{},
 		Notes: "Checks the snapshot, lets requests in flight finish and holds new ones, keeps a pre-restore safety snapshot, swaps the database and resumes. " +
-			"No restart. Sessions that do not exist in the restored data end (their tokens get 401), possibly including yours."}, s.restoreBackup)
+			"No restart. Every session ends, yours included (tokens get 401): everyone signs in again."}, s.restoreBackup)
 	s.handle(Route{Method: "DELETE", Path: "/api/backup/{name}", Tag: tag, Access: superOnly,
 		Summary: "Delete a snapshot", Data: backupDeletedResponse{}}, s.deleteBackup)
 }

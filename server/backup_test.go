@@ -101,28 +101,32 @@ func TestBackupAPI(t *testing.T) {
 			t.Fatalf("restore: %d %s", r.Code, r.Body)
 		}
 		safety := r.Data()["safety_snapshot"].(map[string]any)["name"].(string)
+		// Every session ended: those the snapshot knows, those it does
+		// not, and the restoring super_admin's.
+		for who, tok := range map[string]string{"root": root, "admin": admin, "late": late} {
+			if r := e.do(t, "GET", "/api/auth/me", tok, nil); r.Code != 401 {
+				t.Fatalf("%s's session outlived the restore: %d", who, r.Code)
+			}
+		}
+		root = e.login(t, "root@example.com", "password-root")
 		envs := e.do(t, "GET", "/api/environments", root, nil).Data()
 		if envs["total"].(float64) != 1 || envs["items"].([]any)[0].(map[string]any)["name"] != "Kept" {
 			t.Fatalf("after restore: %v", envs)
 		}
-		if r := e.do(t, "GET", "/api/auth/me", late, nil); r.Code != 401 {
-			t.Fatalf("a session made after the snapshot still works: %d", r.Code)
-		}
-		if r := e.do(t, "GET", "/api/auth/me", admin, nil); r.Code != 200 {
-			t.Fatalf("a session the snapshot knows was lost: %d", r.Code)
-		}
 		if r := e.do(t, "GET", "/api/backup/"+safety, root, nil); r.Code != 200 || r.Data()["kind"] != "pre-restore" {
 			t.Fatalf("safety snapshot: %d %s", r.Code, r.Body)
 		}
-		// Restoring the safety snapshot brings back what the restore replaced.
+		// Restoring the safety snapshot brings back what the restore
+		// replaced, but not its sessions.
 		if r := e.do(t, "POST", "/api/backup/"+safety+"/restore", root, nil); r.Code != 200 {
 			t.Fatalf("restore safety: %d %s", r.Code, r.Body)
 		}
+		if r := e.do(t, "GET", "/api/auth/me", late, nil); r.Code != 401 {
+			t.Fatalf("the late session came back with the safety snapshot: %d", r.Code)
+		}
+		root = e.login(t, "root@example.com", "password-root")
 		if n := e.do(t, "GET", "/api/environments", root, nil).Data()["total"].(float64); n != 2 {
 			t.Fatalf("after restoring the safety snapshot: %v environments", n)
-		}
-		if r := e.do(t, "GET", "/api/auth/me", late, nil); r.Code != 200 {
-			t.Fatalf("the late session is back with its data: %d", r.Code)
 		}
 	})
 
@@ -155,8 +159,9 @@ func TestBackupAPI(t *testing.T) {
 	})
 }
 
-// Requests that arrive while a restore runs wait for it and then read the
-// restored data; none fails.
+// Requests that arrive while a restore runs wait for it; none fails. The
+// restore ends every session, so those that waited for it are refused
+// (401) and a new sign-in reads the restored data.
 func TestRequestsDuringRestore(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
@@ -179,7 +184,7 @@ func TestRequestsDuringRestore(t *testing.T) {
 				default:
 				}
 				r := e.do(t, "GET", "/api/environments", root, nil)
-				if r.Code != 200 {
+				if r.Code != 200 && r.Code != 401 {
 					mu.Lock()
 					bad = append(bad, fmt.Sprintf("%d %s", r.Code, r.Body))
 					mu.Unlock()
@@ -190,6 +195,7 @@ func TestRequestsDuringRestore(t *testing.T) {
 	if r := e.do(t, "POST", "/api/backup/"+name+"/restore", root, nil); r.Code != 200 {
 		t.Fatalf("restore: %d %s", r.Code, r.Body)
 	}
+	root = e.login(t, "root@example.com", "password-root")
 	after := e.do(t, "GET", "/api/environments", root, nil).Data()["total"].(float64)
 	close(stop)
 	wg.Wait()
@@ -225,6 +231,36 @@ func TestRestoredSessionIDsDoNotReviveTokens(t *testing.T) {
 	}
 	if r := e.do(t, "GET", "/api/auth/me", old, nil); r.Code != 401 {
 		t.Fatalf("the old token came back to life with session id %v: %d", newSID, r.Code)
+	}
+}
+
+// A restore ends every session: a user disabled after the snapshot was
+// taken does not get their old token back, and the restoring super_admin
+// signs in again too.
+func TestRestoreEndsEverySession(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	_, root := e.user(t, "root", store.RoleSuperAdmin)
+	vic, vicTok := e.user(t, "vic", store.RoleViewer)
+	name := e.do(t, "POST", "/api/backup", root, nil).Data()["name"].(string)
+	if r := e.do(t, "PUT", fmt.Sprintf("/api/auth/users/%d/status", vic.ID), root, map[string]any{"is_active": false}); r.Code != 200 {
+		t.Fatalf("disable: %d %s", r.Code, r.Body)
+	}
+	if r := e.do(t, "GET", "/api/auth/me", vicTok, nil); r.Code != 401 {
+		t.Fatalf("the disabled user's token before the restore: %d", r.Code)
+	}
+	if r := e.do(t, "POST", "/api/backup/"+name+"/restore", root, nil); r.Code != 200 {
+		t.Fatalf("restore: %d %s", r.Code, r.Body)
+	}
+	if r := e.do(t, "GET", "/api/auth/me", vicTok, nil); r.Code != 401 {
+		t.Fatalf("the disabled user's old token works after the restore: %d", r.Code)
+	}
+	if r := e.do(t, "GET", "/api/auth/me", root, nil); r.Code != 401 {
+		t.Fatalf("the restoring super_admin's token works after the restore: %d", r.Code)
+	}
+	root = e.login(t, "root@example.com", "password-root")
+	if r := e.do(t, "GET", "/api/auth/me", root, nil); r.Code != 200 {
+		t.Fatalf("a new sign-in after the restore: %d %s", r.Code, r.Body)
 	}
 }
 

@@ -43,6 +43,44 @@ func TestReplaceIgnoresCancellation(t *testing.T) {
 	}
 }
 
+// A restore ends every session the restored data holds, so that access
+// revoked since the snapshot was taken does not come back, and it moves the
+// ChangeMark, so that caches of sessions and users (the principal cache) see
+// it on the next request.
+func TestReplaceEndsEverySession(t *testing.T) {
+	ctx := context.Background()
+	db, clk := openDB(t)
+	u := mustUser(t, db, "vic", store.RoleViewer)
+	before := mustSession(t, db, u.ID)
+	snap := snapshotOf(t, db)
+	if err := db.RevokeUserSessions(ctx, u.ID, 0); err != nil { // disabled after the snapshot
+		t.Fatal(err)
+	}
+	after := mustSession(t, db, u.ID)
+	clk.Advance(time.Minute)
+	mark := db.ChangeMark()
+	if err := db.Replace(ctx, snap, filepath.Join(t.TempDir(), "safety.db")); err != nil {
+		t.Fatal(err)
+	}
+	if db.ChangeMark() == mark {
+		t.Fatal("the restore did not move the ChangeMark")
+	}
+	s, _, err := db.SessionWithUser(ctx, before.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Active(clk.Now()) {
+		t.Fatal("a session of the snapshot is active after the restore")
+	}
+	if _, _, err := db.SessionWithUser(ctx, after.ID); !store.IsNotFound(err) {
+		t.Fatalf("a session newer than the snapshot: %v", err)
+	}
+	// Sessions begun after the restore work as always.
+	if s := mustSession(t, db, u.ID); !s.Active(clk.Now()) {
+		t.Fatal("a new session is not active")
+	}
+}
+
 // Replace waits a bounded time for holders; when they do not let go it
 // changes nothing and says the database is busy.
 func TestReplaceWaitIsBounded(t *testing.T) {

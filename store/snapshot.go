@@ -72,6 +72,14 @@ func (db *DB) sane(ctx context.Context) error {
 	return nil
 }
 
+// endSessions ends every session: see Replace.
+func (db *DB) endSessions(ctx context.Context) error {
+	if _, err := db.w.ExecContext(ctx, `UPDATE sessions SET revoked_at = ? WHERE revoked_at IS NULL`, db.now()); err != nil {
+		return fmt.Errorf("end the sessions of the restored database: %w", err)
+	}
+	return nil
+}
+
 // CheckFile proves that path is a whole, uncorrupted copydesk database that
 // this binary can open: the SQLite header, PRAGMA integrity_check, and a
 // schema_migrations table no newer than this binary. Failures are
@@ -148,8 +156,14 @@ func CheckFile(ctx context.Context, path string) (FileInfo, error) {
 // a restart. It waits for everyone holding the database (see Hold) to let
 // go and keeps new holders waiting; then it writes a snapshot of the current
 // database to safety (the last word before the swap), closes the
-// connections, swaps the file, reopens and migrates. If the new file cannot
-// be opened, the old one is put back. src must have passed CheckFile.
+// connections, swaps the file, reopens, migrates and ends every session,
+// before anyone else may use it. If the new file cannot be opened, the old
+// one is put back. src must have passed CheckFile.
+//
+// Every session ends, the caller's included: sessions live in the restored
+// data, so an older snapshot would otherwise bring back sessions that were
+// revoked, and the tokens of users disabled, since it was taken. Everyone
+// signs in again, against the restored accounts.
 //
 // It runs to the end whatever happens to ctx (a client that goes away must
 // not leave the server without a database), and waits at most ReplaceWait
@@ -197,6 +211,9 @@ func (db *DB) Replace(ctx context.Context, src, safety string) error {
 	openErr := db.open(ctx)
 	if openErr == nil {
 		openErr = db.sane(ctx)
+	}
+	if openErr == nil {
+		openErr = db.endSessions(ctx)
 	}
 	if openErr != nil {
 		// Put the previous database back rather than serve nothing.
