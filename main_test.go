@@ -1040,8 +1040,14 @@ func TestBackupAndRestoreCommands(t *testing.T) {
 		t.Fatalf("restore: %s", out)
 	}
 	safety := strings.TrimSpace(out[strings.LastIndex(out, " ")+1:])
+	// A server killed mid-upload left a partial file.
+	leftover := filepath.Join(dir, "backups", ".tmp-upload-42.db")
+	os.WriteFile(leftover, []byte("SQLite format 3\x00"), 0o600)
 
 	base, _ = startServer(t, dir, nil)
+	if exists(leftover) {
+		t.Fatal("the partial upload of an earlier run is still there")
+	}
 	// The session of the token taken before the snapshot is in the
 	// snapshot, but the restore ended every session.
 	if status, body := httpJSON(t, "GET", base+"/api/auth/me", tok, nil); status != 401 {

@@ -31,7 +31,8 @@ func (s *Server) registerBackupRoutes() {
 			"retention is how many scheduled snapshots are kept. Fields left out keep their values."}, s.putBackupSchedule)
 	s.handle(Route{Method: "POST", Path: "/api/backup/upload", Tag: tag, Access: superOnly, Status: http.StatusCreated,
 		Multipart: "file", MaxBody: -1, Exclusive: true, Summary: "Upload a snapshot", Data: backupResponse{},
-		Notes: "multipart/form-data with the database file in the field file. Refused (422) unless it is a whole copydesk database this version can open."}, s.uploadBackup)
+		Notes: "multipart/form-data with the database file in the field file. Refused (422) unless it is a whole copydesk database this version can open; " +
+			"a file that does not start like one is refused from its first 100 bytes."}, s.uploadBackup)
 	s.handle(Route{Method: "GET", Path: "/api/backup/{name}", Tag: tag, Access: superOnly,
 		Summary: "A snapshot's metadata", Data: backupResponse{}}, s.getBackup)
 	s.handle(Route{Method: "GET", Path: "/api/backup/{name}/download", Tag: tag, Access: superOnly, Exclusive: true,

@@ -4,14 +4,19 @@ import (
 	"crypto/sha256"
 	"database/sql"
 	"encoding/hex"
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
 
+	"github.com/copydesk/copydesk/backup"
+	"github.com/copydesk/copydesk/server"
 	"github.com/copydesk/copydesk/store"
+	"github.com/copydesk/copydesk/store/storetest"
 )
 
 func TestBackupAPI(t *testing.T) {
@@ -261,6 +266,25 @@ func TestRestoreEndsEverySession(t *testing.T) {
 	root = e.login(t, "root@example.com", "password-root")
 	if r := e.do(t, "GET", "/api/auth/me", root, nil); r.Code != 200 {
 		t.Fatalf("a new sign-in after the restore: %d %s", r.Code, r.Body)
+	}
+}
+
+// A partial upload left by a killed server is removed when the next one
+// starts.
+func TestStartRemovesPartialUploads(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	storetest.WriteDB(t, filepath.Join(dir, server.DBFile))
+	leftover := filepath.Join(dir, backup.DirName, ".tmp-upload-1234.db")
+	if err := os.MkdirAll(filepath.Dir(leftover), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(leftover, []byte("SQLite format 3\x00, cut off"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	openEnv(t, dir)
+	if _, err := os.Stat(leftover); !errors.Is(err, fs.ErrNotExist) {
+		t.Fatalf("the partial upload is still there: %v", err)
 	}
 }
 

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/copydesk/copydesk/store"
+	"github.com/copydesk/copydesk/store/storetest"
 )
 
 // snapshotOf writes a checked snapshot of db to a new file.
@@ -161,6 +162,48 @@ func TestCheckFileRefusesForeignLookalike(t *testing.T) {
 	if _, err := os.Stat(path); err != nil {
 		t.Fatal(err)
 	}
+}
+
+func TestCheckHeader(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "copydesk.db")
+	storetest.WriteDB(t, path)
+	good := readHead(t, path)
+	foreign := append([]byte{}, good...)
+	copy(foreign[68:72], []byte{0, 0, 0, 0})
+	tests := []struct {
+		name string
+		head []byte
+		want string
+	}{
+		{"Copydesk", good, ""},
+		{"Empty", nil, "not a SQLite database"},
+		{"Short", good[:99], "not a SQLite database"},
+		{"Text", []byte(strings.Repeat("not a database ", 10)), "not a SQLite database"},
+		{"OtherApplication", foreign, "not a copydesk one (application id 0)"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			err := store.CheckHeader(tt.head)
+			if tt.want == "" {
+				if err != nil {
+					t.Fatal(err)
+				}
+				return
+			}
+			if store.KindOf(err) != store.KindInvalid || !strings.Contains(store.Message(err), tt.want) {
+				t.Fatalf("got %v, want %q", err, tt.want)
+			}
+		})
+	}
+}
+
+func readHead(t *testing.T, path string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b[:store.HeaderSize]
 }
 
 // waitDone waits for ctx to end and returns its cause.

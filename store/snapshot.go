@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"database/sql"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -49,6 +50,23 @@ var sqliteHeader = []byte("SQLite format 3\x00")
 // ApplicationID marks copydesk database files ("CPDS"; migration 0004).
 const ApplicationID = 1129333843
 
+// HeaderSize is the size of a SQLite file's header: what CheckHeader reads.
+const HeaderSize = 100
+
+// CheckHeader proves that head, the first HeaderSize bytes of a file, starts
+// a copydesk database: the SQLite magic string and copydesk's application
+// id. It lets an upload be refused before the rest of it is read. Failures
+// are KindInvalid errors.
+func CheckHeader(head []byte) error {
+	if len(head) < HeaderSize || !bytes.Equal(head[:len(sqliteHeader)], sqliteHeader) {
+		return Invalid("the file is not a SQLite database")
+	}
+	if appID := int32(binary.BigEndian.Uint32(head[68:72])); appID != ApplicationID {
+		return Invalid("the file is a SQLite database but not a copydesk one (application id %d)", appID)
+	}
+	return nil
+}
+
 // sane proves an opened database is a working copydesk database: its mark
 // and the tables every request reads.
 func (db *DB) sane(ctx context.Context) error {
@@ -81,8 +99,9 @@ func (db *DB) endSessions(ctx context.Context) error {
 }
 
 // CheckFile proves that path is a whole, uncorrupted copydesk database that
-// this binary can open: the SQLite header, PRAGMA integrity_check, and a
-// schema_migrations table no newer than this binary. Failures are
+// this binary can open: the SQLite header and copydesk's application id,
+// PRAGMA integrity_check, and a schema_migrations table no newer than this
+// binary. Failures are
 // KindInvalid errors that say what is wrong. The file is opened read-only.
 func CheckFile(ctx context.Context, path string) (FileInfo, error) {
 	var fi FileInfo
@@ -90,12 +109,12 @@ func CheckFile(ctx context.Context, path string) (FileInfo, error) {
 	if err != nil {
 		return fi, fmt.Errorf("store: check %s: %w", filepath.Base(path), err)
 	}
-	head := make([]byte, 100)
+	head := make([]byte, HeaderSize)
 	n, _ := io.ReadFull(f, head)
 	st, statErr := f.Stat()
 	f.Close()
-	if n < 100 || !bytes.Equal(head[:16], sqliteHeader) {
-		return fi, Invalid("the file is not a SQLite database")
+	if err := CheckHeader(head[:n]); err != nil {
+		return fi, err
 	}
 	// The header says how big the database is; a shorter file was cut off.
 	pageSize := int64(head[16])<<8 | int64(head[17])
@@ -134,10 +153,6 @@ func CheckFile(ctx context.Context, path string) (FileInfo, error) {
 	rows.Close()
 	if len(problems) > 0 {
 		return fi, Invalid("the database fails its integrity check: %s", problems[0])
-	}
-	var appID int64
-	if err := conn.QueryRowContext(ctx, `PRAGMA application_id`).Scan(&appID); err != nil || appID != ApplicationID {
-		return fi, Invalid("the file is a SQLite database but not a copydesk one (application id %d)", appID)
 	}
 	err = conn.QueryRowContext(ctx, `SELECT COALESCE(MAX(version), 0) FROM schema_migrations`).Scan(&fi.SchemaVersion)
 	if err != nil || fi.SchemaVersion == 0 {
