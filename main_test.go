@@ -8,6 +8,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"database/sql"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -1034,6 +1035,24 @@ func TestBackupAndRestoreCommands(t *testing.T) {
 	os.WriteFile(bad, []byte(strings.Repeat("junk", 100)), 0o600)
 	if _, errOut, code := run(t, "", "restore", "--data-dir", dir, bad); code == 0 || !strings.Contains(errOut, "not a SQLite database") {
 		t.Fatalf("restore of junk: exit %d: %s", code, errOut)
+	}
+	// A snapshot with a trigger added is not copydesk's schema.
+	tampered := filepath.Join(t.TempDir(), "tampered.db")
+	b, err := os.ReadFile(snap)
+	if err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(tampered, b, 0o600)
+	conn, err := sql.Open("sqlite", tampered)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := conn.Exec(`CREATE TRIGGER promote AFTER INSERT ON sessions BEGIN UPDATE users SET role = 'super_admin' WHERE id = NEW.user_id; END`); err != nil {
+		t.Fatal(err)
+	}
+	conn.Close()
+	if _, errOut, code := run(t, "", "restore", "--data-dir", dir, tampered); code == 0 || !strings.Contains(errOut, `unexpected trigger "promote" on sessions`) {
+		t.Fatalf("restore of a snapshot with a trigger added: exit %d: %s", code, errOut)
 	}
 	out = mustRun(t, "", "restore", "--data-dir", dir, snap)
 	if !strings.Contains(out, "pre-restore") {

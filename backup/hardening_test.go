@@ -2,6 +2,10 @@ package backup_test
 
 import (
 	"context"
+	"crypto/sha256"
+	"database/sql"
+	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"io"
 	"os"
@@ -14,6 +18,106 @@ import (
 	"github.com/copydesk/copydesk/backup"
 	"github.com/copydesk/copydesk/store"
 )
+
+// edit runs stmts on the database file at path, as someone with the
+// sqlite3 shell would.
+func edit(t *testing.T, path string, stmts ...string) {
+	t.Helper()
+	conn, err := sql.Open("sqlite", "file:"+path+"?_pragma=foreign_keys(0)")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	for _, q := range stmts {
+		if _, err := conn.Exec(q); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+}
+
+// reseal makes a snapshot's sidecar agree with its edited file, as an
+// upload that an older copydesk accepted would.
+func reseal(t *testing.T, path string) {
+	t.Helper()
+	meta, err := backup.ReadSidecar(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sum := sha256.Sum256(b)
+	meta.SHA256, meta.Size = hex.EncodeToString(sum[:]), int64(len(b))
+	j, _ := json.Marshal(meta)
+	if err := os.WriteFile(path+".json", j, 0o600); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// A backup whose schema is not copydesk's is refused by every way in:
+// upload, verify, restore and restore of a file, naming what is wrong.
+func TestTamperedSchemaIsRefused(t *testing.T) {
+	ctx := context.Background()
+	tests := []struct {
+		name  string
+		stmts []string
+		want  []string
+	}{
+		{"TriggerAndView", []string{
+			`CREATE TRIGGER promote AFTER INSERT ON sessions BEGIN UPDATE users SET role = 'super_admin' WHERE id = NEW.user_id; END`,
+			`CREATE VIEW everyone AS SELECT id, email, role FROM users`,
+		}, []string{`trigger "promote" on sessions`, `view "everyone"`}},
+		{"DroppedTables", []string{`DROP TABLE messages`, `DROP TABLE notifications`},
+			[]string{`missing table "messages"`, `missing table "notifications"`}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f := newFixture(t)
+			f.env(t, "kept")
+			snap, err := f.m.Create(ctx, backup.KindManual)
+			if err != nil {
+				t.Fatal(err)
+			}
+			path := filepath.Join(f.m.Dir(), snap.Name)
+			edit(t, path, tt.stmts...)
+			reseal(t, path)
+			says := func(what string, err error) {
+				t.Helper()
+				if store.KindOf(err) != store.KindInvalid {
+					t.Fatalf("%s: got %v, want KindInvalid", what, err)
+				}
+				for _, w := range tt.want {
+					if !strings.Contains(store.Message(err), w) {
+						t.Errorf("%s does not name %s: %s", what, w, store.Message(err))
+					}
+				}
+			}
+
+			v, err := f.m.Verify(ctx, snap.Name)
+			if err != nil || v.OK || !v.SHA256Matches {
+				t.Fatalf("verify: %+v %v", v, err)
+			}
+			says("verify", store.Invalid("%s", v.Problem))
+			_, err = f.m.Restore(ctx, snap.Name)
+			says("restore", err)
+			_, err = f.m.RestoreFile(ctx, path)
+			says("restore of a file", err)
+			b, err := os.ReadFile(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, err = f.m.Import(ctx, strings.NewReader(string(b)), 1<<30)
+			says("upload", err)
+			if list, _ := f.m.List(); len(list) != 1 {
+				t.Fatalf("the refused upload was kept: %d backups", len(list))
+			}
+			if !slugsIn(t, f.db.Path())["kept"] {
+				t.Fatal("the live database changed")
+			}
+		})
+	}
+}
 
 // pastHeader fails a read that goes past what an upload's header check needs.
 type pastHeader struct{ read atomic.Bool }

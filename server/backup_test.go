@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"database/sql"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -266,6 +267,82 @@ func TestRestoreEndsEverySession(t *testing.T) {
 	root = e.login(t, "root@example.com", "password-root")
 	if r := e.do(t, "GET", "/api/auth/me", root, nil); r.Code != 200 {
 		t.Fatalf("a new sign-in after the restore: %d %s", r.Code, r.Body)
+	}
+}
+
+// A backup whose schema is not copydesk's (an added trigger and view, or
+// dropped tables) is refused on upload, reported by verify and refused by
+// restore, naming what is wrong.
+func TestTamperedBackupIsRefused(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	_, root := e.user(t, "root", store.RoleSuperAdmin)
+	name := e.do(t, "POST", "/api/backup", root, nil).Data()["name"].(string)
+	path := filepath.Join(e.app.Backups.Dir(), name)
+	tamper := func(t *testing.T, stmts ...string) []byte {
+		t.Helper()
+		b, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p := filepath.Join(t.TempDir(), "tampered.db")
+		if err := os.WriteFile(p, b, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		conn, err := sql.Open("sqlite", "file:"+p+"?_pragma=foreign_keys(0)")
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, q := range stmts {
+			if _, err := conn.Exec(q); err != nil {
+				t.Fatalf("%s: %v", q, err)
+			}
+		}
+		conn.Close()
+		b, err = os.ReadFile(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	escalating := tamper(t,
+		`CREATE TRIGGER promote AFTER INSERT ON sessions BEGIN UPDATE users SET role = 'super_admin' WHERE id = NEW.user_id; END`,
+		`CREATE VIEW everyone AS SELECT id, email, role FROM users`)
+	r := e.upload(t, "/api/backup/upload", root, "file", "x.db", escalating)
+	if r.Code != 422 || !strings.Contains(r.Detail(), `trigger "promote" on sessions`) || !strings.Contains(r.Detail(), `view "everyone"`) {
+		t.Fatalf("upload with a trigger and a view: %d %s", r.Code, r.Body)
+	}
+	r = e.upload(t, "/api/backup/upload", root, "file", "x.db", tamper(t, `DROP TABLE messages`, `DROP TABLE notifications`))
+	if r.Code != 422 || !strings.Contains(r.Detail(), `missing table "messages"`) || !strings.Contains(r.Detail(), `missing table "notifications"`) {
+		t.Fatalf("upload without messages and notifications: %d %s", r.Code, r.Body)
+	}
+
+	// One that got into the folder anyway (an older copydesk took it) with
+	// a sidecar that matches.
+	if err := os.WriteFile(path, escalating, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var meta map[string]any
+	side, _ := os.ReadFile(path + ".json")
+	if err := json.Unmarshal(side, &meta); err != nil {
+		t.Fatal(err)
+	}
+	sum := sha256.Sum256(escalating)
+	meta["sha256"], meta["size"] = hex.EncodeToString(sum[:]), len(escalating)
+	side, _ = json.Marshal(meta)
+	if err := os.WriteFile(path+".json", side, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	v := e.do(t, "POST", "/api/backup/"+name+"/verify", root, nil)
+	if v.Code != 200 || v.Data()["ok"] != false || !strings.Contains(v.Data()["problem"].(string), `trigger "promote"`) {
+		t.Fatalf("verify: %d %s", v.Code, v.Body)
+	}
+	r = e.do(t, "POST", "/api/backup/"+name+"/restore", root, nil)
+	if r.Code != 422 || !strings.Contains(r.Detail(), `trigger "promote"`) {
+		t.Fatalf("restore: %d %s", r.Code, r.Body)
+	}
+	if r := e.do(t, "GET", "/api/auth/me", root, nil); r.Code != 200 {
+		t.Fatalf("a refused restore ended the session: %d", r.Code)
 	}
 }
 

@@ -67,8 +67,8 @@ func CheckHeader(head []byte) error {
 	return nil
 }
 
-// sane proves an opened database is a working copydesk database: its mark
-// and the tables every request reads.
+// sane proves an opened (and migrated) database is a working copydesk
+// database: its mark, and exactly the schema of the newest version.
 func (db *DB) sane(ctx context.Context) error {
 	var appID int64
 	if err := db.r.QueryRowContext(ctx, `PRAGMA application_id`).Scan(&appID); err != nil {
@@ -77,17 +77,15 @@ func (db *DB) sane(ctx context.Context) error {
 	if appID != ApplicationID {
 		return fmt.Errorf("not a copydesk database (application id %d)", appID)
 	}
-	for _, q := range []string{
-		`SELECT COUNT(*) FROM users WHERE role IS NOT NULL AND password_hash IS NOT NULL`,
-		`SELECT COUNT(*) FROM sessions WHERE nonce IS NOT NULL`,
-		`SELECT COUNT(*) FROM environments WHERE configuration IS NOT NULL`,
-	} {
-		var n int
-		if err := db.r.QueryRowContext(ctx, q).Scan(&n); err != nil {
-			return err
-		}
+	ms, err := migrations()
+	if err != nil {
+		return err
 	}
-	return nil
+	versions := make([]int, len(ms))
+	for i, m := range ms {
+		versions[i] = m.version
+	}
+	return checkSchema(ctx, db.r, versions)
 }
 
 // endSessions ends every session: see Replace.
@@ -100,9 +98,11 @@ func (db *DB) endSessions(ctx context.Context) error {
 
 // CheckFile proves that path is a whole, uncorrupted copydesk database that
 // this binary can open: the SQLite header and copydesk's application id,
-// PRAGMA integrity_check, and a schema_migrations table no newer than this
-// binary. Failures are
-// KindInvalid errors that say what is wrong. The file is opened read-only.
+// PRAGMA integrity_check, a schema_migrations table no newer than this
+// binary, and a schema that is exactly what the recorded migrations create
+// (no table, index, trigger or view more, less or different). Failures
+// are KindInvalid errors that say what is wrong. The file is opened
+// read-only.
 func CheckFile(ctx context.Context, path string) (FileInfo, error) {
 	var fi FileInfo
 	f, err := os.Open(path)
@@ -154,12 +154,16 @@ func CheckFile(ctx context.Context, path string) (FileInfo, error) {
 	if len(problems) > 0 {
 		return fi, Invalid("the database fails its integrity check: %s", problems[0])
 	}
-	err = conn.QueryRowContext(ctx, `SELECT COALESCE(MAX(version), 0) FROM schema_migrations`).Scan(&fi.SchemaVersion)
-	if err != nil || fi.SchemaVersion == 0 {
+	versions, err := recordedVersions(ctx, conn)
+	if err != nil || len(versions) == 0 {
 		return fi, Invalid("the file is a SQLite database but not a copydesk one (no schema_migrations)")
 	}
+	fi.SchemaVersion = versions[len(versions)-1]
 	if latest := SchemaVersion(); fi.SchemaVersion > latest {
 		return fi, Invalid("the database is at schema version %d, newer than this copydesk (%d): use a newer copydesk", fi.SchemaVersion, latest)
+	}
+	if err := checkSchema(ctx, conn, versions); err != nil {
+		return fi, err
 	}
 	if err := conn.QueryRowContext(ctx, `SELECT COUNT(*) FROM users`).Scan(&fi.Users); err != nil {
 		return fi, Invalid("the file is a SQLite database but not a copydesk one (no users table)")
@@ -171,9 +175,9 @@ func CheckFile(ctx context.Context, path string) (FileInfo, error) {
 // a restart. It waits for everyone holding the database (see Hold) to let
 // go and keeps new holders waiting; then it writes a snapshot of the current
 // database to safety (the last word before the swap), closes the
-// connections, swaps the file, reopens, migrates and ends every session,
-// before anyone else may use it. If the new file cannot be opened, the old
-// one is put back. src must have passed CheckFile.
+// connections, swaps the file, reopens, migrates, checks the schema and ends
+// every session, before anyone else may use it. If the new file cannot be
+// opened, the old one is put back. src must have passed CheckFile.
 //
 // Every session ends, the caller's included: sessions live in the restored
 // data, so an older snapshot would otherwise bring back sessions that were
@@ -243,6 +247,25 @@ func (db *DB) Replace(ctx context.Context, src, safety string) error {
 	os.Remove(old)
 	db.wrote()
 	return nil
+}
+
+// recordedVersions lists the migrations a database says were applied,
+// ascending.
+func recordedVersions(ctx context.Context, q queryer) ([]int, error) {
+	rows, err := q.QueryContext(ctx, `SELECT version FROM schema_migrations ORDER BY version`)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []int
+	for rows.Next() {
+		var v int
+		if err := rows.Scan(&v); err != nil {
+			return nil, err
+		}
+		out = append(out, v)
+	}
+	return out, rows.Err()
 }
 
 func copyFile(src, dst string) error {
