@@ -63,7 +63,7 @@ type Manager struct {
 	db      *store.DB
 	dir     string
 	version string
-	mu      sync.Mutex // one snapshot, import or delete at a time
+	mu      sync.Mutex // one snapshot, admission of a checked file, or delete at a time
 
 	// OnScheduledRun, when set, hears of every scheduled run: the snapshot
 	// taken, or the error. The server notifies the super_admins with it.
