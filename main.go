@@ -354,9 +354,10 @@ func restoreCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "restore FILE",
 		Short: "Put a snapshot in place of the database (the server must be stopped)",
-		Long: "Check FILE (integrity, schema not newer than this copydesk, SHA-256 against FILE.json when present), keep a\n" +
-			"snapshot of the current database in DATA_DIR/backups, then put FILE in place. While a server holds the data\n" +
-			"directory this refuses: restore through the API (POST /api/backup/{name}/restore) instead, or stop the server.",
+		Long: "Check FILE (integrity, schema not newer than this copydesk and exactly what its migrations create, SHA-256\n" +
+			"against FILE.json when present), keep a snapshot of the current database in DATA_DIR/backups, then put FILE in\n" +
+			"place and end every session in it: everyone signs in again. While a server holds the data directory this\n" +
+			"refuses: restore through the API (POST /api/backup/{name}/restore) instead, or stop the server.",
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) (err error) {
 			if err := os.MkdirAll(c.dataDir, 0o700); err != nil {

@@ -5,7 +5,6 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -488,25 +487,16 @@ func TestRunDueInterrupted(t *testing.T) {
 	told := 0
 	f.m.OnScheduledRun = func(context.Context, *backup.Meta, error) { told++ }
 	f.advance(time.Hour)
-	// An upload that waits for its body keeps the run waiting for its
-	// snapshot; the run's context ends meanwhile.
-	body, sender := io.Pipe()
-	uploaded := make(chan error, 1)
-	go func() { _, err := f.m.Import(ctx, body, 1<<20); uploaded <- err }()
-	time.Sleep(50 * time.Millisecond)
+	// The run's context ends once the run has found itself due, as a
+	// shutdown or a restore would end it mid-run: the clock ends it when
+	// the run asks for the time.
 	cctx, cancel := context.WithCancel(ctx)
-	type result struct {
-		ran bool
-		err error
-	}
-	ran := make(chan result, 1)
-	go func() { r, err := f.m.RunDue(cctx); ran <- result{r, err} }()
-	time.Sleep(200 * time.Millisecond) // past reading the schedule
-	cancel()
-	sender.CloseWithError(errors.New("the client went away"))
-	<-uploaded
-	if r := <-ran; !r.ran || !errors.Is(r.err, context.Canceled) {
-		t.Fatalf("interrupted run: %v %v", r.ran, r.err)
+	clock := f.db.Now
+	f.db.Now = func() time.Time { cancel(); return clock() }
+	ran, err := f.m.RunDue(cctx)
+	f.db.Now = clock
+	if !ran || !errors.Is(err, context.Canceled) {
+		t.Fatalf("interrupted run: %v %v", ran, err)
 	}
 	if _, st, _, _ := f.m.Schedule(ctx); told != 0 || st.LastRunAt != nil || st.LastError != "" {
 		t.Fatalf("the interruption was recorded (%+v) or told (%d)", st, told)

@@ -153,6 +153,13 @@ func Open(ctx context.Context, cfg Config, log *slog.Logger) (*App, error) {
 		return nil, errors.Join(err, lock.Unlock())
 	}
 	a.lock = lock
+	// Holding the lock, no other process can be receiving an upload: what
+	// is there was left by a server that died mid-upload.
+	if removed, err := a.Backups.RemoveLeftovers(); err != nil {
+		log.Warn("cannot remove partial uploads left by an earlier run", "removed", removed, "err", err)
+	} else if len(removed) > 0 {
+		log.Info("removed partial uploads left by an earlier run", "files", removed)
+	}
 	a.Events = stream.New(stream.Options{Heartbeat: cfg.StreamHeartbeat, Log: log})
 	a.Notify = notify.New(a.DB, log)
 	a.Notify.PublishTo(a.Events)

@@ -65,8 +65,9 @@ var authzTable = []authzCase{
 
 	{route: "GET /api/settings/system", want: [5]int{401, 403, 403, 200, 200}},
 
-	// System level: super_admin only. {backup} is a snapshot taken after
-	// everyone signed in, so restoring it keeps their sessions.
+	// System level: super_admin only. {backup} is a snapshot of the
+	// fixture; restoring it ends every session, which no other case sees:
+	// each runs on its own copy of the fixture.
 	{route: "POST /api/backup", want: [5]int{401, 403, 403, 403, 201}},
 	{route: "GET /api/backup", want: [5]int{401, 403, 403, 403, 200}},
 	{route: "GET /api/backup/schedule", want: [5]int{401, 403, 403, 403, 200}},

@@ -31,18 +31,20 @@ func (s *Server) registerBackupRoutes() {
 			"retention is how many scheduled snapshots are kept. Fields left out keep their values."}, s.putBackupSchedule)
 	s.handle(Route{Method: "POST", Path: "/api/backup/upload", Tag: tag, Access: superOnly, Status: http.StatusCreated,
 		Multipart: "file", MaxBody: -1, Summary: "Upload a snapshot", Data: backupResponse{},
-		Notes: "multipart/form-data with the database file in the field file. Refused (422) unless it is a whole copydesk database this version can open."}, s.uploadBackup)
+		Notes: "multipart/form-data with the database file in the field file. Refused (422) unless it is a whole copydesk database this version can open, " +
+			"whose tables, indexes, triggers and views are exactly those copydesk's migrations create; a file that does not start like one is refused from its first 100 bytes."}, s.uploadBackup)
 	s.handle(Route{Method: "GET", Path: "/api/backup/{name}", Tag: tag, Access: superOnly,
 		Summary: "A snapshot's metadata", Data: backupResponse{}}, s.getBackup)
 	s.handle(Route{Method: "GET", Path: "/api/backup/{name}/download", Tag: tag, Access: superOnly,
 		Summary: "Download a snapshot", Binary: "application/vnd.sqlite3"}, s.downloadBackup)
 	s.handle(Route{Method: "POST", Path: "/api/backup/{name}/verify", Tag: tag, Access: superOnly,
 		Summary: "Check a snapshot again", Data: backupVerifyResponse{},
-		Notes: "Compares the file's SHA-256 with the one recorded when it was made and runs PRAGMA integrity_check. A damaged snapshot answers 200 with ok false."}, s.verifyBackup)
+		Notes: "Compares the file's SHA-256 with the one recorded when it was made, runs PRAGMA integrity_check and compares its schema with what copydesk's migrations create for its version. " +
+			"A damaged or altered snapshot answers 200 with ok false and the problem."}, s.verifyBackup)
 	s.handle(Route{Method: "POST", Path: "/api/backup/{name}/restore", Tag: tag, Access: superOnly, Errors: []int{409, 422, 429},
 		Summary: "Restore a snapshot while serving", Data: backupRestoreResponse{},
 		Notes: "Checks the snapshot, lets requests in flight finish and holds new ones, keeps a pre-restore safety snapshot, swaps the database and resumes. " +
-			"No restart. Sessions that do not exist in the restored data end (their tokens get 401), possibly including yours."}, s.restoreBackup)
+			"No restart. Every session ends, yours included (tokens get 401): everyone signs in again."}, s.restoreBackup)
 	s.handle(Route{Method: "DELETE", Path: "/api/backup/{name}", Tag: tag, Access: superOnly,
 		Summary: "Delete a snapshot", Data: backupDeletedResponse{}}, s.deleteBackup)
 }

@@ -155,7 +155,8 @@ func TestRestoreDoesNotWaitForAQueuedRun(t *testing.T) {
 		t.Fatalf("the restore took %v", took)
 	}
 	agWaitChan(t, gone, "the provider call being cut")
-	run := agWaitRun(t, e, f.edATok, runID)
+	// The restore ended every session: the editor signs in again.
+	run := agWaitRun(t, e, e.login(t, "alice@example.com", "password-alice"), runID)
 	if run["status"] != "succeeded" || run["output"] != "after the restore" {
 		t.Fatalf("the run after the restore: %v", run)
 	}

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/copydesk/copydesk/store"
+	"github.com/copydesk/copydesk/store/storetest"
 )
 
 // snapshotOf writes a checked snapshot of db to a new file.
@@ -40,6 +41,44 @@ func TestReplaceIgnoresCancellation(t *testing.T) {
 	}
 	if _, err := db.UserByEmail(context.Background(), "gone@example.com"); !store.IsNotFound(err) {
 		t.Fatalf("data after the snapshot survived: %v", err)
+	}
+}
+
+// A restore ends every session the restored data holds, so that access
+// revoked since the snapshot was taken does not come back, and it moves the
+// ChangeMark, so that caches of sessions and users (the principal cache) see
+// it on the next request.
+func TestReplaceEndsEverySession(t *testing.T) {
+	ctx := context.Background()
+	db, clk := openDB(t)
+	u := mustUser(t, db, "vic", store.RoleViewer)
+	before := mustSession(t, db, u.ID)
+	snap := snapshotOf(t, db)
+	if err := db.RevokeUserSessions(ctx, u.ID, 0); err != nil { // disabled after the snapshot
+		t.Fatal(err)
+	}
+	after := mustSession(t, db, u.ID)
+	clk.Advance(time.Minute)
+	mark := db.ChangeMark()
+	if err := db.Replace(ctx, snap, filepath.Join(t.TempDir(), "safety.db")); err != nil {
+		t.Fatal(err)
+	}
+	if db.ChangeMark() == mark {
+		t.Fatal("the restore did not move the ChangeMark")
+	}
+	s, _, err := db.SessionWithUser(ctx, before.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Active(clk.Now()) {
+		t.Fatal("a session of the snapshot is active after the restore")
+	}
+	if _, _, err := db.SessionWithUser(ctx, after.ID); !store.IsNotFound(err) {
+		t.Fatalf("a session newer than the snapshot: %v", err)
+	}
+	// Sessions begun after the restore work as always.
+	if s := mustSession(t, db, u.ID); !s.Active(clk.Now()) {
+		t.Fatal("a new session is not active")
 	}
 }
 
@@ -152,6 +191,48 @@ func TestCheckFileRefusesForeignLookalike(t *testing.T) {
 	if _, err := os.Stat(path); err != nil {
 		t.Fatal(err)
 	}
+}
+
+func TestCheckHeader(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "copydesk.db")
+	storetest.WriteDB(t, path)
+	good := readHead(t, path)
+	foreign := append([]byte{}, good...)
+	copy(foreign[68:72], []byte{0, 0, 0, 0})
+	tests := []struct {
+		name string
+		head []byte
+		want string
+	}{
+		{"Copydesk", good, ""},
+		{"Empty", nil, "not a SQLite database"},
+		{"Short", good[:99], "not a SQLite database"},
+		{"Text", []byte(strings.Repeat("not a database ", 10)), "not a SQLite database"},
+		{"OtherApplication", foreign, "not a copydesk one (application id 0)"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			err := store.CheckHeader(tt.head)
+			if tt.want == "" {
+				if err != nil {
+					t.Fatal(err)
+				}
+				return
+			}
+			if store.KindOf(err) != store.KindInvalid || !strings.Contains(store.Message(err), tt.want) {
+				t.Fatalf("got %v, want %q", err, tt.want)
+			}
+		})
+	}
+}
+
+func readHead(t *testing.T, path string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b[:store.HeaderSize]
 }
 
 // waitDone waits for ctx to end and returns its cause.
