@@ -483,6 +483,8 @@ func TestProfile(t *testing.T) {
 		{"TakenUsername", map[string]any{"username": "OTHER"}, 409, "username"},
 		{"BadUsername", map[string]any{"username": "x"}, 422, "username:"},
 		{"LongFullName", map[string]any{"full_name": strings.Repeat("n", 101)}, 422, "full_name:"},
+		{"BidiOverrideInFullName", map[string]any{"full_name": "Hank \u202enimda"}, 422, "full_name: must not contain bidirectional"},
+		{"NewlineInFullName", map[string]any{"full_name": "Hank\nAdmin"}, 422, "full_name: must not contain control characters"},
 		{"EmailNeedsPassword", map[string]any{"email": "hank@example.org"}, 422, "current_password: is required"},
 		{"EmailWrongPassword", map[string]any{"email": "hank@example.org", "current_password": "nope-nope"}, 422, "current_password: is incorrect"},
 		{"EmailTaken", map[string]any{"email": "other@example.com", "current_password": "password-hank"}, 409, "email"},

@@ -19,6 +19,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/copydesk/copydesk/server/keyring"
+	"github.com/copydesk/copydesk/server/valid"
 	"github.com/copydesk/copydesk/store"
 )
 
@@ -114,10 +115,10 @@ func CheckPassword(field, p string) error {
 
 func checkFullName(n string) (string, error) {
 	n = strings.TrimSpace(n)
-	if utf8.RuneCountInString(n) > 100 {
-		return "", store.Invalid("full_name: must be at most 100 characters")
+	if err := valid.Line("full_name", n); err != nil {
+		return "", err
 	}
-	return n, nil
+	return n, valid.MaxLen("full_name", n, 100)
 }
 
 // ---- accounts ----
