@@ -133,6 +133,14 @@ func openData(ctx context.Context, cfg Config, log *slog.Logger, opt store.Optio
 	if err != nil {
 		return nil, errors.Join(err, db.Close())
 	}
+	clashes, err := db.EmailClashes(ctx)
+	if err != nil {
+		return nil, errors.Join(err, db.Close())
+	}
+	for _, c := range clashes {
+		log.Warn("two accounts have e-mail addresses that differ only in letter case: the newer one signs in only with its address as stored; "+
+			"change one of them (PUT /api/auth/me) or disable one", "user_id", c.UserID, "email", c.Email, "same_as_user_id", c.SameAsID)
+	}
 	return &App{Config: cfg, DB: db, Keys: keys, Auth: svc, Backups: backup.New(db, cfg.DataDir, cfg.Version), Log: log}, nil
 }
 

@@ -24,6 +24,11 @@ func TestRegister(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
 	e.user(t, "taken", store.RoleViewer)
+	for _, n := range []struct{ email, name string }{{"josé@example.com", "jose"}, {"kelvin@example.com", "kelvin"}} {
+		if _, err := e.app.Auth.CreateUser(context.Background(), auth.NewAccount{Email: n.email, Username: n.name, Password: "long-enough", Role: store.RoleViewer}); err != nil {
+			t.Fatal(err)
+		}
+	}
 	cases := []struct {
 		name   string
 		body   any
@@ -31,7 +36,11 @@ func TestRegister(t *testing.T) {
 		detail string
 	}{
 		{"OK", map[string]any{"email": "new@example.com", "username": "new-user", "password": "long-enough", "full_name": "New User"}, 201, ""},
-		{"DuplicateEmail", map[string]any{"email": "TAKEN@example.com", "username": "other", "password": "long-enough"}, 409, "email"},
+		{"DuplicateEmail", map[string]any{"email": "TAKEN@example.com", "username": "other", "password": "long-enough"}, 409, "a user with this email already exists"},
+		{"DuplicateEmailUnicodeCase", map[string]any{"email": "JOSÉ@example.com", "username": "other", "password": "long-enough"}, 409, "a user with this email already exists"},
+		{"DuplicateEmailDecomposed", map[string]any{"email": "jose\u0301@example.com", "username": "other", "password": "long-enough"}, 409, "a user with this email already exists"},
+		{"DuplicateEmailKelvinSign", map[string]any{"email": "\u212aelvin@example.com", "username": "other", "password": "long-enough"}, 409, "a user with this email already exists"},
+		{"BidiOverrideInEmail", map[string]any{"email": "moc.elpmaxe\u202e@example.com", "username": "other", "password": "long-enough"}, 422, "email: must not contain bidirectional"},
 		{"DuplicateUsername", map[string]any{"email": "x@example.com", "username": "Taken", "password": "long-enough"}, 409, "username"},
 		{"WeakPassword", map[string]any{"email": "y@example.com", "username": "yy-user", "password": "short"}, 422, "password: must be at least 8"},
 		{"BadEmail", map[string]any{"email": "not-an-email", "username": "zz-user", "password": "long-enough"}, 422, "email:"},
@@ -71,9 +80,12 @@ func TestRegister(t *testing.T) {
 	}
 	// Nothing was half-written by the failures.
 	users, total, err := e.app.DB.ListUsers(context.Background(), store.UserFilter{Page: store.Page{Page: 1, PerPage: 50}})
-	if err != nil || total != 2 {
-		t.Fatalf("want 2 users after the cases, got %d (%v): %v", total, err, users)
+	if err != nil || total != 4 {
+		t.Fatalf("want 4 users after the cases, got %d (%v): %v", total, err, users)
 	}
+	// Any spelling of an address signs in to its one account.
+	e.login(t, "JOSÉ@EXAMPLE.COM", "long-enough")
+	e.login(t, "\u212aELVIN@example.com", "long-enough")
 }
 
 func TestRegistrationCanBeClosed(t *testing.T) {

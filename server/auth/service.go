@@ -72,7 +72,6 @@ func New(db *store.DB, keys *keyring.Keyring, cfg Config) (*Service, error) {
 	return &Service{db: db, keys: keys, tokens: NewTokens(keys.JWTKey(), now), cfg: cfg, now: now, dummyHash: dummy}, nil
 }
 
-
 // ---- input rules ----
 
 var usernamePattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]{2,31}$`)
@@ -84,8 +83,13 @@ const (
 	MaxPasswordLen = 256
 )
 
+// checkEmail returns the address as it is stored (store.NormalizeEmail);
+// uniqueness is the store's, by store.EmailKey.
 func checkEmail(email string) (string, error) {
-	email = strings.TrimSpace(email)
+	email = store.NormalizeEmail(email)
+	if err := valid.Line("email", email); err != nil {
+		return "", err
+	}
 	a, err := mail.ParseAddress(email)
 	if err != nil || a.Address != email || len(email) > 254 || !strings.Contains(email[strings.LastIndex(email, "@"):], ".") {
 		return "", store.Invalid("email: must be a valid e-mail address like name@example.com")
@@ -429,7 +433,7 @@ func (s *Service) UpdateProfile(ctx context.Context, p *Principal, in ProfileUpd
 		if err != nil {
 			return nil, err
 		}
-		if !strings.EqualFold(e, p.User.Email) {
+		if store.EmailKey(e) != store.EmailKey(p.User.Email) {
 			up.Email = &e
 		}
 	}
