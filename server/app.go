@@ -141,6 +141,11 @@ func openData(ctx context.Context, cfg Config, log *slog.Logger, opt store.Optio
 		log.Warn("two accounts have e-mail addresses that differ only in letter case: the newer one signs in only with its address as stored; "+
 			"change one of them (PUT /api/auth/me) or disable one", "user_id", c.UserID, "email", c.Email, "same_as_user_id", c.SameAsID)
 	}
+	if n, err := svc.KeyRecoveryCodes(ctx); err != nil {
+		return nil, errors.Join(err, db.Close())
+	} else if n > 0 {
+		log.Info("recovery codes stored the old way are now keyed with secret.key", "codes", n)
+	}
 	return &App{Config: cfg, DB: db, Keys: keys, Auth: svc, Backups: backup.New(db, cfg.DataDir, cfg.Version), Log: log}, nil
 }
 
@@ -296,8 +301,9 @@ func (a *App) runScheduledBackup(ctx context.Context, _ *store.Job) error {
 }
 
 // Prune deletes sessions that ended a week ago, read notifications older
-// than the retention setting and jobs finished a month ago. The caller holds
-// the database.
+// than the retention setting and jobs finished a month ago, and keys
+// recovery codes a restore brought back unkeyed. The caller holds the
+// database.
 func (a *App) Prune(ctx context.Context) error {
 	now := a.DB.Now()
 	n, err := a.DB.PruneSessions(ctx, now.Add(-7*24*time.Hour))
@@ -316,6 +322,10 @@ func (a *App) Prune(ctx context.Context) error {
 	// (agent runs keep their history).
 	j, err := a.DB.PruneJobs(ctx, now.AddDate(0, 0, -30))
 	if err != nil {
+		return err
+	}
+	// A restored older backup may have brought back unkeyed recovery codes.
+	if _, err := a.Auth.KeyRecoveryCodes(ctx); err != nil {
 		return err
 	}
 	if n+m+j > 0 {

@@ -51,9 +51,9 @@ func (s *Server) registerAuthRoutes() {
 	s.handle(Route{Method: "POST", Path: "/api/auth/2fa/setup", Tag: tag, Access: signedIn, Errors: []int{409},
 		Summary: "Start two-factor setup (TOTP secret and QR code)", Data: totpSetupResponse{},
 		Notes: "Scan qr_code (or type secret) into an authenticator app, then confirm with /api/auth/2fa/verify."}, s.setupTOTP)
-	s.handle(Route{Method: "POST", Path: "/api/auth/2fa/verify", Tag: tag, Access: signedIn, Errors: []int{409},
+	s.handle(Route{Method: "POST", Path: "/api/auth/2fa/verify", Tag: tag, Access: signedIn, Errors: []int{409, 429},
 		Summary: "Confirm a TOTP code and turn two-factor authentication on", Body: totpVerifyRequest{}, Data: recoveryCodesResponse{},
-		Notes: "Returns ten one-time recovery codes, shown this once only."}, s.verifyTOTP)
+		Notes: "Needs current_password as well as the code, like changing the e-mail address. Returns ten one-time recovery codes, shown this once only."}, s.verifyTOTP)
 	s.handle(Route{Method: "POST", Path: "/api/auth/2fa/disable", Tag: tag, Access: signedIn, Errors: []int{409, 429},
 		Summary: "Turn two-factor authentication off", Body: totpDisableRequest{}, Data: userResponse{},
 		Notes: "Prove it with a current code (or a recovery code) or with the password."}, s.disableTOTP)
@@ -159,7 +159,8 @@ type totpSetupResponse struct {
 }
 
 type totpVerifyRequest struct {
-	Code string `json:"code" binding:"required,max=16"`
+	Code            string `json:"code" binding:"required,max=16"`
+	CurrentPassword string `json:"current_password" binding:"required,max=1024" doc:"the account's password: required, so that a stolen token alone cannot turn two-factor authentication on"`
 }
 
 type recoveryCodesResponse struct {
@@ -423,7 +424,7 @@ func (s *Server) verifyTOTP(c *gin.Context) {
 		fail(c, err)
 		return
 	}
-	codes, err := s.auth.VerifyTOTP(c.Request.Context(), principal(c), req.Code)
+	codes, err := s.auth.VerifyTOTP(c.Request.Context(), principal(c), req.Code, req.CurrentPassword)
 	if err != nil {
 		fail(c, err)
 		return

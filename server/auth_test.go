@@ -235,7 +235,7 @@ func TestTwoFactor(t *testing.T) {
 		return e.do(t, "POST", "/api/auth/login", "", body)
 	}
 
-	if r := e.do(t, "POST", "/api/auth/2fa/verify", tok, map[string]any{"code": "123456"}); r.Code != 409 {
+	if r := e.do(t, "POST", "/api/auth/2fa/verify", tok, map[string]any{"code": "123456", "current_password": "password-carol"}); r.Code != 409 {
 		t.Fatalf("verify before setup: %d %s", r.Code, r.Body)
 	}
 	setup := e.do(t, "POST", "/api/auth/2fa/setup", tok, nil)
@@ -253,14 +253,24 @@ func TestTwoFactor(t *testing.T) {
 	if !strings.HasPrefix(qr, "data:image/png;base64,") || err != nil || string(png[1:4]) != "PNG" {
 		t.Fatalf("qr_code is not a PNG data URL")
 	}
-	if r := e.do(t, "POST", "/api/auth/2fa/verify", tok, map[string]any{"code": "000000"}); r.Code != 422 {
+	if r := e.do(t, "POST", "/api/auth/2fa/verify", tok, map[string]any{"code": "000000", "current_password": "password-carol"}); r.Code != 422 ||
+		!strings.HasPrefix(r.Detail(), "code:") {
 		t.Fatalf("wrong code: %d %s", r.Code, r.Body)
+	}
+	// A stolen token alone cannot turn 2FA on and lock the owner out.
+	good := totpCode(t, secret, e.clock.Now())
+	if r := e.do(t, "POST", "/api/auth/2fa/verify", tok, map[string]any{"code": good}); r.Code != 422 || r.Detail() != "current_password: is required" {
+		t.Fatalf("verify without current_password: %d %s", r.Code, r.Body)
+	}
+	if r := e.do(t, "POST", "/api/auth/2fa/verify", tok, map[string]any{"code": good, "current_password": "not-her-password"}); r.Code != 422 ||
+		r.Detail() != "current_password: is incorrect" {
+		t.Fatalf("verify with a wrong current_password: %d %s", r.Code, r.Body)
 	}
 	// Until verified, 2FA is off: login needs no code.
 	if r := login(""); r.Code != 200 {
 		t.Fatalf("login before verify: %d %s", r.Code, r.Body)
 	}
-	v := e.do(t, "POST", "/api/auth/2fa/verify", tok, map[string]any{"code": totpCode(t, secret, e.clock.Now())})
+	v := e.do(t, "POST", "/api/auth/2fa/verify", tok, map[string]any{"code": good, "current_password": "password-carol"})
 	if v.Code != 200 {
 		t.Fatalf("verify: %d %s", v.Code, v.Body)
 	}
@@ -333,7 +343,7 @@ func TestTwoFactor(t *testing.T) {
 	t.Run("DisableWithPassword", func(t *testing.T) {
 		s := e.do(t, "POST", "/api/auth/2fa/setup", tok, nil).Data()["secret"].(string)
 		e.clock.Advance(30 * time.Second)
-		if r := e.do(t, "POST", "/api/auth/2fa/verify", tok, map[string]any{"code": totpCode(t, s, e.clock.Now())}); r.Code != 200 {
+		if r := e.do(t, "POST", "/api/auth/2fa/verify", tok, map[string]any{"code": totpCode(t, s, e.clock.Now()), "current_password": "password-carol"}); r.Code != 200 {
 			t.Fatalf("verify: %d %s", r.Code, r.Body)
 		}
 		if r := e.do(t, "POST", "/api/auth/2fa/disable", tok, map[string]any{"password": "password-carol"}); r.Code != 200 {

@@ -41,7 +41,7 @@ var authzTable = []authzCase{
 	{route: "DELETE /api/auth/me/avatar", want: [5]int{401, 200, 200, 200, 200}},
 	{route: "GET /api/auth/avatars/{user_id}", path: "/api/auth/avatars/{target}", want: [5]int{401, 200, 200, 200, 200}},
 	{route: "POST /api/auth/2fa/setup", want: [5]int{401, 200, 200, 200, 200}},
-	{route: "POST /api/auth/2fa/verify", body: map[string]any{"code": "123456"}, want: [5]int{401, 409, 409, 409, 409}},
+	{route: "POST /api/auth/2fa/verify", body: map[string]any{"code": "123456", "current_password": "whatever"}, want: [5]int{401, 409, 409, 409, 409}},
 	{route: "POST /api/auth/2fa/disable", body: map[string]any{"password": "whatever"}, want: [5]int{401, 409, 409, 409, 409}},
 	{route: "GET /api/auth/sessions", want: [5]int{401, 200, 200, 200, 200}},
 	{route: "DELETE /api/auth/sessions/{id}", path: "/api/auth/sessions/999999", want: [5]int{401, 404, 404, 404, 404}},

@@ -92,20 +92,9 @@ func TestEmailUniqueIgnoringUnicodeCase(t *testing.T) {
 // locks anyone out.
 func TestEmailMigration(t *testing.T) {
 	ctx := context.Background()
-	path := filepath.Join(t.TempDir(), "old.db")
-	db, err := store.Open(ctx, path, store.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := db.Close(); err != nil {
-		t.Fatal(err)
-	}
+	path := before0007(t)
 	raw := rawDB(t, path)
 	for _, q := range []string{
-		// Undo 0007: what the file looked like before.
-		`DROP INDEX users_email_key`,
-		`ALTER TABLE users DROP COLUMN email_key`,
-		`DELETE FROM schema_migrations WHERE version = 7`,
 		`INSERT INTO users (id, email, username, password_hash, role, created_at, updated_at) VALUES
 			(1, 'JOSÉ@example.com', 'jose1', 'h', 'super_admin', '2025-01-01T00:00:00.000Z', '2025-01-01T00:00:00.000Z'),
 			(2, 'josé@example.com', 'jose2', 'h', 'viewer', '2025-01-01T00:00:00.000Z', '2025-01-01T00:00:00.000Z'),
@@ -122,7 +111,7 @@ func TestEmailMigration(t *testing.T) {
 	}
 	raw.Close()
 
-	db, err = store.Open(ctx, path, store.Options{})
+	db, err := store.Open(ctx, path, store.Options{})
 	if err != nil {
 		t.Fatalf("a database with clashing addresses does not open: %v", err)
 	}
@@ -168,4 +157,33 @@ func TestEmailMigration(t *testing.T) {
 	if clashes, _ := db.EmailClashes(ctx); len(clashes) != 1 || clashes[0].UserID != 3 {
 		t.Errorf("after user 2 changed address, clashes = %+v, want only user 3", clashes)
 	}
+}
+
+// before0007 makes a database file as a copydesk before migration 0007
+// left it, and returns its path.
+func before0007(t *testing.T) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "old.db")
+	db, err := store.Open(context.Background(), path, store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	raw := rawDB(t, path)
+	for _, q := range []string{
+		`DROP INDEX users_email_key`,
+		`ALTER TABLE users DROP COLUMN email_key`,
+		`ALTER TABLE recovery_codes DROP COLUMN keyed`,
+		`DELETE FROM schema_migrations WHERE version = 7`,
+	} {
+		if _, err := raw.Exec(q); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+	if err := raw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return path
 }

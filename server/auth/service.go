@@ -294,7 +294,11 @@ func (s *Service) checkSecondFactor(ctx context.Context, u *store.User, code str
 		}
 		return true, nil
 	}
-	used, err := s.db.UseRecoveryCode(ctx, u.ID, hashRecoveryCode(code))
+	// Codes of a restored older backup are keyed before they are looked up.
+	if _, err := s.KeyRecoveryCodes(ctx); err != nil {
+		return false, err
+	}
+	used, err := s.db.UseRecoveryCode(ctx, u.ID, s.recoveryCodeHash(code))
 	if err != nil {
 		return false, err
 	}
@@ -305,6 +309,21 @@ func (s *Service) checkSecondFactor(ctx context.Context, u *store.User, code str
 }
 
 func totpAAD(userID int64) string { return fmt.Sprintf("user:%d:totp", userID) }
+
+// recoveryCodeHash is what is stored of a recovery code: HMAC-SHA256 of its
+// digest under a key derived from secret.key.
+func (s *Service) recoveryCodeHash(code string) []byte {
+	return s.keys.RecoveryCodeMAC(hashRecoveryCode(code))
+}
+
+// KeyRecoveryCodes rewrites recovery codes stored by a copydesk before
+// migration 0007 (a plain digest, which a stolen backup lets anyone search
+// offline) as HMACs under the recovery code key. It runs at every start,
+// in the hourly housekeeping, and before a recovery code is checked, so
+// restoring an older backup leaves none behind for long.
+func (s *Service) KeyRecoveryCodes(ctx context.Context) (int, error) {
+	return s.db.KeyRecoveryCodes(ctx, s.keys.RecoveryCodeMAC)
+}
 
 func (s *Service) startSession(ctx context.Context, u *store.User, ip, ua string) (*Grant, error) {
 	now := s.now()
@@ -508,8 +527,10 @@ func (s *Service) SetupTOTP(ctx context.Context, p *Principal) (*TOTPSetup, erro
 }
 
 // VerifyTOTP turns 2FA on with a valid code for the pending secret and
-// returns the one-time recovery codes (shown this once only).
-func (s *Service) VerifyTOTP(ctx context.Context, p *Principal, code string) ([]string, error) {
+// the user's current password, and returns the one-time recovery codes
+// (shown this once only). The password is asked for because turning 2FA on
+// with a stolen token alone would lock the owner out of their account.
+func (s *Service) VerifyTOTP(ctx context.Context, p *Principal, code, currentPassword string) ([]string, error) {
 	u, err := s.db.UserByID(ctx, p.User.ID)
 	if err != nil {
 		return nil, err
@@ -520,6 +541,12 @@ func (s *Service) VerifyTOTP(ctx context.Context, p *Principal, code string) ([]
 	if len(u.TOTPPending) == 0 {
 		return nil, store.Conflict("no two-factor setup is pending: call POST /api/auth/2fa/setup first")
 	}
+	if currentPassword == "" {
+		return nil, store.Invalid("current_password: is required to turn two-factor authentication on")
+	}
+	if err := s.confirmPassword(ctx, u, currentPassword, "current_password"); err != nil {
+		return nil, err
+	}
 	secret, err := s.keys.Open(u.TOTPPending, totpAAD(u.ID))
 	if err != nil {
 		return nil, fmt.Errorf("auth: open pending totp secret of user %d: %w", u.ID, err)
@@ -528,9 +555,13 @@ func (s *Service) VerifyTOTP(ctx context.Context, p *Principal, code string) ([]
 	if !ok {
 		return nil, store.Invalid("code: is not a valid code for the pending setup; check your device's clock")
 	}
-	codes, hashes, err := newRecoveryCodes()
+	codes, digests, err := newRecoveryCodes()
 	if err != nil {
 		return nil, err
+	}
+	hashes := make([][]byte, len(digests))
+	for i, d := range digests {
+		hashes[i] = s.keys.RecoveryCodeMAC(d)
 	}
 	return codes, s.db.EnableTOTP(ctx, u.ID, u.TOTPPending, step, hashes)
 }
