@@ -20,9 +20,10 @@ import (
 	"github.com/copydesk/copydesk/store"
 )
 
-// The authentication group (/api/auth): exactly the nineteen endpoints of the
+// The authentication group (/api/auth): the nineteen endpoints of the
 // specification, plus GET /api/auth/avatars/{user_id}, which serves the
-// images that avatar_url points at.
+// images that avatar_url points at, and the admin's account recovery
+// actions (reset-2fa, unlock).
 func (s *Server) registerAuthRoutes() {
 	const tag = "Authentication"
 	s.handle(Route{Method: "POST", Path: "/api/auth/register", Tag: tag, Access: public, Status: http.StatusCreated,
@@ -80,6 +81,14 @@ func (s *Server) registerAuthRoutes() {
 	s.handle(Route{Method: "PUT", Path: "/api/auth/users/{id}/environments", Tag: tag, Access: adminOnly,
 		Summary: "Set a user's environment access", Body: userEnvironmentsRequest{}, Data: userEnvironmentsResponse{},
 		Notes: "Replaces the set of environments the user may see. Unknown environment ids are 422."}, s.setUserEnvironments)
+	s.handle(Route{Method: "POST", Path: "/api/auth/users/{id}/reset-2fa", Tag: tag, Access: adminOnly, Errors: []int{409},
+		Summary: "Turn off a user's two-factor authentication", Data: userResponse{},
+		Notes: "For a user who lost their authenticator and recovery codes: the secret and the recovery codes are removed; the password and the sessions stay. " +
+			"Only a super_admin acts on a super_admin. Your own is 409 (use /api/auth/2fa/disable); a user without two-factor authentication is 409."}, s.resetTwoFactor)
+	s.handle(Route{Method: "POST", Path: "/api/auth/users/{id}/unlock", Tag: tag, Access: adminOnly, Errors: []int{409},
+		Summary: "Unlock a user's sign-in", Data: userResponse{},
+		Notes: "Clears the failed sign-in attempts of the user's e-mail address, which ends a lock or a delay at once. " +
+			"Only a super_admin acts on a super_admin; your own address is 409."}, s.unlockUser)
 }
 
 // ---- bodies ----
@@ -590,4 +599,32 @@ func (s *Server) setUserEnvironments(c *gin.Context) {
 		return
 	}
 	respond(c, http.StatusOK, userEnvironmentsResponse{UserID: id, EnvironmentIDs: ids}, "environment access updated")
+}
+
+func (s *Server) resetTwoFactor(c *gin.Context) {
+	id, err := pathID(c, "id")
+	if err != nil {
+		fail(c, err)
+		return
+	}
+	u, err := s.auth.ResetTwoFactor(c.Request.Context(), principal(c).User, id)
+	if err != nil {
+		fail(c, err)
+		return
+	}
+	respond(c, http.StatusOK, userJSON(u), "two-factor authentication is off for this user: they sign in with their password and can set it up again")
+}
+
+func (s *Server) unlockUser(c *gin.Context) {
+	id, err := pathID(c, "id")
+	if err != nil {
+		fail(c, err)
+		return
+	}
+	u, err := s.auth.Unlock(c.Request.Context(), principal(c).User, id)
+	if err != nil {
+		fail(c, err)
+		return
+	}
+	respond(c, http.StatusOK, userJSON(u), "sign-in unlocked: the failed attempts of this address are cleared")
 }

@@ -670,6 +670,77 @@ func (s *Service) SetEnvironments(ctx context.Context, actor *store.User, id int
 	return s.db.SetUserEnvironments(ctx, id, envIDs)
 }
 
+// ResetTwoFactor turns off another user's two-factor authentication, for
+// one who lost their authenticator and recovery codes: the secret, a
+// pending setup and the recovery codes go; the password and the sessions
+// stay. Same rules as the other admin actions; nobody resets their own,
+// which takes proof (POST /api/auth/2fa/disable).
+func (s *Service) ResetTwoFactor(ctx context.Context, actor *store.User, id int64) (*store.User, error) {
+	target, err := s.otherUser(ctx, actor, id, "reset your own two-factor authentication here: use POST /api/auth/2fa/disable")
+	if err != nil {
+		return nil, err
+	}
+	return s.resetTwoFactor(ctx, target)
+}
+
+// ResetTwoFactorByEmail is ResetTwoFactor from the shell (`copydesk users
+// reset-2fa`), whose user owns the data directory and so any account.
+func (s *Service) ResetTwoFactorByEmail(ctx context.Context, email string) (*store.User, error) {
+	target, err := s.db.UserByEmail(ctx, email)
+	if err != nil {
+		return nil, err
+	}
+	return s.resetTwoFactor(ctx, target)
+}
+
+func (s *Service) resetTwoFactor(ctx context.Context, target *store.User) (*store.User, error) {
+	if !target.TOTPEnabled {
+		return nil, store.Conflict("two-factor authentication is not enabled for %s", target.Email)
+	}
+	if err := s.db.DisableTOTP(ctx, target.ID); err != nil {
+		return nil, err
+	}
+	return s.db.UserByID(ctx, target.ID)
+}
+
+// Unlock clears the failed sign-in attempts of another user's address,
+// which ends a lock or a delay at once (a user locked out by someone
+// guessing their password). Same rules as the other admin actions; nobody
+// unlocks their own address, or a stolen token could lift the limit on
+// guessing the password it is missing.
+func (s *Service) Unlock(ctx context.Context, actor *store.User, id int64) (*store.User, error) {
+	target, err := s.otherUser(ctx, actor, id, "unlock your own account: another admin can, or `copydesk users unlock`")
+	if err != nil {
+		return nil, err
+	}
+	return target, s.db.ClearLoginFailures(ctx, target.Email)
+}
+
+// UnlockByEmail is Unlock from the shell (`copydesk users unlock`).
+func (s *Service) UnlockByEmail(ctx context.Context, email string) (*store.User, error) {
+	target, err := s.db.UserByEmail(ctx, email)
+	if err != nil {
+		return nil, err
+	}
+	return target, s.db.ClearLoginFailures(ctx, target.Email)
+}
+
+// otherUser finds the user an admin action is about: one the actor may
+// manage, and not the actor (a conflict saying "you cannot " + self).
+func (s *Service) otherUser(ctx context.Context, actor *store.User, id int64, self string) (*store.User, error) {
+	target, err := s.db.UserByID(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	if err := mayManage(actor, target); err != nil {
+		return nil, err
+	}
+	if actor.ID == id {
+		return nil, store.Conflict("you cannot %s", self)
+	}
+	return target, nil
+}
+
 func minTime(a, b time.Time) time.Time {
 	if a.Before(b) {
 		return a
