@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"runtime"
 	"sync"
 	"time"
 
@@ -39,6 +40,9 @@ type Config struct {
 	Hasher *auth.Hasher
 	// Throttle, when set, replaces the default failed-login policy (tests).
 	Throttle *auth.ThrottlePolicy
+	// Hashes, when set, replaces the bound on password hashes at once that
+	// is sized from the machine (tests).
+	Hashes *auth.HashLimit
 	// MaxUploadBytes caps backup uploads.
 	MaxUploadBytes int64
 	// NoScheduler keeps scheduled backups from running (tests drive them):
@@ -129,6 +133,7 @@ func openData(ctx context.Context, cfg Config, log *slog.Logger, opt store.Optio
 	if cfg.Throttle != nil {
 		acfg.Throttle = *cfg.Throttle
 	}
+	acfg.Hashes = cfg.Hashes
 	svc, err := auth.New(db, keys, acfg)
 	if err != nil {
 		return nil, errors.Join(err, db.Close())
@@ -166,6 +171,8 @@ func Open(ctx context.Context, cfg Config, log *slog.Logger) (*App, error) {
 		return nil, errors.Join(err, lock.Unlock())
 	}
 	a.lock = lock
+	a.Log.Info("password hashes run at most this many at once; more wait, then get 503", "hashes", a.Auth.HashLimit().Size(),
+		"cpus", runtime.GOMAXPROCS(0), "memory_limit_mib", auth.MemoryLimit()>>20)
 	a.Events = stream.New(stream.Options{Heartbeat: cfg.StreamHeartbeat, Log: log})
 	a.Notify = notify.New(a.DB, log)
 	a.Notify.PublishTo(a.Events)

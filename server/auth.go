@@ -27,20 +27,20 @@ import (
 func (s *Server) registerAuthRoutes() {
 	const tag = "Authentication"
 	s.handle(Route{Method: "POST", Path: "/api/auth/register", Tag: tag, Access: public, Status: http.StatusCreated,
-		Summary: "Create an account", Body: registerRequest{}, Data: userResponse{}, Errors: []int{403, 409},
-		Notes: "Creates a viewer with no environment. Refused with 403 when an admin has closed registration."}, s.register)
+		Summary: "Create an account", Body: registerRequest{}, Data: userResponse{}, Errors: []int{403, 409, 503},
+		Notes: "Creates a viewer with no environment. Refused with 403 when an admin has closed registration. " + busyNote}, s.register)
 	s.handle(Route{Method: "POST", Path: "/api/auth/login", Tag: tag, Access: public,
-		Summary: "Sign in and obtain a JWT", Body: loginRequest{}, Bare: tokenResponse{}, Errors: []int{401, 403, 429},
+		Summary: "Sign in and obtain a JWT", Body: loginRequest{}, Bare: tokenResponse{}, Errors: []int{401, 403, 429, 503},
 		Notes: "With two-factor authentication on, send totp_code (or a recovery code); without it the answer is 401 saying a code is required. " +
-			"Repeated failures for one address are slowed down and then locked for a while (429 with Retry-After)."}, s.login)
+			"Repeated failures for one address are slowed down and then locked for a while (429 with Retry-After). " + busyNote}, s.login)
 	s.handle(Route{Method: "POST", Path: "/api/auth/refresh", Tag: tag, Access: signedIn,
 		Summary: "Refresh the current JWT", Bare: tokenResponse{},
 		Notes: "Send no body; the token in the Authorization header must still be valid. The new token belongs to the same session and never outlives the session's absolute lifetime."}, s.refresh)
 	s.handle(Route{Method: "GET", Path: "/api/auth/me", Tag: tag, Access: signedIn,
 		Summary: "The current user's profile", Data: userResponse{}}, s.me)
 	s.handle(Route{Method: "PUT", Path: "/api/auth/me", Tag: tag, Access: signedIn,
-		Summary: "Update the current user's profile", Body: profileRequest{}, Data: userResponse{}, Errors: []int{409, 429},
-		Notes: "Changing the e-mail address or the password needs current_password. A new password ends every other session of the user."}, s.updateMe)
+		Summary: "Update the current user's profile", Body: profileRequest{}, Data: userResponse{}, Errors: []int{409, 429, 503},
+		Notes: "Changing the e-mail address or the password needs current_password. A new password ends every other session of the user. " + busyNote}, s.updateMe)
 	s.handle(Route{Method: "POST", Path: "/api/auth/me/avatar", Tag: tag, Access: signedIn, Multipart: "file",
 		MaxBody: maxAvatarBytes + 64<<10, Summary: "Upload a profile avatar", Data: userResponse{},
 		Notes: "multipart/form-data with the image in the field file: PNG, JPEG, GIF or WebP, at most 2 MiB and 2048×2048 pixels."}, s.uploadAvatar)
@@ -52,12 +52,12 @@ func (s *Server) registerAuthRoutes() {
 	s.handle(Route{Method: "POST", Path: "/api/auth/2fa/setup", Tag: tag, Access: signedIn, Errors: []int{409},
 		Summary: "Start two-factor setup (TOTP secret and QR code)", Data: totpSetupResponse{},
 		Notes: "Scan qr_code (or type secret) into an authenticator app, then confirm with /api/auth/2fa/verify."}, s.setupTOTP)
-	s.handle(Route{Method: "POST", Path: "/api/auth/2fa/verify", Tag: tag, Access: signedIn, Errors: []int{409, 429},
+	s.handle(Route{Method: "POST", Path: "/api/auth/2fa/verify", Tag: tag, Access: signedIn, Errors: []int{409, 429, 503},
 		Summary: "Confirm a TOTP code and turn two-factor authentication on", Body: totpVerifyRequest{}, Data: recoveryCodesResponse{},
-		Notes: "Needs current_password as well as the code, like changing the e-mail address. Returns ten one-time recovery codes, shown this once only."}, s.verifyTOTP)
-	s.handle(Route{Method: "POST", Path: "/api/auth/2fa/disable", Tag: tag, Access: signedIn, Errors: []int{409, 429},
+		Notes: "Needs current_password as well as the code, like changing the e-mail address. Returns ten one-time recovery codes, shown this once only. " + busyNote}, s.verifyTOTP)
+	s.handle(Route{Method: "POST", Path: "/api/auth/2fa/disable", Tag: tag, Access: signedIn, Errors: []int{409, 429, 503},
 		Summary: "Turn two-factor authentication off", Body: totpDisableRequest{}, Data: userResponse{},
-		Notes: "Prove it with a current code (or a recovery code) or with the password."}, s.disableTOTP)
+		Notes: "Prove it with a current code (or a recovery code) or with the password. " + busyNote}, s.disableTOTP)
 	s.handle(Route{Method: "GET", Path: "/api/auth/sessions", Tag: tag, Access: signedIn,
 		Summary: "The current user's active sessions", Data: sessionListResponse{}}, s.sessions)
 	s.handle(Route{Method: "DELETE", Path: "/api/auth/sessions/{id}", Tag: tag, Access: signedIn,
@@ -90,6 +90,10 @@ func (s *Server) registerAuthRoutes() {
 		Notes: "Clears the failed sign-in attempts of the user's e-mail address, which ends a lock or a delay at once. " +
 			"Only a super_admin acts on a super_admin; your own address is 409."}, s.unlockUser)
 }
+
+// busyNote says what the routes that check or hash a password answer when
+// the server is busy with other password hashes.
+const busyNote = "Password hashing is bounded: when the server is busy with too many at once, the answer is 503 with Retry-After."
 
 // ---- bodies ----
 

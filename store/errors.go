@@ -24,6 +24,7 @@ const (
 	KindTooLarge                 // input over a size limit
 	KindRetryLater               // refused for now; RetryAfter says when to try again
 	KindRemote                   // a remote service (LLM provider, WordPress) failed
+	KindUnavailable              // the service is busy or cannot serve for now; RetryAfter says when to try again
 )
 
 // Error is an error with a kind and a message that is safe to show a client.
@@ -32,7 +33,7 @@ type Error struct {
 	Kind       Kind
 	Message    string
 	Err        error
-	RetryAfter int // seconds, for KindRetryLater
+	RetryAfter int // seconds, for KindRetryLater and KindUnavailable
 }
 
 func (e *Error) Error() string {

@@ -25,9 +25,12 @@ import (
 
 // Config tunes the service.
 type Config struct {
-	TokenTTL         time.Duration // lifetime of one token; refresh issues another
-	SessionTTL       time.Duration // absolute lifetime of a session
-	Hasher           Hasher
+	TokenTTL   time.Duration // lifetime of one token; refresh issues another
+	SessionTTL time.Duration // absolute lifetime of a session
+	Hasher     Hasher
+	// Hashes bounds the password hashes that run at once; nil: sized from
+	// the machine for Hasher (MachineHashLimit).
+	Hashes           *HashLimit
 	Throttle         ThrottlePolicy
 	Issuer           string // shown in authenticator apps
 	LicensePublicKey ed25519.PublicKey
@@ -63,6 +66,9 @@ type Service struct {
 // New makes the service. The clock is the store's, so tests move both.
 func New(db *store.DB, keys *keyring.Keyring, cfg Config) (*Service, error) {
 	now := func() time.Time { return db.Now() }
+	if cfg.Hashes == nil {
+		cfg.Hashes = MachineHashLimit(cfg.Hasher)
+	}
 	// A login for an unknown address verifies against this hash, so it costs
 	// as long as one for a known address.
 	dummy, err := cfg.Hasher.Hash("copydesk-timing-equaliser")
@@ -157,7 +163,7 @@ func (s *Service) CreateUser(ctx context.Context, a NewAccount) (*store.User, er
 	if !a.Role.Valid() {
 		return nil, store.Invalid("role: must be one of super_admin, admin, editor, viewer")
 	}
-	hash, err := s.cfg.Hasher.Hash(a.Password)
+	hash, err := s.hash(ctx, a.Password)
 	if err != nil {
 		return nil, err
 	}
@@ -187,7 +193,7 @@ func (s *Service) SetPassword(ctx context.Context, email, password string) (*sto
 	if err != nil {
 		return nil, err
 	}
-	hash, err := s.cfg.Hasher.Hash(password)
+	hash, err := s.hash(ctx, password)
 	if err != nil {
 		return nil, err
 	}
@@ -233,7 +239,7 @@ func (s *Service) Login(ctx context.Context, in LoginInput) (*Grant, error) {
 		return nil, store.Unauthorized(msgBadCredentials)
 	}
 	var user *store.User
-	ok, err := s.attempt(ctx, email, func() (bool, error) {
+	check := func() (bool, error) {
 		u, err := s.db.UserByEmail(ctx, email)
 		if store.IsNotFound(err) || len(in.Password) > MaxPasswordLen*4 {
 			_, _ = Verify(s.dummyHash, in.Password)
@@ -259,7 +265,10 @@ func (s *Service) Login(ctx context.Context, in LoginInput) (*Grant, error) {
 		}
 		user = u
 		return true, nil
-	})
+	}
+	// The hash slot is taken before the attempt is counted: a sign-in
+	// refused because the server is busy is not a failed one.
+	ok, err := withHashSlot(ctx, s.cfg.Hashes, func() (bool, error) { return s.attempt(ctx, email, check) })
 	if err != nil {
 		return nil, err
 	}
@@ -460,7 +469,7 @@ func (s *Service) UpdateProfile(ctx context.Context, p *Principal, in ProfileUpd
 		if err := CheckPassword("new_password", *in.NewPassword); err != nil {
 			return nil, err
 		}
-		h, err := s.cfg.Hasher.Hash(*in.NewPassword)
+		h, err := s.hash(ctx, *in.NewPassword)
 		if err != nil {
 			return nil, err
 		}
@@ -493,7 +502,9 @@ func (s *Service) confirmPassword(ctx context.Context, principal *store.User, pa
 	if err != nil {
 		return err
 	}
-	ok, err := s.attempt(ctx, u.Email, func() (bool, error) { return Verify(u.PasswordHash, password) })
+	ok, err := withHashSlot(ctx, s.cfg.Hashes, func() (bool, error) {
+		return s.attempt(ctx, u.Email, func() (bool, error) { return Verify(u.PasswordHash, password) })
+	})
 	if err != nil {
 		return err
 	}
