@@ -25,15 +25,15 @@ import (
 
 // Config tunes the service.
 type Config struct {
-	TokenTTL   time.Duration // lifetime of one token; refresh issues another
-	SessionTTL time.Duration // absolute lifetime of a session
-	Hasher     Hasher
-	// Hashes bounds the password hashes that run at once; nil: sized from
-	// the machine for Hasher (MachineHashLimit).
-	Hashes           *HashLimit
+	TokenTTL         time.Duration // lifetime of one token; refresh issues another
+	SessionTTL       time.Duration // absolute lifetime of a session
+	Hasher           Hasher
 	Throttle         ThrottlePolicy
 	Issuer           string // shown in authenticator apps
 	LicensePublicKey ed25519.PublicKey
+	// Hashes bounds the password hashes that run at once; nil: sized from
+	// the machine for Hasher (MachineHashLimit).
+	Hashes *HashLimit
 }
 
 // DefaultConfig is what `copydesk serve` uses unless told otherwise.
