@@ -277,6 +277,23 @@ func usersCmd() *cobra.Command {
 	setPassword.Flags().BoolVar(&spStdin, "password-stdin", false, "read the password from standard input")
 	_ = setPassword.MarkFlagRequired("email")
 
+	resetTwoFactor := emailCommand("reset-2fa", "Turn off an account's two-factor authentication (lost authenticator and recovery codes)",
+		func(ctx context.Context, app *server.App, email string) (string, error) {
+			u, err := app.Auth.ResetTwoFactorByEmail(ctx, email)
+			if err != nil {
+				return "", err
+			}
+			return fmt.Sprintf("two-factor authentication turned off for user %d %s; they sign in with their password and can set it up again", u.ID, u.Email), nil
+		})
+	unlock := emailCommand("unlock", "Clear an account's failed sign-in attempts, ending a lock at once",
+		func(ctx context.Context, app *server.App, email string) (string, error) {
+			u, err := app.Auth.UnlockByEmail(ctx, email)
+			if err != nil {
+				return "", err
+			}
+			return fmt.Sprintf("sign-in unlocked for user %d %s", u.ID, u.Email), nil
+		})
+
 	var lc common
 	list := &cobra.Command{
 		Use:   "list",
@@ -306,7 +323,36 @@ func usersCmd() *cobra.Command {
 		},
 	}
 	lc.register(list.Flags())
-	cmd.AddCommand(create, setPassword, list)
+	cmd.AddCommand(create, setPassword, resetTwoFactor, unlock, list)
+	return cmd
+}
+
+// emailCommand is a `users` subcommand that acts on the account with
+// --email: do says what it did, in one line.
+func emailCommand(use, short string, do func(ctx context.Context, app *server.App, email string) (string, error)) *cobra.Command {
+	var c common
+	var email string
+	cmd := &cobra.Command{
+		Use:   use,
+		Short: short,
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) (err error) {
+			app, err := openData(cmd, &c)
+			if err != nil {
+				return err
+			}
+			defer closing(&err, app.Close)
+			out, err := do(cmd.Context(), app, email)
+			if err != nil {
+				return errors.New(store.Message(err))
+			}
+			fmt.Fprintln(cmd.OutOrStdout(), out)
+			return nil
+		},
+	}
+	c.register(cmd.Flags())
+	cmd.Flags().StringVar(&email, "email", "", "e-mail address of the account (required)")
+	_ = cmd.MarkFlagRequired("email")
 	return cmd
 }
 

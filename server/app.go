@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"runtime"
 	"sync"
 	"time"
 
@@ -39,6 +40,9 @@ type Config struct {
 	Hasher *auth.Hasher
 	// Throttle, when set, replaces the default failed-login policy (tests).
 	Throttle *auth.ThrottlePolicy
+	// Hashes, when set, replaces the bound on password hashes at once that
+	// is sized from the machine (tests).
+	Hashes *auth.HashLimit
 	// MaxUploadBytes caps backup uploads.
 	MaxUploadBytes int64
 	// NoScheduler keeps scheduled backups from running (tests drive them):
@@ -129,9 +133,23 @@ func openData(ctx context.Context, cfg Config, log *slog.Logger, opt store.Optio
 	if cfg.Throttle != nil {
 		acfg.Throttle = *cfg.Throttle
 	}
+	acfg.Hashes = cfg.Hashes
 	svc, err := auth.New(db, keys, acfg)
 	if err != nil {
 		return nil, errors.Join(err, db.Close())
+	}
+	clashes, err := db.EmailClashes(ctx)
+	if err != nil {
+		return nil, errors.Join(err, db.Close())
+	}
+	for _, c := range clashes {
+		log.Warn("two accounts have e-mail addresses that differ only in letter case: the newer one signs in only with its address as stored; "+
+			"change one of them (PUT /api/auth/me) or disable one", "user_id", c.UserID, "email", c.Email, "same_as_user_id", c.SameAsID)
+	}
+	if n, err := svc.KeyRecoveryCodes(ctx); err != nil {
+		return nil, errors.Join(err, db.Close())
+	} else if n > 0 {
+		log.Info("recovery codes stored the old way are now keyed with secret.key", "codes", n)
 	}
 	return &App{Config: cfg, DB: db, Keys: keys, Auth: svc, Backups: backup.New(db, cfg.DataDir, cfg.Version), Log: log}, nil
 }
@@ -160,6 +178,8 @@ func Open(ctx context.Context, cfg Config, log *slog.Logger) (*App, error) {
 	} else if len(removed) > 0 {
 		log.Info("removed partial uploads left by an earlier run", "files", removed)
 	}
+	a.Log.Info("password hashes run at most this many at once; more wait, then get 503", "hashes", a.Auth.HashLimit().Size(),
+		"cpus", runtime.GOMAXPROCS(0), "memory_limit_mib", auth.MemoryLimit()>>20)
 	a.Events = stream.New(stream.Options{Heartbeat: cfg.StreamHeartbeat, Log: log})
 	a.Notify = notify.New(a.DB, log)
 	a.Notify.PublishTo(a.Events)
@@ -293,8 +313,9 @@ func (a *App) runScheduledBackup(ctx context.Context, _ *store.Job) error {
 }
 
 // Prune deletes sessions that ended a week ago, read notifications older
-// than the retention setting and jobs finished a month ago. The caller holds
-// the database.
+// than the retention setting and jobs finished a month ago, and keys
+// recovery codes a restore brought back unkeyed. The caller holds the
+// database.
 func (a *App) Prune(ctx context.Context) error {
 	now := a.DB.Now()
 	n, err := a.DB.PruneSessions(ctx, now.Add(-7*24*time.Hour))
@@ -313,6 +334,10 @@ func (a *App) Prune(ctx context.Context) error {
 	// (agent runs keep their history).
 	j, err := a.DB.PruneJobs(ctx, now.AddDate(0, 0, -30))
 	if err != nil {
+		return err
+	}
+	// A restored older backup may have brought back unkeyed recovery codes.
+	if _, err := a.Auth.KeyRecoveryCodes(ctx); err != nil {
 		return err
 	}
 	if n+m+j > 0 {

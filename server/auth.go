@@ -20,26 +20,27 @@ import (
 	"github.com/copydesk/copydesk/store"
 )
 
-// The authentication group (/api/auth): exactly the nineteen endpoints of the
+// The authentication group (/api/auth): the nineteen endpoints of the
 // specification, plus GET /api/auth/avatars/{user_id}, which serves the
-// images that avatar_url points at.
+// images that avatar_url points at, and the admin's account recovery
+// actions (reset-2fa, unlock).
 func (s *Server) registerAuthRoutes() {
 	const tag = "Authentication"
 	s.handle(Route{Method: "POST", Path: "/api/auth/register", Tag: tag, Access: public, Status: http.StatusCreated,
-		Summary: "Create an account", Body: registerRequest{}, Data: userResponse{}, Errors: []int{403, 409},
-		Notes: "Creates a viewer with no environment. Refused with 403 when an admin has closed registration."}, s.register)
+		Summary: "Create an account", Body: registerRequest{}, Data: userResponse{}, Errors: []int{403, 409, 503},
+		Notes: "Creates a viewer with no environment. Refused with 403 when an admin has closed registration. " + busyNote}, s.register)
 	s.handle(Route{Method: "POST", Path: "/api/auth/login", Tag: tag, Access: public,
-		Summary: "Sign in and obtain a JWT", Body: loginRequest{}, Bare: tokenResponse{}, Errors: []int{401, 403, 429},
+		Summary: "Sign in and obtain a JWT", Body: loginRequest{}, Bare: tokenResponse{}, Errors: []int{401, 403, 429, 503},
 		Notes: "With two-factor authentication on, send totp_code (or a recovery code); without it the answer is 401 saying a code is required. " +
-			"Repeated failures for one address are slowed down and then locked for a while (429 with Retry-After)."}, s.login)
+			"Repeated failures for one address are slowed down and then locked for a while (429 with Retry-After). " + busyNote}, s.login)
 	s.handle(Route{Method: "POST", Path: "/api/auth/refresh", Tag: tag, Access: signedIn,
 		Summary: "Refresh the current JWT", Bare: tokenResponse{},
 		Notes: "Send no body; the token in the Authorization header must still be valid. The new token belongs to the same session and never outlives the session's absolute lifetime."}, s.refresh)
 	s.handle(Route{Method: "GET", Path: "/api/auth/me", Tag: tag, Access: signedIn,
 		Summary: "The current user's profile", Data: userResponse{}}, s.me)
 	s.handle(Route{Method: "PUT", Path: "/api/auth/me", Tag: tag, Access: signedIn,
-		Summary: "Update the current user's profile", Body: profileRequest{}, Data: userResponse{}, Errors: []int{409, 429},
-		Notes: "Changing the e-mail address or the password needs current_password. A new password ends every other session of the user."}, s.updateMe)
+		Summary: "Update the current user's profile", Body: profileRequest{}, Data: userResponse{}, Errors: []int{409, 429, 503},
+		Notes: "Changing the e-mail address or the password needs current_password. A new password ends every other session of the user. " + busyNote}, s.updateMe)
 	s.handle(Route{Method: "POST", Path: "/api/auth/me/avatar", Tag: tag, Access: signedIn, Multipart: "file",
 		MaxBody: maxAvatarBytes + 64<<10, Summary: "Upload a profile avatar", Data: userResponse{},
 		Notes: "multipart/form-data with the image in the field file: PNG, JPEG, GIF or WebP, at most 2 MiB and 2048×2048 pixels."}, s.uploadAvatar)
@@ -51,12 +52,12 @@ func (s *Server) registerAuthRoutes() {
 	s.handle(Route{Method: "POST", Path: "/api/auth/2fa/setup", Tag: tag, Access: signedIn, Errors: []int{409},
 		Summary: "Start two-factor setup (TOTP secret and QR code)", Data: totpSetupResponse{},
 		Notes: "Scan qr_code (or type secret) into an authenticator app, then confirm with /api/auth/2fa/verify."}, s.setupTOTP)
-	s.handle(Route{Method: "POST", Path: "/api/auth/2fa/verify", Tag: tag, Access: signedIn, Errors: []int{409},
+	s.handle(Route{Method: "POST", Path: "/api/auth/2fa/verify", Tag: tag, Access: signedIn, Errors: []int{409, 429, 503},
 		Summary: "Confirm a TOTP code and turn two-factor authentication on", Body: totpVerifyRequest{}, Data: recoveryCodesResponse{},
-		Notes: "Returns ten one-time recovery codes, shown this once only."}, s.verifyTOTP)
-	s.handle(Route{Method: "POST", Path: "/api/auth/2fa/disable", Tag: tag, Access: signedIn, Errors: []int{409, 429},
+		Notes: "Needs current_password as well as the code, like changing the e-mail address. Returns ten one-time recovery codes, shown this once only. " + busyNote}, s.verifyTOTP)
+	s.handle(Route{Method: "POST", Path: "/api/auth/2fa/disable", Tag: tag, Access: signedIn, Errors: []int{409, 429, 503},
 		Summary: "Turn two-factor authentication off", Body: totpDisableRequest{}, Data: userResponse{},
-		Notes: "Prove it with a current code (or a recovery code) or with the password."}, s.disableTOTP)
+		Notes: "Prove it with a current code (or a recovery code) or with the password. " + busyNote}, s.disableTOTP)
 	s.handle(Route{Method: "GET", Path: "/api/auth/sessions", Tag: tag, Access: signedIn,
 		Summary: "The current user's active sessions", Data: sessionListResponse{}}, s.sessions)
 	s.handle(Route{Method: "DELETE", Path: "/api/auth/sessions/{id}", Tag: tag, Access: signedIn,
@@ -80,7 +81,19 @@ func (s *Server) registerAuthRoutes() {
 	s.handle(Route{Method: "PUT", Path: "/api/auth/users/{id}/environments", Tag: tag, Access: adminOnly,
 		Summary: "Set a user's environment access", Body: userEnvironmentsRequest{}, Data: userEnvironmentsResponse{},
 		Notes: "Replaces the set of environments the user may see. Unknown environment ids are 422."}, s.setUserEnvironments)
+	s.handle(Route{Method: "POST", Path: "/api/auth/users/{id}/reset-2fa", Tag: tag, Access: adminOnly, Errors: []int{409},
+		Summary: "Turn off a user's two-factor authentication", Data: userResponse{},
+		Notes: "For a user who lost their authenticator and recovery codes: the secret and the recovery codes are removed; the password and the sessions stay. " +
+			"Only a super_admin acts on a super_admin. Your own is 409 (use /api/auth/2fa/disable); a user without two-factor authentication is 409."}, s.resetTwoFactor)
+	s.handle(Route{Method: "POST", Path: "/api/auth/users/{id}/unlock", Tag: tag, Access: adminOnly, Errors: []int{409},
+		Summary: "Unlock a user's sign-in", Data: userResponse{},
+		Notes: "Clears the failed sign-in attempts of the user's e-mail address, which ends a lock or a delay at once. " +
+			"Only a super_admin acts on a super_admin; your own address is 409."}, s.unlockUser)
 }
+
+// busyNote says what the routes that check or hash a password answer when
+// the server is busy with other password hashes.
+const busyNote = "Password hashing is bounded: when the server is busy with too many at once, the answer is 503 with Retry-After."
 
 // ---- bodies ----
 
@@ -159,7 +172,8 @@ type totpSetupResponse struct {
 }
 
 type totpVerifyRequest struct {
-	Code string `json:"code" binding:"required,max=16"`
+	Code            string `json:"code" binding:"required,max=16"`
+	CurrentPassword string `json:"current_password" binding:"required,max=1024" doc:"the account's password: required, so that a stolen token alone cannot turn two-factor authentication on"`
 }
 
 type recoveryCodesResponse struct {
@@ -423,7 +437,7 @@ func (s *Server) verifyTOTP(c *gin.Context) {
 		fail(c, err)
 		return
 	}
-	codes, err := s.auth.VerifyTOTP(c.Request.Context(), principal(c), req.Code)
+	codes, err := s.auth.VerifyTOTP(c.Request.Context(), principal(c), req.Code, req.CurrentPassword)
 	if err != nil {
 		fail(c, err)
 		return
@@ -585,4 +599,32 @@ func (s *Server) setUserEnvironments(c *gin.Context) {
 		return
 	}
 	respond(c, http.StatusOK, userEnvironmentsResponse{UserID: id, EnvironmentIDs: ids}, "environment access updated")
+}
+
+func (s *Server) resetTwoFactor(c *gin.Context) {
+	id, err := pathID(c, "id")
+	if err != nil {
+		fail(c, err)
+		return
+	}
+	u, err := s.auth.ResetTwoFactor(c.Request.Context(), principal(c).User, id)
+	if err != nil {
+		fail(c, err)
+		return
+	}
+	respond(c, http.StatusOK, userJSON(u), "two-factor authentication is off for this user: they sign in with their password and can set it up again")
+}
+
+func (s *Server) unlockUser(c *gin.Context) {
+	id, err := pathID(c, "id")
+	if err != nil {
+		fail(c, err)
+		return
+	}
+	u, err := s.auth.Unlock(c.Request.Context(), principal(c).User, id)
+	if err != nil {
+		fail(c, err)
+		return
+	}
+	respond(c, http.StatusOK, userJSON(u), "sign-in unlocked: the failed attempts of this address are cleared")
 }

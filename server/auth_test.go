@@ -24,6 +24,11 @@ func TestRegister(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
 	e.user(t, "taken", store.RoleViewer)
+	for _, n := range []struct{ email, name string }{{"josé@example.com", "jose"}, {"kelvin@example.com", "kelvin"}} {
+		if _, err := e.app.Auth.CreateUser(context.Background(), auth.NewAccount{Email: n.email, Username: n.name, Password: "long-enough", Role: store.RoleViewer}); err != nil {
+			t.Fatal(err)
+		}
+	}
 	cases := []struct {
 		name   string
 		body   any
@@ -31,7 +36,11 @@ func TestRegister(t *testing.T) {
 		detail string
 	}{
 		{"OK", map[string]any{"email": "new@example.com", "username": "new-user", "password": "long-enough", "full_name": "New User"}, 201, ""},
-		{"DuplicateEmail", map[string]any{"email": "TAKEN@example.com", "username": "other", "password": "long-enough"}, 409, "email"},
+		{"DuplicateEmail", map[string]any{"email": "TAKEN@example.com", "username": "other", "password": "long-enough"}, 409, "a user with this email already exists"},
+		{"DuplicateEmailUnicodeCase", map[string]any{"email": "JOSÉ@example.com", "username": "other", "password": "long-enough"}, 409, "a user with this email already exists"},
+		{"DuplicateEmailDecomposed", map[string]any{"email": "jose\u0301@example.com", "username": "other", "password": "long-enough"}, 409, "a user with this email already exists"},
+		{"DuplicateEmailKelvinSign", map[string]any{"email": "\u212aelvin@example.com", "username": "other", "password": "long-enough"}, 409, "a user with this email already exists"},
+		{"BidiOverrideInEmail", map[string]any{"email": "moc.elpmaxe\u202e@example.com", "username": "other", "password": "long-enough"}, 422, "email: must not contain bidirectional"},
 		{"DuplicateUsername", map[string]any{"email": "x@example.com", "username": "Taken", "password": "long-enough"}, 409, "username"},
 		{"WeakPassword", map[string]any{"email": "y@example.com", "username": "yy-user", "password": "short"}, 422, "password: must be at least 8"},
 		{"BadEmail", map[string]any{"email": "not-an-email", "username": "zz-user", "password": "long-enough"}, 422, "email:"},
@@ -71,9 +80,12 @@ func TestRegister(t *testing.T) {
 	}
 	// Nothing was half-written by the failures.
 	users, total, err := e.app.DB.ListUsers(context.Background(), store.UserFilter{Page: store.Page{Page: 1, PerPage: 50}})
-	if err != nil || total != 2 {
-		t.Fatalf("want 2 users after the cases, got %d (%v): %v", total, err, users)
+	if err != nil || total != 4 {
+		t.Fatalf("want 4 users after the cases, got %d (%v): %v", total, err, users)
 	}
+	// Any spelling of an address signs in to its one account.
+	e.login(t, "JOSÉ@EXAMPLE.COM", "long-enough")
+	e.login(t, "\u212aELVIN@example.com", "long-enough")
 }
 
 func TestRegistrationCanBeClosed(t *testing.T) {
@@ -223,7 +235,7 @@ func TestTwoFactor(t *testing.T) {
 		return e.do(t, "POST", "/api/auth/login", "", body)
 	}
 
-	if r := e.do(t, "POST", "/api/auth/2fa/verify", tok, map[string]any{"code": "123456"}); r.Code != 409 {
+	if r := e.do(t, "POST", "/api/auth/2fa/verify", tok, map[string]any{"code": "123456", "current_password": "password-carol"}); r.Code != 409 {
 		t.Fatalf("verify before setup: %d %s", r.Code, r.Body)
 	}
 	setup := e.do(t, "POST", "/api/auth/2fa/setup", tok, nil)
@@ -241,14 +253,24 @@ func TestTwoFactor(t *testing.T) {
 	if !strings.HasPrefix(qr, "data:image/png;base64,") || err != nil || string(png[1:4]) != "PNG" {
 		t.Fatalf("qr_code is not a PNG data URL")
 	}
-	if r := e.do(t, "POST", "/api/auth/2fa/verify", tok, map[string]any{"code": "000000"}); r.Code != 422 {
+	if r := e.do(t, "POST", "/api/auth/2fa/verify", tok, map[string]any{"code": "000000", "current_password": "password-carol"}); r.Code != 422 ||
+		!strings.HasPrefix(r.Detail(), "code:") {
 		t.Fatalf("wrong code: %d %s", r.Code, r.Body)
+	}
+	// A stolen token alone cannot turn 2FA on and lock the owner out.
+	good := totpCode(t, secret, e.clock.Now())
+	if r := e.do(t, "POST", "/api/auth/2fa/verify", tok, map[string]any{"code": good}); r.Code != 422 || r.Detail() != "current_password: is required" {
+		t.Fatalf("verify without current_password: %d %s", r.Code, r.Body)
+	}
+	if r := e.do(t, "POST", "/api/auth/2fa/verify", tok, map[string]any{"code": good, "current_password": "not-her-password"}); r.Code != 422 ||
+		r.Detail() != "current_password: is incorrect" {
+		t.Fatalf("verify with a wrong current_password: %d %s", r.Code, r.Body)
 	}
 	// Until verified, 2FA is off: login needs no code.
 	if r := login(""); r.Code != 200 {
 		t.Fatalf("login before verify: %d %s", r.Code, r.Body)
 	}
-	v := e.do(t, "POST", "/api/auth/2fa/verify", tok, map[string]any{"code": totpCode(t, secret, e.clock.Now())})
+	v := e.do(t, "POST", "/api/auth/2fa/verify", tok, map[string]any{"code": good, "current_password": "password-carol"})
 	if v.Code != 200 {
 		t.Fatalf("verify: %d %s", v.Code, v.Body)
 	}
@@ -321,7 +343,7 @@ func TestTwoFactor(t *testing.T) {
 	t.Run("DisableWithPassword", func(t *testing.T) {
 		s := e.do(t, "POST", "/api/auth/2fa/setup", tok, nil).Data()["secret"].(string)
 		e.clock.Advance(30 * time.Second)
-		if r := e.do(t, "POST", "/api/auth/2fa/verify", tok, map[string]any{"code": totpCode(t, s, e.clock.Now())}); r.Code != 200 {
+		if r := e.do(t, "POST", "/api/auth/2fa/verify", tok, map[string]any{"code": totpCode(t, s, e.clock.Now()), "current_password": "password-carol"}); r.Code != 200 {
 			t.Fatalf("verify: %d %s", r.Code, r.Body)
 		}
 		if r := e.do(t, "POST", "/api/auth/2fa/disable", tok, map[string]any{"password": "password-carol"}); r.Code != 200 {
@@ -483,6 +505,8 @@ func TestProfile(t *testing.T) {
 		{"TakenUsername", map[string]any{"username": "OTHER"}, 409, "username"},
 		{"BadUsername", map[string]any{"username": "x"}, 422, "username:"},
 		{"LongFullName", map[string]any{"full_name": strings.Repeat("n", 101)}, 422, "full_name:"},
+		{"BidiOverrideInFullName", map[string]any{"full_name": "Hank \u202enimda"}, 422, "full_name: must not contain bidirectional"},
+		{"NewlineInFullName", map[string]any{"full_name": "Hank\nAdmin"}, 422, "full_name: must not contain control characters"},
 		{"EmailNeedsPassword", map[string]any{"email": "hank@example.org"}, 422, "current_password: is required"},
 		{"EmailWrongPassword", map[string]any{"email": "hank@example.org", "current_password": "nope-nope"}, 422, "current_password: is incorrect"},
 		{"EmailTaken", map[string]any{"email": "other@example.com", "current_password": "password-hank"}, 409, "email"},

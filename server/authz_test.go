@@ -41,7 +41,7 @@ var authzTable = []authzCase{
 	{route: "DELETE /api/auth/me/avatar", want: [5]int{401, 200, 200, 200, 200}},
 	{route: "GET /api/auth/avatars/{user_id}", path: "/api/auth/avatars/{target}", want: [5]int{401, 200, 200, 200, 200}},
 	{route: "POST /api/auth/2fa/setup", want: [5]int{401, 200, 200, 200, 200}},
-	{route: "POST /api/auth/2fa/verify", body: map[string]any{"code": "123456"}, want: [5]int{401, 409, 409, 409, 409}},
+	{route: "POST /api/auth/2fa/verify", body: map[string]any{"code": "123456", "current_password": "whatever"}, want: [5]int{401, 409, 409, 409, 409}},
 	{route: "POST /api/auth/2fa/disable", body: map[string]any{"password": "whatever"}, want: [5]int{401, 409, 409, 409, 409}},
 	{route: "GET /api/auth/sessions", want: [5]int{401, 200, 200, 200, 200}},
 	{route: "DELETE /api/auth/sessions/{id}", path: "/api/auth/sessions/999999", want: [5]int{401, 404, 404, 404, 404}},
@@ -52,6 +52,8 @@ var authzTable = []authzCase{
 	{route: "PUT /api/auth/users/{id}/role", path: "/api/auth/users/{target}/role", body: map[string]any{"role": "editor"}, want: [5]int{401, 403, 403, 200, 200}},
 	{route: "PUT /api/auth/users/{id}/status", path: "/api/auth/users/{target}/status", body: map[string]any{"is_active": false}, want: [5]int{401, 403, 403, 200, 200}},
 	{route: "PUT /api/auth/users/{id}/environments", path: "/api/auth/users/{target}/environments", body: map[string]any{"environment_ids": []string{"{envA}"}}, want: [5]int{401, 403, 403, 200, 200}},
+	{route: "POST /api/auth/users/{id}/reset-2fa", path: "/api/auth/users/{target}/reset-2fa", want: [5]int{401, 403, 403, 409, 409}}, // target has no 2FA
+	{route: "POST /api/auth/users/{id}/unlock", path: "/api/auth/users/{target}/unlock", want: [5]int{401, 403, 403, 200, 200}},
 
 	{route: "GET /api/environments", want: [5]int{401, 200, 200, 200, 200}},
 	{route: "POST /api/environments", body: map[string]any{"name": "Fresh site"}, want: [5]int{401, 403, 403, 201, 201}},

@@ -63,6 +63,7 @@ var statusOf = map[store.Kind]int{
 	store.KindTooLarge:     http.StatusRequestEntityTooLarge,
 	store.KindRetryLater:   http.StatusTooManyRequests,
 	store.KindRemote:       http.StatusBadGateway,
+	store.KindUnavailable:  http.StatusServiceUnavailable,
 }
 
 // fail writes the error body for err. Errors without a kind are 500s: the
@@ -70,7 +71,7 @@ var statusOf = map[store.Kind]int{
 func fail(c *gin.Context, err error) {
 	var e *store.Error
 	if errors.As(err, &e) && e.Kind != store.KindInternal {
-		if e.Kind == store.KindRetryLater && e.RetryAfter > 0 {
+		if (e.Kind == store.KindRetryLater || e.Kind == store.KindUnavailable) && e.RetryAfter > 0 {
 			c.Header("Retry-After", strconv.Itoa(e.RetryAfter))
 		}
 		if e.Kind == store.KindUnauthorized {

@@ -24,6 +24,7 @@ const (
 	KindTooLarge                 // input over a size limit
 	KindRetryLater               // refused for now; RetryAfter says when to try again
 	KindRemote                   // a remote service (LLM provider, WordPress) failed
+	KindUnavailable              // the service is busy or cannot serve for now; RetryAfter says when to try again
 )
 
 // Error is an error with a kind and a message that is safe to show a client.
@@ -32,7 +33,7 @@ type Error struct {
 	Kind       Kind
 	Message    string
 	Err        error
-	RetryAfter int // seconds, for KindRetryLater
+	RetryAfter int // seconds, for KindRetryLater and KindUnavailable
 }
 
 func (e *Error) Error() string {
@@ -84,9 +85,18 @@ func Message(err error) string {
 	return "internal server error"
 }
 
+// article is the indefinite article of word as it sounds: "an agent", "an
+// AI content setting", but "a user", "a usage event" and "a unique ...",
+// whose u sounds like "you" (u, then one consonant other than n, then a
+// vowel; or "uni"). Words it would get wrong ("a unowned") are not used.
 func article(word string) string {
-	if word != "" && strings.ContainsRune("aeiouAEIOU", rune(word[0])) {
-		return "an"
+	w := strings.ToLower(word)
+	switch {
+	case w == "" || !strings.ContainsRune("aeiou", rune(w[0])):
+		return "a"
+	case w[0] == 'u' && (strings.HasPrefix(w, "uni") ||
+		len(w) >= 3 && !strings.ContainsRune("aeioun", rune(w[1])) && strings.ContainsRune("aeiou", rune(w[2]))):
+		return "a"
 	}
-	return "a"
+	return "an"
 }

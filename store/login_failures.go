@@ -5,11 +5,11 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"strings"
 	"time"
 )
 
-// LoginFailures is the failed sign-in record of one e-mail address.
+// LoginFailures is the failed sign-in record of one e-mail address, kept
+// under its EmailKey so that no spelling of an address gets a count of its own.
 type LoginFailures struct {
 	Failures      int
 	LastFailureAt time.Time
@@ -22,7 +22,7 @@ func (db *DB) LoginFailuresFor(ctx context.Context, email string) (LoginFailures
 	var last string
 	var locked sql.NullString
 	err := db.r.QueryRowContext(ctx, `SELECT failures, last_failure_at, locked_until FROM login_failures WHERE email = ?`,
-		normEmail(email)).Scan(&lf.Failures, &last, &locked)
+		EmailKey(email)).Scan(&lf.Failures, &last, &locked)
 	if errors.Is(err, sql.ErrNoRows) {
 		return LoginFailures{}, nil
 	}
@@ -38,7 +38,7 @@ func (db *DB) LoginFailuresFor(ctx context.Context, email string) (LoginFailures
 // new one, and writes it, in one write transaction, so parallel attempts
 // cannot slip past a limit. An error from fn aborts without writing.
 func (db *DB) UpdateLoginFailures(ctx context.Context, email string, fn func(LoginFailures) (LoginFailures, error)) error {
-	key := normEmail(email)
+	key := EmailKey(email)
 	return db.tx(ctx, func(tx *sql.Tx) error {
 		var lf LoginFailures
 		var last string
@@ -72,8 +72,6 @@ func (db *DB) UpdateLoginFailures(ctx context.Context, email string, fn func(Log
 
 // ClearLoginFailures forgets the failures of an address after a success.
 func (db *DB) ClearLoginFailures(ctx context.Context, email string) error {
-	_, err := db.exec(ctx, `DELETE FROM login_failures WHERE email = ?`, normEmail(email))
+	_, err := db.exec(ctx, `DELETE FROM login_failures WHERE email = ?`, EmailKey(email))
 	return err
 }
-
-func normEmail(e string) string { return strings.ToLower(strings.TrimSpace(e)) }

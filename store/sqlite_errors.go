@@ -45,7 +45,9 @@ func uniqueField(msg string) string {
 	after, _, _ = strings.Cut(after, ",")
 	after, _, _ = strings.Cut(after, " ")
 	if _, col, ok := strings.Cut(after, "."); ok {
-		return col
+		// A column X_key holds the form X is compared in (users.email_key):
+		// the client knows the field as X.
+		return strings.TrimSuffix(col, "_key")
 	}
 	return ""
 }

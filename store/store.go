@@ -311,6 +311,13 @@ func SchemaVersion() int {
 	return ms[len(ms)-1].version
 }
 
+// goSteps are the parts of migrations that SQL cannot do (Unicode case
+// folding), by version: each runs in its migration's transaction, right
+// after its SQL file.
+var goSteps = map[int]func(ctx context.Context, tx *sql.Tx) error{
+	7: keyEmails,
+}
+
 func (db *DB) migrate(ctx context.Context) error {
 	ms, err := migrations()
 	if err != nil {
@@ -368,6 +375,11 @@ func applyMigration(ctx context.Context, b interface {
 	}
 	if _, err := tx.ExecContext(ctx, m.sql); err != nil {
 		return errors.Join(fmt.Errorf("store: migration %s: %w", m.name, err), tx.Rollback())
+	}
+	if step := goSteps[m.version]; step != nil {
+		if err := step(ctx, tx); err != nil {
+			return errors.Join(fmt.Errorf("store: migration %s: %w", m.name, err), tx.Rollback())
+		}
 	}
 	if _, err := tx.ExecContext(ctx, `INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)`,
 		m.version, m.name, now); err != nil {

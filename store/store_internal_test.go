@@ -70,3 +70,17 @@ func TestLikePattern(t *testing.T) {
 		}
 	}
 }
+
+func TestArticle(t *testing.T) {
+	tests := []struct{ word, want string }{
+		{"user", "a"}, {"usage event", "a"}, {"unique name", "a"}, {"unit", "a"},
+		{"upload", "an"}, {"update", "an"}, {"undo", "an"},
+		{"agent", "an"}, {"AI content setting", "an"}, {"environment", "an"}, {"assignment", "an"},
+		{"credential", "a"}, {"job", "a"}, {"session", "a"}, {"", "a"},
+	}
+	for _, tt := range tests {
+		if got := article(tt.word); got != tt.want {
+			t.Errorf("article(%q) = %q, want %q", tt.word, got, tt.want)
+		}
+	}
+}

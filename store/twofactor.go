@@ -20,7 +20,7 @@ func (db *DB) SetTOTPPending(ctx context.Context, userID int64, sealed []byte) e
 
 // EnableTOTP promotes the pending secret, records the time step of the code
 // that proved it (so that code cannot be replayed) and replaces the recovery
-// codes with the given hashes, all at once.
+// codes with the given keyed hashes (see KeyRecoveryCodes), all at once.
 func (db *DB) EnableTOTP(ctx context.Context, userID int64, sealed []byte, step int64, codeHashes [][]byte) error {
 	return db.tx(ctx, func(tx *sql.Tx) error {
 		res, err := tx.ExecContext(ctx, `UPDATE users SET totp_secret = ?, totp_pending = NULL, totp_enabled = 1,
@@ -40,7 +40,7 @@ func replaceRecoveryCodes(ctx context.Context, tx *sql.Tx, userID int64, hashes 
 		return err
 	}
 	for _, h := range hashes {
-		if _, err := tx.ExecContext(ctx, `INSERT INTO recovery_codes (user_id, code_hash) VALUES (?, ?)`, userID, h); err != nil {
+		if _, err := tx.ExecContext(ctx, `INSERT INTO recovery_codes (user_id, code_hash, keyed) VALUES (?, ?, 1)`, userID, h); err != nil {
 			return err
 		}
 	}
@@ -71,10 +71,10 @@ func (db *DB) UseTOTPStep(ctx context.Context, userID, step int64) (bool, error)
 	return n == 1, nil
 }
 
-// UseRecoveryCode marks an unused recovery code as used; false if there is no
-// such unused code.
+// UseRecoveryCode marks an unused recovery code, given by its keyed hash,
+// as used; false if there is no such unused code.
 func (db *DB) UseRecoveryCode(ctx context.Context, userID int64, hash []byte) (bool, error) {
-	res, err := db.exec(ctx, `UPDATE recovery_codes SET used_at = ? WHERE user_id = ? AND code_hash = ? AND used_at IS NULL`,
+	res, err := db.exec(ctx, `UPDATE recovery_codes SET used_at = ? WHERE user_id = ? AND code_hash = ? AND keyed = 1 AND used_at IS NULL`,
 		db.now(), userID, hash)
 	if err != nil {
 		return false, fmt.Errorf("store: use recovery code: %w", err)
@@ -88,4 +88,51 @@ func (db *DB) RecoveryCodesLeft(ctx context.Context, userID int64) (int, error) 
 	var n int
 	err := db.r.QueryRowContext(ctx, `SELECT COUNT(*) FROM recovery_codes WHERE user_id = ? AND used_at IS NULL`, userID).Scan(&n)
 	return n, err
+}
+
+// KeyRecoveryCodes rewrites the recovery codes stored before migration
+// 0007, as a plain digest, into keyed hashes: mac(digest). The store does
+// not know the key; the account service passes it in, at start, hourly
+// and before it checks a recovery code, so codes from a restored older
+// backup are keyed before they are used. It reports how many it rewrote.
+func (db *DB) KeyRecoveryCodes(ctx context.Context, mac func(digest []byte) []byte) (int, error) {
+	var n int
+	if err := db.r.QueryRowContext(ctx, `SELECT COUNT(*) FROM recovery_codes WHERE keyed = 0`).Scan(&n); err != nil || n == 0 {
+		return 0, err
+	}
+	n = 0
+	err := db.tx(ctx, func(tx *sql.Tx) error {
+		rows, err := tx.QueryContext(ctx, `SELECT id, code_hash FROM recovery_codes WHERE keyed = 0`)
+		if err != nil {
+			return err
+		}
+		type code struct {
+			id     int64
+			digest []byte
+		}
+		var codes []code
+		for rows.Next() {
+			var c code
+			if err := rows.Scan(&c.id, &c.digest); err != nil {
+				rows.Close()
+				return err
+			}
+			codes = append(codes, c)
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return err
+		}
+		for _, c := range codes {
+			if _, err := tx.ExecContext(ctx, `UPDATE recovery_codes SET code_hash = ?, keyed = 1 WHERE id = ?`, mac(c.digest), c.id); err != nil {
+				return err
+			}
+		}
+		n = len(codes)
+		return nil
+	})
+	if err != nil {
+		return 0, fmt.Errorf("store: key recovery codes: %w", err)
+	}
+	return n, nil
 }

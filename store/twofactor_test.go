@@ -168,3 +168,50 @@ func TestUseRecoveryCode(t *testing.T) {
 		t.Errorf("the other user's codes changed: %d left, want 1", n)
 	}
 }
+
+// TestKeyRecoveryCodes: codes stored before migration 0007 (a plain
+// digest) are not usable as they are, and KeyRecoveryCodes rewrites them,
+// once, as the MAC of that digest.
+func TestKeyRecoveryCodes(t *testing.T) {
+	ctx := context.Background()
+	path := before0007(t)
+	raw := rawDB(t, path)
+	for _, q := range []string{
+		`INSERT INTO users (id, email, username, password_hash, role, totp_enabled, created_at, updated_at) VALUES
+			(1, 'old@example.com', 'old', 'h', 'viewer', 1, '2025-01-01T00:00:00.000Z', '2025-01-01T00:00:00.000Z')`,
+		`INSERT INTO recovery_codes (user_id, code_hash) VALUES (1, CAST('digest:one' AS BLOB)), (1, CAST('digest:two' AS BLOB))`,
+	} {
+		if _, err := raw.Exec(q); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+	raw.Close()
+	db, err := store.Open(ctx, path, store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if ok, _ := db.UseRecoveryCode(ctx, 1, []byte("digest:one")); ok {
+		t.Fatal("an unkeyed code was accepted by its plain digest")
+	}
+	mac := func(d []byte) []byte { return append([]byte("mac:"), d...) }
+	if n, err := db.KeyRecoveryCodes(ctx, mac); err != nil || n != 2 {
+		t.Fatalf("KeyRecoveryCodes = %d, %v; want 2 rewritten", n, err)
+	}
+	if n, err := db.KeyRecoveryCodes(ctx, mac); err != nil || n != 0 {
+		t.Fatalf("KeyRecoveryCodes again = %d, %v; want nothing left to do", n, err)
+	}
+	if ok, _ := db.UseRecoveryCode(ctx, 1, []byte("mac:digest:one")); !ok {
+		t.Error("a keyed old code is not accepted by its MAC")
+	}
+	if n, _ := db.RecoveryCodesLeft(ctx, 1); n != 1 {
+		t.Errorf("%d codes left, want 1", n)
+	}
+	var stored []byte
+	if err := rawDB(t, path).QueryRow(`SELECT code_hash FROM recovery_codes WHERE user_id = 1 AND used_at IS NULL`).Scan(&stored); err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(stored, []byte("mac:digest:two")) {
+		t.Errorf("stored %q, want the MAC of the old digest", stored)
+	}
+}

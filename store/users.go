@@ -94,12 +94,13 @@ type NewUser struct {
 	Role         Role
 }
 
-// CreateUser inserts an active account.
+// CreateUser inserts an active account. Its address is stored in NFC and
+// must be unique by EmailKey.
 func (db *DB) CreateUser(ctx context.Context, n NewUser) (*User, error) {
 	now := db.now()
-	id, err := db.insert(ctx, `INSERT INTO users (email, username, full_name, password_hash, role, created_at, updated_at)
-		VALUES (?, ?, ?, ?, ?, ?, ?) RETURNING id`,
-		n.Email, n.Username, n.FullName, n.PasswordHash, string(n.Role), now, now)
+	id, err := db.insert(ctx, `INSERT INTO users (email, email_key, username, full_name, password_hash, role, created_at, updated_at)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?) RETURNING id`,
+		NormalizeEmail(n.Email), EmailKey(n.Email), n.Username, n.FullName, n.PasswordHash, string(n.Role), now, now)
 	if err != nil {
 		return nil, translate(err, "user")
 	}
@@ -111,9 +112,13 @@ func (db *DB) UserByID(ctx context.Context, id int64) (*User, error) {
 	return db.userWhere(ctx, db.r, "u.id = ?", id)
 }
 
-// UserByEmail finds a user by e-mail address, ignoring case.
+// UserByEmail finds a user by e-mail address, compared by EmailKey. An
+// account the e-mail migration left without a key (see keyEmails) is found
+// by its address as stored (ignoring ASCII case, as before), ahead of the
+// older account it clashes with, so both still sign in as they did before.
 func (db *DB) UserByEmail(ctx context.Context, email string) (*User, error) {
-	return db.userWhere(ctx, db.r, "u.email = ?", strings.TrimSpace(email))
+	return db.userWhere(ctx, db.r, "u.email_key = ? OR (u.email_key IS NULL AND u.email = ?) ORDER BY u.email_key IS NULL DESC LIMIT 1",
+		EmailKey(email), strings.TrimSpace(email))
 }
 
 func (db *DB) userWhere(ctx context.Context, q queryer, where string, args ...any) (*User, error) {
@@ -179,7 +184,7 @@ func (db *DB) UpdateUser(ctx context.Context, id int64, up UserUpdate) (*User, e
 	var sets []string
 	var args []any
 	if up.Email != nil {
-		sets, args = append(sets, "email = ?"), append(args, *up.Email)
+		sets, args = append(sets, "email = ?", "email_key = ?"), append(args, NormalizeEmail(*up.Email), EmailKey(*up.Email))
 	}
 	if up.Username != nil {
 		sets, args = append(sets, "username = ?"), append(args, *up.Username)

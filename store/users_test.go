@@ -53,6 +53,11 @@ func TestCreateUser(t *testing.T) {
 			if !strings.Contains(store.Message(err), tt.field) {
 				t.Errorf("message %q does not name %q", store.Message(err), tt.field)
 			}
+			if tt.kind == store.KindConflict {
+				if want := "a user with this " + tt.field + " already exists"; store.Message(err) != want {
+					t.Errorf("message %q, want %q", store.Message(err), want)
+				}
+			}
 			if _, total, _ := db.ListUsers(ctx, store.UserFilter{Page: store.Page{Page: 1, PerPage: 10}}); total != 1 {
 				t.Errorf("%d users after a refused CreateUser, want 1", total)
 			}

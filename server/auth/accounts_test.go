@@ -201,6 +201,10 @@ func TestRegister(t *testing.T) {
 		{"UsernameWithSpace", "username:", func(a *NewAccount) { a.Username = "ann smith" }},
 		{"ShortPassword", "password:", func(a *NewAccount) { a.Password = "short" }},
 		{"LongFullName", "full_name:", func(a *NewAccount) { a.FullName = strings.Repeat("x", 101) }},
+		{"ControlInFullName", "full_name: must not contain control characters", func(a *NewAccount) { a.FullName = "Ann\x1b]0;pwned\x07" }},
+		{"C1InFullName", "full_name: must not contain control characters", func(a *NewAccount) { a.FullName = "Ann\u0085Admin" }},
+		{"BidiOverrideInFullName", "full_name: must not contain bidirectional", func(a *NewAccount) { a.FullName = "nimda\u202e" }},
+		{"BidiIsolateInFullName", "full_name: must not contain bidirectional", func(a *NewAccount) { a.FullName = "\u2068Ann\u2069" }},
 	}
 	for _, tt := range invalid {
 		t.Run("Invalid/"+tt.name, func(t *testing.T) {

@@ -19,6 +19,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/copydesk/copydesk/server/keyring"
+	"github.com/copydesk/copydesk/server/valid"
 	"github.com/copydesk/copydesk/store"
 )
 
@@ -30,6 +31,9 @@ type Config struct {
 	Throttle         ThrottlePolicy
 	Issuer           string // shown in authenticator apps
 	LicensePublicKey ed25519.PublicKey
+	// Hashes bounds the password hashes that run at once; nil: sized from
+	// the machine for Hasher (MachineHashLimit).
+	Hashes *HashLimit
 }
 
 // DefaultConfig is what `copydesk serve` uses unless told otherwise.
@@ -62,6 +66,9 @@ type Service struct {
 // New makes the service. The clock is the store's, so tests move both.
 func New(db *store.DB, keys *keyring.Keyring, cfg Config) (*Service, error) {
 	now := func() time.Time { return db.Now() }
+	if cfg.Hashes == nil {
+		cfg.Hashes = MachineHashLimit(cfg.Hasher)
+	}
 	// A login for an unknown address verifies against this hash, so it costs
 	// as long as one for a known address.
 	dummy, err := cfg.Hasher.Hash("copydesk-timing-equaliser")
@@ -82,8 +89,13 @@ const (
 	MaxPasswordLen = 256
 )
 
+// checkEmail returns the address as it is stored (store.NormalizeEmail);
+// uniqueness is the store's, by store.EmailKey.
 func checkEmail(email string) (string, error) {
-	email = strings.TrimSpace(email)
+	email = store.NormalizeEmail(email)
+	if err := valid.Line("email", email); err != nil {
+		return "", err
+	}
 	a, err := mail.ParseAddress(email)
 	if err != nil || a.Address != email || len(email) > 254 || !strings.Contains(email[strings.LastIndex(email, "@"):], ".") {
 		return "", store.Invalid("email: must be a valid e-mail address like name@example.com")
@@ -113,10 +125,10 @@ func CheckPassword(field, p string) error {
 
 func checkFullName(n string) (string, error) {
 	n = strings.TrimSpace(n)
-	if utf8.RuneCountInString(n) > 100 {
-		return "", store.Invalid("full_name: must be at most 100 characters")
+	if err := valid.Line("full_name", n); err != nil {
+		return "", err
 	}
-	return n, nil
+	return n, valid.MaxLen("full_name", n, 100)
 }
 
 // ---- accounts ----
@@ -151,7 +163,7 @@ func (s *Service) CreateUser(ctx context.Context, a NewAccount) (*store.User, er
 	if !a.Role.Valid() {
 		return nil, store.Invalid("role: must be one of super_admin, admin, editor, viewer")
 	}
-	hash, err := s.cfg.Hasher.Hash(a.Password)
+	hash, err := s.hash(ctx, a.Password)
 	if err != nil {
 		return nil, err
 	}
@@ -181,7 +193,7 @@ func (s *Service) SetPassword(ctx context.Context, email, password string) (*sto
 	if err != nil {
 		return nil, err
 	}
-	hash, err := s.cfg.Hasher.Hash(password)
+	hash, err := s.hash(ctx, password)
 	if err != nil {
 		return nil, err
 	}
@@ -227,7 +239,7 @@ func (s *Service) Login(ctx context.Context, in LoginInput) (*Grant, error) {
 		return nil, store.Unauthorized(msgBadCredentials)
 	}
 	var user *store.User
-	ok, err := s.attempt(ctx, email, func() (bool, error) {
+	check := func() (bool, error) {
 		u, err := s.db.UserByEmail(ctx, email)
 		if store.IsNotFound(err) || len(in.Password) > MaxPasswordLen*4 {
 			_, _ = Verify(s.dummyHash, in.Password)
@@ -253,7 +265,10 @@ func (s *Service) Login(ctx context.Context, in LoginInput) (*Grant, error) {
 		}
 		user = u
 		return true, nil
-	})
+	}
+	// The hash slot is taken before the attempt is counted: a sign-in
+	// refused because the server is busy is not a failed one.
+	ok, err := withHashSlot(ctx, s.cfg.Hashes, func() (bool, error) { return s.attempt(ctx, email, check) })
 	if err != nil {
 		return nil, err
 	}
@@ -288,7 +303,11 @@ func (s *Service) checkSecondFactor(ctx context.Context, u *store.User, code str
 		}
 		return true, nil
 	}
-	used, err := s.db.UseRecoveryCode(ctx, u.ID, hashRecoveryCode(code))
+	// Codes of a restored older backup are keyed before they are looked up.
+	if _, err := s.KeyRecoveryCodes(ctx); err != nil {
+		return false, err
+	}
+	used, err := s.db.UseRecoveryCode(ctx, u.ID, s.recoveryCodeHash(code))
 	if err != nil {
 		return false, err
 	}
@@ -299,6 +318,21 @@ func (s *Service) checkSecondFactor(ctx context.Context, u *store.User, code str
 }
 
 func totpAAD(userID int64) string { return fmt.Sprintf("user:%d:totp", userID) }
+
+// recoveryCodeHash is what is stored of a recovery code: HMAC-SHA256 of its
+// digest under a key derived from secret.key.
+func (s *Service) recoveryCodeHash(code string) []byte {
+	return s.keys.RecoveryCodeMAC(hashRecoveryCode(code))
+}
+
+// KeyRecoveryCodes rewrites recovery codes stored by a copydesk before
+// migration 0007 (a plain digest, which a stolen backup lets anyone search
+// offline) as HMACs under the recovery code key. It runs at every start,
+// in the hourly housekeeping, and before a recovery code is checked, so
+// restoring an older backup leaves none behind for long.
+func (s *Service) KeyRecoveryCodes(ctx context.Context) (int, error) {
+	return s.db.KeyRecoveryCodes(ctx, s.keys.RecoveryCodeMAC)
+}
 
 func (s *Service) startSession(ctx context.Context, u *store.User, ip, ua string) (*Grant, error) {
 	now := s.now()
@@ -427,7 +461,7 @@ func (s *Service) UpdateProfile(ctx context.Context, p *Principal, in ProfileUpd
 		if err != nil {
 			return nil, err
 		}
-		if !strings.EqualFold(e, p.User.Email) {
+		if store.EmailKey(e) != store.EmailKey(p.User.Email) {
 			up.Email = &e
 		}
 	}
@@ -435,7 +469,7 @@ func (s *Service) UpdateProfile(ctx context.Context, p *Principal, in ProfileUpd
 		if err := CheckPassword("new_password", *in.NewPassword); err != nil {
 			return nil, err
 		}
-		h, err := s.cfg.Hasher.Hash(*in.NewPassword)
+		h, err := s.hash(ctx, *in.NewPassword)
 		if err != nil {
 			return nil, err
 		}
@@ -468,7 +502,9 @@ func (s *Service) confirmPassword(ctx context.Context, principal *store.User, pa
 	if err != nil {
 		return err
 	}
-	ok, err := s.attempt(ctx, u.Email, func() (bool, error) { return Verify(u.PasswordHash, password) })
+	ok, err := withHashSlot(ctx, s.cfg.Hashes, func() (bool, error) {
+		return s.attempt(ctx, u.Email, func() (bool, error) { return Verify(u.PasswordHash, password) })
+	})
 	if err != nil {
 		return err
 	}
@@ -502,8 +538,10 @@ func (s *Service) SetupTOTP(ctx context.Context, p *Principal) (*TOTPSetup, erro
 }
 
 // VerifyTOTP turns 2FA on with a valid code for the pending secret and
-// returns the one-time recovery codes (shown this once only).
-func (s *Service) VerifyTOTP(ctx context.Context, p *Principal, code string) ([]string, error) {
+// the user's current password, and returns the one-time recovery codes
+// (shown this once only). The password is asked for because turning 2FA on
+// with a stolen token alone would lock the owner out of their account.
+func (s *Service) VerifyTOTP(ctx context.Context, p *Principal, code, currentPassword string) ([]string, error) {
 	u, err := s.db.UserByID(ctx, p.User.ID)
 	if err != nil {
 		return nil, err
@@ -514,6 +552,12 @@ func (s *Service) VerifyTOTP(ctx context.Context, p *Principal, code string) ([]
 	if len(u.TOTPPending) == 0 {
 		return nil, store.Conflict("no two-factor setup is pending: call POST /api/auth/2fa/setup first")
 	}
+	if currentPassword == "" {
+		return nil, store.Invalid("current_password: is required to turn two-factor authentication on")
+	}
+	if err := s.confirmPassword(ctx, u, currentPassword, "current_password"); err != nil {
+		return nil, err
+	}
 	secret, err := s.keys.Open(u.TOTPPending, totpAAD(u.ID))
 	if err != nil {
 		return nil, fmt.Errorf("auth: open pending totp secret of user %d: %w", u.ID, err)
@@ -522,9 +566,13 @@ func (s *Service) VerifyTOTP(ctx context.Context, p *Principal, code string) ([]
 	if !ok {
 		return nil, store.Invalid("code: is not a valid code for the pending setup; check your device's clock")
 	}
-	codes, hashes, err := newRecoveryCodes()
+	codes, digests, err := newRecoveryCodes()
 	if err != nil {
 		return nil, err
+	}
+	hashes := make([][]byte, len(digests))
+	for i, d := range digests {
+		hashes[i] = s.keys.RecoveryCodeMAC(d)
 	}
 	return codes, s.db.EnableTOTP(ctx, u.ID, u.TOTPPending, step, hashes)
 }
@@ -631,6 +679,77 @@ func (s *Service) SetEnvironments(ctx context.Context, actor *store.User, id int
 		return nil, err
 	}
 	return s.db.SetUserEnvironments(ctx, id, envIDs)
+}
+
+// ResetTwoFactor turns off another user's two-factor authentication, for
+// one who lost their authenticator and recovery codes: the secret, a
+// pending setup and the recovery codes go; the password and the sessions
+// stay. Same rules as the other admin actions; nobody resets their own,
+// which takes proof (POST /api/auth/2fa/disable).
+func (s *Service) ResetTwoFactor(ctx context.Context, actor *store.User, id int64) (*store.User, error) {
+	target, err := s.otherUser(ctx, actor, id, "reset your own two-factor authentication here: use POST /api/auth/2fa/disable")
+	if err != nil {
+		return nil, err
+	}
+	return s.resetTwoFactor(ctx, target)
+}
+
+// ResetTwoFactorByEmail is ResetTwoFactor from the shell (`copydesk users
+// reset-2fa`), whose user owns the data directory and so any account.
+func (s *Service) ResetTwoFactorByEmail(ctx context.Context, email string) (*store.User, error) {
+	target, err := s.db.UserByEmail(ctx, email)
+	if err != nil {
+		return nil, err
+	}
+	return s.resetTwoFactor(ctx, target)
+}
+
+func (s *Service) resetTwoFactor(ctx context.Context, target *store.User) (*store.User, error) {
+	if !target.TOTPEnabled {
+		return nil, store.Conflict("two-factor authentication is not enabled for %s", target.Email)
+	}
+	if err := s.db.DisableTOTP(ctx, target.ID); err != nil {
+		return nil, err
+	}
+	return s.db.UserByID(ctx, target.ID)
+}
+
+// Unlock clears the failed sign-in attempts of another user's address,
+// which ends a lock or a delay at once (a user locked out by someone
+// guessing their password). Same rules as the other admin actions; nobody
+// unlocks their own address, or a stolen token could lift the limit on
+// guessing the password it is missing.
+func (s *Service) Unlock(ctx context.Context, actor *store.User, id int64) (*store.User, error) {
+	target, err := s.otherUser(ctx, actor, id, "unlock your own account: another admin can, or `copydesk users unlock`")
+	if err != nil {
+		return nil, err
+	}
+	return target, s.db.ClearLoginFailures(ctx, target.Email)
+}
+
+// UnlockByEmail is Unlock from the shell (`copydesk users unlock`).
+func (s *Service) UnlockByEmail(ctx context.Context, email string) (*store.User, error) {
+	target, err := s.db.UserByEmail(ctx, email)
+	if err != nil {
+		return nil, err
+	}
+	return target, s.db.ClearLoginFailures(ctx, target.Email)
+}
+
+// otherUser finds the user an admin action is about: one the actor may
+// manage, and not the actor (a conflict saying "you cannot " + self).
+func (s *Service) otherUser(ctx context.Context, actor *store.User, id int64, self string) (*store.User, error) {
+	target, err := s.db.UserByID(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	if err := mayManage(actor, target); err != nil {
+		return nil, err
+	}
+	if actor.ID == id {
+		return nil, store.Conflict("you cannot %s", self)
+	}
+	return target, nil
 }
 
 func minTime(a, b time.Time) time.Time {

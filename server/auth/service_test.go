@@ -272,17 +272,23 @@ func TestLoginTwoFactor(t *testing.T) {
 	step := func() int64 { return f.clk.Now().Unix() / totpPeriod }
 	verifyCode := codeAt(t, setup.Secret, step())
 	if wrong := "000000"; wrong != verifyCode {
-		_, err := f.svc.VerifyTOTP(ctx, p, wrong)
+		_, err := f.svc.VerifyTOTP(ctx, p, wrong, password("ann"))
 		wantErr(t, err, store.KindInvalid)
 	}
-	recovery, err := f.svc.VerifyTOTP(ctx, p, verifyCode)
+	_, err = f.svc.VerifyTOTP(ctx, p, verifyCode, "")
+	wantErr(t, err, store.KindInvalid)
+	_, err = f.svc.VerifyTOTP(ctx, p, verifyCode, "wrong-password")
+	if e := wantErr(t, err, store.KindInvalid); e.Message != "current_password: is incorrect" {
+		t.Errorf("wrong password: %q", e.Message)
+	}
+	recovery, err := f.svc.VerifyTOTP(ctx, p, verifyCode, password("ann"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	if len(recovery) != RecoveryCodeCount {
 		t.Fatalf("got %d recovery codes", len(recovery))
 	}
-	_, err = f.svc.VerifyTOTP(ctx, p, verifyCode)
+	_, err = f.svc.VerifyTOTP(ctx, p, verifyCode, password("ann"))
 	wantErr(t, err, store.KindConflict)
 
 	login := func(code, pw string) error {

@@ -82,9 +82,11 @@ func matchTOTP(secret, code string, now time.Time) (step int64, ok bool) {
 const RecoveryCodeCount = 10
 
 // newRecoveryCodes makes codes like "k3xq7-mz2pa" (50 bits each) and their
-// hashes. They are random enough that a plain SHA-256 is a sound way to store
-// them; a slow hash buys nothing here.
-func newRecoveryCodes() (codes []string, hashes [][]byte, err error) {
+// digests. They are random enough that a slow hash buys nothing; what is
+// stored is the digest's HMAC under a key derived from secret.key
+// (Service.recoveryCodeHash), so that 50 bits cannot be searched offline
+// with a stolen backup alone.
+func newRecoveryCodes() (codes []string, digests [][]byte, err error) {
 	enc := base32.StdEncoding.WithPadding(base32.NoPadding)
 	for range RecoveryCodeCount {
 		raw := make([]byte, 7)
@@ -94,12 +96,15 @@ func newRecoveryCodes() (codes []string, hashes [][]byte, err error) {
 		s := strings.ToLower(enc.EncodeToString(raw))[:10]
 		code := s[:5] + "-" + s[5:]
 		codes = append(codes, code)
-		hashes = append(hashes, hashRecoveryCode(code))
+		digests = append(digests, hashRecoveryCode(code))
 	}
-	return codes, hashes, nil
+	return codes, digests, nil
 }
 
-// hashRecoveryCode normalises what a user might type (case, spaces, dash).
+// hashRecoveryCode is the digest of a recovery code, after normalising
+// what a user might type (case, spaces, dash). Before migration 0007 it
+// was what was stored; it is now what the stored HMAC is taken of, so
+// those old rows can be keyed without knowing the codes.
 func hashRecoveryCode(code string) []byte {
 	c := strings.ToLower(strings.NewReplacer("-", "", " ", "").Replace(strings.TrimSpace(code)))
 	sum := sha256.Sum256([]byte("copydesk-recovery:" + c))

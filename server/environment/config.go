@@ -75,6 +75,12 @@ func normalizeWordPress(wp *store.WordPressConfig) error {
 // normalizeAstro keeps the content folder inside the project: posts are
 // written there, so it must not lead anywhere else on the server.
 func normalizeAstro(a *store.AstroConfig) error {
+	if err := valid.Line("configuration.astro.project_path", a.ProjectPath); err != nil {
+		return err
+	}
+	if err := valid.Line("configuration.astro.content_dir", a.ContentDir); err != nil {
+		return err
+	}
 	if a.ProjectPath == "" || !filepath.IsAbs(a.ProjectPath) {
 		return store.Invalid("configuration.astro.project_path: must be the absolute path of the Astro project on the server")
 	}

@@ -110,6 +110,9 @@ func TestNormalizeConfig(t *testing.T) {
 		{"AstroContentEscapes", astro("/srv/site", "../other/src"), "configuration.astro.content_dir"},
 		{"AstroContentEscapesAfterClean", astro("/srv/site", "src/../../other"), "configuration.astro.content_dir"},
 		{"AstroContentAbsolute", astro("/srv/site", "/etc"), "configuration.astro.content_dir"},
+		{"AstroProjectNewline", astro("/srv/site\n/etc", "src"), "configuration.astro.project_path"},
+		{"AstroContentBidi", astro("/srv/site", "src/\u202etxt.exe"), "configuration.astro.content_dir"},
+		{"WordPressBidiInPath", wp("https://example.com/\u202ewp"), "configuration.wordpress.base_url"},
 	}
 	for _, tt := range bad {
 		t.Run("Invalid/"+tt.name, func(t *testing.T) {

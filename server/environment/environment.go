@@ -168,11 +168,17 @@ func checkName(name string) (string, error) {
 	if name == "" {
 		return "", store.Invalid("name: must not be empty")
 	}
+	if err := valid.Line("name", name); err != nil {
+		return "", err
+	}
 	return name, valid.MaxLen("name", name, maxName)
 }
 
 func checkDescription(d string) (string, error) {
 	d = strings.TrimSpace(d)
+	if err := valid.Text("description", d); err != nil {
+		return "", err
+	}
 	return d, valid.MaxLen("description", d, maxDescription)
 }
 

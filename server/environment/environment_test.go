@@ -64,6 +64,10 @@ func TestCreate(t *testing.T) {
 		{"BlankName", store.NewEnvironment{Name: "   "}, store.KindInvalid, "name:"},
 		{"LongName", store.NewEnvironment{Name: strings.Repeat("é", 101)}, store.KindInvalid, "name: must be at most 100"},
 		{"LongDescription", store.NewEnvironment{Name: "x", Description: strings.Repeat("d", 2001)}, store.KindInvalid, "description:"},
+		{"ControlInName", store.NewEnvironment{Name: "My\x1b[2JBlog"}, store.KindInvalid, "name: must not contain control characters"},
+		{"LineBreakInName", store.NewEnvironment{Name: "My\nBlog"}, store.KindInvalid, "name: must not contain control characters"},
+		{"BidiOverrideInName", store.NewEnvironment{Name: "Blog \u202egnp.exe"}, store.KindInvalid, "name: must not contain bidirectional"},
+		{"ControlInDescription", store.NewEnvironment{Name: "x", Description: "a\x00b"}, store.KindInvalid, "description: must not contain control characters"},
 		{"BadSlug", store.NewEnvironment{Name: "x", Slug: "Not A Slug"}, store.KindInvalid, "slug:"},
 		{"BadConfiguration", store.NewEnvironment{Name: "x", Configuration: store.EnvironmentConfig{Timezone: "Mars/Olympus"}}, store.KindInvalid, "configuration.timezone"},
 	}

@@ -1,10 +1,12 @@
 // Package keyring holds copydesk's secret key and the keys derived from it:
-// the JWT signing key and the key that seals stored secrets (API
-// credentials, TOTP secrets). Neither derived key is ever written anywhere,
-// so a copy of the database alone reveals no secret.
+// the JWT signing key, the key that seals stored secrets (API credentials,
+// TOTP secrets) and the key of recovery code MACs. No derived key is ever
+// written anywhere, so a copy of the database alone reveals no secret and
+// lets nobody try recovery codes offline.
 package keyring
 
 import (
+	"crypto/hmac"
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
@@ -28,8 +30,9 @@ const MinSecretLen = 32
 
 // Keyring holds the derived keys.
 type Keyring struct {
-	jwt  []byte
-	seal []byte
+	jwt      []byte
+	seal     []byte
+	recovery []byte
 }
 
 // New derives the keys from a secret.
@@ -37,7 +40,8 @@ func New(secret []byte) (*Keyring, error) {
 	if len(secret) < MinSecretLen {
 		return nil, fmt.Errorf("keyring: the secret key must be at least %d bytes", MinSecretLen)
 	}
-	return &Keyring{jwt: derive(secret, "copydesk jwt v1"), seal: derive(secret, "copydesk seal v1")}, nil
+	return &Keyring{jwt: derive(secret, "copydesk jwt v1"), seal: derive(secret, "copydesk seal v1"),
+		recovery: derive(secret, "copydesk recovery codes v1")}, nil
 }
 
 func derive(secret []byte, info string) []byte {
@@ -98,6 +102,15 @@ func LoadOrCreate(dataDir, explicit string) (kr *Keyring, created bool, err erro
 
 // JWTKey is the HS256 signing key.
 func (k *Keyring) JWTKey() []byte { return k.jwt }
+
+// RecoveryCodeMAC is HMAC-SHA256 of msg (a recovery code's digest) under a
+// key derived from the secret: what is stored of a recovery code, so that
+// a copy of the database alone cannot be used to guess codes offline.
+func (k *Keyring) RecoveryCodeMAC(msg []byte) []byte {
+	m := hmac.New(sha256.New, k.recovery)
+	m.Write(msg)
+	return m.Sum(nil)
+}
 
 // Seal encrypts plaintext with XChaCha20-Poly1305; the random nonce is
 // prepended. aad binds the ciphertext to where it is stored (e.g.

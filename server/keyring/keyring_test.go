@@ -2,6 +2,8 @@ package keyring_test
 
 import (
 	"bytes"
+	"crypto/hmac"
+	"crypto/sha256"
 	"errors"
 	"os"
 	"path/filepath"
@@ -249,5 +251,28 @@ func TestJWTKeyIsDerived(t *testing.T) {
 		t.Error("the same secret gave two JWT keys")
 	case bytes.Equal(kr.JWTKey(), other.JWTKey()):
 		t.Error("different secrets gave the same JWT key")
+	}
+}
+
+func TestRecoveryCodeMAC(t *testing.T) {
+	secret := []byte(strings.Repeat("z", 32))
+	kr, _ := keyring.New(secret)
+	same, _ := keyring.New(secret)
+	other, _ := keyring.New([]byte(strings.Repeat("y", 32)))
+	msg := []byte("digest of a recovery code")
+	// HMAC-SHA256 with the JWT key would be a key shared between purposes.
+	jwtMAC := hmac.New(sha256.New, kr.JWTKey())
+	jwtMAC.Write(msg)
+	switch got := kr.RecoveryCodeMAC(msg); {
+	case len(got) != sha256.Size:
+		t.Errorf("MAC has %d bytes, want %d", len(got), sha256.Size)
+	case !bytes.Equal(got, same.RecoveryCodeMAC(msg)):
+		t.Error("the same secret gave two MACs")
+	case bytes.Equal(got, other.RecoveryCodeMAC(msg)):
+		t.Error("different secrets gave the same MAC")
+	case bytes.Equal(got, kr.RecoveryCodeMAC([]byte("another digest"))):
+		t.Error("different messages gave the same MAC")
+	case bytes.Equal(got, jwtMAC.Sum(nil)):
+		t.Error("the recovery code key is the JWT key")
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/copydesk/copydesk/server/notify"
+	"github.com/copydesk/copydesk/server/valid"
 	"github.com/copydesk/copydesk/store"
 )
 
@@ -68,8 +69,9 @@ func (d Draft) Normalize() (Draft, error) {
 		return d, store.Invalid("body: must not be empty")
 	case utf8.RuneCountInString(d.Body) > MaxBody:
 		return d, store.Invalid("body: must be at most %d characters", MaxBody)
-	case hasControl(d.Body, "\n\r\t"):
-		return d, store.Invalid("body: must not contain control characters other than line breaks and tabs")
+	}
+	if err := valid.Text("body", d.Body); err != nil {
+		return d, err
 	}
 	if utf8.RuneCountInString(d.Subject) > MaxSubject {
 		return d, store.Invalid("subject: must be at most %d characters", MaxSubject)
@@ -77,21 +79,7 @@ func (d Draft) Normalize() (Draft, error) {
 	// The subject is one line (it becomes the notification's title); spaces
 	// and line breaks around it are dropped, any inside it refused.
 	d.Subject = strings.TrimSpace(d.Subject)
-	if hasControl(d.Subject, "") {
-		return d, store.Invalid("subject: must not contain control characters")
-	}
-	return d, nil
-}
-
-// hasControl reports whether s holds a control character (C0 or DEL) not
-// in allowed.
-func hasControl(s, allowed string) bool {
-	for _, r := range s {
-		if (r < 0x20 || r == 0x7f) && !strings.ContainsRune(allowed, r) {
-			return true
-		}
-	}
-	return false
+	return d, valid.Line("subject", d.Subject)
 }
 
 // Send stores a message from senderID and notifies the recipient. The

@@ -106,6 +106,8 @@ func TestNormalize(t *testing.T) {
 		{"Plain", Draft{Body: "hi"}, ""},
 		{"LongestBody", Draft{Body: strings.Repeat("é", MaxBody)}, ""},
 		{"LinesAndTabs", Draft{Body: "a\nb\r\n\tc"}, ""},
+		{"RightToLeftInBody", Draft{Body: "\u202bשלום\u202c and \u2067مرحبا\u2069"}, ""},
+		{"RightToLeftSubject", Draft{Subject: "שלום", Body: "x"}, "שלום"},
 		{"SubjectTrimmed", Draft{Subject: "  Re: draft \n", Body: "x"}, "Re: draft"},
 		{"LongestSubject", Draft{Subject: strings.Repeat("s", MaxSubject), Body: "x"}, strings.Repeat("s", MaxSubject)},
 	}
@@ -134,6 +136,9 @@ func TestNormalize(t *testing.T) {
 		{"LongSubject", Draft{Subject: strings.Repeat("s", MaxSubject+1), Body: "x"}, "subject: must be at most 200 characters"},
 		{"LineBreakInSubject", Draft{Subject: "one\ntwo", Body: "x"}, "subject: must not contain control characters"},
 		{"TabInSubject", Draft{Subject: "one\ttwo", Body: "x"}, "subject: must not contain control characters"},
+		{"BidiOverrideInSubject", Draft{Subject: "Invoice \u202efdp.exe", Body: "x"}, "subject: must not contain bidirectional"},
+		{"BidiIsolateInSubject", Draft{Subject: "from \u2067admin\u2069", Body: "x"}, "subject: must not contain bidirectional"},
+		{"C1InBody", Draft{Body: "a\u009bb"}, "body: must not contain control characters"},
 	}
 	for _, c := range bad {
 		t.Run("Refused/"+c.name, func(t *testing.T) {

@@ -13,15 +13,47 @@ import (
 	"github.com/copydesk/copydesk/store"
 )
 
-// Line refuses control characters (NUL, newlines, escapes) in a one-line
-// value: names, ids, secrets that end up in HTTP headers.
+// Line is the one rule for one-line text: names, full names, subjects,
+// ids, secrets that end up in HTTP headers, every short text field. It
+// refuses control characters (C0 such as NUL, newlines and escapes, DEL,
+// and C1), the line and paragraph separators, and the bidirectional
+// embeddings, overrides and isolates (U+202A to U+202E, U+2066 to U+2069),
+// which make a text show in another order than it is stored: a name
+// "\u202Egpj.exe" reads "exe.jpg" on screen, and another user's name can be
+// made to look like an admin's.
 func Line(field, v string) error {
 	for _, r := range v {
-		if r < 0x20 || r == 0x7f {
+		if isControl(r) || r == '\u2028' || r == '\u2029' {
 			return store.Invalid("%s: must not contain control characters", field)
+		}
+		if isBidiControl(r) {
+			return store.Invalid("%s: must not contain bidirectional override characters (U+202A to U+202E, U+2066 to U+2069)", field)
 		}
 	}
 	return nil
+}
+
+// Text is the rule for long texts that may span lines (descriptions,
+// message bodies): line breaks (LF, CR) and tabs are allowed, other control
+// characters are not. Bidirectional controls are left to long texts, where
+// right-to-left writing may need them and nothing is identified by them.
+func Text(field, v string) error {
+	for _, r := range v {
+		if isControl(r) && r != '\n' && r != '\r' && r != '\t' {
+			return store.Invalid("%s: must not contain control characters other than line breaks and tabs", field)
+		}
+	}
+	return nil
+}
+
+// isControl reports the C0 and C1 control characters and DEL.
+func isControl(r rune) bool { return r < 0x20 || (r >= 0x7f && r <= 0x9f) }
+
+// isBidiControl reports the explicit bidirectional formatting characters
+// that change the order of what follows them: LRE, RLE, PDF, LRO, RLO and
+// LRI, RLI, FSI, PDI. (The marks LRM and RLM change nothing by themselves.)
+func isBidiControl(r rune) bool {
+	return (r >= '\u202a' && r <= '\u202e') || (r >= '\u2066' && r <= '\u2069')
 }
 
 // MaxLen refuses a value of more than n characters (not bytes), in the
@@ -47,10 +79,11 @@ func Language(field, tag string) error {
 // OpenAI-compatible server, a data API): http or https, with a host and
 // without credentials, query or fragment, which a client adds itself. It
 // returns the address without trailing slashes, so one site is written
-// one way; ok is false for anything else.
+// one way; ok is false for anything else, and for anything Line refuses.
 func SiteURL(raw string) (addr string, ok bool) {
-	u, err := url.Parse(strings.TrimSpace(raw))
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Hostname() == "" || u.User != nil ||
+	raw = strings.TrimSpace(raw)
+	u, err := url.Parse(raw)
+	if err != nil || Line("", raw) != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Hostname() == "" || u.User != nil ||
 		u.RawQuery != "" || u.ForceQuery || u.Fragment != "" {
 		return "", false
 	}

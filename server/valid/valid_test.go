@@ -9,10 +9,27 @@ import (
 )
 
 func TestLine(t *testing.T) {
-	for v, ok := range map[string]bool{"plain": true, "tab\there": false, "nul\x00": false, "del\x7f": false, "new\nline": false, "ünïcode ✓": true, "": true} {
+	for v, ok := range map[string]bool{"plain": true, "tab\there": false, "nul\x00": false, "del\x7f": false, "new\nline": false,
+		"ünïcode ✓": true, "": true, "عربي and עברית": true, "mark\u200fRLM": true,
+		"c1\u0085next-line": false, "c1\u009bcsi": false, "line\u2028sep": false, "para\u2029sep": false,
+		"\u202egpj.exe": false, "lre\u202a": false, "rle\u202b": false, "pdf\u202c": false, "lro\u202d": false,
+		"lri\u2066": false, "rli\u2067": false, "fsi\u2068": false, "pdi\u2069": false} {
 		err := valid.Line("name", v)
 		if (err == nil) != ok || (err != nil && (store.KindOf(err) != store.KindInvalid || !strings.HasPrefix(store.Message(err), "name: "))) {
 			t.Errorf("Line(%q) = %v", v, err)
+		}
+	}
+	if err := valid.Line("full_name", "Ann\u202eevil"); !strings.Contains(store.Message(err), "bidirectional") {
+		t.Errorf("a bidi override is refused as %q; the detail should say what it is", store.Message(err))
+	}
+}
+
+func TestText(t *testing.T) {
+	for v, ok := range map[string]bool{"one\ntwo": true, "crlf\r\nend": true, "tab\there": true, "\u202eright-to-left": true,
+		"nul\x00": false, "esc\x1b[31m": false, "del\x7f": false, "c1\u0085": false} {
+		err := valid.Text("description", v)
+		if (err == nil) != ok || (err != nil && store.Message(err) != "description: must not contain control characters other than line breaks and tabs") {
+			t.Errorf("Text(%q) = %v", v, err)
 		}
 	}
 }
@@ -52,6 +69,7 @@ func TestSiteURL(t *testing.T) {
 		"https://example.com/?a=1":       "",
 		"https://example.com/#top":       "",
 		"https://exa mple.com":           "",
+		"https://example.com/\u202e":     "",
 	} {
 		got, ok := valid.SiteURL(raw)
 		if got != want || ok != (want != "") {
