@@ -120,7 +120,7 @@ func (db *DB) ListEnvironments(ctx context.Context, f EnvironmentFilter) ([]*Env
 		where = append(where, `(e.name LIKE ? ESCAPE '\' OR e.slug LIKE ? ESCAPE '\')`)
 		args = append(args, likePattern(q), likePattern(q))
 	}
-	return listPage(ctx, db, listQuery{from: "environments e", where: where, args: args, columns: environmentColumns,
+	return listPage(ctx, db, listQuery{from: "environments e INDEXED BY environments_list", count: "environments e", where: where, args: args, columns: environmentColumns,
 		order: "e.name COLLATE NOCASE, e.id", what: "environments"}, f.Page, scanEnvironment)
 }
 
