@@ -63,17 +63,13 @@ type AgentInput struct {
 	IsActive      bool
 }
 
-// agentReturning is agentColumns for a RETURNING clause, which takes no
-// table alias.
-var agentReturning = strings.ReplaceAll(agentColumns, "a.", "")
-
 // CreateAgent inserts an agent: one statement, which returns the agent as
 // stored (a new agent has no assignments).
 func (db *DB) CreateAgent(ctx context.Context, in AgentInput, createdBy int64) (*Agent, error) {
 	now := db.now()
 	a, err := insertRow(ctx, db, scanAgent, `INSERT INTO agents (environment_id, name, description, kind, credential_id, model,
 		system_prompt, temperature, max_tokens, is_active, created_by, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-		RETURNING `+agentReturning,
+		RETURNING `+returning(agentColumns),
 		in.EnvironmentID, in.Name, in.Description, in.Kind, in.CredentialID, in.Model, in.SystemPrompt, in.Temperature, in.MaxTokens,
 		boolInt(in.IsActive), createdBy, now, now)
 	if err != nil {
@@ -328,7 +324,7 @@ type NewRun struct {
 	Variables     map[string]string
 }
 
-// CreateRun records a queued run.
+// CreateRun records a queued run: one statement, which returns it.
 func (db *DB) CreateRun(ctx context.Context, n NewRun) (*AgentRun, error) {
 	if n.Variables == nil {
 		n.Variables = map[string]string{}
@@ -337,12 +333,12 @@ func (db *DB) CreateRun(ctx context.Context, n NewRun) (*AgentRun, error) {
 	if err != nil {
 		return nil, err
 	}
-	id, err := db.insert(ctx, `INSERT INTO agent_runs (agent_id, environment_id, user_id, input, variables, status, queued_at)
-		VALUES (?, ?, ?, ?, ?, 'queued', ?) RETURNING id`, n.AgentID, n.EnvironmentID, n.UserID, n.Input, string(vars), db.now())
+	r, err := insertRow(ctx, db, scanRun, `INSERT INTO agent_runs (agent_id, environment_id, user_id, input, variables, status, queued_at)
+		VALUES (?, ?, ?, ?, ?, 'queued', ?) RETURNING `+returning(runColumns), n.AgentID, n.EnvironmentID, n.UserID, n.Input, string(vars), db.now())
 	if err != nil {
 		return nil, translate(err, "run")
 	}
-	return db.RunByID(ctx, id)
+	return r, nil
 }
 
 // SetRunJob links a run to the job that executes it.

@@ -80,12 +80,12 @@ func (db *DB) CreateEnvironment(ctx context.Context, n NewEnvironment) (*Environ
 		return nil, err
 	}
 	now := db.now()
-	id, err := db.insert(ctx, `INSERT INTO environments (name, slug, description, configuration, created_at, updated_at)
-		VALUES (?, ?, ?, ?, ?, ?) RETURNING id`, n.Name, n.Slug, n.Description, string(cfg), now, now)
+	e, err := insertRow(ctx, db, scanEnvironment, `INSERT INTO environments (name, slug, description, configuration, created_at, updated_at)
+		VALUES (?, ?, ?, ?, ?, ?) RETURNING `+returning(environmentColumns), n.Name, n.Slug, n.Description, string(cfg), now, now)
 	if err != nil {
 		return nil, translate(err, "environment")
 	}
-	return db.EnvironmentByID(ctx, id)
+	return e, nil
 }
 
 // EnvironmentByID finds an environment.

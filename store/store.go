@@ -16,6 +16,7 @@ import (
 	"log/slog"
 	"net/url"
 	"os"
+	"regexp"
 	"runtime"
 	"sort"
 	"strconv"
@@ -255,6 +256,13 @@ func (db *DB) exec(ctx context.Context, query string, args ...any) (sql.Result, 
 func (db *DB) insert(ctx context.Context, query string, args ...any) (int64, error) {
 	return insertRow(ctx, db, func(row rowScanner) (id int64, err error) { return id, row.Scan(&id) }, query, args...)
 }
+
+// aliasPrefix is the table alias of a column in a column list.
+var aliasPrefix = regexp.MustCompile(`\b\w+\.`)
+
+// returning is a column list ("a.id, a.name") for a RETURNING clause,
+// which takes no table alias ("id, name").
+func returning(columns string) string { return aliasPrefix.ReplaceAllString(columns, "") }
 
 // insertRow runs an INSERT ... RETURNING the row's columns and scans them
 // with scan: the create and the read of what it stored in one statement.

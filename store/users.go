@@ -97,13 +97,14 @@ type NewUser struct {
 // CreateUser inserts an active account.
 func (db *DB) CreateUser(ctx context.Context, n NewUser) (*User, error) {
 	now := db.now()
-	id, err := db.insert(ctx, `INSERT INTO users (email, username, full_name, password_hash, role, created_at, updated_at)
-		VALUES (?, ?, ?, ?, ?, ?, ?) RETURNING id`,
+	u, err := insertRow(ctx, db, func(row rowScanner) (*User, error) { return scanUser(row) },
+		`INSERT INTO users (email, username, full_name, password_hash, role, created_at, updated_at)
+		VALUES (?, ?, ?, ?, ?, ?, ?) RETURNING `+returning(userColumns),
 		n.Email, n.Username, n.FullName, n.PasswordHash, string(n.Role), now, now)
 	if err != nil {
 		return nil, translate(err, "user")
 	}
-	return db.UserByID(ctx, id)
+	return u, nil
 }
 
 // UserByID finds a user.
