@@ -42,7 +42,7 @@ CREATE INDEX agent_runs_status ON agent_runs (status, id, agent_id, environment_
 -- Usage events, newest first, by time range, user, environment, agent
 -- (indexes of 0003), model, source or status. The tenancy scope is counted
 -- from usage_events_env_time, which holds both its columns; its page walks
--- usage_events_time (see UsageFilter.conds).
+-- usage_events_time (see UsageFilter.listConds).
 CREATE INDEX usage_events_model ON usage_events (model, created_at);
 CREATE INDEX usage_events_source ON usage_events (source, created_at);
 CREATE INDEX usage_events_status ON usage_events (status, created_at);
