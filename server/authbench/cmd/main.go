@@ -136,9 +136,9 @@ type closers []func()
 
 func (c *closers) add(f func()) { *c = append(*c, f) }
 
-func (c closers) close() {
-	for i := len(c) - 1; i >= 0; i-- {
-		c[i]()
+func (c *closers) close() {
+	for i := len(*c) - 1; i >= 0; i-- {
+		(*c)[i]()
 	}
 }
 
