@@ -3,7 +3,7 @@ VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 COMMIT  ?= $(shell git rev-parse HEAD 2>/dev/null)
 LDFLAGS := -s -w -X main.version=$(VERSION) -X main.commit=$(COMMIT)
 
-.PHONY: build test race vet fmt-check openapi bench run clean perf-me perf-lists
+.PHONY: build test race vet lint fmt-check openapi bench run clean perf-me perf-lists
 
 build:
 	CGO_ENABLED=0 go build -trimpath -ldflags '$(LDFLAGS)' -o copydesk .
@@ -19,6 +19,14 @@ race:
 
 vet:
 	go vet ./...
+
+# The same linters, at the same versions, as .ci/run.
+LINTBIN ?= $(HOME)/.cache/copydesk-lint
+lint:
+	GOBIN=$(LINTBIN) go install honnef.co/go/tools/cmd/staticcheck@v0.8.2
+	GOBIN=$(LINTBIN) go install github.com/kisielk/errcheck@v1.30.0
+	$(LINTBIN)/staticcheck ./...
+	$(LINTBIN)/errcheck -ignoretests -exclude .errcheck-excludes ./...
 
 fmt-check:
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi

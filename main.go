@@ -57,7 +57,7 @@ func newRootCmd(stdin io.Reader, stdout, stderr io.Writer) *cobra.Command {
 		SilenceErrors: true,
 		// Environment variables are applied before cobra checks required
 		// flags, so COPYDESK_EMAIL can stand in for --email.
-		PersistentPreRunE: func(cmd *cobra.Command, _ []string) error { return envDefaults(cmd) },
+		PersistentPreRunE: func(cmd *cobra.Command, _ []string) (err error) { return envDefaults(cmd) },
 	}
 	root.SetIn(stdin)
 	root.SetOut(stdout)
@@ -122,7 +122,7 @@ func serveCmd() *cobra.Command {
 			"Every flag can also be set with an environment variable: --http is COPYDESK_HTTP, --data-dir is COPYDESK_DATA_DIR, and so on.\n" +
 			"COPYDESK_SECRET_KEY, when set, is used instead of DATA_DIR/secret.key.",
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
+		RunE: func(cmd *cobra.Command, _ []string) (err error) {
 			log, err := c.logger(cmd.ErrOrStderr())
 			if err != nil {
 				return err
@@ -142,7 +142,7 @@ func serveCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			defer app.Close()
+			defer closing(&err, app.Close)
 			if n, err := app.DB.CountActiveSuperAdmins(ctx); err == nil && n == 0 {
 				fmt.Fprintf(cmd.ErrOrStderr(), "\nThere is no super_admin yet. Create one with:\n\n"+
 					"  copydesk users create --data-dir %s --email you@example.com --username admin --role super_admin --password-stdin\n\n"+
@@ -220,7 +220,7 @@ func usersCmd() *cobra.Command {
 		Use:   "create",
 		Short: "Create an account (the way to make the first super_admin)",
 		Args:  cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
+		RunE: func(cmd *cobra.Command, _ []string) (err error) {
 			pw, err := newPassword(cmd, fromStdin)
 			if err != nil {
 				return err
@@ -229,7 +229,7 @@ func usersCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			defer app.Close()
+			defer closing(&err, app.Close)
 			u, err := app.Auth.CreateUser(cmd.Context(), auth.NewAccount{Email: email, Username: username, FullName: fullName, Password: pw, Role: store.Role(role)})
 			if err != nil {
 				return errors.New(store.Message(err))
@@ -254,7 +254,7 @@ func usersCmd() *cobra.Command {
 		Use:   "set-password",
 		Short: "Set an account's password (account recovery); ends all its sessions",
 		Args:  cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
+		RunE: func(cmd *cobra.Command, _ []string) (err error) {
 			pw, err := newPassword(cmd, spStdin)
 			if err != nil {
 				return err
@@ -263,7 +263,7 @@ func usersCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			defer app.Close()
+			defer closing(&err, app.Close)
 			u, err := app.Auth.SetPassword(cmd.Context(), spEmail, pw)
 			if err != nil {
 				return errors.New(store.Message(err))
@@ -282,12 +282,12 @@ func usersCmd() *cobra.Command {
 		Use:   "list",
 		Short: "List accounts",
 		Args:  cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
+		RunE: func(cmd *cobra.Command, _ []string) (err error) {
 			app, err := openData(cmd, &lc)
 			if err != nil {
 				return err
 			}
-			defer app.Close()
+			defer closing(&err, app.Close)
 			tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', 0)
 			fmt.Fprintln(tw, "ID\tEMAIL\tUSERNAME\tROLE\tACTIVE\t2FA\tCREATED")
 			for page := 1; ; page++ {
@@ -320,12 +320,12 @@ func backupCmd() *cobra.Command {
 			"The snapshot is checked (PRAGMA integrity_check) and described by a sidecar FILE.json with its SHA-256.\n" +
 			"Keep DATA_DIR/secret.key with your backups: without it the stored secrets in a backup cannot be read.",
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
+		RunE: func(cmd *cobra.Command, _ []string) (err error) {
 			app, err := openData(cmd, &c)
 			if err != nil {
 				return err
 			}
-			defer app.Close()
+			defer closing(&err, app.Close)
 			var meta *backup.Meta
 			var path string
 			if out != "" {
@@ -354,11 +354,12 @@ func restoreCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "restore FILE",
 		Short: "Put a snapshot in place of the database (the server must be stopped)",
-		Long: "Check FILE (integrity, schema not newer than this copydesk, SHA-256 against FILE.json when present), keep a\n" +
-			"snapshot of the current database in DATA_DIR/backups, then put FILE in place. While a server holds the data\n" +
-			"directory this refuses: restore through the API (POST /api/backup/{name}/restore) instead, or stop the server.",
+		Long: "Check FILE (integrity, schema not newer than this copydesk and exactly what its migrations create, SHA-256\n" +
+			"against FILE.json when present), keep a snapshot of the current database in DATA_DIR/backups, then put FILE in\n" +
+			"place and end every session in it: everyone signs in again. While a server holds the data directory this\n" +
+			"refuses: restore through the API (POST /api/backup/{name}/restore) instead, or stop the server.",
 		Args: cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
+		RunE: func(cmd *cobra.Command, args []string) (err error) {
 			if err := os.MkdirAll(c.dataDir, 0o700); err != nil {
 				return err
 			}
@@ -369,12 +370,12 @@ func restoreCmd() *cobra.Command {
 				}
 				return err
 			}
-			defer lock.Unlock()
+			defer closing(&err, lock.Unlock)
 			app, err := openData(cmd, &c)
 			if err != nil {
 				return err
 			}
-			defer app.Close()
+			defer closing(&err, app.Close)
 			safety, err := app.Backups.RestoreFile(cmd.Context(), args[0])
 			if err != nil {
 				if store.KindOf(err) == store.KindInvalid {
@@ -505,5 +506,14 @@ func versionCmd() *cobra.Command {
 			}
 			fmt.Fprintf(cmd.OutOrStdout(), "copydesk %s\ncommit %s\n%s %s/%s\nschema %d\n", version, c, runtime.Version(), runtime.GOOS, runtime.GOARCH, store.SchemaVersion())
 		},
+	}
+}
+
+// closing runs close when a command ends and reports its error, unless the
+// command failed already: a database that did not close cleanly is worth
+// saying so.
+func closing(err *error, close func() error) {
+	if cerr := close(); *err == nil {
+		*err = cerr
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"database/sql"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -1035,13 +1036,42 @@ func TestBackupAndRestoreCommands(t *testing.T) {
 	if _, errOut, code := run(t, "", "restore", "--data-dir", dir, bad); code == 0 || !strings.Contains(errOut, "not a SQLite database") {
 		t.Fatalf("restore of junk: exit %d: %s", code, errOut)
 	}
+	// A snapshot with a trigger added is not copydesk's schema.
+	tampered := filepath.Join(t.TempDir(), "tampered.db")
+	b, err := os.ReadFile(snap)
+	if err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(tampered, b, 0o600)
+	conn, err := sql.Open("sqlite", tampered)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := conn.Exec(`CREATE TRIGGER promote AFTER INSERT ON sessions BEGIN UPDATE users SET role = 'super_admin' WHERE id = NEW.user_id; END`); err != nil {
+		t.Fatal(err)
+	}
+	conn.Close()
+	if _, errOut, code := run(t, "", "restore", "--data-dir", dir, tampered); code == 0 || !strings.Contains(errOut, `unexpected trigger "promote" on sessions`) {
+		t.Fatalf("restore of a snapshot with a trigger added: exit %d: %s", code, errOut)
+	}
 	out = mustRun(t, "", "restore", "--data-dir", dir, snap)
 	if !strings.Contains(out, "pre-restore") {
 		t.Fatalf("restore: %s", out)
 	}
 	safety := strings.TrimSpace(out[strings.LastIndex(out, " ")+1:])
+	// A server killed mid-upload left a partial file.
+	leftover := filepath.Join(dir, "backups", ".tmp-upload-42.db")
+	os.WriteFile(leftover, []byte("SQLite format 3\x00"), 0o600)
 
 	base, _ = startServer(t, dir, nil)
+	if exists(leftover) {
+		t.Fatal("the partial upload of an earlier run is still there")
+	}
+	// The session of the token taken before the snapshot is in the
+	// snapshot, but the restore ended every session.
+	if status, body := httpJSON(t, "GET", base+"/api/auth/me", tok, nil); status != 401 {
+		t.Fatalf("a token from before the restore: %d %v", status, body)
+	}
 	tok, _ = login(t, base, adminEmail, adminPass)
 	status, body = httpJSON(t, "GET", base+"/api/environments", tok, nil)
 	d := wantData(t, "environments after restore", status, body, 200)

@@ -63,11 +63,15 @@ type Manager struct {
 	db      *store.DB
 	dir     string
 	version string
-	mu      sync.Mutex // one snapshot, import or delete at a time
+	mu      sync.Mutex // one snapshot, admission of a checked file, or delete at a time
 
 	// OnScheduledRun, when set, hears of every scheduled run: the snapshot
 	// taken, or the error. The server notifies the super_admins with it.
 	OnScheduledRun func(ctx context.Context, meta *Meta, err error)
+	// OnScheduleChange, when set, is called once SetSchedule has stored a
+	// schedule. The server plans the next scheduled run with it: RunDue
+	// runs as a recurring job whose Schedule is Next.
+	OnScheduleChange func(ctx context.Context) error
 }
 
 // New returns the manager of DATA_DIR/backups for db.
@@ -108,13 +112,20 @@ func (m *Manager) Create(ctx context.Context, kind string) (*Meta, error) {
 	if err := m.db.SnapshotTo(ctx, tmp); err != nil {
 		return nil, err
 	}
-	return m.admit(ctx, tmp, kind, started)
+	meta, err := m.inspect(ctx, tmp, kind, started)
+	if err != nil {
+		return nil, err
+	}
+	if err := m.admit(tmp, meta); err != nil {
+		return nil, err
+	}
+	return meta, nil
 }
 
-// admit checks a finished file, names it, writes its sidecar and moves it
-// in: the moment it becomes listed. A file that fails the check is refused
-// with a KindInvalid error and left for the caller to remove.
-func (m *Manager) admit(ctx context.Context, tmp, kind string, created time.Time) (*Meta, error) {
+// inspect checks a finished file and describes it; it does not need m.mu.
+// A file that fails the check is refused with a KindInvalid error and left
+// for the caller to remove.
+func (m *Manager) inspect(ctx context.Context, tmp, kind string, created time.Time) (*Meta, error) {
 	info, err := store.CheckFile(ctx, tmp)
 	if err != nil {
 		return nil, err
@@ -123,17 +134,24 @@ func (m *Manager) admit(ctx context.Context, tmp, kind string, created time.Time
 	if err != nil {
 		return nil, err
 	}
-	meta := &Meta{Name: m.newName(kind, created), Kind: kind, Size: size, SHA256: sum, CreatedAt: created.Truncate(time.Millisecond),
-		SchemaVersion: info.SchemaVersion, CopydeskVersion: m.version}
+	return &Meta{Kind: kind, Size: size, SHA256: sum, CreatedAt: created.Truncate(time.Millisecond),
+		SchemaVersion: info.SchemaVersion, CopydeskVersion: m.version}, nil
+}
+
+// admit names an inspected file, moves it in and writes its sidecar: the
+// moment it becomes listed. The caller holds m.mu, so that no two files
+// get one name.
+func (m *Manager) admit(tmp string, meta *Meta) error {
+	meta.Name = m.newName(meta.Kind, meta.CreatedAt)
 	final := filepath.Join(m.dir, meta.Name)
 	if err := os.Rename(tmp, final); err != nil {
-		return nil, err
+		return err
 	}
 	if err := writeSidecar(final, meta); err != nil {
 		os.Remove(final)
-		return nil, err
+		return err
 	}
-	return meta, nil
+	return nil
 }
 
 // WriteSidecar records meta beside the snapshot file at path.
@@ -276,22 +294,41 @@ func (m *Manager) Verify(ctx context.Context, name string) (*Verification, error
 	return v, nil
 }
 
+// uploadPrefix starts the names of uploads still being received.
+const uploadPrefix = ".tmp-upload-"
+
 // Import admits an uploaded file as a snapshot when it is a whole copydesk
 // database this binary can open; otherwise it is refused (KindInvalid) and
 // nothing is kept. At most limit bytes are read (KindTooLarge beyond).
+//
+// The header is checked before anything is written, so a file that is not
+// a copydesk database is refused after its first 100 bytes. The rest goes
+// to a temporary file without m.mu, which is taken only to name and move
+// the checked file in: however slowly an upload arrives, snapshots, other
+// uploads and deletes go on.
 func (m *Manager) Import(ctx context.Context, r io.Reader, limit int64) (*Meta, error) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
+	head := make([]byte, store.HeaderSize)
+	n, err := io.ReadFull(r, head)
+	if err != nil && !errors.Is(err, io.EOF) && !errors.Is(err, io.ErrUnexpectedEOF) {
+		return nil, err
+	}
+	if err := store.CheckHeader(head[:n]); err != nil {
+		return nil, err
+	}
 	if err := m.ensureDir(); err != nil {
 		return nil, err
 	}
-	tmp := filepath.Join(m.dir, fmt.Sprintf(".tmp-upload-%d.db", time.Now().UnixNano()))
-	defer os.Remove(tmp)
-	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	f, err := os.CreateTemp(m.dir, uploadPrefix+"*.db")
 	if err != nil {
 		return nil, err
 	}
-	n, err := io.Copy(f, io.LimitReader(r, limit+1))
+	tmp := f.Name()
+	defer os.Remove(tmp)
+	_, err = f.Write(head)
+	var rest int64
+	if err == nil {
+		rest, err = io.Copy(f, io.LimitReader(r, limit+1-int64(n)))
+	}
 	if err == nil {
 		err = f.Sync()
 	}
@@ -301,10 +338,39 @@ func (m *Manager) Import(ctx context.Context, r io.Reader, limit int64) (*Meta, 
 	if err != nil {
 		return nil, err
 	}
-	if n > limit {
+	if int64(n)+rest > limit {
 		return nil, store.E(store.KindTooLarge, "the upload is larger than the limit of %d bytes", limit)
 	}
-	return m.admit(ctx, tmp, KindUploaded, m.now())
+	meta, err := m.inspect(ctx, tmp, KindUploaded, m.now())
+	if err != nil {
+		return nil, err
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if err := m.admit(tmp, meta); err != nil {
+		return nil, err
+	}
+	return meta, nil
+}
+
+// RemoveLeftovers deletes the partial uploads a killed server left behind.
+// Only the process that holds the data directory may call it (the server,
+// at start): another one's upload in progress would go with them.
+func (m *Manager) RemoveLeftovers() ([]string, error) {
+	leftovers, err := filepath.Glob(filepath.Join(m.dir, uploadPrefix+"*"))
+	if err != nil {
+		return nil, err
+	}
+	var removed []string
+	var errs []error
+	for _, p := range leftovers {
+		if err := os.Remove(p); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			errs = append(errs, err)
+			continue
+		}
+		removed = append(removed, filepath.Base(p))
+	}
+	return removed, errors.Join(errs...)
 }
 
 // Delete removes a snapshot and its sidecar.
@@ -366,9 +432,12 @@ func (m *Manager) replace(ctx context.Context, src string) (*Meta, error) {
 	if err := m.db.Replace(ctx, src, tmp); err != nil {
 		return nil, err
 	}
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	safety, err := m.admit(context.WithoutCancel(ctx), tmp, KindPreRestore, started)
+	safety, err := m.inspect(context.WithoutCancel(ctx), tmp, KindPreRestore, started)
+	if err == nil {
+		m.mu.Lock()
+		err = m.admit(tmp, safety)
+		m.mu.Unlock()
+	}
 	if err != nil {
 		// Keep the only copy of the previous database under a name a
 		// person will find, rather than delete it with the temp file.

@@ -3,6 +3,7 @@ package backup_test
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -304,7 +305,7 @@ func TestRestoreRoundTrip(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	envs, _, err := f.db.ListEnvironments(ctx, store.EnvironmentFilter{Page: store.Page{Page: 1, PerPage: 50}})
+	envs, _, err := f.db.ListEnvironments(ctx, store.EnvironmentFilter{Scope: store.Everything, Page: store.Page{Page: 1, PerPage: 50}})
 	if err != nil || len(envs) != 1 || envs[0].Slug != "kept" {
 		t.Fatalf("after restore: %v %v", envs, err)
 	}
@@ -351,7 +352,7 @@ func TestRestoreUnderLoad(t *testing.T) {
 				if w == 0 {
 					_, err = f.db.CreateEnvironment(ctx, store.NewEnvironment{Name: "x", Slug: fmt.Sprintf("load-%d", i)})
 				} else {
-					_, _, err = f.db.ListEnvironments(ctx, store.EnvironmentFilter{Page: store.Page{Page: 1, PerPage: 10}})
+					_, _, err = f.db.ListEnvironments(ctx, store.EnvironmentFilter{Scope: store.Everything, Page: store.Page{Page: 1, PerPage: 10}})
 				}
 				release()
 				if err != nil {
@@ -442,6 +443,69 @@ func TestSchedule(t *testing.T) {
 	}
 }
 
+// Next is the schedule of the job that takes scheduled snapshots: off by
+// default, the stored schedule's next run once set (SetSchedule tells the
+// server to plan it), and in the past for a run that was missed.
+func TestScheduleNext(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	start := f.db.Now()
+	if _, ok, err := f.m.Next(ctx, start); ok || err != nil {
+		t.Fatalf("default: ok %v, %v", ok, err)
+	}
+	changed := 0
+	f.m.OnScheduleChange = func(context.Context) error { changed++; return nil }
+	if _, err := f.m.SetSchedule(ctx, backup.Schedule{Enabled: true, Spec: "@every 1h", Retention: 2}); err != nil {
+		t.Fatal(err)
+	}
+	if changed != 1 {
+		t.Fatalf("OnScheduleChange called %d times", changed)
+	}
+	next, ok, err := f.m.Next(ctx, start)
+	if !ok || err != nil || !next.Equal(start.Add(time.Hour)) {
+		t.Fatalf("next: %v %v %v", next, ok, err)
+	}
+	f.advance(5 * time.Hour) // the server was down
+	if again, _, _ := f.m.Next(ctx, f.db.Now()); !again.Equal(next) {
+		t.Fatalf("a missed run moved to %v", again)
+	}
+
+	f.m.OnScheduleChange = func(context.Context) error { return errors.New("no runner") }
+	if _, err := f.m.SetSchedule(ctx, backup.Schedule{Enabled: true, Spec: "@every 2h", Retention: 2}); err == nil || !strings.Contains(err.Error(), "no runner") {
+		t.Fatalf("a failed plan: %v", err)
+	}
+}
+
+// A scheduled run stopped by its context (a shutdown, a restore) is not a
+// failure: nothing is recorded or told, and it is still due.
+func TestRunDueInterrupted(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	if _, err := f.m.SetSchedule(ctx, backup.Schedule{Enabled: true, Spec: "@every 1h", Retention: 2}); err != nil {
+		t.Fatal(err)
+	}
+	told := 0
+	f.m.OnScheduledRun = func(context.Context, *backup.Meta, error) { told++ }
+	f.advance(time.Hour)
+	// The run's context ends once the run has found itself due, as a
+	// shutdown or a restore would end it mid-run: the clock ends it when
+	// the run asks for the time.
+	cctx, cancel := context.WithCancel(ctx)
+	clock := f.db.Now
+	f.db.Now = func() time.Time { cancel(); return clock() }
+	ran, err := f.m.RunDue(cctx)
+	f.db.Now = clock
+	if !ran || !errors.Is(err, context.Canceled) {
+		t.Fatalf("interrupted run: %v %v", ran, err)
+	}
+	if _, st, _, _ := f.m.Schedule(ctx); told != 0 || st.LastRunAt != nil || st.LastError != "" {
+		t.Fatalf("the interruption was recorded (%+v) or told (%d)", st, told)
+	}
+	if ran, err := f.m.RunDue(ctx); !ran || err != nil || told != 1 {
+		t.Fatalf("the run after: %v %v, told %d", ran, err, told)
+	}
+}
+
 func TestWriteStandalone(t *testing.T) {
 	f := newFixture(t)
 	f.env(t, "x")
@@ -504,7 +568,7 @@ func TestRestoreMigratesAnOlderSnapshot(t *testing.T) {
 	if _, _, err := f.db.ListAgents(ctx, store.AgentFilter{Page: store.Page{Page: 1, PerPage: 1}}); err != nil {
 		t.Fatalf("the restored database lacks the newer tables: %v", err)
 	}
-	if envs, _, _ := f.db.ListEnvironments(ctx, store.EnvironmentFilter{Page: store.Page{Page: 1, PerPage: 5}}); len(envs) != 1 {
+	if envs, _, _ := f.db.ListEnvironments(ctx, store.EnvironmentFilter{Scope: store.Everything, Page: store.Page{Page: 1, PerPage: 5}}); len(envs) != 1 {
 		t.Fatalf("environments after restore: %d", len(envs))
 	}
 }

@@ -3,7 +3,6 @@ package backup
 import (
 	"context"
 	"fmt"
-	"log/slog"
 	"strings"
 	"time"
 
@@ -91,6 +90,7 @@ func nextRun(s Schedule, st ScheduleState) *time.Time {
 }
 
 // SetSchedule checks and stores a schedule; runs are counted from now.
+// Then OnScheduleChange, when set, plans the next run by it.
 func (m *Manager) SetSchedule(ctx context.Context, s Schedule) (Schedule, error) {
 	s.Spec = strings.TrimSpace(s.Spec)
 	if _, err := ParseSpec(s.Spec); err != nil {
@@ -100,12 +100,36 @@ func (m *Manager) SetSchedule(ctx context.Context, s Schedule) (Schedule, error)
 		return s, store.Invalid("retention: must be between 1 and 1000")
 	}
 	s.Since = m.now().Truncate(time.Second)
-	return s, m.db.SetSetting(ctx, scheduleKey, s)
+	if err := m.db.SetSetting(ctx, scheduleKey, s); err != nil {
+		return s, err
+	}
+	if m.OnScheduleChange != nil {
+		if err := m.OnScheduleChange(ctx); err != nil {
+			return s, fmt.Errorf("backup: the schedule is saved but its next run could not be planned: %w", err)
+		}
+	}
+	return s, nil
+}
+
+// Next is when the next scheduled snapshot is due, on the schedule as
+// stored: ok is false when scheduled backups are off. A run missed while
+// the server was down is due at once. It is the Schedule of the job that
+// takes scheduled snapshots (see jobs.Schedule); now is not needed, since
+// runs are counted from the last one.
+func (m *Manager) Next(ctx context.Context, _ time.Time) (time.Time, bool, error) {
+	_, _, next, err := m.Schedule(ctx)
+	if err != nil || next == nil {
+		return time.Time{}, false, err
+	}
+	return *next, true, nil
 }
 
 // RunDue takes a scheduled snapshot if one is due at now, then prunes old
 // scheduled snapshots. It reports whether it ran. A failure is recorded in
-// the schedule state (shown by GET /api/backup/schedule) and returned.
+// the schedule state (shown by GET /api/backup/schedule), reported to
+// OnScheduledRun and returned; a run stopped because ctx ended (a shutdown,
+// a restore) is not a failure and is returned untold, to be run again. The
+// caller holds the database (store.DB.Hold).
 func (m *Manager) RunDue(ctx context.Context) (bool, error) {
 	s, st, next, err := m.Schedule(ctx)
 	if err != nil || next == nil || m.now().Before(*next) {
@@ -114,6 +138,9 @@ func (m *Manager) RunDue(ctx context.Context) (bool, error) {
 	now := m.now()
 	st.LastRunAt = &now
 	meta, runErr := m.Create(ctx, KindScheduled)
+	if runErr != nil && ctx.Err() != nil {
+		return true, runErr
+	}
 	if runErr == nil {
 		st.LastBackup, st.LastError = meta.Name, ""
 		if _, err := m.Prune(KindScheduled, s.Retention); err != nil {
@@ -130,27 +157,4 @@ func (m *Manager) RunDue(ctx context.Context) (bool, error) {
 		m.OnScheduledRun(ctx, meta, runErr)
 	}
 	return true, runErr
-}
-
-// RunScheduler checks the schedule every minute until ctx ends. A failed run
-// is logged at error level (and shown in the schedule state).
-func (m *Manager) RunScheduler(ctx context.Context, log *slog.Logger) {
-	t := time.NewTicker(time.Minute)
-	defer t.Stop()
-	for {
-		hctx, release := m.db.Hold(ctx)
-		ran, err := m.RunDue(hctx)
-		release()
-		switch {
-		case err != nil && ctx.Err() == nil:
-			log.Error("scheduled backup failed", "err", err)
-		case ran:
-			log.Info("scheduled backup taken")
-		}
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
-	}
 }

@@ -1,21 +1,20 @@
 package server
 
 import (
-	"context"
 	"net/http"
-	"strings"
 	"time"
 
 	"github.com/gin-gonic/gin"
 
-	"github.com/copydesk/copydesk/server/auth"
+	"github.com/copydesk/copydesk/server/agent"
 	"github.com/copydesk/copydesk/store"
 )
 
 // The agents group (/api/agents): configured AI workers, which
 // environments may use them, and their runs. Everyone sees the agents of
 // their environments (and global ones); editors create, change, run and
-// cancel them in their environments; only admins manage global agents.
+// cancel them in their environments; only admins manage global agents. The
+// rules are server/agent's.
 func (s *Server) registerAgentRoutes() {
 	const tag = "Agents"
 	s.handle(Route{Method: "GET", Path: "/api/agents", Tag: tag, Access: signedIn, List: true, Errors: []int{404},
@@ -38,7 +37,7 @@ func (s *Server) registerAgentRoutes() {
 		Summary: "Environments that may use the agent", Data: assignmentsResponse{}}, s.getAssignments)
 	s.handle(Route{Method: "PUT", Path: "/api/agents/{id}/assignments", Tag: tag, Access: editorOnly,
 		Summary: "Set the environments that may use the agent", Body: assignmentsRequest{}, Data: assignmentsResponse{}}, s.putAssignments)
-	s.handle(Route{Method: "POST", Path: "/api/agents/{id}/execute", Tag: tag, Access: editorOnly, Status: http.StatusAccepted, Exclusive: true, EventStream: true,
+	s.handle(Route{Method: "POST", Path: "/api/agents/{id}/execute", Tag: tag, Access: editorOnly, Status: http.StatusAccepted, EventStream: true,
 		Summary: "Run the agent", Body: executeRequest{}, Data: runResponse{}, Errors: []int{409},
 		Notes: "Queues a run and answers 202 with it; poll GET /api/agents/runs/{run_id}, or wait for the run.succeeded / run.failed notification. " +
 			"With stream true the answer is instead a Server-Sent Events stream: `event: run` with the run, `event: delta` with {\"text\"} pieces, then " +
@@ -118,127 +117,20 @@ type assignmentsResponse struct {
 	EnvironmentIDs []int64 `json:"environment_ids"`
 }
 
-// ---- access ----
-
-func isAdmin(p *auth.Principal) bool { return p.User.Role.AtLeast(store.RoleAdmin) }
-
-// agentFor returns an agent the caller may see; any other is not found.
-func (s *Server) agentFor(ctx context.Context, p *auth.Principal, id int64) (*store.Agent, error) {
-	a, err := s.db.AgentByID(ctx, id)
-	if err != nil {
-		return nil, err
-	}
-	if !isAdmin(p) {
-		ok, err := s.db.AgentVisibleTo(ctx, id, p.User.ID)
-		if err != nil {
-			return nil, err
-		}
-		if !ok {
-			return nil, store.NotFound("agent not found")
-		}
-	}
-	return a, nil
-}
-
-// mayManageAgent: admins manage every agent; editors those of their own
-// environments. Global or merely assigned agents are for admins.
-func (s *Server) mayManageAgent(ctx context.Context, p *auth.Principal, a *store.Agent) error {
-	if isAdmin(p) {
-		return nil
-	}
-	if a.EnvironmentID == nil {
-		return store.Forbidden("only admins change global agents")
-	}
-	ok, err := s.db.UserHasEnvironment(ctx, p.User.ID, *a.EnvironmentID)
-	if err != nil {
-		return err
-	}
-	if !ok {
-		return store.Forbidden("the agent belongs to another environment: only its editors and admins change it")
-	}
-	return nil
-}
-
-// managedAgentFromPath resolves {id} to an agent the caller may change.
-func (s *Server) managedAgentFromPath(c *gin.Context) (*store.Agent, error) {
-	a, err := s.agentFromPath(c)
-	if err != nil {
-		return nil, err
-	}
-	if err := s.mayManageAgent(c.Request.Context(), principal(c), a); err != nil {
-		return nil, err
-	}
-	return a, nil
-}
-
-func (s *Server) agentFromPath(c *gin.Context) (*store.Agent, error) {
-	id, err := pathID(c, "id")
-	if err != nil {
-		return nil, err
-	}
-	return s.agentFor(c.Request.Context(), principal(c), id)
-}
-
-// checkAgentFields applies the rules binding tags cannot: the environment is
-// one the caller can see, the credential exists, is an AI provider and is
-// usable in the agent's environment.
-func (s *Server) checkAgentFields(ctx context.Context, p *auth.Principal, in *store.AgentInput) error {
-	if in.EnvironmentID == nil && !isAdmin(p) {
-		return store.Invalid("environment_id: is required: only admins create global agents")
-	}
-	if in.EnvironmentID != nil {
-		if _, err := s.environmentFor(ctx, p, *in.EnvironmentID); store.IsNotFound(err) {
-			return store.Invalid("environment_id: no environment with id %d", *in.EnvironmentID)
-		} else if err != nil {
-			return err
-		}
-	}
-	if err := s.checkAICredential(ctx, in.CredentialID, in.EnvironmentID); err != nil {
-		return err
-	}
-	in.Name = strings.TrimSpace(in.Name)
-	if in.Name == "" {
-		return store.Invalid("name: must not be empty")
-	}
-	in.Model = strings.TrimSpace(in.Model)
-	for field, v := range map[string]string{"name": in.Name, "model": in.Model} {
-		if err := noControl(field, v); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// ---- handlers ----
-
 func (s *Server) listAgents(c *gin.Context) {
 	var q agentListQuery
 	if err := bindQuery(c, &q); err != nil {
 		fail(c, err)
 		return
 	}
-	p := principal(c)
-	ctx := c.Request.Context()
-	f := store.AgentFilter{EnvironmentID: q.EnvironmentID, Kind: q.Kind, Active: q.IsActive, Q: q.Q, Page: q.page()}
-	if !isAdmin(p) {
-		f.VisibleTo = p.User.ID
-		if q.EnvironmentID != nil {
-			if _, err := s.environmentFor(ctx, p, *q.EnvironmentID); err != nil {
-				fail(c, err)
-				return
-			}
-		}
-	}
-	list, total, err := s.db.ListAgents(ctx, f)
+	pg := q.page()
+	list, total, err := s.agents.List(c.Request.Context(), scope(c),
+		agent.ListQuery{EnvironmentID: q.EnvironmentID, Kind: q.Kind, Active: q.IsActive, Q: q.Q, Page: pg})
 	if err != nil {
 		fail(c, err)
 		return
 	}
-	items := make([]agentResponse, 0, len(list))
-	for _, a := range list {
-		items = append(items, agentJSON(a))
-	}
-	respond(c, http.StatusOK, listData[agentResponse]{Items: items, Total: total, Page: f.Page.Page, PerPage: f.Page.PerPage}, "agents")
+	respondList(c, list, total, pg, agentJSON, "agents")
 }
 
 func (s *Server) createAgent(c *gin.Context) {
@@ -247,16 +139,9 @@ func (s *Server) createAgent(c *gin.Context) {
 		fail(c, err)
 		return
 	}
-	p := principal(c)
-	ctx := c.Request.Context()
-	in := store.AgentInput{EnvironmentID: req.EnvironmentID, Name: req.Name, Description: req.Description, Kind: req.Kind,
-		CredentialID: req.CredentialID, Model: req.Model, SystemPrompt: req.SystemPrompt, Temperature: req.Temperature,
-		MaxTokens: req.MaxTokens, IsActive: req.IsActive == nil || *req.IsActive}
-	if err := s.checkAgentFields(ctx, p, &in); err != nil {
-		fail(c, err)
-		return
-	}
-	a, err := s.db.CreateAgent(ctx, in, p.User.ID)
+	a, err := s.agents.Create(c.Request.Context(), scope(c), store.AgentInput{EnvironmentID: req.EnvironmentID, Name: req.Name,
+		Description: req.Description, Kind: req.Kind, CredentialID: req.CredentialID, Model: req.Model, SystemPrompt: req.SystemPrompt,
+		Temperature: req.Temperature, MaxTokens: req.MaxTokens, IsActive: req.IsActive == nil || *req.IsActive})
 	if err != nil {
 		fail(c, err)
 		return
@@ -265,7 +150,12 @@ func (s *Server) createAgent(c *gin.Context) {
 }
 
 func (s *Server) getAgent(c *gin.Context) {
-	a, err := s.agentFromPath(c)
+	id, err := pathID(c, "id")
+	if err != nil {
+		fail(c, err)
+		return
+	}
+	a, err := s.agents.Get(c.Request.Context(), scope(c), id)
 	if err != nil {
 		fail(c, err)
 		return
@@ -274,56 +164,19 @@ func (s *Server) getAgent(c *gin.Context) {
 }
 
 func (s *Server) updateAgent(c *gin.Context) {
-	a, err := s.managedAgentFromPath(c)
+	id, err := pathID(c, "id")
 	if err != nil {
 		fail(c, err)
 		return
 	}
-	p := principal(c)
 	var req agentUpdateRequest
 	if err := decodeJSON(c, &req); err != nil {
 		fail(c, err)
 		return
 	}
-	in := store.AgentInput{EnvironmentID: a.EnvironmentID, Name: a.Name, Description: a.Description, Kind: a.Kind,
-		CredentialID: a.CredentialID, Model: a.Model, SystemPrompt: a.SystemPrompt, Temperature: a.Temperature,
-		MaxTokens: a.MaxTokens, IsActive: a.IsActive}
-	if req.Name != nil {
-		in.Name = *req.Name
-	}
-	if req.Description != nil {
-		in.Description = *req.Description
-	}
-	if req.Kind != nil {
-		in.Kind = *req.Kind
-	}
-	if req.CredentialID != nil {
-		in.CredentialID = req.CredentialID
-		if *req.CredentialID == 0 {
-			in.CredentialID = nil
-		}
-	}
-	if req.Model != nil {
-		in.Model = *req.Model
-	}
-	if req.SystemPrompt != nil {
-		in.SystemPrompt = *req.SystemPrompt
-	}
-	if req.Temperature != nil {
-		in.Temperature = req.Temperature
-	}
-	if req.MaxTokens != nil {
-		in.MaxTokens = req.MaxTokens
-	}
-	if req.IsActive != nil {
-		in.IsActive = *req.IsActive
-	}
-	ctx := c.Request.Context()
-	if err := s.checkAgentFields(ctx, p, &in); err != nil {
-		fail(c, err)
-		return
-	}
-	a, err = s.db.ReplaceAgent(ctx, a.ID, in)
+	a, err := s.agents.Update(c.Request.Context(), scope(c), id, agent.Change{Name: req.Name, Description: req.Description,
+		Kind: req.Kind, CredentialID: req.CredentialID, Model: req.Model, SystemPrompt: req.SystemPrompt,
+		Temperature: req.Temperature, MaxTokens: req.MaxTokens, IsActive: req.IsActive})
 	if err != nil {
 		fail(c, err)
 		return
@@ -332,57 +185,55 @@ func (s *Server) updateAgent(c *gin.Context) {
 }
 
 func (s *Server) deleteAgent(c *gin.Context) {
-	a, err := s.managedAgentFromPath(c)
+	id, err := pathID(c, "id")
 	if err != nil {
 		fail(c, err)
 		return
 	}
-	if err := s.db.DeleteAgent(c.Request.Context(), a.ID); err != nil {
+	if err := s.agents.Delete(c.Request.Context(), scope(c), id); err != nil {
 		fail(c, err)
 		return
 	}
-	respond(c, http.StatusOK, deletedResponse{ID: a.ID, Deleted: true}, "agent deleted")
+	respond(c, http.StatusOK, deletedResponse{ID: id, Deleted: true}, "agent deleted")
 }
 
 func (s *Server) getAssignments(c *gin.Context) {
-	a, err := s.agentFromPath(c)
+	id, err := pathID(c, "id")
 	if err != nil {
 		fail(c, err)
 		return
 	}
-	respond(c, http.StatusOK, assignmentsResponse{AgentID: a.ID, EnvironmentID: a.EnvironmentID, EnvironmentIDs: a.Assignments}, "assignments")
+	a, err := s.agents.Get(c.Request.Context(), scope(c), id)
+	if err != nil {
+		fail(c, err)
+		return
+	}
+	respond(c, http.StatusOK, assignmentsJSON(a), "assignments")
 }
 
 func (s *Server) putAssignments(c *gin.Context) {
-	a, err := s.managedAgentFromPath(c)
+	id, err := pathID(c, "id")
 	if err != nil {
 		fail(c, err)
 		return
 	}
-	p := principal(c)
 	var req assignmentsRequest
 	if err := decodeJSON(c, &req); err != nil {
 		fail(c, err)
 		return
 	}
-	ctx := c.Request.Context()
-	if !isAdmin(p) {
-		// An editor assigns only to environments they can see; others do
-		// not exist for them.
-		for _, id := range req.EnvironmentIDs {
-			if _, err := s.environmentFor(ctx, p, id); store.IsNotFound(err) {
-				fail(c, store.Invalid("environment_ids: no environment with id %d", id))
-				return
-			} else if err != nil {
-				fail(c, err)
-				return
-			}
-		}
-	}
-	ids, err := s.db.SetAgentAssignments(ctx, a.ID, req.EnvironmentIDs)
+	a, err := s.agents.SetAssignments(c.Request.Context(), scope(c), id, req.EnvironmentIDs)
 	if err != nil {
 		fail(c, err)
 		return
 	}
-	respond(c, http.StatusOK, assignmentsResponse{AgentID: a.ID, EnvironmentID: a.EnvironmentID, EnvironmentIDs: ids}, "assignments updated")
+	respond(c, http.StatusOK, assignmentsJSON(a), "assignments updated")
+}
+
+func assignmentsJSON(a *store.Agent) assignmentsResponse {
+	ids := a.Assignments
+	if ids == nil {
+		ids = []int64{}
+	}
+	return assignmentsResponse{AgentID: a.ID, EnvironmentID: a.EnvironmentID, EnvironmentIDs: ids}
 }

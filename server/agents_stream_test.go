@@ -3,6 +3,7 @@ package server_test
 import (
 	"context"
 	"fmt"
+	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
@@ -51,9 +52,11 @@ func runningRun(t *testing.T, e *env, tok string, agentID int64) int64 {
 }
 
 func TestStreamedRunCancel(t *testing.T) {
+	t.Parallel()
 	f := agSetup(t)
 	prov := agBlockingOpenAI(t)
 	agConfigure(t, f.e, prov.srv.URL+"/v1")
+	agRunJobs(t, f.e) // streamed runs are carried out by the job runner
 	srv := httptest.NewServer(f.e.h)
 	defer srv.Close()
 	agent := agCreate(t, f.e, f.edATok, map[string]any{"name": "Writer", "kind": "writer", "environment_id": f.envA})
@@ -75,9 +78,11 @@ func TestStreamedRunCancel(t *testing.T) {
 }
 
 func TestStreamedRunEndsWithItsSession(t *testing.T) {
+	t.Parallel()
 	f := agSetup(t, func(c *server.Config) { c.StreamHeartbeat = 30 * time.Millisecond })
 	prov := agBlockingOpenAI(t)
 	agConfigure(t, f.e, prov.srv.URL+"/v1")
+	agRunJobs(t, f.e) // streamed runs are carried out by the job runner
 	srv := httptest.NewServer(f.e.h)
 	defer srv.Close()
 	agent := agCreate(t, f.e, f.edATok, map[string]any{"name": "Writer", "kind": "writer", "environment_id": f.envA})
@@ -108,6 +113,7 @@ func TestStreamedRunEndsWithItsSession(t *testing.T) {
 // of waiting for them; at the next start, runs a dead process left running
 // are failed, never left running.
 func TestStreamsAndOrphanRunsAcrossStops(t *testing.T) {
+	t.Parallel()
 	f := agSetup(t, func(c *server.Config) { c.HTTPAddr = "127.0.0.1:0"; c.NoScheduler = true })
 	prov := agBlockingOpenAI(t)
 	agConfigure(t, f.e, prov.srv.URL+"/v1")
@@ -154,5 +160,65 @@ func TestStreamsAndOrphanRunsAcrossStops(t *testing.T) {
 	run, err := f.e.app.DB.RunByID(ctx, runID)
 	if err != nil || run.Status != store.RunCancelled || !strings.Contains(run.Error, "server stopped") {
 		t.Fatalf("streamed run after the stop: %+v %v", run, err)
+	}
+}
+
+// A client that goes away takes its streamed run with it: the run's job is
+// cancelled, which cuts the provider call.
+func TestStreamedRunEndsWhenItsClientGoes(t *testing.T) {
+	f := agSetup(t)
+	prov := agBlockingOpenAI(t)
+	agConfigure(t, f.e, prov.srv.URL+"/v1")
+	agRunJobs(t, f.e)
+	srv := httptest.NewServer(f.e.h)
+	defer srv.Close()
+	agent := agCreate(t, f.e, f.edATok, map[string]any{"name": "Writer", "kind": "writer", "environment_id": f.envA})
+	ctx, hangUp := context.WithCancel(context.Background())
+	req, _ := http.NewRequestWithContext(ctx, "POST", fmt.Sprintf("%s/api/agents/%d/execute", srv.URL, agID(agent)),
+		strings.NewReader(`{"input":"write","stream":true}`))
+	req.Header.Set("Authorization", "Bearer "+f.edATok)
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	agWaitChan(t, prov.started, "the provider call")
+	runID := runningRun(t, f.e, f.edATok, agID(agent))
+	hangUp()
+	agWaitChan(t, prov.gone, "the provider call ending with its client")
+	run := agWaitRun(t, f.e, f.edATok, runID)
+	if run["status"] != "cancelled" || !strings.Contains(run["error"].(string), "client disconnected") {
+		t.Fatalf("run: %v", run)
+	}
+}
+
+// A restore does not wait for a streamed run: the run's job yields, the
+// stream ends with an error that says why, and the restore is quick.
+func TestRestoreDoesNotWaitForAStreamedRun(t *testing.T) {
+	f := agSetup(t)
+	_, root := f.e.user(t, "super", store.RoleSuperAdmin)
+	prov := agBlockingOpenAI(t)
+	agConfigure(t, f.e, prov.srv.URL+"/v1")
+	agRunJobs(t, f.e)
+	srv := httptest.NewServer(f.e.h)
+	defer srv.Close()
+	b := f.e.do(t, "POST", "/api/backup", root, nil)
+	if b.Code != 201 {
+		t.Fatalf("backup: %d %s", b.Code, b.Body)
+	}
+	agent := agCreate(t, f.e, f.edATok, map[string]any{"name": "Writer", "kind": "writer", "environment_id": f.envA})
+	events := streamAgent(t, srv.URL, f.edATok, agID(agent))
+	agWaitChan(t, prov.started, "the provider call")
+	begin := time.Now()
+	if r := f.e.do(t, "POST", "/api/backup/"+b.Data()["name"].(string)+"/restore", root, nil); r.Code != 200 {
+		t.Fatalf("restore: %d %s", r.Code, r.Body)
+	}
+	if took := time.Since(begin); took > 10*time.Second {
+		t.Fatalf("the restore took %v", took)
+	}
+	agWaitChan(t, prov.gone, "the provider call being cut")
+	evs := waitEvents(t, events)
+	if last := evs[len(evs)-1]; agEventNames(evs) != "run,error" || !strings.Contains(last.data, "restore") {
+		t.Fatalf("events: %v", evs)
 	}
 }

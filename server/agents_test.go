@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/copydesk/copydesk/server"
+	"github.com/copydesk/copydesk/server/agent"
 	"github.com/copydesk/copydesk/server/notify"
 	"github.com/copydesk/copydesk/store"
 )
@@ -852,7 +853,7 @@ func TestAgentRunWithoutProvider(t *testing.T) {
 		items[0]["finished_at"] == nil {
 		t.Fatalf("the refused run is recorded failed: %v", list)
 	}
-	if jobs, total, err := e.app.DB.ListJobs(context.Background(), store.JobFilter{Kind: server.AgentRunJob}); err != nil || total != 0 {
+	if jobs, total, err := e.app.DB.ListJobs(context.Background(), store.JobFilter{Kind: agent.RunJob}); err != nil || total != 0 {
 		t.Errorf("a job was queued for a run that cannot run: %v %v", jobs, err)
 	}
 }
@@ -1144,6 +1145,7 @@ func TestAgentRunStream(t *testing.T) {
 		const text = "Green tea is steamed, never roasted, before drying."
 		fake := fakeOpenAI(t, func(int, map[string]any) (int, string) { return 200, text })
 		agConfigure(t, e, fake.URL+"/v1")
+		agRunJobs(t, e) // streamed runs are carried out by the job runner too
 		srv := httptest.NewServer(e.h)
 		t.Cleanup(srv.Close)
 		agentID := agID(agCreate(t, e, f.edATok, map[string]any{"environment_id": f.envA, "name": "Live writer", "kind": "writer", "system_prompt": "Brand: {{brand}}"}))
@@ -1206,6 +1208,7 @@ func TestAgentRunStream(t *testing.T) {
 			fmt.Fprint(w, "data: {\"error\":{\"message\":\"The model crashed mid-answer\",\"type\":\"server_error\"}}\n\n")
 		})
 		agConfigure(t, e, fake.URL+"/v1")
+		agRunJobs(t, e) // streamed runs are carried out by the job runner too
 		srv := httptest.NewServer(e.h)
 		t.Cleanup(srv.Close)
 		agentID := agID(agCreate(t, e, f.edATok, map[string]any{"environment_id": f.envA, "name": "Fragile", "kind": "writer"}))
@@ -1272,7 +1275,7 @@ func TestAgentRunRestartRecovery(t *testing.T) {
 
 	// A process claimed the first job and crashed mid-call (through the
 	// store, as the runner does) ...
-	job, err := e.app.DB.ClaimJob(ctx, []string{server.AgentRunJob})
+	job, err := e.app.DB.ClaimJob(ctx, []string{agent.RunJob})
 	if err != nil || job.ID != *agMustRun(t, e, retried).JobID {
 		t.Fatalf("claim: %+v %v", job, err)
 	}

@@ -1,13 +1,12 @@
 package server
 
 import (
-	"context"
 	"net/http"
-	"strings"
 	"time"
 
 	"github.com/gin-gonic/gin"
 
+	"github.com/copydesk/copydesk/server/aisetting"
 	"github.com/copydesk/copydesk/store"
 )
 
@@ -63,37 +62,17 @@ type aiSettingsResponse struct {
 	UpdatedAt     *time.Time          `json:"updated_at"`
 }
 
-func levelJSON(s *store.AISettings) aiSettingsLevel {
-	return aiSettingsLevel{CredentialID: s.CredentialID, Model: s.Model, Temperature: s.Temperature, MaxOutputTokens: s.MaxOutputTokens,
-		Tone: s.Tone, Language: s.Language, TargetWordCount: s.TargetWordCount, MonthlyBudgetUSD: s.MonthlyBudgetUSD,
-		PriceOverrides: s.PriceOverrides}
-}
-
-func (s *Server) aiSettingsView(ctx context.Context, envID *int64) (*aiSettingsResponse, error) {
-	global, err := s.db.AISettingsFor(ctx, nil)
-	if err != nil {
-		return nil, err
+// aiSettingsLevel and aiSettingsEffective are the wire forms of
+// aisetting.Level and engine.Effective: the same fields in the same order,
+// so one converts to the other.
+func aiSettingsJSON(v *aisetting.View) aiSettingsResponse {
+	out := aiSettingsResponse{EnvironmentID: v.EnvironmentID, Global: aiSettingsLevel(v.Global),
+		Effective: aiSettingsEffective(v.Effective), UpdatedAt: v.UpdatedAt}
+	if v.Override != nil {
+		own := aiSettingsLevel(*v.Override)
+		out.Override = &own
 	}
-	out := &aiSettingsResponse{EnvironmentID: envID, Global: levelJSON(global), UpdatedAt: global.UpdatedAt}
-	if envID != nil {
-		if _, err := s.db.EnvironmentByID(ctx, *envID); err != nil {
-			return nil, err
-		}
-		own, err := s.db.AISettingsFor(ctx, envID)
-		if err != nil {
-			return nil, err
-		}
-		lvl := levelJSON(own)
-		out.Override, out.UpdatedAt = &lvl, own.UpdatedAt
-	}
-	eff, err := s.engine.Effective(ctx, envID)
-	if err != nil {
-		return nil, err
-	}
-	out.Effective = aiSettingsEffective{CredentialID: eff.CredentialID, Model: eff.Model, Temperature: eff.Temperature,
-		MaxOutputTokens: eff.MaxOutputTokens, Tone: eff.Tone, Language: eff.Language, TargetWordCount: eff.TargetWordCount,
-		MonthlyBudgetUSD: eff.MonthlyBudgetUSD, PriceOverrides: eff.PriceOverrides}
-	return out, nil
+	return out
 }
 
 func (s *Server) getAISettings(c *gin.Context) {
@@ -102,12 +81,12 @@ func (s *Server) getAISettings(c *gin.Context) {
 		fail(c, err)
 		return
 	}
-	view, err := s.aiSettingsView(c.Request.Context(), q.EnvironmentID)
+	view, err := s.aiSettings.Get(c.Request.Context(), scope(c), q.EnvironmentID)
 	if err != nil {
 		fail(c, err)
 		return
 	}
-	respond(c, http.StatusOK, view, "AI content settings")
+	respond(c, http.StatusOK, aiSettingsJSON(view), "AI content settings")
 }
 
 func (s *Server) putAISettings(c *gin.Context) {
@@ -121,88 +100,10 @@ func (s *Server) putAISettings(c *gin.Context) {
 		fail(c, err)
 		return
 	}
-	ctx := c.Request.Context()
-	if q.EnvironmentID != nil {
-		if _, err := s.db.EnvironmentByID(ctx, *q.EnvironmentID); err != nil {
-			fail(c, err)
-			return
-		}
-	}
-	if err := s.checkAISettings(ctx, q.EnvironmentID, &req); err != nil {
-		fail(c, err)
-		return
-	}
-	if _, err := s.db.PutAISettings(ctx, store.AISettings{EnvironmentID: q.EnvironmentID, CredentialID: req.CredentialID,
-		Model: req.Model, Temperature: req.Temperature, MaxOutputTokens: req.MaxOutputTokens, Tone: req.Tone,
-		Language: req.Language, TargetWordCount: req.TargetWordCount, MonthlyBudgetUSD: req.MonthlyBudgetUSD,
-		PriceOverrides: req.PriceOverrides}); err != nil {
-		fail(c, err)
-		return
-	}
-	view, err := s.aiSettingsView(ctx, q.EnvironmentID)
+	view, err := s.aiSettings.Put(c.Request.Context(), scope(c), q.EnvironmentID, aisetting.Level(req))
 	if err != nil {
 		fail(c, err)
 		return
 	}
-	respond(c, http.StatusOK, view, "AI content settings saved")
-}
-
-// checkAICredential is the one rule for choosing a credential to generate
-// with (in settings or on an agent): it exists, it is an AI provider, and it
-// is global or belongs to the environment envID (nil: global only).
-func (s *Server) checkAICredential(ctx context.Context, credID, envID *int64) error {
-	if credID == nil {
-		return nil
-	}
-	cred, err := s.db.CredentialByID(ctx, *credID)
-	if store.IsNotFound(err) {
-		return store.Invalid("credential_id: no credential with id %d", *credID)
-	}
-	if err != nil {
-		return err
-	}
-	if !store.IsAIProvider(cred.Provider) {
-		return store.Invalid("credential_id: credential %d is a %s credential, not an AI provider", cred.ID, cred.Provider)
-	}
-	if cred.EnvironmentID != nil && (envID == nil || *cred.EnvironmentID != *envID) {
-		return store.Invalid("credential_id: credential %d belongs to environment %d and cannot be used here", cred.ID, *cred.EnvironmentID)
-	}
-	return nil
-}
-
-// checkAISettings applies the rules the binding tags cannot express.
-func (s *Server) checkAISettings(ctx context.Context, envID *int64, req *aiSettingsLevel) error {
-	if err := s.checkAICredential(ctx, req.CredentialID, envID); err != nil {
-		return err
-	}
-	if req.Language != nil {
-		cfg := store.EnvironmentConfig{Language: *req.Language}
-		if err := cfg.Normalize(); err != nil || *req.Language == "" {
-			return store.Invalid("language: must be a language tag like en, de or pt-BR")
-		}
-	}
-	for field, p := range map[string]*string{"model": req.Model, "tone": req.Tone} {
-		if p != nil {
-			*p = strings.TrimSpace(*p)
-			if err := noControl(field, *p); err != nil {
-				return err
-			}
-		}
-	}
-	prices := make(map[string]store.Price, len(req.PriceOverrides))
-	for model, p := range req.PriceOverrides {
-		model = strings.TrimSpace(model)
-		if model == "" || len(model) > 200 || noControl("model", model) != nil {
-			return store.Invalid("price_overrides: model ids must be 1 to 200 printable characters")
-		}
-		if p.Input < 0 || p.Output < 0 || (p.CachedInput != nil && *p.CachedInput < 0) {
-			return store.Invalid("price_overrides.%s: prices must not be negative", model)
-		}
-		prices[model] = p
-	}
-	req.PriceOverrides = prices
-	if len(req.PriceOverrides) > 500 {
-		return store.Invalid("price_overrides: at most 500 models")
-	}
-	return nil
+	respond(c, http.StatusOK, aiSettingsJSON(view), "AI content settings saved")
 }

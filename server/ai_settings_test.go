@@ -88,6 +88,7 @@ func aisExpect(t testing.TB, what string, got map[string]any, want map[string]an
 }
 
 func TestAISettingsDefaults(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	_, admin := e.user(t, "admin", store.RoleAdmin)
 	envID := cfgEnvironment(t, e, "Blog")
@@ -117,6 +118,7 @@ func TestAISettingsDefaults(t *testing.T) {
 }
 
 func TestAISettingsAccess(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	_, viewer := e.user(t, "viewer", store.RoleViewer)
 	_, editor := e.user(t, "editor", store.RoleEditor)
@@ -141,6 +143,7 @@ func TestAISettingsAccess(t *testing.T) {
 }
 
 func TestAISettingsMerge(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	_, admin := e.user(t, "admin", store.RoleAdmin)
 	envA, envB := cfgEnvironment(t, e, "A"), cfgEnvironment(t, e, "B")
@@ -239,6 +242,7 @@ func TestAISettingsMerge(t *testing.T) {
 }
 
 func TestAISettingsValidation(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	_, admin := e.user(t, "admin", store.RoleAdmin)
 	envA, envB := cfgEnvironment(t, e, "A"), cfgEnvironment(t, e, "B")

@@ -18,6 +18,7 @@ import (
 	"github.com/copydesk/copydesk/server/jobs"
 	"github.com/copydesk/copydesk/server/keyring"
 	"github.com/copydesk/copydesk/server/notify"
+	"github.com/copydesk/copydesk/server/stream"
 	"github.com/copydesk/copydesk/store"
 )
 
@@ -40,7 +41,8 @@ type Config struct {
 	Throttle *auth.ThrottlePolicy
 	// MaxUploadBytes caps backup uploads.
 	MaxUploadBytes int64
-	// NoScheduler keeps scheduled backups from running (tests drive them).
+	// NoScheduler keeps scheduled backups from running (tests drive them):
+	// their job kind is not registered.
 	NoScheduler bool
 	// StreamHeartbeat is the heartbeat of event streams; 15 s when 0.
 	StreamHeartbeat time.Duration
@@ -68,6 +70,7 @@ type App struct {
 	Auth     *auth.Service
 	Backups  *backup.Manager
 	Notify   *notify.Notifier
+	Events   *stream.Broker
 	Engine   *engine.Engine
 	Jobs     *jobs.Runner
 	Server   *Server
@@ -113,13 +116,11 @@ func openData(ctx context.Context, cfg Config, log *slog.Logger, opt store.Optio
 		acfg.SessionTTL = cfg.SessionTTL
 	}
 	if acfg.TokenTTL > acfg.SessionTTL {
-		db.Close()
-		return nil, errors.New("the token lifetime cannot be longer than the session lifetime")
+		return nil, errors.Join(errors.New("the token lifetime cannot be longer than the session lifetime"), db.Close())
 	}
 	if cfg.LicensePublicKey != "" {
 		if acfg.LicensePublicKey, err = auth.ParsePublicKey(cfg.LicensePublicKey); err != nil {
-			db.Close()
-			return nil, err
+			return nil, errors.Join(err, db.Close())
 		}
 	}
 	if cfg.Hasher != nil {
@@ -130,8 +131,7 @@ func openData(ctx context.Context, cfg Config, log *slog.Logger, opt store.Optio
 	}
 	svc, err := auth.New(db, keys, acfg)
 	if err != nil {
-		db.Close()
-		return nil, err
+		return nil, errors.Join(err, db.Close())
 	}
 	return &App{Config: cfg, DB: db, Keys: keys, Auth: svc, Backups: backup.New(db, cfg.DataDir, cfg.Version), Log: log}, nil
 }
@@ -150,11 +150,19 @@ func Open(ctx context.Context, cfg Config, log *slog.Logger) (*App, error) {
 	}
 	a, err := openData(ctx, cfg, log, store.Options{})
 	if err != nil {
-		lock.Unlock()
-		return nil, err
+		return nil, errors.Join(err, lock.Unlock())
 	}
 	a.lock = lock
+	// Holding the lock, no other process can be receiving an upload: what
+	// is there was left by a server that died mid-upload.
+	if removed, err := a.Backups.RemoveLeftovers(); err != nil {
+		log.Warn("cannot remove partial uploads left by an earlier run", "removed", removed, "err", err)
+	} else if len(removed) > 0 {
+		log.Info("removed partial uploads left by an earlier run", "files", removed)
+	}
+	a.Events = stream.New(stream.Options{Heartbeat: cfg.StreamHeartbeat, Log: log})
 	a.Notify = notify.New(a.DB, log)
+	a.Notify.PublishTo(a.Events)
 	a.Backups.OnScheduledRun = a.scheduledBackupRan
 	retries := cfg.ProviderRetries
 	if retries < 0 {
@@ -163,13 +171,12 @@ func Open(ctx context.Context, cfg Config, log *slog.Logger) (*App, error) {
 	a.Engine = engine.New(a.DB, a.Keys, a.Notify, log, engine.Options{
 		HTTPClient: &http.Client{Timeout: 15 * time.Minute}, Timeout: cfg.ProviderTimeout, MaxRetries: retries})
 	a.Jobs = jobs.New(a.DB, log, jobs.Options{Workers: cfg.Workers, Backoff: cfg.JobBackoff})
-	a.Server, err = New(Deps{DB: a.DB, Auth: a.Auth, Backups: a.Backups, Notify: a.Notify, Engine: a.Engine, Jobs: a.Jobs,
-		Keys: a.Keys, Log: log},
-		Options{TrustedProxies: cfg.TrustedProxies, Version: cfg.Version, MaxUploadBytes: cfg.MaxUploadBytes,
-			StreamHeartbeat: cfg.StreamHeartbeat})
+	a.registerJobs()
+	a.Server, err = New(Deps{DB: a.DB, Auth: a.Auth, Backups: a.Backups, Notify: a.Notify, Events: a.Events, Engine: a.Engine,
+		Jobs: a.Jobs, Keys: a.Keys, Log: log},
+		Options{TrustedProxies: cfg.TrustedProxies, Version: cfg.Version, MaxUploadBytes: cfg.MaxUploadBytes})
 	if err != nil {
-		a.Close()
-		return nil, err
+		return nil, errors.Join(err, a.Close())
 	}
 	return a, nil
 }
@@ -219,14 +226,9 @@ func (a *App) Run(ctx context.Context) error {
 	}
 	// Event streams never finish on their own: end them when shutdown
 	// begins so in-flight requests can drain.
-	srv.RegisterOnShutdown(a.Notify.Close)
-	srv.RegisterOnShutdown(a.Server.StopStreams)
+	srv.RegisterOnShutdown(a.Events.Close)
 	bg, stopBG := context.WithCancel(ctx)
 	var wg sync.WaitGroup
-	wg.Go(func() { a.housekeeping(bg) })
-	if !a.Config.NoScheduler {
-		wg.Go(func() { a.Backups.RunScheduler(bg, a.Log) })
-	}
 	wg.Go(func() {
 		if err := a.Jobs.Run(bg); err != nil && bg.Err() == nil {
 			a.Log.Error("job runner stopped", "err", err)
@@ -258,23 +260,36 @@ func (a *App) Run(ctx context.Context) error {
 	return err
 }
 
-// housekeeping prunes once an hour.
-func (a *App) housekeeping(ctx context.Context) {
-	t := time.NewTicker(time.Hour)
-	defer t.Stop()
-	for {
-		hctx, release := a.DB.Hold(ctx)
-		err := a.Prune(hctx)
-		release()
-		if err != nil && ctx.Err() == nil {
-			a.Log.Warn("housekeeping", "err", err)
-		}
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
+// Job kinds of the app's own recurring work.
+const (
+	HousekeepingJob = "housekeeping"
+	BackupJob       = "backup.scheduled"
+)
+
+// registerJobs registers the app's recurring work with the job runner:
+// pruning every hour, and scheduled backups on their stored schedule, which
+// PUT /api/backup/schedule changes (then the next run is planned at once).
+func (a *App) registerJobs() {
+	a.Jobs.Register(HousekeepingJob, jobs.Kind{Handle: a.housekeep, Next: jobs.Every(time.Hour)})
+	if a.Config.NoScheduler {
+		return
 	}
+	a.Jobs.Register(BackupJob, jobs.Kind{Handle: a.runScheduledBackup, Next: a.Backups.Next})
+	a.Backups.OnScheduleChange = func(ctx context.Context) error { return a.Jobs.Replan(ctx, BackupJob) }
+}
+
+// housekeep is the handler of the hourly housekeeping job.
+func (a *App) housekeep(ctx context.Context, _ *store.Job) error { return a.Prune(ctx) }
+
+// runScheduledBackup is the handler of the scheduled backup job. A failed
+// run is recorded in the schedule state and told to the super_admins by
+// RunDue; the job fails too, and the next run is planned as usual.
+func (a *App) runScheduledBackup(ctx context.Context, _ *store.Job) error {
+	ran, err := a.Backups.RunDue(ctx)
+	if ran && err == nil {
+		a.Log.Info("scheduled backup taken")
+	}
+	return err
 }
 
 // Prune deletes sessions that ended a week ago, read notifications older
@@ -322,7 +337,5 @@ func (a *App) Close() error {
 	if a.listener != nil {
 		a.listener.Close()
 	}
-	err := a.DB.Close()
-	a.lock.Unlock()
-	return err
+	return errors.Join(a.DB.Close(), a.lock.Unlock())
 }

@@ -523,11 +523,7 @@ func (s *Server) listUsers(c *gin.Context) {
 		fail(c, err)
 		return
 	}
-	items := make([]userResponse, 0, len(users))
-	for _, u := range users {
-		items = append(items, userJSON(u))
-	}
-	respond(c, http.StatusOK, listData[userResponse]{Items: items, Total: total, Page: pg.Page, PerPage: pg.PerPage}, "users")
+	respondList(c, users, total, pg, userJSON, "users")
 }
 
 func (s *Server) setRole(c *gin.Context) {

@@ -21,6 +21,7 @@ import (
 )
 
 func TestRegister(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	e.user(t, "taken", store.RoleViewer)
 	cases := []struct {
@@ -76,6 +77,7 @@ func TestRegister(t *testing.T) {
 }
 
 func TestRegistrationCanBeClosed(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	_, admin := e.user(t, "admin", store.RoleAdmin)
 	if r := e.do(t, "PUT", "/api/settings/system", admin, map[string]any{"registration_open": false}); r.Code != 200 || r.Data()["registration_open"] != false {
@@ -95,6 +97,7 @@ func TestRegistrationCanBeClosed(t *testing.T) {
 }
 
 func TestLogin(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	u, _ := e.user(t, "alice", store.RoleEditor)
 	t.Run("OK", func(t *testing.T) {
@@ -147,6 +150,7 @@ func TestLogin(t *testing.T) {
 }
 
 func TestLoginSlowsDownThenLocks(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	e.user(t, "bob", store.RoleViewer)
 	p := auth.DefaultThrottle
@@ -208,6 +212,7 @@ func totpCode(t testing.TB, secret string, at time.Time) string {
 }
 
 func TestTwoFactor(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	_, tok := e.user(t, "carol", store.RoleViewer)
 	login := func(code string) resp {
@@ -326,6 +331,7 @@ func TestTwoFactor(t *testing.T) {
 }
 
 func TestTOTPSecretIsSealedAtRest(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	u, tok := e.user(t, "dave", store.RoleViewer)
 	secret := e.do(t, "POST", "/api/auth/2fa/setup", tok, nil).Data()["secret"].(string)
@@ -339,6 +345,7 @@ func TestTOTPSecretIsSealedAtRest(t *testing.T) {
 }
 
 func TestRefresh(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, func(c *server.Config) { c.TokenTTL = time.Hour; c.SessionTTL = 150 * time.Minute })
 	_, tok := e.user(t, "erin", store.RoleViewer)
 
@@ -387,6 +394,7 @@ func TestRefresh(t *testing.T) {
 }
 
 func TestBadTokens(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	u, tok := e.user(t, "frank", store.RoleViewer)
 	sign := func(method jwt.SigningMethod, key any, claims jwt.MapClaims) string {
@@ -459,6 +467,7 @@ func tamper(tok string) string {
 }
 
 func TestProfile(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	e.user(t, "other", store.RoleViewer)
 	_, tok := e.user(t, "hank", store.RoleViewer)
@@ -517,6 +526,7 @@ func TestProfile(t *testing.T) {
 }
 
 func TestAvatar(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	u, tok := e.user(t, "ivy", store.RoleViewer)
 	_, other := e.user(t, "jack", store.RoleViewer)
@@ -583,6 +593,7 @@ func TestAvatar(t *testing.T) {
 }
 
 func TestSessions(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	_, a := e.user(t, "kim", store.RoleViewer)
 	b := e.do(t, "POST", "/api/auth/login", "", map[string]any{"email": "kim@example.com", "password": "password-kim"},
@@ -637,6 +648,7 @@ func TestSessions(t *testing.T) {
 }
 
 func TestLicense(t *testing.T) {
+	t.Parallel()
 	pub, priv, _ := ed25519.GenerateKey(rand.Reader)
 	_, otherPriv, _ := ed25519.GenerateKey(rand.Reader)
 	e := newEnv(t, func(c *server.Config) { c.LicensePublicKey = base64.StdEncoding.EncodeToString(pub) })
@@ -701,6 +713,7 @@ func TestLicense(t *testing.T) {
 }
 
 func TestUserAdministration(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	ctx := context.Background()
 	super, superTok := e.user(t, "root", store.RoleSuperAdmin)
@@ -860,6 +873,7 @@ func TestUserAdministration(t *testing.T) {
 }
 
 func TestErrorConventions(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	_, tok := e.user(t, "olga", store.RoleViewer)
 	cases := []struct {

@@ -6,9 +6,10 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
-	"time"
 
+	"github.com/copydesk/copydesk/server"
 	"github.com/copydesk/copydesk/store"
+	"github.com/copydesk/copydesk/store/storetest"
 )
 
 // roles in the order of authzCase.want.
@@ -19,7 +20,7 @@ type authzCase struct {
 	path   string // concrete path; {envA}, {envB}, {target} are filled in
 	body   any
 	file   bool // multipart avatar upload
-	stream bool // an event stream: read until a short deadline
+	stream bool // an event stream: read until its status is written
 	want   [5]int
 }
 
@@ -64,8 +65,9 @@ var authzTable = []authzCase{
 
 	{route: "GET /api/settings/system", want: [5]int{401, 403, 403, 200, 200}},
 
-	// System level: super_admin only. {backup} is a snapshot taken after
-	// everyone signed in, so restoring it keeps their sessions.
+	// System level: super_admin only. {backup} is a snapshot of the
+	// fixture; restoring it ends every session, which no other case sees:
+	// each runs on its own copy of the fixture.
 	{route: "POST /api/backup", want: [5]int{401, 403, 403, 403, 201}},
 	{route: "GET /api/backup", want: [5]int{401, 403, 403, 403, 200}},
 	{route: "GET /api/backup/schedule", want: [5]int{401, 403, 403, 403, 200}},
@@ -130,17 +132,117 @@ var authzTable = []authzCase{
 	{route: "PUT /api/settings/system", body: map[string]any{"registration_open": false}, want: [5]int{401, 403, 403, 200, 200}},
 }
 
+// authzFixture is the data directory every case of TestAuthorizationTable
+// starts from, built once and copied for each case: migrating a database
+// and signing five users in per case took most of the package's test time.
+type authzFixture struct {
+	data   *storetest.Fixture
+	tokens map[string]string            // role -> access token ("" for anonymous)
+	fill   map[string]*strings.Replacer // role -> fills {envA}, {target}, ... with that role's ids
+}
+
+// newAuthzFixture builds envA (granted to the viewer and the editor), envB,
+// the target user with an avatar, one user per role with a notification
+// and a message of their own, a credential at provider, agents, a queued
+// run and a backup taken after everyone signed in. It returns the routes of
+// the app it built.
+func newAuthzFixture(t *testing.T, providerURL string) (*authzFixture, []*server.Route) {
+	t.Helper()
+	e := newEnv(t)
+	ctx := context.Background()
+	envA, err := e.app.DB.CreateEnvironment(ctx, store.NewEnvironment{Name: "A", Slug: "env-a"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	envB, err := e.app.DB.CreateEnvironment(ctx, store.NewEnvironment{Name: "B", Slug: "env-b"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	target, _ := e.user(t, "target", store.RoleViewer)
+	if _, err := e.app.DB.SetAvatar(ctx, target.ID, "image/png", pngBytes(t, 8, 8)); err != nil {
+		t.Fatal(err)
+	}
+	tokens := map[string]string{"anonymous": ""}
+	own := map[string][2]int64{"anonymous": {1, 1}} // notification, message
+	for _, r := range []store.Role{store.RoleViewer, store.RoleEditor, store.RoleAdmin, store.RoleSuperAdmin} {
+		u, tok := e.user(t, "u-"+strings.ReplaceAll(string(r), "_", "-"), r)
+		tokens[string(r)] = tok
+		if r == store.RoleViewer || r == store.RoleEditor {
+			if _, err := e.app.DB.SetUserEnvironments(ctx, u.ID, []int64{envA.ID}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		ns, err := e.app.DB.CreateNotifications(ctx, []int64{u.ID}, store.NewNotification{Kind: "test", Title: "t"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		m, err := e.app.DB.CreateMessage(ctx, store.NewMessage{SenderID: target.ID, RecipientID: u.ID, Body: "hi"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		own[string(r)] = [2]int64{ns[0].ID, m.ID}
+	}
+	cred := e.credential(t, "openai", providerURL+"/v1", "gpt-4o-mini", nil)
+	if _, err := e.app.DB.PutAISettings(ctx, store.AISettings{CredentialID: &cred.ID}); err != nil {
+		t.Fatal(err)
+	}
+	agentA, err := e.app.DB.CreateAgent(ctx, store.AgentInput{EnvironmentID: &envA.ID, Name: "A", Kind: "writer", IsActive: true}, target.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	agentB, err := e.app.DB.CreateAgent(ctx, store.AgentInput{EnvironmentID: &envB.ID, Name: "B", Kind: "writer", IsActive: true}, target.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	run, err := e.app.DB.CreateRun(ctx, store.NewRun{AgentID: agentA.ID, EnvironmentID: &envA.ID, UserID: &target.ID, Input: "x"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	snap, err := e.app.Backups.Create(ctx, "manual")
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := &authzFixture{tokens: tokens, fill: map[string]*strings.Replacer{}}
+	for _, role := range authzRoles {
+		ids := map[string]int64{"{envA}": envA.ID, "{envB}": envB.ID, "{target}": target.ID,
+			"{notification}": own[role][0], "{message}": own[role][1], "{credential}": cred.ID,
+			"{agentA}": agentA.ID, "{agentB}": agentB.ID, "{run}": run.ID}
+		pairs := []string{"{backup}", snap.Name}
+		for k, v := range ids {
+			pairs = append(pairs, `"`+k+`"`, fmt.Sprint(v), k, fmt.Sprint(v)) // numbers in JSON, digits in paths
+		}
+		f.fill[role] = strings.NewReplacer(pairs...)
+	}
+	routes := e.app.Server.Routes()
+	// Closing checkpoints the WAL, so the copies need only the files; the
+	// cleanup newEnv registered closes again, which does nothing.
+	if err := e.app.Close(); err != nil {
+		t.Fatal(err)
+	}
+	f.data = storetest.Capture(t, e.app.Config.DataDir, server.LockFile)
+	return f, routes
+}
+
+// env opens an app on a copy of the fixture. Its clock starts where the
+// fixture's did, so the fixture's tokens are fresh.
+func (f *authzFixture) env(t *testing.T) *env {
+	t.Helper()
+	return openEnv(t, f.data.Copy(t))
+}
+
 func TestAuthorizationTable(t *testing.T) {
+	t.Parallel()
+	provider := fakeOpenAI(t, nil)
+	fixture, routes := newAuthzFixture(t, provider.URL)
 	covered := map[string]bool{}
 	for _, c := range authzTable {
 		covered[c.route] = true
 	}
-	for _, r := range newEnv(t).app.Server.Routes() {
+	for _, r := range routes {
 		if !covered[r.Method+" "+r.Path] {
 			t.Errorf("route %s %s is missing from authzTable", r.Method, r.Path)
 		}
 	}
-	provider := fakeOpenAI(t, nil)
 	for _, c := range authzTable {
 		method, tmpl, _ := strings.Cut(c.route, " ")
 		if c.path != "" {
@@ -149,87 +251,25 @@ func TestAuthorizationTable(t *testing.T) {
 		for i, role := range authzRoles {
 			t.Run(strings.ReplaceAll(c.route, "/", "_")+"/"+role, func(t *testing.T) {
 				t.Parallel()
-				e := newEnv(t)
-				ctx := context.Background()
-				envA, err := e.app.DB.CreateEnvironment(ctx, store.NewEnvironment{Name: "A", Slug: "env-a"})
-				if err != nil {
-					t.Fatal(err)
-				}
-				envB, err := e.app.DB.CreateEnvironment(ctx, store.NewEnvironment{Name: "B", Slug: "env-b"})
-				if err != nil {
-					t.Fatal(err)
-				}
-				target, _ := e.user(t, "target", store.RoleViewer)
-				if _, err := e.app.DB.SetAvatar(ctx, target.ID, "image/png", pngBytes(t, 8, 8)); err != nil {
-					t.Fatal(err)
-				}
-				tokens := map[string]string{"anonymous": ""}
-				own := map[string][2]int64{"anonymous": {1, 1}} // notification, message
-				for _, r := range []store.Role{store.RoleViewer, store.RoleEditor, store.RoleAdmin, store.RoleSuperAdmin} {
-					u, tok := e.user(t, "u-"+strings.ReplaceAll(string(r), "_", "-"), r)
-					tokens[string(r)] = tok
-					if r == store.RoleViewer || r == store.RoleEditor {
-						if _, err := e.app.DB.SetUserEnvironments(ctx, u.ID, []int64{envA.ID}); err != nil {
-							t.Fatal(err)
-						}
-					}
-					ns, err := e.app.DB.CreateNotifications(ctx, []int64{u.ID}, store.NewNotification{Kind: "test", Title: "t"})
-					if err != nil {
-						t.Fatal(err)
-					}
-					m, err := e.app.DB.CreateMessage(ctx, store.NewMessage{SenderID: target.ID, RecipientID: u.ID, Body: "hi"})
-					if err != nil {
-						t.Fatal(err)
-					}
-					own[string(r)] = [2]int64{ns[0].ID, m.ID}
-				}
-				cred := e.credential(t, "openai", provider.URL+"/v1", "gpt-4o-mini", nil)
-				if _, err := e.app.DB.PutAISettings(ctx, store.AISettings{CredentialID: &cred.ID}); err != nil {
-					t.Fatal(err)
-				}
-				agentA, err := e.app.DB.CreateAgent(ctx, store.AgentInput{EnvironmentID: &envA.ID, Name: "A", Kind: "writer", IsActive: true}, target.ID)
-				if err != nil {
-					t.Fatal(err)
-				}
-				agentB, err := e.app.DB.CreateAgent(ctx, store.AgentInput{EnvironmentID: &envB.ID, Name: "B", Kind: "writer", IsActive: true}, target.ID)
-				if err != nil {
-					t.Fatal(err)
-				}
-				run, err := e.app.DB.CreateRun(ctx, store.NewRun{AgentID: agentA.ID, EnvironmentID: &envA.ID, UserID: &target.ID, Input: "x"})
-				if err != nil {
-					t.Fatal(err)
-				}
-				snap, err := e.app.Backups.Create(ctx, "manual")
-				if err != nil {
-					t.Fatal(err)
-				}
-				ids := map[string]int64{"{envA}": envA.ID, "{envB}": envB.ID, "{target}": target.ID,
-					"{notification}": own[role][0], "{message}": own[role][1], "{credential}": cred.ID,
-					"{agentA}": agentA.ID, "{agentB}": agentB.ID, "{run}": run.ID}
-				pairs := []string{"{backup}", snap.Name}
-				for k, v := range ids {
-					pairs = append(pairs, `"`+k+`"`, fmt.Sprint(v), k, fmt.Sprint(v)) // numbers in JSON, digits in paths
-				}
-				fill := strings.NewReplacer(pairs...)
+				e := fixture.env(t)
+				token, fill := fixture.tokens[role], fixture.fill[role]
 				path := fill.Replace(tmpl)
 				var got resp
 				switch {
 				case c.file:
-					got = e.upload(t, path, tokens[role], "file", "a.png", pngBytes(t, 16, 16))
+					got = e.upload(t, path, token, "file", "a.png", pngBytes(t, 16, 16))
 				case c.stream:
-					ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
-					defer cancel()
-					req := httptest.NewRequestWithContext(ctx, method, path, nil)
-					if tokens[role] != "" {
-						req.Header.Set("Authorization", "Bearer "+tokens[role])
+					req := httptest.NewRequest(method, path, nil)
+					if token != "" {
+						req.Header.Set("Authorization", "Bearer "+token)
 					}
-					got = e.send(t, req)
+					got = e.sendStream(t, req)
 				default:
 					var body any
 					if c.body != nil {
 						body = fill.Replace(mustJSON(t, c.body))
 					}
-					got = e.do(t, method, path, tokens[role], body)
+					got = e.do(t, method, path, token, body)
 				}
 				if got.Code != c.want[i] {
 					t.Errorf("%s %s as %s: got %d, want %d: %s", method, path, role, got.Code, c.want[i], got.Body)

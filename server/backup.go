@@ -30,19 +30,21 @@ func (s *Server) registerBackupRoutes() {
 		Notes: "spec is a cron expression in UTC (\"0 3 * * *\") or @daily, @hourly, @every 6h; at least 5 minutes apart. " +
 			"retention is how many scheduled snapshots are kept. Fields left out keep their values."}, s.putBackupSchedule)
 	s.handle(Route{Method: "POST", Path: "/api/backup/upload", Tag: tag, Access: superOnly, Status: http.StatusCreated,
-		Multipart: "file", MaxBody: -1, Exclusive: true, Summary: "Upload a snapshot", Data: backupResponse{},
-		Notes: "multipart/form-data with the database file in the field file. Refused (422) unless it is a whole copydesk database this version can open."}, s.uploadBackup)
+		Multipart: "file", MaxBody: -1, Summary: "Upload a snapshot", Data: backupResponse{},
+		Notes: "multipart/form-data with the database file in the field file. Refused (422) unless it is a whole copydesk database this version can open, " +
+			"whose tables, indexes, triggers and views are exactly those copydesk's migrations create; a file that does not start like one is refused from its first 100 bytes."}, s.uploadBackup)
 	s.handle(Route{Method: "GET", Path: "/api/backup/{name}", Tag: tag, Access: superOnly,
 		Summary: "A snapshot's metadata", Data: backupResponse{}}, s.getBackup)
-	s.handle(Route{Method: "GET", Path: "/api/backup/{name}/download", Tag: tag, Access: superOnly, Exclusive: true,
+	s.handle(Route{Method: "GET", Path: "/api/backup/{name}/download", Tag: tag, Access: superOnly,
 		Summary: "Download a snapshot", Binary: "application/vnd.sqlite3"}, s.downloadBackup)
 	s.handle(Route{Method: "POST", Path: "/api/backup/{name}/verify", Tag: tag, Access: superOnly,
 		Summary: "Check a snapshot again", Data: backupVerifyResponse{},
-		Notes: "Compares the file's SHA-256 with the one recorded when it was made and runs PRAGMA integrity_check. A damaged snapshot answers 200 with ok false."}, s.verifyBackup)
-	s.handle(Route{Method: "POST", Path: "/api/backup/{name}/restore", Tag: tag, Access: superOnly, Exclusive: true, Errors: []int{409, 422, 429},
+		Notes: "Compares the file's SHA-256 with the one recorded when it was made, runs PRAGMA integrity_check and compares its schema with what copydesk's migrations create for its version. " +
+			"A damaged or altered snapshot answers 200 with ok false and the problem."}, s.verifyBackup)
+	s.handle(Route{Method: "POST", Path: "/api/backup/{name}/restore", Tag: tag, Access: superOnly, Errors: []int{409, 422, 429},
 		Summary: "Restore a snapshot while serving", Data: backupRestoreResponse{},
 		Notes: "Checks the snapshot, lets requests in flight finish and holds new ones, keeps a pre-restore safety snapshot, swaps the database and resumes. " +
-			"No restart. Sessions that do not exist in the restored data end (their tokens get 401), possibly including yours."}, s.restoreBackup)
+			"No restart. Every session ends, yours included (tokens get 401): everyone signs in again."}, s.restoreBackup)
 	s.handle(Route{Method: "DELETE", Path: "/api/backup/{name}", Tag: tag, Access: superOnly,
 		Summary: "Delete a snapshot", Data: backupDeletedResponse{}}, s.deleteBackup)
 }
@@ -134,13 +136,16 @@ func (s *Server) getBackup(c *gin.Context) {
 	respond(c, http.StatusOK, backupJSON(meta), "backup")
 }
 
+// downloadBackup lets go of the database (letGo): a snapshot is a file of
+// its own, and a slow client must not keep a restore waiting.
 func (s *Server) downloadBackup(c *gin.Context) {
+	letGo(c)
 	f, meta, err := s.backups.Open(c.Param("name"))
 	if err != nil {
 		fail(c, err)
 		return
 	}
-	defer f.Close()
+	defer func() { _ = f.Close() }() // only read: its close has nothing to report
 	c.Header("Content-Disposition", `attachment; filename="`+meta.Name+`"`)
 	c.Header("Content-Length", strconv.FormatInt(meta.Size, 10))
 	c.Header("X-Content-SHA256", meta.SHA256)
@@ -152,7 +157,10 @@ func (s *Server) downloadBackup(c *gin.Context) {
 	}
 }
 
+// uploadBackup lets go of the database (letGo) before it reads the body:
+// the upload is written and checked as a file of its own.
 func (s *Server) uploadBackup(c *gin.Context) {
+	letGo(c)
 	c.Request.Body = http.MaxBytesReader(c.Writer, c.Request.Body, s.opts.MaxUploadBytes+1<<20)
 	mr, err := c.Request.MultipartReader()
 	if err != nil {
@@ -170,11 +178,11 @@ func (s *Server) uploadBackup(c *gin.Context) {
 			return
 		}
 		if part.FormName() != "file" {
-			part.Close()
+			_ = part.Close() // skips the part: what it says is in NextPart's error
 			continue
 		}
 		meta, err := s.backups.Import(c.Request.Context(), part, s.opts.MaxUploadBytes)
-		part.Close()
+		_ = part.Close() // read already: Import reports what went wrong
 		if err != nil {
 			fail(c, uploadError(err))
 			return
@@ -208,7 +216,10 @@ func (s *Server) verifyBackup(c *gin.Context) {
 	respond(c, http.StatusOK, backupVerifyResponse(*v), msg)
 }
 
+// restoreBackup lets go of the database (letGo) first: the restore takes
+// it exclusively, and would otherwise wait for its own request.
 func (s *Server) restoreBackup(c *gin.Context) {
+	letGo(c)
 	name := c.Param("name")
 	meta, err := s.backups.Get(name)
 	if err != nil {
@@ -220,6 +231,9 @@ func (s *Server) restoreBackup(c *gin.Context) {
 		fail(c, err)
 		return
 	}
+	// What the open streams said may no longer be true: end them all;
+	// clients reconnect to the restored data.
+	s.events.EndAll("the database was restored from a backup; reconnect")
 	s.log.Warn("database restored from a backup", "backup", name, "safety_snapshot", safety.Name, "by", principal(c).User.Email)
 	respond(c, http.StatusOK, backupRestoreResponse{Restored: backupJSON(meta), SafetySnapshot: backupJSON(safety)},
 		"database restored; the previous state is kept as "+safety.Name)

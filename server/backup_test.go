@@ -4,17 +4,24 @@ import (
 	"crypto/sha256"
 	"database/sql"
 	"encoding/hex"
+	"encoding/json"
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
 
+	"github.com/copydesk/copydesk/backup"
+	"github.com/copydesk/copydesk/server"
 	"github.com/copydesk/copydesk/store"
+	"github.com/copydesk/copydesk/store/storetest"
 )
 
 func TestBackupAPI(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	_, root := e.user(t, "root", store.RoleSuperAdmin)
 	_, admin := e.user(t, "admin", store.RoleAdmin)
@@ -100,28 +107,32 @@ func TestBackupAPI(t *testing.T) {
 			t.Fatalf("restore: %d %s", r.Code, r.Body)
 		}
 		safety := r.Data()["safety_snapshot"].(map[string]any)["name"].(string)
+		// Every session ended: those the snapshot knows, those it does
+		// not, and the restoring super_admin's.
+		for who, tok := range map[string]string{"root": root, "admin": admin, "late": late} {
+			if r := e.do(t, "GET", "/api/auth/me", tok, nil); r.Code != 401 {
+				t.Fatalf("%s's session outlived the restore: %d", who, r.Code)
+			}
+		}
+		root = e.login(t, "root@example.com", "password-root")
 		envs := e.do(t, "GET", "/api/environments", root, nil).Data()
 		if envs["total"].(float64) != 1 || envs["items"].([]any)[0].(map[string]any)["name"] != "Kept" {
 			t.Fatalf("after restore: %v", envs)
 		}
-		if r := e.do(t, "GET", "/api/auth/me", late, nil); r.Code != 401 {
-			t.Fatalf("a session made after the snapshot still works: %d", r.Code)
-		}
-		if r := e.do(t, "GET", "/api/auth/me", admin, nil); r.Code != 200 {
-			t.Fatalf("a session the snapshot knows was lost: %d", r.Code)
-		}
 		if r := e.do(t, "GET", "/api/backup/"+safety, root, nil); r.Code != 200 || r.Data()["kind"] != "pre-restore" {
 			t.Fatalf("safety snapshot: %d %s", r.Code, r.Body)
 		}
-		// Restoring the safety snapshot brings back what the restore replaced.
+		// Restoring the safety snapshot brings back what the restore
+		// replaced, but not its sessions.
 		if r := e.do(t, "POST", "/api/backup/"+safety+"/restore", root, nil); r.Code != 200 {
 			t.Fatalf("restore safety: %d %s", r.Code, r.Body)
 		}
+		if r := e.do(t, "GET", "/api/auth/me", late, nil); r.Code != 401 {
+			t.Fatalf("the late session came back with the safety snapshot: %d", r.Code)
+		}
+		root = e.login(t, "root@example.com", "password-root")
 		if n := e.do(t, "GET", "/api/environments", root, nil).Data()["total"].(float64); n != 2 {
 			t.Fatalf("after restoring the safety snapshot: %v environments", n)
-		}
-		if r := e.do(t, "GET", "/api/auth/me", late, nil); r.Code != 200 {
-			t.Fatalf("the late session is back with its data: %d", r.Code)
 		}
 	})
 
@@ -154,9 +165,11 @@ func TestBackupAPI(t *testing.T) {
 	})
 }
 
-// Requests that arrive while a restore runs wait for it and then read the
-// restored data; none fails.
+// Requests that arrive while a restore runs wait for it; none fails. The
+// restore ends every session, so those that waited for it are refused
+// (401) and a new sign-in reads the restored data.
 func TestRequestsDuringRestore(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	_, root := e.user(t, "root", store.RoleSuperAdmin)
 	e.do(t, "POST", "/api/environments", root, map[string]any{"name": "Kept"})
@@ -177,7 +190,7 @@ func TestRequestsDuringRestore(t *testing.T) {
 				default:
 				}
 				r := e.do(t, "GET", "/api/environments", root, nil)
-				if r.Code != 200 {
+				if r.Code != 200 && r.Code != 401 {
 					mu.Lock()
 					bad = append(bad, fmt.Sprintf("%d %s", r.Code, r.Body))
 					mu.Unlock()
@@ -188,6 +201,7 @@ func TestRequestsDuringRestore(t *testing.T) {
 	if r := e.do(t, "POST", "/api/backup/"+name+"/restore", root, nil); r.Code != 200 {
 		t.Fatalf("restore: %d %s", r.Code, r.Body)
 	}
+	root = e.login(t, "root@example.com", "password-root")
 	after := e.do(t, "GET", "/api/environments", root, nil).Data()["total"].(float64)
 	close(stop)
 	wg.Wait()
@@ -203,6 +217,7 @@ func TestRequestsDuringRestore(t *testing.T) {
 // snapshot's); a token of a session the restore ended must not come back to
 // life when a new session gets its id.
 func TestRestoredSessionIDsDoNotReviveTokens(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	_, root := e.user(t, "root", store.RoleSuperAdmin)
 	e.user(t, "eddie", store.RoleEditor)
@@ -225,7 +240,133 @@ func TestRestoredSessionIDsDoNotReviveTokens(t *testing.T) {
 	}
 }
 
+// A restore ends every session: a user disabled after the snapshot was
+// taken does not get their old token back, and the restoring super_admin
+// signs in again too.
+func TestRestoreEndsEverySession(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	_, root := e.user(t, "root", store.RoleSuperAdmin)
+	vic, vicTok := e.user(t, "vic", store.RoleViewer)
+	name := e.do(t, "POST", "/api/backup", root, nil).Data()["name"].(string)
+	if r := e.do(t, "PUT", fmt.Sprintf("/api/auth/users/%d/status", vic.ID), root, map[string]any{"is_active": false}); r.Code != 200 {
+		t.Fatalf("disable: %d %s", r.Code, r.Body)
+	}
+	if r := e.do(t, "GET", "/api/auth/me", vicTok, nil); r.Code != 401 {
+		t.Fatalf("the disabled user's token before the restore: %d", r.Code)
+	}
+	if r := e.do(t, "POST", "/api/backup/"+name+"/restore", root, nil); r.Code != 200 {
+		t.Fatalf("restore: %d %s", r.Code, r.Body)
+	}
+	if r := e.do(t, "GET", "/api/auth/me", vicTok, nil); r.Code != 401 {
+		t.Fatalf("the disabled user's old token works after the restore: %d", r.Code)
+	}
+	if r := e.do(t, "GET", "/api/auth/me", root, nil); r.Code != 401 {
+		t.Fatalf("the restoring super_admin's token works after the restore: %d", r.Code)
+	}
+	root = e.login(t, "root@example.com", "password-root")
+	if r := e.do(t, "GET", "/api/auth/me", root, nil); r.Code != 200 {
+		t.Fatalf("a new sign-in after the restore: %d %s", r.Code, r.Body)
+	}
+}
+
+// A backup whose schema is not copydesk's (an added trigger and view, or
+// dropped tables) is refused on upload, reported by verify and refused by
+// restore, naming what is wrong.
+func TestTamperedBackupIsRefused(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	_, root := e.user(t, "root", store.RoleSuperAdmin)
+	name := e.do(t, "POST", "/api/backup", root, nil).Data()["name"].(string)
+	path := filepath.Join(e.app.Backups.Dir(), name)
+	tamper := func(t *testing.T, stmts ...string) []byte {
+		t.Helper()
+		b, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p := filepath.Join(t.TempDir(), "tampered.db")
+		if err := os.WriteFile(p, b, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		conn, err := sql.Open("sqlite", "file:"+p+"?_pragma=foreign_keys(0)")
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, q := range stmts {
+			if _, err := conn.Exec(q); err != nil {
+				t.Fatalf("%s: %v", q, err)
+			}
+		}
+		conn.Close()
+		b, err = os.ReadFile(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	escalating := tamper(t,
+		`CREATE TRIGGER promote AFTER INSERT ON sessions BEGIN UPDATE users SET role = 'super_admin' WHERE id = NEW.user_id; END`,
+		`CREATE VIEW everyone AS SELECT id, email, role FROM users`)
+	r := e.upload(t, "/api/backup/upload", root, "file", "x.db", escalating)
+	if r.Code != 422 || !strings.Contains(r.Detail(), `trigger "promote" on sessions`) || !strings.Contains(r.Detail(), `view "everyone"`) {
+		t.Fatalf("upload with a trigger and a view: %d %s", r.Code, r.Body)
+	}
+	r = e.upload(t, "/api/backup/upload", root, "file", "x.db", tamper(t, `DROP TABLE messages`, `DROP TABLE notifications`))
+	if r.Code != 422 || !strings.Contains(r.Detail(), `missing table "messages"`) || !strings.Contains(r.Detail(), `missing table "notifications"`) {
+		t.Fatalf("upload without messages and notifications: %d %s", r.Code, r.Body)
+	}
+
+	// One that got into the folder anyway (an older copydesk took it) with
+	// a sidecar that matches.
+	if err := os.WriteFile(path, escalating, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var meta map[string]any
+	side, _ := os.ReadFile(path + ".json")
+	if err := json.Unmarshal(side, &meta); err != nil {
+		t.Fatal(err)
+	}
+	sum := sha256.Sum256(escalating)
+	meta["sha256"], meta["size"] = hex.EncodeToString(sum[:]), len(escalating)
+	side, _ = json.Marshal(meta)
+	if err := os.WriteFile(path+".json", side, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	v := e.do(t, "POST", "/api/backup/"+name+"/verify", root, nil)
+	if v.Code != 200 || v.Data()["ok"] != false || !strings.Contains(v.Data()["problem"].(string), `trigger "promote"`) {
+		t.Fatalf("verify: %d %s", v.Code, v.Body)
+	}
+	r = e.do(t, "POST", "/api/backup/"+name+"/restore", root, nil)
+	if r.Code != 422 || !strings.Contains(r.Detail(), `trigger "promote"`) {
+		t.Fatalf("restore: %d %s", r.Code, r.Body)
+	}
+	if r := e.do(t, "GET", "/api/auth/me", root, nil); r.Code != 200 {
+		t.Fatalf("a refused restore ended the session: %d", r.Code)
+	}
+}
+
+// A partial upload left by a killed server is removed when the next one
+// starts.
+func TestStartRemovesPartialUploads(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	storetest.WriteDB(t, filepath.Join(dir, server.DBFile))
+	leftover := filepath.Join(dir, backup.DirName, ".tmp-upload-1234.db")
+	if err := os.MkdirAll(filepath.Dir(leftover), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(leftover, []byte("SQLite format 3\x00, cut off"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	openEnv(t, dir)
+	if _, err := os.Stat(leftover); !errors.Is(err, fs.ErrNotExist) {
+		t.Fatalf("the partial upload is still there: %v", err)
+	}
+}
+
 func TestPageBounds(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	_, root := e.user(t, "root", store.RoleSuperAdmin)
 	for _, p := range []string{"/api/backup", "/api/environments", "/api/auth/users", "/api/notifications"} {

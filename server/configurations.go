@@ -1,15 +1,12 @@
 package server
 
 import (
-	"context"
 	"net/http"
-	"net/url"
-	"strings"
 	"time"
 
 	"github.com/gin-gonic/gin"
 
-	"github.com/copydesk/copydesk/server/engine"
+	"github.com/copydesk/copydesk/server/credential"
 	"github.com/copydesk/copydesk/store"
 )
 
@@ -66,6 +63,9 @@ type credentialListQuery struct {
 	EnvironmentID *int64 `form:"environment_id" binding:"omitempty,gt=0" doc:"only this environment's credentials and the global ones"`
 }
 
+// credentialCreateRequest and credentialUpdateRequest are the wire forms
+// of credential.Input and credential.Change: the same fields in the same
+// order, so one converts to the other.
 type credentialCreateRequest struct {
 	Name                string `json:"name" binding:"required,max=100"`
 	Provider            string `json:"provider" binding:"required,oneof=openai anthropic openai_compatible wordpress serp"`
@@ -97,76 +97,6 @@ type credentialTestResponse struct {
 	LatencyMS int64    `json:"latency_ms"`
 }
 
-// secretOf picks the secret field a provider uses and refuses the other.
-func secretOf(provider, apiKey, appPassword string) (string, error) {
-	if provider == store.ProviderWordPress {
-		if apiKey != "" {
-			return "", store.Invalid("api_key: wordpress credentials use application_password")
-		}
-		return appPassword, nil
-	}
-	if appPassword != "" {
-		return "", store.Invalid("application_password: only wordpress credentials have one; use api_key")
-	}
-	return apiKey, nil
-}
-
-// checkCredential applies the per-provider rules to the final state of a
-// credential.
-func checkCredential(provider, secret, username, baseURL string) (string, error) {
-	if username != "" && provider != store.ProviderWordPress {
-		return "", store.Invalid("username: only wordpress credentials have one")
-	}
-	for field, v := range map[string]string{"username": username, "base_url": baseURL} {
-		if err := noControl(field, v); err != nil {
-			return "", err
-		}
-	}
-	if err := noControl("the secret", secret); err != nil {
-		return "", err
-	}
-	baseURL = strings.TrimSpace(baseURL)
-	if baseURL != "" {
-		u, err := url.Parse(baseURL)
-		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Hostname() == "" || u.User != nil || u.RawQuery != "" || u.Fragment != "" {
-			return "", store.Invalid("base_url: must be an http or https address without credentials or query")
-		}
-		baseURL = strings.TrimRight(u.String(), "/")
-	}
-	switch provider {
-	case store.ProviderOpenAI, store.ProviderAnthropic, store.ProviderSERP:
-		if secret == "" {
-			return "", store.Invalid("api_key: is required for %s", provider)
-		}
-	case store.ProviderOpenAICompatible:
-		if baseURL == "" {
-			return "", store.Invalid("base_url: is required for openai_compatible, e.g. http://localhost:11434/v1 for Ollama")
-		}
-	case store.ProviderWordPress:
-		switch {
-		case baseURL == "":
-			return "", store.Invalid("base_url: is required for wordpress: the site's address, e.g. https://example.com")
-		case strings.TrimSpace(username) == "":
-			return "", store.Invalid("username: is required for wordpress")
-		case secret == "":
-			return "", store.Invalid("application_password: is required for wordpress")
-		}
-	}
-	return baseURL, nil
-}
-
-func (s *Server) checkEnvironmentExists(ctx context.Context, id *int64) error {
-	if id == nil || *id == 0 {
-		return nil
-	}
-	if _, err := s.db.EnvironmentByID(ctx, *id); store.IsNotFound(err) {
-		return store.Invalid("environment_id: no environment with id %d", *id)
-	} else if err != nil {
-		return err
-	}
-	return nil
-}
-
 func (s *Server) listCredentials(c *gin.Context) {
 	var q credentialListQuery
 	if err := bindQuery(c, &q); err != nil {
@@ -174,17 +104,12 @@ func (s *Server) listCredentials(c *gin.Context) {
 		return
 	}
 	pg := q.page()
-	list, total, err := s.db.ListCredentials(c.Request.Context(), store.CredentialFilter{Provider: q.Provider,
-		EnvironmentID: q.EnvironmentID, Global: true, Page: pg})
+	list, total, err := s.credentials.List(c.Request.Context(), scope(c), q.Provider, q.EnvironmentID, pg)
 	if err != nil {
 		fail(c, err)
 		return
 	}
-	items := make([]credentialResponse, 0, len(list))
-	for _, cr := range list {
-		items = append(items, credentialJSON(cr))
-	}
-	respond(c, http.StatusOK, listData[credentialResponse]{Items: items, Total: total, Page: pg.Page, PerPage: pg.PerPage}, "credentials")
+	respondList(c, list, total, pg, credentialJSON, "credentials")
 }
 
 func (s *Server) createCredential(c *gin.Context) {
@@ -193,35 +118,7 @@ func (s *Server) createCredential(c *gin.Context) {
 		fail(c, err)
 		return
 	}
-	ctx := c.Request.Context()
-	secret, err := secretOf(req.Provider, req.APIKey, req.ApplicationPassword)
-	if err != nil {
-		fail(c, err)
-		return
-	}
-	baseURL, err := checkCredential(req.Provider, secret, req.Username, req.BaseURL)
-	if err != nil {
-		fail(c, err)
-		return
-	}
-	if strings.TrimSpace(req.Name) == "" {
-		fail(c, store.Invalid("name: is required"))
-		return
-	}
-	for field, v := range map[string]string{"name": req.Name, "default_model": req.DefaultModel} {
-		if err := noControl(field, v); err != nil {
-			fail(c, err)
-			return
-		}
-	}
-	if err := s.checkEnvironmentExists(ctx, req.EnvironmentID); err != nil {
-		fail(c, err)
-		return
-	}
-	cred, err := s.db.CreateCredential(ctx, store.NewCredential{Name: strings.TrimSpace(req.Name), Provider: req.Provider,
-		BaseURL: baseURL, Username: strings.TrimSpace(req.Username), SecretHint: engine.Mask(secret),
-		DefaultModel: strings.TrimSpace(req.DefaultModel), EnvironmentID: req.EnvironmentID,
-		Seal: func(id int64) ([]byte, error) { return s.keys.Seal([]byte(secret), store.CredentialAAD(id)) }})
+	cred, err := s.credentials.Create(c.Request.Context(), scope(c), credential.Input(req))
 	if err != nil {
 		fail(c, err)
 		return
@@ -229,16 +126,13 @@ func (s *Server) createCredential(c *gin.Context) {
 	respond(c, http.StatusCreated, credentialJSON(cred), "credential saved; its secret will not be shown again")
 }
 
-func (s *Server) credentialFromPath(c *gin.Context) (*store.Credential, error) {
+func (s *Server) getCredential(c *gin.Context) {
 	id, err := pathID(c, "id")
 	if err != nil {
-		return nil, err
+		fail(c, err)
+		return
 	}
-	return s.db.CredentialByID(c.Request.Context(), id)
-}
-
-func (s *Server) getCredential(c *gin.Context) {
-	cred, err := s.credentialFromPath(c)
+	cred, err := s.credentials.Get(c.Request.Context(), scope(c), id)
 	if err != nil {
 		fail(c, err)
 		return
@@ -247,7 +141,7 @@ func (s *Server) getCredential(c *gin.Context) {
 }
 
 func (s *Server) updateCredential(c *gin.Context) {
-	cred, err := s.credentialFromPath(c)
+	id, err := pathID(c, "id")
 	if err != nil {
 		fail(c, err)
 		return
@@ -257,83 +151,7 @@ func (s *Server) updateCredential(c *gin.Context) {
 		fail(c, err)
 		return
 	}
-	ctx := c.Request.Context()
-	var newSecret *string
-	if req.APIKey != nil || req.ApplicationPassword != nil {
-		secret, err := secretOf(cred.Provider, deref(req.APIKey), deref(req.ApplicationPassword))
-		if err != nil {
-			fail(c, err)
-			return
-		}
-		newSecret = &secret
-	}
-	// Check the credential as it will be, with the old secret when none is
-	// given (only whether one exists matters here).
-	secretForCheck := "kept"
-	if newSecret != nil {
-		secretForCheck = *newSecret
-	} else if cred.SecretHint == "" {
-		secretForCheck = ""
-	}
-	baseURL, err := checkCredential(cred.Provider, secretForCheck, firstSet(req.Username, cred.Username), firstSet(req.BaseURL, cred.BaseURL))
-	if err != nil {
-		fail(c, err)
-		return
-	}
-	// A stored secret only ever goes where it went before: pointing a
-	// credential at a new address needs its secret again, or a caller who
-	// cannot read the secret could have it sent to a host of their own.
-	if req.BaseURL != nil && baseURL != cred.BaseURL && newSecret == nil && cred.SecretHint != "" {
-		field := "api_key"
-		if cred.Provider == store.ProviderWordPress {
-			field = "application_password"
-		}
-		fail(c, store.Invalid("%s: is required when base_url changes: a stored secret is not sent to a new address", field))
-		return
-	}
-	up := store.CredentialUpdate{Username: req.Username, DefaultModel: req.DefaultModel}
-	if req.BaseURL != nil {
-		up.BaseURL = &baseURL
-	}
-	if req.Name != nil {
-		name := strings.TrimSpace(*req.Name)
-		if name == "" {
-			fail(c, store.Invalid("name: must not be empty"))
-			return
-		}
-		if err := noControl("name", name); err != nil {
-			fail(c, err)
-			return
-		}
-		up.Name = &name
-	}
-	if req.DefaultModel != nil {
-		if err := noControl("default_model", *req.DefaultModel); err != nil {
-			fail(c, err)
-			return
-		}
-	}
-	if req.EnvironmentID != nil {
-		if err := s.checkEnvironmentExists(ctx, req.EnvironmentID); err != nil {
-			fail(c, err)
-			return
-		}
-		env := req.EnvironmentID
-		if *env == 0 {
-			env = nil
-		}
-		up.EnvironmentID = &env
-	}
-	if newSecret != nil {
-		sealed, err := s.keys.Seal([]byte(*newSecret), store.CredentialAAD(cred.ID))
-		if err != nil {
-			fail(c, err)
-			return
-		}
-		hint := engine.Mask(*newSecret)
-		up.Secret, up.SecretHint = sealed, &hint
-	}
-	cred, err = s.db.UpdateCredential(ctx, cred.ID, up)
+	cred, err := s.credentials.Update(c.Request.Context(), scope(c), id, credential.Change(req))
 	if err != nil {
 		fail(c, err)
 		return
@@ -341,40 +159,26 @@ func (s *Server) updateCredential(c *gin.Context) {
 	respond(c, http.StatusOK, credentialJSON(cred), "credential updated")
 }
 
-func deref(p *string) string {
-	if p == nil {
-		return ""
-	}
-	return *p
-}
-
-func firstSet(p *string, fallback string) string {
-	if p != nil {
-		return *p
-	}
-	return fallback
-}
-
 func (s *Server) deleteCredential(c *gin.Context) {
-	cred, err := s.credentialFromPath(c)
+	id, err := pathID(c, "id")
 	if err != nil {
 		fail(c, err)
 		return
 	}
-	if err := s.db.DeleteCredential(c.Request.Context(), cred.ID); err != nil {
+	if err := s.credentials.Delete(c.Request.Context(), scope(c), id); err != nil {
 		fail(c, err)
 		return
 	}
-	respond(c, http.StatusOK, deletedResponse{ID: cred.ID, Deleted: true}, "credential deleted")
+	respond(c, http.StatusOK, deletedResponse{ID: id, Deleted: true}, "credential deleted")
 }
 
 func (s *Server) testCredential(c *gin.Context) {
-	cred, err := s.credentialFromPath(c)
+	id, err := pathID(c, "id")
 	if err != nil {
 		fail(c, err)
 		return
 	}
-	res, err := s.engine.TestCredential(c.Request.Context(), cred)
+	res, err := s.credentials.Test(c.Request.Context(), scope(c), id)
 	if err != nil {
 		fail(c, err)
 		return
@@ -387,5 +191,5 @@ func (s *Server) testCredential(c *gin.Context) {
 	if !res.OK {
 		msg = "the credential test failed"
 	}
-	respond(c, http.StatusOK, credentialTestResponse{ID: cred.ID, OK: res.OK, Detail: res.Detail, Models: models, LatencyMS: res.LatencyMS}, msg)
+	respond(c, http.StatusOK, credentialTestResponse{ID: id, OK: res.OK, Detail: res.Detail, Models: models, LatencyMS: res.LatencyMS}, msg)
 }

@@ -130,6 +130,7 @@ func cfgFakeSERP(t testing.TB, goodKey, errMsg string) *httptest.Server {
 }
 
 func TestConfigurationsAccess(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	_, viewer := e.user(t, "viewer", store.RoleViewer)
 	_, editor := e.user(t, "editor", store.RoleEditor)
@@ -170,6 +171,7 @@ func TestConfigurationsAccess(t *testing.T) {
 }
 
 func TestConfigurationsCreate(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	_, admin := e.user(t, "admin", store.RoleAdmin)
 	envID := cfgEnvironment(t, e, "Blog")
@@ -284,6 +286,7 @@ func TestConfigurationsCreate(t *testing.T) {
 // TestConfigurationsSecretNeverShown follows one secret through every
 // response that shows its credential.
 func TestConfigurationsSecretNeverShown(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	_, admin := e.user(t, "admin", store.RoleAdmin)
 	f := cfgFakeOpenAI(t)
@@ -334,6 +337,7 @@ func TestConfigurationsSecretNeverShown(t *testing.T) {
 // TestConfigurationsEncryptedAtRest greps the raw database files for the
 // plaintext secret.
 func TestConfigurationsEncryptedAtRest(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	_, admin := e.user(t, "admin", store.RoleAdmin)
 	const name = "AtRestCanaryName-5e1f"
@@ -388,6 +392,7 @@ func TestConfigurationsEncryptedAtRest(t *testing.T) {
 }
 
 func TestConfigurationsUpdate(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	_, admin := e.user(t, "admin", store.RoleAdmin)
 	envA := cfgEnvironment(t, e, "A")
@@ -506,6 +511,7 @@ func TestConfigurationsUpdate(t *testing.T) {
 }
 
 func TestConfigurationsDeleteAndList(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	_, admin := e.user(t, "admin", store.RoleAdmin)
 	envA, envB := cfgEnvironment(t, e, "A"), cfgEnvironment(t, e, "B")
@@ -610,6 +616,7 @@ func TestConfigurationsDeleteAndList(t *testing.T) {
 }
 
 func TestConfigurationsTestEndpoint(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	_, admin := e.user(t, "admin", store.RoleAdmin)
 	openai := cfgFakeOpenAI(t)
@@ -773,6 +780,7 @@ func TestConfigurationsTestEndpoint(t *testing.T) {
 // A stored secret is never sent to a new address: moving a credential to
 // another base_url needs its secret again.
 func TestConfigurationsNewAddressNeedsSecret(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	_, admin := e.user(t, "admin", store.RoleAdmin)
 	prov := fakeOpenAI(t, nil)

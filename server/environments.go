@@ -1,16 +1,11 @@
 package server
 
 import (
-	"context"
 	"net/http"
-	"strconv"
-	"strings"
 	"time"
-	"unicode"
 
 	"github.com/gin-gonic/gin"
 
-	"github.com/copydesk/copydesk/server/auth"
 	"github.com/copydesk/copydesk/store"
 )
 
@@ -77,51 +72,19 @@ type deletedResponse struct {
 	Deleted bool  `json:"deleted"`
 }
 
-// environmentFor returns an environment the caller may see. One the caller
-// may not see is "not found", exactly as if it did not exist.
-func (s *Server) environmentFor(ctx context.Context, p *auth.Principal, id int64) (*store.Environment, error) {
-	if !p.User.Role.AtLeast(store.RoleAdmin) {
-		ok, err := s.db.UserHasEnvironment(ctx, p.User.ID, id)
-		if err != nil {
-			return nil, err
-		}
-		if !ok {
-			return nil, store.NotFound("environment not found")
-		}
-	}
-	return s.db.EnvironmentByID(ctx, id)
-}
-
-// environmentFromPath resolves {id} to an environment the caller may see.
-func (s *Server) environmentFromPath(c *gin.Context) (*store.Environment, error) {
-	id, err := pathID(c, "id")
-	if err != nil {
-		return nil, err
-	}
-	return s.environmentFor(c.Request.Context(), principal(c), id)
-}
-
 func (s *Server) listEnvironments(c *gin.Context) {
 	var q environmentListQuery
 	if err := bindQuery(c, &q); err != nil {
 		fail(c, err)
 		return
 	}
-	p := principal(c)
-	f := store.EnvironmentFilter{Q: q.Q, Page: q.page()}
-	if !p.User.Role.AtLeast(store.RoleAdmin) {
-		f.VisibleTo = p.User.ID
-	}
-	envs, total, err := s.db.ListEnvironments(c.Request.Context(), f)
+	pg := q.page()
+	envs, total, err := s.environments.List(c.Request.Context(), scope(c), q.Q, pg)
 	if err != nil {
 		fail(c, err)
 		return
 	}
-	items := make([]environmentResponse, 0, len(envs))
-	for _, e := range envs {
-		items = append(items, environmentJSON(e))
-	}
-	respond(c, http.StatusOK, listData[environmentResponse]{Items: items, Total: total, Page: f.Page.Page, PerPage: f.Page.PerPage}, "environments")
+	respondList(c, envs, total, pg, environmentJSON, "environments")
 }
 
 func (s *Server) createEnvironment(c *gin.Context) {
@@ -130,43 +93,11 @@ func (s *Server) createEnvironment(c *gin.Context) {
 		fail(c, err)
 		return
 	}
-	name := strings.TrimSpace(req.Name)
-	if name == "" {
-		fail(c, store.Invalid("name: is required"))
-		return
-	}
-	cfg := store.EnvironmentConfig{}
+	n := store.NewEnvironment{Name: req.Name, Slug: req.Slug, Description: req.Description}
 	if req.Configuration != nil {
-		cfg = *req.Configuration
+		n.Configuration = *req.Configuration
 	}
-	if err := cfg.Normalize(); err != nil {
-		fail(c, err)
-		return
-	}
-	n := store.NewEnvironment{Name: name, Slug: req.Slug, Description: strings.TrimSpace(req.Description), Configuration: cfg}
-	ctx := c.Request.Context()
-	var e *store.Environment
-	var err error
-	if n.Slug != "" {
-		if !store.ValidSlug(n.Slug) {
-			fail(c, store.Invalid("slug: must be lower-case letters and digits separated by single dashes, at most 64 characters"))
-			return
-		}
-		e, err = s.db.CreateEnvironment(ctx, n)
-	} else {
-		// A slug made from the name gets -2, -3, ... when taken.
-		base := slugify(name)
-		for i := 1; i <= 50; i++ {
-			n.Slug = base
-			if i > 1 {
-				n.Slug = base + "-" + strconv.Itoa(i)
-			}
-			e, err = s.db.CreateEnvironment(ctx, n)
-			if store.KindOf(err) != store.KindConflict {
-				break
-			}
-		}
-	}
+	e, err := s.environments.Create(c.Request.Context(), scope(c), n)
 	if err != nil {
 		fail(c, err)
 		return
@@ -174,32 +105,13 @@ func (s *Server) createEnvironment(c *gin.Context) {
 	respond(c, http.StatusCreated, environmentJSON(e), "environment created")
 }
 
-// slugify makes a slug from a name: lower-case ASCII letters and digits
-// joined by dashes; "environment" when nothing is left.
-func slugify(name string) string {
-	var b strings.Builder
-	dash := false
-	for _, r := range strings.ToLower(name) {
-		if r < unicode.MaxASCII && (unicode.IsLetter(r) || unicode.IsDigit(r)) {
-			b.WriteRune(r)
-			dash = false
-		} else if !dash && b.Len() > 0 {
-			b.WriteByte('-')
-			dash = true
-		}
-	}
-	s := strings.Trim(b.String(), "-")
-	if len(s) > 56 {
-		s = strings.Trim(s[:56], "-")
-	}
-	if s == "" {
-		return "environment"
-	}
-	return s
-}
-
 func (s *Server) getEnvironment(c *gin.Context) {
-	e, err := s.environmentFromPath(c)
+	id, err := pathID(c, "id")
+	if err != nil {
+		fail(c, err)
+		return
+	}
+	e, err := s.environments.Get(c.Request.Context(), scope(c), id)
 	if err != nil {
 		fail(c, err)
 		return
@@ -208,7 +120,7 @@ func (s *Server) getEnvironment(c *gin.Context) {
 }
 
 func (s *Server) updateEnvironment(c *gin.Context) {
-	e, err := s.environmentFromPath(c)
+	id, err := pathID(c, "id")
 	if err != nil {
 		fail(c, err)
 		return
@@ -218,29 +130,7 @@ func (s *Server) updateEnvironment(c *gin.Context) {
 		fail(c, err)
 		return
 	}
-	up := store.EnvironmentUpdate{Description: req.Description, Configuration: req.Configuration}
-	if req.Name != nil {
-		n := strings.TrimSpace(*req.Name)
-		if n == "" {
-			fail(c, store.Invalid("name: must not be empty"))
-			return
-		}
-		up.Name = &n
-	}
-	if req.Slug != nil {
-		if !store.ValidSlug(*req.Slug) {
-			fail(c, store.Invalid("slug: must be lower-case letters and digits separated by single dashes, at most 64 characters"))
-			return
-		}
-		up.Slug = req.Slug
-	}
-	if up.Configuration != nil {
-		if err := up.Configuration.Normalize(); err != nil {
-			fail(c, err)
-			return
-		}
-	}
-	e, err = s.db.UpdateEnvironment(c.Request.Context(), e.ID, up)
+	e, err := s.environments.Update(c.Request.Context(), scope(c), id, store.EnvironmentUpdate(req))
 	if err != nil {
 		fail(c, err)
 		return
@@ -249,20 +139,25 @@ func (s *Server) updateEnvironment(c *gin.Context) {
 }
 
 func (s *Server) deleteEnvironment(c *gin.Context) {
-	e, err := s.environmentFromPath(c)
+	id, err := pathID(c, "id")
 	if err != nil {
 		fail(c, err)
 		return
 	}
-	if err := s.db.DeleteEnvironment(c.Request.Context(), e.ID); err != nil {
+	if err := s.environments.Delete(c.Request.Context(), scope(c), id); err != nil {
 		fail(c, err)
 		return
 	}
-	respond(c, http.StatusOK, deletedResponse{ID: e.ID, Deleted: true}, "environment deleted")
+	respond(c, http.StatusOK, deletedResponse{ID: id, Deleted: true}, "environment deleted")
 }
 
 func (s *Server) getEnvironmentConfig(c *gin.Context) {
-	e, err := s.environmentFromPath(c)
+	id, err := pathID(c, "id")
+	if err != nil {
+		fail(c, err)
+		return
+	}
+	e, err := s.environments.Get(c.Request.Context(), scope(c), id)
 	if err != nil {
 		fail(c, err)
 		return
@@ -271,7 +166,7 @@ func (s *Server) getEnvironmentConfig(c *gin.Context) {
 }
 
 func (s *Server) putEnvironmentConfig(c *gin.Context) {
-	e, err := s.environmentFromPath(c)
+	id, err := pathID(c, "id")
 	if err != nil {
 		fail(c, err)
 		return
@@ -281,14 +176,10 @@ func (s *Server) putEnvironmentConfig(c *gin.Context) {
 		fail(c, err)
 		return
 	}
-	if err := cfg.Normalize(); err != nil {
-		fail(c, err)
-		return
-	}
-	e, err = s.db.UpdateEnvironment(c.Request.Context(), e.ID, store.EnvironmentUpdate{Configuration: &cfg})
+	out, err := s.environments.SetConfiguration(c.Request.Context(), scope(c), id, cfg)
 	if err != nil {
 		fail(c, err)
 		return
 	}
-	respond(c, http.StatusOK, e.Configuration, "environment configuration updated")
+	respond(c, http.StatusOK, out, "environment configuration updated")
 }

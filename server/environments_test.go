@@ -10,6 +10,7 @@ import (
 )
 
 func TestEnvironments(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	_, admin := e.user(t, "admin", store.RoleAdmin)
 	viewer, viewerTok := e.user(t, "viewer", store.RoleViewer)
@@ -148,6 +149,7 @@ func TestEnvironments(t *testing.T) {
 }
 
 func TestQueryErrorsNameTheParameter(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	_, admin := e.user(t, "admin", store.RoleAdmin)
 	for q, want := range map[string]string{

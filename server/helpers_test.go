@@ -9,6 +9,7 @@ import (
 	"mime/multipart"
 	"net/http"
 	"net/http/httptest"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -22,6 +23,7 @@ import (
 	"github.com/copydesk/copydesk/server"
 	"github.com/copydesk/copydesk/server/auth"
 	"github.com/copydesk/copydesk/store"
+	"github.com/copydesk/copydesk/store/storetest"
 	"github.com/copydesk/copydesk/web"
 )
 
@@ -31,23 +33,11 @@ const testSecret = "test-secret-key-0123456789abcdef0123456789"
 // cheapHasher keeps tests fast; the real cost is measured by the benchmarks.
 var cheapHasher = auth.Hasher{Time: 1, MemoryKiB: 64, Threads: 1}
 
-// clock is a settable time source shared by the store and the services.
-type clock struct {
-	mu  sync.Mutex
-	now time.Time
-}
+// clock is the settable time source shared by the store and the services.
+type clock = storetest.Clock
 
-func (c *clock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *clock) Advance(d time.Duration) {
-	c.mu.Lock()
-	c.now = c.now.Add(d)
-	c.mu.Unlock()
-}
+// envT0 is where an env's clock starts.
+var envT0 = time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC)
 
 // env is a copydesk app on a temporary data dir with the real router.
 type env struct {
@@ -59,9 +49,19 @@ type env struct {
 
 type envOption func(*server.Config)
 
+// newEnv opens an app on a fresh data directory whose database is already
+// migrated (a copy of storetest's template).
 func newEnv(t testing.TB, opts ...envOption) *env {
 	t.Helper()
-	cfg := server.Config{DataDir: t.TempDir(), SecretKey: testSecret, Hasher: &cheapHasher, Version: "test"}
+	dir := t.TempDir()
+	storetest.WriteDB(t, filepath.Join(dir, server.DBFile))
+	return openEnv(t, dir, opts...)
+}
+
+// openEnv opens an app on the data directory dir, as it is.
+func openEnv(t testing.TB, dir string, opts ...envOption) *env {
+	t.Helper()
+	cfg := server.Config{DataDir: dir, SecretKey: testSecret, Hasher: &cheapHasher, Version: "test"}
 	for _, o := range opts {
 		o(&cfg)
 	}
@@ -70,7 +70,7 @@ func newEnv(t testing.TB, opts ...envOption) *env {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { app.Close() })
-	c := &clock{now: time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC)}
+	c := storetest.NewClock(envT0)
 	app.DB.Now = c.Now
 	tt, _ := t.(*testing.T)
 	return &env{t: tt, app: app, clock: c, h: app.Server.Handler()}
@@ -163,6 +163,47 @@ func (e *env) send(t testing.TB, req *http.Request) resp {
 	return r
 }
 
+// sendStream sends a request to an event stream and ends the stream as soon
+// as its status is written: a stream's status is checked without waiting for
+// a deadline, which a loaded machine could miss. A stream that writes
+// nothing for 20 s fails the test rather than hanging it.
+func (e *env) sendStream(t testing.TB, req *http.Request) resp {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(req.Context(), 20*time.Second)
+	defer cancel()
+	req = req.WithContext(ctx)
+	w := &statusSignal{ResponseRecorder: httptest.NewRecorder(), written: cancel}
+	e.h.ServeHTTP(w, req)
+	if !w.wroteHeader {
+		t.Fatalf("%s %s: no status within 20 s", req.Method, req.URL.Path)
+	}
+	r := resp{Code: w.Code, Header: w.Header(), Body: w.Body.String()}
+	checkAgainstDocument(t, req, r)
+	return r
+}
+
+// statusSignal calls written once the status is written.
+type statusSignal struct {
+	*httptest.ResponseRecorder
+	written     func()
+	wroteHeader bool
+}
+
+func (w *statusSignal) WriteHeader(code int) {
+	w.ResponseRecorder.WriteHeader(code)
+	w.wroteHeader = true
+	w.written()
+}
+
+func (w *statusSignal) Write(b []byte) (int, error) {
+	if !w.wroteHeader {
+		w.WriteHeader(http.StatusOK)
+	}
+	return w.ResponseRecorder.Write(b)
+}
+
+func (w *statusSignal) WriteString(s string) (int, error) { return w.Write([]byte(s)) }
+
 // upload sends a multipart file.
 func (e *env) upload(t testing.TB, path, token, field, filename string, content []byte) resp {
 	t.Helper()
@@ -182,8 +223,10 @@ func (e *env) upload(t testing.TB, path, token, field, filename string, content 
 	return e.send(t, req)
 }
 
+// The document is parsed once per test binary; tests only read it.
 var (
 	docOnce   sync.Once
+	docSpec   *openapi3.T
 	docRouter routers.Router
 	docErr    error
 )
@@ -191,15 +234,14 @@ var (
 func loadDocument() (routers.Router, error) {
 	docOnce.Do(func() {
 		loader := openapi3.NewLoader()
-		var doc *openapi3.T
-		doc, docErr = loader.LoadFromData(web.OpenAPI)
+		docSpec, docErr = loader.LoadFromData(web.OpenAPI)
 		if docErr != nil {
 			return
 		}
-		if docErr = doc.Validate(loader.Context); docErr != nil {
+		if docErr = docSpec.Validate(loader.Context); docErr != nil {
 			return
 		}
-		docRouter, docErr = gorillamux.NewRouter(doc)
+		docRouter, docErr = gorillamux.NewRouter(docSpec)
 	})
 	return docRouter, docErr
 }

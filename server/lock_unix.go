@@ -38,8 +38,11 @@ func LockDataDir(dataDir, owner string) (*DataDirLock, error) {
 		}
 		return nil, fmt.Errorf("lock %s: %w", path, err)
 	}
-	f.Truncate(0)
-	f.WriteAt([]byte(owner+"\n"), 0)
+	// Who holds the lock is only a hint for the message a second process
+	// prints: failing to write it must not stop the server.
+	if err := f.Truncate(0); err == nil {
+		_, _ = f.WriteAt([]byte(owner+"\n"), 0)
+	}
 	return &DataDirLock{f: f}, nil
 }
 
@@ -48,9 +51,7 @@ func (l *DataDirLock) Unlock() error {
 	if l == nil || l.f == nil {
 		return nil
 	}
-	l.f.Truncate(0)
-	syscall.Flock(int(l.f.Fd()), syscall.LOCK_UN)
-	err := l.f.Close()
+	err := errors.Join(l.f.Truncate(0), syscall.Flock(int(l.f.Fd()), syscall.LOCK_UN), l.f.Close())
 	l.f = nil
 	return err
 }

@@ -11,6 +11,7 @@ import (
 )
 
 func TestMessages(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	ctx := context.Background()
 	ann, annTok := e.user(t, "ann", store.RoleViewer)

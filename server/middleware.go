@@ -15,6 +15,7 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"github.com/copydesk/copydesk/server/auth"
+	"github.com/copydesk/copydesk/server/stream"
 	"github.com/copydesk/copydesk/store"
 )
 
@@ -84,31 +85,70 @@ func securityHeaders(c *gin.Context) {
 }
 
 // holdDB keeps a restore from swapping the database during the request;
-// a request that arrives during a restore waits for it to finish. The body
-// (already capped by limitBody) is read first, within a deadline, so that a
-// client sending it slowly holds nothing while it does.
-func (s *Server) holdDB(c *gin.Context) {
-	if c.Request.Body != nil && c.Request.Body != http.NoBody {
-		rc := http.NewResponseController(c.Writer)
-		_ = rc.SetReadDeadline(time.Now().Add(time.Minute))
-		body, err := io.ReadAll(c.Request.Body)
-		_ = rc.SetReadDeadline(time.Time{})
-		c.Request.Body.Close()
-		if err != nil {
-			var maxErr *http.MaxBytesError
-			if errors.As(err, &maxErr) {
-				abort(c, http.StatusRequestEntityTooLarge, "the request body is larger than the limit of "+humanBytes(maxErr.Limit))
+// a request that arrives during a restore waits for it to finish. It is
+// the gate's one holder for requests (the job runner is the other): the
+// handler and everything it calls run under its hold. With readBody the
+// body (already capped by limitBody) is read first, within a deadline, so
+// that a client sending it slowly holds nothing while it does; a route
+// that reads a large body itself (an upload) lets go before it does (see
+// letGo).
+func (s *Server) holdDB(readBody bool) gin.HandlerFunc {
+	return func(c *gin.Context) {
+		if readBody && c.Request.Body != nil && c.Request.Body != http.NoBody {
+			rc := http.NewResponseController(c.Writer)
+			_ = rc.SetReadDeadline(time.Now().Add(time.Minute))
+			body, err := io.ReadAll(c.Request.Body)
+			_ = rc.SetReadDeadline(time.Time{})
+			_ = c.Request.Body.Close() // read to the end or failed: ReadAll said which
+			if err != nil {
+				var maxErr *http.MaxBytesError
+				if errors.As(err, &maxErr) {
+					abort(c, http.StatusRequestEntityTooLarge, "the request body is larger than the limit of "+humanBytes(maxErr.Limit))
+					return
+				}
+				abort(c, http.StatusBadRequest, "the request body could not be read in time")
 				return
 			}
-			abort(c, http.StatusBadRequest, "the request body could not be read in time")
-			return
+			c.Request.Body = io.NopCloser(bytes.NewReader(body))
 		}
-		c.Request.Body = io.NopCloser(bytes.NewReader(body))
+		ctx, release := s.db.Hold(c.Request.Context())
+		defer release()
+		c.Set(releaseKey, release)
+		c.Request = c.Request.WithContext(ctx)
+		c.Next()
 	}
-	ctx, release := s.db.Hold(c.Request.Context())
+}
+
+const releaseKey = "copydesk.release"
+
+// letGo releases the request's hold on the database before a handler
+// streams or waits for something else than the database: an event stream,
+// a download or upload, the restore (which takes the gate exclusively and
+// would otherwise wait for its own request). After it the request's
+// context holds nothing; the handler uses the database again only through
+// held.
+func letGo(c *gin.Context) {
+	if release, ok := c.Get(releaseKey); ok {
+		release.(func())()
+	}
+}
+
+// held runs fn with the database held, for a handler that let go (letGo):
+// an event stream's session re-checks and catch-up pages, a streamed run's
+// ending.
+func (s *Server) held(ctx context.Context, fn func(context.Context) error) error {
+	ctx, release := s.db.Hold(ctx)
 	defer release()
-	c.Request = c.Request.WithContext(ctx)
-	c.Next()
+	return fn(ctx)
+}
+
+// serve streams a topic to the caller (server/stream), letting go of the
+// database first: a stream holds it only in the re-checks and catch-up of
+// its options (streamOptions), so a restore never waits for an open
+// stream.
+func (s *Server) serve(c *gin.Context, topic string, o stream.ServeOptions) {
+	letGo(c)
+	s.events.Serve(c.Writer, c.Request, topic, o)
 }
 
 const principalKey = "copydesk.principal"
@@ -137,18 +177,26 @@ func (s *Server) authFromHeader(ctx context.Context, c *gin.Context) (*auth.Prin
 	return s.auth.Authenticate(ctx, strings.TrimSpace(token))
 }
 
-// heldAuthenticate is authenticate for exclusive routes, which do not hold
-// the database for the whole request: it holds it just while it checks.
-func (s *Server) heldAuthenticate(c *gin.Context) {
-	ctx, release := s.db.Hold(c.Request.Context())
-	p, err := s.authFromHeader(ctx, c)
-	release()
-	if err != nil {
-		fail(c, err)
-		return
-	}
-	c.Set(principalKey, p)
-	c.Next()
+// streamOptions are what every event stream of a signed-in caller shares:
+// at each heartbeat it re-checks the session (revoked, user disabled, token
+// expired: the stream ends), holding the database only for that check.
+func (s *Server) streamOptions(c *gin.Context) stream.ServeOptions {
+	token := bearerToken(c)
+	return stream.ServeOptions{Hold: s.held, Recheck: func(ctx context.Context) error {
+		_, err := s.auth.Authenticate(ctx, token)
+		if err == nil {
+			return nil
+		}
+		if store.KindOf(err) == store.KindInternal {
+			s.log.Error("stream: session re-check failed", "err", err)
+		}
+		return errors.New(store.Message(err))
+	}}
+}
+
+func bearerToken(c *gin.Context) string {
+	_, tok, _ := strings.Cut(c.GetHeader("Authorization"), " ")
+	return strings.TrimSpace(tok)
 }
 
 // requireRole refuses callers below min with a 403.

@@ -6,16 +6,24 @@ import (
 	"io"
 	"log/slog"
 	"net/http/httptest"
+	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/gin-gonic/gin"
+
+	"github.com/copydesk/copydesk/server/auth"
+	"github.com/copydesk/copydesk/store/storetest"
 )
 
 // A panic in a handler is a 500 with the standard body and no internals.
 func TestPanicIsA500(t *testing.T) {
+	t.Parallel()
 	var logs strings.Builder
-	a, err := Open(context.Background(), Config{DataDir: t.TempDir(), SecretKey: strings.Repeat("k", 40)}, slog.New(slog.NewTextHandler(&logs, nil)))
+	dir := t.TempDir()
+	storetest.WriteDB(t, filepath.Join(dir, DBFile))
+	cfg := Config{DataDir: dir, SecretKey: strings.Repeat("k", 40), Hasher: &auth.Hasher{Time: 1, MemoryKiB: 64, Threads: 1}}
+	a, err := Open(context.Background(), cfg, slog.New(slog.NewTextHandler(&logs, nil)))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,15 +1,12 @@
 package server
 
 import (
-	"encoding/json"
-	"fmt"
 	"net/http"
-	"strconv"
-	"strings"
 	"time"
 
 	"github.com/gin-gonic/gin"
 
+	"github.com/copydesk/copydesk/server/notify"
 	"github.com/copydesk/copydesk/store"
 )
 
@@ -23,11 +20,14 @@ func (s *Server) registerNotificationRoutes() {
 		Summary: "How many of your notifications are unread", Data: unreadCountResponse{}}, s.unreadNotifications)
 	s.handle(Route{Method: "POST", Path: "/api/notifications/read-all", Tag: tag, Access: signedIn,
 		Summary: "Mark all your notifications read", Data: markedReadResponse{}}, s.readAllNotifications)
-	s.handle(Route{Method: "GET", Path: "/api/notifications/stream", Tag: tag, Access: signedIn, Exclusive: true,
+	s.handle(Route{Method: "GET", Path: "/api/notifications/stream", Tag: tag, Access: signedIn,
 		Summary: "Server-Sent Events stream of your new notifications", Binary: "text/event-stream",
 		Notes: "Each new notification arrives as `event: notification` with `id:` its id and `data:` its JSON. " +
 			"A comment line is sent as a heartbeat every 15 seconds. Send Last-Event-ID to receive what was raised since that id. " +
-			"The stream ends when the session is revoked or the token expires (reconnect with a fresh token), or when the server stops."}, s.notificationStream)
+			"A client that falls behind gets `event: lagged` with `{\"last_event_id\": N, \"detail\": ...}` and the stream ends: " +
+			"reconnect with Last-Event-ID N and nothing is lost. " +
+			"The stream ends with `event: end` and a detail when the session is revoked or the token expires (reconnect with a fresh token), " +
+			"when the database is restored from a backup, or when the server stops."}, s.notificationStream)
 	s.handle(Route{Method: "POST", Path: "/api/notifications/{id}/read", Tag: tag, Access: signedIn,
 		Summary: "Mark a notification read", Data: notificationResponse{}}, s.readNotification)
 	s.handle(Route{Method: "DELETE", Path: "/api/notifications/{id}", Tag: tag, Access: signedIn,
@@ -75,21 +75,17 @@ func (s *Server) listNotifications(c *gin.Context) {
 		return
 	}
 	pg := q.page()
-	list, total, err := s.db.ListNotifications(c.Request.Context(), store.NotificationFilter{
-		UserID: principal(c).User.ID, UnreadOnly: q.Unread != nil && *q.Unread, Page: pg})
+	list, total, err := s.notify.List(c.Request.Context(), principal(c).User.ID,
+		notify.ListQuery{UnreadOnly: q.Unread != nil && *q.Unread, Page: pg})
 	if err != nil {
 		fail(c, err)
 		return
 	}
-	items := make([]notificationResponse, 0, len(list))
-	for _, n := range list {
-		items = append(items, notificationJSON(n))
-	}
-	respond(c, http.StatusOK, listData[notificationResponse]{Items: items, Total: total, Page: pg.Page, PerPage: pg.PerPage}, "notifications")
+	respondList(c, list, total, pg, notificationJSON, "notifications")
 }
 
 func (s *Server) unreadNotifications(c *gin.Context) {
-	n, err := s.db.UnreadNotifications(c.Request.Context(), principal(c).User.ID)
+	n, err := s.notify.UnreadCount(c.Request.Context(), principal(c).User.ID)
 	if err != nil {
 		fail(c, err)
 		return
@@ -98,7 +94,7 @@ func (s *Server) unreadNotifications(c *gin.Context) {
 }
 
 func (s *Server) readAllNotifications(c *gin.Context) {
-	n, err := s.db.MarkAllNotificationsRead(c.Request.Context(), principal(c).User.ID)
+	n, err := s.notify.MarkAllRead(c.Request.Context(), principal(c).User.ID)
 	if err != nil {
 		fail(c, err)
 		return
@@ -112,7 +108,7 @@ func (s *Server) readNotification(c *gin.Context) {
 		fail(c, err)
 		return
 	}
-	n, err := s.db.MarkNotificationRead(c.Request.Context(), principal(c).User.ID, id)
+	n, err := s.notify.MarkRead(c.Request.Context(), principal(c).User.ID, id)
 	if err != nil {
 		fail(c, err)
 		return
@@ -126,7 +122,7 @@ func (s *Server) deleteNotification(c *gin.Context) {
 		fail(c, err)
 		return
 	}
-	if err := s.db.DeleteNotification(c.Request.Context(), principal(c).User.ID, id); err != nil {
+	if err := s.notify.Delete(c.Request.Context(), principal(c).User.ID, id); err != nil {
 		fail(c, err)
 		return
 	}
@@ -134,102 +130,21 @@ func (s *Server) deleteNotification(c *gin.Context) {
 }
 
 // notificationStream pushes the caller's new notifications as Server-Sent
-// Events. It does not hold the database between events (a restore must not
-// wait for open streams); it holds it briefly for each check.
+// Events: the caller's topic, caught up from the database
+// (Last-Event-ID). The stream holds the database only for each catch-up
+// page and session re-check (see serve), so a restore never waits for it.
 func (s *Server) notificationStream(c *gin.Context) {
-	p := principal(c)
-	token := bearerToken(c)
-	sub := s.notify.Subscribe(p.User.ID)
-	defer s.notify.Unsubscribe(sub)
-
-	// A stream lives long: lift the connection's read deadline.
-	_ = http.NewResponseController(c.Writer).SetReadDeadline(time.Time{})
-	h := c.Writer.Header()
-	h.Set("Content-Type", "text/event-stream")
-	h.Set("Cache-Control", "no-cache")
-	h.Set("X-Accel-Buffering", "no") // tell nginx not to buffer
-	c.Status(http.StatusOK)
-	w := c.Writer
-	send := func(n *store.Notification) bool {
-		b, _ := json.Marshal(notificationJSON(n))
-		_, err := fmt.Fprintf(w, "event: notification\nid: %d\ndata: %s\n\n", n.ID, b)
-		w.Flush()
-		return err == nil
-	}
-	if _, err := fmt.Fprint(w, ": connected\nretry: 3000\n\n"); err != nil {
-		return
-	}
-	w.Flush()
-
-	// Catch up from Last-Event-ID, oldest first, page by page. The
-	// subscription opened before, so nothing raised meanwhile is lost; what
-	// the catch-up sent is not sent again (lastSent).
-	var lastSent int64
-	if last, err := strconv.ParseInt(c.GetHeader("Last-Event-ID"), 10, 64); err == nil && last > 0 {
-		lastSent = last
-		for {
-			hctx, release := s.db.Hold(c.Request.Context())
-			missed, _, err := s.db.ListNotifications(hctx, store.NotificationFilter{UserID: p.User.ID, AfterID: lastSent,
-				OldestFirst: true, Page: store.Page{Page: 1, PerPage: 200}})
-			release()
-			if err != nil {
-				break
-			}
-			for _, n := range missed {
-				if !send(n) {
-					return
-				}
-				lastSent = n.ID
-			}
-			if len(missed) < 200 {
-				break
-			}
-		}
-	}
-
-	heartbeat := time.NewTicker(s.opts.StreamHeartbeat)
-	defer heartbeat.Stop()
-	ctx := c.Request.Context()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case n, ok := <-sub.C:
-			if !ok { // the server is shutting down
-				return
-			}
-			if n.ID <= lastSent {
-				continue // already sent by the catch-up
-			}
-			if !send(n) {
-				return
-			}
-			lastSent = n.ID
-		case <-heartbeat.C:
-			// The session may have been revoked, the user disabled, or
-			// the token may have expired: then the stream ends.
-			hctx, release := s.db.Hold(ctx)
-			_, err := s.auth.Authenticate(hctx, token)
-			release()
-			if err != nil {
-				fmt.Fprintf(w, "event: end\ndata: %s\n\n", mustJSON(errorBody{Detail: store.Message(err)}))
-				w.Flush()
-				return
-			}
-			if _, err := fmt.Fprint(w, ": heartbeat\n\n"); err != nil {
-				return
-			}
-			w.Flush()
-		}
-	}
+	uid := principal(c).User.ID
+	o := s.streamOptions(c)
+	o.Replay, o.Encode = s.notify.Replay(uid), encodeNotification
+	s.serve(c, notify.Topic(uid), o)
 }
 
-func mustJSON(v any) string {
-	b, _ := json.Marshal(v)
-	return string(b)
-}
-
-func bearerToken(c *gin.Context) string {
-	_, tok, _ := strings.Cut(c.GetHeader("Authorization"), " ")
-	return strings.TrimSpace(tok)
+// encodeNotification renders the notifications of a stream as the list
+// does.
+func encodeNotification(v any) any {
+	if n, ok := v.(*store.Notification); ok {
+		return notificationJSON(n)
+	}
+	return v
 }

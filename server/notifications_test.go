@@ -17,6 +17,7 @@ import (
 )
 
 func TestNotifications(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	ctx := context.Background()
 	alice, aliceTok := e.user(t, "alice", store.RoleViewer)
@@ -99,6 +100,7 @@ func TestNotifications(t *testing.T) {
 }
 
 func TestNotificationAudiences(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	ctx := context.Background()
 	viewer, _ := e.user(t, "viewer", store.RoleViewer)
@@ -210,6 +212,7 @@ func (s *streamReader) next(t *testing.T, within time.Duration) map[string]strin
 }
 
 func TestNotificationStream(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, func(c *server.Config) { c.StreamHeartbeat = 50 * time.Millisecond })
 	// The heartbeat re-checks the token, against real time.
 	e.app.DB.Now = func() time.Time { return time.Now().UTC() }
@@ -282,9 +285,10 @@ func TestNotificationStream(t *testing.T) {
 }
 
 func TestNotificationPruning(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	ctx := context.Background()
-	u, tok := e.user(t, "pat", store.RoleViewer)
+	u, _ := e.user(t, "pat", store.RoleViewer)
 	_, admin := e.user(t, "admin", store.RoleAdmin)
 	e.app.Notify.User(ctx, u.ID, notify.Note{Kind: "old.read", Title: "old read"})
 	e.app.Notify.User(ctx, u.ID, notify.Note{Kind: "old.unread", Title: "old unread"})
@@ -307,7 +311,7 @@ func TestNotificationPruning(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	tok = e.login(t, "pat@example.com", "password-pat")
+	tok := e.login(t, "pat@example.com", "password-pat")
 	var titles []string
 	for _, it := range e.do(t, "GET", "/api/notifications", tok, nil).Data()["items"].([]any) {
 		titles = append(titles, it.(map[string]any)["title"].(string))
@@ -320,6 +324,7 @@ func TestNotificationPruning(t *testing.T) {
 // Catching up from Last-Event-ID delivers every missed notification, oldest
 // first, past one page, and none twice.
 func TestNotificationStreamCatchUpPages(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	e.app.DB.Now = func() time.Time { return time.Now().UTC() }
 	srv := httptest.NewServer(e.h)
@@ -355,5 +360,29 @@ func TestNotificationStreamCatchUpPages(t *testing.T) {
 			t.Fatalf("sent twice: %v", ev)
 		}
 	case <-time.After(100 * time.Millisecond):
+	}
+}
+
+// A restore ends every open stream: what it said may no longer be true.
+func TestNotificationStreamEndsOnRestore(t *testing.T) {
+	e := newEnv(t)
+	e.app.DB.Now = func() time.Time { return time.Now().UTC() }
+	srv := httptest.NewServer(e.h)
+	t.Cleanup(srv.Close)
+	_, root := e.user(t, "root", store.RoleSuperAdmin)
+	_, viewer := e.user(t, "viewer", store.RoleViewer)
+	name := e.do(t, "POST", "/api/backup", root, nil).Data()["name"].(string)
+	s := openStream(t, srv.URL+"/api/notifications/stream", viewer)
+	for e.app.Notify.Subscribers() == 0 {
+		time.Sleep(time.Millisecond)
+	}
+	if r := e.do(t, "POST", "/api/backup/"+name+"/restore", root, nil); r.Code != 200 {
+		t.Fatalf("restore: %d %s", r.Code, r.Body)
+	}
+	if ev := s.next(t, 5*time.Second); ev["event"] != "end" || !strings.Contains(ev["data"], "restored") {
+		t.Fatalf("end: %v", ev)
+	}
+	if ev := s.next(t, 5*time.Second); ev != nil {
+		t.Fatalf("after the end: %v", ev)
 	}
 }

@@ -377,14 +377,3 @@ func queryError(err error) string {
 	}
 	return msg
 }
-
-// noControl refuses control characters (NUL, newlines, escapes) in a
-// one-line value: names, ids, secrets that end up in HTTP headers.
-func noControl(field, v string) error {
-	for _, r := range v {
-		if r < 0x20 || r == 0x7f {
-			return store.Invalid("%s: must not contain control characters", field)
-		}
-	}
-	return nil
-}

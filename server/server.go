@@ -4,23 +4,27 @@
 package server
 
 import (
-	"context"
 	"log/slog"
 	"net/http"
 	"regexp"
-	"sync"
 	"time"
 
 	"github.com/gin-gonic/gin"
 
 	"github.com/copydesk/copydesk/backup"
+	"github.com/copydesk/copydesk/server/agent"
+	"github.com/copydesk/copydesk/server/aisetting"
 	"github.com/copydesk/copydesk/server/analytics"
 	"github.com/copydesk/copydesk/server/auth"
+	"github.com/copydesk/copydesk/server/credential"
 	"github.com/copydesk/copydesk/server/engine"
+	"github.com/copydesk/copydesk/server/environment"
 	"github.com/copydesk/copydesk/server/jobs"
 	"github.com/copydesk/copydesk/server/keyring"
 	"github.com/copydesk/copydesk/server/message"
 	"github.com/copydesk/copydesk/server/notify"
+	"github.com/copydesk/copydesk/server/setting"
+	"github.com/copydesk/copydesk/server/stream"
 	"github.com/copydesk/copydesk/store"
 )
 
@@ -30,18 +34,23 @@ type Server struct {
 	auth    *auth.Service
 	backups *backup.Manager
 	notify  *notify.Notifier
+	events  *stream.Broker
 	engine  *engine.Engine
 	jobs    *jobs.Runner
-	keys    *keyring.Keyring
 	log     *slog.Logger
 
 	analytics *analytics.Service
 	messages  *message.Service
+	// The groups' services, built in New from the above.
+	environments *environment.Service
+	credentials  *credential.Service
+	aiSettings   *aisetting.Service
+	settings     *setting.Service
+	agents       *agent.Service
 
-	streams sync.Map // run id -> context.CancelCauseFunc of a streamed run
-	router  *gin.Engine
-	routes  []*Route
-	opts    Options
+	router *gin.Engine
+	routes []*Route
+	opts   Options
 }
 
 // Options tunes the HTTP layer.
@@ -55,9 +64,6 @@ type Options struct {
 	Version string
 	// MaxUploadBytes caps backup uploads; DefaultMaxUpload when 0.
 	MaxUploadBytes int64
-	// StreamHeartbeat is how often an event stream sends a heartbeat and
-	// re-checks its session; 15 s when 0.
-	StreamHeartbeat time.Duration
 }
 
 // DefaultMaxUpload is the largest backup upload accepted.
@@ -69,6 +75,7 @@ type Deps struct {
 	Auth    *auth.Service
 	Backups *backup.Manager
 	Notify  *notify.Notifier
+	Events  *stream.Broker // the event streams' broker
 	Engine  *engine.Engine
 	Jobs    *jobs.Runner
 	Keys    *keyring.Keyring
@@ -86,9 +93,6 @@ func New(d Deps, opts Options) (*Server, error) {
 	if opts.MaxUploadBytes <= 0 {
 		opts.MaxUploadBytes = DefaultMaxUpload
 	}
-	if opts.StreamHeartbeat <= 0 {
-		opts.StreamHeartbeat = 15 * time.Second
-	}
 	gin.SetMode(gin.ReleaseMode)
 	e := gin.New()
 	e.HandleMethodNotAllowed = true
@@ -98,11 +102,17 @@ func New(d Deps, opts Options) (*Server, error) {
 	if err := e.SetTrustedProxies(opts.TrustedProxies); err != nil {
 		return nil, err
 	}
-	s := &Server{db: d.DB, auth: d.Auth, backups: d.Backups, notify: d.Notify, engine: d.Engine, jobs: d.Jobs, keys: d.Keys,
+	s := &Server{db: d.DB, auth: d.Auth, backups: d.Backups, notify: d.Notify, events: d.Events, engine: d.Engine, jobs: d.Jobs,
 		log: d.Log, router: e, opts: opts}
 	// The store's clock is read at each call: tests move it after New.
 	s.analytics = analytics.New(d.DB, func() time.Time { return d.DB.Now() })
 	s.messages = message.New(d.DB, d.Notify)
+	s.environments = environment.New(d.DB)
+	s.credentials = credential.New(d.DB, s.environments, d.Keys, d.Engine)
+	s.aiSettings = aisetting.New(d.DB, s.environments, s.credentials, d.Engine)
+	s.settings = setting.New(d.DB)
+	s.agents = agent.New(agent.Deps{Store: d.DB, Environments: s.environments, Credentials: s.credentials, Engine: d.Engine,
+		Jobs: d.Jobs, Notify: d.Notify, Events: d.Events, Log: d.Log})
 	e.Use(s.recoverPanics, s.logRequests, securityHeaders)
 	e.NoRoute(func(c *gin.Context) {
 		abort(c, http.StatusNotFound, "no route for "+c.Request.Method+" "+c.Request.URL.Path)
@@ -122,10 +132,6 @@ func New(d Deps, opts Options) (*Server, error) {
 	s.registerAISettingsRoutes()
 	s.registerTokenAnalyticsRoutes()
 	s.registerAgentRoutes()
-	if s.jobs != nil {
-		s.jobs.Register(AgentRunJob, s.runAgentJob)
-		s.jobs.OnFinish = s.onJobFinished
-	}
 	return s, nil
 }
 
@@ -142,19 +148,16 @@ type Access struct {
 }
 
 var (
-	public       = Access{Public: true}
-	signedIn     = Access{MinRole: store.RoleViewer}
-	editorOnly   = Access{MinRole: store.RoleEditor}
-	adminOnly    = Access{MinRole: store.RoleAdmin}
-	superOnly    = Access{MinRole: store.RoleSuperAdmin}
-	_            = editorOnly
-	_            = superOnly
-	allowAnyRole = signedIn
+	public     = Access{Public: true}
+	signedIn   = Access{MinRole: store.RoleViewer}
+	editorOnly = Access{MinRole: store.RoleEditor}
+	adminOnly  = Access{MinRole: store.RoleAdmin}
+	superOnly  = Access{MinRole: store.RoleSuperAdmin}
 )
 
 // Route is one endpoint with everything the OpenAPI document says of it.
 // Registering through handle keeps the router, the role checks and the
-// document in step.
+// document in step, and holds the database for every request (see handle).
 type Route struct {
 	Method  string
 	Path    string // OpenAPI form: /api/environments/{id}
@@ -173,15 +176,18 @@ type Route struct {
 	Errors    []int  // statuses beyond those implied by Access, Body and path
 	MaxBody   int64  // body limit; DefaultMaxBody when 0, the handler's own when < 0
 	List      bool   // Data is the item type of a paginated list
-	// Exclusive routes do not hold the database for the whole request;
-	// they hold it themselves where they use it (see store.DB.Hold).
-	Exclusive bool
 	// EventStream documents a 200 text/event-stream answer beside Status
 	// (execute with stream true).
 	EventStream bool
 }
 
 // handle registers a route and its documentation.
+//
+// Every route runs with the database held (holdDB): a restore waits for
+// the requests in flight and holds new ones. A handler that streams or
+// waits on something other than the database (event streams, backup
+// downloads and uploads, the restore itself) lets go first, through letGo
+// or serve, and uses the database after that only through held.
 func (s *Server) handle(r Route, h gin.HandlerFunc) {
 	if r.Status == 0 {
 		r.Status = http.StatusOK
@@ -190,16 +196,9 @@ func (s *Server) handle(r Route, h gin.HandlerFunc) {
 	if r.MaxBody >= 0 { // < 0: the handler enforces a limit of its own
 		chain = append(chain, s.limitBody(r.MaxBody))
 	}
-	if !r.Exclusive {
-		chain = append(chain, s.holdDB)
-	}
+	chain = append(chain, s.holdDB(r.MaxBody >= 0))
 	if !r.Access.Public {
-		if r.Exclusive {
-			chain = append(chain, s.heldAuthenticate)
-		} else {
-			chain = append(chain, s.authenticate)
-		}
-		chain = append(chain, requireRole(r.Access.MinRole))
+		chain = append(chain, s.authenticate, requireRole(r.Access.MinRole))
 	}
 	chain = append(chain, h)
 	s.router.Handle(r.Method, ginPath(r.Path), chain...)
@@ -214,10 +213,3 @@ var pathParam = regexp.MustCompile(`\{(\w+)\}`)
 // EngineRoutes lists what the router actually serves, for the test that
 // compares it with the OpenAPI document.
 func (s *Server) EngineRoutes() gin.RoutesInfo { return s.router.Routes() }
-
-// onJobFinished hears every job that reached a final status.
-func (s *Server) onJobFinished(ctx context.Context, job *store.Job) {
-	if job.Kind == AgentRunJob {
-		s.agentJobFinished(ctx, job)
-	}
-}

@@ -5,6 +5,7 @@ import (
 
 	"github.com/gin-gonic/gin"
 
+	"github.com/copydesk/copydesk/server/setting"
 	"github.com/copydesk/copydesk/store"
 )
 
@@ -29,13 +30,14 @@ func systemSettingsJSON(set store.SystemSettings) systemSettingsResponse {
 	return systemSettingsResponse{RegistrationOpen: set.RegistrationOpen, NotificationRetentionDays: set.NotificationRetentionDays}
 }
 
+// systemSettingsRequest is the wire form of setting.Change.
 type systemSettingsRequest struct {
 	RegistrationOpen          *bool `json:"registration_open"`
 	NotificationRetentionDays *int  `json:"notification_retention_days" binding:"omitempty,gte=1,lte=3650"`
 }
 
 func (s *Server) systemSettings(c *gin.Context) {
-	set, err := s.db.SystemSettings(c.Request.Context())
+	set, err := s.settings.Get(c.Request.Context(), scope(c))
 	if err != nil {
 		fail(c, err)
 		return
@@ -49,19 +51,8 @@ func (s *Server) putSystemSettings(c *gin.Context) {
 		fail(c, err)
 		return
 	}
-	ctx := c.Request.Context()
-	set, err := s.db.SystemSettings(ctx)
+	set, err := s.settings.Update(c.Request.Context(), scope(c), setting.Change(req))
 	if err != nil {
-		fail(c, err)
-		return
-	}
-	if req.RegistrationOpen != nil {
-		set.RegistrationOpen = *req.RegistrationOpen
-	}
-	if req.NotificationRetentionDays != nil {
-		set.NotificationRetentionDays = *req.NotificationRetentionDays
-	}
-	if err := s.db.SetSystemSettings(ctx, set); err != nil {
 		fail(c, err)
 		return
 	}

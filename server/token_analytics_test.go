@@ -216,6 +216,7 @@ func taQuery(kv ...string) url.Values {
 }
 
 func TestTokenAnalyticsUsageList(t *testing.T) {
+	t.Parallel()
 	w := newTAWorld(t)
 	s := func(id int64) string { return strconv.FormatInt(id, 10) }
 	cases := []struct {
@@ -312,6 +313,7 @@ func TestTokenAnalyticsUsageList(t *testing.T) {
 }
 
 func TestTokenAnalyticsSummary(t *testing.T) {
+	t.Parallel()
 	w := newTAWorld(t)
 	s := func(id int64) string { return strconv.FormatInt(id, 10) }
 	cases := []struct {
@@ -349,6 +351,7 @@ func TestTokenAnalyticsSummary(t *testing.T) {
 }
 
 func TestTokenAnalyticsSeries(t *testing.T) {
+	t.Parallel()
 	w := newTAWorld(t)
 	type point struct {
 		key, label string
@@ -465,6 +468,7 @@ func TestTokenAnalyticsSeries(t *testing.T) {
 }
 
 func TestTokenAnalyticsCosts(t *testing.T) {
+	t.Parallel()
 	w := newTAWorld(t)
 	r := w.get(t, w.admin, "/api/token-analytics/costs", nil)
 	if r.Code != 200 {
@@ -519,6 +523,7 @@ func TestTokenAnalyticsCosts(t *testing.T) {
 }
 
 func TestTokenAnalyticsExport(t *testing.T) {
+	t.Parallel()
 	w := newTAWorld(t)
 	r := w.get(t, w.admin, "/api/token-analytics/export.csv", nil)
 	if r.Code != 200 || !strings.HasPrefix(r.Header.Get("Content-Type"), "text/csv") {
@@ -582,6 +587,7 @@ func TestTokenAnalyticsExport(t *testing.T) {
 }
 
 func TestTokenAnalyticsBadInput(t *testing.T) {
+	t.Parallel()
 	w := newTAWorld(t)
 	endpoints := []string{"usage", "summary", "series", "costs", "export.csv"}
 	cases := []struct {
@@ -628,6 +634,7 @@ func TestTokenAnalyticsBadInput(t *testing.T) {
 }
 
 func TestTokenAnalyticsTenancy(t *testing.T) {
+	t.Parallel()
 	w := newTAWorld(t)
 	s := func(id int64) string { return strconv.FormatInt(id, 10) }
 	users := []struct {

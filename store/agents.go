@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 )
@@ -139,22 +140,34 @@ func (db *DB) loadAssignments(ctx context.Context, agents []*Agent) error {
 	return rows.Err()
 }
 
-// agentVisible is the condition under which user ?1 (a non-admin) may see
-// agent a: global agents, agents of a granted environment, and agents
-// assigned to a granted environment.
-const agentVisible = `(a.environment_id IS NULL
-	OR a.environment_id IN (SELECT environment_id FROM user_environments WHERE user_id = ?)
-	OR a.id IN (SELECT agent_id FROM agent_assignments WHERE environment_id IN
-		(SELECT environment_id FROM user_environments WHERE user_id = ?)))`
-
-// AgentVisibleTo reports whether a non-admin user may see an agent.
-func (db *DB) AgentVisibleTo(ctx context.Context, agentID, userID int64) (bool, error) {
-	var one int
-	err := db.r.QueryRowContext(ctx, `SELECT 1 FROM agents a WHERE a.id = ? AND `+agentVisible, agentID, userID, userID).Scan(&one)
-	if errors.Is(err, sql.ErrNoRows) {
-		return false, nil
+// agentInScope renders, for a query over agents a, the rule of who sees an
+// agent: every scope with a caller sees the global agents, and a scope sees
+// the agents of its environments and those assigned to one of them.
+// Agent.VisibleIn is the same rule for one agent.
+func agentInScope(sc Scope) (string, []any) {
+	if sc.Admin {
+		return "", nil
 	}
-	return err == nil, err
+	if sc.UserID == 0 {
+		return "0", nil // the zero Scope sees nothing
+	}
+	own, args := sc.envIn("a.environment_id")
+	assigned, more := sc.envIn("environment_id")
+	return "(a.environment_id IS NULL OR " + own + " OR a.id IN (SELECT agent_id FROM agent_assignments WHERE " + assigned + "))",
+		append(args, more...)
+}
+
+// VisibleIn reports whether a scope sees the agent (see agentInScope).
+func (a *Agent) VisibleIn(sc Scope) bool {
+	switch {
+	case sc.Admin:
+		return true
+	case sc.UserID == 0:
+		return false
+	case a.EnvironmentID == nil || sc.Sees(*a.EnvironmentID):
+		return true
+	}
+	return slices.ContainsFunc(a.Assignments, sc.Sees)
 }
 
 // UsableIn reports whether the agent may run in an environment: its own,
@@ -173,8 +186,8 @@ func (a *Agent) UsableIn(envID int64) bool {
 
 // AgentFilter narrows ListAgents.
 type AgentFilter struct {
-	VisibleTo     int64 // non-zero: only agents this non-admin may see
-	EnvironmentID *int64
+	Scope         Scope  // only the agents it sees
+	EnvironmentID *int64 // its own agents and those assigned to it
 	Kind          string
 	Active        *bool
 	Q             string
@@ -185,8 +198,8 @@ type AgentFilter struct {
 func (db *DB) ListAgents(ctx context.Context, f AgentFilter) ([]*Agent, int, error) {
 	var where []string
 	var args []any
-	if f.VisibleTo != 0 {
-		where, args = append(where, agentVisible), append(args, f.VisibleTo, f.VisibleTo)
+	if cond, scopeArgs := agentInScope(f.Scope); cond != "" {
+		where, args = append(where, cond), append(args, scopeArgs...)
 	}
 	if f.EnvironmentID != nil {
 		where = append(where, `(a.environment_id = ? OR a.id IN (SELECT agent_id FROM agent_assignments WHERE environment_id = ?))`)
@@ -322,29 +335,84 @@ type NewRun struct {
 	UserID        *int64
 	Input         string
 	Variables     map[string]string
+	// Refused, when set, records the run failed at once with this error: an
+	// attempt that could not start, kept so the runs list shows it.
+	Refused string
 }
 
-// CreateRun records a queued run: one statement, which returns it.
+// CreateRun records a queued run (or a refused one, see NewRun.Refused).
 func (db *DB) CreateRun(ctx context.Context, n NewRun) (*AgentRun, error) {
+	var run *AgentRun
+	err := db.tx(ctx, func(tx *sql.Tx) error {
+		var err error
+		run, err = db.insertRunTx(ctx, tx, n)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return run, nil
+}
+
+// RunJob is the job that carries out a new run (CreateRunWithJob).
+type RunJob struct {
+	Kind        string
+	MaxAttempts int // 0: DefaultJobMaxAttempts
+	// Payload is the job's payload, made from the run's id.
+	Payload func(runID int64) any
+}
+
+// CreateRunWithJob records a queued run and queues the job that carries it
+// out, in one transaction: there is never a run without its job, nor a job
+// without its run. The caller tells the job runner (jobs.Runner.Signal).
+func (db *DB) CreateRunWithJob(ctx context.Context, n NewRun, j RunJob) (*AgentRun, error) {
+	if n.Refused != "" {
+		return nil, Invalid("a refused run has no job")
+	}
+	var run *AgentRun
+	err := db.tx(ctx, func(tx *sql.Tx) error {
+		r, err := db.insertRunTx(ctx, tx, n)
+		if err != nil {
+			return err
+		}
+		job, err := db.insertJobTx(ctx, tx, NewJob{Kind: j.Kind, Payload: j.Payload(r.ID), MaxAttempts: j.MaxAttempts})
+		if err != nil {
+			return err
+		}
+		if _, err := tx.ExecContext(ctx, `UPDATE agent_runs SET job_id = ? WHERE id = ?`, job.ID, r.ID); err != nil {
+			return err
+		}
+		r.JobID = &job.ID
+		run = r
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("store: create run: %w", err)
+	}
+	return run, nil
+}
+
+// insertRunTx inserts a run inside tx and returns it as stored.
+func (db *DB) insertRunTx(ctx context.Context, tx *sql.Tx, n NewRun) (*AgentRun, error) {
 	if n.Variables == nil {
 		n.Variables = map[string]string{}
 	}
 	vars, err := json.Marshal(n.Variables)
 	if err != nil {
-		return nil, err
+		return nil, &Error{Kind: KindInvalid, Message: "the run's variables cannot be encoded as JSON", Err: err}
 	}
-	r, err := insertRow(ctx, db, scanRun, `INSERT INTO agent_runs (agent_id, environment_id, user_id, input, variables, status, queued_at)
-		VALUES (?, ?, ?, ?, ?, 'queued', ?) RETURNING `+returning(runColumns), n.AgentID, n.EnvironmentID, n.UserID, n.Input, string(vars), db.now())
+	now := db.now()
+	status, finished := RunQueued, any(nil)
+	if n.Refused != "" {
+		status, finished = RunFailed, now
+	}
+	r, err := scanRun(tx.QueryRowContext(ctx, `INSERT INTO agent_runs (agent_id, environment_id, user_id, input, variables, status, error,
+		queued_at, finished_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING `+returning(runColumns),
+		n.AgentID, n.EnvironmentID, n.UserID, n.Input, string(vars), status, n.Refused, now, finished))
 	if err != nil {
 		return nil, translate(err, "run")
 	}
 	return r, nil
-}
-
-// SetRunJob links a run to the job that executes it.
-func (db *DB) SetRunJob(ctx context.Context, runID, jobID int64) error {
-	_, err := db.exec(ctx, `UPDATE agent_runs SET job_id = ? WHERE id = ?`, jobID, runID)
-	return err
 }
 
 // RunByID finds a run.
@@ -396,8 +464,10 @@ func (db *DB) FinishRun(ctx context.Context, id int64, o RunOutcome) (*AgentRun,
 
 // RequeueRun puts a run back to queued after a retryable failure.
 func (db *DB) RequeueRun(ctx context.Context, id int64, errText string) error {
-	_, err := db.exec(ctx, `UPDATE agent_runs SET status = 'queued', error = ? WHERE id = ? AND status = 'running'`, errText, id)
-	return err
+	if _, err := db.exec(ctx, `UPDATE agent_runs SET status = 'queued', error = ? WHERE id = ? AND status = 'running'`, errText, id); err != nil {
+		return fmt.Errorf("store: requeue run: %w", err)
+	}
+	return nil
 }
 
 func (db *DB) runByIDWriter(ctx context.Context, id int64) (*AgentRun, error) {
@@ -410,9 +480,9 @@ func (db *DB) runByIDWriter(ctx context.Context, id int64) (*AgentRun, error) {
 
 // RunFilter narrows ListRuns.
 type RunFilter struct {
-	AgentID   *int64
-	Status    string
-	VisibleTo int64 // non-zero: only runs in environments this user was granted, or the user's own
+	AgentID *int64
+	Status  string
+	Scope   Scope // only runs in its environments, and its caller's own outside any
 	Page
 }
 
@@ -426,18 +496,17 @@ func (db *DB) ListRuns(ctx context.Context, f RunFilter) ([]*AgentRun, int, erro
 	if f.Status != "" {
 		where, args = append(where, "r.status = ?"), append(args, f.Status)
 	}
-	if f.VisibleTo != 0 {
-		where = append(where, `(r.environment_id IN (SELECT environment_id FROM user_environments WHERE user_id = ?)
-			OR (r.environment_id IS NULL AND r.user_id = ?))`)
-		args = append(args, f.VisibleTo, f.VisibleTo)
+	if cond, scopeArgs := f.Scope.ownedIn("r.environment_id", "r.user_id"); cond != "" {
+		where, args = append(where, cond), append(args, scopeArgs...)
 	}
 	return listPage(ctx, db, listQuery{from: "agent_runs r", where: where, args: args, columns: runColumns,
 		order: "r.id DESC", what: "runs"}, f.Page, scanRun)
 }
 
 // FailOrphanRuns ends the runs left queued or running with no live job to
-// finish them (a streamed run when the process died, or a crash between
-// recording a run and queueing its job): they fail with reason. Runs whose
+// finish them (their job ended while the hook that closes its run could not
+// write, or the run predates runs and jobs being created together): they
+// fail with reason. Runs whose
 // job is still queued or running are left to the job. It runs at start-up,
 // before the server serves, and says how many it ended.
 func (db *DB) FailOrphanRuns(ctx context.Context, reason string) (int64, error) {

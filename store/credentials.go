@@ -45,6 +45,13 @@ type Credential struct {
 	UpdatedAt     time.Time
 }
 
+// UsableIn reports whether the credential may be used in environment envID
+// (nil: outside any environment): a global credential anywhere, one bound
+// to an environment only there.
+func (c *Credential) UsableIn(envID *int64) bool {
+	return c.EnvironmentID == nil || (envID != nil && *c.EnvironmentID == *envID)
+}
+
 // CredentialAAD binds a sealed secret to its row, so a sealed value copied
 // to another row does not open.
 func CredentialAAD(id int64) string { return fmt.Sprintf("credential:%d:secret", id) }

@@ -6,9 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net/url"
-	"path/filepath"
-	"regexp"
 	"sort"
 	"strings"
 	"time"
@@ -26,8 +23,9 @@ type Environment struct {
 	UpdatedAt     time.Time
 }
 
-// EnvironmentConfig is how an environment publishes and generates. The
-// server validates it (server/environments.go) before it is stored.
+// EnvironmentConfig is how an environment publishes and generates. Its
+// rules and defaults are server/environment's NormalizeConfig, applied
+// before it is stored.
 type EnvironmentConfig struct {
 	WordPress          *WordPressConfig `json:"wordpress"`
 	Astro              *AstroConfig     `json:"astro"`
@@ -102,9 +100,8 @@ func (db *DB) EnvironmentByID(ctx context.Context, id int64) (*Environment, erro
 
 // EnvironmentFilter narrows ListEnvironments.
 type EnvironmentFilter struct {
-	// VisibleTo, when non-zero, keeps only environments granted to that user.
-	VisibleTo int64
-	Q         string
+	Scope Scope // only the environments it sees
+	Q     string
 	Page
 }
 
@@ -112,9 +109,8 @@ type EnvironmentFilter struct {
 func (db *DB) ListEnvironments(ctx context.Context, f EnvironmentFilter) ([]*Environment, int, error) {
 	var where []string
 	var args []any
-	if f.VisibleTo != 0 {
-		where = append(where, `e.id IN (SELECT environment_id FROM user_environments WHERE user_id = ?)`)
-		args = append(args, f.VisibleTo)
+	if cond, condArgs := f.Scope.envIn("e.id"); cond != "" {
+		where, args = append(where, cond), append(args, condArgs...)
 	}
 	if q := strings.TrimSpace(f.Q); q != "" {
 		where = append(where, `(e.name LIKE ? ESCAPE '\' OR e.slug LIKE ? ESCAPE '\')`)
@@ -179,19 +175,6 @@ func (db *DB) DeleteEnvironment(ctx context.Context, id int64) error {
 	return nil
 }
 
-// UserHasEnvironment reports whether an environment was granted to a user.
-func (db *DB) UserHasEnvironment(ctx context.Context, userID, envID int64) (bool, error) {
-	var one int
-	err := db.r.QueryRowContext(ctx, `SELECT 1 FROM user_environments WHERE user_id = ? AND environment_id = ?`, userID, envID).Scan(&one)
-	if errors.Is(err, sql.ErrNoRows) {
-		return false, nil
-	}
-	if err != nil {
-		return false, fmt.Errorf("store: check environment access: %w", err)
-	}
-	return true, nil
-}
-
 // UserEnvironmentIDs lists the environments granted to a user.
 func (db *DB) UserEnvironmentIDs(ctx context.Context, userID int64) ([]int64, error) {
 	return db.ids(ctx, `SELECT environment_id FROM user_environments WHERE user_id = ? ORDER BY environment_id`, userID)
@@ -247,69 +230,4 @@ func dedupe(ids []int64) []int64 {
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i] < out[j] })
 	return out
-}
-
-var (
-	languagePattern = regexp.MustCompile(`^[a-z]{2,3}(-[A-Za-z0-9]{2,8})*$`)
-	slugPattern     = regexp.MustCompile(`^[a-z0-9]+(-[a-z0-9]+)*$`)
-)
-
-// ValidSlug reports whether s is a lower-case, dash-separated slug of at most
-// 64 characters.
-func ValidSlug(s string) bool { return len(s) <= 64 && slugPattern.MatchString(s) }
-
-// Normalize fills defaults and checks every field, naming the first one that
-// is wrong as "configuration.<field>".
-func (c *EnvironmentConfig) Normalize() error {
-	if c.Language == "" {
-		c.Language = "en"
-	}
-	if !languagePattern.MatchString(c.Language) {
-		return Invalid("configuration.language: must be a language tag like en, de or pt-BR")
-	}
-	if c.Timezone == "" {
-		c.Timezone = "UTC"
-	}
-	if _, err := time.LoadLocation(c.Timezone); err != nil || strings.EqualFold(c.Timezone, "local") {
-		return Invalid("configuration.timezone: must be an IANA time zone like UTC or Europe/Berlin")
-	}
-	if c.DefaultAgentID != nil && *c.DefaultAgentID <= 0 {
-		return Invalid("configuration.default_agent_id: must be a positive id")
-	}
-	if c.DefaultArchetypeID != nil && *c.DefaultArchetypeID <= 0 {
-		return Invalid("configuration.default_archetype_id: must be a positive id")
-	}
-	if wp := c.WordPress; wp != nil {
-		u, err := url.Parse(strings.TrimSpace(wp.BaseURL))
-		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Hostname() == "" || u.RawQuery != "" || u.ForceQuery ||
-			u.Fragment != "" || u.User != nil {
-			return Invalid("configuration.wordpress.base_url: must be the http or https address of the WordPress site, like https://example.com")
-		}
-		wp.BaseURL = strings.TrimRight(u.String(), "/")
-		if wp.CredentialID != nil && *wp.CredentialID <= 0 {
-			return Invalid("configuration.wordpress.credential_id: must be a positive id")
-		}
-		switch wp.DefaultStatus {
-		case "":
-			wp.DefaultStatus = "draft"
-		case "draft", "publish", "pending", "private":
-		default:
-			return Invalid("configuration.wordpress.default_status: must be one of draft, publish, pending, private")
-		}
-	}
-	if a := c.Astro; a != nil {
-		if a.ProjectPath == "" || !filepath.IsAbs(a.ProjectPath) {
-			return Invalid("configuration.astro.project_path: must be the absolute path of the Astro project on the server")
-		}
-		a.ProjectPath = filepath.Clean(a.ProjectPath)
-		if a.ContentDir == "" {
-			a.ContentDir = "src/content/blog"
-		}
-		cd := filepath.ToSlash(filepath.Clean(a.ContentDir))
-		if filepath.IsAbs(a.ContentDir) || cd == ".." || strings.HasPrefix(cd, "../") {
-			return Invalid("configuration.astro.content_dir: must be a folder inside the project, like src/content/blog")
-		}
-		a.ContentDir = cd
-	}
-	return nil
 }

@@ -112,7 +112,7 @@ func TestSetUserEnvironments(t *testing.T) {
 		if ids, _ := db.UserEnvironmentIDs(ctx, u.ID); !slices.Equal(ids, want) {
 			t.Errorf("UserEnvironmentIDs = %v, want %v", ids, want)
 		}
-		if has, _ := db.UserHasEnvironment(ctx, u.ID, a.ID); has {
+		if ids, _ := db.UserEnvironmentIDs(ctx, u.ID); slices.Contains(ids, a.ID) {
 			t.Error("the replaced grant is still there")
 		}
 	})
@@ -189,7 +189,6 @@ func TestSetUserEnvironments(t *testing.T) {
 func TestListEnvironments(t *testing.T) {
 	ctx := context.Background()
 	db, _ := openDB(t)
-	u := mustUser(t, db, "member", store.RoleViewer)
 	names := []struct{ name, slug string }{{"beta", "beta"}, {"Alpha", "alpha"}, {"gamma_1", "gamma-1"}, {"gammax1", "gammax1"}}
 	ids := map[string]int64{}
 	for _, n := range names {
@@ -199,9 +198,7 @@ func TestListEnvironments(t *testing.T) {
 		}
 		ids[n.slug] = e.ID
 	}
-	if _, err := db.SetUserEnvironments(ctx, u.ID, []int64{ids["beta"], ids["gammax1"]}); err != nil {
-		t.Fatal(err)
-	}
+	granted := store.NewScope(7, false, []int64{ids["beta"], ids["gammax1"]})
 	all := store.Page{Page: 1, PerPage: 50}
 	tests := []struct {
 		name      string
@@ -209,12 +206,14 @@ func TestListEnvironments(t *testing.T) {
 		want      []string
 		wantTotal int
 	}{
-		{"AllByNameIgnoringCase", store.EnvironmentFilter{Page: all}, []string{"alpha", "beta", "gamma-1", "gammax1"}, 4},
-		{"VisibleTo", store.EnvironmentFilter{VisibleTo: u.ID, Page: all}, []string{"beta", "gammax1"}, 2},
-		{"QUnderscoreIsLiteral", store.EnvironmentFilter{Q: "gamma_", Page: all}, []string{"gamma-1"}, 1},
-		{"QMatchesSlug", store.EnvironmentFilter{Q: "ALPHA", Page: all}, []string{"alpha"}, 1},
-		{"VisibleToAndQ", store.EnvironmentFilter{VisibleTo: u.ID, Q: "gamma", Page: all}, []string{"gammax1"}, 1},
-		{"Paged", store.EnvironmentFilter{Page: store.Page{Page: 2, PerPage: 3}}, []string{"gammax1"}, 4},
+		{"AllByNameIgnoringCase", store.EnvironmentFilter{Scope: store.Everything, Page: all}, []string{"alpha", "beta", "gamma-1", "gammax1"}, 4},
+		{"Granted", store.EnvironmentFilter{Scope: granted, Page: all}, []string{"beta", "gammax1"}, 2},
+		{"NothingGranted", store.EnvironmentFilter{Scope: store.NewScope(7, false, nil), Page: all}, []string{}, 0},
+		{"ZeroScopeSeesNothing", store.EnvironmentFilter{Page: all}, []string{}, 0},
+		{"QUnderscoreIsLiteral", store.EnvironmentFilter{Scope: store.Everything, Q: "gamma_", Page: all}, []string{"gamma-1"}, 1},
+		{"QMatchesSlug", store.EnvironmentFilter{Scope: store.Everything, Q: "ALPHA", Page: all}, []string{"alpha"}, 1},
+		{"GrantedAndQ", store.EnvironmentFilter{Scope: granted, Q: "gamma", Page: all}, []string{"gammax1"}, 1},
+		{"Paged", store.EnvironmentFilter{Scope: store.Everything, Page: store.Page{Page: 2, PerPage: 3}}, []string{"gammax1"}, 4},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -231,131 +230,4 @@ func TestListEnvironments(t *testing.T) {
 			}
 		})
 	}
-}
-
-func TestEnvironmentConfigNormalize(t *testing.T) {
-	wp := func(base string) store.EnvironmentConfig {
-		return store.EnvironmentConfig{WordPress: &store.WordPressConfig{BaseURL: base}}
-	}
-	astro := func(project, content string) store.EnvironmentConfig {
-		return store.EnvironmentConfig{Astro: &store.AstroConfig{ProjectPath: project, ContentDir: content}}
-	}
-
-	ok := []struct {
-		name  string
-		in    store.EnvironmentConfig
-		check func(t *testing.T, c store.EnvironmentConfig)
-	}{
-		{"Defaults", store.EnvironmentConfig{}, func(t *testing.T, c store.EnvironmentConfig) {
-			if c.Language != "en" || c.Timezone != "UTC" || c.WordPress != nil || c.Astro != nil {
-				t.Errorf("got %+v, want language en, timezone UTC and nothing else", c)
-			}
-		}},
-		{"KeepsValidLanguageAndZone", store.EnvironmentConfig{Language: "pt-BR", Timezone: "America/Sao_Paulo"}, func(t *testing.T, c store.EnvironmentConfig) {
-			if c.Language != "pt-BR" || c.Timezone != "America/Sao_Paulo" {
-				t.Errorf("got %q %q", c.Language, c.Timezone)
-			}
-		}},
-		{"WordPressTrailingSlashDropped", wp("https://example.com/"), func(t *testing.T, c store.EnvironmentConfig) {
-			if c.WordPress.BaseURL != "https://example.com" || c.WordPress.DefaultStatus != "draft" {
-				t.Errorf("got %+v", c.WordPress)
-			}
-		}},
-		{"WordPressSubpathTrimmed", wp("  http://localhost:8080/blog//  "), func(t *testing.T, c store.EnvironmentConfig) {
-			if c.WordPress.BaseURL != "http://localhost:8080/blog" {
-				t.Errorf("BaseURL = %q", c.WordPress.BaseURL)
-			}
-		}},
-		{"WordPressStatusKept", store.EnvironmentConfig{WordPress: &store.WordPressConfig{BaseURL: "https://x.io", DefaultStatus: "publish", CredentialID: ptr(int64(1))}},
-			func(t *testing.T, c store.EnvironmentConfig) {
-				if c.WordPress.DefaultStatus != "publish" {
-					t.Errorf("DefaultStatus = %q", c.WordPress.DefaultStatus)
-				}
-			}},
-		{"AstroPathsCleaned", astro("/srv/site/./blog/../", "./src//content/posts/"), func(t *testing.T, c store.EnvironmentConfig) {
-			if c.Astro.ProjectPath != "/srv/site" || c.Astro.ContentDir != "src/content/posts" {
-				t.Errorf("got %+v", c.Astro)
-			}
-		}},
-		{"AstroContentDirDefault", astro("/srv/site", ""), func(t *testing.T, c store.EnvironmentConfig) {
-			if c.Astro.ContentDir != "src/content/blog" {
-				t.Errorf("ContentDir = %q", c.Astro.ContentDir)
-			}
-		}},
-		{"AstroDotsInsideNameAllowed", astro("/srv/site", "..drafts/x/../y"), func(t *testing.T, c store.EnvironmentConfig) {
-			if c.Astro.ContentDir != "..drafts/y" {
-				t.Errorf("ContentDir = %q", c.Astro.ContentDir)
-			}
-		}},
-	}
-	for _, tt := range ok {
-		t.Run("OK/"+tt.name, func(t *testing.T) {
-			c := tt.in
-			if err := c.Normalize(); err != nil {
-				t.Fatalf("Normalize: %v", err)
-			}
-			tt.check(t, c)
-		})
-	}
-
-	bad := []struct {
-		name  string
-		in    store.EnvironmentConfig
-		field string
-	}{
-		{"LanguageUpperCase", store.EnvironmentConfig{Language: "EN"}, "configuration.language"},
-		{"LanguageWord", store.EnvironmentConfig{Language: "english"}, "configuration.language"},
-		{"LanguageOneLetter", store.EnvironmentConfig{Language: "e"}, "configuration.language"},
-		{"TimezoneUnknown", store.EnvironmentConfig{Timezone: "Mars/Olympus_Mons"}, "configuration.timezone"},
-		{"TimezoneLocal", store.EnvironmentConfig{Timezone: "Local"}, "configuration.timezone"},
-		{"TimezonePath", store.EnvironmentConfig{Timezone: "../../etc/passwd"}, "configuration.timezone"},
-		{"AgentIDZero", store.EnvironmentConfig{DefaultAgentID: ptr(int64(0))}, "configuration.default_agent_id"},
-		{"ArchetypeIDNegative", store.EnvironmentConfig{DefaultArchetypeID: ptr(int64(-1))}, "configuration.default_archetype_id"},
-		{"WordPressEmpty", wp(""), "configuration.wordpress.base_url"},
-		{"WordPressFTP", wp("ftp://example.com"), "configuration.wordpress.base_url"},
-		{"WordPressNoScheme", wp("example.com"), "configuration.wordpress.base_url"},
-		{"WordPressJavascript", wp("javascript:alert(1)"), "configuration.wordpress.base_url"},
-		{"WordPressMissingHost", wp("https://"), "configuration.wordpress.base_url"},
-		{"WordPressMissingHostWithPath", wp("https:///wp"), "configuration.wordpress.base_url"},
-		{"WordPressQuery", wp("https://example.com/?p=1"), "configuration.wordpress.base_url"},
-		{"WordPressFragment", wp("https://example.com/#top"), "configuration.wordpress.base_url"},
-		{"WordPressUserInfo", wp("https://user:pass@example.com"), "configuration.wordpress.base_url"},
-		{"WordPressUserOnly", wp("https://user@example.com"), "configuration.wordpress.base_url"},
-		{"WordPressSpaceInHost", wp("https://exa mple.com"), "configuration.wordpress.base_url"},
-		{"WordPressCredentialZero", store.EnvironmentConfig{WordPress: &store.WordPressConfig{BaseURL: "https://x.io", CredentialID: ptr(int64(0))}}, "configuration.wordpress.credential_id"},
-		{"WordPressStatusUnknown", store.EnvironmentConfig{WordPress: &store.WordPressConfig{BaseURL: "https://x.io", DefaultStatus: "published"}}, "configuration.wordpress.default_status"},
-		{"AstroProjectMissing", astro("", "src"), "configuration.astro.project_path"},
-		{"AstroProjectRelative", astro("site/blog", "src"), "configuration.astro.project_path"},
-		{"AstroContentParent", astro("/srv/site", ".."), "configuration.astro.content_dir"},
-		{"AstroContentEscapes", astro("/srv/site", "../other/src"), "configuration.astro.content_dir"},
-		{"AstroContentEscapesAfterClean", astro("/srv/site", "src/../../other"), "configuration.astro.content_dir"},
-		{"AstroContentAbsolute", astro("/srv/site", "/etc"), "configuration.astro.content_dir"},
-	}
-	for _, tt := range bad {
-		t.Run("Invalid/"+tt.name, func(t *testing.T) {
-			c := tt.in
-			err := c.Normalize()
-			wantKind(t, err, store.KindInvalid)
-			if !strings.HasPrefix(store.Message(err), tt.field+":") {
-				t.Errorf("message %q does not start with %q", store.Message(err), tt.field+":")
-			}
-		})
-	}
-}
-
-// TestEnvironmentConfigNormalizeWordPressEdges: base URLs nothing could be
-// published to are refused.
-func TestEnvironmentConfigNormalizeWordPressEdges(t *testing.T) {
-	t.Run("PortWithoutHostRefused", func(t *testing.T) {
-		c := store.EnvironmentConfig{WordPress: &store.WordPressConfig{BaseURL: "http://:8080"}}
-		if err := c.Normalize(); err == nil {
-			t.Fatal("accepted http://:8080, which has no host name")
-		}
-	})
-	t.Run("EmptyQueryNotKept", func(t *testing.T) {
-		c := store.EnvironmentConfig{WordPress: &store.WordPressConfig{BaseURL: "https://example.com/?"}}
-		if err := c.Normalize(); err == nil && strings.Contains(c.WordPress.BaseURL, "?") {
-			t.Fatalf("kept a bare '?': %q", c.WordPress.BaseURL)
-		}
-	})
 }

@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"errors"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -12,13 +13,18 @@ import (
 // database; Replace (and Close) take it exclusively: new holders wait, and
 // the exclusive side waits for the current holders to let go, but only for
 // a bounded time, so one slow request cannot stall the server behind a
-// waiting restore indefinitely.
+// waiting restore indefinitely. Long holders (jobs) hold it yielding: they
+// are told to stop as soon as an exclusive holder waits.
 type gate struct {
 	active  atomic.Int64                  // current holders
 	blocked atomic.Pointer[chan struct{}] // set while exclusive: holders wait for it to close
 	idleMu  sync.Once
 	idle    chan struct{} // a holder left while exclusive waits (buffered, 1)
 	excl    sync.Mutex    // one exclusive holder at a time
+
+	yieldMu  sync.Mutex
+	yielders map[uint64]context.CancelCauseFunc // holders to stop when exclusive waits
+	nextID   uint64
 }
 
 func (g *gate) idleCh() chan struct{} {
@@ -69,6 +75,7 @@ func (g *gate) exclusive(wait time.Duration) (func(), error) {
 	default:
 	}
 	g.blocked.Store(&ch)
+	g.stopYielders()
 	unlock := func() {
 		g.blocked.Store(nil)
 		close(ch)
@@ -89,6 +96,46 @@ func (g *gate) exclusive(wait time.Duration) (func(), error) {
 	return unlock, nil
 }
 
+// ErrReplacing is the cause (context.Cause) of a HoldYielding context's end:
+// the database is about to be replaced (a restore) or closed, and waits for
+// its holders to let go.
+var ErrReplacing = errors.New("store: the database is being replaced")
+
+// holdYielding is hold for a holder that stop cancels, with ErrReplacing,
+// as soon as an exclusive holder waits: at once if one came in meanwhile.
+func (g *gate) holdYielding(stop context.CancelCauseFunc) func() {
+	release := g.hold()
+	g.yieldMu.Lock()
+	if g.yielders == nil {
+		g.yielders = map[uint64]context.CancelCauseFunc{}
+	}
+	id := g.nextID
+	g.nextID++
+	g.yielders[id] = stop
+	// exclusive announces itself before it takes yieldMu to stop the
+	// yielders: either it finds this one registered, or this one sees it.
+	replacing := g.blocked.Load() != nil
+	g.yieldMu.Unlock()
+	if replacing {
+		stop(ErrReplacing)
+	}
+	return func() {
+		g.yieldMu.Lock()
+		delete(g.yielders, id)
+		g.yieldMu.Unlock()
+		release()
+	}
+}
+
+// stopYielders tells every yielding holder that an exclusive holder waits.
+func (g *gate) stopYielders() {
+	g.yieldMu.Lock()
+	defer g.yieldMu.Unlock()
+	for _, stop := range g.yielders {
+		stop(ErrReplacing)
+	}
+}
+
 func itoaInt(n int) string {
 	const digits = "0123456789"
 	if n < 10 {
@@ -99,19 +146,64 @@ func itoaInt(n int) string {
 
 type holdKey struct{}
 
+// holding marks a context that holds a database, until its release: a
+// context that outlives its hold (a request that let go before it streams)
+// no longer counts as holding, so whoever holds again through it really
+// does.
+type holding struct {
+	db       *DB
+	released atomic.Bool
+}
+
+// holds reports whether ctx holds this database now.
+func (db *DB) holds(ctx context.Context) bool {
+	h, _ := ctx.Value(holdKey{}).(*holding)
+	return h != nil && h.db == db && !h.released.Load()
+}
+
+// mark returns ctx marked as holding the database, and the release that
+// ends the mark and then calls let (once).
+func (db *DB) mark(ctx context.Context, let func()) (context.Context, func()) {
+	h := &holding{db: db}
+	return context.WithValue(ctx, holdKey{}, h), func() {
+		if h.released.CompareAndSwap(false, true) {
+			let()
+		}
+	}
+}
+
 // Hold keeps the database from being replaced until release is called, and
-// waits while a replacement is under way. Every request and every piece of
-// background work holds it while it uses the database, so none sees a
-// half-swapped database. It is re-entrant through the context: when ctx
-// already holds this database, Hold does nothing more, so code that holds
-// (the engine, a job) can be called from code that already does (a
-// request). Use the returned context below.
+// waits while a replacement is under way. Only two callers take it: the
+// request middleware (server/middleware.go), for the whole of a request,
+// and the job runner (server/jobs), for the whole of a job; everything
+// they call runs under their hold, so none sees a half-swapped database. It is re-entrant through the
+// context: while ctx holds this database, Hold does nothing more. Use the
+// returned context below; once released, it holds nothing.
 func (db *DB) Hold(ctx context.Context) (context.Context, func()) {
-	if ctx.Value(holdKey{}) == db {
+	if db.holds(ctx) {
 		return ctx, func() {}
 	}
-	release := db.gate.hold()
-	return context.WithValue(ctx, holdKey{}, db), release
+	return db.mark(ctx, db.gate.hold())
+}
+
+// HoldYielding is Hold for holders that may take minutes (a job waiting on
+// an LLM): the returned context ends, with context.Cause ErrReplacing, as
+// soon as a restore (Replace) or Close waits for the database, so that
+// they need not wait for it. The holder then stops, writes nothing more
+// (the database is about to be replaced) and releases; the database stays
+// held until it does. The context also ends when release is called. While
+// ctx holds the database, HoldYielding does nothing more: the outer holder
+// decides when to let go.
+func (db *DB) HoldYielding(ctx context.Context) (context.Context, func()) {
+	if db.holds(ctx) {
+		return ctx, func() {}
+	}
+	ctx, stop := context.WithCancelCause(ctx)
+	release := db.gate.holdYielding(stop)
+	return db.mark(ctx, func() {
+		release()
+		stop(nil)
+	})
 }
 
 // ReplaceWait bounds how long Replace waits for holders to let go.

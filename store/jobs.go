@@ -90,6 +90,23 @@ var errJobNoWrite = errors.New("store: nothing to write")
 
 // EnqueueJob adds a job to the queue.
 func (db *DB) EnqueueJob(ctx context.Context, n NewJob) (*Job, error) {
+	var job *Job
+	err := db.tx(ctx, func(tx *sql.Tx) error {
+		var err error
+		job, err = db.insertJobTx(ctx, tx, n)
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("store: enqueue job %s: %w", n.Kind, err)
+	}
+	return job, nil
+}
+
+// insertJobTx adds a job to the queue inside tx, so that a use case can
+// write its own rows and the job that carries on the work in one commit.
+// Whoever does tells the job runner afterwards (jobs.Runner.Signal), or the
+// job waits for a worker's next poll.
+func (db *DB) insertJobTx(ctx context.Context, tx *sql.Tx, n NewJob) (*Job, error) {
 	kind := strings.TrimSpace(n.Kind)
 	if kind == "" {
 		return nil, Invalid("a job needs a kind")
@@ -113,15 +130,82 @@ func (db *DB) EnqueueJob(ctx context.Context, n NewJob) (*Job, error) {
 	if !n.RunAfter.IsZero() {
 		runAfter = fmtTime(n.RunAfter)
 	}
+	job, err := scanJob(tx.QueryRowContext(ctx, `INSERT INTO jobs (kind, payload, status, max_attempts, run_after, created_at, updated_at)
+		VALUES (?, ?, 'queued', ?, ?, ?, ?) RETURNING `+jobColumns, kind, string(payload), n.MaxAttempts, runAfter, now, now))
+	if err != nil {
+		return nil, translate(err, "job")
+	}
+	return job, nil
+}
+
+// PlanJob keeps the one queued job of a recurring kind in step with its
+// schedule, in one transaction: with next nil (the schedule is off) it
+// deletes the kind's queued jobs, which never started; otherwise it makes
+// sure exactly one is queued, created for next if there is none, and moved
+// to next if it is not due yet. A job already due stays as it is, to run
+// soon: its handler decides whether there is work, so moving it would only
+// delay a run that was owed. A recurring job is tried once (a failure waits
+// for the next planned time). It returns the queued job, nil when off.
+// Running jobs of the kind are not touched.
+func (db *DB) PlanJob(ctx context.Context, kind string, next *time.Time) (*Job, error) {
 	var job *Job
 	err := db.tx(ctx, func(tx *sql.Tx) error {
-		var err error
-		job, err = scanJob(tx.QueryRowContext(ctx, `INSERT INTO jobs (kind, payload, status, max_attempts, run_after, created_at, updated_at)
-			VALUES (?, ?, 'queued', ?, ?, ?, ?) RETURNING `+jobColumns, kind, string(payload), n.MaxAttempts, runAfter, now, now))
-		return translate(err, "job")
+		job = nil
+		rows, err := tx.QueryContext(ctx, `SELECT `+jobColumns+` FROM jobs WHERE status = 'queued' AND kind = ? ORDER BY id`, kind)
+		if err != nil {
+			return err
+		}
+		var queued []*Job
+		for rows.Next() {
+			j, err := scanJob(rows)
+			if err != nil {
+				rows.Close()
+				return err
+			}
+			queued = append(queued, j)
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return err
+		}
+		keep := 0 // how many queued jobs stay: the first, when on
+		if next != nil {
+			keep = 1
+		}
+		wrote := false
+		for _, extra := range queued[min(keep, len(queued)):] {
+			if _, err := tx.ExecContext(ctx, `DELETE FROM jobs WHERE id = ?`, extra.ID); err != nil {
+				return err
+			}
+			wrote = true
+		}
+		switch {
+		case next == nil:
+		case len(queued) == 0:
+			job, err = db.insertJobTx(ctx, tx, NewJob{Kind: kind, MaxAttempts: 1, RunAfter: *next})
+			if err != nil {
+				return err
+			}
+			wrote = true
+		default:
+			job = queued[0]
+			due := fmtTime(job.RunAfter) <= db.now()
+			if !due && fmtTime(job.RunAfter) != fmtTime(*next) {
+				job, err = scanJob(tx.QueryRowContext(ctx, `UPDATE jobs SET run_after = ?, updated_at = ? WHERE id = ? RETURNING `+jobColumns,
+					fmtTime(*next), db.now(), job.ID))
+				if err != nil {
+					return err
+				}
+				wrote = true
+			}
+		}
+		if !wrote {
+			return errJobNoWrite
+		}
+		return nil
 	})
-	if err != nil {
-		return nil, fmt.Errorf("store: enqueue job %s: %w", kind, err)
+	if err != nil && !errors.Is(err, errJobNoWrite) {
+		return nil, fmt.Errorf("store: plan job %s: %w", kind, err)
 	}
 	return job, nil
 }

@@ -566,3 +566,77 @@ func TestClaimJobUsesIndex(t *testing.T) {
 		t.Errorf("the claim does not walk jobs_queue in order: %s", joined)
 	}
 }
+
+func queuedOf(t *testing.T, db *store.DB, kind string) []*store.Job {
+	t.Helper()
+	list, _, err := db.ListJobs(context.Background(), store.JobFilter{Kind: kind, Status: store.JobQueued, Page: store.Page{Page: 1, PerPage: 50}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return list
+}
+
+func mustPlan(t *testing.T, db *store.DB, kind string, next *time.Time) *store.Job {
+	t.Helper()
+	j, err := db.PlanJob(context.Background(), kind, next)
+	if err != nil {
+		t.Fatalf("PlanJob %s: %v", kind, err)
+	}
+	return j
+}
+
+// PlanJob keeps exactly one queued job of a kind, at the planned time
+// unless it is due already, and none when the schedule is off.
+func TestPlanJob(t *testing.T) {
+	t.Parallel()
+	db, clk := openDB(t)
+	at := t0.Add(time.Hour)
+	first := mustPlan(t, db, "backup", &at)
+	if first.Status != store.JobQueued || !first.RunAfter.Equal(at) || first.MaxAttempts != 1 || string(first.Payload) != "{}" {
+		t.Fatalf("planned %+v", first)
+	}
+	mark := db.ChangeMark()
+	if again := mustPlan(t, db, "backup", &at); !reflect.DeepEqual(again, first) {
+		t.Fatalf("planning again gave %+v, want %+v", again, first)
+	}
+	if db.ChangeMark() != mark {
+		t.Error("planning what is planned wrote")
+	}
+	later := t0.Add(3 * time.Hour)
+	if moved := mustPlan(t, db, "backup", &later); moved.ID != first.ID || !moved.RunAfter.Equal(later) {
+		t.Fatalf("moved %+v", moved)
+	}
+
+	// Due: it stays, to run soon.
+	clk.Advance(4 * time.Hour)
+	if due := mustPlan(t, db, "backup", &at); due.ID != first.ID || !due.RunAfter.Equal(later) {
+		t.Fatalf("a due job was moved: %+v", due)
+	}
+
+	// Duplicates (written by hand) are reduced to the oldest.
+	mustEnqueueJob(t, db, store.NewJob{Kind: "backup"})
+	if kept := mustPlan(t, db, "backup", &at); kept.ID != first.ID {
+		t.Fatalf("kept %+v", kept)
+	}
+	if list := queuedOf(t, db, "backup"); len(list) != 1 {
+		t.Fatalf("queued after planning: %d", len(list))
+	}
+
+	// A running job of the kind is left alone; off removes the queued one.
+	mustClaimJob(t, db, "backup")
+	mustPlan(t, db, "backup", &at)
+	if j := mustPlan(t, db, "backup", nil); j != nil {
+		t.Fatalf("off returned %+v", j)
+	}
+	if list := queuedOf(t, db, "backup"); len(list) != 0 {
+		t.Fatalf("queued while off: %+v", list)
+	}
+	if running, total, err := db.ListJobs(context.Background(), store.JobFilter{Kind: "backup", Status: store.JobRunning}); err != nil || total != 1 || running[0].ID != first.ID {
+		t.Fatalf("the running job: %v %d %v", running, total, err)
+	}
+	other := mustEnqueueJob(t, db, store.NewJob{Kind: "other"})
+	mustPlan(t, db, "backup", nil)
+	if j, err := db.JobByID(context.Background(), other.ID); err != nil || j.Status != store.JobQueued {
+		t.Fatalf("another kind's job: %+v %v", j, err)
+	}
+}

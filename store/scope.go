@@ -52,6 +52,17 @@ func (s Scope) Require(envID int64, what string) error {
 	return NotFound("%s not found", what)
 }
 
+// RequireAdmin is the rule for what only admins do (create environments,
+// manage credentials and settings): anyone else is refused. The routes
+// refuse low roles before any lookup too; this keeps the rule with the
+// services that own it, whoever calls them.
+func (s Scope) RequireAdmin() error {
+	if s.Admin {
+		return nil
+	}
+	return Forbidden("this needs the admin role or higher")
+}
+
 // SeesOwned is the rule for resources that may live outside any
 // environment and then belong to the user who made them (runs, usage):
 // within the scope, or the caller's own.

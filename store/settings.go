@@ -11,8 +11,12 @@ import (
 // Setting reads the JSON value stored under key into v; found is false (and v
 // untouched) when the key was never set.
 func (db *DB) Setting(ctx context.Context, key string, v any) (found bool, err error) {
+	return readSetting(ctx, db.r, key, v)
+}
+
+func readSetting(ctx context.Context, q queryer, key string, v any) (bool, error) {
 	var raw string
-	err = db.r.QueryRowContext(ctx, `SELECT value FROM settings WHERE key = ?`, key).Scan(&raw)
+	err := q.QueryRowContext(ctx, `SELECT value FROM settings WHERE key = ?`, key).Scan(&raw)
 	if errors.Is(err, sql.ErrNoRows) {
 		return false, nil
 	}
@@ -25,14 +29,16 @@ func (db *DB) Setting(ctx context.Context, key string, v any) (found bool, err e
 	return true, nil
 }
 
+const upsertSetting = `INSERT INTO settings (key, value, updated_at) VALUES (?, ?, ?)
+	ON CONFLICT (key) DO UPDATE SET value = excluded.value, updated_at = excluded.updated_at`
+
 // SetSetting stores v as JSON under key.
 func (db *DB) SetSetting(ctx context.Context, key string, v any) error {
 	b, err := json.Marshal(v)
 	if err != nil {
 		return fmt.Errorf("store: write setting %s: %w", key, err)
 	}
-	_, err = db.exec(ctx, `INSERT INTO settings (key, value, updated_at) VALUES (?, ?, ?)
-		ON CONFLICT (key) DO UPDATE SET value = excluded.value, updated_at = excluded.updated_at`, key, string(b), db.now())
+	_, err = db.exec(ctx, upsertSetting, key, string(b), db.now())
 	if err != nil {
 		return fmt.Errorf("store: write setting %s: %w", key, err)
 	}
@@ -65,4 +71,29 @@ func (db *DB) SystemSettings(ctx context.Context) (SystemSettings, error) {
 // SetSystemSettings stores the instance-wide switches.
 func (db *DB) SetSystemSettings(ctx context.Context, s SystemSettings) error {
 	return db.SetSetting(ctx, systemSettingsKey, s)
+}
+
+// UpdateSystemSettings applies change to the current switches and stores
+// the result in one transaction, so two admins changing different switches
+// at once do not undo each other.
+func (db *DB) UpdateSystemSettings(ctx context.Context, change func(*SystemSettings)) (SystemSettings, error) {
+	s := DefaultSystemSettings
+	err := db.tx(ctx, func(tx *sql.Tx) error {
+		if _, err := readSetting(ctx, tx, systemSettingsKey, &s); err != nil {
+			return err
+		}
+		change(&s)
+		b, err := json.Marshal(s)
+		if err != nil {
+			return fmt.Errorf("store: write setting %s: %w", systemSettingsKey, err)
+		}
+		if _, err := tx.ExecContext(ctx, upsertSetting, systemSettingsKey, string(b), db.now()); err != nil {
+			return fmt.Errorf("store: write setting %s: %w", systemSettingsKey, err)
+		}
+		return nil
+	})
+	if err != nil {
+		return SystemSettings{}, err
+	}
+	return s, nil
 }

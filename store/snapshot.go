@@ -4,9 +4,11 @@ import (
 	"bytes"
 	"context"
 	"database/sql"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"path/filepath"
 )
@@ -48,8 +50,25 @@ var sqliteHeader = []byte("SQLite format 3\x00")
 // ApplicationID marks copydesk database files ("CPDS"; migration 0004).
 const ApplicationID = 1129333843
 
-// sane proves an opened database is a working copydesk database: its mark
-// and the tables every request reads.
+// HeaderSize is the size of a SQLite file's header: what CheckHeader reads.
+const HeaderSize = 100
+
+// CheckHeader proves that head, the first HeaderSize bytes of a file, starts
+// a copydesk database: the SQLite magic string and copydesk's application
+// id. It lets an upload be refused before the rest of it is read. Failures
+// are KindInvalid errors.
+func CheckHeader(head []byte) error {
+	if len(head) < HeaderSize || !bytes.Equal(head[:len(sqliteHeader)], sqliteHeader) {
+		return Invalid("the file is not a SQLite database")
+	}
+	if appID := int32(binary.BigEndian.Uint32(head[68:72])); appID != ApplicationID {
+		return Invalid("the file is a SQLite database but not a copydesk one (application id %d)", appID)
+	}
+	return nil
+}
+
+// sane proves an opened (and migrated) database is a working copydesk
+// database: its mark, and exactly the schema of the newest version.
 func (db *DB) sane(ctx context.Context) error {
 	var appID int64
 	if err := db.r.QueryRowContext(ctx, `PRAGMA application_id`).Scan(&appID); err != nil {
@@ -58,35 +77,44 @@ func (db *DB) sane(ctx context.Context) error {
 	if appID != ApplicationID {
 		return fmt.Errorf("not a copydesk database (application id %d)", appID)
 	}
-	for _, q := range []string{
-		`SELECT COUNT(*) FROM users WHERE role IS NOT NULL AND password_hash IS NOT NULL`,
-		`SELECT COUNT(*) FROM sessions WHERE nonce IS NOT NULL`,
-		`SELECT COUNT(*) FROM environments WHERE configuration IS NOT NULL`,
-	} {
-		var n int
-		if err := db.r.QueryRowContext(ctx, q).Scan(&n); err != nil {
-			return err
-		}
+	ms, err := migrations()
+	if err != nil {
+		return err
+	}
+	versions := make([]int, len(ms))
+	for i, m := range ms {
+		versions[i] = m.version
+	}
+	return checkSchema(ctx, db.r, versions)
+}
+
+// endSessions ends every session: see Replace.
+func (db *DB) endSessions(ctx context.Context) error {
+	if _, err := db.w.ExecContext(ctx, `UPDATE sessions SET revoked_at = ? WHERE revoked_at IS NULL`, db.now()); err != nil {
+		return fmt.Errorf("end the sessions of the restored database: %w", err)
 	}
 	return nil
 }
 
 // CheckFile proves that path is a whole, uncorrupted copydesk database that
-// this binary can open: the SQLite header, PRAGMA integrity_check, and a
-// schema_migrations table no newer than this binary. Failures are
-// KindInvalid errors that say what is wrong. The file is opened read-only.
+// this binary can open: the SQLite header and copydesk's application id,
+// PRAGMA integrity_check, a schema_migrations table no newer than this
+// binary, and a schema that is exactly what the recorded migrations create
+// (no table, index, trigger or view more, less or different). Failures
+// are KindInvalid errors that say what is wrong. The file is opened
+// read-only.
 func CheckFile(ctx context.Context, path string) (FileInfo, error) {
 	var fi FileInfo
 	f, err := os.Open(path)
 	if err != nil {
 		return fi, fmt.Errorf("store: check %s: %w", filepath.Base(path), err)
 	}
-	head := make([]byte, 100)
+	head := make([]byte, HeaderSize)
 	n, _ := io.ReadFull(f, head)
 	st, statErr := f.Stat()
 	f.Close()
-	if n < 100 || !bytes.Equal(head[:16], sqliteHeader) {
-		return fi, Invalid("the file is not a SQLite database")
+	if err := CheckHeader(head[:n]); err != nil {
+		return fi, err
 	}
 	// The header says how big the database is; a shorter file was cut off.
 	pageSize := int64(head[16])<<8 | int64(head[17])
@@ -126,16 +154,16 @@ func CheckFile(ctx context.Context, path string) (FileInfo, error) {
 	if len(problems) > 0 {
 		return fi, Invalid("the database fails its integrity check: %s", problems[0])
 	}
-	var appID int64
-	if err := conn.QueryRowContext(ctx, `PRAGMA application_id`).Scan(&appID); err != nil || appID != ApplicationID {
-		return fi, Invalid("the file is a SQLite database but not a copydesk one (application id %d)", appID)
-	}
-	err = conn.QueryRowContext(ctx, `SELECT COALESCE(MAX(version), 0) FROM schema_migrations`).Scan(&fi.SchemaVersion)
-	if err != nil || fi.SchemaVersion == 0 {
+	versions, err := recordedVersions(ctx, conn)
+	if err != nil || len(versions) == 0 {
 		return fi, Invalid("the file is a SQLite database but not a copydesk one (no schema_migrations)")
 	}
+	fi.SchemaVersion = versions[len(versions)-1]
 	if latest := SchemaVersion(); fi.SchemaVersion > latest {
 		return fi, Invalid("the database is at schema version %d, newer than this copydesk (%d): use a newer copydesk", fi.SchemaVersion, latest)
+	}
+	if err := checkSchema(ctx, conn, versions); err != nil {
+		return fi, err
 	}
 	if err := conn.QueryRowContext(ctx, `SELECT COUNT(*) FROM users`).Scan(&fi.Users); err != nil {
 		return fi, Invalid("the file is a SQLite database but not a copydesk one (no users table)")
@@ -147,8 +175,14 @@ func CheckFile(ctx context.Context, path string) (FileInfo, error) {
 // a restart. It waits for everyone holding the database (see Hold) to let
 // go and keeps new holders waiting; then it writes a snapshot of the current
 // database to safety (the last word before the swap), closes the
-// connections, swaps the file, reopens and migrates. If the new file cannot
-// be opened, the old one is put back. src must have passed CheckFile.
+// connections, swaps the file, reopens, migrates, checks the schema and ends
+// every session, before anyone else may use it. If the new file cannot be
+// opened, the old one is put back. src must have passed CheckFile.
+//
+// Every session ends, the caller's included: sessions live in the restored
+// data, so an older snapshot would otherwise bring back sessions that were
+// revoked, and the tokens of users disabled, since it was taken. Everyone
+// signs in again, against the restored accounts.
 //
 // It runs to the end whatever happens to ctx (a client that goes away must
 // not leave the server without a database), and waits at most ReplaceWait
@@ -190,21 +224,22 @@ func (db *DB) Replace(ctx context.Context, src, safety string) error {
 	os.Remove(db.path + "-wal")
 	os.Remove(db.path + "-shm")
 	if err := os.Rename(incoming, db.path); err != nil {
-		os.Rename(old, db.path)
-		return errors.Join(fmt.Errorf("store: replace: %w", err), db.open(ctx))
+		return errors.Join(fmt.Errorf("store: replace: %w", err), os.Rename(old, db.path), db.open(ctx))
 	}
 	syncDir(dir)
 	openErr := db.open(ctx)
 	if openErr == nil {
 		openErr = db.sane(ctx)
 	}
+	if openErr == nil {
+		openErr = db.endSessions(ctx)
+	}
 	if openErr != nil {
 		// Put the previous database back rather than serve nothing.
-		db.close()
+		closeErr := db.close()
 		os.Remove(db.path + "-wal")
 		os.Remove(db.path + "-shm")
-		os.Rename(old, db.path)
-		if err := db.open(ctx); err != nil {
+		if err := errors.Join(closeErr, os.Rename(old, db.path), db.open(ctx)); err != nil {
 			return fmt.Errorf("store: replace: the restored database failed (%v) and the previous one did not reopen: %w", openErr, err)
 		}
 		return &Error{Kind: KindInvalid, Message: "the backup cannot be used by this copydesk: " + openErr.Error(), Err: openErr}
@@ -212,6 +247,25 @@ func (db *DB) Replace(ctx context.Context, src, safety string) error {
 	os.Remove(old)
 	db.wrote()
 	return nil
+}
+
+// recordedVersions lists the migrations a database says were applied,
+// ascending.
+func recordedVersions(ctx context.Context, q queryer) ([]int, error) {
+	rows, err := q.QueryContext(ctx, `SELECT version FROM schema_migrations ORDER BY version`)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []int
+	for rows.Next() {
+		var v int
+		if err := rows.Scan(&v); err != nil {
+			return nil, err
+		}
+		out = append(out, v)
+	}
+	return out, rows.Err()
 }
 
 func copyFile(src, dst string) error {
@@ -249,9 +303,15 @@ func syncFile(path string) error {
 	return f.Sync()
 }
 
+// syncDir makes a rename in dir durable. Some file systems cannot sync a
+// directory; the rename has happened either way, so that is only logged.
 func syncDir(dir string) {
-	if d, err := os.Open(dir); err == nil {
-		d.Sync()
+	d, err := os.Open(dir)
+	if err == nil {
+		err = d.Sync()
 		d.Close()
+	}
+	if err != nil {
+		slog.Debug("store: sync directory", "dir", dir, "err", err)
 	}
 }

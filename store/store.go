@@ -358,9 +358,15 @@ func (db *DB) announce() {
 	}
 	defer f.Close()
 	if st, err := f.Stat(); err == nil && st.Size() >= 1<<20 {
-		f.Truncate(0) // start over; a reader that saw 1 MiB sees a change
+		err = f.Truncate(0) // start over; a reader that saw 1 MiB sees a change
+		if err != nil {
+			slog.Warn("cannot reset the change marker", "marker", db.markerPath(), "err", err)
+		}
 	}
-	f.Write([]byte{'.'})
+	if _, err := f.Write([]byte{'.'}); err != nil {
+		slog.Warn("cannot announce a write to a running server; restart it to be sure it sees the change",
+			"marker", db.markerPath(), "err", err)
+	}
 }
 
 // ChangeMark is a cheap token that differs whenever what a cache of the
@@ -425,8 +431,7 @@ func (db *DB) migrate(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if _, err := db.w.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS schema_migrations (
-		version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at TEXT NOT NULL)`); err != nil {
+	if _, err := db.w.ExecContext(ctx, createMigrationsTable); err != nil {
 		return fmt.Errorf("store: migrate: %w", err)
 	}
 	// Every migration not recorded is applied, in order: a database with a
@@ -454,17 +459,37 @@ func (db *DB) migrate(ctx context.Context) error {
 		if applied[m.version] {
 			continue
 		}
-		err := db.tx(ctx, func(tx *sql.Tx) error {
-			if _, err := tx.ExecContext(ctx, m.sql); err != nil {
-				return err
-			}
-			_, err := tx.ExecContext(ctx, `INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)`,
-				m.version, m.name, db.now())
+		if err := applyMigration(ctx, db.w, m, db.now()); err != nil {
 			return err
-		})
-		if err != nil {
-			return fmt.Errorf("store: migration %s: %w", m.name, err)
 		}
+		db.wrote()
+	}
+	return nil
+}
+
+// createMigrationsTable makes the table that records applied migrations.
+const createMigrationsTable = `CREATE TABLE IF NOT EXISTS schema_migrations (
+		version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at TEXT NOT NULL)`
+
+// applyMigration runs m and records it, in one transaction. It is how the
+// live database is migrated and how the schema a backup must have is built
+// (see expectedSchema), so the two cannot drift apart.
+func applyMigration(ctx context.Context, b interface {
+	BeginTx(context.Context, *sql.TxOptions) (*sql.Tx, error)
+}, m migration, now string) error {
+	tx, err := b.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("store: migration %s: %w", m.name, err)
+	}
+	if _, err := tx.ExecContext(ctx, m.sql); err != nil {
+		return errors.Join(fmt.Errorf("store: migration %s: %w", m.name, err), tx.Rollback())
+	}
+	if _, err := tx.ExecContext(ctx, `INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)`,
+		m.version, m.name, now); err != nil {
+		return errors.Join(fmt.Errorf("store: migration %s: %w", m.name, err), tx.Rollback())
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("store: migration %s: %w", m.name, err)
 	}
 	return nil
 }

@@ -255,7 +255,7 @@ func TestConcurrentReadersAndWriter(t *testing.T) {
 	var ready, wg sync.WaitGroup // ready: every reader is running before the writer starts
 
 	read := func() error {
-		if _, _, err := db.ListEnvironments(ctx, store.EnvironmentFilter{Page: store.Page{Page: 1, PerPage: 50}}); err != nil {
+		if _, _, err := db.ListEnvironments(ctx, store.EnvironmentFilter{Scope: store.Everything, Page: store.Page{Page: 1, PerPage: 50}}); err != nil {
 			return err
 		}
 		_, err := db.UserByID(ctx, first.ID)
@@ -314,7 +314,7 @@ func TestConcurrentReadersAndWriter(t *testing.T) {
 	for err := range errs {
 		t.Errorf("concurrent access failed: %v", err)
 	}
-	envs, total, err := db.ListEnvironments(ctx, store.EnvironmentFilter{Page: store.Page{Page: 1, PerPage: 200}})
+	envs, total, err := db.ListEnvironments(ctx, store.EnvironmentFilter{Scope: store.Everything, Page: store.Page{Page: 1, PerPage: 200}})
 	if err != nil {
 		t.Fatal(err)
 	}

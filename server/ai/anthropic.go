@@ -95,7 +95,7 @@ func (p *anthropicProvider) Stream(ctx context.Context, req Request, onDelta fun
 	}
 	x := &exchange{}
 	stream := p.client.Messages.NewStreaming(ctx, p.params(req), option.WithMiddleware(x.middleware))
-	defer stream.Close()
+	defer func() { _ = stream.Close() }() // a stream that was only read: its close error changes nothing
 
 	// The SDK's accumulator keeps the usage of message_start, updated by
 	// the cumulative counts of message_delta, and the stop reason.

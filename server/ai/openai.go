@@ -104,7 +104,7 @@ func (p *openAIProvider) Stream(ctx context.Context, req Request, onDelta func(s
 	params.StreamOptions.IncludeUsage = openai.Bool(true)
 	x := &exchange{sseDone: true}
 	stream := p.client.Chat.Completions.NewStreaming(ctx, params, option.WithMiddleware(x.middleware))
-	defer stream.Close()
+	defer func() { _ = stream.Close() }() // a stream that was only read: its close error changes nothing
 
 	out := &Response{}
 	var text strings.Builder

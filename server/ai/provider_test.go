@@ -558,8 +558,7 @@ func TestModels(t *testing.T) {
 		t.Run(w.kind, func(t *testing.T) {
 			t.Parallel()
 			var want []string
-			var f *fake
-			f = newFake(t, w, func(rw http.ResponseWriter, r *http.Request) {
+			f := newFake(t, w, func(rw http.ResponseWriter, r *http.Request) {
 				if r.Method != http.MethodGet || r.URL.Path != w.prefix+w.modelsPath {
 					t.Errorf("request %s %s", r.Method, r.URL.Path)
 				}

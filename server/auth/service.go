@@ -71,9 +71,6 @@ func New(db *store.DB, keys *keyring.Keyring, cfg Config) (*Service, error) {
 	return &Service{db: db, keys: keys, tokens: NewTokens(keys.JWTKey(), now), cfg: cfg, now: now, dummyHash: dummy}, nil
 }
 
-// Config returns the service's settings.
-func (s *Service) Config() Config { return s.cfg }
-
 // ---- input rules ----
 
 var usernamePattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]{2,31}$`)

@@ -3,53 +3,30 @@ package auth
 import (
 	"context"
 	"database/sql"
-	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/copydesk/copydesk/server/keyring"
 	"github.com/copydesk/copydesk/store"
+	"github.com/copydesk/copydesk/store/storetest"
 )
 
-var serviceT0 = time.Date(2025, 6, 1, 12, 0, 0, 0, time.UTC)
-
-type testClock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func (c *testClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.t
-}
-
-func (c *testClock) Advance(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.t = c.t.Add(d)
-}
+// serviceT0 is where the fixture's clock starts.
+var serviceT0 = storetest.T0
 
 // fixture is a Service over a fresh database with a clock at serviceT0.
 type fixture struct {
 	svc *Service
 	db  *store.DB
-	clk *testClock
+	clk *storetest.Clock
 }
 
 // newFixture builds the service with a cheap hasher, a one-hour token, a
 // one-day session and no throttling; tune changes any of that.
 func newFixture(t *testing.T, tune ...func(*Config)) *fixture {
 	t.Helper()
-	db, err := store.Open(context.Background(), filepath.Join(t.TempDir(), "auth.db"), store.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { db.Close() })
-	clk := &testClock{t: serviceT0}
-	db.Now = clk.Now
+	db, clk := storetest.OpenDB(t)
 	keys, err := keyring.New([]byte(strings.Repeat("k", keyring.MinSecretLen)))
 	if err != nil {
 		t.Fatal(err)

@@ -4,6 +4,11 @@
 // provider through server/ai, records a usage event for every call,
 // successful or not, prices it, and watches the environments' monthly
 // budgets. Agents, chat, live sessions, scout and autopilot all call it.
+//
+// It is called from a request or a job, which hold the database (the
+// restore gate) for it; it never holds it itself. A generation that takes
+// minutes runs in a job, whose hold yields to a restore: the job's context
+// ends, which cuts the provider call.
 package engine
 
 import (
@@ -73,8 +78,6 @@ func New(db *store.DB, keys *keyring.Keyring, n *notify.Notifier, log *slog.Logg
 // Effective merges the settings of an environment (nil: global only) over
 // the global ones over the built-in defaults.
 func (e *Engine) Effective(ctx context.Context, envID *int64) (Effective, error) {
-	ctx, release := e.db.Hold(ctx)
-	defer release()
 	eff := Defaults
 	eff.PriceOverrides = map[string]store.Price{}
 	levels := []*int64{nil}
@@ -151,11 +154,10 @@ const msgNoProvider = "no AI provider is configured: add a credential with POST 
 
 // plan is a resolved call.
 type plan struct {
-	cred    *store.Credential
-	eff     Effective
-	req     ai.Request
-	prov    ai.Provider
-	started time.Time
+	cred *store.Credential
+	eff  Effective
+	req  ai.Request
+	prov ai.Provider
 }
 
 func (e *Engine) resolve(ctx context.Context, c Call) (*plan, error) {
@@ -212,9 +214,7 @@ func (e *Engine) resolve(ctx context.Context, c Call) (*plan, error) {
 // says with what, without calling the provider: a 409 comes early rather
 // than as a failed run.
 func (e *Engine) Plan(ctx context.Context, c Call) (provider, model string, err error) {
-	hctx, release := e.db.Hold(ctx)
-	defer release()
-	p, err := e.resolve(hctx, c)
+	p, err := e.resolve(ctx, c)
 	if err != nil {
 		return "", "", err
 	}
@@ -235,11 +235,7 @@ func (e *Engine) run(ctx context.Context, c Call, onDelta func(string) error) (*
 	if len(c.Messages) == 0 {
 		return nil, store.Invalid("messages: at least one message is required")
 	}
-	// The database is held for the bookkeeping only, not across the
-	// provider call, so a restore need not wait for a generation.
-	hctx, release := e.db.Hold(ctx)
-	p, err := e.resolve(hctx, c)
-	release()
+	p, err := e.resolve(ctx, c)
 	if err != nil {
 		return nil, err
 	}
@@ -261,13 +257,13 @@ func (e *Engine) run(ctx context.Context, c Call, onDelta func(string) error) (*
 	// A failed call is priced too: zero for a known model that used no
 	// tokens, null for an unknown one.
 	res.CostUSD = Cost(res.Model, res.Usage, p.eff.PriceOverrides)
-	hctx, release = e.db.Hold(context.WithoutCancel(ctx))
-	defer release()
-	e.record(hctx, c, res, err)
+	// The call happened, whatever became of ctx meanwhile: account for it.
+	wctx := context.WithoutCancel(ctx)
+	e.record(wctx, c, res, err)
 	if err != nil {
 		return res, providerError(err)
 	}
-	e.watchBudget(hctx, c.EnvironmentID, p.eff)
+	e.watchBudget(wctx, c.EnvironmentID, p.eff)
 	return res, nil
 }
 
@@ -402,9 +398,7 @@ func (e *Engine) TestCredential(ctx context.Context, cred *store.Credential) (*T
 	if !res.OK {
 		errText = res.Detail
 	}
-	hctx, release := e.db.Hold(context.WithoutCancel(ctx))
-	defer release()
-	if err := e.db.RecordCredentialTest(hctx, cred.ID, res.OK, errText); err != nil {
+	if err := e.db.RecordCredentialTest(context.WithoutCancel(ctx), cred.ID, res.OK, errText); err != nil {
 		return nil, err
 	}
 	return res, nil

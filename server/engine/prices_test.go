@@ -1,7 +1,6 @@
 package engine_test
 
 import (
-	"fmt"
 	"testing"
 
 	"github.com/copydesk/copydesk/server/ai"
@@ -107,10 +106,10 @@ func TestCostOverridePrefixDoesNotShadowLongerBuiltin(t *testing.T) {
 			t.Fatalf("%s: nil", c.model)
 		}
 		if !near(*got, c.want) {
-			t.Fatal(fmt.Sprintf("bug: an override for %q reprices %s at $%v instead of its built-in $%v: priceFor "+
+			t.Fatalf("bug: an override for %q reprices %s at $%v instead of its built-in $%v: priceFor "+
 				"(server/engine/prices.go) tries every override prefix before the built-in table, so the longer "+
 				"built-in entry loses; it should take the longest match over the built-in table overlaid with the overrides",
-				c.override, c.model, *got, c.want))
+				c.override, c.model, *got, c.want)
 		}
 	}
 }

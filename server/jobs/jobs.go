@@ -1,10 +1,20 @@
 // Package jobs runs copydesk's background work (executions, autopilot and
-// scout runs, publishing, scheduled backups) from the persistent queue in
-// the jobs table: a bounded pool of workers claims due jobs, runs the
-// handler registered for each kind, and records the outcome; failed jobs
-// that ask for it are retried with a backoff; jobs can be cancelled, queued
-// or running; and no job is left "running" after a crash, a restart or a
-// database restore.
+// scout runs, publishing, scheduled backups, housekeeping) from the
+// persistent queue in the jobs table: a bounded pool of workers claims due
+// jobs, runs the handler registered for each kind, and records the outcome;
+// failed jobs that ask for it are retried with a backoff; jobs can be
+// cancelled, queued or running; and no job is left "running" after a crash,
+// a restart or a database restore.
+//
+// Each service registers its own kinds (Register): the handler, the hook
+// that hears a job's end, and how many of the kind may run at once.
+// Recurring work is a kind with a Schedule: the runner keeps one job of it
+// queued for the next time and plans again after each run.
+//
+// The runner is, with the request middleware, the only holder of the
+// restore gate (store.DB.Hold): it holds the database for the whole of a
+// job, from the claim to the recorded outcome, and yields it to a restore
+// (see Handler).
 //
 // One Runner serves a database: it takes any job it finds running that is
 // not its own for the leftover of a process that stopped.
@@ -15,6 +25,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"runtime/debug"
 	"sync"
 	"sync/atomic"
@@ -23,18 +34,68 @@ import (
 	"github.com/copydesk/copydesk/store"
 )
 
-// Handler does one job's work. It stops soon after ctx ends, returning an
-// error (ctx.Err() will do): ctx ends when the job is cancelled (then
-// context.Cause(ctx) is ErrCancelled) or the runner stops. A handler that
-// returns nil is taken at its word that the work is done. ctx does not hold
-// the database: a handler holds it (db.Hold(ctx)) around its own store
-// calls only, so that a restore need not wait for a long job. A handler may
-// run again after a crash or a shutdown interrupted it, so it copes with
-// finding its work half done.
+// Handler does one job's work. ctx holds the database (the runner took
+// store.DB.HoldYielding for the job): a handler never holds it itself, and
+// may call code that does, which the hold makes a no-op.
+//
+// It stops soon after ctx ends, returning an error (ctx.Err() will do).
+// ctx ends when the job is cancelled (context.Cause(ctx) is ErrCancelled),
+// when the runner stops, or when a restore waits for the database
+// (store.ErrReplacing): the runner then records nothing, since the
+// database is about to be replaced, and whatever the restored database
+// says is running is recovered after the swap. So a handler does not go on
+// writing once ctx has ended, and the restore waits for it only as long as
+// it takes to notice. A handler that returns nil is taken at its word that
+// the work is done. A handler may run again after a crash, a shutdown or a
+// restore interrupted it, so it copes with finding its work half done.
 //
 // An error is retried only if it says so (see IsRetryable); a panic is
 // recovered and fails the job.
 type Handler func(ctx context.Context, job *store.Job) error
+
+// Schedule tells when a recurring kind runs next, given now on the store's
+// clock (store.DB.Now): next may be in the past (a run was missed, and is
+// owed at once); ok false means the kind is off and nothing is planned. It
+// is asked at the start, after each run, at each sweep, and on Replan, and
+// must give the same answer until what it depends on changes. Every and a
+// cron expression (see backup.Manager.Next) are two ways to write one.
+type Schedule func(ctx context.Context, now time.Time) (next time.Time, ok bool, err error)
+
+// Every is the Schedule of work done every d, at the multiples of d since
+// the zero time: on the hour for time.Hour, at midnight UTC for 24 hours.
+// Asked again at any moment, it gives the same time until that time passes.
+func Every(d time.Duration) Schedule {
+	if d <= 0 {
+		panic("jobs: Every needs a positive interval")
+	}
+	return func(_ context.Context, now time.Time) (time.Time, bool, error) {
+		return now.Truncate(d).Add(d), true, nil
+	}
+}
+
+// Kind is how a service's kind of job is run.
+type Kind struct {
+	// Handle does a job's work (required).
+	Handle Handler
+	// OnFinish, when set, is called after a job of the kind reaches a
+	// final status (succeeded, failed or cancelled), with the job as
+	// stored, still under the database hold of whoever finished it: the
+	// runner's, or the caller's of Cancel. A panic in it is logged.
+	OnFinish func(ctx context.Context, job *store.Job)
+	// Limit bounds how many jobs of the kind run at once: 0 means up to
+	// the worker count, or 1 for a recurring kind.
+	Limit int
+	// Background marks work nobody is waiting for. Background kinds
+	// together take at most max(1, Workers-1) workers, so that with two
+	// workers or more one is always left for interactive work (agent
+	// runs). Recurring kinds are background.
+	Background bool
+	// Next, when set, makes the kind recurring: the runner keeps one job
+	// of it queued for the time Next gives (see Schedule and Replan). Such
+	// a job carries no payload, is tried once per planned time, and
+	// cannot be enqueued by hand.
+	Next Schedule
+}
 
 // Options tunes a Runner.
 type Options struct {
@@ -48,8 +109,8 @@ type Options struct {
 	// (counted from 1) failed (default DefaultBackoff).
 	Backoff func(attempt int) time.Duration
 	// SweepInterval is how often the runner looks for jobs marked running
-	// that no worker runs, as a database restore can leave them (default
-	// 1m).
+	// that no worker runs, as a database restore can leave them, and plans
+	// the recurring kinds again (default 1m).
 	SweepInterval time.Duration
 }
 
@@ -80,44 +141,42 @@ const (
 	reasonCancelled = "cancelled"
 	reasonShutdown  = "interrupted by a shutdown"
 	reasonOrphan    = "interrupted: no worker was running it (was the database restored?)"
+	reasonRestore   = "interrupted by a database restore"
 )
 
 // bookkeeping bounds the store calls that record a job's outcome; they run
 // even while the runner stops.
 const bookkeeping = 10 * time.Second
 
-// Runner runs jobs. Register every kind and set OnFinish before Run.
+// Runner runs jobs. Register every kind before Run.
 type Runner struct {
 	db  *store.DB
 	log *slog.Logger
 	opt Options
 
-	// OnFinish, when set, is called after a job reaches a final status
-	// (succeeded, failed or cancelled), with the job as stored, in the
-	// goroutine that finished it. A panic in it is logged.
-	// ctx is the caller's for a cancel (so a request's hold on the
-	// database carries over; see store.DB.Hold) and the runner's otherwise.
-	OnFinish func(ctx context.Context, job *store.Job)
-
 	wake    chan struct{} // a job may be due: one token per worker, at most
 	running atomic.Bool   // Run is under way
 
-	// mu guards handlers and active. It is also held across the store
-	// call that claims, finishes or cancels a job and the matching change
-	// to active, so that a job is running in the database exactly while
-	// it is in active (see sweep and Cancel). Taken after db.Hold, never
+	// mu guards kinds and active. It is also held across the store call
+	// that claims, finishes or cancels a job and the matching change to
+	// active, so that a job is running in the database exactly while it
+	// is in active (see sweep and Cancel). Taken after db.Hold, never
 	// before.
-	mu       sync.Mutex
-	handlers map[string]Handler
-	active   map[int64]*activeJob
+	mu     sync.Mutex
+	kinds  map[string]*Kind
+	active map[int64]*activeJob
+
+	// planMu makes reading a schedule and planning by it one step, so
+	// that a plan from an older reading never lands after a newer one.
+	planMu sync.Mutex
 }
 
 // activeJob is a job a worker is running.
 type activeJob struct {
-	job     *store.Job
-	handler Handler
-	ctx     context.Context // the handler's
-	cancel  context.CancelCauseFunc
+	job    *store.Job
+	kind   *Kind
+	ctx    context.Context // the handler's
+	cancel context.CancelCauseFunc
 	// cancelled says Cancel (not a shutdown) ended ctx; guarded by mu.
 	cancelled bool
 }
@@ -141,43 +200,75 @@ func New(db *store.DB, log *slog.Logger, opt Options) *Runner {
 	}
 	return &Runner{
 		db: db, log: log, opt: opt,
-		wake:     make(chan struct{}, opt.Workers),
-		handlers: map[string]Handler{},
-		active:   map[int64]*activeJob{},
+		wake:   make(chan struct{}, opt.Workers),
+		kinds:  map[string]*Kind{},
+		active: map[int64]*activeJob{},
 	}
 }
 
-// Register sets the handler of a kind of job. Registering a kind twice, an
-// empty kind or a nil handler is a bug and panics.
-func (r *Runner) Register(kind string, h Handler) {
-	if kind == "" || h == nil {
-		panic("jobs: Register needs a kind and a handler")
+// Register sets how jobs of a kind are run; each service registers its
+// own. Registering a kind twice, an empty kind, a Kind without Handle or
+// with a negative Limit is a bug and panics.
+func (r *Runner) Register(kind string, k Kind) {
+	if kind == "" || k.Handle == nil || k.Limit < 0 {
+		panic("jobs: Register needs a kind, a handler and a limit of 0 or more")
+	}
+	if k.Next != nil {
+		k.Background = true
+		if k.Limit == 0 {
+			k.Limit = 1
+		}
+	}
+	if k.Limit == 0 || k.Limit > r.opt.Workers {
+		k.Limit = r.opt.Workers
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if _, dup := r.handlers[kind]; dup {
+	if _, dup := r.kinds[kind]; dup {
 		panic("jobs: kind " + kind + " registered twice")
 	}
-	r.handlers[kind] = h
+	r.kinds[kind] = &k
 }
 
-// kinds lists the registered kinds; the caller holds mu.
-func (r *Runner) kinds() []string {
-	out := make([]string, 0, len(r.handlers))
-	for k := range r.handlers {
-		out = append(out, k)
+// kind returns a registered kind, or nil.
+func (r *Runner) kind(name string) *Kind {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.kinds[name]
+}
+
+// claimable lists the kinds a worker may claim now: those under their
+// limit, and background ones only while background work leaves a worker
+// for the rest. The caller holds mu.
+func (r *Runner) claimable() []string {
+	running := make(map[string]int, len(r.kinds))
+	background := 0
+	for _, a := range r.active {
+		running[a.job.Kind]++
+		if a.kind.Background {
+			background++
+		}
+	}
+	backgroundFree := background < max(1, r.opt.Workers-1)
+	out := make([]string, 0, len(r.kinds))
+	for name, k := range r.kinds {
+		if running[name] < k.Limit && (backgroundFree || !k.Background) {
+			out = append(out, name)
+		}
 	}
 	return out
 }
 
 // Enqueue queues a job of a registered kind and wakes a worker for it (or
 // sets a timer to, for a delayed one). Its payload is stored as JSON.
+// Recurring kinds are planned, not enqueued (see Replan).
 func (r *Runner) Enqueue(ctx context.Context, kind string, payload any, opt EnqueueOptions) (*store.Job, error) {
-	r.mu.Lock()
-	_, ok := r.handlers[kind]
-	r.mu.Unlock()
-	if !ok {
+	k := r.kind(kind)
+	if k == nil {
 		return nil, fmt.Errorf("jobs: enqueue: no handler for kind %q", kind)
+	}
+	if k.Next != nil {
+		return nil, fmt.Errorf("jobs: enqueue: kind %q is recurring: its runs are planned by its schedule", kind)
 	}
 	ctx, release := r.db.Hold(ctx) // a no-op inside a request, which holds already
 	job, err := r.db.EnqueueJob(ctx, store.NewJob{Kind: kind, Payload: payload, MaxAttempts: opt.MaxAttempts, RunAfter: opt.RunAfter})
@@ -189,8 +280,11 @@ func (r *Runner) Enqueue(ctx context.Context, kind string, payload any, opt Enqu
 	return job, nil
 }
 
-// signal wakes one idle worker, if one is waiting for work.
-func (r *Runner) signal() {
+// Signal wakes one idle worker to look for due jobs at once, if one is
+// waiting for work. Enqueue does it itself; code that queues a job in a
+// transaction of its own (with the rows the job works on) calls it after
+// the commit, or the job waits for a worker's next poll.
+func (r *Runner) Signal() {
 	select {
 	case r.wake <- struct{}{}:
 	default: // every worker already has a wake-up coming
@@ -202,31 +296,83 @@ func (r *Runner) signal() {
 func (r *Runner) wakeAt(t time.Time) {
 	d := t.Sub(r.db.Now())
 	if d <= 0 {
-		r.signal()
+		r.Signal()
 		return
 	}
 	if d < r.opt.PollInterval { // farther out, the poll is soon enough
-		time.AfterFunc(d+time.Millisecond, r.signal)
+		time.AfterFunc(d+time.Millisecond, r.Signal)
+	}
+}
+
+// Replan plans a recurring kind's next run again at once: for the service
+// whose schedule just changed, so that the change takes effect now (an
+// earlier run, a later one, or none) rather than at the next sweep.
+func (r *Runner) Replan(ctx context.Context, kind string) error {
+	k := r.kind(kind)
+	if k == nil || k.Next == nil {
+		return fmt.Errorf("jobs: replan: %q is not a registered recurring kind", kind)
+	}
+	ctx, release := r.db.Hold(ctx) // a no-op inside a request, which holds already
+	defer release()
+	return r.plan(ctx, kind, k)
+}
+
+// plan keeps the one queued job of a recurring kind in step with its
+// schedule (see store.DB.PlanJob). ctx holds the database.
+func (r *Runner) plan(ctx context.Context, name string, k *Kind) error {
+	r.planMu.Lock()
+	defer r.planMu.Unlock()
+	next, ok, err := k.Next(ctx, r.db.Now())
+	if err != nil {
+		return fmt.Errorf("jobs: schedule of %s: %w", name, err)
+	}
+	var at *time.Time
+	if ok {
+		at = &next
+	}
+	job, err := r.db.PlanJob(ctx, name, at)
+	if err != nil {
+		return err
+	}
+	if job != nil {
+		r.wakeAt(job.RunAfter)
+	}
+	return nil
+}
+
+// planAll plans every recurring kind. ctx holds the database.
+func (r *Runner) planAll(ctx context.Context) {
+	r.mu.Lock()
+	kinds := maps.Clone(r.kinds)
+	r.mu.Unlock()
+	for name, k := range kinds {
+		if k.Next == nil {
+			continue
+		}
+		if err := r.plan(ctx, name, k); err != nil && ctx.Err() == nil {
+			r.log.Error("jobs: plan a recurring kind", "kind", name, "err", err)
+		}
 	}
 }
 
 // Cancel cancels a job. A queued job is cancelled at once. A running job's
 // handler has its context cancelled and the job ends cancelled when the
 // handler returns; the job is returned still running. A finished job is a
-// store.KindConflict error, an unknown one store.KindNotFound.
+// store.KindConflict error, an unknown one store.KindNotFound. Cancelling
+// the queued job of a recurring kind cancels that run, not the schedule:
+// the next one is planned at once.
 func (r *Runner) Cancel(ctx context.Context, id int64) (*store.Job, error) {
+	ctx, release := r.db.Hold(ctx) // a no-op inside a request, which holds already
+	defer release()
 	job, ended, err := r.cancel(ctx, id)
 	if ended {
-		r.finished(ctx, job) // outside the runner's hold: OnFinish may take its own
+		r.ended(ctx, job)
 	}
 	return job, err
 }
 
-// cancel is Cancel under the hold and mu; ended says the job is now
-// cancelled.
+// cancel is Cancel under mu; ended says the job is now cancelled.
 func (r *Runner) cancel(ctx context.Context, id int64) (job *store.Job, ended bool, err error) {
-	ctx, release := r.db.Hold(ctx) // a no-op inside a request, which holds already
-	defer release()
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	job, err = r.db.CancelJob(ctx, id)
@@ -250,13 +396,14 @@ func (r *Runner) cancel(ctx context.Context, id int64) (job *store.Job, ended bo
 	return job, true, nil
 }
 
-// Run recovers the jobs a previous process left running, then runs jobs
-// with Options.Workers workers until ctx ends. Then it stops claiming,
-// cancels the running handlers' contexts, waits for them to return, puts
-// the jobs they did not finish back in the queue, and returns nil. It
-// returns an error at once if the recovery fails for another reason than
-// ctx ending (the runner then does not start: a job it did not recover
-// would look running forever) or if Run is already under way.
+// Run recovers the jobs a previous process left running and plans the
+// recurring kinds, then runs jobs with Options.Workers workers until ctx
+// ends. Then it stops claiming, cancels the running handlers' contexts,
+// waits for them to return, puts the jobs they did not finish back in the
+// queue, and returns nil. It returns an error at once if the recovery
+// fails for another reason than ctx ending (the runner then does not
+// start: a job it did not recover would look running forever) or if Run is
+// already under way.
 func (r *Runner) Run(ctx context.Context) error {
 	if !r.running.CompareAndSwap(false, true) {
 		return errors.New("jobs: the runner is already running")
@@ -278,9 +425,12 @@ func (r *Runner) Run(ctx context.Context) error {
 }
 
 // sweep recovers the jobs marked running that no worker of this runner
-// runs, giving reason as their last error.
+// runs, giving reason as their last error, and plans the recurring kinds:
+// it sets right whatever a stopped process or a restored database left.
+// Only a failed recovery is returned; a failed plan is logged.
 func (r *Runner) sweep(ctx context.Context, reason string) error {
 	hctx, release := r.db.Hold(ctx)
+	defer release()
 	r.mu.Lock()
 	except := make([]int64, 0, len(r.active))
 	for id := range r.active {
@@ -288,17 +438,17 @@ func (r *Runner) sweep(ctx context.Context, reason string) error {
 	}
 	rec, err := r.db.RecoverJobs(hctx, store.RecoverPolicy{Reason: reason, Except: except})
 	r.mu.Unlock()
-	release()
 	if err != nil {
 		return err
 	}
 	if rec.Requeued+rec.Failed > 0 {
 		r.log.Warn("jobs left running recovered", "reason", reason, "requeued", rec.Requeued, "failed", rec.Failed)
-		r.signal()
+		r.Signal()
 	}
 	for _, j := range rec.FailedJobs {
-		r.finished(ctx, j)
+		r.ended(hctx, j)
 	}
+	r.planAll(hctx)
 	return nil
 }
 
@@ -322,9 +472,8 @@ func (r *Runner) work(ctx context.Context, worker int) {
 	t := time.NewTicker(r.opt.PollInterval)
 	defer t.Stop()
 	for ctx.Err() == nil {
-		a, err := r.claim(ctx)
-		if a != nil {
-			r.execute(ctx, a)
+		ran, err := r.runNext(ctx)
+		if ran {
 			continue // there may be more
 		}
 		if err != nil && !store.IsNotFound(err) && ctx.Err() == nil {
@@ -338,31 +487,58 @@ func (r *Runner) work(ctx context.Context, worker int) {
 	}
 }
 
-// claim takes the next due job of a registered kind and records it active.
-func (r *Runner) claim(ctx context.Context) (*activeJob, error) {
-	hctx, release := r.db.Hold(ctx)
+// runNext claims the next due job and runs it, holding the database from
+// the claim to the recorded outcome, yielding it to a restore. It reports
+// whether it did anything worth looking for more work at once.
+func (r *Runner) runNext(ctx context.Context) (bool, error) {
+	hctx, release := r.db.HoldYielding(ctx)
 	defer release()
+	a, err := r.claim(hctx)
+	switch {
+	case a != nil:
+		if r.execute(ctx, hctx, a) {
+			return true, nil
+		}
+	case errors.Is(context.Cause(hctx), store.ErrReplacing):
+		// A restore came in while claiming.
+	default:
+		return false, err
+	}
+	// The database is being replaced. Once it is, recover what it says is
+	// running (the job that yielded too, if the snapshot has it so, or
+	// if the restore gave up) and plan the recurring kinds it has.
+	release()
+	if err := r.sweep(ctx, reasonRestore); err != nil && ctx.Err() == nil {
+		r.log.Error("jobs: recover jobs after a restore", "err", err)
+	}
+	return true, nil
+}
+
+// claim takes the next due job a worker may run and records it active.
+// ctx holds the database; the handler's context derives from it.
+func (r *Runner) claim(ctx context.Context) (*activeJob, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	// The handler's context derives from ctx, not hctx: a handler holds
-	// the database itself, only while it uses it.
-	job, err := r.db.ClaimJob(hctx, r.kinds())
+	job, err := r.db.ClaimJob(ctx, r.claimable())
 	if err != nil {
 		return nil, err
 	}
-	a := &activeJob{job: job, handler: r.handlers[job.Kind]}
+	a := &activeJob{job: job, kind: r.kinds[job.Kind]}
 	a.ctx, a.cancel = context.WithCancelCause(ctx)
 	r.active[job.ID] = a
 	return a, nil
 }
 
-// execute runs a claimed job's handler and records the outcome.
-func (r *Runner) execute(ctx context.Context, a *activeJob) {
+// execute runs a claimed job's handler and records the outcome, under the
+// hold hctx. It reports false when the job yielded to a restore: then
+// nothing is recorded, since the database is about to be replaced.
+func (r *Runner) execute(ctx, hctx context.Context, a *activeJob) bool {
 	job := a.job
 	log := r.log.With("job", job.ID, "kind", job.Kind, "attempt", job.Attempts)
 	start := time.Now()
-	err := call(a.ctx, a.handler, job)
+	err := call(a.ctx, a.kind.Handle, job)
 	interrupted := a.ctx.Err() != nil // before the handler returned
+	cause := context.Cause(a.ctx)
 	a.cancel(nil)
 	took := time.Since(start)
 
@@ -370,26 +546,31 @@ func (r *Runner) execute(ctx context.Context, a *activeJob) {
 	if errors.As(err, &pe) {
 		log.Error("jobs: handler panicked", "panic", pe.value, "stack", string(pe.stack))
 	}
+	var errText string
+	if err != nil {
+		errText = err.Error()
+	}
+	if err != nil && errors.Is(cause, store.ErrReplacing) {
+		r.mu.Lock()
+		delete(r.active, job.ID)
+		r.mu.Unlock()
+		log.Warn("jobs: job stopped for a database restore; its outcome is not recorded", "handler_err", errText, "took", took)
+		return false
+	}
 
-	// Record the outcome even if the runner is stopping.
-	bctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), bookkeeping)
+	// Record the outcome even if the runner is stopping or a restore
+	// waits: the hold is still ours until it is recorded.
+	bctx, cancel := context.WithTimeout(context.WithoutCancel(hctx), bookkeeping)
 	defer cancel()
-	bctx, release := r.db.Hold(bctx)
 	r.mu.Lock()
+	delete(r.active, job.ID)
 	var (
 		done    *store.Job
 		dbErr   error
 		retryAt time.Time
 		outcome string
-		errText string
 	)
-	if err != nil {
-		errText = err.Error()
-	}
-	current := r.current(bctx, a)
 	switch {
-	case !current:
-		outcome = "lost to a database restore"
 	case err == nil:
 		outcome = "succeeded"
 		done, dbErr = r.db.FinishJob(bctx, job.ID, store.JobSucceeded, "")
@@ -410,16 +591,12 @@ func (r *Runner) execute(ctx context.Context, a *activeJob) {
 		done, dbErr = r.db.FinishJob(bctx, job.ID, store.JobFailed, errText)
 	}
 	r.mu.Unlock()
-	release()
+	r.Signal() // a worker that a limit kept idle may go on
 
-	if !current {
-		log.Warn("jobs: the database was replaced while the job ran: its outcome is not recorded", "handler_err", errText, "took", took)
-		return
-	}
 	if dbErr != nil {
 		// The job stays running in the database; the sweep recovers it.
 		log.Error("jobs: cannot record the outcome", "outcome", outcome, "handler_err", errText, "err", dbErr)
-		return
+		return true
 	}
 	switch outcome {
 	case "succeeded":
@@ -433,26 +610,9 @@ func (r *Runner) execute(ctx context.Context, a *activeJob) {
 		log.Info("job "+outcome, "took", took)
 	}
 	if done != nil {
-		r.finished(context.WithoutCancel(ctx), done)
+		r.ended(context.WithoutCancel(hctx), done)
 	}
-}
-
-// current reports whether a's job is still the one in the database, and
-// forgets it as active. A restore can replace the database under a running
-// job: the job may then be gone, or its id may belong to another job, which
-// this one's outcome must not overwrite. The caller holds the database and
-// mu, under which every change to a running job in this process is made.
-func (r *Runner) current(ctx context.Context, a *activeJob) bool {
-	if r.active[a.job.ID] != a {
-		return false // another job with this id was claimed since
-	}
-	delete(r.active, a.job.ID)
-	cur, err := r.db.JobByID(ctx, a.job.ID)
-	if err != nil {
-		return !store.IsNotFound(err) // on a failed read, let the write decide
-	}
-	return cur.Status == store.JobRunning && cur.Attempts == a.job.Attempts &&
-		cur.StartedAt != nil && a.job.StartedAt != nil && cur.StartedAt.Equal(*a.job.StartedAt)
+	return true
 }
 
 // call runs h, turning a panic into an error.
@@ -462,21 +622,32 @@ func call(ctx context.Context, h Handler, job *store.Job) (err error) {
 			err = &panicError{value: v, stack: debug.Stack()}
 		}
 	}()
-	if h == nil {
-		return Permanent(fmt.Errorf("jobs: no handler for kind %q", job.Kind))
-	}
 	return h(ctx, job)
 }
 
-// finished tells OnFinish that job reached a final status.
-func (r *Runner) finished(ctx context.Context, job *store.Job) {
-	if r.OnFinish == nil {
-		return
+// ended tells a job's kind that the job reached a final status (OnFinish)
+// and, for a recurring kind, plans its next run. ctx holds the database.
+func (r *Runner) ended(ctx context.Context, job *store.Job) {
+	k := r.kind(job.Kind)
+	if k == nil {
+		return // a kind this runner does not run, swept
 	}
+	if k.OnFinish != nil {
+		r.onFinish(ctx, k, job)
+	}
+	if k.Next != nil {
+		if err := r.plan(ctx, job.Kind, k); err != nil {
+			r.log.Error("jobs: plan the next run", "kind", job.Kind, "err", err)
+		}
+	}
+}
+
+// onFinish calls k.OnFinish, logging a panic.
+func (r *Runner) onFinish(ctx context.Context, k *Kind, job *store.Job) {
 	defer func() {
 		if v := recover(); v != nil {
-			r.log.Error("jobs: OnFinish panicked", "job", job.ID, "panic", v, "stack", string(debug.Stack()))
+			r.log.Error("jobs: OnFinish panicked", "job", job.ID, "kind", job.Kind, "panic", v, "stack", string(debug.Stack()))
 		}
 	}()
-	r.OnFinish(ctx, job)
+	k.OnFinish(ctx, job)
 }

@@ -53,8 +53,17 @@ func newHarnessOn(t *testing.T, db *store.DB, opt jobs.Options) *harness {
 	}
 	h := &harness{db: db, finished: make(chan *store.Job, 1000)}
 	h.r = jobs.New(db, slog.New(slog.NewTextHandler(t.Output(), &slog.HandlerOptions{Level: slog.LevelDebug})), opt)
-	h.r.OnFinish = func(_ context.Context, j *store.Job) { h.finished <- j }
 	return h
+}
+
+// register registers a kind whose finished jobs arrive on h.finished.
+func (h *harness) register(kind string, handle jobs.Handler) {
+	h.registerKind(kind, jobs.Kind{Handle: handle})
+}
+
+func (h *harness) registerKind(kind string, k jobs.Kind) {
+	k.OnFinish = func(_ context.Context, j *store.Job) { h.finished <- j }
+	h.r.Register(kind, k)
 }
 
 // start runs the runner until the returned stop is called (or the test
@@ -147,7 +156,7 @@ func TestRunnerRunsEachJobOnce(t *testing.T) {
 	h := newHarness(t, jobs.Options{Workers: 4})
 	var mu sync.Mutex
 	runs := map[int64]int{}
-	h.r.Register("count", func(ctx context.Context, j *store.Job) error {
+	h.register("count", func(ctx context.Context, j *store.Job) error {
 		mu.Lock()
 		runs[j.ID]++
 		mu.Unlock()
@@ -185,7 +194,7 @@ func TestRunnerBoundsConcurrency(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t, jobs.Options{Workers: 2})
 	var now, most atomic.Int32
-	h.r.Register("slow", func(ctx context.Context, j *store.Job) error {
+	h.register("slow", func(ctx context.Context, j *store.Job) error {
 		c := now.Add(1)
 		for {
 			m := most.Load()
@@ -213,7 +222,7 @@ func TestRunnerBoundsConcurrency(t *testing.T) {
 func TestRunnerEnqueueWakesAWorker(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t, jobs.Options{PollInterval: time.Hour})
-	h.r.Register("now", succeed)
+	h.register("now", succeed)
 	h.start(t)
 	time.Sleep(20 * time.Millisecond) // let the workers go idle
 	begin := time.Now()
@@ -230,7 +239,7 @@ func TestRunnerEnqueueWakesAWorker(t *testing.T) {
 func TestRunnerDelayedJob(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t, jobs.Options{PollInterval: time.Hour})
-	h.r.Register("later", succeed)
+	h.register("later", succeed)
 	h.start(t)
 	begin := time.Now()
 	h.enqueue(t, "later", nil, jobs.EnqueueOptions{RunAfter: time.Now().Add(60 * time.Millisecond)})
@@ -260,7 +269,7 @@ func TestRunnerRetriesThenSucceeds(t *testing.T) {
 		},
 	})
 	var errs []string
-	h.r.Register("flaky", func(ctx context.Context, j *store.Job) error {
+	h.register("flaky", func(ctx context.Context, j *store.Job) error {
 		mu.Lock()
 		defer mu.Unlock()
 		if j.Attempts > 1 {
@@ -299,7 +308,7 @@ func TestRunnerFailsAfterMaxAttempts(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t, jobs.Options{})
 	var runs atomic.Int32
-	h.r.Register("down", func(ctx context.Context, j *store.Job) error {
+	h.register("down", func(ctx context.Context, j *store.Job) error {
 		runs.Add(1)
 		return tempErr{retry: true}
 	})
@@ -330,7 +339,7 @@ func TestRunnerDoesNotRetry(t *testing.T) {
 			t.Parallel()
 			h := newHarness(t, jobs.Options{})
 			var runs atomic.Int32
-			h.r.Register("bad", func(ctx context.Context, j *store.Job) error {
+			h.register("bad", func(ctx context.Context, j *store.Job) error {
 				runs.Add(1)
 				return err
 			})
@@ -395,11 +404,11 @@ func TestRunnerRecoversPanics(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t, jobs.Options{Workers: 1})
 	var runs atomic.Int32
-	h.r.Register("boom", func(ctx context.Context, j *store.Job) error {
+	h.register("boom", func(ctx context.Context, j *store.Job) error {
 		runs.Add(1)
 		panic("boom")
 	})
-	h.r.Register("ok", succeed)
+	h.register("ok", succeed)
 	h.start(t)
 	h.enqueue(t, "boom", nil, jobs.EnqueueOptions{MaxAttempts: 3})
 	j := h.next(t)
@@ -421,7 +430,7 @@ func TestRunnerCancel(t *testing.T) {
 	t.Run("Queued", func(t *testing.T) {
 		h := newHarness(t, jobs.Options{})
 		var runs atomic.Int32
-		h.r.Register("later", func(context.Context, *store.Job) error { runs.Add(1); return nil })
+		h.register("later", func(context.Context, *store.Job) error { runs.Add(1); return nil })
 		h.start(t)
 		job := h.enqueue(t, "later", nil, jobs.EnqueueOptions{RunAfter: time.Now().Add(time.Hour)})
 		got, err := h.r.Cancel(ctx, job.ID)
@@ -446,7 +455,7 @@ func TestRunnerCancel(t *testing.T) {
 		h := newHarness(t, jobs.Options{})
 		started := newSignal()
 		var cause atomic.Value
-		h.r.Register("long", func(ctx context.Context, j *store.Job) error {
+		h.register("long", func(ctx context.Context, j *store.Job) error {
 			started.fire()
 			<-ctx.Done()
 			cause.Store(context.Cause(ctx))
@@ -476,7 +485,7 @@ func TestRunnerCancel(t *testing.T) {
 		// believed: the work was done.
 		h := newHarness(t, jobs.Options{})
 		started, proceed := newSignal(), newSignal()
-		h.r.Register("stubborn", func(ctx context.Context, j *store.Job) error {
+		h.register("stubborn", func(ctx context.Context, j *store.Job) error {
 			started.fire()
 			<-proceed.c
 			return nil
@@ -503,6 +512,7 @@ func TestRunnerCancel(t *testing.T) {
 		// Running in the database but by no worker (not yet swept):
 		// nothing runs it, so cancelling ends it at once.
 		h := newHarness(t, jobs.Options{})
+		h.register("x", succeed)
 		job, err := h.db.EnqueueJob(ctx, store.NewJob{Kind: "x"})
 		if err != nil {
 			t.Fatal(err)
@@ -544,7 +554,7 @@ func TestRunnerRecoversAfterCrash(t *testing.T) {
 	h := newHarnessOn(t, db, jobs.Options{})
 	var mu sync.Mutex
 	var ran []*store.Job
-	h.r.Register("work", func(ctx context.Context, j *store.Job) error {
+	h.register("work", func(ctx context.Context, j *store.Job) error {
 		mu.Lock()
 		ran = append(ran, j)
 		mu.Unlock()
@@ -577,7 +587,7 @@ func TestRunnerStopsCleanly(t *testing.T) {
 	h := newHarnessOn(t, db, jobs.Options{})
 	started := newSignal()
 	var returned atomic.Bool
-	h.r.Register("long", func(ctx context.Context, j *store.Job) error {
+	h.register("long", func(ctx context.Context, j *store.Job) error {
 		started.fire()
 		<-ctx.Done()
 		time.Sleep(50 * time.Millisecond) // tidying up
@@ -599,7 +609,7 @@ func TestRunnerStopsCleanly(t *testing.T) {
 
 	// The restart runs it, though its one attempt was spent by the stop.
 	h2 := newHarnessOn(t, db, jobs.Options{})
-	h2.r.Register("long", succeed)
+	h2.register("long", succeed)
 	h2.start(t)
 	if j := h2.next(t); j.ID != job.ID || j.Status != store.JobSucceeded || j.Attempts != 2 {
 		t.Fatalf("after the restart: %+v", j)
@@ -611,7 +621,7 @@ func TestRunnerSkipsUnknownKinds(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	h := newHarness(t, jobs.Options{})
-	h.r.Register("mine", succeed)
+	h.register("mine", succeed)
 	if _, err := h.r.Enqueue(ctx, "theirs", nil, jobs.EnqueueOptions{}); err == nil {
 		t.Fatal("Enqueue accepted a kind without a handler")
 	}
@@ -637,7 +647,7 @@ func TestRunnerSweepsAbandonedJobs(t *testing.T) {
 	ctx := context.Background()
 	h := newHarness(t, jobs.Options{SweepInterval: 10 * time.Millisecond})
 	started, proceed := newSignal(), newSignal()
-	h.r.Register("long", func(ctx context.Context, j *store.Job) error {
+	h.register("long", func(ctx context.Context, j *store.Job) error {
 		started.fire()
 		<-proceed.c
 		return nil
@@ -680,57 +690,5 @@ func TestRunnerRunsOnce(t *testing.T) {
 	time.Sleep(10 * time.Millisecond)
 	if err := h.r.Run(context.Background()); err == nil {
 		t.Fatal("a second Run started")
-	}
-}
-
-// A handler does not hold the database while it runs: a restore goes
-// ahead under a long job. The job's outcome then is not recorded over
-// whatever the restored database holds under its id.
-func TestRunnerDoesNotBlockRestore(t *testing.T) {
-	t.Parallel()
-	ctx := context.Background()
-	h := newHarness(t, jobs.Options{Workers: 2})
-	dir := t.TempDir()
-	src := filepath.Join(dir, "snapshot.db")
-	hctx, release := h.db.Hold(ctx)
-	err := h.db.SnapshotTo(hctx, src) // no jobs in it
-	release()
-	if err != nil {
-		t.Fatal(err)
-	}
-	started, proceed := newSignal(), newSignal()
-	defer proceed.fire()
-	h.r.Register("long", func(ctx context.Context, j *store.Job) error {
-		started.fire()
-		<-proceed.c
-		return nil
-	})
-	h.r.Register("after", succeed)
-	h.start(t)
-	long := h.enqueue(t, "long", nil, jobs.EnqueueOptions{})
-	started.wait(t, "the handler's start")
-	done := make(chan error, 1)
-	go func() { done <- h.db.Replace(ctx, src, filepath.Join(dir, "safety.db")) }()
-	select {
-	case err := <-done:
-		if err != nil {
-			t.Fatal(err)
-		}
-	case <-time.After(wait):
-		t.Fatal("the restore waited for a running job")
-	}
-
-	// The restored database gives the next job the running one's id.
-	after := h.enqueue(t, "after", nil, jobs.EnqueueOptions{})
-	if after.ID != long.ID {
-		t.Fatalf("the new job has id %d, want %d (the running one's)", after.ID, long.ID)
-	}
-	if j := h.next(t); j.Kind != "after" || j.Status != store.JobSucceeded {
-		t.Fatalf("after the restore: %+v", j)
-	}
-	proceed.fire()
-	h.quiet(t, 50*time.Millisecond)
-	if j := h.job(t, after.ID); j.Kind != "after" || j.Status != store.JobSucceeded || j.Attempts != 1 {
-		t.Fatalf("the long job's end overwrote the new one: %+v", j)
 	}
 }

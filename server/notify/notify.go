@@ -1,15 +1,25 @@
-// Package notify raises notifications: it stores them for their users and
-// pushes them to those users' open streams (GET /api/notifications/stream).
-// Any part of the server notifies through a Notifier; raising a
-// notification never fails the work that raised it.
+// Package notify is the notifications group's service. It raises
+// notifications: stores them for their users and publishes each on its
+// user's topic of the event-stream broker (GET /api/notifications/stream).
+// It also holds the use cases of a user's own notifications (list, unread
+// count, mark read, delete), so that the handlers in
+// server/notifications.go only parse, call one method and render. Raising
+// and reading are one service because they are one group over one table;
+// the raising side is what the rest of the server calls (the Notifier),
+// and raising a notification never fails the work that raised it.
 package notify
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"log/slog"
+	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
+	"github.com/copydesk/copydesk/server/stream"
 	"github.com/copydesk/copydesk/store"
 )
 
@@ -25,20 +35,54 @@ const (
 	MessageReceived = "message.received"
 )
 
+// Event is the name of a notification's stream event.
+const Event = "notification"
+
 // Note is what to tell; the store gives each recipient its own copy.
 type Note = store.NewNotification
 
-// Notifier stores notifications and fans them out to live streams.
+// Store is what the service needs of the store.
+type Store interface {
+	CreateNotifications(ctx context.Context, userIDs []int64, n store.NewNotification) ([]*store.Notification, error)
+	UserIDsWithRole(ctx context.Context, min store.Role) ([]int64, error)
+	EnvironmentMemberIDs(ctx context.Context, envID int64) ([]int64, error)
+	ListNotifications(ctx context.Context, f store.NotificationFilter) ([]*store.Notification, int, error)
+	UnreadNotifications(ctx context.Context, userID int64) (int, error)
+	MarkNotificationRead(ctx context.Context, userID, id int64) (*store.Notification, error)
+	MarkAllNotificationsRead(ctx context.Context, userID int64) (int64, error)
+	DeleteNotification(ctx context.Context, userID, id int64) error
+}
+
+// Notifier stores notifications, publishes them to live streams, and
+// serves each user's own.
 type Notifier struct {
-	db  *store.DB
-	log *slog.Logger
-	hub hub
+	db   Store
+	log  *slog.Logger
+	live atomic.Pointer[stream.Broker] // see PublishTo
+	// raising keeps each user's topic in id order: the database numbers
+	// notifications in commit order, and they are published in that same
+	// order, which a stream relies on (it skips an id not above the last
+	// it sent). SQLite writes one transaction at a time anyway.
+	raising sync.Mutex
 }
 
 // New returns a Notifier over db.
-func New(db *store.DB, log *slog.Logger) *Notifier {
-	return &Notifier{db: db, log: log, hub: hub{subs: map[int64]map[*Subscription]struct{}{}}}
+func New(db Store, log *slog.Logger) *Notifier {
+	return &Notifier{db: db, log: log}
 }
+
+// PublishTo makes the Notifier publish each notification it stores on its
+// user's topic (Topic) of b. Without it notifications are only stored.
+func (n *Notifier) PublishTo(b *stream.Broker) { n.live.Store(b) }
+
+// Close stops publishing: what is raised afterwards is only stored. (The
+// streams themselves end when their broker closes.)
+func (n *Notifier) Close() { n.live.Store(nil) }
+
+// Topic is the stream topic of a user's notifications.
+func Topic(userID int64) string { return topicPrefix + strconv.FormatInt(userID, 10) }
+
+const topicPrefix = "notifications/"
 
 // User notifies one user.
 func (n *Notifier) User(ctx context.Context, userID int64, note Note) {
@@ -78,114 +122,87 @@ func (n *Notifier) send(ctx context.Context, audience string, who func(context.C
 	if len(ids) == 0 {
 		return
 	}
+	n.raising.Lock()
+	defer n.raising.Unlock()
 	created, err := n.db.CreateNotifications(ctx, ids, note)
 	if err != nil {
 		n.log.Error("notification not raised", "kind", note.Kind, "audience", audience, "err", err)
 		return
 	}
+	live := n.live.Load()
+	if live == nil {
+		return
+	}
 	for _, c := range created {
-		n.hub.publish(c)
-	}
-}
-
-// Subscription is one open stream of a user's new notifications.
-type Subscription struct {
-	UserID int64
-	// C delivers notifications as they are raised. It is closed when the
-	// notifier shuts down; a subscriber too slow to keep up misses
-	// notifications (Dropped counts them) and should catch up from the list.
-	C       chan *store.Notification
-	dropped int64
-	mu      sync.Mutex
-}
-
-// Dropped counts notifications this subscriber missed because it was slow.
-func (s *Subscription) Dropped() int64 {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.dropped
-}
-
-// Subscribe opens a stream of the user's new notifications. Call
-// Unsubscribe when done.
-func (n *Notifier) Subscribe(userID int64) *Subscription { return n.hub.subscribe(userID) }
-
-// Unsubscribe closes a stream.
-func (n *Notifier) Unsubscribe(s *Subscription) { n.hub.unsubscribe(s) }
-
-// Close ends every stream (on shutdown) and refuses new ones.
-func (n *Notifier) Close() { n.hub.close() }
-
-// Subscribers counts open streams (for tests and health).
-func (n *Notifier) Subscribers() int { return n.hub.count() }
-
-type hub struct {
-	mu     sync.Mutex
-	subs   map[int64]map[*Subscription]struct{}
-	closed bool
-}
-
-func (h *hub) subscribe(userID int64) *Subscription {
-	s := &Subscription{UserID: userID, C: make(chan *store.Notification, 32)}
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	if h.closed {
-		close(s.C)
-		return s
-	}
-	if h.subs[userID] == nil {
-		h.subs[userID] = map[*Subscription]struct{}{}
-	}
-	h.subs[userID][s] = struct{}{}
-	return s
-}
-
-func (h *hub) unsubscribe(s *Subscription) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	if set, ok := h.subs[s.UserID]; ok {
-		if _, ok := set[s]; ok {
-			delete(set, s)
-			close(s.C)
-		}
-		if len(set) == 0 {
-			delete(h.subs, s.UserID)
+		// Stored is raised: a stream that cannot take it (the server
+		// stopping) catches up from the list or Last-Event-ID.
+		if _, err := live.Publish(Topic(c.UserID), stream.Event{ID: c.ID, Name: Event, Data: c}); err != nil &&
+			!errors.Is(err, stream.ErrClosed) {
+			n.log.Error("notification stored but not published", "id", c.ID, "err", err)
 		}
 	}
 }
 
-func (h *hub) publish(n *store.Notification) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	for s := range h.subs[n.UserID] {
-		select {
-		case s.C <- n:
-		default:
-			s.mu.Lock()
-			s.dropped++
-			s.mu.Unlock()
+// Subscribers counts open notification streams (for tests and health).
+func (n *Notifier) Subscribers() int {
+	live := n.live.Load()
+	if live == nil {
+		return 0
+	}
+	return live.Subscribers(topicPrefix)
+}
+
+// Replay is the catch-up of a user's stream (Last-Event-ID): their
+// notifications after an id, oldest first.
+func (n *Notifier) Replay(userID int64) stream.Replayer {
+	return func(ctx context.Context, after int64, limit int) ([]stream.Event, error) {
+		list, _, err := n.db.ListNotifications(ctx, store.NotificationFilter{UserID: userID, AfterID: after, OldestFirst: true,
+			Page: store.Page{Page: 1, PerPage: limit}})
+		if err != nil {
+			return nil, fmt.Errorf("notify: replay after %d: %w", after, err)
 		}
+		out := make([]stream.Event, len(list))
+		for i, c := range list {
+			out[i] = stream.Event{ID: c.ID, Name: Event, Data: c}
+		}
+		return out, nil
 	}
 }
 
-func (h *hub) close() {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	h.closed = true
-	for uid, set := range h.subs {
-		for s := range set {
-			close(s.C)
-		}
-		delete(h.subs, uid)
-	}
+// ListQuery narrows List.
+type ListQuery struct {
+	UnreadOnly bool
+	Page       store.Page
 }
 
-func (h *hub) count() int {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	n := 0
-	for _, set := range h.subs {
-		n += len(set)
+// List is a user's notifications, newest first, and how many there are.
+func (n *Notifier) List(ctx context.Context, userID int64, q ListQuery) ([]*store.Notification, int, error) {
+	return n.db.ListNotifications(ctx, store.NotificationFilter{UserID: userID, UnreadOnly: q.UnreadOnly, Page: q.Page})
+}
+
+// UnreadCount is how many of a user's notifications are unread.
+func (n *Notifier) UnreadCount(ctx context.Context, userID int64) (int, error) {
+	c, err := n.db.UnreadNotifications(ctx, userID)
+	if err != nil {
+		return 0, fmt.Errorf("notify: count unread: %w", err)
 	}
-	return n
+	return c, nil
+}
+
+// MarkRead marks one of a user's notifications read; reading it again
+// keeps the first time. Another user's is not found.
+func (n *Notifier) MarkRead(ctx context.Context, userID, id int64) (*store.Notification, error) {
+	return n.db.MarkNotificationRead(ctx, userID, id)
+}
+
+// MarkAllRead marks every unread notification of a user read and says how
+// many there were.
+func (n *Notifier) MarkAllRead(ctx context.Context, userID int64) (int64, error) {
+	return n.db.MarkAllNotificationsRead(ctx, userID)
+}
+
+// Delete deletes one of a user's notifications; another user's is not
+// found.
+func (n *Notifier) Delete(ctx context.Context, userID, id int64) error {
+	return n.db.DeleteNotification(ctx, userID, id)
 }

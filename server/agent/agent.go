@@ -1,0 +1,282 @@
+// Package agent holds the rules of agents (the /api/agents group):
+// configured AI workers, in an environment or global; which environments
+// may use them; who sees and who changes them; and their runs, which the
+// job runner carries out, queued or streamed to the request that started
+// them (see run.go). The handlers in server/agents.go and
+// server/agent_runs.go only parse, call one method and render.
+//
+// Who sees what: an agent is visible to a scope when it is global, of an
+// environment in the scope, or assigned to one; anything else is not found.
+// Admins change every agent; editors only the agents of their own
+// environments; only admins change global agents (a using environment does
+// not own an agent). A run is visible in its environment, or to its
+// requester when it ran outside any.
+package agent
+
+import (
+	"context"
+	"log/slog"
+	"slices"
+
+	"github.com/copydesk/copydesk/server/engine"
+	"github.com/copydesk/copydesk/server/jobs"
+	"github.com/copydesk/copydesk/server/notify"
+	"github.com/copydesk/copydesk/server/stream"
+	"github.com/copydesk/copydesk/store"
+)
+
+// Store is what the service needs of the store.
+type Store interface {
+	AgentByID(ctx context.Context, id int64) (*store.Agent, error)
+	ListAgents(ctx context.Context, f store.AgentFilter) ([]*store.Agent, int, error)
+	CreateAgent(ctx context.Context, in store.AgentInput, createdBy int64) (*store.Agent, error)
+	ReplaceAgent(ctx context.Context, id int64, in store.AgentInput) (*store.Agent, error)
+	DeleteAgent(ctx context.Context, id int64) error
+	SetAgentAssignments(ctx context.Context, agentID int64, envIDs []int64) ([]int64, error)
+
+	RunByID(ctx context.Context, id int64) (*store.AgentRun, error)
+	ListRuns(ctx context.Context, f store.RunFilter) ([]*store.AgentRun, int, error)
+	CreateRun(ctx context.Context, n store.NewRun) (*store.AgentRun, error)
+	CreateRunWithJob(ctx context.Context, n store.NewRun, j store.RunJob) (*store.AgentRun, error)
+	StartRun(ctx context.Context, id int64) (bool, error)
+	FinishRun(ctx context.Context, id int64, o store.RunOutcome) (*store.AgentRun, error)
+	RequeueRun(ctx context.Context, id int64, errText string) error
+}
+
+// Environments resolves an environment as a scope sees it
+// (server/environment).
+type Environments interface {
+	Get(ctx context.Context, sc store.Scope, id int64) (*store.Environment, error)
+}
+
+// Credentials holds the rule for choosing a credential to generate with
+// (server/credential).
+type Credentials interface {
+	CheckAI(ctx context.Context, credID, envID *int64) error
+}
+
+// Engine generates text and accounts for it (server/engine).
+type Engine interface {
+	Plan(ctx context.Context, c engine.Call) (provider, model string, err error)
+	Generate(ctx context.Context, c engine.Call) (*engine.Result, error)
+	Stream(ctx context.Context, c engine.Call, onDelta func(string) error) (*engine.Result, error)
+}
+
+// Runner is the job runner (server/jobs) that carries runs out.
+type Runner interface {
+	Register(kind string, k jobs.Kind)
+	Cancel(ctx context.Context, id int64) (*store.Job, error)
+	Signal()
+}
+
+// Notifier tells a user how their run ended (server/notify).
+type Notifier interface {
+	User(ctx context.Context, userID int64, note notify.Note)
+}
+
+// Deps are what the service works with.
+type Deps struct {
+	Store        Store
+	Environments Environments
+	Credentials  Credentials
+	Engine       Engine
+	Jobs         Runner
+	Notify       Notifier
+	Events       *stream.Broker // where streamed runs are published
+	Log          *slog.Logger
+}
+
+// Service implements the agent rules and carries out runs.
+type Service struct {
+	db     Store
+	envs   Environments
+	creds  Credentials
+	engine Engine
+	jobs   Runner
+	notify Notifier
+	events *stream.Broker
+	log    *slog.Logger
+}
+
+// New returns the service and registers its job kinds with d.Jobs.
+func New(d Deps) *Service {
+	s := &Service{db: d.Store, envs: d.Environments, creds: d.Credentials, engine: d.Engine, jobs: d.Jobs,
+		notify: d.Notify, events: d.Events, log: d.Log}
+	if s.log == nil {
+		s.log = slog.New(slog.DiscardHandler)
+	}
+	s.registerJobs()
+	return s
+}
+
+// Get returns an agent the scope sees; any other is not found.
+func (s *Service) Get(ctx context.Context, sc store.Scope, id int64) (*store.Agent, error) {
+	a, err := s.db.AgentByID(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	if !a.VisibleIn(sc) {
+		return nil, store.NotFound("agent not found")
+	}
+	return a, nil
+}
+
+// managed returns an agent the scope may change: one it does not see is
+// not found, one it sees but does not own is forbidden.
+func (s *Service) managed(ctx context.Context, sc store.Scope, id int64) (*store.Agent, error) {
+	a, err := s.Get(ctx, sc, id)
+	if err != nil {
+		return nil, err
+	}
+	if err := mayManage(sc, a); err != nil {
+		return nil, err
+	}
+	return a, nil
+}
+
+// mayManage: admins manage every agent; others those of their own
+// environments. Global or merely assigned agents are for admins.
+func mayManage(sc store.Scope, a *store.Agent) error {
+	switch {
+	case sc.Admin:
+		return nil
+	case a.EnvironmentID == nil:
+		return store.Forbidden("only admins change global agents")
+	case !sc.Sees(*a.EnvironmentID):
+		return store.Forbidden("the agent belongs to another environment: only its editors and admins change it")
+	}
+	return nil
+}
+
+// ListQuery narrows List.
+type ListQuery struct {
+	EnvironmentID *int64 // agents of this environment or assigned to it
+	Kind          string
+	Active        *bool
+	Q             string // matches name or description
+	Page          store.Page
+}
+
+// List lists the agents the scope sees, by name. Asking for an environment
+// outside the scope is not found.
+func (s *Service) List(ctx context.Context, sc store.Scope, q ListQuery) ([]*store.Agent, int, error) {
+	if q.EnvironmentID != nil {
+		if err := sc.Require(*q.EnvironmentID, "environment"); err != nil {
+			return nil, 0, err
+		}
+	}
+	if q.Kind != "" && !slices.Contains(store.AgentKinds, q.Kind) {
+		return nil, 0, errKind
+	}
+	return s.db.ListAgents(ctx, store.AgentFilter{Scope: sc, EnvironmentID: q.EnvironmentID, Kind: q.Kind, Active: q.Active,
+		Q: q.Q, Page: q.Page})
+}
+
+// Create checks and stores an agent. Others than admins create agents in
+// their environments only; a global agent (no environment) is for admins.
+func (s *Service) Create(ctx context.Context, sc store.Scope, in store.AgentInput) (*store.Agent, error) {
+	if err := s.check(ctx, sc, &in); err != nil {
+		return nil, err
+	}
+	return s.db.CreateAgent(ctx, in, sc.UserID)
+}
+
+// Change holds the fields to change; nil leaves one alone. An agent's
+// environment does not change.
+type Change struct {
+	Name         *string
+	Description  *string
+	Kind         *string
+	CredentialID *int64 // 0: back to the AI content settings' credential
+	Model        *string
+	SystemPrompt *string
+	Temperature  *float64
+	MaxTokens    *int
+	IsActive     *bool
+}
+
+// Update changes the fields given, checking the agent as it will be.
+func (s *Service) Update(ctx context.Context, sc store.Scope, id int64, ch Change) (*store.Agent, error) {
+	a, err := s.managed(ctx, sc, id)
+	if err != nil {
+		return nil, err
+	}
+	in := a.AgentInput
+	set(&in.Name, ch.Name)
+	set(&in.Description, ch.Description)
+	set(&in.Kind, ch.Kind)
+	set(&in.Model, ch.Model)
+	set(&in.SystemPrompt, ch.SystemPrompt)
+	set(&in.IsActive, ch.IsActive)
+	if ch.CredentialID != nil {
+		in.CredentialID = ch.CredentialID
+		if *ch.CredentialID == 0 {
+			in.CredentialID = nil
+		}
+	}
+	if ch.Temperature != nil {
+		in.Temperature = ch.Temperature
+	}
+	if ch.MaxTokens != nil {
+		in.MaxTokens = ch.MaxTokens
+	}
+	if err := s.check(ctx, sc, &in); err != nil {
+		return nil, err
+	}
+	return s.db.ReplaceAgent(ctx, a.ID, in)
+}
+
+func set[T any](dst *T, v *T) {
+	if v != nil {
+		*dst = *v
+	}
+}
+
+// Delete deletes an agent the scope may change, and its runs.
+func (s *Service) Delete(ctx context.Context, sc store.Scope, id int64) error {
+	a, err := s.managed(ctx, sc, id)
+	if err != nil {
+		return err
+	}
+	return s.db.DeleteAgent(ctx, a.ID)
+}
+
+// SetAssignments replaces the environments, beyond its own, that may use an
+// agent the scope may change, and returns the agent with them. Others than
+// admins assign only to environments they see: any other does not exist
+// for them.
+func (s *Service) SetAssignments(ctx context.Context, sc store.Scope, id int64, envIDs []int64) (*store.Agent, error) {
+	a, err := s.managed(ctx, sc, id)
+	if err != nil {
+		return nil, err
+	}
+	if err := checkAssignments(sc, envIDs); err != nil {
+		return nil, err
+	}
+	ids, err := s.db.SetAgentAssignments(ctx, a.ID, envIDs)
+	if err != nil {
+		return nil, err
+	}
+	a.Assignments = ids
+	return a, nil
+}
+
+// check normalizes an agent's fields and checks where it lives: an
+// environment the scope sees (required of others than admins), and a
+// credential usable there.
+func (s *Service) check(ctx context.Context, sc store.Scope, in *store.AgentInput) error {
+	if err := normalize(in); err != nil {
+		return err
+	}
+	if in.EnvironmentID == nil && !sc.Admin {
+		return store.Invalid("environment_id: is required: only admins create global agents")
+	}
+	if in.EnvironmentID != nil {
+		if _, err := s.envs.Get(ctx, sc, *in.EnvironmentID); store.IsNotFound(err) {
+			return store.Invalid("environment_id: no environment with id %d", *in.EnvironmentID)
+		} else if err != nil {
+			return err
+		}
+	}
+	return s.creds.CheckAI(ctx, in.CredentialID, in.EnvironmentID)
+}

@@ -1,0 +1,210 @@
+// Package environment holds the rules of environments, the tenancy
+// boundary: only admins create, change and delete them, everyone else reads
+// those granted to them; how a slug is made; what a configuration may hold.
+// It also answers the question every environment-scoped group asks: "is
+// environment id there for this caller?" (Get).
+package environment
+
+import (
+	"context"
+	"regexp"
+	"strconv"
+	"strings"
+	"unicode"
+
+	"github.com/copydesk/copydesk/server/valid"
+	"github.com/copydesk/copydesk/store"
+)
+
+// Store is what the service needs of the store.
+type Store interface {
+	EnvironmentByID(ctx context.Context, id int64) (*store.Environment, error)
+	ListEnvironments(ctx context.Context, f store.EnvironmentFilter) ([]*store.Environment, int, error)
+	CreateEnvironment(ctx context.Context, n store.NewEnvironment) (*store.Environment, error)
+	UpdateEnvironment(ctx context.Context, id int64, up store.EnvironmentUpdate) (*store.Environment, error)
+	DeleteEnvironment(ctx context.Context, id int64) error
+}
+
+// Service implements the environment rules over a Store.
+type Service struct {
+	db Store
+}
+
+// New returns the service.
+func New(db Store) *Service { return &Service{db: db} }
+
+// Get returns environment id as the scope sees it: one outside the scope
+// is "not found", exactly as if it did not exist. Every group that takes an
+// environment id from a caller resolves it here.
+func (s *Service) Get(ctx context.Context, sc store.Scope, id int64) (*store.Environment, error) {
+	if err := sc.Require(id, "environment"); err != nil {
+		return nil, err
+	}
+	return s.db.EnvironmentByID(ctx, id)
+}
+
+// List lists the environments the scope sees, by name; q matches name or
+// slug.
+func (s *Service) List(ctx context.Context, sc store.Scope, q string, page store.Page) ([]*store.Environment, int, error) {
+	return s.db.ListEnvironments(ctx, store.EnvironmentFilter{Scope: sc, Q: q, Page: page})
+}
+
+// maxSlugTries bounds the search for a free slug made from a name.
+const maxSlugTries = 50
+
+// Create makes an environment (admins only). Without a slug one is made
+// from the name, with -2, -3, ... when taken; a given slug that is taken is
+// a conflict.
+func (s *Service) Create(ctx context.Context, sc store.Scope, n store.NewEnvironment) (*store.Environment, error) {
+	if err := sc.RequireAdmin(); err != nil {
+		return nil, err
+	}
+	if err := normalizeNew(&n); err != nil {
+		return nil, err
+	}
+	if n.Slug != "" {
+		return s.db.CreateEnvironment(ctx, n)
+	}
+	base := Slugify(n.Name)
+	for i := 1; ; i++ {
+		n.Slug = base
+		if i > 1 {
+			n.Slug = base + "-" + strconv.Itoa(i)
+		}
+		e, err := s.db.CreateEnvironment(ctx, n)
+		if store.KindOf(err) != store.KindConflict || i == maxSlugTries {
+			return e, err
+		}
+	}
+}
+
+// Update changes the fields given (admins only). A missing environment is
+// reported before a broken rule.
+func (s *Service) Update(ctx context.Context, sc store.Scope, id int64, up store.EnvironmentUpdate) (*store.Environment, error) {
+	if err := sc.RequireAdmin(); err != nil {
+		return nil, err
+	}
+	if _, err := s.Get(ctx, sc, id); err != nil {
+		return nil, err
+	}
+	if err := normalizeUpdate(&up); err != nil {
+		return nil, err
+	}
+	return s.db.UpdateEnvironment(ctx, id, up)
+}
+
+// SetConfiguration replaces an environment's whole configuration (admins
+// only); defaults fill what is left out.
+func (s *Service) SetConfiguration(ctx context.Context, sc store.Scope, id int64, cfg store.EnvironmentConfig) (*store.EnvironmentConfig, error) {
+	e, err := s.Update(ctx, sc, id, store.EnvironmentUpdate{Configuration: &cfg})
+	if err != nil {
+		return nil, err
+	}
+	return &e.Configuration, nil
+}
+
+// Delete removes an environment and, through the store's foreign keys,
+// everything in it (admins only).
+func (s *Service) Delete(ctx context.Context, sc store.Scope, id int64) error {
+	if err := sc.RequireAdmin(); err != nil {
+		return err
+	}
+	if err := sc.Require(id, "environment"); err != nil {
+		return err
+	}
+	return s.db.DeleteEnvironment(ctx, id)
+}
+
+// Limits of the free-text fields.
+const (
+	maxName        = 100
+	maxDescription = 2000
+)
+
+func normalizeNew(n *store.NewEnvironment) error {
+	name, err := checkName(n.Name)
+	if err != nil {
+		return err
+	}
+	n.Name = name
+	if n.Description, err = checkDescription(n.Description); err != nil {
+		return err
+	}
+	if err := NormalizeConfig(&n.Configuration); err != nil {
+		return err
+	}
+	if n.Slug != "" && !ValidSlug(n.Slug) {
+		return errSlug
+	}
+	return nil
+}
+
+func normalizeUpdate(up *store.EnvironmentUpdate) error {
+	if up.Name != nil {
+		name, err := checkName(*up.Name)
+		if err != nil {
+			return err
+		}
+		up.Name = &name
+	}
+	if up.Description != nil {
+		d, err := checkDescription(*up.Description)
+		if err != nil {
+			return err
+		}
+		up.Description = &d
+	}
+	if up.Slug != nil && !ValidSlug(*up.Slug) {
+		return errSlug
+	}
+	if up.Configuration != nil {
+		return NormalizeConfig(up.Configuration)
+	}
+	return nil
+}
+
+func checkName(name string) (string, error) {
+	name = strings.TrimSpace(name)
+	if name == "" {
+		return "", store.Invalid("name: must not be empty")
+	}
+	return name, valid.MaxLen("name", name, maxName)
+}
+
+func checkDescription(d string) (string, error) {
+	d = strings.TrimSpace(d)
+	return d, valid.MaxLen("description", d, maxDescription)
+}
+
+var errSlug = store.Invalid("slug: must be lower-case letters and digits separated by single dashes, at most 64 characters")
+
+var slugPattern = regexp.MustCompile(`^[a-z0-9]+(-[a-z0-9]+)*$`)
+
+// ValidSlug reports whether s is a lower-case, dash-separated slug of at
+// most 64 characters.
+func ValidSlug(s string) bool { return len(s) <= 64 && slugPattern.MatchString(s) }
+
+// Slugify makes a slug from a name: lower-case ASCII letters and digits
+// joined by dashes, at most 56 characters so that "-50" still fits;
+// "environment" when nothing is left.
+func Slugify(name string) string {
+	var b strings.Builder
+	dash := false
+	for _, r := range strings.ToLower(name) {
+		if r < unicode.MaxASCII && (unicode.IsLetter(r) || unicode.IsDigit(r)) {
+			b.WriteRune(r)
+			dash = false
+		} else if !dash && b.Len() > 0 {
+			b.WriteByte('-')
+			dash = true
+		}
+	}
+	s := strings.Trim(b.String(), "-")
+	if len(s) > 56 {
+		s = strings.Trim(s[:56], "-")
+	}
+	if s == "" {
+		return "environment"
+	}
+	return s
+}

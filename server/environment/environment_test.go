@@ -1,0 +1,222 @@
+package environment_test
+
+import (
+	"context"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/copydesk/copydesk/server/environment"
+	"github.com/copydesk/copydesk/store"
+	"github.com/copydesk/copydesk/store/storetest"
+)
+
+// The scopes of the tests: an admin, a viewer granted some environments,
+// and one granted none.
+var (
+	admin   = store.NewScope(1, true, nil)
+	nobody  = store.NewScope(3, false, nil)
+	granted = func(ids ...int64) store.Scope { return store.NewScope(2, false, ids) }
+)
+
+func newService(t *testing.T) (*environment.Service, *store.DB) {
+	db, _ := storetest.OpenDB(t)
+	return environment.New(db), db
+}
+
+func mustCreate(t *testing.T, s *environment.Service, n store.NewEnvironment) *store.Environment {
+	t.Helper()
+	e, err := s.Create(context.Background(), admin, n)
+	if err != nil {
+		t.Fatalf("Create %q: %v", n.Name, err)
+	}
+	return e
+}
+
+func TestCreate(t *testing.T) {
+	ctx := context.Background()
+	s, _ := newService(t)
+
+	t.Run("SlugFromName", func(t *testing.T) {
+		first := mustCreate(t, s, store.NewEnvironment{Name: "  My Blog!  ", Description: " food "})
+		if first.Name != "My Blog!" || first.Slug != "my-blog" || first.Description != "food" {
+			t.Fatalf("got %+v", first)
+		}
+		if c := first.Configuration; c.Language != "en" || c.Timezone != "UTC" {
+			t.Fatalf("configuration defaults not applied: %+v", c)
+		}
+		for _, want := range []string{"my-blog-2", "my-blog-3"} {
+			if e := mustCreate(t, s, store.NewEnvironment{Name: "My Blog"}); e.Slug != want {
+				t.Fatalf("slug %q, want %q", e.Slug, want)
+			}
+		}
+	})
+	t.Run("GivenSlugTaken", func(t *testing.T) {
+		_, err := s.Create(ctx, admin, store.NewEnvironment{Name: "Other", Slug: "my-blog"})
+		storetest.WantKind(t, err, store.KindConflict)
+	})
+	refused := []struct {
+		name string
+		in   store.NewEnvironment
+		kind store.Kind
+		text string
+	}{
+		{"BlankName", store.NewEnvironment{Name: "   "}, store.KindInvalid, "name:"},
+		{"LongName", store.NewEnvironment{Name: strings.Repeat("é", 101)}, store.KindInvalid, "name: must be at most 100"},
+		{"LongDescription", store.NewEnvironment{Name: "x", Description: strings.Repeat("d", 2001)}, store.KindInvalid, "description:"},
+		{"BadSlug", store.NewEnvironment{Name: "x", Slug: "Not A Slug"}, store.KindInvalid, "slug:"},
+		{"BadConfiguration", store.NewEnvironment{Name: "x", Configuration: store.EnvironmentConfig{Timezone: "Mars/Olympus"}}, store.KindInvalid, "configuration.timezone"},
+	}
+	for _, c := range refused {
+		t.Run("Refused/"+c.name, func(t *testing.T) {
+			_, err := s.Create(ctx, admin, c.in)
+			storetest.WantKind(t, err, c.kind)
+			if !strings.Contains(store.Message(err), c.text) {
+				t.Fatalf("message %q does not name %q", store.Message(err), c.text)
+			}
+		})
+	}
+	t.Run("NotAdmin", func(t *testing.T) {
+		_, err := s.Create(ctx, granted(), store.NewEnvironment{Name: "Mine"})
+		storetest.WantKind(t, err, store.KindForbidden)
+	})
+	if _, total, err := s.List(ctx, admin, "", store.Page{Page: 1, PerPage: 50}); err != nil || total != 3 {
+		t.Fatalf("refused creates left rows: %d environments, %v", total, err)
+	}
+}
+
+// TestScope: an environment outside the caller's scope does not exist for
+// them, in a lookup and in a list.
+func TestScope(t *testing.T) {
+	ctx := context.Background()
+	s, _ := newService(t)
+	a := mustCreate(t, s, store.NewEnvironment{Name: "Alpha"})
+	b := mustCreate(t, s, store.NewEnvironment{Name: "Beta"})
+
+	for _, c := range []struct {
+		name string
+		sc   store.Scope
+		id   int64
+		ok   bool
+	}{
+		{"AdminAny", admin, b.ID, true},
+		{"Granted", granted(a.ID), a.ID, true},
+		{"NotGranted", granted(a.ID), b.ID, false},
+		{"NoGrants", nobody, a.ID, false},
+		{"ZeroScope", store.Scope{}, a.ID, false},
+		{"Missing", admin, 9999, false},
+	} {
+		t.Run("Get/"+c.name, func(t *testing.T) {
+			e, err := s.Get(ctx, c.sc, c.id)
+			if c.ok {
+				if err != nil || e.ID != c.id {
+					t.Fatalf("got %v, %v", e, err)
+				}
+				return
+			}
+			storetest.WantKind(t, err, store.KindNotFound)
+			if store.Message(err) != "environment not found" {
+				t.Fatalf("message %q tells more than not found", store.Message(err))
+			}
+		})
+	}
+	for _, c := range []struct {
+		name string
+		sc   store.Scope
+		q    string
+		want []string
+	}{
+		{"Admin", admin, "", []string{"alpha", "beta"}},
+		{"Granted", granted(b.ID), "", []string{"beta"}},
+		{"GrantedQueryOutside", granted(b.ID), "alp", nil},
+		{"NoGrants", nobody, "", nil},
+	} {
+		t.Run("List/"+c.name, func(t *testing.T) {
+			list, total, err := s.List(ctx, c.sc, c.q, store.Page{Page: 1, PerPage: 50})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got []string
+			for _, e := range list {
+				got = append(got, e.Slug)
+			}
+			if !slices.Equal(got, c.want) || total != len(c.want) {
+				t.Fatalf("got %v (total %d), want %v", got, total, c.want)
+			}
+		})
+	}
+}
+
+func TestUpdate(t *testing.T) {
+	ctx := context.Background()
+	s, _ := newService(t)
+	e := mustCreate(t, s, store.NewEnvironment{Name: "Blog", Configuration: store.EnvironmentConfig{Language: "fr"}})
+	mustCreate(t, s, store.NewEnvironment{Name: "Taken"})
+
+	t.Run("Partial", func(t *testing.T) {
+		got, err := s.Update(ctx, admin, e.ID, store.EnvironmentUpdate{Description: ptr("  recipes ")})
+		if err != nil || got.Description != "recipes" || got.Name != "Blog" || got.Configuration.Language != "fr" {
+			t.Fatalf("got %+v, %v", got, err)
+		}
+	})
+	t.Run("ConfigurationNormalized", func(t *testing.T) {
+		got, err := s.Update(ctx, admin, e.ID, store.EnvironmentUpdate{Configuration: &store.EnvironmentConfig{Timezone: "Europe/Berlin"}})
+		if err != nil || got.Configuration.Language != "en" || got.Configuration.Timezone != "Europe/Berlin" {
+			t.Fatalf("got %+v, %v", got, err)
+		}
+	})
+	for _, c := range []struct {
+		name string
+		sc   store.Scope
+		id   int64
+		up   store.EnvironmentUpdate
+		kind store.Kind
+	}{
+		{"BlankName", admin, e.ID, store.EnvironmentUpdate{Name: ptr(" ")}, store.KindInvalid},
+		{"BadSlug", admin, e.ID, store.EnvironmentUpdate{Slug: ptr("Bad Slug")}, store.KindInvalid},
+		{"SlugTaken", admin, e.ID, store.EnvironmentUpdate{Slug: ptr("taken")}, store.KindConflict},
+		{"BadConfiguration", admin, e.ID, store.EnvironmentUpdate{Configuration: &store.EnvironmentConfig{Language: "english"}}, store.KindInvalid},
+		// A missing environment is reported before the broken rule.
+		{"MissingBeforeInvalid", admin, 9999, store.EnvironmentUpdate{Slug: ptr("Bad Slug")}, store.KindNotFound},
+		{"Granted", granted(e.ID), e.ID, store.EnvironmentUpdate{Name: ptr("Mine")}, store.KindForbidden},
+	} {
+		t.Run("Refused/"+c.name, func(t *testing.T) {
+			_, err := s.Update(ctx, c.sc, c.id, c.up)
+			storetest.WantKind(t, err, c.kind)
+		})
+	}
+	if got, err := s.Get(ctx, admin, e.ID); err != nil || got.Name != "Blog" || got.Slug != "blog" || got.Configuration.Timezone != "Europe/Berlin" {
+		t.Fatalf("a refused update changed the environment: %+v, %v", got, err)
+	}
+}
+
+func TestSetConfiguration(t *testing.T) {
+	ctx := context.Background()
+	s, _ := newService(t)
+	e := mustCreate(t, s, store.NewEnvironment{Name: "Blog", Configuration: store.EnvironmentConfig{
+		WordPress: &store.WordPressConfig{BaseURL: "https://blog.example"}, Language: "de"}})
+
+	cfg, err := s.SetConfiguration(ctx, admin, e.ID, store.EnvironmentConfig{Astro: &store.AstroConfig{ProjectPath: "/srv/blog"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.WordPress != nil || cfg.Language != "en" || cfg.Astro.ContentDir != "src/content/blog" {
+		t.Fatalf("the configuration was not replaced as a whole: %+v", cfg)
+	}
+	_, err = s.SetConfiguration(ctx, granted(e.ID), e.ID, store.EnvironmentConfig{})
+	storetest.WantKind(t, err, store.KindForbidden)
+}
+
+func TestDelete(t *testing.T) {
+	ctx := context.Background()
+	s, _ := newService(t)
+	e := mustCreate(t, s, store.NewEnvironment{Name: "Blog"})
+
+	storetest.WantKind(t, s.Delete(ctx, granted(e.ID), e.ID), store.KindForbidden)
+	if err := s.Delete(ctx, admin, e.ID); err != nil {
+		t.Fatal(err)
+	}
+	storetest.WantKind(t, s.Delete(ctx, admin, e.ID), store.KindNotFound)
+	_, err := s.Get(ctx, admin, e.ID)
+	storetest.WantKind(t, err, store.KindNotFound)
+}
