@@ -89,7 +89,7 @@ func FillAgents(ctx context.Context, db *sql.DB, n int) error {
 	if err != nil {
 		return err
 	}
-	defer tx.Rollback()
+	defer func() { _ = tx.Rollback() }() // after Commit, a no-op
 	st, err := tx.PrepareContext(ctx, `INSERT INTO agents (name, description, kind, model, system_prompt, temperature, max_tokens,
 		is_active, created_at, updated_at) VALUES (?, ?, ?, 'gpt-4o-mini', ?, 0.7, 2000, 1, ?, ?)`)
 	if err != nil {

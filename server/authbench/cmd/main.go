@@ -19,6 +19,7 @@ package main
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -132,13 +133,17 @@ func run(o options) error {
 }
 
 // closers are what run started, closed last first.
-type closers []func()
+type closers []func() error
 
-func (c *closers) add(f func()) { *c = append(*c, f) }
+func (c *closers) add(f func() error) { *c = append(*c, f) }
 
+// close closes everything, saying what failed: the measurements are
+// printed already.
 func (c *closers) close() {
 	for i := len(*c) - 1; i >= 0; i-- {
-		(*c)[i]()
+		if err := (*c)[i](); err != nil {
+			fmt.Fprintln(os.Stderr, "authbench: closing:", err)
+		}
 	}
 }
 
@@ -158,19 +163,18 @@ func open(ctx context.Context, c *closers, dir string, agents int) (app *server.
 		name := "bench-" + string(role)
 		if _, err := app.Auth.CreateUser(ctx, auth.NewAccount{Email: name + "@example.com", Username: name, Password: "bench-password",
 			Role: role}); err != nil {
-			app.Close()
+			_ = app.Close() // the error above is the one to report
 			return nil, "", "", err
 		}
 		g, err := app.Auth.Login(ctx, auth.LoginInput{Email: name + "@example.com", Password: "bench-password"})
 		if err != nil {
-			app.Close()
+			_ = app.Close() // the error above is the one to report
 			return nil, "", "", err
 		}
 		tokens[role] = g.Token
 	}
 	if agents > 0 {
-		err := fillAgents(ctx, app.DB.Path(), agents)
-		app.Close()
+		err := errors.Join(fillAgents(ctx, app.DB.Path(), agents), app.Close())
 		if err != nil {
 			return nil, "", "", err
 		}
@@ -178,14 +182,14 @@ func open(ctx context.Context, c *closers, dir string, agents int) (app *server.
 			return nil, "", "", err
 		}
 	}
-	c.add(func() { app.Close() })
+	c.add(app.Close)
 	if err := app.Listen(); err != nil {
 		return nil, "", "", err
 	}
 	runCtx, stop := context.WithCancel(ctx)
 	done := make(chan error, 1)
 	go func() { done <- app.Run(runCtx) }()
-	c.add(func() { stop(); <-done }) // stop serving before the database closes
+	c.add(func() error { stop(); return <-done }) // stop serving before the database closes
 	return app, tokens[store.RoleAdmin], tokens[store.RoleEditor], nil
 }
 
@@ -225,7 +229,7 @@ func listTargets(ctx context.Context, c *closers, dir string, n int) ([]target, 
 	if err != nil {
 		return nil, err
 	}
-	c.add(func() { bare.Close() })
+	c.add(bare.Close)
 	if err := bare.Fill(ctx, n); err != nil {
 		return nil, err
 	}
@@ -252,7 +256,7 @@ func createTargets(ctx context.Context, c *closers, dir string) ([]target, error
 	if err != nil {
 		return nil, err
 	}
-	c.add(func() { bare.Close() })
+	c.add(bare.Close)
 	h, tok := bare.Handler(app.Keys.JWTKey())
 	url, err := serve(h)
 	if err != nil {
@@ -273,7 +277,7 @@ func serve(h http.Handler) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	go http.Serve(l, h)
+	go func() { _ = http.Serve(l, h) }() // until the process ends
 	return "http://" + l.Addr().String(), nil
 }
 
