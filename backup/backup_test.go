@@ -551,7 +551,9 @@ func TestRestoreMigratesAnOlderSnapshot(t *testing.T) {
 		}
 	}
 	for _, q := range []string{
-		`CREATE TABLE schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at TEXT NOT NULL)`,
+		// As store.Open creates it: a restore wants exactly copydesk's schema.
+		`CREATE TABLE IF NOT EXISTS schema_migrations (
+			version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at TEXT NOT NULL)`,
 		`INSERT INTO schema_migrations VALUES (1, '0001_init.sql', '2025-01-01T00:00:00.000Z'),
 			(2, '0002_notifications_messages.sql', '2025-01-01T00:00:00.000Z')`,
 		`INSERT INTO environments (name, slug, created_at, updated_at) VALUES ('Kept', 'kept', '2025-01-01T00:00:00.000Z', '2025-01-01T00:00:00.000Z')`,
