@@ -3,7 +3,7 @@ VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 COMMIT  ?= $(shell git rev-parse HEAD 2>/dev/null)
 LDFLAGS := -s -w -X main.version=$(VERSION) -X main.commit=$(COMMIT)
 
-.PHONY: build test race vet lint fmt-check openapi bench run clean perf-me
+.PHONY: build test race vet lint fmt-check openapi bench run clean perf-me perf-lists
 
 build:
 	CGO_ENABLED=0 go build -trimpath -ldflags '$(LDFLAGS)' -o copydesk .
@@ -44,3 +44,9 @@ clean:
 # GET /api/auth/me versus a bare JWT-verifying Gin handler, with wrk.
 perf-me:
 	go run ./server/authbench/cmd -connections 50 -duration 10s -rounds 3
+
+# GET /api/agents?per_page=50 over 10,000 agents and POST /api/agents versus
+# a bare Gin + JWT + SQLite list (COUNT + 50 rows) and create (one INSERT
+# ... RETURNING), with wrk.
+perf-lists:
+	go run ./server/authbench/cmd -bench list,create -connections 50 -duration 10s -rounds 3

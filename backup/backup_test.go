@@ -531,34 +531,39 @@ func TestWriteStandalone(t *testing.T) {
 }
 
 // A snapshot from an older schema is brought up to date when it is
-// restored: here one whose migration 0003 (the AI engine's tables) was
-// never applied.
+// restored: here one as the first two migrations left it, before the AI
+// engine's tables (0003) and everything since.
 func TestRestoreMigratesAnOlderSnapshot(t *testing.T) {
 	f := newFixture(t)
 	ctx := context.Background()
-	f.env(t, "kept")
-	snap, err := f.m.Create(ctx, backup.KindManual)
+	older := filepath.Join(t.TempDir(), "older.db")
+	conn, err := sql.Open("sqlite", "file:"+older)
 	if err != nil {
 		t.Fatal(err)
 	}
-	path := filepath.Join(f.m.Dir(), snap.Name)
-	conn, err := sql.Open("sqlite", "file:"+path+"?_pragma=foreign_keys(0)")
-	if err != nil {
-		t.Fatal(err)
+	for _, name := range []string{"0001_init.sql", "0002_notifications_messages.sql"} {
+		b, err := os.ReadFile(filepath.Join("..", "store", "migrations", name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := conn.Exec(string(b)); err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
 	}
-	for _, q := range []string{`DROP TABLE budget_alerts`, `DROP TABLE usage_events`, `DROP TABLE agent_runs`, `DROP TABLE jobs`,
-		`DROP TABLE agent_assignments`, `DROP TABLE agents`, `DROP TABLE ai_settings`, `DROP TABLE credentials`,
-		`DELETE FROM schema_migrations WHERE version = 3`} {
+	for _, q := range []string{
+		// As store.Open creates it: a restore wants exactly copydesk's schema.
+		`CREATE TABLE IF NOT EXISTS schema_migrations (
+			version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at TEXT NOT NULL)`,
+		`INSERT INTO schema_migrations VALUES (1, '0001_init.sql', '2025-01-01T00:00:00.000Z'),
+			(2, '0002_notifications_messages.sql', '2025-01-01T00:00:00.000Z')`,
+		`INSERT INTO environments (name, slug, created_at, updated_at) VALUES ('Kept', 'kept', '2025-01-01T00:00:00.000Z', '2025-01-01T00:00:00.000Z')`,
+		fmt.Sprintf(`PRAGMA application_id = %d`, store.ApplicationID),
+	} {
 		if _, err := conn.Exec(q); err != nil {
 			t.Fatalf("%s: %v", q, err)
 		}
 	}
 	conn.Close()
-	// The edit changed the file, so its sidecar's checksum no longer
-	// matches: restore a copy without the sidecar.
-	older := filepath.Join(t.TempDir(), "older.db")
-	b, _ := os.ReadFile(path)
-	os.WriteFile(older, b, 0o600)
 	if _, err := f.m.RestoreFile(ctx, older); err != nil {
 		t.Fatal(err)
 	}

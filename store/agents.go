@@ -64,17 +64,20 @@ type AgentInput struct {
 	IsActive      bool
 }
 
-// CreateAgent inserts an agent.
+// CreateAgent inserts an agent: one statement, which returns the agent as
+// stored (a new agent has no assignments).
 func (db *DB) CreateAgent(ctx context.Context, in AgentInput, createdBy int64) (*Agent, error) {
 	now := db.now()
-	id, err := db.insert(ctx, `INSERT INTO agents (environment_id, name, description, kind, credential_id, model, system_prompt,
-		temperature, max_tokens, is_active, created_by, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id`,
+	a, err := insertRow(ctx, db, scanAgent, `INSERT INTO agents (environment_id, name, description, kind, credential_id, model,
+		system_prompt, temperature, max_tokens, is_active, created_by, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+		RETURNING `+returning(agentColumns),
 		in.EnvironmentID, in.Name, in.Description, in.Kind, in.CredentialID, in.Model, in.SystemPrompt, in.Temperature, in.MaxTokens,
 		boolInt(in.IsActive), createdBy, now, now)
 	if err != nil {
 		return nil, translate(err, "agent")
 	}
-	return db.AgentByID(ctx, id)
+	a.Assignments = []int64{}
+	return a, nil
 }
 
 // ReplaceAgent overwrites an agent's editable fields.
@@ -101,14 +104,40 @@ func (db *DB) AgentByID(ctx context.Context, id int64) (*Agent, error) {
 	if err != nil {
 		return nil, fmt.Errorf("store: find agent: %w", err)
 	}
-	if a.Assignments, err = db.agentAssignments(ctx, id); err != nil {
+	if err := db.loadAssignments(ctx, []*Agent{a}); err != nil {
 		return nil, err
 	}
 	return a, nil
 }
 
-func (db *DB) agentAssignments(ctx context.Context, agentID int64) ([]int64, error) {
-	return db.ids(ctx, `SELECT environment_id FROM agent_assignments WHERE agent_id = ? ORDER BY environment_id`, agentID)
+// loadAssignments fills in the assignments of agents, a page of them at
+// most, with one query for all.
+func (db *DB) loadAssignments(ctx context.Context, agents []*Agent) error {
+	if len(agents) == 0 {
+		return nil
+	}
+	byID := make(map[int64]*Agent, len(agents))
+	args := make([]any, len(agents))
+	for i, a := range agents {
+		a.Assignments = []int64{}
+		byID[a.ID] = a
+		args[i] = a.ID
+	}
+	rows, err := db.listRows(ctx, `SELECT agent_id, environment_id FROM agent_assignments
+		WHERE agent_id IN (?`+strings.Repeat(", ?", len(agents)-1)+`) ORDER BY agent_id, environment_id`, args...)
+	if err != nil {
+		return fmt.Errorf("store: agent assignments: %w", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var agentID, envID int64
+		if err := rows.Scan(&agentID, &envID); err != nil {
+			return fmt.Errorf("store: agent assignments: %w", err)
+		}
+		a := byID[agentID]
+		a.Assignments = append(a.Assignments, envID)
+	}
+	return rows.Err()
 }
 
 // agentInScope renders, for a query over agents a, the rule of who sees an
@@ -185,15 +214,13 @@ func (db *DB) ListAgents(ctx context.Context, f AgentFilter) ([]*Agent, int, err
 	if q := strings.TrimSpace(f.Q); q != "" {
 		where, args = append(where, `(a.name LIKE ? ESCAPE '\' OR a.description LIKE ? ESCAPE '\')`), append(args, likePattern(q), likePattern(q))
 	}
-	out, total, err := listPage(ctx, db, listQuery{from: "agents a", where: where, args: args, columns: agentColumns,
-		order: "a.name COLLATE NOCASE, a.id", what: "agents"}, f.Page, scanAgent)
+	out, total, err := listPage(ctx, db, listQuery{from: "agents a INDEXED BY agents_list", count: "agents a", where: where, args: args,
+		columns: agentColumns, order: "a.name COLLATE NOCASE, a.id", what: "agents"}, f.Page, scanAgent)
 	if err != nil {
 		return nil, 0, err
 	}
-	for _, a := range out {
-		if a.Assignments, err = db.agentAssignments(ctx, a.ID); err != nil {
-			return nil, 0, err
-		}
+	if err := db.loadAssignments(ctx, out); err != nil {
+		return nil, 0, err
 	}
 	return out, total, nil
 }
@@ -379,13 +406,13 @@ func (db *DB) insertRunTx(ctx context.Context, tx *sql.Tx, n NewRun) (*AgentRun,
 	if n.Refused != "" {
 		status, finished = RunFailed, now
 	}
-	var id int64
-	err = tx.QueryRowContext(ctx, `INSERT INTO agent_runs (agent_id, environment_id, user_id, input, variables, status, error, queued_at, finished_at)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id`, n.AgentID, n.EnvironmentID, n.UserID, n.Input, string(vars), status, n.Refused, now, finished).Scan(&id)
+	r, err := scanRun(tx.QueryRowContext(ctx, `INSERT INTO agent_runs (agent_id, environment_id, user_id, input, variables, status, error,
+		queued_at, finished_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING `+returning(runColumns),
+		n.AgentID, n.EnvironmentID, n.UserID, n.Input, string(vars), status, n.Refused, now, finished))
 	if err != nil {
 		return nil, translate(err, "run")
 	}
-	return scanRun(tx.QueryRowContext(ctx, `SELECT `+runColumns+` FROM agent_runs r WHERE r.id = ?`, id))
+	return r, nil
 }
 
 // RunByID finds a run.

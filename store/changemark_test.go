@@ -56,3 +56,36 @@ func TestChangeMark(t *testing.T) {
 		t.Fatal("a failed write moved the mark")
 	}
 }
+
+// Writes of content no cache holds (agents, runs, messages...) leave the
+// mark alone; writes of accounts, sessions and grants move it.
+func TestChangeMarkIgnoresContent(t *testing.T) {
+	ctx := context.Background()
+	db, _ := openDB(t)
+	u := mustUser(t, db, "ann", store.RoleEditor)
+	bob := mustUser(t, db, "bob", store.RoleViewer)
+	s := mustSession(t, db, u.ID)
+	m := db.ChangeMark()
+	a, err := db.CreateAgent(ctx, store.AgentInput{Name: "Writer", Kind: "writer", IsActive: true}, u.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.ReplaceAgent(ctx, a.ID, store.AgentInput{Name: "Editor", Kind: "editor"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.CreateMessage(ctx, store.NewMessage{SenderID: u.ID, RecipientID: bob.ID, Body: "hi"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.DeleteAgent(ctx, a.ID); err != nil {
+		t.Fatal(err)
+	}
+	if db.ChangeMark() != m {
+		t.Fatal("a content write moved the mark")
+	}
+	if err := db.RevokeSession(ctx, u.ID, s.ID); err != nil {
+		t.Fatal(err)
+	}
+	if db.ChangeMark() == m {
+		t.Fatal("revoking a session did not move the mark")
+	}
+}

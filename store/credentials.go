@@ -152,7 +152,7 @@ func (db *DB) ListCredentials(ctx context.Context, f CredentialFilter) ([]*Crede
 			where, args = append(where, "c.environment_id = ?"), append(args, *f.EnvironmentID)
 		}
 	}
-	return listPage(ctx, db, listQuery{from: "credentials c", where: where, args: args, columns: credentialColumns,
+	return listPage(ctx, db, listQuery{from: "credentials c INDEXED BY credentials_list", count: "credentials c", where: where, args: args, columns: credentialColumns,
 		order: "c.name COLLATE NOCASE, c.id", what: "credentials"}, f.Page, scanCredential)
 }
 

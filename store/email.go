@@ -27,7 +27,7 @@ func EmailKey(email string) string {
 	return norm.NFC.String(cases.Fold().String(norm.NFD.String(strings.TrimSpace(email))))
 }
 
-// keyEmails is the part of migration 0007 that SQL cannot do: it fills
+// keyEmails is the part of migration 0006 that SQL cannot do: it fills
 // users.email_key, stores addresses in NFC, and moves failed sign-in counts
 // to the folded key.
 //

@@ -86,13 +86,13 @@ func TestEmailUniqueIgnoringUnicodeCase(t *testing.T) {
 	})
 }
 
-// TestEmailMigration opens a database as a copydesk before migration 0007
+// TestEmailMigration opens a database as a copydesk before migration 0006
 // left it, with accounts whose addresses differ only in Unicode case (the
 // old rule let them in), and checks that the migration neither fails nor
 // locks anyone out.
 func TestEmailMigration(t *testing.T) {
 	ctx := context.Background()
-	path := before0007(t)
+	path := before0006(t)
 	raw := rawDB(t, path)
 	for _, q := range []string{
 		`INSERT INTO users (id, email, username, password_hash, role, created_at, updated_at) VALUES
@@ -159,9 +159,9 @@ func TestEmailMigration(t *testing.T) {
 	}
 }
 
-// before0007 makes a database file as a copydesk before migration 0007
+// before0006 makes a database file as a copydesk before migration 0006
 // left it, and returns its path.
-func before0007(t *testing.T) string {
+func before0006(t *testing.T) string {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "old.db")
 	db, err := store.Open(context.Background(), path, store.Options{})
@@ -176,7 +176,7 @@ func before0007(t *testing.T) string {
 		`DROP INDEX users_email_key`,
 		`ALTER TABLE users DROP COLUMN email_key`,
 		`ALTER TABLE recovery_codes DROP COLUMN keyed`,
-		`DELETE FROM schema_migrations WHERE version = 7`,
+		`DELETE FROM schema_migrations WHERE version = 6`,
 	} {
 		if _, err := raw.Exec(q); err != nil {
 			t.Fatalf("%s: %v", q, err)

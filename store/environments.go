@@ -78,12 +78,12 @@ func (db *DB) CreateEnvironment(ctx context.Context, n NewEnvironment) (*Environ
 		return nil, err
 	}
 	now := db.now()
-	id, err := db.insert(ctx, `INSERT INTO environments (name, slug, description, configuration, created_at, updated_at)
-		VALUES (?, ?, ?, ?, ?, ?) RETURNING id`, n.Name, n.Slug, n.Description, string(cfg), now, now)
+	e, err := insertRow(ctx, db, scanEnvironment, `INSERT INTO environments (name, slug, description, configuration, created_at, updated_at)
+		VALUES (?, ?, ?, ?, ?, ?) RETURNING `+returning(environmentColumns), n.Name, n.Slug, n.Description, string(cfg), now, now)
 	if err != nil {
 		return nil, translate(err, "environment")
 	}
-	return db.EnvironmentByID(ctx, id)
+	return e, nil
 }
 
 // EnvironmentByID finds an environment.
@@ -116,7 +116,7 @@ func (db *DB) ListEnvironments(ctx context.Context, f EnvironmentFilter) ([]*Env
 		where = append(where, `(e.name LIKE ? ESCAPE '\' OR e.slug LIKE ? ESCAPE '\')`)
 		args = append(args, likePattern(q), likePattern(q))
 	}
-	return listPage(ctx, db, listQuery{from: "environments e", where: where, args: args, columns: environmentColumns,
+	return listPage(ctx, db, listQuery{from: "environments e INDEXED BY environments_list", count: "environments e", where: where, args: args, columns: environmentColumns,
 		order: "e.name COLLATE NOCASE, e.id", what: "environments"}, f.Page, scanEnvironment)
 }
 

@@ -35,13 +35,15 @@ const messageColumns = `m.id, m.sender_id, m.recipient_id, m.subject, m.body, m.
 const messageSelect = `SELECT ` + messageColumns + `
 	FROM messages m JOIN users s ON s.id = m.sender_id JOIN users r ON r.id = m.recipient_id`
 
-func scanMessage(row rowScanner) (*DirectMessage, error) {
+// scanMessage reads messageColumns, then any extra columns into extra.
+func scanMessage(row rowScanner, extra ...any) (*DirectMessage, error) {
 	var m DirectMessage
 	var readAt sql.NullString
 	var created string
-	if err := row.Scan(&m.ID, &m.SenderID, &m.RecipientID, &m.Subject, &m.Body, &readAt, &created,
+	dest := append([]any{&m.ID, &m.SenderID, &m.RecipientID, &m.Subject, &m.Body, &readAt, &created,
 		&m.Sender.Username, &m.Sender.FullName, &m.Sender.AvatarVersion,
-		&m.Recipient.Username, &m.Recipient.FullName, &m.Recipient.AvatarVersion); err != nil {
+		&m.Recipient.Username, &m.Recipient.FullName, &m.Recipient.AvatarVersion}, extra...)
+	if err := row.Scan(dest...); err != nil {
 		return nil, err
 	}
 	m.Sender.ID, m.Recipient.ID = m.SenderID, m.RecipientID
@@ -125,7 +127,7 @@ func (db *DB) Conversation(ctx context.Context, userID, otherID int64, p Page) (
 func (db *DB) pageOfMessages(ctx context.Context, cond string, p Page, args ...any) ([]*DirectMessage, int, error) {
 	const joins = ` JOIN users s ON s.id = m.sender_id JOIN users r ON r.id = m.recipient_id`
 	return listPage(ctx, db, listQuery{from: "messages m" + joins, count: "messages m", where: []string{cond}, args: args,
-		columns: messageColumns, order: "m.id DESC", what: "messages"}, p, scanMessage)
+		columns: messageColumns, order: "m.id DESC", what: "messages"}, p, func(row rowScanner) (*DirectMessage, error) { return scanMessage(row) })
 }
 
 // ConversationSummary is one row of a user's conversation list.
@@ -138,50 +140,24 @@ type ConversationSummary struct {
 
 // Conversations lists, for each user the given user exchanged messages
 // with, the last kept message and how many received ones are unread; the
-// most recent conversation first.
+// most recent conversation first. It reads the rows the conversations
+// triggers keep (migration 0005), with their last messages, in one query.
 func (db *DB) Conversations(ctx context.Context, userID int64, p Page) ([]*ConversationSummary, int, error) {
-	const perCounterpart = `SELECT CASE WHEN m.sender_id = ?1 THEN m.recipient_id ELSE m.sender_id END AS other,
-			MAX(m.id) AS last_id, COUNT(*) AS total,
-			SUM(m.recipient_id = ?1 AND m.read_at IS NULL) AS unread
-		FROM messages m
-		WHERE (m.sender_id = ?1 AND m.sender_deleted_at IS NULL) OR (m.recipient_id = ?1 AND m.recipient_deleted_at IS NULL)
-		GROUP BY other`
-	var total int
-	if err := db.r.QueryRowContext(ctx, `SELECT COUNT(*) FROM (`+perCounterpart+`)`, userID).Scan(&total); err != nil {
-		return nil, 0, fmt.Errorf("store: count conversations: %w", err)
-	}
-	rows, err := db.r.QueryContext(ctx, `SELECT c.other, c.last_id, c.total, c.unread FROM (`+perCounterpart+`) c
-		ORDER BY c.last_id DESC LIMIT ?2 OFFSET ?3`, userID, p.limit(), p.offset())
-	if err != nil {
-		return nil, 0, fmt.Errorf("store: list conversations: %w", err)
-	}
-	type row struct{ other, last, total, unread int64 }
-	var found []row
-	for rows.Next() {
-		var r row
-		if err := rows.Scan(&r.other, &r.last, &r.total, &r.unread); err != nil {
-			rows.Close()
-			return nil, 0, err
-		}
-		found = append(found, r)
-	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
-		return nil, 0, err
-	}
-	out := make([]*ConversationSummary, 0, len(found))
-	for _, r := range found {
-		last, err := db.messageWhere(ctx, db.r, `m.id = ?`, r.last)
-		if err != nil {
-			return nil, 0, err
-		}
-		with := last.Sender
-		if last.SenderID == userID {
-			with = last.Recipient
-		}
-		out = append(out, &ConversationSummary{With: with, Last: last, Unread: int(r.unread), Total: int(r.total)})
-	}
-	return out, total, nil
+	const joins = ` JOIN messages m ON m.id = c.last_id JOIN users s ON s.id = m.sender_id JOIN users r ON r.id = m.recipient_id`
+	return listPage(ctx, db, listQuery{from: "conversations c" + joins, count: "conversations c", where: []string{"c.user_id = ?"},
+		args: []any{userID}, columns: messageColumns + ", c.total, c.unread", order: "c.last_id DESC", what: "conversations"}, p,
+		func(row rowScanner) (*ConversationSummary, error) {
+			var c ConversationSummary
+			last, err := scanMessage(row, &c.Total, &c.Unread)
+			if err != nil {
+				return nil, err
+			}
+			c.Last, c.With = last, last.Sender
+			if last.SenderID == userID {
+				c.With = last.Recipient
+			}
+			return &c, nil
+		})
 }
 
 // MarkMessageRead marks a message the user received and kept read (once:

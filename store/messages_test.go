@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"math/rand/v2"
 	"strings"
 	"testing"
 	"time"
@@ -152,4 +153,82 @@ func TestCreateMessageUnknownRecipient(t *testing.T) {
 	if store.KindOf(err) != store.KindInvalid {
 		t.Fatalf("got %v, want invalid", err)
 	}
+}
+
+// The conversation list the triggers keep always equals what the messages
+// say, through writes, reads, deletes for one side or both, and a user's
+// removal (whose messages go with them).
+func TestConversationsFollowMessages(t *testing.T) {
+	db, _ := openDB(t)
+	ctx := context.Background()
+	var users []int64
+	for _, name := range []string{"ann", "ben", "cat", "dan"} {
+		users = append(users, mustUser(t, db, name, store.RoleViewer).ID)
+	}
+	raw := rawDB(t, db.Path())
+	rnd := rand.New(rand.NewPCG(7, 8))
+	var ids []int64
+	check := func(step string) {
+		t.Helper()
+		for _, u := range users {
+			got, total, err := db.Conversations(ctx, u, store.Page{Page: 1, PerPage: 100})
+			if err != nil {
+				t.Fatal(err)
+			}
+			rows, err := raw.Query(`SELECT other, MAX(id), COUNT(*), SUM(unread) FROM (
+				SELECT recipient_id AS other, id, 0 AS unread FROM messages WHERE sender_id = ?1 AND sender_deleted_at IS NULL
+				UNION ALL
+				SELECT sender_id, id, read_at IS NULL FROM messages WHERE recipient_id = ?1 AND recipient_deleted_at IS NULL
+			) GROUP BY other ORDER BY 2 DESC`, u)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var want []string
+			for rows.Next() {
+				var other, last, n, unread int64
+				if err := rows.Scan(&other, &last, &n, &unread); err != nil {
+					t.Fatal(err)
+				}
+				want = append(want, fmt.Sprintf("with %d: last %d, %d messages, %d unread", other, last, n, unread))
+			}
+			rows.Close()
+			var have []string
+			for _, c := range got {
+				have = append(have, fmt.Sprintf("with %d: last %d, %d messages, %d unread", c.With.ID, c.Last.ID, c.Total, c.Unread))
+			}
+			if strings.Join(have, "\n") != strings.Join(want, "\n") || total != len(want) {
+				t.Fatalf("after %s, user %d's conversations (total %d):\n%s\nwant:\n%s", step, u, total,
+					strings.Join(have, "\n"), strings.Join(want, "\n"))
+			}
+		}
+	}
+	for i := 0; i < 300; i++ {
+		from, to := users[rnd.IntN(len(users))], users[rnd.IntN(len(users))]
+		switch op := rnd.IntN(4); {
+		case op < 2 || len(ids) == 0:
+			if from == to {
+				continue
+			}
+			m, err := db.CreateMessage(ctx, store.NewMessage{SenderID: from, RecipientID: to, Body: "hi"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			ids = append(ids, m.ID)
+		case op == 2:
+			// Either side, or a user it does not concern (not found).
+			if _, err := db.MarkMessageRead(ctx, from, ids[rnd.IntN(len(ids))]); err != nil && !store.IsNotFound(err) {
+				t.Fatal(err)
+			}
+		default:
+			if err := db.DeleteMessageFor(ctx, from, ids[rnd.IntN(len(ids))]); err != nil && !store.IsNotFound(err) {
+				t.Fatal(err)
+			}
+		}
+		check(fmt.Sprintf("step %d", i))
+	}
+	if _, err := raw.Exec(`PRAGMA foreign_keys = ON; DELETE FROM users WHERE id = ?`, users[0]); err != nil {
+		t.Fatal(err)
+	}
+	users = users[1:]
+	check("removing a user")
 }

@@ -181,7 +181,8 @@ func (db *DB) PruneNotifications(ctx context.Context, cutoff time.Time) (int64, 
 	return res.RowsAffected()
 }
 
-// UserIDsWithRole lists the active users whose role is at least min.
+// UserIDsWithRole lists the active users whose role is at least min, in
+// no particular order.
 func (db *DB) UserIDsWithRole(ctx context.Context, min Role) ([]int64, error) {
 	var roles []any
 	var marks []string
@@ -191,18 +192,19 @@ func (db *DB) UserIDsWithRole(ctx context.Context, min Role) ([]int64, error) {
 			marks = append(marks, "?")
 		}
 	}
-	return db.ids(ctx, `SELECT id FROM users WHERE is_active = 1 AND role IN (`+strings.Join(marks, ", ")+`) ORDER BY id`, roles...)
+	return db.ids(ctx, `SELECT id FROM users WHERE is_active = 1 AND role IN (`+strings.Join(marks, ", ")+`)`, roles...)
 }
 
 // EnvironmentMemberIDs lists the active users who can see an environment:
-// those it was granted to, and every admin and super_admin.
+// those it was granted to, and every admin and super_admin; in no
+// particular order.
 func (db *DB) EnvironmentMemberIDs(ctx context.Context, envID int64) ([]int64, error) {
 	return db.ids(ctx, `SELECT id FROM users WHERE is_active = 1 AND (role IN ('admin', 'super_admin')
-		OR id IN (SELECT user_id FROM user_environments WHERE environment_id = ?)) ORDER BY id`, envID)
+		OR id IN (SELECT user_id FROM user_environments WHERE environment_id = ?))`, envID)
 }
 
 func (db *DB) ids(ctx context.Context, query string, args ...any) ([]int64, error) {
-	rows, err := db.r.QueryContext(ctx, query, args...)
+	rows, err := db.listRows(ctx, query, args...)
 	if err != nil {
 		return nil, fmt.Errorf("store: list ids: %w", err)
 	}

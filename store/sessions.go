@@ -147,7 +147,7 @@ func (db *DB) ExtendSession(ctx context.Context, id int64, tokenExpiresAt time.T
 // past the expiry of their newest token, newest first.
 func (db *DB) ListActiveSessions(ctx context.Context, userID int64) ([]*Session, error) {
 	now := db.now()
-	rows, err := db.r.QueryContext(ctx, `SELECT `+sessionColumns+` FROM sessions s
+	rows, err := db.listRows(ctx, `SELECT `+sessionColumns+` FROM sessions s
 		WHERE s.user_id = ? AND s.revoked_at IS NULL AND s.token_expires_at > ? AND s.expires_at > ?
 		ORDER BY s.id DESC`, userID, now, now)
 	if err != nil {

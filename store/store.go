@@ -16,6 +16,7 @@ import (
 	"log/slog"
 	"net/url"
 	"os"
+	"regexp"
 	"runtime"
 	"sort"
 	"strconv"
@@ -42,15 +43,26 @@ type DB struct {
 	path string
 	opt  Options
 
-	// stmts caches prepared read statements of hot paths: preparing is
-	// about half the cost of a point query in SQLite.
-	stmts sync.Map // query string -> *sql.Stmt
+	// stmts caches prepared read statements of hot paths and lists:
+	// preparing is about half the cost of a point query in SQLite, and a
+	// tenth of a page of a list. nstmts counts them (see maxStmts).
+	stmts  sync.Map // query string -> *sql.Stmt
+	nstmts atomic.Int64
+	// wstmts caches the prepared inserts of creates on the writer: a
+	// table with indexes, foreign keys and checks takes longer to
+	// compile than to write one row.
+	wstmts sync.Map // query string -> *sql.Stmt
 
 	// writes counts committed writes of this process; see ChangeMark.
 	writes atomic.Uint64
 
 	// Now is the clock; tests replace it.
 	Now func() time.Time
+
+	// listed, when set, is told each list query before it runs: the plan
+	// test (plan_internal_test.go) checks them all this way, so a list
+	// added later is checked without anyone remembering to.
+	listed func(query string, args []any)
 }
 
 // Options tunes Open.
@@ -110,6 +122,10 @@ func (db *DB) open(ctx context.Context) error {
 		w.Close()
 		return err
 	}
+	if err := db.optimize(ctx); err != nil {
+		w.Close()
+		return err
+	}
 	r, err := sql.Open("sqlite", dsn(db.path, "&_pragma=query_only(1)"))
 	if err != nil {
 		w.Close()
@@ -120,6 +136,24 @@ func (db *DB) open(ctx context.Context) error {
 	r.SetConnMaxIdleTime(0)
 	r.SetConnMaxLifetime(0)
 	db.r = r
+	return nil
+}
+
+// optimize refreshes the statistics SQLite's query planner chooses indexes
+// by, for the tables that changed much since they were gathered (or never
+// had any), as SQLite recommends at the start and end of a long-lived
+// connection (PRAGMA optimize; 0x10000: look at every table, not only those
+// this connection queried). It is cheap: SQLite bounds the rows it samples
+// and does nothing when nothing changed. Open runs it before the readers
+// connect, so they plan with the new statistics; a connection keeps the
+// statistics it loaded, so running it more often would not reach them.
+// Nothing depends on it being recent: the list queries and indexes
+// (migration 0005) are shaped so that the plans TestListQueryPlans
+// requires hold with or without statistics.
+func (db *DB) optimize(ctx context.Context) error {
+	if _, err := db.w.ExecContext(ctx, `PRAGMA optimize=0x10002`); err != nil {
+		return fmt.Errorf("store: optimize: %w", err)
+	}
 	return nil
 }
 
@@ -136,6 +170,7 @@ func (db *DB) readStmt(ctx context.Context, query string) (*sql.Stmt, error) {
 		st.Close()
 		return prev.(*sql.Stmt), nil
 	}
+	db.nstmts.Add(1)
 	return st, nil
 }
 
@@ -156,10 +191,19 @@ func (db *DB) close() error {
 		db.stmts.Delete(k)
 		return true
 	})
+	db.nstmts.Store(0)
+	db.wstmts.Range(func(k, v any) bool {
+		v.(*sql.Stmt).Close()
+		db.wstmts.Delete(k)
+		return true
+	})
 	if db.r != nil {
 		errs = append(errs, db.r.Close())
 	}
 	if db.w != nil {
+		if err := db.optimize(context.Background()); err != nil {
+			slog.Warn("the query planner's statistics were not refreshed; they will be at the next start", "err", err)
+		}
 		_, _ = db.w.Exec("PRAGMA wal_checkpoint(TRUNCATE)")
 		errs = append(errs, db.w.Close())
 	}
@@ -179,8 +223,8 @@ func (db *DB) Ping(ctx context.Context) error {
 
 func (db *DB) now() string { return db.Now().UTC().Format(TimeFormat) }
 
-// Every write goes through tx, exec or insert, which count it once it is
-// committed (see ChangeMark).
+// Every write goes through tx, exec, insert or insertRow, which count it
+// once it is committed (see ChangeMark and contentTables).
 
 // tx runs fn in a write transaction (BEGIN IMMEDIATE through the writer).
 func (db *DB) tx(ctx context.Context, fn func(*sql.Tx) error) error {
@@ -203,23 +247,93 @@ func (db *DB) tx(ctx context.Context, fn func(*sql.Tx) error) error {
 func (db *DB) exec(ctx context.Context, query string, args ...any) (sql.Result, error) {
 	res, err := db.w.ExecContext(ctx, query, args...)
 	if err == nil {
-		db.wrote()
+		db.wroteStmt(query)
 	}
 	return res, err
 }
 
 // insert runs an INSERT ... RETURNING id.
 func (db *DB) insert(ctx context.Context, query string, args ...any) (int64, error) {
-	var id int64
-	err := db.w.QueryRowContext(ctx, query, args...).Scan(&id)
-	if err == nil {
-		db.wrote()
-	}
-	return id, err
+	return insertRow(ctx, db, func(row rowScanner) (id int64, err error) { return id, row.Scan(&id) }, query, args...)
 }
 
-// wrote counts a committed write and, for an announcing process, replaces
-// the change marker.
+// aliasPrefix is the table alias of a column in a column list.
+var aliasPrefix = regexp.MustCompile(`\b\w+\.`)
+
+// returning is a column list ("a.id, a.name") for a RETURNING clause,
+// which takes no table alias ("id, name").
+func returning(columns string) string { return aliasPrefix.ReplaceAllString(columns, "") }
+
+// insertRow runs an INSERT ... RETURNING the row's columns and scans them
+// with scan: the create and the read of what it stored in one statement.
+// The statement is prepared once (the queries are constants).
+func insertRow[T any](ctx context.Context, db *DB, scan func(rowScanner) (T, error), query string, args ...any) (T, error) {
+	st, err := db.writeStmt(ctx, query)
+	if err != nil {
+		var zero T
+		return zero, err
+	}
+	v, err := scan(st.QueryRowContext(ctx, args...))
+	if err == nil {
+		db.wroteStmt(query)
+	}
+	return v, err
+}
+
+// writeStmt returns the prepared form of a write statement on the writer.
+func (db *DB) writeStmt(ctx context.Context, query string) (*sql.Stmt, error) {
+	if st, ok := db.wstmts.Load(query); ok {
+		return st.(*sql.Stmt), nil
+	}
+	st, err := db.w.PrepareContext(ctx, query)
+	if err != nil {
+		return nil, err
+	}
+	if prev, loaded := db.wstmts.LoadOrStore(query, st); loaded {
+		st.Close()
+		return prev.(*sql.Stmt), nil
+	}
+	return st, nil
+}
+
+// contentTables are the tables no cache of the database depends on (the
+// principal cache holds sessions, users and their grants): a statement
+// that writes one of them, and through its foreign keys and triggers only
+// others of them, does not move ChangeMark. Without this, every agent
+// created or run recorded would make every request read its session and
+// user again. A table missing here only costs that; one wrongly here would
+// serve a revoked session, so only plain content belongs.
+var contentTables = map[string]bool{
+	"agents": true, "agent_assignments": true, "agent_runs": true, "jobs": true, "usage_events": true, "budget_alerts": true,
+	"notifications": true, "messages": true, "credentials": true, "ai_settings": true, "login_failures": true,
+}
+
+// wroteStmt is wrote for one committed write statement, which counts
+// unless it writes a content table.
+func (db *DB) wroteStmt(query string) {
+	if !contentTables[writeTarget(query)] {
+		db.wrote()
+	}
+}
+
+// writeTarget is the table an INSERT, UPDATE or DELETE statement writes,
+// or "" when query is not one of those.
+func writeTarget(query string) string {
+	words := strings.Fields(query)
+	for i, w := range words {
+		if i > 4 {
+			break
+		}
+		if w = strings.ToUpper(w); (w == "INTO" || w == "UPDATE" || w == "FROM") && i+1 < len(words) {
+			name, _, _ := strings.Cut(words[i+1], "(")
+			return strings.ToLower(name)
+		}
+	}
+	return ""
+}
+
+// wrote counts a committed write that may change what a cache holds and,
+// for an announcing process, replaces the change marker.
 func (db *DB) wrote() {
 	db.writes.Add(1)
 	if db.opt.Announce {
@@ -255,10 +369,11 @@ func (db *DB) announce() {
 	}
 }
 
-// ChangeMark is a cheap token that differs whenever the database may have
-// changed since it was taken: any write committed by this process, or by
-// another process that announces its writes (the CLI; see
-// Options.Announce). Caches of database state compare it on every use.
+// ChangeMark is a cheap token that differs whenever what a cache of the
+// database holds may have changed since it was taken: any write committed
+// by this process, or by another process that announces its writes (the
+// CLI; see Options.Announce), except the writes of content tables alone
+// (contentTables). Caches of database state compare it on every use.
 type ChangeMark struct {
 	writes uint64
 	marker int64 // size of the marker file; -1 when it does not exist
@@ -315,7 +430,7 @@ func SchemaVersion() int {
 // folding), by version: each runs in its migration's transaction, right
 // after its SQL file.
 var goSteps = map[int]func(ctx context.Context, tx *sql.Tx) error{
-	7: keyEmails,
+	6: keyEmails,
 }
 
 func (db *DB) migrate(ctx context.Context) error {
@@ -461,11 +576,11 @@ func listPage[T any](ctx context.Context, db *DB, q listQuery, p Page, scan func
 		countFrom = q.count
 	}
 	var total int
-	if err := db.r.QueryRowContext(ctx, `SELECT COUNT(*) FROM `+countFrom+cond, q.args...).Scan(&total); err != nil {
+	if err := db.listRow(ctx, `SELECT COUNT(*) FROM `+countFrom+cond, q.args...).Scan(&total); err != nil {
 		return nil, 0, fmt.Errorf("store: count %s: %w", q.what, err)
 	}
 	args := append(append([]any(nil), q.args...), p.limit(), p.offset())
-	rows, err := db.r.QueryContext(ctx, `SELECT `+q.columns+` FROM `+q.from+cond+` ORDER BY `+q.order+` LIMIT ? OFFSET ?`, args...)
+	rows, err := db.listRows(ctx, `SELECT `+q.columns+` FROM `+q.from+cond+` ORDER BY `+q.order+` LIMIT ? OFFSET ?`, args...)
 	if err != nil {
 		return nil, 0, fmt.Errorf("store: list %s: %w", q.what, err)
 	}
@@ -479,4 +594,49 @@ func listPage[T any](ctx context.Context, db *DB, q listQuery, p Page, scan func
 		out = append(out, v)
 	}
 	return out, total, rows.Err()
+}
+
+// maxStmts bounds the list statements in the cache. The text of a list
+// query varies with its filters and with the length of its id lists, so
+// its shapes are many in principle though few in practice; past this many,
+// a new shape is prepared each time it runs.
+const maxStmts = 500
+
+// listStmt is readStmt for a list query: nil once the cache is full, or
+// when the query does not prepare (running it reports why).
+func (db *DB) listStmt(ctx context.Context, query string) *sql.Stmt {
+	if st, ok := db.stmts.Load(query); ok {
+		return st.(*sql.Stmt)
+	}
+	if db.nstmts.Load() >= maxStmts {
+		return nil
+	}
+	st, err := db.readStmt(ctx, query)
+	if err != nil {
+		return nil
+	}
+	return st
+}
+
+// listRows runs a list query on the read pool, prepared once. Every list
+// query goes through it or listRow, which tell db.listed.
+func (db *DB) listRows(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
+	if db.listed != nil {
+		db.listed(query, args)
+	}
+	if st := db.listStmt(ctx, query); st != nil {
+		return st.QueryContext(ctx, args...)
+	}
+	return db.r.QueryContext(ctx, query, args...)
+}
+
+// listRow runs a list's one-row query (its count) like listRows.
+func (db *DB) listRow(ctx context.Context, query string, args ...any) *sql.Row {
+	if db.listed != nil {
+		db.listed(query, args)
+	}
+	if st := db.listStmt(ctx, query); st != nil {
+		return st.QueryRowContext(ctx, args...)
+	}
+	return db.r.QueryRowContext(ctx, query, args...)
 }

@@ -169,12 +169,12 @@ func TestUseRecoveryCode(t *testing.T) {
 	}
 }
 
-// TestKeyRecoveryCodes: codes stored before migration 0007 (a plain
+// TestKeyRecoveryCodes: codes stored before migration 0006 (a plain
 // digest) are not usable as they are, and KeyRecoveryCodes rewrites them,
 // once, as the MAC of that digest.
 func TestKeyRecoveryCodes(t *testing.T) {
 	ctx := context.Background()
-	path := before0007(t)
+	path := before0006(t)
 	raw := rawDB(t, path)
 	for _, q := range []string{
 		`INSERT INTO users (id, email, username, password_hash, role, totp_enabled, created_at, updated_at) VALUES

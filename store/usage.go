@@ -64,7 +64,17 @@ type UsageFilter struct {
 
 // conds renders the filter as conditions on usage_events u, to be joined
 // with AND, and their arguments.
-func (f UsageFilter) conds() ([]string, []any) {
+func (f UsageFilter) conds() ([]string, []any) { return f.condsScopedOn("u.environment_id") }
+
+// listConds is conds for a list in time order. The unary + keeps SQLite
+// from answering the tenancy scope with the environment index: that would
+// gather every event of the scope's environments and sort them, where
+// walking the time index stops once a page is full (TestListQueryPlans).
+func (f UsageFilter) listConds() ([]string, []any) { return f.condsScopedOn("+u.environment_id") }
+
+// condsScopedOn is conds with envCol as the environment column of the
+// tenancy scope.
+func (f UsageFilter) condsScopedOn(envCol string) ([]string, []any) {
 	var where []string
 	var args []any
 	if f.From != nil {
@@ -91,7 +101,7 @@ func (f UsageFilter) conds() ([]string, []any) {
 	if f.Status != "" {
 		where, args = append(where, "u.status = ?"), append(args, f.Status)
 	}
-	if cond, scopeArgs := f.Scope.ownedIn("u.environment_id", "u.user_id"); cond != "" {
+	if cond, scopeArgs := f.Scope.ownedIn(envCol, "u.user_id"); cond != "" {
 		where, args = append(where, cond), append(args, scopeArgs...)
 	}
 	return where, args
@@ -135,15 +145,18 @@ func nullID(n sql.NullInt64) *int64 {
 
 // ListUsage lists events newest first.
 func (db *DB) ListUsage(ctx context.Context, f UsageFilter, p Page) ([]*UsageEvent, int, error) {
-	where, args := f.conds()
+	where, args := f.listConds()
 	return listPage(ctx, db, listQuery{from: "usage_events u", where: where, args: args, columns: usageColumns,
 		order: "u.created_at DESC, u.id DESC", what: "usage"}, p, scanUsage)
 }
 
 // EachUsage calls fn for every matching event, oldest first (CSV export).
+// It walks the time index, whatever the filter, so that the first events
+// go out at once instead of after a sort of all of them.
 func (db *DB) EachUsage(ctx context.Context, f UsageFilter, fn func(*UsageEvent) error) error {
 	cond, args := f.where()
-	rows, err := db.r.QueryContext(ctx, `SELECT `+usageColumns+` FROM usage_events u`+cond+` ORDER BY u.created_at, u.id`, args...)
+	rows, err := db.listRows(ctx, `SELECT `+usageColumns+` FROM usage_events u INDEXED BY usage_events_time`+cond+
+		` ORDER BY u.created_at, u.id`, args...)
 	if err != nil {
 		return fmt.Errorf("store: export usage: %w", err)
 	}

@@ -98,13 +98,14 @@ type NewUser struct {
 // must be unique by EmailKey.
 func (db *DB) CreateUser(ctx context.Context, n NewUser) (*User, error) {
 	now := db.now()
-	id, err := db.insert(ctx, `INSERT INTO users (email, email_key, username, full_name, password_hash, role, created_at, updated_at)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?) RETURNING id`,
+	u, err := insertRow(ctx, db, func(row rowScanner) (*User, error) { return scanUser(row) },
+		`INSERT INTO users (email, email_key, username, full_name, password_hash, role, created_at, updated_at)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?) RETURNING `+returning(userColumns),
 		NormalizeEmail(n.Email), EmailKey(n.Email), n.Username, n.FullName, n.PasswordHash, string(n.Role), now, now)
 	if err != nil {
 		return nil, translate(err, "user")
 	}
-	return db.UserByID(ctx, id)
+	return u, nil
 }
 
 // UserByID finds a user.

@@ -92,7 +92,7 @@ func TestRecoveryCodesStoredKeyed(t *testing.T) {
 }
 
 // TestOldRecoveryCodesKeyed: codes stored the old way (a plain digest, as
-// a backup from before migration 0007 holds them) keep working: they are
+// a backup from before migration 0006 holds them) keep working: they are
 // keyed at start, and before a recovery code is checked.
 func TestOldRecoveryCodesKeyed(t *testing.T) {
 	ctx := context.Background()

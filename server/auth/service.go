@@ -326,7 +326,7 @@ func (s *Service) recoveryCodeHash(code string) []byte {
 }
 
 // KeyRecoveryCodes rewrites recovery codes stored by a copydesk before
-// migration 0007 (a plain digest, which a stolen backup lets anyone search
+// migration 0006 (a plain digest, which a stolen backup lets anyone search
 // offline) as HMACs under the recovery code key. It runs at every start,
 // in the hourly housekeeping, and before a recovery code is checked, so
 // restoring an older backup leaves none behind for long.

@@ -102,7 +102,7 @@ func newRecoveryCodes() (codes []string, digests [][]byte, err error) {
 }
 
 // hashRecoveryCode is the digest of a recovery code, after normalising
-// what a user might type (case, spaces, dash). Before migration 0007 it
+// what a user might type (case, spaces, dash). Before migration 0006 it
 // was what was stored; it is now what the stored HMAC is taken of, so
 // those old rows can be keyed without knowing the codes.
 func hashRecoveryCode(code string) []byte {

@@ -1,7 +1,9 @@
-// Package authbench holds the yardstick for GET /api/auth/me: a bare Gin
-// handler that only verifies the same kind of JWT. The benchmarks
-// (server/bench_test.go) and the wrk comparison (./cmd, `make perf-me`) both
-// use it.
+// Package authbench holds copydesk's yardsticks: bare Gin handlers that do
+// the least an endpoint must (verify the same kind of JWT; for agents, the
+// same SQL in SQLite), to compare the real routes with. For GET
+// /api/auth/me, BareHandler; for GET and POST /api/agents, BareAgents. The
+// benchmarks (server/bench_test.go) and the wrk comparison (./cmd, `make
+// perf-me` and `make perf-lists`) use them.
 package authbench
 
 import (

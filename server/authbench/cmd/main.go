@@ -1,12 +1,25 @@
-// Command authbench (go run ./server/authbench/cmd) measures GET /api/auth/me of a real copydesk (token
-// signature, session and user checked against SQLite on every request)
-// against a bare Gin handler that only verifies the same kind of JWT, side
-// by side on loopback with wrk. Run it with `make perf-me`; the README's
-// performance section quotes its output.
+// Command authbench (go run ./server/authbench/cmd) measures routes of a
+// real copydesk against bare Gin handlers that do the least the same
+// route must (package authbench), side by side on loopback with wrk, in
+// alternating rounds:
+//
+//   - me: GET /api/auth/me (token signature, session and user checked
+//     against SQLite on every request) against a handler that only
+//     verifies the same kind of JWT (`make perf-me`);
+//   - list: GET /api/agents?per_page=50 over 10,000 agents, as an admin
+//     and as an editor, against a handler doing COUNT(*) and 50 rows in
+//     name order in a table shaped like agents (`make perf-lists`);
+//   - create: POST /api/agents against one INSERT ... RETURNING
+//     (`make perf-lists`).
+//
+// It prints every round, then each target's median and its ratio to the
+// median of its yardstick. The README's performance section quotes it.
 package main
 
 import (
 	"context"
+	"database/sql"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -15,8 +28,11 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/copydesk/copydesk/server"
@@ -30,14 +46,30 @@ func main() {
 	threads := flag.Int("threads", 2, "wrk threads")
 	dur := flag.Duration("duration", 10*time.Second, "length of each wrk run")
 	rounds := flag.Int("rounds", 3, "alternating rounds per server")
+	agents := flag.Int("agents", 10000, "agents in the list scenario")
+	benches := flag.String("bench", "me", "comma-separated scenarios: me, list, create")
 	flag.Parse()
-	if err := run(*conns, *threads, *dur, *rounds); err != nil {
+	o := options{conns: *conns, threads: *threads, dur: *dur, rounds: *rounds, agents: *agents, benches: strings.Split(*benches, ",")}
+	if err := run(o); err != nil {
 		fmt.Fprintln(os.Stderr, "authbench:", err)
 		os.Exit(1)
 	}
 }
 
-func run(conns, threads int, dur time.Duration, rounds int) error {
+type options struct {
+	conns, threads, rounds, agents int
+	dur                            time.Duration
+	benches                        []string
+}
+
+// target is one thing wrk measures; a yardstick has no base, a real route
+// names the yardstick it is compared with.
+type target struct {
+	name, method, url, token, body string
+	base                           string
+}
+
+func run(o options) error {
 	if _, err := exec.LookPath("wrk"); err != nil {
 		return fmt.Errorf("wrk is not installed (Debian package wrk): %w", err)
 	}
@@ -46,80 +78,249 @@ func run(conns, threads int, dur time.Duration, rounds int) error {
 		return err
 	}
 	defer os.RemoveAll(dir)
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
+	var c closers
+	defer c.close()
+	ctx := context.Background()
 
-	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	app, err := server.Open(ctx, server.Config{DataDir: dir, HTTPAddr: "127.0.0.1:0", Version: "bench"}, log)
-	if err != nil {
-		return err
-	}
-	defer app.Close()
-	if _, err := app.Auth.CreateUser(ctx, auth.NewAccount{Email: "bench@example.com", Username: "bench", Password: "bench-password", Role: store.RoleEditor}); err != nil {
-		return err
-	}
-	g, err := app.Auth.Login(ctx, auth.LoginInput{Email: "bench@example.com", Password: "bench-password"})
-	if err != nil {
-		return err
-	}
-	if err := app.Listen(); err != nil {
-		return err
-	}
-	done := make(chan error, 1)
-	go func() { done <- app.Run(ctx) }()
-	defer func() { cancel(); <-done }() // stop serving before the database closes
-
-	bare, bareTok, err := startBare(app.Keys.JWTKey())
-	if err != nil {
-		return err
-	}
-	defer bare.Close()
-
-	targets := []struct{ name, url, token string }{
-		{"bare Gin + JWT verify", "http://" + bare.Addr().String() + "/me", bareTok},
-		{"copydesk GET /api/auth/me", "http://" + app.Addr() + "/api/auth/me", g.Token},
-	}
-	for _, t := range targets { // both must answer 200 before measuring
-		req, _ := http.NewRequest("GET", t.url, nil)
-		req.Header.Set("Authorization", "Bearer "+t.token)
-		res, err := http.DefaultClient.Do(req)
+	var targets []target
+	for _, b := range o.benches {
+		var ts []target
+		var err error
+		switch b {
+		case "me":
+			ts, err = meTargets(ctx, &c, dir)
+		case "list":
+			ts, err = listTargets(ctx, &c, dir, o.agents)
+		case "create":
+			ts, err = createTargets(ctx, &c, dir)
+		default:
+			err = fmt.Errorf("unknown scenario %q (me, list, create)", b)
+		}
 		if err != nil {
+			return fmt.Errorf("%s: %w", b, err)
+		}
+		targets = append(targets, ts...)
+	}
+	for _, t := range targets { // each must answer 2xx before measuring
+		if err := once(t); err != nil {
 			return err
 		}
-		res.Body.Close()
-		if res.StatusCode != 200 {
-			return fmt.Errorf("%s answered %d", t.name, res.StatusCode)
-		}
 	}
-	fmt.Printf("wrk -t%d -c%d -d%s, %d alternating rounds, GOMAXPROCS=%s\n", threads, conns, dur, rounds, os.Getenv("GOMAXPROCS"))
-	sums := make([]float64, len(targets))
-	for r := 0; r < rounds; r++ {
+
+	fmt.Printf("wrk -t%d -c%d -d%s, %d alternating rounds, GOMAXPROCS=%s\n", o.threads, o.conns, o.dur, o.rounds, os.Getenv("GOMAXPROCS"))
+	results := make([][]float64, len(targets))
+	for r := 0; r < o.rounds; r++ {
 		for i, t := range targets {
-			rps, err := wrk(t.url, t.token, conns, threads, dur)
+			rps, err := wrk(t, o, dir)
 			if err != nil {
 				return err
 			}
-			sums[i] += rps
-			fmt.Printf("round %d  %-28s %10.0f req/s\n", r+1, t.name, rps)
+			results[i] = append(results[i], rps)
+			fmt.Printf("round %d  %-40s %10.0f req/s\n", r+1, t.name, rps)
 		}
 	}
-	bareAvg, meAvg := sums[0]/float64(rounds), sums[1]/float64(rounds)
-	fmt.Printf("\naverage  %-28s %10.0f req/s\naverage  %-28s %10.0f req/s\nratio    %.0f%%\n",
-		targets[0].name, bareAvg, targets[1].name, meAvg, 100*meAvg/bareAvg)
+	fmt.Println()
+	medians := map[string]float64{}
+	for i, t := range targets {
+		medians[t.name] = median(results[i])
+		line := fmt.Sprintf("median   %-40s %10.0f req/s", t.name, medians[t.name])
+		if t.base != "" {
+			line += fmt.Sprintf("   %.2f× %s", medians[t.name]/medians[t.base], t.base)
+		}
+		fmt.Println(line)
+	}
+	return nil
+}
+
+// closers are what run started, closed last first.
+type closers []func() error
+
+func (c *closers) add(f func() error) { *c = append(*c, f) }
+
+// close closes everything, saying what failed: the measurements are
+// printed already.
+func (c *closers) close() {
+	for i := len(*c) - 1; i >= 0; i-- {
+		if err := (*c)[i](); err != nil {
+			fmt.Fprintln(os.Stderr, "authbench: closing:", err)
+		}
+	}
+}
+
+// open starts a copydesk in its own data directory with an admin and an
+// editor signed in, and with agents global agents, serving on loopback.
+// The agents go straight into the file; then the server is opened again,
+// as one restarted on its data (Open gathers the statistics SQLite plans
+// by).
+func open(ctx context.Context, c *closers, dir string, agents int) (app *server.App, admin, editor string, err error) {
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	cfg := server.Config{DataDir: dir, HTTPAddr: "127.0.0.1:0", Version: "bench"}
+	if app, err = server.Open(ctx, cfg, log); err != nil {
+		return nil, "", "", err
+	}
+	tokens := map[store.Role]string{}
+	for _, role := range []store.Role{store.RoleAdmin, store.RoleEditor} {
+		name := "bench-" + string(role)
+		if _, err := app.Auth.CreateUser(ctx, auth.NewAccount{Email: name + "@example.com", Username: name, Password: "bench-password",
+			Role: role}); err != nil {
+			_ = app.Close() // the error above is the one to report
+			return nil, "", "", err
+		}
+		g, err := app.Auth.Login(ctx, auth.LoginInput{Email: name + "@example.com", Password: "bench-password"})
+		if err != nil {
+			_ = app.Close() // the error above is the one to report
+			return nil, "", "", err
+		}
+		tokens[role] = g.Token
+	}
+	if agents > 0 {
+		err := errors.Join(fillAgents(ctx, app.DB.Path(), agents), app.Close())
+		if err != nil {
+			return nil, "", "", err
+		}
+		if app, err = server.Open(ctx, cfg, log); err != nil {
+			return nil, "", "", err
+		}
+	}
+	c.add(app.Close)
+	if err := app.Listen(); err != nil {
+		return nil, "", "", err
+	}
+	runCtx, stop := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- app.Run(runCtx) }()
+	c.add(func() error { stop(); return <-done }) // stop serving before the database closes
+	return app, tokens[store.RoleAdmin], tokens[store.RoleEditor], nil
+}
+
+// fillAgents writes n global agents into the copydesk database at path.
+func fillAgents(ctx context.Context, path string, n int) error {
+	conn, err := sql.Open("sqlite", "file:"+path+"?_pragma=busy_timeout(10000)")
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	return authbench.FillAgents(ctx, conn, n)
+}
+
+func meTargets(ctx context.Context, c *closers, dir string) ([]target, error) {
+	app, _, editor, err := open(ctx, c, filepath.Join(dir, "me"), 0)
+	if err != nil {
+		return nil, err
+	}
+	h, tok := authbench.BareHandler(app.Keys.JWTKey())
+	url, err := serve(h)
+	if err != nil {
+		return nil, err
+	}
+	const bare = "bare Gin + JWT verify"
+	return []target{
+		{name: bare, method: "GET", url: url + "/me", token: tok},
+		{name: "copydesk GET /api/auth/me", method: "GET", url: "http://" + app.Addr() + "/api/auth/me", token: editor, base: bare},
+	}, nil
+}
+
+func listTargets(ctx context.Context, c *closers, dir string, n int) ([]target, error) {
+	app, admin, editor, err := open(ctx, c, filepath.Join(dir, "list"), n) // global agents: both users see them all
+	if err != nil {
+		return nil, err
+	}
+	bare, err := authbench.OpenBareAgents(ctx, filepath.Join(dir, "bare-list.db"))
+	if err != nil {
+		return nil, err
+	}
+	c.add(bare.Close)
+	if err := bare.Fill(ctx, n); err != nil {
+		return nil, err
+	}
+	h, tok := bare.Handler(app.Keys.JWTKey())
+	url, err := serve(h)
+	if err != nil {
+		return nil, err
+	}
+	base := fmt.Sprintf("bare list (COUNT + 50 of %d)", n)
+	real := "http://" + app.Addr() + "/api/agents?per_page=50"
+	return []target{
+		{name: base, method: "GET", url: url + "/agents?per_page=50", token: tok},
+		{name: "copydesk GET /api/agents (admin)", method: "GET", url: real, token: admin, base: base},
+		{name: "copydesk GET /api/agents (editor)", method: "GET", url: real, token: editor, base: base},
+	}, nil
+}
+
+func createTargets(ctx context.Context, c *closers, dir string) ([]target, error) {
+	app, admin, _, err := open(ctx, c, filepath.Join(dir, "create"), 0)
+	if err != nil {
+		return nil, err
+	}
+	bare, err := authbench.OpenBareAgents(ctx, filepath.Join(dir, "bare-create.db"))
+	if err != nil {
+		return nil, err
+	}
+	c.add(bare.Close)
+	h, tok := bare.Handler(app.Keys.JWTKey())
+	url, err := serve(h)
+	if err != nil {
+		return nil, err
+	}
+	const base = "bare create (INSERT … RETURNING)"
+	const body = `{"name":"Bench writer","kind":"writer"}`
+	return []target{
+		{name: base, method: "POST", url: url + "/agents", token: tok, body: body},
+		{name: "copydesk POST /api/agents (admin)", method: "POST", url: "http://" + app.Addr() + "/api/agents", token: admin,
+			body: body, base: base},
+	}, nil
+}
+
+// serve serves h on loopback and returns its base URL.
+func serve(h http.Handler) (string, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", err
+	}
+	go func() { _ = http.Serve(l, h) }() // until the process ends
+	return "http://" + l.Addr().String(), nil
+}
+
+// once sends t's request once and wants a 2xx.
+func once(t target) error {
+	req, err := http.NewRequest(t.method, t.url, strings.NewReader(t.body))
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Authorization", "Bearer "+t.token)
+	req.Header.Set("Content-Type", "application/json")
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return err
+	}
+	b, _ := io.ReadAll(res.Body)
+	res.Body.Close()
+	if res.StatusCode/100 != 2 {
+		return fmt.Errorf("%s answered %d: %s", t.name, res.StatusCode, b)
+	}
 	return nil
 }
 
 var rpsLine = regexp.MustCompile(`Requests/sec:\s+([0-9.]+)`)
 var non2xx = regexp.MustCompile(`Non-2xx or 3xx responses: (\d+)`)
 
-func wrk(url, token string, conns, threads int, dur time.Duration) (float64, error) {
-	out, err := exec.Command("wrk", "-t"+strconv.Itoa(threads), "-c"+strconv.Itoa(conns), "-d"+dur.String(),
-		"-H", "Authorization: Bearer "+token, url).CombinedOutput()
+func wrk(t target, o options, dir string) (float64, error) {
+	args := []string{"-t" + strconv.Itoa(o.threads), "-c" + strconv.Itoa(o.conns), "-d" + o.dur.String(),
+		"-H", "Authorization: Bearer " + t.token}
+	if t.method != "GET" {
+		script := filepath.Join(dir, "request.lua")
+		lua := fmt.Sprintf("wrk.method = %q\nwrk.body = %q\nwrk.headers[\"Content-Type\"] = \"application/json\"\n", t.method, t.body)
+		if err := os.WriteFile(script, []byte(lua), 0o600); err != nil {
+			return 0, err
+		}
+		args = append(args, "-s", script)
+	}
+	out, err := exec.Command("wrk", append(args, t.url)...).CombinedOutput()
 	if err != nil {
 		return 0, fmt.Errorf("wrk: %w: %s", err, out)
 	}
 	if m := non2xx.FindSubmatch(out); m != nil {
-		return 0, fmt.Errorf("wrk saw %s error responses from %s", m[1], url)
+		return 0, fmt.Errorf("wrk saw %s error responses from %s", m[1], t.url)
 	}
 	m := rpsLine.FindSubmatch(out)
 	if m == nil {
@@ -128,13 +329,11 @@ func wrk(url, token string, conns, threads int, dur time.Duration) (float64, err
 	return strconv.ParseFloat(string(m[1]), 64)
 }
 
-// startBare serves authbench.BareHandler on loopback.
-func startBare(key []byte) (net.Listener, string, error) {
-	h, tok := authbench.BareHandler(key)
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return nil, "", err
+func median(xs []float64) float64 {
+	s := slices.Clone(xs)
+	slices.Sort(s)
+	if len(s)%2 == 1 {
+		return s[len(s)/2]
 	}
-	go http.Serve(l, h)
-	return l, tok, nil
+	return (s[len(s)/2-1] + s[len(s)/2]) / 2
 }

@@ -1,0 +1,187 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"math/rand/v2"
+	"strings"
+	"testing"
+	"time"
+)
+
+// Sizes of the data fillPlanData writes: a few thousand rows per table, so
+// that the planner's choices are those of a used installation, not of an
+// empty one (where a full scan and a sort are as good as anything).
+const (
+	planUsers  = 300
+	planEnvs   = 40
+	planRows   = 4000 // agents, runs, jobs, credentials, notifications, messages, usage events, sessions
+	planHotID  = 2    // the user most rows are about (the lists' user)
+	planPeerID = 3    // whom planHotID writes to most
+)
+
+// fillPlanData writes realistic rows into every table a list reads, in one
+// transaction, then lets SQLite gather its statistics the way Open does.
+func fillPlanData(t testing.TB, db *DB) {
+	t.Helper()
+	ctx := context.Background()
+	rnd := rand.New(rand.NewPCG(1, 2))
+	at := func(i int) string {
+		return fmtTime(time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC).Add(time.Duration(i) * 37 * time.Minute))
+	}
+	err := db.tx(ctx, func(tx *sql.Tx) error {
+		exec := func(query string, n int, args func(i int) []any) error {
+			st, err := tx.PrepareContext(ctx, query)
+			if err != nil {
+				return err
+			}
+			defer st.Close()
+			for i := 1; i <= n; i++ {
+				if _, err := st.ExecContext(ctx, args(i)...); err != nil {
+					return fmt.Errorf("%s: row %d: %w", strings.Fields(query)[2], i, err)
+				}
+			}
+			return nil
+		}
+		roles := []string{"viewer", "viewer", "editor", "editor", "editor", "admin"}
+		steps := []func() error{
+			func() error {
+				return exec(`INSERT INTO environments (id, name, slug, created_at, updated_at) VALUES (?, ?, ?, ?, ?)`, planEnvs,
+					func(i int) []any {
+						return []any{i, fmt.Sprintf("Site %c%d", 'A'+rune(i%26), i), fmt.Sprintf("site-%d", i), at(i), at(i)}
+					})
+			},
+			func() error {
+				return exec(`INSERT INTO users (id, email, username, full_name, password_hash, role, is_active, created_at, updated_at)
+					VALUES (?, ?, ?, ?, 'x', ?, ?, ?, ?)`, planUsers, func(i int) []any {
+					role := roles[rnd.IntN(len(roles))]
+					if i == 1 {
+						role = "super_admin"
+					}
+					return []any{i, fmt.Sprintf("u%d@example.com", i), fmt.Sprintf("user%d", i), fmt.Sprintf("User %d", i), role,
+						boolInt(i <= 3 || rnd.IntN(10) > 0), at(i), at(i)}
+				})
+			},
+			func() error {
+				return exec(`INSERT OR IGNORE INTO user_environments (user_id, environment_id) VALUES (?, ?)`, planUsers*3,
+					func(i int) []any { return []any{(i-1)/3 + 1, 1 + (i*7+rnd.IntN(3))%planEnvs} })
+			},
+			func() error {
+				providers := []string{"openai", "anthropic", "openai_compatible", "wordpress", "serp"}
+				return exec(`INSERT INTO credentials (name, provider, secret, secret_hint, environment_id, created_at, updated_at)
+					VALUES (?, ?, x'00', '…', ?, ?, ?)`, planRows, func(i int) []any {
+					return []any{fmt.Sprintf("Key %d", rnd.IntN(1e6)), providers[rnd.IntN(len(providers))], planEnv(rnd), at(i), at(i)}
+				})
+			},
+			func() error {
+				kinds := []string{"writer", "editor", "researcher", "seo"}
+				return exec(`INSERT INTO agents (name, description, kind, system_prompt, is_active, environment_id, created_by, created_at, updated_at)
+					VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`, planRows, func(i int) []any {
+					return []any{fmt.Sprintf("%c agent %d", 'a'+rune(rnd.IntN(26)), i), "writes things", kinds[rnd.IntN(len(kinds))],
+						"You are helpful.", boolInt(rnd.IntN(10) > 0), planEnv(rnd), 1 + rnd.IntN(planUsers), at(i), at(i)}
+				})
+			},
+			func() error {
+				return exec(`INSERT OR IGNORE INTO agent_assignments (agent_id, environment_id) VALUES (?, ?)`, planRows/2,
+					func(int) []any { return []any{1 + rnd.IntN(planRows), 1 + rnd.IntN(planEnvs)} })
+			},
+			func() error {
+				kinds := []string{"agent.run", "agent.run", "agent.run", "backup", "notify"}
+				statuses := []string{"succeeded", "succeeded", "succeeded", "failed", "cancelled", "queued", "running"}
+				return exec(`INSERT INTO jobs (kind, status, run_after, created_at, updated_at, finished_at) VALUES (?, ?, ?, ?, ?, ?)`,
+					planRows, func(i int) []any {
+						return []any{kinds[rnd.IntN(len(kinds))], statuses[rnd.IntN(len(statuses))], at(i), at(i), at(i), at(i + 1)}
+					})
+			},
+			func() error {
+				statuses := []string{"succeeded", "succeeded", "succeeded", "failed", "cancelled", "queued", "running"}
+				return exec(`INSERT INTO agent_runs (agent_id, environment_id, user_id, input, status, queued_at) VALUES (?, ?, ?, 'go', ?, ?)`,
+					planRows, func(i int) []any {
+						return []any{1 + rnd.IntN(planRows), planEnv(rnd), planUser(rnd), statuses[rnd.IntN(len(statuses))], at(i)}
+					})
+			},
+			func() error {
+				return exec(`INSERT INTO notifications (user_id, kind, title, environment_id, read_at, created_at) VALUES (?, 'run.succeeded', 'Done', ?, ?, ?)`,
+					planRows, func(i int) []any {
+						var read any
+						if rnd.IntN(3) > 0 {
+							read = at(i + 5)
+						}
+						return []any{planUser(rnd), planEnv(rnd), read, at(i)}
+					})
+			},
+			func() error {
+				return exec(`INSERT INTO messages (sender_id, recipient_id, pair_lo, pair_hi, body, read_at, sender_deleted_at, recipient_deleted_at, created_at)
+					VALUES (?1, ?2, MIN(?1, ?2), MAX(?1, ?2), 'hello', ?3, ?4, ?5, ?6)`, planRows, func(i int) []any {
+					from, to := planUser(rnd), planUser(rnd)
+					if rnd.IntN(4) == 0 {
+						from, to = planHotID, planPeerID
+					}
+					if from == to {
+						to = from%planUsers + 1
+					}
+					var read, sdel, rdel any
+					if rnd.IntN(2) == 0 {
+						read = at(i + 1)
+					}
+					if rnd.IntN(10) == 0 {
+						sdel = at(i + 2)
+					}
+					if rnd.IntN(10) == 0 {
+						rdel = at(i + 2)
+					}
+					return []any{from, to, read, sdel, rdel, at(i)}
+				})
+			},
+			func() error {
+				return exec(`INSERT INTO sessions (user_id, created_at, last_seen_at, token_expires_at, expires_at, revoked_at)
+					VALUES (?, ?, ?, ?, ?, ?)`, planRows, func(i int) []any {
+					var revoked any
+					if rnd.IntN(3) == 0 {
+						revoked = at(i + 1)
+					}
+					return []any{planUser(rnd), at(i), at(i), at(i + 2), at(i + 1000), revoked}
+				})
+			},
+			func() error {
+				models := []string{"gpt-4o", "gpt-4o-mini", "claude-sonnet", "claude-haiku"}
+				sources := []string{"execution", "execution", "chat", "live", "scout", "autopilot", "test"}
+				return exec(`INSERT INTO usage_events (created_at, provider, model, input_tokens, output_tokens, cost_usd, status, source,
+					user_id, environment_id, agent_id) VALUES (?, 'openai', ?, 100, 200, 0.01, ?, ?, ?, ?, ?)`, planRows, func(i int) []any {
+					status := "ok"
+					if rnd.IntN(20) == 0 {
+						status = "error"
+					}
+					return []any{at(i), models[rnd.IntN(len(models))], status, sources[rnd.IntN(len(sources))], planUser(rnd), planEnv(rnd),
+						1 + rnd.IntN(planRows)}
+				})
+			},
+		}
+		for _, step := range steps {
+			if err := step(); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatalf("fill: %v", err)
+	}
+}
+
+// planEnv is an environment, or nil (global) for one row in ten.
+func planEnv(rnd *rand.Rand) any {
+	if rnd.IntN(10) == 0 {
+		return nil
+	}
+	return 1 + rnd.IntN(planEnvs)
+}
+
+// planUser is a user, planHotID for one row in five.
+func planUser(rnd *rand.Rand) int {
+	if rnd.IntN(5) == 0 {
+		return planHotID
+	}
+	return 1 + rnd.IntN(planUsers)
+}
