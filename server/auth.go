@@ -1,20 +1,12 @@
 package server
 
 import (
-	"bytes"
-	"errors"
 	"fmt"
-	"image"
-	_ "image/gif" // avatar formats
-	_ "image/jpeg"
-	_ "image/png"
-	"io"
 	"net/http"
 	"strconv"
 	"time"
 
 	"github.com/gin-gonic/gin"
-	_ "golang.org/x/image/webp"
 
 	"github.com/copydesk/copydesk/server/auth"
 	"github.com/copydesk/copydesk/store"
@@ -42,7 +34,7 @@ func (s *Server) registerAuthRoutes() {
 		Summary: "Update the current user's profile", Body: profileRequest{}, Data: userResponse{}, Errors: []int{409, 429, 503},
 		Notes: "Changing the e-mail address or the password needs current_password. A new password ends every other session of the user. " + busyNote}, s.updateMe)
 	s.handle(Route{Method: "POST", Path: "/api/auth/me/avatar", Tag: tag, Access: signedIn, Multipart: "file",
-		MaxBody: maxAvatarBytes + 64<<10, Summary: "Upload a profile avatar", Data: userResponse{},
+		MaxBody: auth.MaxAvatarBytes + 64<<10, Summary: "Upload a profile avatar", Data: userResponse{},
 		Notes: "multipart/form-data with the image in the field file: PNG, JPEG, GIF or WebP, at most 2 MiB and 2048×2048 pixels."}, s.uploadAvatar)
 	s.handle(Route{Method: "DELETE", Path: "/api/auth/me/avatar", Tag: tag, Access: signedIn,
 		Summary: "Delete the profile avatar", Data: userResponse{}}, s.deleteAvatar)
@@ -319,51 +311,13 @@ func (s *Server) updateMe(c *gin.Context) {
 	respond(c, http.StatusOK, userJSON(u), "profile updated")
 }
 
-// Avatar limits.
-const (
-	maxAvatarBytes  = 2 << 20
-	maxAvatarPixels = 2048 // decoded, 2048×2048 RGBA is 16 MiB
-)
-
-// avatarTypes are the accepted image formats by the name image.Decode gives.
-var avatarTypes = map[string]string{"png": "image/png", "jpeg": "image/jpeg", "gif": "image/gif", "webp": "image/webp"}
-
 func (s *Server) uploadAvatar(c *gin.Context) {
-	fh, err := c.FormFile("file")
-	if err != nil {
-		var maxErr *http.MaxBytesError
-		if errors.As(err, &maxErr) {
-			fail(c, store.E(store.KindTooLarge, "the avatar must be at most 2 MiB"))
-			return
-		}
-		fail(c, store.Invalid("file: send the image as multipart/form-data in a field named file"))
-		return
-	}
-	if fh.Size > maxAvatarBytes {
-		fail(c, store.E(store.KindTooLarge, "the avatar must be at most 2 MiB"))
-		return
-	}
-	f, err := fh.Open()
+	data, err := formFile(c, "file", auth.MaxAvatarBytes, "the avatar must be at most 2 MiB")
 	if err != nil {
 		fail(c, err)
 		return
 	}
-	defer f.Close()
-	data, err := io.ReadAll(io.LimitReader(f, maxAvatarBytes+1))
-	if err != nil {
-		fail(c, err)
-		return
-	}
-	if len(data) > maxAvatarBytes {
-		fail(c, store.E(store.KindTooLarge, "the avatar must be at most 2 MiB"))
-		return
-	}
-	contentType, err := checkImage(data)
-	if err != nil {
-		fail(c, err)
-		return
-	}
-	u, err := s.auth.SetAvatar(c.Request.Context(), principal(c), contentType, data)
+	u, err := s.auth.SetAvatar(c.Request.Context(), principal(c), data)
 	if err != nil {
 		fail(c, err)
 		return
@@ -371,28 +325,8 @@ func (s *Server) uploadAvatar(c *gin.Context) {
 	respond(c, http.StatusOK, userJSON(u), "avatar updated")
 }
 
-// checkImage proves data is an image of an accepted format by decoding it,
-// after checking its dimensions so a small file cannot claim a huge canvas.
-func checkImage(data []byte) (string, error) {
-	cfg, format, err := image.DecodeConfig(bytes.NewReader(data))
-	if err != nil {
-		return "", store.Invalid("file: is not a PNG, JPEG, GIF or WebP image")
-	}
-	ct, ok := avatarTypes[format]
-	if !ok {
-		return "", store.Invalid("file: %s images are not accepted: use PNG, JPEG, GIF or WebP", format)
-	}
-	if cfg.Width <= 0 || cfg.Height <= 0 || cfg.Width > maxAvatarPixels || cfg.Height > maxAvatarPixels {
-		return "", store.Invalid("file: the image must be at most %d×%d pixels", maxAvatarPixels, maxAvatarPixels)
-	}
-	if _, _, err := image.Decode(bytes.NewReader(data)); err != nil {
-		return "", store.Invalid("file: the image is damaged: %s", err.Error())
-	}
-	return ct, nil
-}
-
 func (s *Server) deleteAvatar(c *gin.Context) {
-	u, err := s.db.DeleteAvatar(c.Request.Context(), principal(c).User.ID)
+	u, err := s.auth.DeleteAvatar(c.Request.Context(), principal(c))
 	if err != nil {
 		fail(c, err)
 		return
@@ -406,7 +340,7 @@ func (s *Server) avatar(c *gin.Context) {
 		fail(c, err)
 		return
 	}
-	a, err := s.db.AvatarByUser(c.Request.Context(), id)
+	a, err := s.auth.Avatar(c.Request.Context(), id)
 	if err != nil {
 		fail(c, err)
 		return
@@ -452,12 +386,7 @@ func (s *Server) disableTOTP(c *gin.Context) {
 		fail(c, err)
 		return
 	}
-	p := principal(c)
-	if err := s.auth.DisableTOTP(c.Request.Context(), p, req.Code, req.Password); err != nil {
-		fail(c, err)
-		return
-	}
-	u, err := s.db.UserByID(c.Request.Context(), p.User.ID)
+	u, err := s.auth.DisableTOTP(c.Request.Context(), principal(c), req.Code, req.Password)
 	if err != nil {
 		fail(c, err)
 		return
@@ -532,7 +461,7 @@ func (s *Server) listUsers(c *gin.Context) {
 		return
 	}
 	pg := q.page()
-	users, total, err := s.db.ListUsers(c.Request.Context(), store.UserFilter{Role: store.Role(q.Role), IsActive: q.IsActive, Q: q.Q, Page: pg})
+	users, total, err := s.auth.ListUsers(c.Request.Context(), store.UserFilter{Role: store.Role(q.Role), IsActive: q.IsActive, Q: q.Q, Page: pg})
 	if err != nil {
 		fail(c, err)
 		return

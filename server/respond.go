@@ -378,3 +378,32 @@ func queryError(err error) string {
 	}
 	return msg
 }
+
+// formFile reads the multipart file field of a request, at most max bytes;
+// tooLarge is the detail of the 413 for a bigger one.
+func formFile(c *gin.Context, field string, max int64, tooLarge string) ([]byte, error) {
+	fh, err := c.FormFile(field)
+	if err != nil {
+		var maxErr *http.MaxBytesError
+		if errors.As(err, &maxErr) {
+			return nil, store.E(store.KindTooLarge, "%s", tooLarge)
+		}
+		return nil, store.Invalid("%s: send it as multipart/form-data in a field named %s", field, field)
+	}
+	if fh.Size > max {
+		return nil, store.E(store.KindTooLarge, "%s", tooLarge)
+	}
+	f, err := fh.Open()
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, max+1))
+	if err != nil {
+		return nil, err
+	}
+	if int64(len(data)) > max {
+		return nil, store.E(store.KindTooLarge, "%s", tooLarge)
+	}
+	return data, nil
+}

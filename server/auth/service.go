@@ -514,10 +514,6 @@ func (s *Service) confirmPassword(ctx context.Context, principal *store.User, pa
 	return nil
 }
 
-// SetAvatar stores an avatar already checked by the caller.
-func (s *Service) SetAvatar(ctx context.Context, p *Principal, contentType string, data []byte) (*store.User, error) {
-	return s.db.SetAvatar(ctx, p.User.ID, contentType, data)
-}
 
 // ---- two-factor ----
 
@@ -579,7 +575,14 @@ func (s *Service) VerifyTOTP(ctx context.Context, p *Principal, code, currentPas
 
 // DisableTOTP turns 2FA off, proven by a current code (or recovery code) or
 // by the password.
-func (s *Service) DisableTOTP(ctx context.Context, p *Principal, code, password string) error {
+func (s *Service) DisableTOTP(ctx context.Context, p *Principal, code, password string) (*store.User, error) {
+	if err := s.disableTOTP(ctx, p, code, password); err != nil {
+		return nil, err
+	}
+	return s.db.UserByID(ctx, p.User.ID)
+}
+
+func (s *Service) disableTOTP(ctx context.Context, p *Principal, code, password string) error {
 	u, err := s.db.UserByID(ctx, p.User.ID) // with the sealed secret
 	if err != nil {
 		return err
@@ -818,4 +821,10 @@ type principalStore interface {
 	ChangeMark() store.ChangeMark
 	SessionWithUser(ctx context.Context, sessionID int64) (*store.Session, *store.User, error)
 	UserEnvironmentIDs(ctx context.Context, userID int64) ([]int64, error)
+}
+
+// ListUsers lists accounts for the user administration (admins; the route
+// table checks the role).
+func (s *Service) ListUsers(ctx context.Context, f store.UserFilter) ([]*store.User, int, error) {
+	return s.db.ListUsers(ctx, f)
 }

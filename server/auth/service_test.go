@@ -337,9 +337,9 @@ func TestLoginTwoFactor(t *testing.T) {
 	})
 	t.Run("DisableWithPassword", func(t *testing.T) {
 		p := f.principal(t, f.login2FA(t, "ann", recovery[0]).Token)
-		err := f.svc.DisableTOTP(ctx, p, "", "wrong-password")
+		_, err := f.svc.DisableTOTP(ctx, p, "", "wrong-password")
 		wantErr(t, err, store.KindInvalid)
-		if err := f.svc.DisableTOTP(ctx, p, "", password("ann")); err != nil {
+		if _, err := f.svc.DisableTOTP(ctx, p, "", password("ann")); err != nil {
 			t.Fatal(err)
 		}
 		if err := login("", password("ann")); err != nil {
