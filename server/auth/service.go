@@ -514,7 +514,6 @@ func (s *Service) confirmPassword(ctx context.Context, principal *store.User, pa
 	return nil
 }
 
-
 // ---- two-factor ----
 
 // SetupTOTP makes a new secret for the user, pending until VerifyTOTP.
