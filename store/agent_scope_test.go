@@ -27,7 +27,7 @@ func TestAgentAndRunScopes(t *testing.T) {
 		return ag
 	}
 	ownA, ownB, global, shared := agent("own A", &a.ID), agent("own B", &b.ID), agent("global", nil), agent("shared", &b.ID)
-	if _, err := db.SetAgentAssignments(ctx, shared.ID, []int64{a.ID}); err != nil {
+	if _, err := db.SetAgentAssignments(ctx, shared.ID, store.Everything, []int64{a.ID}); err != nil {
 		t.Fatal(err)
 	}
 	shared, _ = db.AgentByID(ctx, shared.ID)

@@ -170,6 +170,23 @@ func (a *Agent) VisibleIn(sc Scope) bool {
 	return slices.ContainsFunc(a.Assignments, sc.Sees)
 }
 
+// SeenBy is the agent as a scope sees it: the same agent with only the
+// assignments to environments the scope sees. Others are none of the
+// caller's business, not even their ids.
+func (a *Agent) SeenBy(sc Scope) *Agent {
+	if sc.Admin {
+		return a
+	}
+	c := *a
+	c.Assignments = []int64{}
+	for _, id := range a.Assignments {
+		if sc.Sees(id) {
+			c.Assignments = append(c.Assignments, id)
+		}
+	}
+	return &c
+}
+
 // UsableIn reports whether the agent may run in an environment: its own,
 // one it is assigned to, or any for a global agent.
 func (a *Agent) UsableIn(envID int64) bool {
@@ -237,23 +254,34 @@ func (db *DB) DeleteAgent(ctx context.Context, id int64) error {
 	return nil
 }
 
-// SetAgentAssignments replaces the environments an agent is assigned to.
-func (db *DB) SetAgentAssignments(ctx context.Context, agentID int64, envIDs []int64) ([]int64, error) {
+// SetAgentAssignments replaces the part of an agent's assignments that a
+// scope sees with envIDs (each one the scope must see), and keeps the
+// assignments to environments it does not see: a caller changes only what
+// they can see. It returns every assignment the agent has afterwards;
+// SeenBy narrows them for the caller.
+func (db *DB) SetAgentAssignments(ctx context.Context, agentID int64, sc Scope, envIDs []int64) ([]int64, error) {
 	ids := dedupe(envIDs)
+	var out []int64
 	err := db.tx(ctx, func(tx *sql.Tx) error {
 		var missing []string
 		for _, id := range ids {
 			var one int
-			if err := tx.QueryRowContext(ctx, `SELECT 1 FROM environments WHERE id = ?`, id).Scan(&one); errors.Is(err, sql.ErrNoRows) {
+			err := tx.QueryRowContext(ctx, `SELECT 1 FROM environments WHERE id = ?`, id).Scan(&one)
+			switch {
+			case errors.Is(err, sql.ErrNoRows) || err == nil && !sc.Sees(id):
 				missing = append(missing, fmt.Sprint(id))
-			} else if err != nil {
+			case err != nil:
 				return err
 			}
 		}
 		if len(missing) > 0 {
 			return Invalid("environment_ids: no environment with id %s", strings.Join(missing, ", "))
 		}
-		if _, err := tx.ExecContext(ctx, `DELETE FROM agent_assignments WHERE agent_id = ?`, agentID); err != nil {
+		del, args := `DELETE FROM agent_assignments WHERE agent_id = ?`, []any{agentID}
+		if cond, more := sc.envIn("environment_id"); cond != "" {
+			del, args = del+" AND "+cond, append(args, more...)
+		}
+		if _, err := tx.ExecContext(ctx, del, args...); err != nil {
 			return err
 		}
 		for _, id := range ids {
@@ -261,12 +289,25 @@ func (db *DB) SetAgentAssignments(ctx context.Context, agentID int64, envIDs []i
 				return translate(err, "assignment")
 			}
 		}
-		return nil
+		rows, err := tx.QueryContext(ctx, `SELECT environment_id FROM agent_assignments WHERE agent_id = ? ORDER BY environment_id`, agentID)
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		out = []int64{}
+		for rows.Next() {
+			var id int64
+			if err := rows.Scan(&id); err != nil {
+				return err
+			}
+			out = append(out, id)
+		}
+		return rows.Err()
 	})
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("store: set agent assignments: %w", err)
 	}
-	return ids, nil
+	return out, nil
 }
 
 // Run statuses.

@@ -51,7 +51,11 @@ func scanNotification(row rowScanner) (*Notification, error) {
 }
 
 // CreateNotifications gives each distinct user in userIDs its own copy of
-// n, in one transaction, and returns them.
+// n, in one transaction, and returns them. A note about an environment
+// goes only to those who may see it now: active users it is granted to,
+// and admins. The grant is read by the statement that inserts the copy, so
+// a user removed from the environment before delivery gets nothing, however
+// long ago the recipients were chosen; they are skipped, not an error.
 func (db *DB) CreateNotifications(ctx context.Context, userIDs []int64, n NewNotification) ([]*Notification, error) {
 	now := db.Now().UTC()
 	var link any
@@ -63,7 +67,14 @@ func (db *DB) CreateNotifications(ctx context.Context, userIDs []int64, n NewNot
 		for _, uid := range dedupe(userIDs) {
 			var id int64
 			err := tx.QueryRowContext(ctx, `INSERT INTO notifications (user_id, kind, title, body, link, environment_id, created_at)
-				VALUES (?, ?, ?, ?, ?, ?, ?) RETURNING id`, uid, n.Kind, n.Title, n.Body, link, n.EnvironmentID, fmtTime(now)).Scan(&id)
+				SELECT ?, ?, ?, ?, ?, ?, ? WHERE ? IS NULL OR EXISTS (SELECT 1 FROM users u WHERE u.id = ? AND u.is_active = 1
+					AND (u.role IN ('admin', 'super_admin')
+						OR EXISTS (SELECT 1 FROM user_environments ue WHERE ue.user_id = u.id AND ue.environment_id = ?)))
+				RETURNING id`, uid, n.Kind, n.Title, n.Body, link, n.EnvironmentID, fmtTime(now),
+				n.EnvironmentID, uid, n.EnvironmentID).Scan(&id)
+			if errors.Is(err, sql.ErrNoRows) {
+				continue // may not see the environment (any more)
+			}
 			if err != nil {
 				return translate(err, "notification")
 			}

@@ -32,7 +32,7 @@ type Store interface {
 	CreateAgent(ctx context.Context, in store.AgentInput, createdBy int64) (*store.Agent, error)
 	ReplaceAgent(ctx context.Context, id int64, in store.AgentInput) (*store.Agent, error)
 	DeleteAgent(ctx context.Context, id int64) error
-	SetAgentAssignments(ctx context.Context, agentID int64, envIDs []int64) ([]int64, error)
+	SetAgentAssignments(ctx context.Context, agentID int64, sc store.Scope, envIDs []int64) ([]int64, error)
 
 	RunByID(ctx context.Context, id int64) (*store.AgentRun, error)
 	ListRuns(ctx context.Context, f store.RunFilter) ([]*store.AgentRun, int, error)
@@ -109,8 +109,19 @@ func New(d Deps) *Service {
 	return s
 }
 
-// Get returns an agent the scope sees; any other is not found.
+// Get returns an agent the scope sees, with the assignments it sees; any
+// other agent is not found.
 func (s *Service) Get(ctx context.Context, sc store.Scope, id int64) (*store.Agent, error) {
+	a, err := s.get(ctx, sc, id)
+	if err != nil {
+		return nil, err
+	}
+	return a.SeenBy(sc), nil
+}
+
+// get returns an agent the scope sees with all its assignments, for the
+// rules (where an agent may run); callers get it through SeenBy.
+func (s *Service) get(ctx context.Context, sc store.Scope, id int64) (*store.Agent, error) {
 	a, err := s.db.AgentByID(ctx, id)
 	if err != nil {
 		return nil, err
@@ -124,7 +135,7 @@ func (s *Service) Get(ctx context.Context, sc store.Scope, id int64) (*store.Age
 // managed returns an agent the scope may change: one it does not see is
 // not found, one it sees but does not own is forbidden.
 func (s *Service) managed(ctx context.Context, sc store.Scope, id int64) (*store.Agent, error) {
-	a, err := s.Get(ctx, sc, id)
+	a, err := s.get(ctx, sc, id)
 	if err != nil {
 		return nil, err
 	}
@@ -157,8 +168,8 @@ type ListQuery struct {
 	Page          store.Page
 }
 
-// List lists the agents the scope sees, by name. Asking for an environment
-// outside the scope is not found.
+// List lists the agents the scope sees, by name, each with the assignments
+// it sees. Asking for an environment outside the scope is not found.
 func (s *Service) List(ctx context.Context, sc store.Scope, q ListQuery) ([]*store.Agent, int, error) {
 	if q.EnvironmentID != nil {
 		if err := sc.Require(*q.EnvironmentID, "environment"); err != nil {
@@ -168,8 +179,15 @@ func (s *Service) List(ctx context.Context, sc store.Scope, q ListQuery) ([]*sto
 	if q.Kind != "" && !slices.Contains(store.AgentKinds, q.Kind) {
 		return nil, 0, errKind
 	}
-	return s.db.ListAgents(ctx, store.AgentFilter{Scope: sc, EnvironmentID: q.EnvironmentID, Kind: q.Kind, Active: q.Active,
-		Q: q.Q, Page: q.Page})
+	list, total, err := s.db.ListAgents(ctx, store.AgentFilter{Scope: sc, EnvironmentID: q.EnvironmentID, Kind: q.Kind,
+		Active: q.Active, Q: q.Q, Page: q.Page})
+	if err != nil {
+		return nil, 0, err
+	}
+	for i, a := range list {
+		list[i] = a.SeenBy(sc)
+	}
+	return list, total, nil
 }
 
 // Create checks and stores an agent. Others than admins create agents in
@@ -223,7 +241,11 @@ func (s *Service) Update(ctx context.Context, sc store.Scope, id int64, ch Chang
 	if err := s.check(ctx, sc, &in); err != nil {
 		return nil, err
 	}
-	return s.db.ReplaceAgent(ctx, a.ID, in)
+	a, err = s.db.ReplaceAgent(ctx, a.ID, in)
+	if err != nil {
+		return nil, err
+	}
+	return a.SeenBy(sc), nil
 }
 
 func set[T any](dst *T, v *T) {
@@ -243,8 +265,9 @@ func (s *Service) Delete(ctx context.Context, sc store.Scope, id int64) error {
 
 // SetAssignments replaces the environments, beyond its own, that may use an
 // agent the scope may change, and returns the agent with them. Others than
-// admins assign only to environments they see: any other does not exist
-// for them.
+// admins assign only to environments they see (any other does not exist
+// for them), and change only that part: assignments to environments they
+// do not see are kept, and not shown.
 func (s *Service) SetAssignments(ctx context.Context, sc store.Scope, id int64, envIDs []int64) (*store.Agent, error) {
 	a, err := s.managed(ctx, sc, id)
 	if err != nil {
@@ -253,12 +276,12 @@ func (s *Service) SetAssignments(ctx context.Context, sc store.Scope, id int64, 
 	if err := checkAssignments(sc, envIDs); err != nil {
 		return nil, err
 	}
-	ids, err := s.db.SetAgentAssignments(ctx, a.ID, envIDs)
+	ids, err := s.db.SetAgentAssignments(ctx, a.ID, sc, envIDs)
 	if err != nil {
 		return nil, err
 	}
 	a.Assignments = ids
-	return a, nil
+	return a.SeenBy(sc), nil
 }
 
 // check normalizes an agent's fields and checks where it lives: an

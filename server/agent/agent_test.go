@@ -496,3 +496,32 @@ func TestStreamedRunDoesNotWaitBehindQueuedRuns(t *testing.T) {
 		}
 	}
 }
+
+// A scope sees and replaces only the assignments to environments it sees;
+// the rest are kept (issue 9, item 8).
+func TestAssignmentsBeyondTheScopeAreHiddenAndKept(t *testing.T) {
+	t.Parallel()
+	r := newRig(t, newEngine("x"))
+	ctx := context.Background()
+	a := r.create(t, r.edA, "shared", &r.envA)
+	if got, err := r.svc.SetAssignments(ctx, r.admin, a.ID, []int64{r.envB}); err != nil || !slices.Equal(got.Assignments, []int64{r.envB}) {
+		t.Fatalf("admin assigns to B: %v %v", got, err)
+	}
+	got, err := r.svc.Get(ctx, r.edA, a.ID)
+	if err != nil || got.Assignments == nil || len(got.Assignments) != 0 {
+		t.Fatalf("A's editor gets the agent with assignments %v (%v), want []", got.Assignments, err)
+	}
+	list, _, err := r.svc.List(ctx, r.edA, agent.ListQuery{Page: store.Page{Page: 1, PerPage: 10}})
+	if err != nil || len(list) != 1 || len(list[0].Assignments) != 0 {
+		t.Fatalf("A's editor lists %v (%v)", list, err)
+	}
+	if got, err := r.svc.SetAssignments(ctx, r.edA, a.ID, nil); err != nil || len(got.Assignments) != 0 {
+		t.Fatalf("A's editor clears: %v %v", got, err)
+	}
+	if got, err := r.svc.Get(ctx, r.admin, a.ID); err != nil || !slices.Equal(got.Assignments, []int64{r.envB}) {
+		t.Fatalf("after A's editor cleared, the admin sees %v (%v), want B kept", got.Assignments, err)
+	}
+	if got, err := r.svc.Get(ctx, r.edB, a.ID); err != nil || !slices.Equal(got.Assignments, []int64{r.envB}) {
+		t.Fatalf("B's editor still uses the agent: %v %v", got, err)
+	}
+}

@@ -88,7 +88,7 @@ type RunInput struct {
 // attempt is recorded as a failed run and the error returned: a 409 now
 // beats a failed run later.
 func (s *Service) Execute(ctx context.Context, sc store.Scope, agentID int64, in RunInput) (*store.AgentRun, error) {
-	a, err := s.Get(ctx, sc, agentID)
+	a, err := s.get(ctx, sc, agentID)
 	if err != nil {
 		return nil, err
 	}
@@ -169,7 +169,7 @@ var runStatuses = []string{store.RunQueued, store.RunRunning, store.RunSucceeded
 // Runs lists the runs of an agent the scope sees, newest first: those the
 // scope sees (Run), of one status when asked.
 func (s *Service) Runs(ctx context.Context, sc store.Scope, agentID int64, status string, page store.Page) ([]*store.AgentRun, int, error) {
-	a, err := s.Get(ctx, sc, agentID)
+	a, err := s.get(ctx, sc, agentID)
 	if err != nil {
 		return nil, 0, err
 	}
@@ -383,7 +383,9 @@ func (s *Service) jobFinished(ctx context.Context, job *store.Job) {
 }
 
 // notifyRun tells whoever started a run how it ended; a cancelled run
-// needs no word.
+// needs no word. The note is tagged with the run's environment, so it
+// reaches the requester only if they still see it when it is delivered
+// (store.CreateNotifications decides, in the insert).
 func (s *Service) notifyRun(ctx context.Context, a *store.Agent, r *store.AgentRun) {
 	if r.UserID == nil || r.Status == store.RunCancelled {
 		return

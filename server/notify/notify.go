@@ -84,7 +84,8 @@ func Topic(userID int64) string { return topicPrefix + strconv.FormatInt(userID,
 
 const topicPrefix = "notifications/"
 
-// User notifies one user.
+// User notifies one user. A note tagged with an environment reaches them
+// only if they may see it when it is stored.
 func (n *Notifier) User(ctx context.Context, userID int64, note Note) {
 	n.send(ctx, "user", func(context.Context) ([]int64, error) { return []int64{userID}, nil }, note)
 }
@@ -101,7 +102,9 @@ func (n *Notifier) Role(ctx context.Context, min store.Role, note Note) {
 }
 
 // Environment notifies every active user who can see the environment: those
-// it was granted to, and the admins. The note is tagged with it.
+// it was granted to, and the admins. The note is tagged with it, and the
+// store checks each grant again as it stores the copy, so whoever lost the
+// environment after the recipients were read gets nothing.
 func (n *Notifier) Environment(ctx context.Context, envID int64, note Note) {
 	note.EnvironmentID = &envID
 	n.send(ctx, "environment", func(ctx context.Context) ([]int64, error) { return n.db.EnvironmentMemberIDs(ctx, envID) }, note)

@@ -3,6 +3,7 @@ package notify_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"path/filepath"
@@ -142,5 +143,38 @@ func TestOwnNotifications(t *testing.T) {
 	}
 	if err := n.Delete(ctx, u.ID, list[0].ID); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// A note about an environment reaches a user only while they may see it:
+// it is neither stored nor published for one who lost it (issue 9, item 8).
+func TestEnvironmentNoteNeedsTheGrantAtDelivery(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db, n, _, u := setup(t, stream.Options{})
+	env, err := db.CreateEnvironment(ctx, store.NewEnvironment{Name: "A", Slug: "a"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.SetUserEnvironments(ctx, u.ID, []int64{env.ID}); err != nil {
+		t.Fatal(err)
+	}
+	n.User(ctx, u.ID, notify.Note{Kind: notify.RunSucceeded, Title: "granted", EnvironmentID: &env.ID})
+	if _, err := db.SetUserEnvironments(ctx, u.ID, nil); err != nil {
+		t.Fatal(err)
+	}
+	n.User(ctx, u.ID, notify.Note{Kind: notify.RunSucceeded, Title: "removed", EnvironmentID: &env.ID})
+	n.Environment(ctx, env.ID, notify.Note{Kind: notify.PostPublished, Title: "to the environment"})
+	n.User(ctx, u.ID, notify.Note{Kind: notify.MessageReceived, Title: "no environment"})
+	list, _, err := n.List(ctx, u.ID, notify.ListQuery{Page: store.Page{Page: 1, PerPage: 10}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, c := range list {
+		got = append(got, c.Title)
+	}
+	if fmt.Sprint(got) != "[no environment granted]" {
+		t.Fatalf("delivered %q, want [no environment granted]", got)
 	}
 }
