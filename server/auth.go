@@ -278,7 +278,7 @@ func (s *Server) login(c *gin.Context) {
 		fail(c, err)
 		return
 	}
-	c.JSON(http.StatusOK, tokenJSON(g, s.db.Now()))
+	writeJSON(c, http.StatusOK, tokenJSON(g, s.db.Now()))
 }
 
 func (s *Server) refresh(c *gin.Context) {
@@ -287,7 +287,7 @@ func (s *Server) refresh(c *gin.Context) {
 		fail(c, err)
 		return
 	}
-	c.JSON(http.StatusOK, tokenJSON(g, s.db.Now()))
+	writeJSON(c, http.StatusOK, tokenJSON(g, s.db.Now()))
 }
 
 func (s *Server) me(c *gin.Context) {

@@ -39,7 +39,20 @@ type listData[T any] struct {
 
 // respond writes the success envelope.
 func respond(c *gin.Context, status int, data any, message string) {
-	c.JSON(status, envelope{Data: data, Message: message})
+	writeJSON(c, status, envelope{Data: data, Message: message})
+}
+
+// writeJSON encodes v before anything is written, so a value JSON cannot
+// hold (a NaN or infinite float, a time past year 9999) is a logged 500
+// with {"detail"}. c.JSON writes the status first and, when encoding then
+// fails, leaves an empty 200 that nobody hears about.
+func writeJSON(c *gin.Context, status int, v any) {
+	body, err := json.Marshal(v)
+	if err != nil {
+		fail(c, fmt.Errorf("encoding the response: %w", err))
+		return
+	}
+	c.Data(status, "application/json; charset=utf-8", body)
 }
 
 // respondList writes one page of a list with status 200: each item rendered

@@ -6,6 +6,7 @@ package aisetting
 
 import (
 	"context"
+	"math"
 	"strings"
 	"time"
 
@@ -148,6 +149,12 @@ const (
 	maxTone         = 100
 	maxLanguage     = 35
 	maxPriceModels  = 500
+	// maxPrice (USD per million tokens) is far above any list price, and
+	// small enough that no token count makes a cost overflow to +Inf,
+	// which JSON cannot hold.
+	maxPrice = 10000
+	// maxBudget (USD a month) keeps a budget a finite, sane number.
+	maxBudget = 1e9
 )
 
 // normalize applies the rules of one level: ranges, one-line texts, a
@@ -187,6 +194,8 @@ func (l *Level) checkRanges() error {
 	switch {
 	case l.CredentialID != nil && *l.CredentialID <= 0:
 		return store.Invalid("credential_id: must be greater than 0")
+	case l.Temperature != nil && math.IsNaN(*l.Temperature):
+		return store.Invalid("temperature: must be a number")
 	case l.Temperature != nil && *l.Temperature < 0:
 		return store.Invalid("temperature: must be at least 0")
 	case l.Temperature != nil && *l.Temperature > maxTemperature:
@@ -201,6 +210,8 @@ func (l *Level) checkRanges() error {
 		return store.Invalid("target_word_count: must be at most %d", maxWordCount)
 	case l.MonthlyBudgetUSD != nil && *l.MonthlyBudgetUSD < 0:
 		return store.Invalid("monthly_budget_usd: must be at least 0")
+	case l.MonthlyBudgetUSD != nil && !(*l.MonthlyBudgetUSD <= maxBudget):
+		return store.Invalid("monthly_budget_usd: must be at most %g", float64(maxBudget))
 	}
 	return nil
 }
@@ -217,6 +228,9 @@ func (l *Level) normalizePrices() error {
 		}
 		if p.Input < 0 || p.Output < 0 || (p.CachedInput != nil && *p.CachedInput < 0) {
 			return store.Invalid("price_overrides.%s: prices must not be negative", model)
+		}
+		if !(p.Input <= maxPrice && p.Output <= maxPrice && (p.CachedInput == nil || *p.CachedInput <= maxPrice)) {
+			return store.Invalid("price_overrides.%s: prices must be at most %d USD per million tokens", model, maxPrice)
 		}
 		prices[model] = p
 	}

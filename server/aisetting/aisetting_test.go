@@ -3,6 +3,7 @@ package aisetting_test
 import (
 	"context"
 	"fmt"
+	"math"
 	"strings"
 	"testing"
 
@@ -142,12 +143,20 @@ func TestRefused(t *testing.T) {
 		{"WordsLow", nil, aisetting.Level{TargetWordCount: ptr(49)}, "target_word_count"},
 		{"WordsHigh", nil, aisetting.Level{TargetWordCount: ptr(20001)}, "target_word_count"},
 		{"BudgetNegative", nil, aisetting.Level{MonthlyBudgetUSD: ptr(-1.0)}, "monthly_budget_usd"},
+		{"BudgetHigh", nil, aisetting.Level{MonthlyBudgetUSD: ptr(1e9 + 1)}, "monthly_budget_usd"},
+		{"BudgetInfinite", nil, aisetting.Level{MonthlyBudgetUSD: ptr(math.Inf(1))}, "monthly_budget_usd"},
+		{"BudgetNaN", nil, aisetting.Level{MonthlyBudgetUSD: ptr(math.NaN())}, "monthly_budget_usd"},
+		{"TemperatureNaN", nil, aisetting.Level{Temperature: ptr(math.NaN())}, "temperature"},
 		{"LanguageEmpty", nil, aisetting.Level{Language: ptr("")}, "language"},
 		{"LanguageWord", nil, aisetting.Level{Language: ptr("english")}, "language"},
 		{"ModelControl", nil, aisetting.Level{Model: ptr("gpt\n4")}, "model"},
 		{"ToneLong", nil, aisetting.Level{Tone: ptr(strings.Repeat("t", 101))}, "tone"},
 		{"PriceNegative", nil, aisetting.Level{PriceOverrides: map[string]store.Price{"m": {Input: -1}}}, "price_overrides.m"},
 		{"PriceCachedNegative", nil, aisetting.Level{PriceOverrides: map[string]store.Price{"m": {CachedInput: ptr(-0.5)}}}, "price_overrides.m"},
+		{"PriceHuge", nil, aisetting.Level{PriceOverrides: map[string]store.Price{"m": {Input: 1e308, Output: 1}}}, "price_overrides.m"},
+		{"PriceOutputAboveMax", nil, aisetting.Level{PriceOverrides: map[string]store.Price{"m": {Output: 10000.01}}}, "price_overrides.m"},
+		{"PriceCachedInfinite", nil, aisetting.Level{PriceOverrides: map[string]store.Price{"m": {CachedInput: ptr(math.Inf(1))}}}, "price_overrides.m"},
+		{"PriceNaN", nil, aisetting.Level{PriceOverrides: map[string]store.Price{"m": {Input: math.NaN()}}}, "price_overrides.m"},
 		{"PriceBlankModel", nil, aisetting.Level{PriceOverrides: map[string]store.Price{"  ": {}}}, "price_overrides"},
 		{"PriceTooMany", nil, aisetting.Level{PriceOverrides: many}, "price_overrides"},
 		{"CredentialMissing", nil, aisetting.Level{CredentialID: ptr(int64(9999))}, "credential_id"},

@@ -226,22 +226,33 @@ func (s *Service) filter(sc store.Scope, q Query, defaultFrom func(now time.Time
 	return f, nil
 }
 
+// The bounds of a date: no usage is older than minDate, and a time from
+// maxDate on (year 10000) cannot be written as JSON, so a range echoing it
+// could not be answered.
+var (
+	minDate = time.Date(2000, 1, 1, 0, 0, 0, 0, time.UTC)
+	maxDate = time.Date(10000, 1, 1, 0, 0, 0, 0, time.UTC)
+)
+
 // parseDay reads an RFC 3339 time or a YYYY-MM-DD day (UTC); endOfDay
-// moves a day to its end. "" is no bound.
+// moves a day to its end. "" is no bound. The result, in UTC and after
+// moving to the end of the day, must lie in the years 2000 to 9999.
 func parseDay(field, v string, endOfDay bool) (*time.Time, error) {
 	if v == "" {
 		return nil, nil
 	}
-	if t, err := time.Parse(time.RFC3339, v); err == nil {
-		t = t.UTC()
-		return &t, nil
-	}
-	t, err := time.Parse("2006-01-02", v)
+	t, err := time.Parse(time.RFC3339, v)
 	if err != nil {
-		return nil, store.Invalid("%s: must be a date (YYYY-MM-DD) or an RFC 3339 time", field)
+		if t, err = time.Parse("2006-01-02", v); err != nil {
+			return nil, store.Invalid("%s: must be a date (YYYY-MM-DD) or an RFC 3339 time", field)
+		}
+		if endOfDay {
+			t = t.AddDate(0, 0, 1)
+		}
 	}
-	if endOfDay {
-		t = t.AddDate(0, 0, 1)
+	t = t.UTC()
+	if t.Before(minDate) || !t.Before(maxDate) {
+		return nil, store.Invalid("%s: must fall in the years 2000 to 9999 (UTC; a day as to means the end of that day)", field)
 	}
 	return &t, nil
 }

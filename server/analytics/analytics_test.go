@@ -108,6 +108,12 @@ func TestRangeRefused(t *testing.T) {
 		// A day as "to" includes that day, so from and to on one day is fine;
 		// a day before it is not.
 		{"ToDayBeforeFromDay", Query{From: "2026-11-03", To: "2026-11-02"}, "to: must be after from"},
+		// Year 10000 cannot be written as JSON: the answer echoing it was
+		// an empty 200.
+		{"ToLastDay", Query{To: "9999-12-31"}, "to: must fall in the years 2000 to 9999"},
+		{"ToPastYear9999InUTC", Query{To: "9999-12-31T23:00:00-05:00"}, "to: must fall in the years 2000 to 9999"},
+		{"FromBeforeYear0InUTC", Query{From: "0000-01-01T00:00:00+01:00"}, "from: must fall in the years 2000 to 9999"},
+		{"FromBefore2000", Query{From: "1999-12-31"}, "from: must fall in the years 2000 to 9999"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -121,6 +127,12 @@ func TestRangeRefused(t *testing.T) {
 			}
 		})
 	}
+	t.Run("Bounds", func(t *testing.T) {
+		svc, _ := newService()
+		if _, err := svc.Summary(ctx, store.Everything, Query{From: "2000-01-01", To: "9999-12-30"}); err != nil {
+			t.Fatal(err)
+		}
+	})
 	t.Run("OneDay", func(t *testing.T) {
 		svc, _ := newService()
 		if _, err := svc.Summary(ctx, store.Everything, Query{From: "2026-11-03", To: "2026-11-03"}); err != nil {

@@ -256,7 +256,11 @@ func (e *Engine) run(ctx context.Context, c Call, onDelta func(string) error) (*
 	}
 	// A failed call is priced too: zero for a known model that used no
 	// tokens, null for an unknown one.
-	res.CostUSD = Cost(res.Model, res.Usage, p.eff.PriceOverrides)
+	cost, costErr := Cost(res.Model, res.Usage, p.eff.PriceOverrides)
+	if costErr != nil {
+		e.log.Error("call cost", "err", costErr)
+	}
+	res.CostUSD = cost
 	// The call happened, whatever became of ctx meanwhile: account for it.
 	wctx := context.WithoutCancel(ctx)
 	e.record(wctx, c, res, err)

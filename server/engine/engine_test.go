@@ -876,3 +876,24 @@ func TestMask(t *testing.T) {
 		}
 	}
 }
+
+// A price override saved before prices were bounded (1e308) must not make
+// a cost of +Inf, which JSON cannot hold: the call's cost is unknown.
+func TestInfiniteCostIsUnknown(t *testing.T) {
+	r := newRig(t, engine.Options{})
+	f := newLLM(t, func(n int, req map[string]any, w http.ResponseWriter, _ *http.Request) {
+		completion(w, req["model"].(string), "answer")
+	})
+	cred := r.credential(t, "openai_compatible", f.URL(), "", "llama3.1", nil)
+	r.settings(t, store.AISettings{PriceOverrides: map[string]store.Price{"llama3.1": {Input: 1e308, Output: 1e308}}})
+	res, err := r.eng.Generate(context.Background(), engine.Call{Source: "chat", CredentialID: &cred, Messages: hello})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.CostUSD != nil {
+		t.Fatalf("cost = %v, want nil", *res.CostUSD)
+	}
+	if ev := r.usage(t); len(ev) != 1 || ev[0].CostUSD != nil {
+		t.Fatalf("usage: %+v", ev)
+	}
+}

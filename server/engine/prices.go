@@ -1,6 +1,8 @@
 package engine
 
 import (
+	"fmt"
+	"math"
 	"regexp"
 	"strings"
 
@@ -88,10 +90,13 @@ func priceFor(model string, overrides map[string]store.Price) (store.Price, bool
 
 // Cost prices a call's usage; nil when the model's price is unknown. The
 // input count includes cached input tokens, which cost the cached price.
-func Cost(model string, u ai.Usage, overrides map[string]store.Price) *float64 {
+// A cost that is no finite number (a price override saved before prices
+// were bounded) is unknown too, and the error says why: JSON cannot hold
+// it, so one stored would break every answer that includes it.
+func Cost(model string, u ai.Usage, overrides map[string]store.Price) (*float64, error) {
 	pr, ok := priceFor(model, overrides)
 	if !ok {
-		return nil
+		return nil, nil
 	}
 	cachedPrice := pr.Input
 	if pr.CachedInput != nil {
@@ -99,5 +104,9 @@ func Cost(model string, u ai.Usage, overrides map[string]store.Price) *float64 {
 	}
 	cached := min(u.CachedTokens, u.InputTokens)
 	c := (float64(u.InputTokens-cached)*pr.Input + float64(cached)*cachedPrice + float64(u.OutputTokens)*pr.Output) / 1e6
-	return &c
+	if math.IsNaN(c) || math.IsInf(c, 0) {
+		return nil, fmt.Errorf("engine: the cost of %d input and %d output tokens of %s is %g: recorded as unknown; check its price",
+			u.InputTokens, u.OutputTokens, model, c)
+	}
+	return &c, nil
 }

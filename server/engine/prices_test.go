@@ -77,7 +77,7 @@ func TestCost(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			got := engine.Cost(c.model, c.u, c.overrides)
+			got := mustCost(c.model, c.u, c.overrides)
 			switch {
 			case c.want == nil && got != nil:
 				t.Fatalf("cost = %v, want nil (unknown)", *got)
@@ -94,14 +94,14 @@ func TestCost(t *testing.T) {
 // table knows more precisely: "gpt-4o" is not "gpt-4o-mini".
 func TestCostOverridePrefixDoesNotShadowLongerBuiltin(t *testing.T) {
 	overrides := map[string]store.Price{"gpt-4o": {Input: 100, Output: 100}, "o3": {Input: 50, Output: 50}}
-	if got := engine.Cost("gpt-4o-2024-08-06", million, overrides); got == nil || !near(*got, 200) {
+	if got := mustCost("gpt-4o-2024-08-06", million, overrides); got == nil || !near(*got, 200) {
 		t.Fatalf("the override does not price its own family: %v", got)
 	}
 	for _, c := range []struct {
 		override, model string
 		want            float64
 	}{{"gpt-4o", "gpt-4o-mini", 0.15 + 0.60}, {"gpt-4o", "gpt-4o-mini-2024-07-18", 0.15 + 0.60}, {"o3", "o3-mini", 1.10 + 4.40}} {
-		got := engine.Cost(c.model, million, overrides)
+		got := mustCost(c.model, million, overrides)
 		if got == nil {
 			t.Fatalf("%s: nil", c.model)
 		}
@@ -124,7 +124,7 @@ func TestBuiltinPrices(t *testing.T) {
 			t.Errorf("%s: %+v", model, p)
 		}
 		// Every entry prices itself.
-		if got := engine.Cost(model, million, nil); got == nil || !near(*got, p.Input+p.Output) {
+		if got := mustCost(model, million, nil); got == nil || !near(*got, p.Input+p.Output) {
 			t.Errorf("Cost(%s) = %v", model, got)
 		}
 	}
@@ -136,10 +136,10 @@ func TestBuiltinPrices(t *testing.T) {
 	// A copy: changing it changes nothing.
 	prices["gpt-4o"] = store.Price{Input: 999, Output: 999}
 	delete(prices, "gpt-4o-mini")
-	if got := engine.Cost("gpt-4o", million, nil); got == nil || !near(*got, 12.5) {
+	if got := mustCost("gpt-4o", million, nil); got == nil || !near(*got, 12.5) {
 		t.Fatalf("BuiltinPrices shares its table: %v", got)
 	}
-	if engine.Cost("gpt-4o-mini", million, nil) == nil {
+	if mustCost("gpt-4o-mini", million, nil) == nil {
 		t.Fatalf("BuiltinPrices shares its table")
 	}
 }
@@ -160,12 +160,32 @@ func TestBuiltinFamilies(t *testing.T) {
 		"gpt-4o-realtime-preview":   false,
 		"claude-sonnet-4-5-unknown": false,
 	} {
-		if got := engine.Cost(model, u, nil); (got != nil) != priced {
+		if got := mustCost(model, u, nil); (got != nil) != priced {
 			t.Errorf("%s: cost %v, priced %v", model, got, priced)
 		}
 	}
 	// An override names a family on purpose.
-	if got := engine.Cost("gpt-5-pro", u, map[string]store.Price{"gpt-5-pro": {Input: 15, Output: 120}}); got == nil || *got != 15 {
+	if got := mustCost("gpt-5-pro", u, map[string]store.Price{"gpt-5-pro": {Input: 15, Output: 120}}); got == nil || *got != 15 {
 		t.Errorf("override: %v", got)
+	}
+}
+
+// mustCost is engine.Cost for prices that always give a finite cost.
+func mustCost(model string, u ai.Usage, overrides map[string]store.Price) *float64 {
+	c, err := engine.Cost(model, u, overrides)
+	if err != nil {
+		panic(err)
+	}
+	return c
+}
+
+func TestCostNotFinite(t *testing.T) {
+	huge := map[string]store.Price{"m": {Input: 1e308, Output: 1e308}}
+	c, err := engine.Cost("m", million, huge)
+	if c != nil || err == nil {
+		t.Fatalf("Cost = %v, %v; want nil and an error", c, err)
+	}
+	if c, err := engine.Cost("m", usage(0, 0, 0), huge); err != nil || c == nil || *c != 0 {
+		t.Fatalf("no tokens: Cost = %v, %v", c, err)
 	}
 }
