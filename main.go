@@ -189,7 +189,7 @@ func openData(cmd *cobra.Command, c *common) (*server.App, error) {
 	if err != nil {
 		return nil, err
 	}
-	return server.OpenData(cmd.Context(), server.Config{DataDir: c.dataDir, SecretKey: os.Getenv("COPYDESK_SECRET_KEY")}, log)
+	return server.OpenData(cmd.Context(), server.Config{DataDir: c.dataDir, SecretKey: os.Getenv("COPYDESK_SECRET_KEY"), Version: version}, log)
 }
 
 // newPassword reads a password (one line) from standard input, as
@@ -519,7 +519,7 @@ func licenseCmd() *cobra.Command {
 		},
 	}
 	f := issue.Flags()
-	f.StringVar(&keyFile, "private-key", "license-signing.pem", "PEM private key from `copydesk license keygen`")
+	f.StringVar(&keyFile, "private-key", "license-signing.pem", "`FILE` holding the PEM private key that copydesk license keygen wrote")
 	f.StringVar(&licensee, "licensee", "", "who the license is for (required)")
 	f.StringVar(&plan, "plan", "team", "plan name, a lower-case word")
 	f.IntVar(&seats, "seats", 1, "number of seats")

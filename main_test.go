@@ -1026,6 +1026,10 @@ func TestBackupAndRestoreCommands(t *testing.T) {
 	status, body = httpJSON(t, "GET", base+"/api/backup", tok, nil)
 	if d := wantData(t, "list backups", status, body, 200); d["total"].(float64) != 1 {
 		t.Fatalf("backups listed: %v", d)
+	} else if v := d["items"].([]any)[0].(map[string]any)["copydesk_version"]; v == "" || v == nil {
+		// The sidecar of a snapshot the CLI wrote into the data dir names
+		// the copydesk that took it, as --out and the API do.
+		t.Fatalf("backup without --out recorded copydesk_version %q", v)
 	}
 	if code := p.stop(syscall.SIGTERM); code != 0 {
 		t.Fatalf("stop: exit %d", code)

@@ -123,7 +123,11 @@ func (s *Server) createCredential(c *gin.Context) {
 		fail(c, err)
 		return
 	}
-	respond(c, http.StatusCreated, credentialJSON(cred), "credential saved; its secret will not be shown again")
+	msg := "credential saved"
+	if req.APIKey != "" || req.ApplicationPassword != "" {
+		msg += "; its secret will not be shown again"
+	}
+	respond(c, http.StatusCreated, credentialJSON(cred), msg)
 }
 
 func (s *Server) getCredential(c *gin.Context) {

@@ -208,6 +208,10 @@ func TestConfigurationsCreate(t *testing.T) {
 			if c.secret != "" && strings.Contains(r.Body, c.secret) {
 				t.Fatalf("the secret is in the response: %s", r.Body)
 			}
+			// The message speaks of a secret only when one was sent.
+			if msg, _ := r.JSON()["message"].(string); strings.Contains(msg, "secret") != (c.secret != "") {
+				t.Fatalf("message %q with secret %q", msg, c.secret)
+			}
 			d := r.Data()
 			if d["name"] != c.name || d["provider"] != c.provider || d["last_test_ok"] != nil || d["last_tested_at"] != nil {
 				t.Fatalf("created: %v", d)
