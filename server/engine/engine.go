@@ -182,7 +182,7 @@ func (e *Engine) resolve(ctx context.Context, c Call) (*plan, error) {
 	if !store.IsAIProvider(cred.Provider) {
 		return nil, store.Conflict("credential %d is a %s credential, not an AI provider: %s", cred.ID, cred.Provider, msgNoProvider)
 	}
-	if cred.EnvironmentID != nil && (c.EnvironmentID == nil || *cred.EnvironmentID != *c.EnvironmentID) {
+	if !cred.UsableIn(c.EnvironmentID) {
 		return nil, store.Conflict("credential %d belongs to another environment and cannot be used here", cred.ID)
 	}
 	model := firstNonEmpty(c.Model, eff.Model, cred.DefaultModel)

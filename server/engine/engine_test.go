@@ -52,7 +52,6 @@ func newRig(t *testing.T, opt engine.Options) *rig {
 	}
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	n := notify.New(db, log)
-	t.Cleanup(n.Close)
 	u, err := db.CreateUser(ctx, store.NewUser{Email: "ann@example.com", Username: "ann", PasswordHash: "x", Role: store.RoleEditor})
 	if err != nil {
 		t.Fatal(err)

@@ -75,10 +75,6 @@ func New(db Store, log *slog.Logger) *Notifier {
 // user's topic (Topic) of b. Without it notifications are only stored.
 func (n *Notifier) PublishTo(b *stream.Broker) { n.live.Store(b) }
 
-// Close stops publishing: what is raised afterwards is only stored. (The
-// streams themselves end when their broker closes.)
-func (n *Notifier) Close() { n.live.Store(nil) }
-
 // Topic is the stream topic of a user's notifications.
 func Topic(userID int64) string { return topicPrefix + strconv.FormatInt(userID, 10) }
 

@@ -94,7 +94,6 @@ func TestCloseEndsStreams(t *testing.T) {
 	if got, _ := db.UnreadNotifications(context.Background(), u.ID); got != 1 {
 		t.Fatalf("stored %d", got)
 	}
-	n.Close()
 	if n.Subscribers() != 0 {
 		t.Fatal("subscribers after Close")
 	}
