@@ -3,7 +3,6 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"crypto/ed25519"
 	"crypto/rand"
@@ -71,10 +70,11 @@ type common struct {
 	dataDir   string
 	logLevel  string
 	logFormat string
+	mayCreate bool // this command may create a new instance (users create --init)
 }
 
 func (c *common) register(fs *pflag.FlagSet) {
-	fs.StringVar(&c.dataDir, "data-dir", "./copydesk_data", "folder for the database and secret key")
+	fs.StringVar(&c.dataDir, "data-dir", defaultDataDir, "folder for the database and secret key")
 	fs.StringVar(&c.logLevel, "log-level", "info", "debug, info, warn or error")
 	fs.StringVar(&c.logFormat, "log-format", "text", "text or json")
 }
@@ -137,19 +137,24 @@ func serveCmd() *cobra.Command {
 				cfg.ProviderRetries = -1 // 0 in the server's config means "the default"
 			}
 			cfg.SecretKey = os.Getenv("COPYDESK_SECRET_KEY")
+			// The address is bound before anything is created, so a port in
+			// use leaves no half-made data directory behind.
+			if err := checkHTTPAddr(cfg.HTTPAddr); err != nil {
+				return err
+			}
+			if cfg.Listener, err = server.Listen(cfg.HTTPAddr); err != nil {
+				return err
+			}
 			ctx := cmd.Context()
 			app, err := server.Open(ctx, cfg, log)
 			if err != nil {
-				return err
+				return errors.Join(err, cfg.Listener.Close())
 			}
 			defer closing(&err, app.Close)
 			if n, err := app.DB.CountActiveSuperAdmins(ctx); err == nil && n == 0 {
 				fmt.Fprintf(cmd.ErrOrStderr(), "\nThere is no super_admin yet. Create one with:\n\n"+
-					"  copydesk users create --data-dir %s --email you@example.com --username admin --role super_admin --password-stdin\n\n"+
-					"and type the password (at least %d characters) on standard input.\n\n", shellQuote(c.dataDir), auth.MinPasswordLen)
-			}
-			if err := app.Listen(); err != nil {
-				return err
+					"  %s users create --data-dir %s --email you@example.com --username admin --role super_admin --password-stdin\n\n"+
+					"and type the password (at least %d characters) when asked.\n\n", invocation(os.Args[0]), shellQuote(c.dataDir), auth.MinPasswordLen)
 			}
 			return app.Run(ctx)
 		},
@@ -168,46 +173,26 @@ func serveCmd() *cobra.Command {
 	return cmd
 }
 
-// shellQuote quotes s for a POSIX shell unless it is plainly safe.
-func shellQuote(s string) string {
-	safe := s != ""
-	for _, r := range s {
-		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("_./:@%+=,-", r)) {
-			safe = false
-			break
-		}
-	}
-	if safe {
-		return s
-	}
-	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
-}
-
-// openData opens the data directory for a one-shot command.
+// openData opens the data directory for a one-shot command. It must hold
+// a database already (requireData), unless the command prepared it.
 func openData(cmd *cobra.Command, c *common) (*server.App, error) {
 	log, err := c.logger(cmd.ErrOrStderr())
 	if err != nil {
 		return nil, err
 	}
+	if err := requireData(c.dataDir); err != nil && !c.mayCreate {
+		return nil, err
+	}
 	return server.OpenData(cmd.Context(), server.Config{DataDir: c.dataDir, SecretKey: os.Getenv("COPYDESK_SECRET_KEY"), Version: version}, log)
 }
 
-// newPassword reads a password (one line) from standard input, as
-// --password-stdin promises, and checks it against the password rules
-// before anything is opened or created.
+// newPassword reads the password --password-stdin promises (readPassword),
+// checked against the password rules before anything is opened or created.
 func newPassword(cmd *cobra.Command, fromStdin bool) (string, error) {
 	if !fromStdin {
 		return "", errors.New("pass --password-stdin and type the password on standard input")
 	}
-	line, err := bufio.NewReader(cmd.InOrStdin()).ReadString('\n')
-	if err != nil && !(errors.Is(err, io.EOF) && line != "") {
-		return "", errors.New("no password on standard input")
-	}
-	pw := strings.TrimRight(line, "\r\n")
-	if err := auth.CheckPassword("password", pw); err != nil {
-		return "", errors.New(store.Message(err))
-	}
-	return pw, nil
+	return readPassword(cmd.InOrStdin(), cmd.ErrOrStderr())
 }
 
 func usersCmd() *cobra.Command {
@@ -215,12 +200,18 @@ func usersCmd() *cobra.Command {
 
 	var cc common
 	var email, username, role, fullName string
-	var fromStdin bool
+	var fromStdin, initData bool
 	create := &cobra.Command{
 		Use:   "create",
 		Short: "Create an account (the way to make the first super_admin)",
-		Args:  cobra.NoArgs,
+		Long: "Create an account. On a data directory without a database this prepares a new instance, but only at the\n" +
+			"default path or with --init: a mistyped --data-dir is an error, not a new empty instance.",
+		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) (err error) {
+			if err := prepareData(cc.dataDir, initData, cmd.ErrOrStderr()); err != nil {
+				return err
+			}
+			cc.mayCreate = true
 			pw, err := newPassword(cmd, fromStdin)
 			if err != nil {
 				return err
@@ -243,7 +234,8 @@ func usersCmd() *cobra.Command {
 	create.Flags().StringVar(&username, "username", "", "user name (required)")
 	create.Flags().StringVar(&fullName, "full-name", "", "full name")
 	create.Flags().StringVar(&role, "role", "viewer", "super_admin, admin, editor or viewer")
-	create.Flags().BoolVar(&fromStdin, "password-stdin", false, "read the password from standard input")
+	create.Flags().BoolVar(&fromStdin, "password-stdin", false, "read the password from standard input (on a terminal: asked twice, hidden)")
+	create.Flags().BoolVar(&initData, "init", false, "create the data directory and database if they do not exist")
 	_ = create.MarkFlagRequired("email")
 	_ = create.MarkFlagRequired("username")
 
@@ -274,7 +266,7 @@ func usersCmd() *cobra.Command {
 	}
 	sc.register(setPassword.Flags())
 	setPassword.Flags().StringVar(&spEmail, "email", "", "e-mail address of the account (required)")
-	setPassword.Flags().BoolVar(&spStdin, "password-stdin", false, "read the password from standard input")
+	setPassword.Flags().BoolVar(&spStdin, "password-stdin", false, "read the password from standard input (on a terminal: asked twice, hidden)")
 	_ = setPassword.MarkFlagRequired("email")
 
 	resetTwoFactor := emailCommand("reset-2fa", "Turn off an account's two-factor authentication (lost authenticator and recovery codes)",
@@ -406,9 +398,10 @@ func restoreCmd() *cobra.Command {
 			"refuses: restore through the API (POST /api/backup/{name}/restore) instead, or stop the server.",
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) (err error) {
-			if err := os.MkdirAll(c.dataDir, 0o700); err != nil {
+			if err := requireRestoreTarget(c.dataDir); err != nil {
 				return err
 			}
+			c.mayCreate = true
 			lock, err := server.LockDataDir(c.dataDir, fmt.Sprintf("copydesk restore (pid %d)", os.Getpid()))
 			if err != nil {
 				if errors.Is(err, server.ErrLocked) {

@@ -123,7 +123,7 @@ func mustRun(t *testing.T, stdin string, args ...string) string {
 // createUser makes an account with `users create`.
 func createUser(t *testing.T, dataDir, email, username, role, password string) {
 	t.Helper()
-	out := mustRun(t, password+"\n", "users", "create", "--data-dir", dataDir, "--email", email,
+	out := mustRun(t, password+"\n", "users", "create", "--init", "--data-dir", dataDir, "--email", email,
 		"--username", username, "--role", role, "--password-stdin")
 	if want := fmt.Sprintf("%s (%s)", email, role); !strings.Contains(out, want) {
 		t.Fatalf("users create: stdout %q does not mention %q", out, want)
@@ -158,6 +158,20 @@ type proc struct {
 	stderr  syncBuffer
 	done    chan struct{}
 	waitErr error
+}
+
+// stderrHas waits a little for s to show up on the process's stderr: the
+// output reaches the buffer through a pipe and a copying goroutine, so a
+// line written before the server answered may land after the answer.
+func (p *proc) stderrHas(s string) bool {
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		if strings.Contains(p.stderr.String(), s) {
+			return true
+		}
+		if time.Now().After(deadline) {
+			return false
+		}
+	}
 }
 
 // freeAddr returns a loopback address nothing listens on right now.
@@ -385,7 +399,7 @@ func exists(path string) bool {
 }
 
 func hint(dataDir string) string {
-	return "copydesk users create --data-dir " + dataDir +
+	return binPath + " users create --data-dir " + dataDir +
 		" --email you@example.com --username admin --role super_admin --password-stdin"
 }
 
@@ -407,8 +421,8 @@ func TestFirstStartCreatesDataDirAndKeys(t *testing.T) {
 	if key, err := os.ReadFile(filepath.Join(dir, "secret.key")); err != nil || len(bytes.TrimSpace(key)) < 32 {
 		t.Errorf("secret.key holds %d bytes (err %v), want at least 32", len(bytes.TrimSpace(key)), err)
 	}
-	if errOut := p.stderr.String(); !strings.Contains(errOut, hint(dir)) {
-		t.Errorf("stderr does not hold the hint %q:\n%s", hint(dir), errOut)
+	if !p.stderrHas(hint(dir)) {
+		t.Errorf("stderr does not hold the hint %q:\n%s", hint(dir), p.stderr.String())
 	}
 
 	resp, raw := do(t, "GET", base+"/api/health", "", nil, "")
@@ -432,18 +446,18 @@ func TestUsersCommands(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "data")
 
 	// Refusals that need no hashing.
-	if _, errOut, code := run(t, adminPass+"\n", "users", "create", "--data-dir", dir, "--email", adminEmail, "--username", "admin"); code == 0 || !strings.Contains(errOut, "--password-stdin") {
+	if _, errOut, code := run(t, adminPass+"\n", "users", "create", "--init", "--data-dir", dir, "--email", adminEmail, "--username", "admin"); code == 0 || !strings.Contains(errOut, "--password-stdin") {
 		t.Errorf("create without --password-stdin: exit %d, stderr %q", code, errOut)
 	}
-	if _, errOut, code := run(t, "", "users", "create", "--data-dir", dir, "--email", adminEmail, "--username", "admin", "--password-stdin"); code == 0 || !strings.Contains(errOut, "no password") {
+	if _, errOut, code := run(t, "", "users", "create", "--init", "--data-dir", dir, "--email", adminEmail, "--username", "admin", "--password-stdin"); code == 0 || !strings.Contains(errOut, "no password") {
 		t.Errorf("create with empty stdin: exit %d, stderr %q", code, errOut)
 	}
-	_, errOut, code := run(t, "short7!\n", "users", "create", "--data-dir", dir, "--email", adminEmail,
+	_, errOut, code := run(t, "short7!\n", "users", "create", "--init", "--data-dir", dir, "--email", adminEmail,
 		"--username", "admin", "--role", "super_admin", "--password-stdin")
 	if code == 0 || !strings.Contains(errOut, "password: must be at least 8 characters") {
 		t.Errorf("weak password: exit %d, stderr %q; want non-zero and the 8-character rule", code, errOut)
 	}
-	if _, errOut, code := run(t, adminPass+"\n", "users", "create", "--data-dir", dir, "--email", "x@example.com",
+	if _, errOut, code := run(t, adminPass+"\n", "users", "create", "--init", "--data-dir", dir, "--email", "x@example.com",
 		"--username", "xuser", "--role", "emperor", "--password-stdin"); code == 0 || !strings.Contains(errOut, "role") {
 		t.Errorf("unknown role: exit %d, stderr %q", code, errOut)
 	}
@@ -705,7 +719,7 @@ func TestEnvironmentVariables(t *testing.T) {
 		if !exists(filepath.Join(dir, "copydesk.db")) || !exists(filepath.Join(dir, "secret.key")) {
 			t.Errorf("COPYDESK_DATA_DIR %s: no copydesk.db / secret.key there", dir)
 		}
-		if !strings.Contains(p.stderr.String(), hint(dir)) {
+		if !p.stderrHas(hint(dir)) {
 			t.Errorf("hint does not name the data dir from COPYDESK_DATA_DIR:\n%s", p.stderr.String())
 		}
 		if code := p.stop(syscall.SIGTERM); code != 0 {
@@ -1119,5 +1133,83 @@ func TestShutdownEndsEventStreams(t *testing.T) {
 	}
 	if _, err := io.ReadAll(resp.Body); err != nil && !strings.Contains(err.Error(), "EOF") {
 		t.Logf("stream ended with %v", err)
+	}
+}
+
+// A mistyped --data-dir is an error that names the path, never a new empty
+// instance; serve binds its address before it creates anything.
+func TestDataDirMistakes(t *testing.T) {
+	t.Parallel()
+	root := t.TempDir()
+	typo := filepath.Join(root, "typo")
+	empty := filepath.Join(root, "empty")
+	if err := os.Mkdir(empty, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	refused := []struct {
+		name  string
+		stdin string
+		args  []string
+		want  string
+	}{
+		{"list on a missing dir", "", []string{"users", "list", "--data-dir", typo}, typo + " does not exist"},
+		{"list on a dir without a database", "", []string{"users", "list", "--data-dir", empty}, empty + " holds no copydesk database"},
+		{"unlock", "", []string{"users", "unlock", "--data-dir", typo, "--email", adminEmail}, typo + " does not exist"},
+		{"set-password", adminPass + "\n", []string{"users", "set-password", "--data-dir", typo, "--email", adminEmail, "--password-stdin"}, typo + " does not exist"},
+		{"backup", "", []string{"backup", "--data-dir", typo}, typo + " does not exist"},
+		{"create elsewhere without --init", adminPass + "\n", []string{"users", "create", "--data-dir", typo, "--email", adminEmail, "--username", "admin", "--password-stdin"}, "add --init"},
+		{"restore into a missing dir", "", []string{"restore", "--data-dir", typo, filepath.Join(root, "x.db")}, "copy the old instance's secret.key"},
+		{"restore without the key", "", []string{"restore", "--data-dir", empty, filepath.Join(root, "x.db")}, "no secret.key"},
+		{"serve --http with a port only", "", []string{"serve", "--data-dir", typo, "--http", "18204"}, "did you mean 127.0.0.1:18204"},
+	}
+	for _, tc := range refused {
+		_, errOut, code := run(t, tc.stdin, tc.args...)
+		if code == 0 || !strings.Contains(errOut, tc.want) {
+			t.Errorf("%s: exit %d, stderr %q; want non-zero and %q", tc.name, code, errOut, tc.want)
+		}
+		if exists(typo) {
+			t.Fatalf("%s created %s", tc.name, typo)
+		}
+		if entries, _ := os.ReadDir(empty); len(entries) != 0 {
+			t.Fatalf("%s wrote into %s: %v", tc.name, empty, entries)
+		}
+	}
+
+	// A port in use: serve fails before it makes the data directory.
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	if _, errOut, code := run(t, "", "serve", "--data-dir", typo, "--http", l.Addr().String()); code == 0 || !strings.Contains(errOut, "listen on") {
+		t.Errorf("serve on a busy port: exit %d, stderr %q", code, errOut)
+	}
+	if exists(typo) {
+		t.Errorf("serve on a busy port created %s", typo)
+	}
+
+	// users create --init makes the instance, and says where.
+	_, errOut, code := run(t, adminPass+"\n", "users", "create", "--init", "--data-dir", typo, "--email", adminEmail, "--username", "admin", "--password-stdin")
+	if code != 0 || !strings.Contains(errOut, "creating a new copydesk instance in "+typo) {
+		t.Errorf("create --init: exit %d, stderr %q", code, errOut)
+	}
+	if out := mustRun(t, "", "users", "list", "--data-dir", typo); !strings.Contains(out, adminEmail) {
+		t.Errorf("users list after create --init: %s", out)
+	}
+}
+
+// At the default path, users create prepares a fresh install without
+// --init (the README's first steps), and says loudly where.
+func TestUsersCreateAtTheDefaultPath(t *testing.T) {
+	t.Parallel()
+	cwd := t.TempDir()
+	cmd := exec.Command(binPath, "users", "create", "--email", adminEmail, "--username", "admin", "--password-stdin")
+	cmd.Dir, cmd.Env, cmd.Stdin = cwd, childEnv(), strings.NewReader(adminPass+"\n")
+	out, err := cmd.CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "creating a new copydesk instance in "+filepath.Join(cwd, "copydesk_data")) {
+		t.Fatalf("users create at the default path: %v\n%s", err, out)
+	}
+	if !exists(filepath.Join(cwd, "copydesk_data", "copydesk.db")) {
+		t.Error("no database at the default path")
 	}
 }

@@ -26,7 +26,10 @@ import (
 // Config is everything `copydesk serve` is told, from flags and environment
 // variables, built once and passed down.
 type Config struct {
-	HTTPAddr         string
+	HTTPAddr string
+	// Listener, when set, is the bound HTTPAddr (Listen): serve binds before
+	// it creates anything, so a port in use leaves nothing behind.
+	Listener         net.Listener
 	DataDir          string
 	SecretKey        string // COPYDESK_SECRET_KEY; empty: DATA_DIR/secret.key
 	TokenTTL         time.Duration
@@ -171,6 +174,7 @@ func Open(ctx context.Context, cfg Config, log *slog.Logger) (*App, error) {
 		return nil, errors.Join(err, lock.Unlock())
 	}
 	a.lock = lock
+	a.listener = cfg.Listener
 	// Holding the lock, no other process can be receiving an upload: what
 	// is there was left by a server that died mid-upload.
 	if removed, err := a.Backups.RemoveLeftovers(); err != nil {
@@ -203,12 +207,24 @@ func Open(ctx context.Context, cfg Config, log *slog.Logger) (*App, error) {
 
 // Listen binds the HTTP address; Addr then tells the real one (for ":0").
 func (a *App) Listen() error {
-	l, err := net.Listen("tcp", a.Config.HTTPAddr)
+	if a.listener != nil {
+		return nil
+	}
+	l, err := Listen(a.Config.HTTPAddr)
 	if err != nil {
-		return fmt.Errorf("listen on %s: %w", a.Config.HTTPAddr, err)
+		return err
 	}
 	a.listener = l
 	return nil
+}
+
+// Listen binds addr for the HTTP server.
+func Listen(addr string) (net.Listener, error) {
+	l, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("listen on %s: %w", addr, err)
+	}
+	return l, nil
 }
 
 // Addr is the address the server listens on.

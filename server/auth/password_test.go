@@ -136,3 +136,32 @@ func TestCheckPassword(t *testing.T) {
 		})
 	}
 }
+
+// The decoy a sign-in for an unknown address verifies against must cost
+// what a real hash costs (same parameters, same key length) and match no
+// password, the empty one included.
+func TestDecoy(t *testing.T) {
+	genuine, err := cheapHasher.Hash("pw")
+	if err != nil {
+		t.Fatal(err)
+	}
+	decoy, err := cheapHasher.Decoy()
+	if err != nil {
+		t.Fatal(err)
+	}
+	rp, dp := strings.Split(genuine, "$"), strings.Split(decoy, "$")
+	if len(dp) != 6 || dp[1] != rp[1] || dp[2] != rp[2] || dp[3] != rp[3] {
+		t.Fatalf("decoy %q does not carry the hasher's parameters like %q", decoy, genuine)
+	}
+	if len(dp[4]) != len(rp[4]) || len(dp[5]) != len(rp[5]) {
+		t.Errorf("decoy salt/key lengths %d/%d, real %d/%d", len(dp[4]), len(dp[5]), len(rp[4]), len(rp[5]))
+	}
+	for _, pw := range []string{"", "pw", "copydesk-timing-equaliser"} {
+		if ok, err := Verify(decoy, pw); err != nil || ok {
+			t.Errorf("Verify(decoy, %q) = %v, %v; want false, nil", pw, ok, err)
+		}
+	}
+	if again, _ := cheapHasher.Decoy(); again == decoy {
+		t.Error("two decoys are equal")
+	}
+}

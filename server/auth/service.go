@@ -71,7 +71,7 @@ func New(db *store.DB, keys *keyring.Keyring, cfg Config) (*Service, error) {
 	}
 	// A login for an unknown address verifies against this hash, so it costs
 	// as long as one for a known address.
-	dummy, err := cfg.Hasher.Hash("copydesk-timing-equaliser")
+	dummy, err := cfg.Hasher.Decoy()
 	if err != nil {
 		return nil, err
 	}

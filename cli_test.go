@@ -1,0 +1,89 @@
+package main
+
+import (
+	"bytes"
+	"errors"
+	"io"
+	"strings"
+	"testing"
+)
+
+func TestInvocation(t *testing.T) {
+	for _, tc := range []struct{ arg0, want string }{
+		{"./copydesk", "./copydesk"},
+		{"/usr/local/bin/copydesk", "/usr/local/bin/copydesk"},
+		{"copydesk", "copydesk"},
+		{"/home/me/my tools/copydesk", `'/home/me/my tools/copydesk'`},
+		{"/tmp/go-build1234567/b001/exe/copydesk", "go run ."},
+		{`C:\Users\me\AppData\Local\Temp\go-build99\b001\exe\copydesk.exe`, "go run ."},
+		{"", "copydesk"},
+	} {
+		if got := invocation(tc.arg0); got != tc.want {
+			t.Errorf("invocation(%q) = %q, want %q", tc.arg0, got, tc.want)
+		}
+	}
+}
+
+// fakeTerminal answers readHidden with its lines, one per call.
+type fakeTerminal struct {
+	lines []string
+	err   error
+}
+
+func (f *fakeTerminal) isTerminal(io.Reader) bool { return true }
+
+func (f *fakeTerminal) readHidden(io.Reader) (string, error) {
+	if f.err != nil {
+		return "", f.err
+	}
+	if len(f.lines) == 0 {
+		return "", io.EOF
+	}
+	l := f.lines[0]
+	f.lines = f.lines[1:]
+	return l, nil
+}
+
+// Not parallel: it replaces the package's terminal.
+func TestReadPasswordOnATerminal(t *testing.T) {
+	saved := tty
+	t.Cleanup(func() { tty = saved })
+	for _, tc := range []struct {
+		name    string
+		term    *fakeTerminal
+		want    string
+		wantErr string
+		prompts int
+	}{
+		{"same twice", &fakeTerminal{lines: []string{"correct horse", "correct horse"}}, "correct horse", "", 2},
+		{"differ", &fakeTerminal{lines: []string{"correct horse", "correct horsE"}}, "", "the two passwords differ", 2},
+		{"too short is refused before asking again", &fakeTerminal{lines: []string{"short"}}, "", "at least 8 characters", 1},
+		{"read error", &fakeTerminal{err: errors.New("boom")}, "", "reading the password: boom", 1},
+	} {
+		tty = tc.term
+		var prompt bytes.Buffer
+		got, err := readPassword(strings.NewReader("never read\n"), &prompt)
+		if tc.wantErr != "" {
+			if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+				t.Errorf("%s: err %v, want %q", tc.name, err, tc.wantErr)
+			}
+		} else if err != nil || got != tc.want {
+			t.Errorf("%s: got %q, %v; want %q", tc.name, got, err, tc.want)
+		}
+		if n := strings.Count(prompt.String(), ": "); n != tc.prompts {
+			t.Errorf("%s: %d prompts (%q), want %d", tc.name, n, prompt.String(), tc.prompts)
+		}
+		if strings.Contains(prompt.String(), "horse") {
+			t.Errorf("%s: the password was echoed: %q", tc.name, prompt.String())
+		}
+	}
+}
+
+// Piped input (scripts) is one line, read as it is, without prompts.
+func TestReadPasswordPiped(t *testing.T) {
+	var prompt bytes.Buffer
+	got, err := readPassword(strings.NewReader("correct horse\r\nnext line\n"), &prompt)
+	if err != nil || got != "correct horse" || prompt.Len() != 0 {
+		t.Errorf("got %q, %v, prompt %q", got, err, prompt.String())
+	}
+}
