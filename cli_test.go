@@ -87,3 +87,18 @@ func TestReadPasswordPiped(t *testing.T) {
 		t.Errorf("got %q, %v, prompt %q", got, err, prompt.String())
 	}
 }
+
+func TestHealthURL(t *testing.T) {
+	for addr, want := range map[string]string{
+		"127.0.0.1:8080":   "http://127.0.0.1:8080/api/health",
+		"0.0.0.0:8080":     "http://127.0.0.1:8080/api/health",
+		":9000":            "http://127.0.0.1:9000/api/health",
+		"[::]:8080":        "http://[::1]:8080/api/health",
+		"example.com:80":   "http://example.com:80/api/health",
+		"[2001:db8::1]:80": "http://[2001:db8::1]:80/api/health",
+	} {
+		if got := healthURL(addr); got != want {
+			t.Errorf("healthURL(%q) = %q, want %q", addr, got, want)
+		}
+	}
+}

@@ -61,7 +61,7 @@ func newRootCmd(stdin io.Reader, stdout, stderr io.Writer) *cobra.Command {
 	root.SetIn(stdin)
 	root.SetOut(stdout)
 	root.SetErr(stderr)
-	root.AddCommand(serveCmd(), usersCmd(), backupCmd(), restoreCmd(), licenseCmd(), versionCmd())
+	root.AddCommand(serveCmd(), usersCmd(), backupCmd(), restoreCmd(), licenseCmd(), healthCmd(), versionCmd())
 	return root
 }
 
@@ -530,22 +530,31 @@ func versionCmd() *cobra.Command {
 		Short: "Print version, commit and Go version",
 		Args:  cobra.NoArgs,
 		Run: func(cmd *cobra.Command, _ []string) {
-			c := commit
-			if c == "" {
-				if info, ok := debug.ReadBuildInfo(); ok {
-					for _, s := range info.Settings {
-						if s.Key == "vcs.revision" {
-							c = s.Value
-						}
-					}
-				}
-			}
-			if c == "" {
-				c = "unknown"
-			}
-			fmt.Fprintf(cmd.OutOrStdout(), "copydesk %s\ncommit %s\n%s %s/%s\nschema %d\n", version, c, runtime.Version(), runtime.GOOS, runtime.GOARCH, store.SchemaVersion())
+			v, c := buildVersion()
+			fmt.Fprintf(cmd.OutOrStdout(), "copydesk %s\ncommit %s\n%s %s/%s\nschema %d\n", v, c, runtime.Version(), runtime.GOOS, runtime.GOARCH, store.SchemaVersion())
 		},
 	}
+}
+
+// buildVersion is the version and commit stamped by `make` (-ldflags -X),
+// or else what the Go toolchain recorded: the module version for `go
+// install ...@v1.2.3`, the VCS revision for a build in a checkout.
+func buildVersion() (v, c string) {
+	v, c = version, commit
+	if info, ok := debug.ReadBuildInfo(); ok {
+		if v == "dev" && info.Main.Version != "" && info.Main.Version != "(devel)" {
+			v = info.Main.Version
+		}
+		for _, s := range info.Settings {
+			if s.Key == "vcs.revision" && c == "" {
+				c = s.Value
+			}
+		}
+	}
+	if c == "" {
+		c = "unknown"
+	}
+	return v, c
 }
 
 // closing runs close when a command ends and reports its error, unless the

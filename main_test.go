@@ -1213,3 +1213,23 @@ func TestUsersCreateAtTheDefaultPath(t *testing.T) {
 		t.Error("no database at the default path")
 	}
 }
+
+// The container image's health check: exit 0 against a healthy server,
+// non-zero (with the address) when nothing answers; COPYDESK_HTTP is read
+// as serve reads it, 0.0.0.0 asked on loopback.
+func TestHealthcheckCommand(t *testing.T) {
+	t.Parallel()
+	base, _ := startServer(t, t.TempDir(), nil)
+	addr := strings.TrimPrefix(base, "http://")
+	if out := mustRun(t, "", "healthcheck", "--http", addr); !strings.Contains(out, `"status":"ok"`) {
+		t.Errorf("healthcheck: %s", out)
+	}
+	_, port, _ := net.SplitHostPort(addr)
+	if out, errOut, code := runEnv(t, []string{"COPYDESK_HTTP=0.0.0.0:" + port}, "", "healthcheck"); code != 0 {
+		t.Errorf("healthcheck with COPYDESK_HTTP=0.0.0.0:%s: exit %d\n%s%s", port, code, out, errOut)
+	}
+	free := freeAddr(t)
+	if _, errOut, code := run(t, "", "healthcheck", "--http", free, "--timeout", "2s"); code == 0 || !strings.Contains(errOut, free) {
+		t.Errorf("healthcheck with nothing listening: exit %d, stderr %q", code, errOut)
+	}
+}
