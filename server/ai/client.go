@@ -100,8 +100,9 @@ func (c *common) try(ctx context.Context, method, url string, body []byte, strea
 	}
 	req, err := http.NewRequestWithContext(actx, method, url, rd)
 	if err != nil {
+		err = c.fail(ctx, actx, err)
 		cancel()
-		return nil, nil, fmt.Errorf("%s: %w", c.kind, err)
+		return nil, nil, err
 	}
 	if body != nil {
 		req.Header.Set("Content-Type", "application/json")
