@@ -115,6 +115,7 @@ func envDefaults(cmd *cobra.Command) error {
 func serveCmd() *cobra.Command {
 	var c common
 	cfg := server.Config{}
+	var outboundPrivate bool
 	cmd := &cobra.Command{
 		Use:   "serve",
 		Short: "Run the API server",
@@ -137,6 +138,7 @@ func serveCmd() *cobra.Command {
 				cfg.ProviderRetries = -1 // 0 in the server's config means "the default"
 			}
 			cfg.SecretKey = os.Getenv("COPYDESK_SECRET_KEY")
+			cfg.RefuseOutboundPrivate = !outboundPrivate
 			// The address is bound before anything is created, so a port in
 			// use leaves no half-made data directory behind.
 			if err := checkHTTPAddr(cfg.HTTPAddr); err != nil {
@@ -170,6 +172,7 @@ func serveCmd() *cobra.Command {
 	f.IntVar(&cfg.Workers, "workers", 2, "background jobs (agent runs, ...) that run at once")
 	f.IntVar(&cfg.ProviderRetries, "provider-retries", 2, "retries of a failed LLM provider call (429, 5xx, network); 0 for none")
 	f.DurationVar(&cfg.ProviderTimeout, "provider-timeout", 5*time.Minute, "limit of one LLM provider attempt, streaming included")
+	f.BoolVar(&outboundPrivate, "outbound-private", true, "let outbound calls (providers, WordPress, SERP) reach private and loopback addresses, e.g. a local Ollama; link-local and cloud metadata addresses are always refused")
 	return cmd
 }
 

@@ -19,6 +19,7 @@ import (
 	"github.com/copydesk/copydesk/server/jobs"
 	"github.com/copydesk/copydesk/server/keyring"
 	"github.com/copydesk/copydesk/server/notify"
+	"github.com/copydesk/copydesk/server/outbound"
 	"github.com/copydesk/copydesk/server/stream"
 	"github.com/copydesk/copydesk/store"
 )
@@ -63,6 +64,11 @@ type Config struct {
 	ProviderRetries int
 	// ProviderTimeout bounds one provider attempt; 2 minutes when 0.
 	ProviderTimeout time.Duration
+	// RefuseOutboundPrivate keeps every outbound call (providers,
+	// WordPress, SERP, credential tests) from private, loopback and other
+	// non-public addresses (`serve --outbound-private=false`). Link-local
+	// and cloud metadata addresses are refused whatever it says.
+	RefuseOutboundPrivate bool
 }
 
 // DBFile is the database file inside the data directory.
@@ -193,7 +199,8 @@ func Open(ctx context.Context, cfg Config, log *slog.Logger) (*App, error) {
 		retries = -1
 	}
 	a.Engine = engine.New(a.DB, a.Keys, a.Notify, log, engine.Options{
-		HTTPClient: &http.Client{Timeout: 15 * time.Minute}, Timeout: cfg.ProviderTimeout, MaxRetries: retries})
+		HTTPClient: outbound.NewClient(outbound.Options{RefusePrivate: cfg.RefuseOutboundPrivate, Timeout: 15 * time.Minute}),
+		Timeout:    cfg.ProviderTimeout, MaxRetries: retries})
 	a.Jobs = jobs.New(a.DB, log, jobs.Options{Workers: cfg.Workers, Backoff: cfg.JobBackoff})
 	a.registerJobs()
 	a.Server, err = New(Deps{DB: a.DB, Auth: a.Auth, Backups: a.Backups, Notify: a.Notify, Events: a.Events, Engine: a.Engine,

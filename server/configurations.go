@@ -32,7 +32,8 @@ func (s *Server) registerConfigurationRoutes() {
 	s.handle(Route{Method: "POST", Path: "/api/configurations/{id}/test", Tag: tag, Access: adminOnly, Errors: []int{409},
 		Summary: "Test a credential with a real call", Data: credentialTestResponse{},
 		Notes: "Lists the models (AI providers), fetches the signed-in user (WordPress) or the account (SERP), with a timeout. " +
-			"A failed test answers 200 with ok false and the provider's error."}, s.testCredential)
+			"A failed test answers 200 with ok false and a detail that names the remote status and repeats at most 200 characters " +
+			"of the remote answer (the provider's message), or says what failed on the way (a refused address, the network)."}, s.testCredential)
 }
 
 type credentialResponse struct {

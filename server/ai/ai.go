@@ -1,9 +1,12 @@
-// Package ai is copydesk's one interface over the LLM providers: OpenAI (and
-// every server that speaks its API: Ollama, OpenRouter, vLLM, LM Studio,
-// Groq) through the official OpenAI Go SDK, and Anthropic through the
-// official Anthropic Go SDK. It knows nothing of copydesk's database: the
-// engine (server/engine) resolves credentials and settings, and records
-// usage.
+// Package ai is copydesk's one interface over the LLM providers: OpenAI's
+// Chat Completions (and every server that speaks it: Ollama, OpenRouter,
+// vLLM, LM Studio, Groq) and Anthropic's Messages API, each plain and
+// streamed, with usage. It speaks both wire formats itself, over net/http
+// and a small Server-Sent Events reader (sse.go): the official SDKs cost
+// 18 MB of binary and most of a build's memory for the sliver of them
+// copydesk used (docs/DECISIONS.md). It knows nothing of copydesk's
+// database: the engine (server/engine) resolves credentials and settings,
+// and records usage.
 package ai
 
 import (
@@ -86,9 +89,16 @@ type Config struct {
 type Error struct {
 	Provider  string
 	Status    int    // HTTP status from the provider; 0 when none (network, timeout)
+	Type      string // the provider's error type ("rate_limit_error", "overloaded_error"), when it gave one
+	Code      string // the provider's error code (OpenAI's "model_not_found"), when it gave one
 	Message   string // the provider's message, or what went wrong
 	Retryable bool   // worth trying again later (429, 5xx, timeout, network)
+	// Err is the cause when callers may look for it with errors.As: an
+	// *outbound.AddressError when the address guard refused the call.
+	Err error
 }
+
+func (e *Error) Unwrap() error { return e.Err }
 
 func (e *Error) Error() string {
 	if e.Status != 0 {

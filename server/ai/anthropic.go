@@ -2,78 +2,126 @@ package ai
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"net/http"
+	"net/url"
 	"strings"
-
-	"github.com/anthropics/anthropic-sdk-go"
-	"github.com/anthropics/anthropic-sdk-go/option"
 )
 
 // anthropicProvider speaks Anthropic's Messages API.
 type anthropicProvider struct {
 	common
-	client anthropic.Client
 }
 
-func newAnthropic(cfg Config, c common) *anthropicProvider {
-	opts := []option.RequestOption{
-		// No ANTHROPIC_API_KEY, ANTHROPIC_BASE_URL, profile files or
-		// federation from the environment: only what cfg says.
-		option.WithoutEnvironmentDefaults(),
-		option.WithAPIKey(cfg.APIKey),
-		option.WithMaxRetries(cfg.MaxRetries),
+// anthropicBaseURL is Anthropic's own API host.
+const anthropicBaseURL = "https://api.anthropic.com"
+
+func newAnthropic(c common) *anthropicProvider {
+	if c.baseURL == "" {
+		c.baseURL = anthropicBaseURL
 	}
-	if cfg.BaseURL != "" {
-		opts = append(opts, option.WithBaseURL(cfg.BaseURL))
+	key := c.apiKey
+	c.auth = func(h http.Header) {
+		h.Set("X-Api-Key", key)
+		h.Set("Anthropic-Version", anthropicVersion)
 	}
-	if cfg.Timeout > 0 {
-		// Also replaces the SDK's own non-streaming timeout (10 minutes,
-		// or "streaming is required" for a large max_tokens).
-		opts = append(opts, option.WithRequestTimeout(cfg.Timeout))
-	}
-	if cfg.HTTPClient != nil {
-		opts = append(opts, option.WithHTTPClient(cfg.HTTPClient))
-	}
-	return &anthropicProvider{common: c, client: anthropic.NewClient(opts...)}
+	c.http = keepKeyHome(c.http)
+	return &anthropicProvider{common: c}
 }
 
-func (p *anthropicProvider) params(req Request) anthropic.MessageNewParams {
-	msgs := make([]anthropic.MessageParam, 0, len(req.Messages))
-	for _, m := range req.Messages {
-		block := anthropic.NewTextBlock(m.Content)
-		if m.Role == "assistant" {
-			msgs = append(msgs, anthropic.NewAssistantMessage(block))
-		} else {
-			msgs = append(msgs, anthropic.NewUserMessage(block))
+// keepKeyHome is hc, except that a redirect to another host loses the
+// x-api-key header: Go's client drops Authorization on such a redirect,
+// but knows nothing of Anthropic's header.
+func keepKeyHome(hc *http.Client) *http.Client {
+	c := *hc
+	next := hc.CheckRedirect
+	c.CheckRedirect = func(req *http.Request, via []*http.Request) error {
+		if next != nil {
+			if err := next(req, via); err != nil {
+				return err
+			}
+		} else if len(via) >= 10 {
+			return errors.New("stopped after 10 redirects") // Go's default
 		}
+		if req.URL.Host != via[0].URL.Host {
+			req.Header.Del("X-Api-Key")
+		}
+		return nil
 	}
-	maxTokens := int64(req.MaxTokens)
-	if maxTokens == 0 {
-		maxTokens = DefaultAnthropicMaxTokens
+	return &c
+}
+
+// The request and response bodies, as far as copydesk reads them.
+type (
+	anthropicRequest struct {
+		Model       string             `json:"model"`
+		MaxTokens   int                `json:"max_tokens"`
+		Messages    []anthropicMessage `json:"messages"`
+		System      []anthropicBlock   `json:"system,omitempty"`
+		Temperature *float64           `json:"temperature,omitempty"`
+		Stream      bool               `json:"stream,omitempty"`
 	}
-	params := anthropic.MessageNewParams{
-		Model:     anthropic.Model(req.Model),
-		MaxTokens: maxTokens,
-		Messages:  msgs,
+	anthropicMessage struct {
+		Role    string           `json:"role"`
+		Content []anthropicBlock `json:"content"`
+	}
+	anthropicBlock struct {
+		Type string `json:"type"`
+		Text string `json:"text"`
+	}
+	// anthropicUsage has pointers because a message_delta event updates
+	// only the counts it carries.
+	anthropicUsage struct {
+		InputTokens              *int64 `json:"input_tokens"`
+		OutputTokens             *int64 `json:"output_tokens"`
+		CacheCreationInputTokens *int64 `json:"cache_creation_input_tokens"`
+		CacheReadInputTokens     *int64 `json:"cache_read_input_tokens"`
+	}
+	anthropicResponse struct {
+		Model      string           `json:"model"`
+		Content    []anthropicBlock `json:"content"`
+		StopReason string           `json:"stop_reason"`
+		Usage      anthropicUsage   `json:"usage"`
+	}
+	// anthropicEvent is any event of a stream; which fields are set
+	// depends on Type.
+	anthropicEvent struct {
+		Type         string             `json:"type"`
+		Message      *anthropicResponse `json:"message"`       // message_start
+		ContentBlock *anthropicBlock    `json:"content_block"` // content_block_start
+		Delta        *struct {
+			Type       string `json:"type"` // content_block_delta: text_delta, thinking_delta, ...
+			Text       string `json:"text"`
+			StopReason string `json:"stop_reason"` // message_delta
+		} `json:"delta"`
+		Usage *anthropicUsage `json:"usage"` // message_delta: cumulative
+	}
+)
+
+func (p *anthropicProvider) body(req Request, stream bool) anthropicRequest {
+	msgs := make([]anthropicMessage, 0, len(req.Messages))
+	for _, m := range req.Messages {
+		msgs = append(msgs, anthropicMessage{Role: m.Role, Content: []anthropicBlock{{Type: "text", Text: m.Content}}})
+	}
+	body := anthropicRequest{Model: req.Model, MaxTokens: req.MaxTokens, Messages: msgs,
+		Temperature: req.Temperature, Stream: stream}
+	if body.MaxTokens == 0 {
+		body.MaxTokens = DefaultAnthropicMaxTokens
 	}
 	if req.System != "" {
-		params.System = []anthropic.TextBlockParam{{Text: req.System}}
+		body.System = []anthropicBlock{{Type: "text", Text: req.System}}
 	}
-	if req.Temperature != nil {
-		params.Temperature = anthropic.Float(*req.Temperature)
-	}
-	return params
+	return body
 }
 
 func (p *anthropicProvider) Generate(ctx context.Context, req Request) (*Response, error) {
 	if err := checkRequest(req); err != nil {
 		return nil, err
 	}
-	x := &exchange{}
-	msg, err := p.client.Messages.New(ctx, p.params(req), option.WithMiddleware(x.middleware))
-	if err != nil {
-		return nil, p.failAnthropic(ctx, x, err)
+	var msg anthropicResponse
+	if err := p.call(ctx, "v1/messages", p.body(req, false), &msg); err != nil {
+		return nil, err
 	}
 	var text strings.Builder
 	for _, block := range msg.Content {
@@ -83,9 +131,9 @@ func (p *anthropicProvider) Generate(ctx context.Context, req Request) (*Respons
 	}
 	return &Response{
 		Text:       text.String(),
-		Model:      string(msg.Model),
-		StopReason: string(msg.StopReason),
-		Usage:      anthropicUsage(msg.Usage),
+		Model:      msg.Model,
+		StopReason: msg.StopReason,
+		Usage:      msg.Usage.usage(),
 	}, nil
 }
 
@@ -93,93 +141,114 @@ func (p *anthropicProvider) Stream(ctx context.Context, req Request, onDelta fun
 	if err := checkRequest(req); err != nil {
 		return nil, err
 	}
-	x := &exchange{}
-	stream := p.client.Messages.NewStreaming(ctx, p.params(req), option.WithMiddleware(x.middleware))
-	defer func() { _ = stream.Close() }() // a stream that was only read: its close error changes nothing
-
-	// The SDK's accumulator keeps the usage of message_start, updated by
-	// the cumulative counts of message_delta, and the stop reason.
-	var msg anthropic.Message
-	var text strings.Builder
-	stopped := false
-	for stream.Next() {
-		event := stream.Current()
-		if err := msg.Accumulate(event); err != nil {
-			return nil, &Error{Provider: p.kind, Message: p.scrub(truncate("malformed stream: " + err.Error()))}
+	out := &Response{}
+	var usage anthropicUsage
+	text, err := p.stream(ctx, "v1/messages", p.body(req, true), onDelta, func(ev sseEvent) (string, bool, error) {
+		var e anthropicEvent
+		if err := json.Unmarshal([]byte(ev.data), &e); err != nil {
+			return "", false, err
 		}
-		switch event.Type {
-		case "content_block_delta":
-			if event.Delta.Type != "text_delta" || event.Delta.Text == "" {
-				continue
+		if ev.name == "error" || e.Type == "error" {
+			// {"type":"error","error":{"type":"overloaded_error",...}}
+			return "", false, p.apiError(0, []byte(ev.data))
+		}
+		switch e.Type {
+		case "message_start":
+			if e.Message != nil {
+				out.Model = e.Message.Model
+				usage.update(e.Message.Usage)
 			}
-			text.WriteString(event.Delta.Text)
-			if onDelta != nil {
-				if err := onDelta(event.Delta.Text); err != nil {
-					return nil, err
-				}
+		case "content_block_start":
+			if b := e.ContentBlock; b != nil && b.Type == "text" {
+				return b.Text, false, nil
+			}
+		case "content_block_delta":
+			// Only text; thinking, signatures, tool input and citations
+			// are not copydesk's.
+			if e.Delta != nil && e.Delta.Type == "text_delta" {
+				return e.Delta.Text, false, nil
+			}
+		case "message_delta":
+			if e.Delta != nil && e.Delta.StopReason != "" {
+				out.StopReason = e.Delta.StopReason
+			}
+			if e.Usage != nil {
+				usage.update(*e.Usage)
 			}
 		case "message_stop":
-			stopped = true
+			return "", true, nil
 		}
+		// ping, content_block_stop and event types yet to come: nothing.
+		return "", false, nil
+	})
+	if err != nil {
+		return nil, err
 	}
-	if err := stream.Err(); err != nil {
-		return nil, p.failAnthropic(ctx, x, err)
-	}
-	if !stopped {
-		// The SDK ends a stream that stops before message_stop without an
-		// error.
-		return nil, p.fail(ctx, x, errStreamIncomplete, nil)
-	}
-	return &Response{
-		Text:       text.String(),
-		Model:      string(msg.Model),
-		StopReason: string(msg.StopReason),
-		Usage:      anthropicUsage(msg.Usage),
-	}, nil
+	out.Text, out.Usage = text, usage.usage()
+	return out, nil
 }
 
 func (p *anthropicProvider) Models(ctx context.Context) ([]string, error) {
-	x := &exchange{}
-	pager := p.client.Models.ListAutoPaging(ctx, anthropic.ModelListParams{Limit: anthropic.Int(1000)},
-		option.WithMiddleware(x.middleware))
+	// The list comes in pages; 1000 is the largest page, so one or two
+	// requests get it all. The page count is bounded against a server
+	// that always says there is more.
 	var ids []string
-	for pager.Next() {
-		ids = append(ids, pager.Current().ID)
-	}
-	if err := pager.Err(); err != nil {
-		return nil, p.failAnthropic(ctx, x, err)
+	after := ""
+	for range 50 {
+		q := url.Values{"limit": {"1000"}}
+		if after != "" {
+			q.Set("after_id", after)
+		}
+		var page struct {
+			Data []struct {
+				ID string `json:"id"`
+			} `json:"data"`
+			HasMore bool   `json:"has_more"`
+			LastID  string `json:"last_id"`
+		}
+		if err := p.call(ctx, "v1/models?"+q.Encode(), nil, &page); err != nil {
+			return nil, err
+		}
+		for _, m := range page.Data {
+			ids = append(ids, m.ID)
+		}
+		if !page.HasMore || page.LastID == "" || page.LastID == after {
+			break
+		}
+		after = page.LastID
 	}
 	return ids, nil
 }
 
-// failAnthropic reads what the Anthropic SDK's errors carry.
-func (p *anthropicProvider) failAnthropic(ctx context.Context, x *exchange, err error) error {
-	var apiErr *providerError
-	var ae *anthropic.Error
-	if errors.As(err, &ae) {
-		t, msg := errorFields(ae.RawJSON())
-		if t == "" {
-			t = string(ae.Type())
+// update takes the counts u carries.
+func (a *anthropicUsage) update(u anthropicUsage) {
+	for _, f := range []struct{ dst, src **int64 }{
+		{&a.InputTokens, &u.InputTokens}, {&a.OutputTokens, &u.OutputTokens},
+		{&a.CacheCreationInputTokens, &u.CacheCreationInputTokens}, {&a.CacheReadInputTokens, &u.CacheReadInputTokens},
+	} {
+		if *f.src != nil {
+			*f.dst = *f.src
 		}
-		status := ae.StatusCode
-		if status < http.StatusBadRequest {
-			// An error event in a stream that started with a 200: the
-			// status is the error type's.
-			status = 0
-		}
-		apiErr = &providerError{status: status, message: msg, errType: t}
 	}
-	return p.fail(ctx, x, err, apiErr)
 }
 
-// anthropicUsage counts every input token in InputTokens, as OpenAI's
+// usage counts every input token in InputTokens, as OpenAI's
 // prompt_tokens does: Anthropic's input_tokens leaves out the tokens read
-// from the cache and those written to it. CachedTokens are those read
-// from the cache.
-func anthropicUsage(u anthropic.Usage) Usage {
+// from the cache and those written to it. CachedTokens are those read from
+// the cache. Tokens written to the cache have no field of their own: they
+// are input, priced as input (Anthropic bills them at 1.25 times that, or
+// twice for the one-hour cache), so a cost is never above the bill by
+// them, only below.
+func (a anthropicUsage) usage() Usage {
+	n := func(p *int64) int64 {
+		if p == nil {
+			return 0
+		}
+		return *p
+	}
 	return Usage{
-		InputTokens:  u.InputTokens + u.CacheCreationInputTokens + u.CacheReadInputTokens,
-		OutputTokens: u.OutputTokens,
-		CachedTokens: u.CacheReadInputTokens,
+		InputTokens:  n(a.InputTokens) + n(a.CacheCreationInputTokens) + n(a.CacheReadInputTokens),
+		OutputTokens: n(a.OutputTokens),
+		CachedTokens: n(a.CacheReadInputTokens),
 	}
 }

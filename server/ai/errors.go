@@ -3,6 +3,8 @@ package ai
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -11,6 +13,8 @@ import (
 	"net/http"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/copydesk/copydesk/server/outbound"
 )
 
 // maxErrorBody bounds how much of an error response is kept for its message.
@@ -24,114 +28,77 @@ const maxMessage = 500
 // ("data: [DONE]", message_stop) fails with.
 var errStreamIncomplete = errors.New("stream ended before it was complete (connection lost?)")
 
-// exchange observes the HTTP attempts of one call, through the SDK's
-// middleware option: it keeps the status and body of the last attempt's
-// response when that is an error. The SDKs turn an error response they
-// cannot parse (an OpenAI-compatible server answering {"error":"..."}, a
-// proxy's HTML page) into a bare JSON error without the status; this is
-// how the status and the provider's message survive. One exchange serves
-// one call: the SDKs run the attempts of a call one after another, on the
-// caller's goroutine.
-type exchange struct {
-	status int
-	body   []byte
-	// sseDone makes a successful response body fail with
-	// errStreamIncomplete when it ends before an SSE "data: [DONE]" line
-	// (OpenAI streams, whose SDK treats a clean EOF like [DONE]).
-	sseDone bool
+// errorInfo is what a provider's error JSON says.
+type errorInfo struct {
+	errType string // "rate_limit_error", "insufficient_quota", ...
+	code    string // OpenAI's code: "rate_limit_exceeded", "model_not_found", ...
+	message string
 }
 
-func (x *exchange) middleware(req *http.Request, next func(*http.Request) (*http.Response, error)) (*http.Response, error) {
-	x.status, x.body = 0, nil
-	res, err := next(req)
-	if err != nil || res == nil {
-		return res, err
+// errorFields reads {"error":{"type","code","message"}} (OpenAI, Anthropic,
+// and the data of an error event in a stream) or {"type","code","message"}.
+func errorFields(raw []byte) errorInfo {
+	var v struct {
+		Type    string          `json:"type"`
+		Code    json.RawMessage `json:"code"`
+		Message json.RawMessage `json:"message"`
+		Error   json.RawMessage `json:"error"`
 	}
-	x.status = res.StatusCode
-	if res.Body == nil {
-		return res, nil
+	if json.Unmarshal(raw, &v) != nil {
+		return errorInfo{}
 	}
-	if res.StatusCode >= 400 {
-		body, readErr := io.ReadAll(io.LimitReader(res.Body, maxErrorBody))
-		_ = res.Body.Close()
-		x.body = body
-		var rest io.Reader = bytes.NewReader(body)
-		if readErr != nil {
-			rest = io.MultiReader(rest, errReader{readErr})
+	if len(v.Error) > 0 {
+		var inner struct {
+			Type    string          `json:"type"`
+			Code    json.RawMessage `json:"code"`
+			Message json.RawMessage `json:"message"`
 		}
-		res.Body = io.NopCloser(rest)
-		return res, nil
+		if json.Unmarshal(v.Error, &inner) == nil {
+			return errorInfo{errType: inner.Type, code: jsonScalar(inner.Code), message: jsonString(inner.Message)}
+		}
+		return errorInfo{errType: v.Type, message: jsonString(v.Error)} // {"error":"..."}
 	}
-	if x.sseDone && res.StatusCode < 300 {
-		res.Body = &sseDoneReader{rc: res.Body}
-	}
-	return res, nil
+	return errorInfo{errType: v.Type, code: jsonScalar(v.Code), message: jsonString(v.Message)}
 }
 
-type errReader struct{ err error }
-
-func (r errReader) Read([]byte) (int, error) { return 0, r.err }
-
-// sseDoneReader passes an SSE body through and reports an end before the
-// "data: [DONE]" line as errStreamIncomplete, so that a stream cut short
-// is an error and not a shorter answer.
-type sseDoneReader struct {
-	rc   io.ReadCloser
-	line []byte // the first bytes of the current line
-	done bool
-}
-
-const sseDoneLine = "data: [DONE]"
-
-func (r *sseDoneReader) Read(p []byte) (int, error) {
-	n, err := r.rc.Read(p)
-	if !r.done {
-		for _, b := range p[:n] {
-			if b == '\n' || b == '\r' {
-				r.endLine()
-				if r.done {
-					break
-				}
-				continue
-			}
-			if len(r.line) < len(sseDoneLine) {
-				r.line = append(r.line, b)
-			}
+// apiError is the *Error of an error response, or of an error event in a
+// stream that started with a 200 (status 0: the status is the error
+// type's).
+func (c *common) apiError(status int, body []byte) *Error {
+	info := errorFields(body)
+	if status == 0 {
+		status = statusForType(info.errType)
+		if status == 0 {
+			status = statusForType(info.code)
 		}
 	}
-	if err == io.EOF && !r.done {
-		r.endLine() // a last line without its newline
-		if !r.done {
-			err = errStreamIncomplete
-		}
+	msg := info.message
+	if msg == "" {
+		msg = messageFromBody(body)
 	}
-	return n, err
-}
-
-func (r *sseDoneReader) endLine() {
-	v, ok := bytes.CutPrefix(r.line, []byte("data:"))
-	if ok {
-		v = bytes.TrimPrefix(v, []byte(" "))
-		r.done = bytes.HasPrefix(v, []byte("[DONE]"))
+	if msg == "" {
+		msg = http.StatusText(status)
 	}
-	r.line = r.line[:0]
+	if msg == "" {
+		msg = "error from provider"
+	}
+	return &Error{
+		Provider: c.kind,
+		Status:   status,
+		Type:     info.errType,
+		Code:     info.code,
+		Message:  c.scrub(msg),
+		// OpenAI answers 429 both for a rate limit (wait and retry) and
+		// for an account without credit (nothing to wait for).
+		Retryable: retryableStatus(status) && info.errType != "insufficient_quota" && info.code != "insufficient_quota",
+	}
 }
 
-func (r *sseDoneReader) Close() error { return r.rc.Close() }
-
-// providerError is what the SDK told about a failed call, before it
-// becomes an *Error.
-type providerError struct {
-	status  int    // HTTP status; 0 for an error event inside a stream
-	message string // the provider's message
-	errType string // the provider's error type, e.g. "rate_limit_error"
-}
-
-// fail turns an error from an SDK call into what Provider methods return:
-// the context's error when the caller's context is done, an *Error
-// otherwise. apiErr, when not nil, is what the SDK's own error type
-// carried.
-func (c *common) fail(ctx context.Context, x *exchange, err error, apiErr *providerError) error {
+// fail turns the error of a call into what Provider methods return: the
+// context's error when the caller's context is done, an *Error otherwise.
+// attempt is the context of the attempt that failed, whose deadline is
+// the per-attempt timeout.
+func (c *common) fail(ctx, attempt context.Context, err error) error {
 	if err == nil {
 		return nil
 	}
@@ -139,38 +106,25 @@ func (c *common) fail(ctx context.Context, x *exchange, err error, apiErr *provi
 		// The caller gave up: not the provider's fault, not to be retried.
 		return fmt.Errorf("%s: %w", c.kind, ctxErr)
 	}
-	if apiErr == nil && x != nil && x.status >= 400 {
-		// An error response the SDK could not parse.
-		apiErr = &providerError{status: x.status}
+	var e *Error
+	if errors.As(err, &e) {
+		return e
 	}
-	if apiErr != nil {
-		if apiErr.status == 0 {
-			apiErr.status = statusForType(apiErr.errType)
-		}
-		msg := apiErr.message
-		if msg == "" && x != nil && x.status >= 400 {
-			msg = messageFromBody(x.body)
-		}
-		if msg == "" {
-			msg = http.StatusText(apiErr.status)
-		}
-		if msg == "" {
-			msg = "error from provider"
-		}
-		return &Error{
-			Provider:  c.kind,
-			Status:    apiErr.status,
-			Message:   c.scrub(msg),
-			Retryable: retryableStatus(apiErr.status),
-		}
-	}
-
-	e := &Error{Provider: c.kind}
+	e = &Error{Provider: c.kind}
 	var netErr net.Error
 	var syntaxErr *json.SyntaxError
 	var typeErr *json.UnmarshalTypeError
+	var addrErr *outbound.AddressError
+	var certErr *tls.CertificateVerificationError
+	var authErr x509.UnknownAuthorityError
+	var hostErr x509.HostnameError
 	switch {
-	case errors.Is(err, context.DeadlineExceeded) || (errors.As(err, &netErr) && netErr.Timeout()):
+	case errors.As(err, &addrErr):
+		// The address guard: the base URL points where no call may go.
+		e.Message, e.Err = addrErr.Error(), addrErr
+	case attempt != nil && errors.Is(attempt.Err(), context.DeadlineExceeded),
+		errors.Is(err, context.DeadlineExceeded),
+		errors.As(err, &netErr) && netErr.Timeout():
 		// The per-attempt timeout (the caller's context is not done).
 		e.Message = "request timed out"
 		if c.timeout > 0 {
@@ -187,6 +141,10 @@ func (c *common) fail(ctx context.Context, x *exchange, err error, apiErr *provi
 		e.Retryable = true
 	case errors.As(err, &syntaxErr) || errors.As(err, &typeErr):
 		e.Message = "malformed response: " + err.Error()
+	case errors.Is(err, outbound.ErrTooManyRedirects),
+		errors.As(err, &certErr), errors.As(err, &authErr), errors.As(err, &hostErr):
+		// Trying again meets the same redirects or certificate.
+		e.Message = err.Error()
 	case errors.As(err, &netErr) || errors.Is(err, io.EOF) || errors.Is(err, net.ErrClosed):
 		e.Message = err.Error()
 		e.Retryable = true
@@ -197,7 +155,8 @@ func (c *common) fail(ctx context.Context, x *exchange, err error, apiErr *provi
 	return e
 }
 
-// retryableStatus is the SDKs' own rule for retrying a status.
+// retryableStatus is the statuses worth another attempt: the SDKs' rule,
+// kept.
 func retryableStatus(status int) bool {
 	return status == http.StatusRequestTimeout ||
 		status == http.StatusConflict ||
@@ -231,10 +190,9 @@ func statusForType(t string) int {
 	return 0
 }
 
-// messageFromBody finds the message in an error body: {"error":{"message":
-// "..."}} (OpenAI, Anthropic), {"error":"..."} (Ollama and others),
-// {"message":"..."} or {"detail":"..."}; a body that is not JSON is its
-// own message.
+// messageFromBody finds the message in an error body of another shape:
+// {"error":"..."} (Ollama and others), {"message":"..."} or
+// {"detail":"..."}; a body that is not JSON is its own message.
 func messageFromBody(body []byte) string {
 	body = bytes.TrimSpace(body)
 	if len(body) == 0 {
@@ -247,48 +205,12 @@ func messageFromBody(body []byte) string {
 		}
 		return truncate(string(body))
 	}
-	if raw, ok := v["error"]; ok {
-		var inner map[string]json.RawMessage
-		if json.Unmarshal(raw, &inner) == nil {
-			if s := jsonString(inner["message"]); s != "" {
-				return s
-			}
-		}
-		if s := jsonString(raw); s != "" {
-			return s
-		}
-	}
-	for _, k := range []string{"message", "detail"} {
+	for _, k := range []string{"error", "message", "detail"} {
 		if s := jsonString(v[k]); s != "" {
 			return s
 		}
 	}
 	return truncate(string(body))
-}
-
-// errorFields reads {"error":{"type","message"}} or {"type","message"}:
-// the error JSON of an Anthropic error, or the data of an error event.
-func errorFields(raw string) (errType, message string) {
-	var v struct {
-		Type    string          `json:"type"`
-		Message string          `json:"message"`
-		Code    json.RawMessage `json:"code"`
-		Error   json.RawMessage `json:"error"`
-	}
-	if json.Unmarshal([]byte(raw), &v) != nil {
-		return "", ""
-	}
-	if len(v.Error) > 0 {
-		var inner struct {
-			Type    string `json:"type"`
-			Message string `json:"message"`
-		}
-		if json.Unmarshal(v.Error, &inner) == nil {
-			return inner.Type, inner.Message
-		}
-		return v.Type, jsonString(v.Error)
-	}
-	return v.Type, v.Message
 }
 
 func jsonString(raw json.RawMessage) string {
@@ -299,17 +221,20 @@ func jsonString(raw json.RawMessage) string {
 	return strings.TrimSpace(s)
 }
 
-func truncate(s string) string {
-	s = strings.TrimSpace(s)
-	if len(s) <= maxMessage {
+// jsonScalar reads a string or a number (OpenAI-compatible servers send
+// error codes as either).
+func jsonScalar(raw json.RawMessage) string {
+	if s := jsonString(raw); s != "" {
 		return s
 	}
-	cut := maxMessage
-	for cut > 0 && !utf8.RuneStart(s[cut]) {
-		cut--
+	var n json.Number
+	if len(raw) > 0 && json.Unmarshal(raw, &n) == nil {
+		return n.String()
 	}
-	return s[:cut] + "…"
+	return ""
 }
+
+func truncate(s string) string { return outbound.Excerpt(s, maxMessage) }
 
 // scrub replaces the API key, wherever it appears in s, with a masked
 // form.

@@ -2,86 +2,116 @@ package ai
 
 import (
 	"context"
-	"errors"
-	"strings"
-
-	"github.com/openai/openai-go/v3"
-	"github.com/openai/openai-go/v3/option"
-	"github.com/openai/openai-go/v3/packages/ssestream"
+	"encoding/json"
+	"net/http"
 )
 
 // openAIProvider speaks the Chat Completions API, to OpenAI or to any
 // server that copies it.
 type openAIProvider struct {
 	common
-	client openai.Client
 }
 
-func newOpenAI(cfg Config, c common) *openAIProvider {
-	opts := []option.RequestOption{
-		option.WithEnvironmentProduction(), // https://api.openai.com/v1/
-		option.WithAPIKey(cfg.APIKey),      // "" sends no Authorization header
-		option.WithMaxRetries(cfg.MaxRetries),
+// openAIBaseURL is OpenAI's own API root.
+const openAIBaseURL = "https://api.openai.com/v1"
+
+func newOpenAI(c common) *openAIProvider {
+	if c.baseURL == "" {
+		c.baseURL = openAIBaseURL
 	}
-	if cfg.BaseURL != "" {
-		opts = append(opts, option.WithBaseURL(cfg.BaseURL))
+	key := c.apiKey
+	c.auth = func(h http.Header) {
+		if key != "" { // a local Ollama needs none
+			h.Set("Authorization", "Bearer "+key)
+		}
 	}
-	if cfg.Timeout > 0 {
-		opts = append(opts, option.WithRequestTimeout(cfg.Timeout))
-	}
-	if cfg.HTTPClient != nil {
-		opts = append(opts, option.WithHTTPClient(cfg.HTTPClient))
-	}
-	// Not openai.NewClient: it starts from OPENAI_API_KEY, OPENAI_BASE_URL,
-	// OPENAI_ORG_ID, OPENAI_CUSTOM_HEADERS... of the process environment,
-	// and the SDK's switch to turn that off is internal. With an empty key
-	// (Ollama), OPENAI_API_KEY would go to the compatible server. The
-	// services are built as NewClient builds them, from our options only.
-	client := openai.Client{Options: opts}
-	client.Chat = openai.NewChatService(opts...)
-	client.Models = openai.NewModelService(opts...)
-	return &openAIProvider{common: c, client: client}
+	return &openAIProvider{common: c}
 }
 
-func (p *openAIProvider) params(req Request) openai.ChatCompletionNewParams {
-	msgs := make([]openai.ChatCompletionMessageParamUnion, 0, len(req.Messages)+1)
+// The request and response bodies, as far as copydesk reads them.
+type (
+	openAIRequest struct {
+		Model       string          `json:"model"`
+		Messages    []openAIMessage `json:"messages"`
+		Temperature *float64        `json:"temperature,omitempty"`
+		// OpenAI deprecated max_tokens, and its reasoning models refuse
+		// it; the compatible servers (Ollama, vLLM, LM Studio...) all know
+		// max_tokens, not always max_completion_tokens.
+		MaxCompletionTokens int                  `json:"max_completion_tokens,omitempty"`
+		MaxTokens           int                  `json:"max_tokens,omitempty"`
+		Stream              bool                 `json:"stream,omitempty"`
+		StreamOptions       *openAIStreamOptions `json:"stream_options,omitempty"`
+	}
+	openAIMessage struct {
+		Role    string `json:"role"`
+		Content string `json:"content"`
+	}
+	openAIStreamOptions struct {
+		IncludeUsage bool `json:"include_usage"`
+	}
+	openAIUsage struct {
+		PromptTokens        int64 `json:"prompt_tokens"`
+		CompletionTokens    int64 `json:"completion_tokens"`
+		PromptTokensDetails *struct {
+			CachedTokens int64 `json:"cached_tokens"`
+		} `json:"prompt_tokens_details"`
+	}
+	openAICompletion struct {
+		Model   string `json:"model"`
+		Choices []struct {
+			Index   int `json:"index"`
+			Message struct {
+				Content string `json:"content"`
+			} `json:"message"`
+			FinishReason string `json:"finish_reason"`
+		} `json:"choices"`
+		Usage *openAIUsage `json:"usage"`
+	}
+	openAIChunk struct {
+		Model   string `json:"model"`
+		Choices []struct {
+			Index int `json:"index"`
+			Delta struct {
+				Content string `json:"content"`
+			} `json:"delta"`
+			FinishReason string `json:"finish_reason"`
+		} `json:"choices"`
+		// Only in the last chunk before [DONE], with include_usage.
+		Usage *openAIUsage    `json:"usage"`
+		Error json.RawMessage `json:"error"`
+	}
+)
+
+func (p *openAIProvider) body(req Request, stream bool) openAIRequest {
+	msgs := make([]openAIMessage, 0, len(req.Messages)+1)
 	if req.System != "" {
-		msgs = append(msgs, openai.SystemMessage(req.System))
+		msgs = append(msgs, openAIMessage{Role: "system", Content: req.System})
 	}
 	for _, m := range req.Messages {
-		if m.Role == "assistant" {
-			msgs = append(msgs, openai.AssistantMessage(m.Content))
-		} else {
-			msgs = append(msgs, openai.UserMessage(m.Content))
-		}
+		msgs = append(msgs, openAIMessage(m))
 	}
-	params := openai.ChatCompletionNewParams{
-		Model:    req.Model,
-		Messages: msgs,
-	}
-	if req.Temperature != nil {
-		params.Temperature = openai.Float(*req.Temperature)
-	}
+	body := openAIRequest{Model: req.Model, Messages: msgs, Temperature: req.Temperature}
 	if req.MaxTokens > 0 {
 		if p.kind == OpenAI {
-			// OpenAI deprecated max_tokens, and its reasoning models refuse it.
-			params.MaxCompletionTokens = openai.Int(int64(req.MaxTokens))
+			body.MaxCompletionTokens = req.MaxTokens
 		} else {
-			// What the compatible servers (Ollama, vLLM, LM Studio...) all know.
-			params.MaxTokens = openai.Int(int64(req.MaxTokens))
+			body.MaxTokens = req.MaxTokens
 		}
 	}
-	return params
+	if stream {
+		// The last chunk, before [DONE], carries the usage of the whole call.
+		body.Stream, body.StreamOptions = true, &openAIStreamOptions{IncludeUsage: true}
+	}
+	return body
 }
 
 func (p *openAIProvider) Generate(ctx context.Context, req Request) (*Response, error) {
 	if err := checkRequest(req); err != nil {
 		return nil, err
 	}
-	x := &exchange{}
-	res, err := p.client.Chat.Completions.New(ctx, p.params(req), option.WithMiddleware(x.middleware))
-	if err != nil {
-		return nil, p.failOpenAI(ctx, x, err)
+	var res openAICompletion
+	if err := p.call(ctx, "chat/completions", p.body(req, false), &res); err != nil {
+		return nil, err
 	}
 	if len(res.Choices) == 0 {
 		return nil, &Error{Provider: p.kind, Message: "malformed response: no choices"}
@@ -91,7 +121,7 @@ func (p *openAIProvider) Generate(ctx context.Context, req Request) (*Response, 
 		Text:       choice.Message.Content,
 		Model:      res.Model,
 		StopReason: choice.FinishReason,
-		Usage:      openAIUsage(res.Usage),
+		Usage:      res.Usage.usage(),
 	}, nil
 }
 
@@ -99,22 +129,24 @@ func (p *openAIProvider) Stream(ctx context.Context, req Request, onDelta func(s
 	if err := checkRequest(req); err != nil {
 		return nil, err
 	}
-	params := p.params(req)
-	// The last chunk, before [DONE], carries the usage of the whole call.
-	params.StreamOptions.IncludeUsage = openai.Bool(true)
-	x := &exchange{sseDone: true}
-	stream := p.client.Chat.Completions.NewStreaming(ctx, params, option.WithMiddleware(x.middleware))
-	defer func() { _ = stream.Close() }() // a stream that was only read: its close error changes nothing
-
 	out := &Response{}
-	var text strings.Builder
-	for stream.Next() {
-		chunk := stream.Current()
+	text, err := p.stream(ctx, "chat/completions", p.body(req, true), onDelta, func(ev sseEvent) (string, bool, error) {
+		if ev.data == "[DONE]" {
+			return "", true, nil
+		}
+		var chunk openAIChunk
+		if err := json.Unmarshal([]byte(ev.data), &chunk); err != nil {
+			return "", false, err
+		}
+		if len(chunk.Error) > 0 || ev.name == "error" {
+			// An error after the 200, e.g. {"error":{"type":"server_error",...}}.
+			return "", false, p.apiError(0, []byte(ev.data))
+		}
 		if chunk.Model != "" {
 			out.Model = chunk.Model
 		}
-		if chunk.JSON.Usage.Valid() {
-			out.Usage = openAIUsage(chunk.Usage)
+		if chunk.Usage != nil {
+			out.Usage = chunk.Usage.usage()
 		}
 		for _, choice := range chunk.Choices {
 			if choice.Index != 0 {
@@ -123,29 +155,26 @@ func (p *openAIProvider) Stream(ctx context.Context, req Request, onDelta func(s
 			if choice.FinishReason != "" {
 				out.StopReason = choice.FinishReason
 			}
-			if delta := choice.Delta.Content; delta != "" {
-				text.WriteString(delta)
-				if onDelta != nil {
-					if err := onDelta(delta); err != nil {
-						return nil, err
-					}
-				}
-			}
+			return choice.Delta.Content, false, nil
 		}
+		return "", false, nil
+	})
+	if err != nil {
+		return nil, err
 	}
-	if err := stream.Err(); err != nil {
-		return nil, p.failOpenAI(ctx, x, err)
-	}
-	out.Text = text.String()
+	out.Text = text
 	return out, nil
 }
 
 func (p *openAIProvider) Models(ctx context.Context) ([]string, error) {
-	x := &exchange{}
 	// OpenAI's model list is a single page.
-	page, err := p.client.Models.List(ctx, option.WithMiddleware(x.middleware))
-	if err != nil {
-		return nil, p.failOpenAI(ctx, x, err)
+	var page struct {
+		Data []struct {
+			ID string `json:"id"`
+		} `json:"data"`
+	}
+	if err := p.call(ctx, "models", nil, &page); err != nil {
+		return nil, err
 	}
 	ids := make([]string, 0, len(page.Data))
 	for _, m := range page.Data {
@@ -154,29 +183,15 @@ func (p *openAIProvider) Models(ctx context.Context) ([]string, error) {
 	return ids, nil
 }
 
-// failOpenAI reads what the OpenAI SDK's errors carry.
-func (p *openAIProvider) failOpenAI(ctx context.Context, x *exchange, err error) error {
-	var apiErr *providerError
-	var oe *openai.Error
-	var se *ssestream.StreamError
-	switch {
-	case errors.As(err, &oe):
-		apiErr = &providerError{status: oe.StatusCode, message: oe.Message, errType: oe.Type}
-	case errors.As(err, &se):
-		// {"error": {...}} inside a 200 stream.
-		t, msg := errorFields(string(se.Event.Data))
-		if msg == "" {
-			msg = strings.TrimPrefix(se.Message, "received error while streaming: ")
-		}
-		apiErr = &providerError{message: msg, errType: t}
+// usage counts as copydesk does: prompt_tokens are every input token,
+// cached_tokens those of them read from the prompt cache.
+func (u *openAIUsage) usage() Usage {
+	if u == nil {
+		return Usage{}
 	}
-	return p.fail(ctx, x, err, apiErr)
-}
-
-func openAIUsage(u openai.CompletionUsage) Usage {
-	return Usage{
-		InputTokens:  u.PromptTokens,
-		OutputTokens: u.CompletionTokens,
-		CachedTokens: u.PromptTokensDetails.CachedTokens,
+	out := Usage{InputTokens: u.PromptTokens, OutputTokens: u.CompletionTokens}
+	if u.PromptTokensDetails != nil {
+		out.CachedTokens = u.PromptTokensDetails.CachedTokens
 	}
+	return out
 }

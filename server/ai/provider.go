@@ -3,9 +3,12 @@ package ai
 import (
 	"errors"
 	"fmt"
+	"net/http"
 	"net/url"
 	"strings"
 	"time"
+
+	"github.com/copydesk/copydesk/server/outbound"
 )
 
 // Defaults New applies to a Config.
@@ -30,8 +33,7 @@ var ErrInvalidConfig = errors.New("ai: invalid provider config")
 // a Request they refuse before calling the provider.
 var ErrInvalidRequest = errors.New("ai: invalid request")
 
-// New builds the Provider for cfg.Kind with the official SDK of that
-// provider.
+// New builds the Provider for cfg.Kind.
 //
 // APIKey is required for OpenAI and Anthropic; OpenAICompatible allows an
 // empty key (a local Ollama), and then sends no Authorization header.
@@ -46,13 +48,18 @@ var ErrInvalidRequest = errors.New("ai: invalid request")
 // limit. The limit covers an attempt from its request to the end of its
 // response body: for Stream, the whole stream. MaxRetries 0 means
 // DefaultMaxRetries and a negative MaxRetries (NoRetries) a single
-// attempt. The SDKs retry 408, 409, 429, 5xx and connection failures
-// with exponential backoff, and honour the provider's Retry-After /
-// Retry-After-Ms headers; a stream that has started is never retried.
+// attempt. Retried are 408, 409, 429, 5xx and connection failures (as the
+// provider's x-should-retry header says, when it says), after the wait the
+// provider asks for in Retry-After-Ms or Retry-After, or else an
+// exponential backoff with jitter (0.5 s doubling up to 8 s). A requested
+// wait longer than a minute, or than the caller's context has left, is not
+// waited for: the call fails at once with a retryable *Error. A stream
+// that has started is never retried.
 //
-// The SDKs' own configuration from the environment (OPENAI_API_KEY,
-// OPENAI_BASE_URL, ANTHROPIC_API_KEY, profiles, ...) is not used: a
-// Provider talks only to cfg.BaseURL with cfg.APIKey.
+// Nothing comes from the process environment (OPENAI_API_KEY,
+// ANTHROPIC_BASE_URL, ...): a Provider talks only to cfg.BaseURL with
+// cfg.APIKey. An Anthropic key is not sent on to another host when a
+// response redirects there.
 func New(cfg Config) (Provider, error) {
 	cfg.APIKey = strings.TrimSpace(cfg.APIKey)
 	cfg.BaseURL = strings.TrimSpace(cfg.BaseURL)
@@ -84,12 +91,16 @@ func New(cfg Config) (Provider, error) {
 	case cfg.MaxRetries < 0:
 		cfg.MaxRetries = 0
 	}
-
-	c := common{kind: cfg.Kind, apiKey: cfg.APIKey, timeout: cfg.Timeout}
-	if cfg.Kind == Anthropic {
-		return newAnthropic(cfg, c), nil
+	hc := cfg.HTTPClient
+	if hc == nil {
+		hc = outbound.Default()
 	}
-	return newOpenAI(cfg, c), nil
+	c := common{kind: cfg.Kind, apiKey: cfg.APIKey, timeout: cfg.Timeout, maxRetries: cfg.MaxRetries,
+		baseURL: strings.TrimRight(cfg.BaseURL, "/"), http: hc}
+	if cfg.Kind == Anthropic {
+		return newAnthropic(c), nil
+	}
+	return newOpenAI(c), nil
 }
 
 // checkBaseURL accepts an absolute http(s) URL without credentials in it.
@@ -113,11 +124,17 @@ func checkBaseURL(raw string) error {
 	return nil
 }
 
-// common is what both providers share.
+// common is what both providers share: the HTTP exchange, retries and
+// errors.
 type common struct {
-	kind    string // Kind(), and Error.Provider
-	apiKey  string // only to scrub it from messages
-	timeout time.Duration
+	kind       string // Kind(), and Error.Provider
+	apiKey     string
+	timeout    time.Duration // of one attempt; 0: none
+	maxRetries int
+	baseURL    string // without a trailing slash
+	http       *http.Client
+	// auth sets the headers that carry the key.
+	auth func(http.Header)
 }
 
 func (c *common) Kind() string { return c.kind }

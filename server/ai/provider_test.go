@@ -1,10 +1,8 @@
 package ai
 
 import (
-	"bufio"
 	"context"
 	"errors"
-	"io"
 	"net/http"
 	"reflect"
 	"strings"
@@ -12,6 +10,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/copydesk/copydesk/server/outbound"
 )
 
 func TestGenerate(t *testing.T) {
@@ -198,8 +198,8 @@ func TestAPIError(t *testing.T) {
 }
 
 func TestUnparsedErrorBodies(t *testing.T) {
-	// Error bodies the SDKs do not parse still give the status and the
-	// message.
+	// Error bodies in other shapes than the providers' own still give the
+	// status and the message.
 	cases := []struct {
 		name, body string
 		status     int
@@ -350,6 +350,53 @@ func TestRetry(t *testing.T) {
 				}
 			})
 		})
+	}
+}
+
+func TestRetryAfter(t *testing.T) {
+	// What the provider says of retrying is followed within the call's
+	// budget: a wait longer than a minute, or than the caller's context
+	// has left, is not waited for; the call fails at once with a
+	// retryable error for the job runner to try later.
+	past := time.Now().Add(-time.Hour).UTC().Format(http.TimeFormat)
+	cases := []struct {
+		name      string
+		status    int
+		header    []string
+		deadline  time.Duration // of the caller's context; 0 none
+		attempts  int32
+		retryable bool
+	}{
+		{"longer than a minute", 429, []string{"Retry-After", "61"}, 0, 1, true},
+		{"longer than the caller has", 429, []string{"Retry-After", "30"}, time.Minute / 2, 1, true},
+		{"in milliseconds, longer than a minute", 503, []string{"Retry-After-Ms", "90000"}, 0, 1, true},
+		{"an HTTP date in the past", 429, []string{"Retry-After", past}, 0, 3, true},
+		{"x-should-retry false", 503, []string{"X-Should-Retry", "false"}, 0, 1, true},
+		{"x-should-retry true", 400, []string{"X-Should-Retry", "true", "Retry-After-Ms", "0"}, 0, 3, false},
+	}
+	for _, w := range wires {
+		for _, c := range cases {
+			t.Run(w.kind+"/"+c.name, func(t *testing.T) {
+				t.Parallel()
+				f := newFake(t, w, jsonAnswer(c.status, w.apiError("rate_limit_error", "slow down"), c.header...))
+				ctx := context.Background()
+				if c.deadline > 0 {
+					var cancel context.CancelFunc
+					ctx, cancel = context.WithTimeout(ctx, c.deadline)
+					defer cancel()
+				}
+				_, err := f.provider(func(c *Config) { c.MaxRetries = 2 }).Generate(ctx, testRequest())
+				// An *Error, not the caller's deadline: the call did not
+				// sit out a wait it could not finish.
+				e := asError(t, err)
+				if e.Status != c.status || e.Retryable != c.retryable {
+					t.Errorf("error = %#v, want status %d retryable=%v", e, c.status, c.retryable)
+				}
+				if got := f.attempts.Load(); got != c.attempts {
+					t.Errorf("%d attempts, want %d", got, c.attempts)
+				}
+			})
+		}
 	}
 }
 
@@ -563,7 +610,7 @@ func TestModels(t *testing.T) {
 					t.Errorf("request %s %s", r.Method, r.URL.Path)
 				}
 				if w.kind == Anthropic && r.URL.Query().Get("after_id") == "" {
-					// Anthropic pages: the SDK asks for the next one.
+					// Anthropic pages: the client asks for the next one.
 					jsonAnswer(http.StatusOK, w.models([]string{"claude-a", "claude-b"}, true))(rw, r)
 					return
 				}
@@ -588,8 +635,8 @@ func TestModels(t *testing.T) {
 }
 
 func TestCompatibleWithoutKey(t *testing.T) {
-	// A local Ollama needs no key, and the SDK's OPENAI_* environment must
-	// not leak to it (nor redirect the calls).
+	// A local Ollama needs no key, and the OPENAI_* environment the SDKs
+	// read must not leak to it (nor redirect the calls).
 	t.Setenv("OPENAI_API_KEY", "sk-from-the-environment")
 	t.Setenv("OPENAI_BASE_URL", "http://127.0.0.1:1/v1")
 	t.Setenv("OPENAI_ORG_ID", "org-env")
@@ -747,38 +794,48 @@ func TestScrub(t *testing.T) {
 	}
 }
 
-func TestSSEDoneReader(t *testing.T) {
-	cases := []struct {
-		body string
-		ok   bool
-	}{
-		{"data: {}\n\ndata: [DONE]\n\n", true},
-		{"data: {}\n\ndata:[DONE]\n\n", true},
-		{"data: {}\r\n\r\ndata: [DONE]\r\n\r\n", true},
-		{"data: {}\n\ndata: [DONE]", true},
-		{"data: {}\n\n", false},
-		{"data: {}\n\ndata: [DO", false},
-		{`data: {"content":"data: [DONE]"}` + "\n\n", false},
-		{"", false},
-	}
-	for _, c := range cases {
-		// One byte at a time: a line split over reads is still seen.
-		r := &sseDoneReader{rc: io.NopCloser(bufio.NewReaderSize(strings.NewReader(c.body), 16))}
-		got, err := io.ReadAll(oneByte{r})
-		if string(got) != c.body {
-			t.Errorf("%q: read %q", c.body, got)
-		}
-		if (err == nil) != c.ok {
-			t.Errorf("%q: err = %v, want ok=%v", c.body, err, c.ok)
-		}
+func TestRefusedAddress(t *testing.T) {
+	// The address guard's refusal is an *Error that says so, is not
+	// retried, and carries the *outbound.AddressError.
+	for _, w := range wires {
+		t.Run(w.kind, func(t *testing.T) {
+			t.Parallel()
+			f := newFake(t, w, jsonAnswer(http.StatusOK, w.success("hi")))
+			p := f.provider(func(c *Config) {
+				c.MaxRetries = 2
+				c.HTTPClient = outbound.NewClient(outbound.Options{RefusePrivate: true})
+			})
+			_, err := p.Generate(context.Background(), testRequest())
+			e := asError(t, err)
+			var ae *outbound.AddressError
+			if e.Retryable || e.Status != 0 || !errors.As(err, &ae) || !strings.HasPrefix(e.Message, "address 127.0.0.1 is not allowed") {
+				t.Errorf("error = %#v", e)
+			}
+			if n := f.attempts.Load(); n != 0 {
+				t.Errorf("the server got %d requests", n)
+			}
+		})
 	}
 }
 
-type oneByte struct{ r io.Reader }
-
-func (o oneByte) Read(p []byte) (int, error) {
-	if len(p) > 1 {
-		p = p[:1]
+func TestRedirectKeepsKeyHome(t *testing.T) {
+	// A redirect to another host does not take the key along.
+	for _, w := range wires {
+		t.Run(w.kind, func(t *testing.T) {
+			t.Parallel()
+			other := newFake(t, w, jsonAnswer(http.StatusOK, w.success("elsewhere")))
+			f := newFake(t, w, func(rw http.ResponseWriter, r *http.Request) {
+				to := strings.Replace(other.srv.URL, "127.0.0.1", "localhost", 1) + r.URL.Path
+				http.Redirect(rw, r, to, http.StatusTemporaryRedirect)
+			})
+			res, err := f.provider().Generate(context.Background(), testRequest())
+			if err != nil || res.Text != "elsewhere" {
+				t.Fatalf("Generate = %+v, %v", res, err)
+			}
+			h := other.lastRequest().header
+			if h.Get("X-Api-Key") != "" || h.Get("Authorization") != "" {
+				t.Errorf("the other host got the key: %v", h)
+			}
+		})
 	}
-	return o.r.Read(p)
 }

@@ -14,8 +14,8 @@ import (
 	"time"
 )
 
-// The tests run the real SDK clients against httptest servers that speak
-// each provider's wire format.
+// The tests run the real clients against httptest servers that speak each
+// provider's wire format.
 
 const testKey = "sk-test-0123456789abcdefWXYZ"
 

@@ -1,8 +1,11 @@
 package credential
 
 import (
+	"net/netip"
+	"net/url"
 	"strings"
 
+	"github.com/copydesk/copydesk/server/outbound"
 	"github.com/copydesk/copydesk/server/valid"
 	"github.com/copydesk/copydesk/store"
 )
@@ -82,6 +85,9 @@ func (f *fields) normalize() error {
 		if !ok {
 			return store.Invalid("base_url: must be an http or https address without credentials or query")
 		}
+		if err := neverCalled(addr); err != nil {
+			return store.Invalid("base_url: %s", err.Error())
+		}
 		f.baseURL = addr
 	} else {
 		f.baseURL = ""
@@ -111,4 +117,20 @@ func (f *fields) required() error {
 		}
 	}
 	return nil
+}
+
+// neverCalled refuses an address whose host is an IP that no outbound call
+// may reach whatever the server's settings (cloud metadata, link-local):
+// said now rather than at the first call. Names, and the addresses only
+// some settings refuse, are judged when called (server/outbound).
+func neverCalled(addr string) error {
+	u, err := url.Parse(addr)
+	if err != nil {
+		return nil // SiteURL has accepted it
+	}
+	ip, err := netip.ParseAddr(u.Hostname())
+	if err != nil {
+		return nil
+	}
+	return outbound.Check(ip, false)
 }

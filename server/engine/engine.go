@@ -24,6 +24,7 @@ import (
 	"github.com/copydesk/copydesk/server/ai"
 	"github.com/copydesk/copydesk/server/keyring"
 	"github.com/copydesk/copydesk/server/notify"
+	"github.com/copydesk/copydesk/server/outbound"
 	"github.com/copydesk/copydesk/server/publish/wordpress"
 	"github.com/copydesk/copydesk/server/serp"
 	"github.com/copydesk/copydesk/store"
@@ -47,7 +48,7 @@ type Effective struct {
 
 // Options tunes the engine.
 type Options struct {
-	HTTPClient *http.Client  // shared by every outbound call
+	HTTPClient *http.Client  // shared by every outbound call; from server/outbound, for its address guard
 	Timeout    time.Duration // one provider attempt (default 2 minutes)
 	MaxRetries int           // retries on 429/5xx/network (default 2)
 }
@@ -64,7 +65,7 @@ type Engine struct {
 // New returns an engine.
 func New(db *store.DB, keys *keyring.Keyring, n *notify.Notifier, log *slog.Logger, opt Options) *Engine {
 	if opt.HTTPClient == nil {
-		opt.HTTPClient = &http.Client{Timeout: 10 * time.Minute}
+		opt.HTTPClient = outbound.NewClient(outbound.Options{Timeout: 10 * time.Minute})
 	}
 	if opt.Timeout <= 0 {
 		opt.Timeout = 2 * time.Minute
@@ -287,9 +288,15 @@ func (e *Engine) record(ctx context.Context, c Call, res *Result, callErr error)
 }
 
 // providerError gives a provider failure its kind: cancellation stays what
-// it is; anything from the provider is a 502 whose detail is the provider's
-// own message.
+// it is; an address the outbound guard refused is a 409; anything from the
+// provider is a 502 whose detail is the provider's own message.
 func providerError(err error) error {
+	var addr *outbound.AddressError
+	if errors.As(err, &addr) {
+		// Not the provider's failure: the credential's address is one the
+		// server does not call. It must change first.
+		return &store.Error{Kind: store.KindConflict, Message: "the credential's base_url leads to a refused address: " + addr.Error(), Err: err}
+	}
 	var ae *ai.Error
 	if errors.As(err, &ae) {
 		return &store.Error{Kind: store.KindRemote, Message: ae.Error(), Err: err}
@@ -376,13 +383,13 @@ func (e *Engine) TestCredential(ctx context.Context, cred *store.Credential) (*T
 		}
 		res.OK = err == nil
 		if err != nil {
-			res.Detail = scrub(err.Error(), string(secret))
+			res.Detail = testFailure(err, string(secret))
 		}
 	case cred.Provider == store.ProviderWordPress:
 		u, err := wordpress.New(cred.BaseURL, cred.Username, string(secret), e.opt.HTTPClient).Me(ctx)
 		res.OK = err == nil
 		if err != nil {
-			res.Detail = scrub(err.Error(), string(secret))
+			res.Detail = testFailure(err, string(secret))
 		} else {
 			res.Detail = fmt.Sprintf("signed in as %s (%s)", u.Name, strings.Join(u.Roles, ", "))
 		}
@@ -390,7 +397,7 @@ func (e *Engine) TestCredential(ctx context.Context, cred *store.Credential) (*T
 		a, err := serp.New(cred.BaseURL, string(secret), e.opt.HTTPClient).Account(ctx)
 		res.OK = err == nil
 		if err != nil {
-			res.Detail = scrub(err.Error(), string(secret))
+			res.Detail = testFailure(err, string(secret))
 		} else {
 			res.Detail = fmt.Sprintf("account %s, plan %s, %d searches left", a.Email, a.PlanName, a.SearchesLeft)
 		}
@@ -406,6 +413,37 @@ func (e *Engine) TestCredential(ctx context.Context, cred *store.Credential) (*T
 		return nil, err
 	}
 	return res, nil
+}
+
+// maxRemoteDetail bounds what a failed credential test repeats of the
+// remote answer: enough to recognise the error, too little to read pages
+// of an internal service through the test.
+const maxRemoteDetail = 200
+
+// testFailure is the detail of a failed credential test: the remote
+// status and at most maxRemoteDetail characters of what the remote
+// answered, or what went wrong on the way (refused address, network),
+// never the secret.
+func testFailure(err error, secret string) string {
+	clip := func(msg string) string { return outbound.Excerpt(scrub(msg, secret), maxRemoteDetail) }
+	var ae *ai.Error
+	var we *wordpress.Error
+	var se *serp.Error
+	switch {
+	case errors.As(err, &ae):
+		c := *ae
+		c.Message = clip(c.Message)
+		return scrub(c.Error(), secret)
+	case errors.As(err, &we):
+		c := *we
+		c.Code, c.Message = outbound.Excerpt(scrub(c.Code, secret), 50), clip(c.Message)
+		return scrub(c.Error(), secret)
+	case errors.As(err, &se):
+		c := *se
+		c.Message = clip(c.Message)
+		return scrub(c.Error(), secret)
+	}
+	return scrub(err.Error(), secret)
 }
 
 func scrub(s, secret string) string {

@@ -4,11 +4,14 @@ package serp
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
 	"net/url"
 	"strings"
+
+	"github.com/copydesk/copydesk/server/outbound"
 )
 
 // DefaultBaseURL is SerpApi's address.
@@ -21,13 +24,14 @@ type Client struct {
 	http *http.Client
 }
 
-// New returns a client; an empty baseURL means DefaultBaseURL.
+// New returns a client; an empty baseURL means DefaultBaseURL, a nil hc
+// outbound.Default().
 func New(baseURL, apiKey string, hc *http.Client) *Client {
 	if baseURL == "" {
 		baseURL = DefaultBaseURL
 	}
 	if hc == nil {
-		hc = http.DefaultClient
+		hc = outbound.Default()
 	}
 	return &Client{base: strings.TrimRight(baseURL, "/"), key: apiKey, http: hc}
 }
@@ -40,6 +44,16 @@ type Account struct {
 	ThisMonthUsed int64  `json:"this_month_usage"`
 }
 
+// Error is an answer of the API that is not a success: its status and
+// its message (the API's "error", or the start of a body that is not
+// JSON). It never holds the key.
+type Error struct {
+	Status  int
+	Message string
+}
+
+func (e *Error) Error() string { return fmt.Sprintf("serp: %d %s", e.Status, e.Message) }
+
 // Account fetches the key's account: a call that costs no search credit and
 // proves the key works.
 func (c *Client) Account(ctx context.Context) (*Account, error) {
@@ -49,27 +63,43 @@ func (c *Client) Account(ctx context.Context) (*Account, error) {
 	}
 	res, err := c.http.Do(req)
 	if err != nil {
-		// The URL holds the key: report without it.
-		return nil, fmt.Errorf("serp: request to %s failed", c.base)
+		// The URL holds the key: report the cause without it.
+		var ue *url.Error
+		if errors.As(err, &ue) {
+			err = ue.Err
+		}
+		return nil, fmt.Errorf("serp: request to %s failed: %s", c.base, c.hide(err.Error()))
 	}
 	defer res.Body.Close()
 	body, err := io.ReadAll(io.LimitReader(res.Body, 1<<20))
 	if err != nil {
-		return nil, fmt.Errorf("serp: %w", err)
+		return nil, fmt.Errorf("serp: %s", c.hide(err.Error()))
 	}
 	var out struct {
 		Account
 		Error string `json:"error"`
 	}
 	if err := json.Unmarshal(body, &out); err != nil {
-		return nil, fmt.Errorf("serp: %d: the API did not answer with JSON", res.StatusCode)
+		msg := outbound.Excerpt(c.hide(string(body)), 500)
+		if res.StatusCode < 300 || msg == "" {
+			msg = strings.TrimSpace("the API did not answer with JSON: " + msg)
+		}
+		return nil, &Error{Status: res.StatusCode, Message: msg}
 	}
 	if res.StatusCode >= 300 || out.Error != "" {
 		msg := out.Error
 		if msg == "" {
 			msg = http.StatusText(res.StatusCode)
 		}
-		return nil, fmt.Errorf("serp: %d %s", res.StatusCode, strings.ReplaceAll(msg, c.key, "***"))
+		return nil, &Error{Status: res.StatusCode, Message: c.hide(msg)}
 	}
 	return &out.Account, nil
+}
+
+// hide replaces the key, wherever the API or the transport repeats it.
+func (c *Client) hide(s string) string {
+	if c.key == "" {
+		return s
+	}
+	return strings.ReplaceAll(s, c.key, "***")
 }

@@ -9,6 +9,8 @@ import (
 	"io"
 	"net/http"
 	"strings"
+
+	"github.com/copydesk/copydesk/server/outbound"
 )
 
 // Client is a WordPress REST API client for one site and user.
@@ -20,10 +22,11 @@ type Client struct {
 }
 
 // New returns a client for the site at baseURL (e.g. https://example.com),
-// signing in as username with an application password.
+// signing in as username with an application password; a nil hc is
+// outbound.Default().
 func New(baseURL, username, appPassword string, hc *http.Client) *Client {
 	if hc == nil {
-		hc = http.DefaultClient
+		hc = outbound.Default()
 	}
 	return &Client{base: strings.TrimRight(baseURL, "/"), username: username, password: appPassword, http: hc}
 }
@@ -36,7 +39,8 @@ type User struct {
 	Roles []string `json:"roles"`
 }
 
-// Error is a failed WordPress call with the site's own code and message.
+// Error is a failed WordPress call with the site's own code and message,
+// or the start of its answer when that is not WordPress's JSON.
 type Error struct {
 	Status  int
 	Code    string
@@ -84,7 +88,11 @@ func (c *Client) get(ctx context.Context, path string, out any) error {
 		if json.Unmarshal(body, &wpErr) == nil && wpErr.Message != "" {
 			return &Error{Status: res.StatusCode, Code: wpErr.Code, Message: wpErr.Message}
 		}
-		return &Error{Status: res.StatusCode, Message: http.StatusText(res.StatusCode)}
+		msg := outbound.Excerpt(string(body), 500)
+		if msg == "" {
+			msg = http.StatusText(res.StatusCode)
+		}
+		return &Error{Status: res.StatusCode, Message: msg}
 	}
 	if err := json.Unmarshal(body, out); err != nil {
 		return fmt.Errorf("wordpress: the site did not answer with JSON (is this the WordPress address?): %w", err)
