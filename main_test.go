@@ -771,6 +771,8 @@ func TestGracefulShutdown(t *testing.T) {
 	}
 	if errOut := p.stderr.String(); !strings.Contains(errOut, "shutting down") {
 		t.Errorf("no shutdown line in the log after SIGTERM:\n%s", errOut)
+	} else if lines := strings.Split(strings.TrimSpace(errOut), "\n"); !strings.Contains(lines[len(lines)-1], "msg=stopped") {
+		t.Errorf("the log does not end with stopped after SIGTERM:\n%s", errOut)
 	}
 	walClean(t, dir)
 

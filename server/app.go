@@ -258,7 +258,15 @@ func (a *App) Run(ctx context.Context) error {
 		IdleTimeout:       2 * time.Minute,
 		MaxHeaderBytes:    64 << 10,
 		BaseContext:       func(net.Listener) context.Context { return context.WithoutCancel(ctx) },
-		ErrorLog:          slog.NewLogLogger(a.Log.Handler(), slog.LevelWarn),
+		// Responses set write deadlines of their own (boundWrites, event
+		// streams); one must not outlive its request on a kept-alive
+		// connection, where it would cut the server's own error answers.
+		ConnState: func(c net.Conn, st http.ConnState) {
+			if st == http.StateIdle {
+				_ = c.SetWriteDeadline(time.Time{})
+			}
+		},
+		ErrorLog: slog.NewLogLogger(a.Log.Handler(), slog.LevelWarn),
 	}
 	// Runs that a dead process left unfinished, with no job to finish
 	// them, are failed before anything new can start.
@@ -294,6 +302,14 @@ func (a *App) Run(ctx context.Context) error {
 		sctx, cancel := context.WithTimeout(context.Background(), timeout)
 		err = srv.Shutdown(sctx)
 		cancel()
+		if errors.Is(err, context.DeadlineExceeded) {
+			// What is left is a client that does not read its answer, or a
+			// handler that does not end: the shutdown does not wait for
+			// them. Closing their connections ends their writes and their
+			// requests' contexts; none holds the database while it writes.
+			a.Log.Warn("shutdown timeout reached: closing the connections still open", "timeout", timeout)
+			err = srv.Close()
+		}
 	}
 	stopBG()
 	wg.Wait()
@@ -380,10 +396,19 @@ func (a *App) scheduledBackupRan(ctx context.Context, meta *backup.Meta, err err
 		Body: fmt.Sprintf("%s (%d bytes)", meta.Name, meta.Size), Link: "/api/backup/" + meta.Name})
 }
 
-// Close closes the database and releases the data directory.
+// Close closes the database and releases the data directory. A server's
+// (Open) says so last in its log: "stopped".
 func (a *App) Close() error {
 	if a.listener != nil {
 		a.listener.Close()
 	}
-	return errors.Join(a.DB.Close(), a.lock.Unlock())
+	err := errors.Join(a.DB.Close(), a.lock.Unlock())
+	switch {
+	case a.Server == nil: // a one-shot command (OpenData), or Open failed
+	case err != nil:
+		a.Log.Error("stopped; closing the data failed", "err", err)
+	default:
+		a.Log.Info("stopped")
+	}
+	return err
 }

@@ -158,10 +158,13 @@ func (s *Server) downloadBackup(c *gin.Context) {
 }
 
 // uploadBackup lets go of the database (letGo) before it reads the body:
-// the upload is written and checked as a file of its own.
+// the upload is written and checked as a file of its own. Each read of it
+// has a deadline (readDeadlines): a client that stops sending is cut.
 func (s *Server) uploadBackup(c *gin.Context) {
 	letGo(c)
-	c.Request.Body = http.MaxBytesReader(c.Writer, c.Request.Body, s.opts.MaxUploadBytes+1<<20)
+	body, done := readDeadlines(c, c.Request.Body)
+	defer done()
+	setBody(c, http.MaxBytesReader(c.Writer, body, s.opts.MaxUploadBytes+1<<20))
 	mr, err := c.Request.MultipartReader()
 	if err != nil {
 		fail(c, store.Invalid("file: send the database as multipart/form-data in a field named file"))

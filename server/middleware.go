@@ -25,12 +25,24 @@ func (s *Server) limitBody(n int64) gin.HandlerFunc {
 	}
 	return func(c *gin.Context) {
 		if c.Request.ContentLength > n {
+			c.Header("Connection", "close") // the body stays unread: see admit
 			abort(c, http.StatusRequestEntityTooLarge, "the request body is larger than the limit of "+humanBytes(n))
 			return
 		}
-		c.Request.Body = http.MaxBytesReader(c.Writer, c.Request.Body, n)
+		setBody(c, http.MaxBytesReader(c.Writer, c.Request.Body, n))
 		c.Next()
 	}
+}
+
+// setBody gives the request another body, on a copy of the request. After
+// the handler, net/http looks at the body of the request it made to decide
+// what to do with an unread rest: a large one ends the connection, but a
+// body it does not recognise it reads on (up to 256 KiB), waiting for a
+// client that never sends it, before the answer goes out.
+func setBody(c *gin.Context, body io.ReadCloser) {
+	r := c.Request.WithContext(c.Request.Context())
+	r.Body = body
+	c.Request = r
 }
 
 func humanBytes(n int64) string {
@@ -84,49 +96,172 @@ func securityHeaders(c *gin.Context) {
 	c.Next()
 }
 
-// holdDB keeps a restore from swapping the database during the request;
-// a request that arrives during a restore waits for it to finish. It is
-// the gate's one holder for requests (the job runner is the other): the
-// handler and everything it calls run under its hold. With readBody the
-// body (already capped by limitBody) is read first, within a deadline, so
-// that a client sending it slowly holds nothing while it does; a route
-// that reads a large body itself (an upload) lets go before it does (see
-// letGo).
-func (s *Server) holdDB(readBody bool) gin.HandlerFunc {
+// Limits on how long a client may take, chosen in docs/DECISIONS.md.
+const (
+	// bodyReadTimeout bounds reading a request body the middleware buffers
+	// (at most the route's MaxBody), and each read of a body a handler
+	// reads itself (an upload).
+	bodyReadTimeout = time.Minute
+	// writeTimeout bounds each write of a response to the client. A JSON
+	// answer is one write, so it is the time the client has to take the
+	// whole answer; a download's is per chunk. Event streams set their own.
+	writeTimeout = time.Minute
+)
+
+// admit decides whether the request may run, reads its body, and holds
+// the database for the handler, in that order:
+//
+//  1. Who is asking is decided on the headers alone, under a short hold
+//     (the session lookup reads the database): no token, a bad one or too
+//     low a role is answered 401 or 403 before any body byte is read, so
+//     nobody without a token gets a body buffered, and a flood of large
+//     anonymous bodies costs no memory. Such a refusal closes the
+//     connection: to keep it, net/http would read and skip a body under
+//     256 KiB before the answer goes out, with no deadline, so a client
+//     that announces a body and never sends it would get no answer.
+//  2. The body (already capped by limitBody) is read within
+//     bodyReadTimeout, holding nothing: a client sending it slowly delays
+//     no restore.
+//  3. The request's hold is taken for the handler and everything it calls.
+//     The database may have changed while the body came in (a restore, a
+//     revoked session, a new role), so the caller is checked again under
+//     this hold; that is a cache hit when nothing changed.
+//
+// Without a body the one hold serves both the check and the handler. A
+// route that reads a large body itself (an upload, readBody false) lets go
+// before it does (see letGo). The hold ends at the latest when the
+// answer's first byte is written (boundWriter): an answer is rendered
+// under the hold and sent after it.
+func (s *Server) admit(a Access, readBody bool) gin.HandlerFunc {
 	return func(c *gin.Context) {
 		if readBody && c.Request.Body != nil && c.Request.Body != http.NoBody {
-			rc := http.NewResponseController(c.Writer)
-			_ = rc.SetReadDeadline(time.Now().Add(time.Minute))
-			body, err := io.ReadAll(c.Request.Body)
-			_ = rc.SetReadDeadline(time.Time{})
-			_ = c.Request.Body.Close() // read to the end or failed: ReadAll said which
-			if err != nil {
-				var maxErr *http.MaxBytesError
-				if errors.As(err, &maxErr) {
-					abort(c, http.StatusRequestEntityTooLarge, "the request body is larger than the limit of "+humanBytes(maxErr.Limit))
+			if !a.Public {
+				c.Header("Connection", "close") // kept if refused: see 1. above
+				ctx, release := s.db.Hold(c.Request.Context())
+				ok := s.authorize(ctx, c, a.MinRole)
+				release()
+				if !ok {
 					return
 				}
-				abort(c, http.StatusBadRequest, "the request body could not be read in time")
+				c.Writer.Header().Del("Connection")
+			}
+			if !bufferBody(c) {
 				return
 			}
-			c.Request.Body = io.NopCloser(bytes.NewReader(body))
 		}
 		ctx, release := s.db.Hold(c.Request.Context())
 		defer release()
 		c.Set(releaseKey, release)
+		if !a.Public && !s.authorize(ctx, c, a.MinRole) {
+			return
+		}
 		c.Request = c.Request.WithContext(ctx)
 		c.Next()
 	}
 }
+
+// bufferBody reads the request body within bodyReadTimeout and puts it
+// back as a buffer; on failure it answers (413 or 400) and reports false.
+func bufferBody(c *gin.Context) bool {
+	rc := http.NewResponseController(c.Writer)
+	_ = rc.SetReadDeadline(time.Now().Add(bodyReadTimeout)) // ErrNotSupported (a test recorder) is fine
+	body, err := io.ReadAll(c.Request.Body)
+	// A deadline left in place would end the request's context once the
+	// handler runs longer (net/http's background read fails with it).
+	_ = rc.SetReadDeadline(time.Time{})
+	_ = c.Request.Body.Close() // read to the end or failed: ReadAll said which
+	if err != nil {
+		c.Header("Connection", "close") // the rest stays unread: see admit
+		var maxErr *http.MaxBytesError
+		if errors.As(err, &maxErr) {
+			abort(c, http.StatusRequestEntityTooLarge, "the request body is larger than the limit of "+humanBytes(maxErr.Limit))
+			return false
+		}
+		abort(c, http.StatusBadRequest, "the request body could not be read in time")
+		return false
+	}
+	setBody(c, io.NopCloser(bytes.NewReader(body)))
+	return true
+}
+
+// readDeadlines gives each read of a body a handler reads itself (an
+// upload, too large for one deadline) bodyReadTimeout to make progress.
+// The deadline is lifted at the body's end, and by done for a handler that
+// stops reading before it (see bufferBody for why).
+func readDeadlines(c *gin.Context, body io.ReadCloser) (_ io.ReadCloser, done func()) {
+	rc := http.NewResponseController(c.Writer)
+	return &deadlineReader{ReadCloser: body, rc: rc}, func() { _ = rc.SetReadDeadline(time.Time{}) }
+}
+
+type deadlineReader struct {
+	io.ReadCloser
+	rc *http.ResponseController
+}
+
+func (r *deadlineReader) Read(p []byte) (int, error) {
+	_ = r.rc.SetReadDeadline(time.Now().Add(bodyReadTimeout))
+	n, err := r.ReadCloser.Read(p)
+	if err != nil {
+		_ = r.rc.SetReadDeadline(time.Time{})
+	}
+	return n, err
+}
+
+// boundWrites puts boundWriter in front of every response: the first byte
+// written ends the request's hold on the database, and each write gets
+// writeTimeout. A client that never reads then holds a connection until
+// the deadline, and never the database.
+func boundWrites(c *gin.Context) {
+	rc := http.NewResponseController(c.Writer)
+	// A kept-alive connection may carry the deadline of its previous
+	// request (App.Run also lifts it when a connection idles).
+	_ = rc.SetWriteDeadline(time.Time{})
+	c.Writer = &boundWriter{ResponseWriter: c.Writer, c: c, rc: rc}
+	c.Next()
+}
+
+// boundWriter is the response writer of every request (boundWrites).
+type boundWriter struct {
+	gin.ResponseWriter
+	c      *gin.Context
+	rc     *http.ResponseController
+	stream bool // an event stream: it sets its own write deadlines
+}
+
+// sending lets go of the database and starts the write's deadline.
+func (w *boundWriter) sending() {
+	letGo(w.c)
+	if !w.stream {
+		_ = w.rc.SetWriteDeadline(time.Now().Add(writeTimeout)) // ErrNotSupported (a test recorder) is fine
+	}
+}
+
+func (w *boundWriter) Write(b []byte) (int, error) {
+	w.sending()
+	return w.ResponseWriter.Write(b)
+}
+
+func (w *boundWriter) WriteString(s string) (int, error) {
+	w.sending()
+	return w.ResponseWriter.WriteString(s)
+}
+
+func (w *boundWriter) Flush() {
+	w.sending()
+	w.ResponseWriter.Flush()
+}
+
+// Unwrap lets http.ResponseController reach the connection.
+func (w *boundWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 
 const releaseKey = "copydesk.release"
 
 // letGo releases the request's hold on the database before a handler
 // streams or waits for something else than the database: an event stream,
 // a download or upload, the restore (which takes the gate exclusively and
-// would otherwise wait for its own request). After it the request's
-// context holds nothing; the handler uses the database again only through
-// held.
+// would otherwise wait for its own request). boundWriter calls it when an
+// answer's first byte is written. After it the request's context holds
+// nothing; the handler uses the database again only through held.
 func letGo(c *gin.Context) {
 	if release, ok := c.Get(releaseKey); ok {
 		release.(func())()
@@ -148,21 +283,30 @@ func (s *Server) held(ctx context.Context, fn func(context.Context) error) error
 // stream.
 func (s *Server) serve(c *gin.Context, topic string, o stream.ServeOptions) {
 	letGo(c)
+	if w, ok := c.Writer.(*boundWriter); ok {
+		w.stream = true
+	}
 	s.events.Serve(c.Writer, c.Request, topic, o)
 }
 
 const principalKey = "copydesk.principal"
 
-// authenticate checks the bearer token, the session and the user, and puts
-// the principal on the context. Every failure is a 401.
-func (s *Server) authenticate(c *gin.Context) {
-	p, err := s.authFromHeader(c.Request.Context(), c)
+// authorize checks the bearer token, the session and the user under the
+// hold ctx, then the role: it puts the principal on the context, or
+// answers 401 (any failure of the token) or 403 (min not reached) and
+// reports false.
+func (s *Server) authorize(ctx context.Context, c *gin.Context, min store.Role) bool {
+	p, err := s.authFromHeader(ctx, c)
 	if err != nil {
 		fail(c, err)
-		return
+		return false
+	}
+	if !p.User.Role.AtLeast(min) {
+		abort(c, http.StatusForbidden, "this needs the "+string(min)+" role or higher; you are "+string(p.User.Role))
+		return false
 	}
 	c.Set(principalKey, p)
-	c.Next()
+	return true
 }
 
 func (s *Server) authFromHeader(ctx context.Context, c *gin.Context) (*auth.Principal, error) {
@@ -199,18 +343,8 @@ func bearerToken(c *gin.Context) string {
 	return strings.TrimSpace(tok)
 }
 
-// requireRole refuses callers below min with a 403.
-func requireRole(min store.Role) gin.HandlerFunc {
-	return func(c *gin.Context) {
-		if p := principal(c); !p.User.Role.AtLeast(min) {
-			abort(c, http.StatusForbidden, "this needs the "+string(min)+" role or higher; you are "+string(p.User.Role))
-			return
-		}
-		c.Next()
-	}
-}
-
-// principal is the authenticated caller; only call it behind authenticate.
+// principal is the authenticated caller; only call it on a route that is
+// not public (admit authorized it).
 func principal(c *gin.Context) *auth.Principal {
 	return c.MustGet(principalKey).(*auth.Principal)
 }

@@ -85,6 +85,10 @@ type Deps struct {
 // DefaultMaxBody is the body limit of JSON endpoints.
 const DefaultMaxBody = 1 << 20
 
+// DefaultMaxPublicBody is the body limit of routes that need no token
+// (sign-in, registration): nobody unauthenticated gets more buffered.
+const DefaultMaxPublicBody = 16 << 10
+
 // New builds the router with every API group.
 func New(d Deps, opts Options) (*Server, error) {
 	if opts.MaxBodyBytes <= 0 {
@@ -113,7 +117,7 @@ func New(d Deps, opts Options) (*Server, error) {
 	s.settings = setting.New(d.DB)
 	s.agents = agent.New(agent.Deps{Store: d.DB, Environments: s.environments, Credentials: s.credentials, Engine: d.Engine,
 		Jobs: d.Jobs, Notify: d.Notify, Events: d.Events, Log: d.Log})
-	e.Use(s.recoverPanics, s.logRequests, securityHeaders)
+	e.Use(s.recoverPanics, s.logRequests, securityHeaders, boundWrites)
 	e.NoRoute(func(c *gin.Context) {
 		abort(c, http.StatusNotFound, "no route for "+c.Request.Method+" "+c.Request.URL.Path)
 	})
@@ -174,7 +178,7 @@ type Route struct {
 	Binary    string // content type of a binary success body
 	Status    int    // success status; 200 when 0
 	Errors    []int  // statuses beyond those implied by Access, Body and path
-	MaxBody   int64  // body limit; DefaultMaxBody when 0, the handler's own when < 0
+	MaxBody   int64  // body limit; DefaultMaxBody (DefaultMaxPublicBody when public) when 0, the handler's own when < 0
 	List      bool   // Data is the item type of a paginated list
 	// EventStream documents a 200 text/event-stream answer beside Status
 	// (execute with stream true).
@@ -183,24 +187,26 @@ type Route struct {
 
 // handle registers a route and its documentation.
 //
-// Every route runs with the database held (holdDB): a restore waits for
-// the requests in flight and holds new ones. A handler that streams or
-// waits on something other than the database (event streams, backup
-// downloads and uploads, the restore itself) lets go first, through letGo
-// or serve, and uses the database after that only through held.
+// Every route runs through admit: the caller is checked on the headers
+// before any body byte is read, then the body is read, then the database
+// is held for the handler (a restore waits for the requests in flight and
+// holds new ones), until the answer's first byte is written. A handler
+// that streams or waits on something other than the database (event
+// streams, backup downloads and uploads, the restore itself) lets go
+// first, through letGo or serve, and uses the database after that only
+// through held.
 func (s *Server) handle(r Route, h gin.HandlerFunc) {
 	if r.Status == 0 {
 		r.Status = http.StatusOK
+	}
+	if r.Access.Public && r.MaxBody == 0 {
+		r.MaxBody = DefaultMaxPublicBody
 	}
 	var chain []gin.HandlerFunc
 	if r.MaxBody >= 0 { // < 0: the handler enforces a limit of its own
 		chain = append(chain, s.limitBody(r.MaxBody))
 	}
-	chain = append(chain, s.holdDB(r.MaxBody >= 0))
-	if !r.Access.Public {
-		chain = append(chain, s.authenticate, requireRole(r.Access.MinRole))
-	}
-	chain = append(chain, h)
+	chain = append(chain, s.admit(r.Access, r.MaxBody >= 0), h)
 	s.router.Handle(r.Method, ginPath(r.Path), chain...)
 	s.routes = append(s.routes, &r)
 }

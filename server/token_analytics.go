@@ -1,8 +1,11 @@
 package server
 
 import (
+	"bufio"
 	"io"
 	"net/http"
+	"os"
+	"strconv"
 	"time"
 
 	"github.com/gin-gonic/gin"
@@ -193,26 +196,57 @@ func (s *Server) usageCosts(c *gin.Context) {
 		ByModel: pointsJSON(costs.ByModel), ByEnvironment: pointsJSON(costs.ByEnvironment)}, "costs")
 }
 
+// exportUsage renders the whole export into a temporary file under the
+// request's hold on the database, then sends the file: a client that reads
+// slowly, or not at all, holds no database (an export has no page limit,
+// so it is not kept in memory). A failed export is a clean error answer,
+// not a cut CSV.
 func (s *Server) exportUsage(c *gin.Context) {
 	var q usageQuery
 	if err := bindQuery(c, &q); err != nil {
 		fail(c, err)
 		return
 	}
-	started := false
-	err := s.analytics.ExportCSV(c.Request.Context(), scope(c), q.query(), func() io.Writer {
-		started = true
-		c.Header("Content-Type", "text/csv; charset=utf-8")
-		c.Header("Content-Disposition", `attachment; filename="copydesk-usage.csv"`)
-		c.Status(http.StatusOK)
-		return c.Writer
+	f, size, err := spool(func(w io.Writer) error {
+		return s.analytics.ExportCSV(c.Request.Context(), scope(c), q.query(), func() io.Writer { return w })
 	})
-	switch {
-	case err == nil:
-	case !started:
+	if err != nil {
 		fail(c, err)
-	default:
-		// Headers are sent; all that can be done is to log and stop.
-		logger(c).Error("usage export interrupted", "err", err)
+		return
 	}
+	defer func() { _ = f.Close(); _ = os.Remove(f.Name()) }() // a scratch file: nothing to report
+	c.Header("Content-Type", "text/csv; charset=utf-8")
+	c.Header("Content-Disposition", `attachment; filename="copydesk-usage.csv"`)
+	c.Header("Content-Length", strconv.FormatInt(size, 10))
+	c.Status(http.StatusOK)
+	if _, err := io.Copy(c.Writer, f); err != nil {
+		logger(c).Warn("usage export interrupted", "err", err)
+	}
+}
+
+// spool renders into a temporary file and returns it rewound, with its
+// size; the caller closes and removes it.
+func spool(render func(io.Writer) error) (*os.File, int64, error) {
+	f, err := os.CreateTemp("", "copydesk-export-*")
+	if err != nil {
+		return nil, 0, err
+	}
+	buf := bufio.NewWriter(f)
+	err = render(buf)
+	if err == nil {
+		err = buf.Flush()
+	}
+	var size int64
+	if err == nil {
+		size, err = f.Seek(0, io.SeekCurrent)
+	}
+	if err == nil {
+		_, err = f.Seek(0, io.SeekStart)
+	}
+	if err != nil {
+		_ = f.Close()
+		_ = os.Remove(f.Name())
+		return nil, 0, err
+	}
+	return f, size, nil
 }

@@ -146,8 +146,7 @@ var csvHeader = []string{"id", "created_at", "provider", "model", "input_tokens"
 
 // ExportCSV writes the matching events as CSV, oldest first. The query is
 // checked before open is called, so a refused query has written nothing;
-// open returns the writer once the export is sure to start (an HTTP
-// handler sends its headers there).
+// open returns the writer once the export is sure to start.
 func (s *Service) ExportCSV(ctx context.Context, sc store.Scope, q Query, open func() io.Writer) error {
 	f, err := s.filter(sc, q, nil)
 	if err != nil {
