@@ -35,16 +35,16 @@ type runResponse struct {
 	InputTokens   int64             `json:"input_tokens"`
 	OutputTokens  int64             `json:"output_tokens"`
 	CostUSD       *float64          `json:"cost_usd"`
-	QueuedAt      time.Time         `json:"queued_at"`
-	StartedAt     *time.Time        `json:"started_at"`
-	FinishedAt    *time.Time        `json:"finished_at"`
+	QueuedAt      Timestamp         `json:"queued_at"`
+	StartedAt     *Timestamp        `json:"started_at"`
+	FinishedAt    *Timestamp        `json:"finished_at"`
 	DurationMS    *int64            `json:"duration_ms"`
 }
 
 func runJSON(r *store.AgentRun) runResponse {
 	out := runResponse{ID: r.ID, AgentID: r.AgentID, EnvironmentID: r.EnvironmentID, UserID: r.UserID, Status: r.Status, Input: r.Input,
 		Variables: r.Variables, Output: r.Output, Error: r.Error, Model: r.Model, InputTokens: r.InputTokens, OutputTokens: r.OutputTokens,
-		CostUSD: r.CostUSD, QueuedAt: r.QueuedAt, StartedAt: r.StartedAt, FinishedAt: r.FinishedAt}
+		CostUSD: r.CostUSD, QueuedAt: Timestamp(r.QueuedAt), StartedAt: (*Timestamp)(r.StartedAt), FinishedAt: (*Timestamp)(r.FinishedAt)}
 	if out.Variables == nil {
 		out.Variables = map[string]string{}
 	}

@@ -2,7 +2,6 @@ package server
 
 import (
 	"net/http"
-	"time"
 
 	"github.com/gin-gonic/gin"
 
@@ -42,7 +41,7 @@ func (s *Server) registerAgentRoutes() {
 		Notes: "Queues a run and answers 202 with it; poll GET /api/agents/runs/{run_id}, or wait for the run.succeeded / run.failed notification. " +
 			"With stream true the answer is instead a Server-Sent Events stream: `event: run` with the run, `event: delta` with {\"text\"} pieces, then " +
 			"`event: done` with the run (or `event: error` with {\"detail\"}); a heartbeat comment every 15 seconds. {{name}} in the input and the system prompt is replaced by variables[name]. " +
-			"409 when no AI provider is configured."}, s.executeAgent)
+			"409 when no AI provider is configured, or when several are usable and none is chosen (neither on the agent nor in PUT /api/settings/ai-content)."}, s.executeAgent)
 	s.handle(Route{Method: "GET", Path: "/api/agents/{id}/runs", Tag: tag, Access: signedIn, List: true,
 		Summary: "Runs of an agent, newest first", Query: runListQuery{}, Data: runResponse{}}, s.listAgentRuns)
 }
@@ -52,7 +51,7 @@ type agentRequest struct {
 	Name          string   `json:"name" binding:"required,max=100"`
 	Description   string   `json:"description" binding:"max=2000"`
 	Kind          string   `json:"kind" binding:"required,oneof=writer editor researcher seo"`
-	CredentialID  *int64   `json:"credential_id" binding:"omitempty,gt=0" doc:"null: the AI content settings' credential"`
+	CredentialID  *int64   `json:"credential_id" binding:"omitempty,gt=0" doc:"null: the AI content settings' credential (or the only AI credential usable, when they choose none)"`
 	Model         string   `json:"model" binding:"max=200" doc:"empty: the settings' model"`
 	SystemPrompt  string   `json:"system_prompt" binding:"max=50000"`
 	Temperature   *float64 `json:"temperature" binding:"omitempty,gte=0,lte=2"`
@@ -85,8 +84,8 @@ type agentResponse struct {
 	MaxTokens     *int      `json:"max_tokens"`
 	IsActive      bool      `json:"is_active"`
 	Assignments   []int64   `json:"assignments" doc:"environments, beyond its own, that may use it"`
-	CreatedAt     time.Time `json:"created_at"`
-	UpdatedAt     time.Time `json:"updated_at"`
+	CreatedAt     Timestamp `json:"created_at"`
+	UpdatedAt     Timestamp `json:"updated_at"`
 }
 
 func agentJSON(a *store.Agent) agentResponse {
@@ -96,7 +95,7 @@ func agentJSON(a *store.Agent) agentResponse {
 	}
 	return agentResponse{ID: a.ID, EnvironmentID: a.EnvironmentID, Name: a.Name, Description: a.Description, Kind: a.Kind,
 		CredentialID: a.CredentialID, Model: a.Model, SystemPrompt: a.SystemPrompt, Temperature: a.Temperature, MaxTokens: a.MaxTokens,
-		IsActive: a.IsActive, Assignments: as, CreatedAt: a.CreatedAt, UpdatedAt: a.UpdatedAt}
+		IsActive: a.IsActive, Assignments: as, CreatedAt: Timestamp(a.CreatedAt), UpdatedAt: Timestamp(a.UpdatedAt)}
 }
 
 type agentListQuery struct {

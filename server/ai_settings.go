@@ -2,7 +2,6 @@ package server
 
 import (
 	"net/http"
-	"time"
 
 	"github.com/gin-gonic/gin"
 
@@ -43,7 +42,7 @@ type aiSettingsLevel struct {
 }
 
 type aiSettingsEffective struct {
-	CredentialID     *int64                 `json:"credential_id"`
+	CredentialID     *int64                 `json:"credential_id" doc:"chosen by a level, or, when none chooses one, the only AI credential usable here; null: none, or several and none chosen"`
 	Model            string                 `json:"model"`
 	Temperature      float64                `json:"temperature"`
 	MaxOutputTokens  int                    `json:"max_output_tokens"`
@@ -59,7 +58,7 @@ type aiSettingsResponse struct {
 	Global        aiSettingsLevel     `json:"global"`
 	Override      *aiSettingsLevel    `json:"override" doc:"the environment's own settings; null without environment_id"`
 	Effective     aiSettingsEffective `json:"effective"`
-	UpdatedAt     *time.Time          `json:"updated_at"`
+	UpdatedAt     *Timestamp          `json:"updated_at"`
 }
 
 // aiSettingsLevel and aiSettingsEffective are the wire forms of
@@ -67,7 +66,7 @@ type aiSettingsResponse struct {
 // so one converts to the other.
 func aiSettingsJSON(v *aisetting.View) aiSettingsResponse {
 	out := aiSettingsResponse{EnvironmentID: v.EnvironmentID, Global: aiSettingsLevel(v.Global),
-		Effective: aiSettingsEffective(v.Effective), UpdatedAt: v.UpdatedAt}
+		Effective: aiSettingsEffective(v.Effective), UpdatedAt: (*Timestamp)(v.UpdatedAt)}
 	if v.Override != nil {
 		own := aiSettingsLevel(*v.Override)
 		out.Override = &own

@@ -168,7 +168,7 @@ func TestAISettingsMerge(t *testing.T) {
 	d := r.Data()
 	aisExpect(t, "global", d["global"].(map[string]any), wantGlobal)
 	aisExpect(t, "effective", d["effective"].(map[string]any), wantGlobal)
-	if d["updated_at"] != "2026-11-21T12:00:00Z" || d["override"] != nil {
+	if d["updated_at"] != "2026-11-21T12:00:00.000Z" || d["override"] != nil {
 		t.Fatalf("global PUT: %v", d)
 	}
 	// Round trip through GET, price overrides included.
@@ -183,7 +183,7 @@ func TestAISettingsMerge(t *testing.T) {
 		t.Fatalf("PUT override: %d %s", r.Code, r.Body)
 	}
 	for _, d := range []map[string]any{r.Data(), aisGet(t, e, admin, envA)} {
-		if d["environment_id"] != float64(envA) || d["updated_at"] != "2026-11-21T12:01:00Z" {
+		if d["environment_id"] != float64(envA) || d["updated_at"] != "2026-11-21T12:01:00.000Z" {
 			t.Fatalf("override view: %v", d)
 		}
 		aisExpect(t, "global", d["global"].(map[string]any), wantGlobal)
@@ -214,8 +214,11 @@ func TestAISettingsMerge(t *testing.T) {
 		if r.Code != 200 {
 			t.Fatalf("%d %s", r.Code, r.Body)
 		}
+		// Nothing chooses a credential, and one AI credential is usable
+		// globally: that one is the effective one (in envA, where own is
+		// usable too, none is: see below).
 		aisExpect(t, "effective", r.Data()["effective"].(map[string]any), map[string]any{
-			"credential_id": nil, "model": "", "temperature": 0, "max_output_tokens": 4096, "tone": "professional",
+			"credential_id": global.ID, "model": "", "temperature": 0, "max_output_tokens": 4096, "tone": "professional",
 			"language": "en", "target_word_count": 1200, "monthly_budget_usd": nil, "price_overrides": map[string]any{}})
 		// The environment still sees its own fields over the new global ones.
 		aisExpect(t, "effective", aisGet(t, e, admin, envA)["effective"].(map[string]any), map[string]any{
@@ -376,4 +379,48 @@ func TestAISettingsValidation(t *testing.T) {
 			t.Fatalf("%d %s", r.Code, r.Body)
 		}
 	})
+}
+
+// TestOnlyAICredential: a first credential works without choosing it in
+// the AI content settings; a second one, with none chosen, is a 409 that
+// says so and where to choose.
+func TestOnlyAICredential(t *testing.T) {
+	t.Parallel()
+	f := agSetup(t)
+	e := f.e
+	provider := fakeOpenAI(t, nil)
+	agentID := agID(agCreate(t, e, f.edATok, map[string]any{"environment_id": f.envA, "name": "Writer", "kind": "writer"}))
+	execute := func() resp {
+		return e.do(t, "POST", fmt.Sprintf("/api/agents/%d/execute", agentID), f.edATok, map[string]any{"input": "hello"})
+	}
+	addCredential := func(name string) int64 {
+		return cfgID(cfgCreate(t, e, f.adminTok, map[string]any{"name": name, "provider": "openai", "api_key": "sk-test-good-key-0001",
+			"base_url": provider.URL + "/v1", "default_model": "gpt-4o-mini"}))
+	}
+	if r := execute(); r.Code != 409 || !strings.Contains(r.Detail(), "no AI provider is configured") {
+		t.Fatalf("none: %d %s", r.Code, r.Body)
+	}
+	first := addCredential("first")
+	if r := execute(); r.Code != 202 {
+		t.Fatalf("the only credential: %d %s", r.Code, r.Body)
+	}
+	eff := aisGet(t, e, f.adminTok, f.envA)["effective"].(map[string]any)
+	if eff["credential_id"] != float64(first) {
+		t.Fatalf("effective: %v", eff)
+	}
+	addCredential("second")
+	r := execute()
+	if r.Code != 409 || !strings.Contains(r.Detail(), "2 AI credentials are usable here and none is chosen") ||
+		!strings.Contains(r.Detail(), "PUT /api/settings/ai-content") {
+		t.Fatalf("two, none chosen: %d %s", r.Code, r.Body)
+	}
+	if eff := aisGet(t, e, f.adminTok, 0)["effective"].(map[string]any); eff["credential_id"] != nil {
+		t.Fatalf("effective among two: %v", eff)
+	}
+	if r := aisPut(t, e, f.adminTok, 0, map[string]any{"credential_id": first}); r.Code != 200 {
+		t.Fatalf("choose: %d %s", r.Code, r.Body)
+	}
+	if r := execute(); r.Code != 202 {
+		t.Fatalf("chosen: %d %s", r.Code, r.Body)
+	}
 }

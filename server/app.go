@@ -190,7 +190,7 @@ func Open(ctx context.Context, cfg Config, log *slog.Logger) (*App, error) {
 	}
 	a.Log.Info("password hashes run at most this many at once; more wait, then get 503", "hashes", a.Auth.HashLimit().Size(),
 		"cpus", runtime.GOMAXPROCS(0), "memory_limit_mib", auth.MemoryLimit()>>20)
-	a.Events = stream.New(stream.Options{Heartbeat: cfg.StreamHeartbeat, Log: log})
+	a.Events = stream.New(stream.Options{Heartbeat: cfg.StreamHeartbeat, Log: log, Marshal: encodeJSON})
 	a.Notify = notify.New(a.DB, log)
 	a.Notify.PublishTo(a.Events)
 	a.Backups.OnScheduledRun = a.scheduledBackupRan

@@ -14,8 +14,9 @@ import (
 
 // The authentication group (/api/auth): the nineteen endpoints of the
 // specification, plus GET /api/auth/avatars/{user_id}, which serves the
-// images that avatar_url points at, and the admin's account recovery
-// actions (reset-2fa, unlock).
+// images that avatar_url points at, the admin's account recovery actions
+// (reset-2fa, unlock), sign-out (logout), the 2FA status and the GET
+// beside PUT /api/auth/users/{id}/environments.
 func (s *Server) registerAuthRoutes() {
 	const tag = "Authentication"
 	s.handle(Route{Method: "POST", Path: "/api/auth/register", Tag: tag, Access: public, Status: http.StatusCreated,
@@ -39,8 +40,11 @@ func (s *Server) registerAuthRoutes() {
 	s.handle(Route{Method: "DELETE", Path: "/api/auth/me/avatar", Tag: tag, Access: signedIn,
 		Summary: "Delete the profile avatar", Data: userResponse{}}, s.deleteAvatar)
 	s.handle(Route{Method: "GET", Path: "/api/auth/avatars/{user_id}", Tag: tag, Access: signedIn,
-		Summary: "A user's avatar image", Binary: "image/*", Errors: []int{304},
+		Summary: "A user's avatar image", Binary: "image/*", Errors: []int{304}, Query: avatarQuery{},
 		Notes: "The image bytes with their content type; avatar_url in user objects points here."}, s.avatar)
+	s.handle(Route{Method: "GET", Path: "/api/auth/2fa", Tag: tag, Access: signedIn,
+		Summary: "Your two-factor authentication: on or off, and how many recovery codes are left", Data: twoFactorResponse{},
+		Notes: "recovery_codes_left counts the unused recovery codes; each works once. When they run low, turn two-factor authentication off and on again for ten new ones."}, s.twoFactor)
 	s.handle(Route{Method: "POST", Path: "/api/auth/2fa/setup", Tag: tag, Access: signedIn, Errors: []int{409},
 		Summary: "Start two-factor setup (TOTP secret and QR code)", Data: totpSetupResponse{},
 		Notes: "Scan qr_code (or type secret) into an authenticator app, then confirm with /api/auth/2fa/verify."}, s.setupTOTP)
@@ -50,8 +54,12 @@ func (s *Server) registerAuthRoutes() {
 	s.handle(Route{Method: "POST", Path: "/api/auth/2fa/disable", Tag: tag, Access: signedIn, Errors: []int{409, 429, 503},
 		Summary: "Turn two-factor authentication off", Body: totpDisableRequest{}, Data: userResponse{},
 		Notes: "Prove it with a current code (or a recovery code) or with the password. " + busyNote}, s.disableTOTP)
-	s.handle(Route{Method: "GET", Path: "/api/auth/sessions", Tag: tag, Access: signedIn,
-		Summary: "The current user's active sessions", Data: sessionListResponse{}}, s.sessions)
+	s.handle(Route{Method: "GET", Path: "/api/auth/sessions", Tag: tag, Access: signedIn, List: true,
+		Summary: "The current user's active sessions, newest first", Query: pageQuery{}, Data: sessionResponse{}}, s.sessions)
+	s.handle(Route{Method: "POST", Path: "/api/auth/logout", Tag: tag, Access: signedIn,
+		Summary: "Sign out: end the current session", Data: sessionRevokedResponse{},
+		Notes: "Send no body. Ends the session of the token in the Authorization header, as DELETE /api/auth/sessions/{id} would: " +
+			"its tokens get 401 from the next request on. Other sessions stay; end them with DELETE /api/auth/sessions/{id}."}, s.logout)
 	s.handle(Route{Method: "DELETE", Path: "/api/auth/sessions/{id}", Tag: tag, Access: signedIn,
 		Summary: "Revoke a session", Data: sessionRevokedResponse{},
 		Notes: "A token of the revoked session gets 401 on its next request. Another user's session is 404."}, s.revokeSession)
@@ -70,6 +78,9 @@ func (s *Server) registerAuthRoutes() {
 	s.handle(Route{Method: "PUT", Path: "/api/auth/users/{id}/status", Tag: tag, Access: adminOnly, Errors: []int{409},
 		Summary: "Enable or disable a user", Body: statusRequest{}, Data: userResponse{},
 		Notes: "Disabling ends the user's sessions at once. Nobody disables themselves or the last active super_admin (409)."}, s.setStatus)
+	s.handle(Route{Method: "GET", Path: "/api/auth/users/{id}/environments", Tag: tag, Access: adminOnly,
+		Summary: "A user's environment access", Data: userEnvironmentsResponse{},
+		Notes: "The environments granted to the user with PUT. Admins and super_admins see every environment whatever this says."}, s.userEnvironments)
 	s.handle(Route{Method: "PUT", Path: "/api/auth/users/{id}/environments", Tag: tag, Access: adminOnly,
 		Summary: "Set a user's environment access", Body: userEnvironmentsRequest{}, Data: userEnvironmentsResponse{},
 		Notes: "Replaces the set of environments the user may see. Unknown environment ids are 422."}, s.setUserEnvironments)
@@ -111,16 +122,16 @@ type userResponse struct {
 	FullName         string     `json:"full_name"`
 	AvatarURL        *string    `json:"avatar_url"`
 	TwoFactorEnabled bool       `json:"two_factor_enabled"`
-	LastLoginAt      *time.Time `json:"last_login_at"`
-	CreatedAt        time.Time  `json:"created_at"`
-	UpdatedAt        time.Time  `json:"updated_at"`
+	LastLoginAt      *Timestamp `json:"last_login_at"`
+	CreatedAt        Timestamp  `json:"created_at"`
+	UpdatedAt        Timestamp  `json:"updated_at"`
 }
 
 func userJSON(u *store.User) userResponse {
 	out := userResponse{
 		ID: u.ID, Email: u.Email, Username: u.Username, Role: string(u.Role), IsActive: u.IsActive,
-		FullName: u.FullName, TwoFactorEnabled: u.TOTPEnabled, LastLoginAt: u.LastLoginAt,
-		CreatedAt: u.CreatedAt, UpdatedAt: u.UpdatedAt,
+		FullName: u.FullName, TwoFactorEnabled: u.TOTPEnabled, LastLoginAt: (*Timestamp)(u.LastLoginAt),
+		CreatedAt: Timestamp(u.CreatedAt), UpdatedAt: Timestamp(u.UpdatedAt),
 	}
 	out.AvatarURL = avatarURL(u.ID, u.AvatarVersion)
 	return out
@@ -136,17 +147,24 @@ func avatarURL(userID, version int64) *string {
 	return &url
 }
 
+// avatarQuery is what avatar_url carries: the image's version, so a new
+// image has a new URL and caches fetch it. Any value serves the current
+// image.
+type avatarQuery struct {
+	V string `form:"v" doc:"the avatar's version (in avatar_url); any value serves the current image"`
+}
+
 type tokenResponse struct {
 	AccessToken string       `json:"access_token"`
 	TokenType   string       `json:"token_type" enum:"bearer"`
 	ExpiresIn   int64        `json:"expires_in" doc:"seconds until the token expires"`
-	ExpiresAt   time.Time    `json:"expires_at"`
+	ExpiresAt   Timestamp    `json:"expires_at"`
 	User        userResponse `json:"user"`
 }
 
 func tokenJSON(g *auth.Grant, now time.Time) tokenResponse {
 	return tokenResponse{AccessToken: g.Token, TokenType: "bearer", ExpiresIn: int64(g.ExpiresAt.Sub(now).Seconds()),
-		ExpiresAt: g.ExpiresAt, User: userJSON(g.User)}
+		ExpiresAt: Timestamp(g.ExpiresAt), User: userJSON(g.User)}
 }
 
 type profileRequest struct {
@@ -168,6 +186,12 @@ type totpVerifyRequest struct {
 	CurrentPassword string `json:"current_password" binding:"required,max=1024" doc:"the account's password: required, so that a stolen token alone cannot turn two-factor authentication on"`
 }
 
+type twoFactorResponse struct {
+	TwoFactorEnabled  bool `json:"two_factor_enabled"`
+	SetupPending      bool `json:"setup_pending" doc:"setup was started and awaits its first code (POST /api/auth/2fa/verify)"`
+	RecoveryCodesLeft int  `json:"recovery_codes_left" doc:"unused recovery codes; 0 while two-factor authentication is off"`
+}
+
 type recoveryCodesResponse struct {
 	TwoFactorEnabled bool     `json:"two_factor_enabled"`
 	RecoveryCodes    []string `json:"recovery_codes"`
@@ -180,18 +204,13 @@ type totpDisableRequest struct {
 
 type sessionResponse struct {
 	ID             int64     `json:"id"`
-	CreatedAt      time.Time `json:"created_at"`
-	LastSeenAt     time.Time `json:"last_seen_at"`
-	ExpiresAt      time.Time `json:"expires_at" doc:"absolute end of the session; refresh cannot go past it"`
-	TokenExpiresAt time.Time `json:"token_expires_at" doc:"expiry of the newest token issued for the session"`
+	CreatedAt      Timestamp `json:"created_at"`
+	LastSeenAt     Timestamp `json:"last_seen_at"`
+	ExpiresAt      Timestamp `json:"expires_at" doc:"absolute end of the session; refresh cannot go past it"`
+	TokenExpiresAt Timestamp `json:"token_expires_at" doc:"expiry of the newest token issued for the session"`
 	IP             string    `json:"ip"`
 	UserAgent      string    `json:"user_agent"`
 	Current        bool      `json:"current"`
-}
-
-type sessionListResponse struct {
-	Items []sessionResponse `json:"items"`
-	Total int               `json:"total"`
 }
 
 type sessionRevokedResponse struct {
@@ -207,17 +226,17 @@ type licenseResponse struct {
 	Plan        *string    `json:"plan"`
 	Seats       *int       `json:"seats"`
 	SeatsInUse  *int       `json:"seats_in_use" doc:"active accounts on this installation"`
-	IssuedAt    *time.Time `json:"issued_at"`
-	ExpiresAt   *time.Time `json:"expires_at"`
-	ActivatedAt *time.Time `json:"activated_at"`
+	IssuedAt    *Timestamp `json:"issued_at"`
+	ExpiresAt   *Timestamp `json:"expires_at"`
+	ActivatedAt *Timestamp `json:"activated_at"`
 }
 
 func licenseJSON(st *auth.LicenseStatus) licenseResponse {
-	out := licenseResponse{State: st.State, Reason: st.Reason, ActivatedAt: st.ActivatedAt}
+	out := licenseResponse{State: st.State, Reason: st.Reason, ActivatedAt: (*Timestamp)(st.ActivatedAt)}
 	if p := st.Payload; p != nil {
 		seatsInUse := st.SeatsInUse
 		out.KeyID, out.Licensee, out.Plan, out.Seats = &p.ID, &p.Licensee, &p.Plan, &p.Seats
-		out.SeatsInUse, out.IssuedAt, out.ExpiresAt = &seatsInUse, &p.IssuedAt, p.ExpiresAt
+		out.SeatsInUse, out.IssuedAt, out.ExpiresAt = &seatsInUse, (*Timestamp)(&p.IssuedAt), (*Timestamp)(p.ExpiresAt)
 	}
 	return out
 }
@@ -394,19 +413,45 @@ func (s *Server) disableTOTP(c *gin.Context) {
 	respond(c, http.StatusOK, userJSON(u), "two-factor authentication is off")
 }
 
-func (s *Server) sessions(c *gin.Context) {
-	p := principal(c)
-	list, err := s.auth.Sessions(c.Request.Context(), p)
+func (s *Server) twoFactor(c *gin.Context) {
+	st, err := s.auth.TwoFactor(c.Request.Context(), principal(c))
 	if err != nil {
 		fail(c, err)
 		return
 	}
-	out := sessionListResponse{Items: make([]sessionResponse, 0, len(list)), Total: len(list)}
-	for _, ss := range list {
-		out.Items = append(out.Items, sessionResponse{ID: ss.ID, CreatedAt: ss.CreatedAt, LastSeenAt: ss.LastSeenAt,
-			ExpiresAt: ss.ExpiresAt, TokenExpiresAt: ss.TokenExpiresAt, IP: ss.IP, UserAgent: ss.UserAgent, Current: ss.ID == p.Session.ID})
+	msg := "two-factor authentication is off"
+	if st.Enabled {
+		msg = fmt.Sprintf("two-factor authentication is on; %d recovery codes left", st.RecoveryCodesLeft)
 	}
-	respond(c, http.StatusOK, out, "your active sessions")
+	respond(c, http.StatusOK, twoFactorResponse{TwoFactorEnabled: st.Enabled, SetupPending: st.SetupPending, RecoveryCodesLeft: st.RecoveryCodesLeft}, msg)
+}
+
+func (s *Server) sessions(c *gin.Context) {
+	var q pageQuery
+	if err := bindQuery(c, &q); err != nil {
+		fail(c, err)
+		return
+	}
+	p, pg := principal(c), q.page()
+	list, total, err := s.auth.Sessions(c.Request.Context(), p, pg)
+	if err != nil {
+		fail(c, err)
+		return
+	}
+	respondList(c, list, total, pg, func(ss *store.Session) sessionResponse {
+		return sessionResponse{ID: ss.ID, CreatedAt: Timestamp(ss.CreatedAt), LastSeenAt: Timestamp(ss.LastSeenAt),
+			ExpiresAt: Timestamp(ss.ExpiresAt), TokenExpiresAt: Timestamp(ss.TokenExpiresAt), IP: ss.IP, UserAgent: ss.UserAgent,
+			Current: ss.ID == p.Session.ID}
+	}, "your active sessions")
+}
+
+func (s *Server) logout(c *gin.Context) {
+	p := principal(c)
+	if err := s.auth.Logout(c.Request.Context(), p); err != nil {
+		fail(c, err)
+		return
+	}
+	respond(c, http.StatusOK, sessionRevokedResponse{ID: p.Session.ID, Revoked: true}, "signed out: this session has ended")
 }
 
 func (s *Server) revokeSession(c *gin.Context) {
@@ -509,6 +554,20 @@ func (s *Server) setStatus(c *gin.Context) {
 		msg = "user enabled"
 	}
 	respond(c, http.StatusOK, userJSON(u), msg)
+}
+
+func (s *Server) userEnvironments(c *gin.Context) {
+	id, err := pathID(c, "id")
+	if err != nil {
+		fail(c, err)
+		return
+	}
+	ids, err := s.auth.Environments(c.Request.Context(), id)
+	if err != nil {
+		fail(c, err)
+		return
+	}
+	respond(c, http.StatusOK, userEnvironmentsResponse{UserID: id, EnvironmentIDs: ids}, "environment access")
 }
 
 func (s *Server) setUserEnvironments(c *gin.Context) {

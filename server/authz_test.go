@@ -25,8 +25,8 @@ type authzCase struct {
 }
 
 // authzTable lists every route with the status each role gets. envA is
-// granted to the viewer and the editor, envB to nobody; target is a viewer
-// with an avatar. {notification} and {message} are a notification of the
+// granted to the viewer, the editor and target, envB to nobody; target is
+// a viewer with an avatar (so everyone may write to target). {notification} and {message} are a notification of the
 // caller's and a message target sent the caller. A route missing here fails
 // TestAuthorizationTable.
 var authzTable = []authzCase{
@@ -40,17 +40,20 @@ var authzTable = []authzCase{
 	{route: "POST /api/auth/me/avatar", file: true, want: [5]int{401, 200, 200, 200, 200}},
 	{route: "DELETE /api/auth/me/avatar", want: [5]int{401, 200, 200, 200, 200}},
 	{route: "GET /api/auth/avatars/{user_id}", path: "/api/auth/avatars/{target}", want: [5]int{401, 200, 200, 200, 200}},
+	{route: "GET /api/auth/2fa", want: [5]int{401, 200, 200, 200, 200}},
 	{route: "POST /api/auth/2fa/setup", want: [5]int{401, 200, 200, 200, 200}},
 	{route: "POST /api/auth/2fa/verify", body: map[string]any{"code": "123456", "current_password": "whatever"}, want: [5]int{401, 409, 409, 409, 409}},
 	{route: "POST /api/auth/2fa/disable", body: map[string]any{"password": "whatever"}, want: [5]int{401, 409, 409, 409, 409}},
 	{route: "GET /api/auth/sessions", want: [5]int{401, 200, 200, 200, 200}},
 	{route: "DELETE /api/auth/sessions/{id}", path: "/api/auth/sessions/999999", want: [5]int{401, 404, 404, 404, 404}},
+	{route: "POST /api/auth/logout", want: [5]int{401, 200, 200, 200, 200}},
 	{route: "GET /api/auth/license", want: [5]int{401, 200, 200, 200, 200}},
 	{route: "POST /api/auth/license/activate", body: map[string]any{"license_key": "CDL1.bogus.key"}, want: [5]int{401, 422, 422, 422, 422}},
 	{route: "POST /api/auth/license/deactivate", want: [5]int{401, 200, 200, 200, 200}},
 	{route: "GET /api/auth/users", want: [5]int{401, 403, 403, 200, 200}},
 	{route: "PUT /api/auth/users/{id}/role", path: "/api/auth/users/{target}/role", body: map[string]any{"role": "editor"}, want: [5]int{401, 403, 403, 200, 200}},
 	{route: "PUT /api/auth/users/{id}/status", path: "/api/auth/users/{target}/status", body: map[string]any{"is_active": false}, want: [5]int{401, 403, 403, 200, 200}},
+	{route: "GET /api/auth/users/{id}/environments", path: "/api/auth/users/{target}/environments", want: [5]int{401, 403, 403, 200, 200}},
 	{route: "PUT /api/auth/users/{id}/environments", path: "/api/auth/users/{target}/environments", body: map[string]any{"environment_ids": []string{"{envA}"}}, want: [5]int{401, 403, 403, 200, 200}},
 	{route: "POST /api/auth/users/{id}/reset-2fa", path: "/api/auth/users/{target}/reset-2fa", want: [5]int{401, 403, 403, 409, 409}}, // target has no 2FA
 	{route: "POST /api/auth/users/{id}/unlock", path: "/api/auth/users/{target}/unlock", want: [5]int{401, 403, 403, 200, 200}},
@@ -89,6 +92,7 @@ var authzTable = []authzCase{
 	{route: "POST /api/notifications/{id}/read", path: "/api/notifications/{notification}/read", want: [5]int{401, 200, 200, 200, 200}},
 	{route: "DELETE /api/notifications/{id}", path: "/api/notifications/{notification}", want: [5]int{401, 200, 200, 200, 200}},
 	{route: "POST /api/messages", body: map[string]any{"recipient_id": "{target}", "body": "hello"}, want: [5]int{401, 201, 201, 201, 201}},
+	{route: "GET /api/messages/recipients", want: [5]int{401, 200, 200, 200, 200}},
 	{route: "GET /api/messages/inbox", want: [5]int{401, 200, 200, 200, 200}},
 	{route: "GET /api/messages/sent", want: [5]int{401, 200, 200, 200, 200}},
 	{route: "GET /api/messages/conversations", want: [5]int{401, 200, 200, 200, 200}},
@@ -143,7 +147,7 @@ type authzFixture struct {
 	fill   map[string]*strings.Replacer // role -> fills {envA}, {target}, ... with that role's ids
 }
 
-// newAuthzFixture builds envA (granted to the viewer and the editor), envB,
+// newAuthzFixture builds envA (granted to the viewer, the editor and target), envB,
 // the target user with an avatar, one user per role with a notification
 // and a message of their own, a credential at provider, agents, a queued
 // run and a backup taken after everyone signed in. It returns the routes of
@@ -162,6 +166,9 @@ func newAuthzFixture(t *testing.T, providerURL string) (*authzFixture, []*server
 	}
 	target, _ := e.user(t, "target", store.RoleViewer)
 	if _, err := e.app.DB.SetAvatar(ctx, target.ID, "image/png", pngBytes(t, 8, 8)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.app.DB.SetUserEnvironments(ctx, target.ID, []int64{envA.ID}); err != nil {
 		t.Fatal(err)
 	}
 	tokens := map[string]string{"anonymous": ""}

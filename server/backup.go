@@ -54,13 +54,13 @@ type backupResponse struct {
 	Kind            string    `json:"kind" enum:"manual,scheduled,pre-restore,uploaded,cli"`
 	Size            int64     `json:"size" doc:"bytes"`
 	SHA256          string    `json:"sha256"`
-	CreatedAt       time.Time `json:"created_at"`
+	CreatedAt       Timestamp `json:"created_at"`
 	SchemaVersion   int       `json:"schema_version"`
 	CopydeskVersion string    `json:"copydesk_version"`
 }
 
 func backupJSON(m *backup.Meta) backupResponse {
-	return backupResponse{Name: m.Name, Kind: m.Kind, Size: m.Size, SHA256: m.SHA256, CreatedAt: m.CreatedAt,
+	return backupResponse{Name: m.Name, Kind: m.Kind, Size: m.Size, SHA256: m.SHA256, CreatedAt: Timestamp(m.CreatedAt),
 		SchemaVersion: m.SchemaVersion, CopydeskVersion: m.CopydeskVersion}
 }
 
@@ -93,8 +93,8 @@ type backupScheduleResponse struct {
 	Enabled    bool       `json:"enabled"`
 	Spec       string     `json:"spec"`
 	Retention  int        `json:"retention"`
-	NextRunAt  *time.Time `json:"next_run_at"`
-	LastRunAt  *time.Time `json:"last_run_at"`
+	NextRunAt  *Timestamp `json:"next_run_at"`
+	LastRunAt  *Timestamp `json:"last_run_at"`
 	LastBackup string     `json:"last_backup"`
 	LastError  string     `json:"last_error"`
 }
@@ -152,6 +152,9 @@ func (s *Server) downloadBackup(c *gin.Context) {
 	c.Header("Cache-Control", "no-store")
 	c.Status(http.StatusOK)
 	c.Header("Content-Type", "application/vnd.sqlite3")
+	if c.Request.Method == http.MethodHead {
+		return // the headers say what GET would send; nothing to read
+	}
 	if _, err := io.Copy(c.Writer, f); err != nil {
 		logger(c).Warn("backup download interrupted", "name", meta.Name, "err", err)
 	}
@@ -261,8 +264,8 @@ func (s *Server) backupSchedule(c *gin.Context) {
 }
 
 func scheduleJSON(sched backup.Schedule, st backup.ScheduleState, next *time.Time) backupScheduleResponse {
-	return backupScheduleResponse{Enabled: sched.Enabled, Spec: sched.Spec, Retention: sched.Retention, NextRunAt: next,
-		LastRunAt: st.LastRunAt, LastBackup: st.LastBackup, LastError: st.LastError}
+	return backupScheduleResponse{Enabled: sched.Enabled, Spec: sched.Spec, Retention: sched.Retention, NextRunAt: (*Timestamp)(next),
+		LastRunAt: (*Timestamp)(st.LastRunAt), LastBackup: st.LastBackup, LastError: st.LastError}
 }
 
 func (s *Server) putBackupSchedule(c *gin.Context) {

@@ -2,7 +2,6 @@ package server
 
 import (
 	"net/http"
-	"time"
 
 	"github.com/gin-gonic/gin"
 
@@ -45,17 +44,17 @@ type credentialResponse struct {
 	SecretHint    string     `json:"secret_hint" doc:"the secret, masked, e.g. sk-...x9Qa"`
 	DefaultModel  string     `json:"default_model"`
 	EnvironmentID *int64     `json:"environment_id" doc:"null: usable in every environment"`
-	LastTestedAt  *time.Time `json:"last_tested_at"`
+	LastTestedAt  *Timestamp `json:"last_tested_at"`
 	LastTestOK    *bool      `json:"last_test_ok"`
 	LastTestError string     `json:"last_test_error"`
-	CreatedAt     time.Time  `json:"created_at"`
-	UpdatedAt     time.Time  `json:"updated_at"`
+	CreatedAt     Timestamp  `json:"created_at"`
+	UpdatedAt     Timestamp  `json:"updated_at"`
 }
 
 func credentialJSON(c *store.Credential) credentialResponse {
 	return credentialResponse{ID: c.ID, Name: c.Name, Provider: c.Provider, BaseURL: c.BaseURL, Username: c.Username,
-		SecretHint: c.SecretHint, DefaultModel: c.DefaultModel, EnvironmentID: c.EnvironmentID, LastTestedAt: c.LastTestedAt,
-		LastTestOK: c.LastTestOK, LastTestError: c.LastTestError, CreatedAt: c.CreatedAt, UpdatedAt: c.UpdatedAt}
+		SecretHint: c.SecretHint, DefaultModel: c.DefaultModel, EnvironmentID: c.EnvironmentID, LastTestedAt: (*Timestamp)(c.LastTestedAt),
+		LastTestOK: c.LastTestOK, LastTestError: c.LastTestError, CreatedAt: Timestamp(c.CreatedAt), UpdatedAt: Timestamp(c.UpdatedAt)}
 }
 
 type credentialListQuery struct {

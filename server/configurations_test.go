@@ -713,7 +713,7 @@ func TestConfigurationsTestEndpoint(t *testing.T) {
 				}
 			}
 			g := got.Data()
-			if g["last_test_ok"] != c.ok || g["last_tested_at"] != "2026-11-21T12:00:00Z" {
+			if g["last_test_ok"] != c.ok || g["last_tested_at"] != "2026-11-21T12:00:00.000Z" {
 				t.Errorf("recorded: last_test_ok %v, last_tested_at %v", g["last_test_ok"], g["last_tested_at"])
 			}
 			wantErr := ""
@@ -736,7 +736,7 @@ func TestConfigurationsTestEndpoint(t *testing.T) {
 			t.Fatalf("%s", r.Body)
 		}
 		g := e.do(t, "GET", p, admin, nil).Data()
-		if g["last_test_ok"] != true || g["last_test_error"] != "" || g["last_tested_at"] != "2026-11-21T12:01:00Z" {
+		if g["last_test_ok"] != true || g["last_test_error"] != "" || g["last_tested_at"] != "2026-11-21T12:01:00.000Z" {
 			t.Fatalf("after a good test: %v", g)
 		}
 	})

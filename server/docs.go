@@ -14,7 +14,12 @@ import (
 // /redoc, all from files embedded in the binary. These, and /api/health,
 // need no token.
 func (s *Server) registerDocsRoutes() {
-	s.router.GET("/openapi.json", func(c *gin.Context) {
+	// Like every GET route, these answer HEAD too (StaticFS does by itself).
+	get := func(path string, h gin.HandlerFunc) {
+		s.router.GET(path, h)
+		s.router.HEAD(path, h)
+	}
+	get("/openapi.json", func(c *gin.Context) {
 		c.Header("Cache-Control", "no-cache")
 		c.Data(http.StatusOK, "application/json", web.OpenAPI)
 	})
@@ -25,11 +30,11 @@ func (s *Server) registerDocsRoutes() {
 		}
 		return func(c *gin.Context) { c.Data(http.StatusOK, "text/html; charset=utf-8", b) }
 	}
-	s.router.GET("/docs", page("docs.html"))
-	s.router.GET("/redoc", page("redoc.html"))
+	get("/docs", page("docs.html"))
+	get("/redoc", page("redoc.html"))
 	s.router.StaticFS("/docs/assets", http.FS(web.Assets))
 	s.router.StaticFS("/redoc/assets", http.FS(web.Assets))
-	s.router.GET("/", func(c *gin.Context) { c.Redirect(http.StatusFound, "/docs") })
+	get("/", func(c *gin.Context) { c.Redirect(http.StatusFound, "/docs") })
 
 	s.handle(Route{Method: "GET", Path: "/api/health", Tag: "System", Access: public,
 		Summary: "Liveness and database check", Data: healthResponse{}, Errors: []int{503}}, s.health)

@@ -2,7 +2,6 @@ package server
 
 import (
 	"net/http"
-	"time"
 
 	"github.com/gin-gonic/gin"
 
@@ -39,13 +38,13 @@ type environmentResponse struct {
 	Slug          string                  `json:"slug"`
 	Description   string                  `json:"description"`
 	Configuration store.EnvironmentConfig `json:"configuration"`
-	CreatedAt     time.Time               `json:"created_at"`
-	UpdatedAt     time.Time               `json:"updated_at"`
+	CreatedAt     Timestamp               `json:"created_at"`
+	UpdatedAt     Timestamp               `json:"updated_at"`
 }
 
 func environmentJSON(e *store.Environment) environmentResponse {
 	return environmentResponse{ID: e.ID, Name: e.Name, Slug: e.Slug, Description: e.Description,
-		Configuration: e.Configuration, CreatedAt: e.CreatedAt, UpdatedAt: e.UpdatedAt}
+		Configuration: e.Configuration, CreatedAt: Timestamp(e.CreatedAt), UpdatedAt: Timestamp(e.UpdatedAt)}
 }
 
 type environmentListQuery struct {

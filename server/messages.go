@@ -2,7 +2,6 @@ package server
 
 import (
 	"net/http"
-	"time"
 
 	"github.com/gin-gonic/gin"
 
@@ -17,7 +16,11 @@ func (s *Server) registerMessageRoutes() {
 	const tag = "Messages"
 	s.handle(Route{Method: "POST", Path: "/api/messages", Tag: tag, Access: signedIn, Status: http.StatusCreated,
 		Summary: "Send a message", Body: messageRequest{}, Data: messageResponse{},
-		Notes: "The recipient must be another active user (else 422) and gets a message.received notification."}, s.sendMessage)
+		Notes: "The recipient must be someone GET /api/messages/recipients lists (else 422) and gets a message.received notification."}, s.sendMessage)
+	s.handle(Route{Method: "GET", Path: "/api/messages/recipients", Tag: tag, Access: signedIn, List: true,
+		Summary: "The people you can write to, by username", Query: recipientQuery{}, Data: userSummaryResponse{},
+		Notes: "The active users who share an environment with you, and the admins; an admin sees every active user. " +
+			"q keeps those whose username or full name contains it."}, s.recipients)
 	s.handle(Route{Method: "GET", Path: "/api/messages/inbox", Tag: tag, Access: signedIn, List: true,
 		Summary: "Messages you received, newest first", Query: inboxQuery{}, Data: messageResponse{}}, s.inbox)
 	s.handle(Route{Method: "GET", Path: "/api/messages/sent", Tag: tag, Access: signedIn, List: true,
@@ -59,14 +62,14 @@ type messageResponse struct {
 	Recipient   userSummaryResponse `json:"recipient"`
 	Subject     string              `json:"subject"`
 	Body        string              `json:"body"`
-	ReadAt      *time.Time          `json:"read_at"`
-	CreatedAt   time.Time           `json:"created_at"`
+	ReadAt      *Timestamp          `json:"read_at"`
+	CreatedAt   Timestamp           `json:"created_at"`
 }
 
 func messageJSON(m *store.DirectMessage) messageResponse {
 	return messageResponse{ID: m.ID, SenderID: m.SenderID, RecipientID: m.RecipientID,
 		Sender: userSummaryJSON(m.Sender), Recipient: userSummaryJSON(m.Recipient),
-		Subject: m.Subject, Body: m.Body, ReadAt: m.ReadAt, CreatedAt: m.CreatedAt}
+		Subject: m.Subject, Body: m.Body, ReadAt: (*Timestamp)(m.ReadAt), CreatedAt: Timestamp(m.CreatedAt)}
 }
 
 type conversationResponse struct {
@@ -74,6 +77,11 @@ type conversationResponse struct {
 	LastMessage messageResponse     `json:"last_message"`
 	Unread      int                 `json:"unread" doc:"messages from them you have not read"`
 	Total       int                 `json:"total"`
+}
+
+type recipientQuery struct {
+	pageQuery
+	Q string `form:"q" binding:"max=200" doc:"matches username or full name"`
 }
 
 type inboxQuery struct {
@@ -91,13 +99,28 @@ func (s *Server) sendMessage(c *gin.Context) {
 		fail(c, err)
 		return
 	}
-	m, err := s.messages.Send(c.Request.Context(), principal(c).User.ID,
+	m, err := s.messages.Send(c.Request.Context(), scope(c),
 		message.Draft{RecipientID: req.RecipientID, Subject: req.Subject, Body: req.Body})
 	if err != nil {
 		fail(c, err)
 		return
 	}
 	respond(c, http.StatusCreated, messageJSON(m), "message sent")
+}
+
+func (s *Server) recipients(c *gin.Context) {
+	var q recipientQuery
+	if err := bindQuery(c, &q); err != nil {
+		fail(c, err)
+		return
+	}
+	pg := q.page()
+	list, total, err := s.messages.Recipients(c.Request.Context(), scope(c), q.Q, pg)
+	if err != nil {
+		fail(c, err)
+		return
+	}
+	respondList(c, list, total, pg, userSummaryJSON, "people you can write to")
 }
 
 func (s *Server) inbox(c *gin.Context) {

@@ -16,8 +16,18 @@ func TestMessages(t *testing.T) {
 	ctx := context.Background()
 	ann, annTok := e.user(t, "ann", store.RoleViewer)
 	ben, benTok := e.user(t, "ben", store.RoleEditor)
-	_, catTok := e.user(t, "cat", store.RoleViewer)
+	cat, catTok := e.user(t, "cat", store.RoleViewer)
 	gone, _ := e.user(t, "gone", store.RoleViewer)
+	// They work on one site, so they may write to each other.
+	team, err := e.app.DB.CreateEnvironment(ctx, store.NewEnvironment{Name: "Team", Slug: "team"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, u := range []*store.User{ann, ben, cat, gone} {
+		if _, err := e.app.DB.SetUserEnvironments(ctx, u.ID, []int64{team.ID}); err != nil {
+			t.Fatal(err)
+		}
+	}
 	e.app.DB.SetUserActive(ctx, gone.ID, false)
 
 	send := func(tok string, to int64, body string) resp {
@@ -169,3 +179,147 @@ func TestMessages(t *testing.T) {
 		}
 	})
 }
+
+// TestMessageRecipients: the directory of people a user may write to (the
+// active users sharing an environment with them, and the admins; everyone
+// for an admin), and that a message to anyone else is refused.
+func TestMessageRecipients(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	ctx := context.Background()
+	a, _ := e.app.DB.CreateEnvironment(ctx, store.NewEnvironment{Name: "A", Slug: "a"})
+	b, _ := e.app.DB.CreateEnvironment(ctx, store.NewEnvironment{Name: "B", Slug: "b"})
+	type person struct {
+		u   *store.User
+		tok string
+	}
+	mk := func(name string, role store.Role, envs ...int64) person {
+		u, tok := e.user(t, name, role)
+		if _, err := e.app.DB.SetUserEnvironments(ctx, u.ID, envs); err != nil {
+			t.Fatal(err)
+		}
+		return person{u, tok}
+	}
+	amy := mk("amy", store.RoleViewer, a.ID)       // A
+	bea := mk("bea", store.RoleEditor, a.ID, b.ID) // A and B
+	cal := mk("cal", store.RoleViewer, b.ID)       // B
+	dot := mk("dot", store.RoleViewer)             // no environment (self-registered)
+	root := mk("root", store.RoleSuperAdmin)       // admins are everyone's
+	zed := mk("zed", store.RoleAdmin)              //
+	off := mk("off", store.RoleViewer, a.ID, b.ID) // disabled below
+	if _, err := e.app.DB.UpdateUser(ctx, bea.u.ID, store.UserUpdate{FullName: ptrTo("Beatrice Quill")}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.app.DB.SetUserActive(ctx, off.u.ID, false); err != nil {
+		t.Fatal(err)
+	}
+	names := func(tok, query string) []string {
+		t.Helper()
+		r := e.do(t, "GET", "/api/messages/recipients"+query, tok, nil)
+		if r.Code != 200 {
+			t.Fatalf("recipients%s: %d %s", query, r.Code, r.Body)
+		}
+		out := []string{}
+		for _, it := range r.Data()["items"].([]any) {
+			out = append(out, it.(map[string]any)["username"].(string))
+		}
+		return out
+	}
+	directories := []struct {
+		who  person
+		want string
+	}{
+		{amy, "[bea root zed]"},         // shares A with bea
+		{bea, "[amy cal root zed]"},     // A and B: nobody twice
+		{cal, "[bea root zed]"},         // B
+		{dot, "[root zed]"},             // no environment: the admins
+		{zed, "[amy bea cal dot root]"}, // an admin: every active user
+		{root, "[amy bea cal dot zed]"},
+	}
+	for _, c := range directories {
+		t.Run("Directory/"+c.who.u.Username, func(t *testing.T) {
+			if got := fmt.Sprint(names(c.who.tok, "")); got != c.want {
+				t.Fatalf("got %s, want %s", got, c.want)
+			}
+		})
+	}
+	t.Run("Fields", func(t *testing.T) {
+		r := e.do(t, "GET", "/api/messages/recipients?q=quill", amy.tok, nil)
+		items := r.Data()["items"].([]any)
+		if len(items) != 1 {
+			t.Fatalf("%s", r.Body)
+		}
+		it := items[0].(map[string]any)
+		if it["id"] != float64(bea.u.ID) || it["username"] != "bea" || it["full_name"] != "Beatrice Quill" || len(it) != 4 {
+			t.Fatalf("item %v: want id, username, full_name, avatar_url and nothing else", it)
+		}
+	})
+	t.Run("Search", func(t *testing.T) {
+		for q, want := range map[string]string{
+			"?q=BEA": "[bea]", "?q=quill": "[bea]", "?q=z": "[zed]", "?q=cal": "[]", // cal is in B
+			"?q=example.com": "[]", // e-mail addresses are not searched
+			"?q=%25":         "[]", // a literal %
+		} {
+			if got := fmt.Sprint(names(amy.tok, q)); got != want {
+				t.Errorf("%s: got %s, want %s", q, got, want)
+			}
+		}
+	})
+	t.Run("Pages", func(t *testing.T) {
+		r := e.do(t, "GET", "/api/messages/recipients?per_page=2&page=2", zed.tok, nil)
+		d := r.Data()
+		if d["total"] != 5.0 || d["page"] != 2.0 || d["per_page"] != 2.0 || fmt.Sprint(names(zed.tok, "?per_page=2&page=2")) != "[cal dot]" {
+			t.Fatalf("%s", r.Body)
+		}
+		for _, q := range []string{"?per_page=0", "?page=0", "?q=" + strings.Repeat("x", 201), "?username=amy"} {
+			if r := e.do(t, "GET", "/api/messages/recipients"+q, zed.tok, nil); r.Code != 422 {
+				t.Errorf("%s: %d %s", truncate(q, 20), r.Code, r.Body)
+			}
+		}
+	})
+	send := func(from person, to int64) resp {
+		return e.do(t, "POST", "/api/messages", from.tok, map[string]any{"recipient_id": to, "body": "hello"})
+	}
+	sends := []struct {
+		name     string
+		from     person
+		to       int64
+		accepted bool
+	}{
+		{"SharedEnvironment", amy, bea.u.ID, true},
+		{"ToAnAdmin", dot, zed.u.ID, true},
+		{"AdminToAnyone", zed, dot.u.ID, true},
+		{"NoSharedEnvironment", amy, cal.u.ID, false},
+		{"NoEnvironmentToAViewer", dot, amy.u.ID, false},
+		{"Disabled", amy, off.u.ID, false},
+		{"UnknownID", amy, 99999, false},
+	}
+	var refused []string
+	for _, c := range sends {
+		t.Run("Send/"+c.name, func(t *testing.T) {
+			r := send(c.from, c.to)
+			if c.accepted {
+				if r.Code != 201 {
+					t.Fatalf("%d %s", r.Code, r.Body)
+				}
+				return
+			}
+			if r.Code != 422 || !strings.HasPrefix(r.Detail(), "recipient_id: ") || !strings.Contains(r.Detail(), "GET /api/messages/recipients") {
+				t.Fatalf("%d %s", r.Code, r.Body)
+			}
+			refused = append(refused, r.Detail())
+		})
+	}
+	// An id outside the directory, disabled or unknown reads the same: the
+	// refusal tells nothing about who exists.
+	for _, d := range refused {
+		if d != refused[0] {
+			t.Errorf("refusals differ: %q and %q", d, refused[0])
+		}
+	}
+	if n, _ := e.app.DB.UnreadNotifications(ctx, cal.u.ID); n != 0 {
+		t.Errorf("a refused message notified cal")
+	}
+}
+
+func ptrTo[T any](v T) *T { return &v }

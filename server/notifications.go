@@ -2,7 +2,6 @@ package server
 
 import (
 	"net/http"
-	"time"
 
 	"github.com/gin-gonic/gin"
 
@@ -41,13 +40,13 @@ type notificationResponse struct {
 	Body          string     `json:"body"`
 	Link          *string    `json:"link" doc:"API path of what it is about"`
 	EnvironmentID *int64     `json:"environment_id"`
-	ReadAt        *time.Time `json:"read_at"`
-	CreatedAt     time.Time  `json:"created_at"`
+	ReadAt        *Timestamp `json:"read_at"`
+	CreatedAt     Timestamp  `json:"created_at"`
 }
 
 func notificationJSON(n *store.Notification) notificationResponse {
 	out := notificationResponse{ID: n.ID, Kind: n.Kind, Title: n.Title, Body: n.Body, EnvironmentID: n.EnvironmentID,
-		ReadAt: n.ReadAt, CreatedAt: n.CreatedAt}
+		ReadAt: (*Timestamp)(n.ReadAt), CreatedAt: Timestamp(n.CreatedAt)}
 	if n.Link != "" {
 		link := n.Link
 		out.Link = &link

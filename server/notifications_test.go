@@ -234,8 +234,18 @@ func TestNotificationStream(t *testing.T) {
 	}
 	lastID := ev["id"]
 
-	// A message to alice arrives on her stream too, through the API.
-	_, bobTok := e.user(t, "bob2", store.RoleViewer)
+	// A message to alice arrives on her stream too, through the API, from
+	// bob2, who works on her site.
+	bob2, bobTok := e.user(t, "bob2", store.RoleViewer)
+	site, err := e.app.DB.CreateEnvironment(ctx, store.NewEnvironment{Name: "Site", Slug: "site"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range []int64{alice.ID, bob2.ID} {
+		if _, err := e.app.DB.SetUserEnvironments(ctx, id, []int64{site.ID}); err != nil {
+			t.Fatal(err)
+		}
+	}
 	if r := e.do(t, "POST", "/api/messages", bobTok, map[string]any{"recipient_id": alice.ID, "body": "hi there"}); r.Code != 201 {
 		t.Fatalf("send: %d %s", r.Code, r.Body)
 	}

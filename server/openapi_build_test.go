@@ -31,6 +31,7 @@ var statusText = map[int]string{
 	404: "Not found, or not visible to you.",
 	409: "Conflicts with the current state.",
 	413: "The request body is too large.",
+	415: "The body is declared as something other than JSON: send Content-Type: application/json.",
 	422: "Validation failed; the detail names the field and the rule.",
 	429: "Too many failed attempts for this account; see Retry-After.",
 	500: "Internal error; the cause is in the server log.",
@@ -47,7 +48,10 @@ func BuildOpenAPI(routes []*server.Route, version string) ([]byte, error) {
 			Version: version,
 			Description: "Self-hosted content and SEO automation. Success bodies are {\"data\": ..., \"message\": ...} " +
 				"except POST /api/auth/login and POST /api/auth/refresh, which return the token object bare. " +
-				"Every error is {\"detail\": \"...\"}. Lists are paginated with page and per_page (1-200, default 50).",
+				"Every error is {\"detail\": \"...\"}. Lists are paginated with page and per_page (1-200, default 50). " +
+				"JSON bodies are sent with Content-Type: application/json (or none); another type is 415. " +
+				"A query parameter a route does not list is 422. Times are RFC 3339 in UTC with milliseconds. " +
+				"HEAD is answered wherever GET is, with GET's status and headers and no body.",
 		},
 		Paths: openapi3.NewPaths(),
 		Components: &openapi3.Components{
@@ -91,7 +95,8 @@ func BuildOpenAPI(routes []*server.Route, version string) ([]byte, error) {
 			desc = strings.TrimSpace(desc + "\n\nRequires the " + string(r.Access.MinRole) + " role or higher.")
 		}
 		op.Description = desc
-		errs := map[int]bool{500: true}
+		// Every route refuses query parameters it does not know (422).
+		errs := map[int]bool{500: true, 422: true}
 		for _, e := range r.Errors {
 			errs[e] = true
 		}
@@ -121,7 +126,7 @@ func BuildOpenAPI(routes []*server.Route, version string) ([]byte, error) {
 				return nil, fmt.Errorf("%s %s body: %w", r.Method, r.Path, err)
 			}
 			op.RequestBody = &openapi3.RequestBodyRef{Value: openapi3.NewRequestBody().WithRequired(true).WithJSONSchemaRef(ref)}
-			errs[400], errs[413], errs[422] = true, true, true
+			errs[400], errs[413], errs[415], errs[422] = true, true, true, true
 		}
 		if r.Multipart != "" {
 			schema := openapi3.NewObjectSchema().WithProperty(r.Multipart, openapi3.NewStringSchema().WithFormat("binary"))
@@ -191,7 +196,9 @@ func BuildOpenAPI(routes []*server.Route, version string) ([]byte, error) {
 			c.Value.Required = requiredFields(t)
 		}
 		nullableRefs(t, doc.Components.Schemas)
+		inlineTimestamps(t, doc.Components.Schemas)
 	}
+	delete(doc.Components.Schemas, timestampType.Name())
 	for _, ref := range doc.Components.Schemas {
 		if ref.Value != nil {
 			sort.Strings(ref.Value.Required)
@@ -245,12 +252,41 @@ func requiredFields(t reflect.Type) []string {
 func nullableRefs(t reflect.Type, schemas openapi3.Schemas) {
 	for i := 0; i < t.NumField(); i++ {
 		f := t.Field(i)
-		if f.Type.Kind() != reflect.Pointer || f.Type.Elem().Kind() != reflect.Struct || f.Type.Elem() == reflect.TypeOf(time.Time{}) {
+		if f.Type.Kind() != reflect.Pointer || f.Type.Elem().Kind() != reflect.Struct || f.Type.Elem() == reflect.TypeOf(time.Time{}) ||
+			f.Type.Elem() == timestampType {
 			continue
 		}
 		if ref := schemas[f.Type.Elem().Name()]; ref != nil && ref.Value != nil {
 			ref.Value.Nullable = true
 		}
+	}
+}
+
+var timestampType = reflect.TypeFor[server.Timestamp]()
+
+// inlineTimestamps writes the fields of t that are server.Timestamp as what
+// they are on the wire, an RFC 3339 string (nullable through a pointer),
+// rather than as a reference to a component: OpenAPI 3.0 allows a $ref no
+// nullable beside it.
+func inlineTimestamps(t reflect.Type, schemas openapi3.Schemas) {
+	ref := schemas[t.Name()]
+	if ref == nil || ref.Value == nil {
+		return
+	}
+	for i := 0; i < t.NumField(); i++ {
+		f := t.Field(i)
+		ft := f.Type
+		if ft.Kind() == reflect.Pointer {
+			ft = ft.Elem()
+		}
+		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+		if ft != timestampType || name == "" || ref.Value.Properties[name] == nil {
+			continue
+		}
+		s := openapi3.NewDateTimeSchema()
+		s.Nullable = f.Type.Kind() == reflect.Pointer
+		_ = customizeSchema(name, ft, f.Tag, s)
+		ref.Value.Properties[name] = s.NewRef()
 	}
 }
 

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -10,6 +11,7 @@ import (
 	"reflect"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/gin-gonic/gin"
 	"github.com/gin-gonic/gin/binding"
@@ -47,12 +49,47 @@ func respond(c *gin.Context, status int, data any, message string) {
 // with {"detail"}. c.JSON writes the status first and, when encoding then
 // fails, leaves an empty 200 that nobody hears about.
 func writeJSON(c *gin.Context, status int, v any) {
-	body, err := json.Marshal(v)
+	body, err := encodeJSON(v)
 	if err != nil {
 		fail(c, fmt.Errorf("encoding the response: %w", err))
 		return
 	}
 	c.Data(status, "application/json; charset=utf-8", body)
+}
+
+// encodeJSON is how every response body is encoded: without HTML escaping,
+// so `<`, `>` and `&` arrive as themselves rather than as \u003c...; the
+// API's JSON is read by JSON parsers, never pasted into a page.
+func encodeJSON(v any) ([]byte, error) {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
+}
+
+// Timestamp is how every time in a response is written: RFC 3339 in UTC
+// with exactly three fractional digits, "2026-11-21T12:00:00.000Z", the
+// form the store keeps (store.TimeFormat). time.Time writes as many
+// digits as the value has (none, 1 to 9), so times read back from the
+// database and times computed in memory looked different. Response types
+// hold Timestamp (a conversion: Timestamp(t), (*Timestamp)(p)) instead of
+// time.Time.
+type Timestamp time.Time
+
+// MarshalJSON writes the timestamp; a year JSON's RFC 3339 cannot hold is
+// an error, as with time.Time.
+func (t Timestamp) MarshalJSON() ([]byte, error) {
+	u := time.Time(t).UTC()
+	if y := u.Year(); y < 0 || y > 9999 {
+		return nil, fmt.Errorf("timestamp: year %d is outside 0 to 9999", y)
+	}
+	b := make([]byte, 0, len(store.TimeFormat)+2)
+	b = append(b, '"')
+	b = u.AppendFormat(b, store.TimeFormat)
+	return append(b, '"'), nil
 }
 
 // respondList writes one page of a list with status 200: each item rendered
@@ -109,7 +146,12 @@ func logger(c *gin.Context) *slog.Logger {
 
 // abort writes {"detail"} with a status and stops the handler chain.
 func abort(c *gin.Context, status int, detail string) {
-	c.AbortWithStatusJSON(status, errorBody{Detail: detail})
+	c.Abort()
+	body, err := encodeJSON(errorBody{Detail: detail})
+	if err != nil { // a string always encodes
+		panic(err)
+	}
+	c.Data(status, "application/json; charset=utf-8", body)
 }
 
 // decodeJSON reads the request body into dst (a pointer to a struct), then

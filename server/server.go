@@ -117,7 +117,7 @@ func New(d Deps, opts Options) (*Server, error) {
 	s.settings = setting.New(d.DB)
 	s.agents = agent.New(agent.Deps{Store: d.DB, Environments: s.environments, Credentials: s.credentials, Engine: d.Engine,
 		Jobs: d.Jobs, Notify: d.Notify, Events: d.Events, Log: d.Log})
-	e.Use(s.recoverPanics, s.logRequests, securityHeaders, boundWrites)
+	e.Use(s.recoverPanics, s.logRequests, securityHeaders, boundWrites, omitHeadBody)
 	e.NoRoute(func(c *gin.Context) {
 		abort(c, http.StatusNotFound, "no route for "+c.Request.Method+" "+c.Request.URL.Path)
 	})
@@ -206,8 +206,13 @@ func (s *Server) handle(r Route, h gin.HandlerFunc) {
 	if r.MaxBody >= 0 { // < 0: the handler enforces a limit of its own
 		chain = append(chain, s.limitBody(r.MaxBody))
 	}
-	chain = append(chain, s.admit(r.Access, r.MaxBody >= 0), h)
+	chain = append(chain, s.admit(r.Access, r.MaxBody >= 0))
+	chain = append(chain, conventions(r)...)
+	chain = append(chain, h)
 	s.router.Handle(r.Method, ginPath(r.Path), chain...)
+	if r.Method == http.MethodGet { // uptime monitors ask with HEAD
+		s.router.Handle(http.MethodHead, ginPath(r.Path), chain...) // without a body: omitHeadBody
+	}
 	s.routes = append(s.routes, &r)
 }
 

@@ -6,7 +6,6 @@ import (
 	"net/http"
 	"os"
 	"strconv"
-	"time"
 
 	"github.com/gin-gonic/gin"
 
@@ -64,7 +63,7 @@ func (q usageQuery) query() analytics.Query {
 
 type usageEventResponse struct {
 	ID            int64     `json:"id"`
-	CreatedAt     time.Time `json:"created_at"`
+	CreatedAt     Timestamp `json:"created_at"`
 	Provider      string    `json:"provider"`
 	Model         string    `json:"model"`
 	InputTokens   int64     `json:"input_tokens"`
@@ -82,7 +81,7 @@ type usageEventResponse struct {
 }
 
 func usageJSON(e *store.UsageEvent) usageEventResponse {
-	return usageEventResponse{ID: e.ID, CreatedAt: e.CreatedAt, Provider: e.Provider, Model: e.Model, InputTokens: e.InputTokens,
+	return usageEventResponse{ID: e.ID, CreatedAt: Timestamp(e.CreatedAt), Provider: e.Provider, Model: e.Model, InputTokens: e.InputTokens,
 		OutputTokens: e.OutputTokens, CachedTokens: e.CachedTokens, CostUSD: e.CostUSD, LatencyMS: e.LatencyMS, Status: e.Status,
 		Error: e.Error, Source: e.Source, UserID: e.UserID, EnvironmentID: e.EnvironmentID, AgentID: e.AgentID, CredentialID: e.CredentialID}
 }
@@ -104,8 +103,8 @@ func totalsJSON(t *store.UsageTotals) usageTotalsResponse {
 }
 
 type usageSummaryResponse struct {
-	From   *time.Time          `json:"from"`
-	To     *time.Time          `json:"to"`
+	From   *Timestamp          `json:"from"`
+	To     *Timestamp          `json:"to"`
 	Totals usageTotalsResponse `json:"totals"`
 }
 
@@ -117,14 +116,14 @@ type usagePointResponse struct {
 
 type usageSeriesResponse struct {
 	GroupBy string               `json:"group_by"`
-	From    *time.Time           `json:"from"`
-	To      *time.Time           `json:"to"`
+	From    *Timestamp           `json:"from"`
+	To      *Timestamp           `json:"to"`
 	Points  []usagePointResponse `json:"points"`
 }
 
 type usageCostsResponse struct {
-	From          *time.Time           `json:"from"`
-	To            *time.Time           `json:"to"`
+	From          *Timestamp           `json:"from"`
+	To            *Timestamp           `json:"to"`
 	TotalCostUSD  float64              `json:"total_cost_usd"`
 	ByModel       []usagePointResponse `json:"by_model"`
 	ByEnvironment []usagePointResponse `json:"by_environment"`
@@ -164,7 +163,7 @@ func (s *Server) usageSummary(c *gin.Context) {
 		fail(c, err)
 		return
 	}
-	respond(c, http.StatusOK, usageSummaryResponse{From: sum.From, To: sum.To, Totals: totalsJSON(sum.Totals)}, "usage summary")
+	respond(c, http.StatusOK, usageSummaryResponse{From: (*Timestamp)(sum.From), To: (*Timestamp)(sum.To), Totals: totalsJSON(sum.Totals)}, "usage summary")
 }
 
 func (s *Server) usageSeries(c *gin.Context) {
@@ -178,7 +177,7 @@ func (s *Server) usageSeries(c *gin.Context) {
 		fail(c, err)
 		return
 	}
-	respond(c, http.StatusOK, usageSeriesResponse{GroupBy: ser.GroupBy, From: ser.From, To: ser.To, Points: pointsJSON(ser.Points)}, "usage series")
+	respond(c, http.StatusOK, usageSeriesResponse{GroupBy: ser.GroupBy, From: (*Timestamp)(ser.From), To: (*Timestamp)(ser.To), Points: pointsJSON(ser.Points)}, "usage series")
 }
 
 func (s *Server) usageCosts(c *gin.Context) {
@@ -192,7 +191,7 @@ func (s *Server) usageCosts(c *gin.Context) {
 		fail(c, err)
 		return
 	}
-	respond(c, http.StatusOK, usageCostsResponse{From: costs.From, To: costs.To, TotalCostUSD: costs.TotalCostUSD,
+	respond(c, http.StatusOK, usageCostsResponse{From: (*Timestamp)(costs.From), To: (*Timestamp)(costs.To), TotalCostUSD: costs.TotalCostUSD,
 		ByModel: pointsJSON(costs.ByModel), ByEnvironment: pointsJSON(costs.ByEnvironment)}, "costs")
 }
 

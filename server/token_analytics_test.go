@@ -271,7 +271,7 @@ func TestTokenAnalyticsUsageList(t *testing.T) {
 		r := w.get(t, w.admin, "/api/token-analytics/usage", taQuery("model", "claude-sonnet-4-5"))
 		it := r.Data()["items"].([]any)[0].(map[string]any)
 		ev := w.events[2]
-		want := map[string]any{"id": float64(ev.ID), "created_at": "2026-11-02T08:00:00Z", "provider": "anthropic", "model": "claude-sonnet-4-5",
+		want := map[string]any{"id": float64(ev.ID), "created_at": "2026-11-02T08:00:00.000Z", "provider": "anthropic", "model": "claude-sonnet-4-5",
 			"input_tokens": 3000.0, "output_tokens": 100.0, "cached_tokens": 0.0, "cost_usd": 0.0105, "latency_ms": 300.0, "status": "ok",
 			"error": "", "source": "execution", "user_id": float64(w.bobID), "environment_id": float64(w.envB), "agent_id": float64(w.agentB),
 			"credential_id": nil}
@@ -323,10 +323,10 @@ func TestTokenAnalyticsSummary(t *testing.T) {
 		from, to any
 	}{
 		{"All", nil, nil, nil, nil},
-		{"November", taQuery("from", "2026-11-01", "to", "2026-11-30"), taFrom("2026-11-01T00:00:00Z"), "2026-11-01T00:00:00Z", "2026-12-01T00:00:00Z"},
+		{"November", taQuery("from", "2026-11-01", "to", "2026-11-30"), taFrom("2026-11-01T00:00:00Z"), "2026-11-01T00:00:00.000Z", "2026-12-01T00:00:00.000Z"},
 		{"EnvironmentB", taQuery("environment_id", s(w.envB)), func(ev *store.UsageEvent) bool { return taIDIs(ev.EnvironmentID, w.envB) }, nil, nil},
 		{"Errors", taQuery("status", "error"), func(ev *store.UsageEvent) bool { return ev.Status == "error" }, nil, nil},
-		{"Nothing", taQuery("from", "2020-01-01", "to", "2020-01-02"), func(*store.UsageEvent) bool { return false }, "2020-01-01T00:00:00Z", "2020-01-03T00:00:00Z"},
+		{"Nothing", taQuery("from", "2020-01-01", "to", "2020-01-02"), func(*store.UsageEvent) bool { return false }, "2020-01-01T00:00:00.000Z", "2020-01-03T00:00:00.000Z"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -417,7 +417,7 @@ func TestTokenAnalyticsSeries(t *testing.T) {
 				t.Fatalf("%d %s", r.Code, r.Body)
 			}
 			d := r.Data()
-			if d["group_by"] != c.groupBy || d["from"] != "2026-11-01T00:00:00Z" || d["to"] != "2026-11-04T00:00:00Z" {
+			if d["group_by"] != c.groupBy || d["from"] != "2026-11-01T00:00:00.000Z" || d["to"] != "2026-11-04T00:00:00.000Z" {
 				t.Errorf("group_by %v, range %v..%v", d["group_by"], d["from"], d["to"])
 			}
 			pts := d["points"].([]any)
@@ -451,7 +451,7 @@ func TestTokenAnalyticsSeries(t *testing.T) {
 		r := w.get(t, w.admin, "/api/token-analytics/series", nil)
 		d := r.Data()
 		// The clock is 2026-11-21: the window starts 29 days before that day.
-		if r.Code != 200 || d["from"] != "2026-10-23T00:00:00Z" || d["to"] != nil || d["group_by"] != "day" {
+		if r.Code != 200 || d["from"] != "2026-10-23T00:00:00.000Z" || d["to"] != nil || d["group_by"] != "day" {
 			t.Fatalf("%d %s", r.Code, r.Body)
 		}
 		var keys []string
@@ -476,7 +476,7 @@ func TestTokenAnalyticsCosts(t *testing.T) {
 	}
 	d := r.Data()
 	// Default: the current month.
-	if d["from"] != "2026-11-01T00:00:00Z" || d["to"] != nil {
+	if d["from"] != "2026-11-01T00:00:00.000Z" || d["to"] != nil {
 		t.Fatalf("range %v..%v", d["from"], d["to"])
 	}
 	month := taFrom("2026-11-01T00:00:00Z")
@@ -559,7 +559,7 @@ func TestTokenAnalyticsExport(t *testing.T) {
 		t.Fatalf("order %v, want %v", order, wantOrder)
 	}
 	first := byID[fmt.Sprint(w.events[0].ID)]
-	if want := []string{fmt.Sprint(w.events[0].ID), "2026-11-01T09:00:00Z", "openai", "gpt-4o-mini", "1000", "500", "200", "0.001", "100", "ok", "",
+	if want := []string{fmt.Sprint(w.events[0].ID), "2026-11-01T09:00:00.000Z", "openai", "gpt-4o-mini", "1000", "500", "200", "0.001", "100", "ok", "",
 		"execution", fmt.Sprint(w.annID), fmt.Sprint(w.envA), fmt.Sprint(w.agentA), ""}; fmt.Sprintf("%q", first) != fmt.Sprintf("%q", want) {
 		t.Errorf("row %q\nwant %q", first, want)
 	}

@@ -156,6 +156,29 @@ func (db *DB) ListCredentials(ctx context.Context, f CredentialFilter) ([]*Crede
 		order: "c.name COLLATE NOCASE, c.id", what: "credentials"}, f.Page, scanCredential)
 }
 
+// AICredentialFilter narrows ListAICredentials.
+type AICredentialFilter struct {
+	// EnvironmentID is where they are to be used: nil outside any
+	// environment (global credentials only), else the environment's own
+	// and the global ones (Credential.UsableIn).
+	EnvironmentID *int64
+	Page
+}
+
+// ListAICredentials lists, by name, the credentials that can generate text
+// where the filter says: the candidates when no setting chooses one.
+func (db *DB) ListAICredentials(ctx context.Context, f AICredentialFilter) ([]*Credential, int, error) {
+	where := []string{"c.provider IN (?, ?, ?)"}
+	args := []any{ProviderOpenAI, ProviderAnthropic, ProviderOpenAICompatible}
+	if f.EnvironmentID != nil {
+		where, args = append(where, "(c.environment_id = ? OR c.environment_id IS NULL)"), append(args, *f.EnvironmentID)
+	} else {
+		where = append(where, "c.environment_id IS NULL")
+	}
+	return listPage(ctx, db, listQuery{from: "credentials c INDEXED BY credentials_list", count: "credentials c", where: where, args: args,
+		columns: credentialColumns, order: "c.name COLLATE NOCASE, c.id", what: "credentials"}, f.Page, scanCredential)
+}
+
 // CredentialUpdate holds the fields to change; nil leaves one alone.
 type CredentialUpdate struct {
 	Name          *string

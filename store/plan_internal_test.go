@@ -233,6 +233,7 @@ var planSamples = map[string]any{
 	"AgentFilter.Kind":          "writer",
 	"AgentFilter.Q":             "agent 1",
 	"CredentialFilter.Provider": "openai",
+	"DirectoryFilter.Q":         "user1",
 	"EnvironmentFilter.Q":       "site",
 	"JobFilter.Kind":            "agent.run",
 	"JobFilter.Status":          JobSucceeded,

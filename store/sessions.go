@@ -143,26 +143,15 @@ func (db *DB) ExtendSession(ctx context.Context, id int64, tokenExpiresAt time.T
 	return db.sessionByID(ctx, db.w, id)
 }
 
-// ListActiveSessions lists a user's sessions that are neither revoked nor
-// past the expiry of their newest token, newest first.
-func (db *DB) ListActiveSessions(ctx context.Context, userID int64) ([]*Session, error) {
+// ListActiveSessions lists a page of a user's sessions that are neither
+// revoked nor past the expiry of their newest token, newest first.
+func (db *DB) ListActiveSessions(ctx context.Context, userID int64, p Page) ([]*Session, int, error) {
 	now := db.now()
-	rows, err := db.listRows(ctx, `SELECT `+sessionColumns+` FROM sessions s
-		WHERE s.user_id = ? AND s.revoked_at IS NULL AND s.token_expires_at > ? AND s.expires_at > ?
-		ORDER BY s.id DESC`, userID, now, now)
-	if err != nil {
-		return nil, fmt.Errorf("store: list sessions: %w", err)
-	}
-	defer rows.Close()
-	out := []*Session{}
-	for rows.Next() {
-		s, err := scanSession(rows)
-		if err != nil {
-			return nil, fmt.Errorf("store: list sessions: %w", err)
-		}
-		out = append(out, s)
-	}
-	return out, rows.Err()
+	return listPage(ctx, db, listQuery{from: "sessions s",
+		where: []string{"s.user_id = ?", "s.revoked_at IS NULL", "s.token_expires_at > ?", "s.expires_at > ?"},
+		args:  []any{userID, now, now}, columns: sessionColumns, order: "s.id DESC", what: "sessions"}, p, func(r rowScanner) (*Session, error) {
+		return scanSession(r)
+	})
 }
 
 // RevokeSession ends one of a user's sessions. A session of another user, or

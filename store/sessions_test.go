@@ -221,17 +221,25 @@ func TestListActiveSessions(t *testing.T) {
 	newer := mustSession(t, db, u.ID)
 	mustSession(t, db, other.ID)
 
+	// ids reads every page of two, checking the total on each.
 	ids := func() []int64 {
 		t.Helper()
-		list, err := db.ListActiveSessions(ctx, u.ID)
-		if err != nil {
-			t.Fatal(err)
-		}
 		out := []int64{}
-		for _, s := range list {
-			out = append(out, s.ID)
+		for page := 1; ; page++ {
+			list, total, err := db.ListActiveSessions(ctx, u.ID, store.Page{Page: page, PerPage: 2})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, s := range list {
+				out = append(out, s.ID)
+			}
+			if len(list) < 2 {
+				if total != len(out) {
+					t.Errorf("total %d, but the pages hold %d", total, len(out))
+				}
+				return out
+			}
 		}
-		return out
 	}
 	steps := []struct {
 		name    string

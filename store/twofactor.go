@@ -83,6 +83,19 @@ func (db *DB) UseRecoveryCode(ctx context.Context, userID int64, hash []byte) (b
 	return n == 1, nil
 }
 
+// RecoveryCodeSpent reports whether a recovery code, given by its keyed
+// hash, is one of the user's that was used already: a code entered twice
+// is told apart from a wrong one, as a TOTP code is.
+func (db *DB) RecoveryCodeSpent(ctx context.Context, userID int64, hash []byte) (bool, error) {
+	var spent bool
+	err := db.r.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM recovery_codes
+		WHERE user_id = ? AND code_hash = ? AND keyed = 1 AND used_at IS NOT NULL)`, userID, hash).Scan(&spent)
+	if err != nil {
+		return false, fmt.Errorf("store: recovery code: %w", err)
+	}
+	return spent, nil
+}
+
 // RecoveryCodesLeft counts unused recovery codes.
 func (db *DB) RecoveryCodesLeft(ctx context.Context, userID int64) (int, error) {
 	var n int

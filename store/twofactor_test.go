@@ -138,17 +138,18 @@ func TestUseRecoveryCode(t *testing.T) {
 		t.Fatal(err)
 	}
 	steps := []struct {
-		name     string
-		userID   int64
-		code     string
-		want     bool
-		wantLeft int
+		name      string
+		userID    int64
+		code      string
+		want      bool
+		wantLeft  int
+		wantSpent bool // RecoveryCodeSpent afterwards
 	}{
-		{"FirstUseAccepted", u.ID, "one", true, 1},
-		{"SecondUseRefused", u.ID, "one", false, 1},
-		{"UnknownRefused", u.ID, "nope", false, 1},
-		{"OtherUsersCodeRefused", u.ID, "theirs", false, 1},
-		{"LastCodeAccepted", u.ID, "two", true, 0},
+		{"FirstUseAccepted", u.ID, "one", true, 1, true},
+		{"SecondUseRefused", u.ID, "one", false, 1, true},
+		{"UnknownRefused", u.ID, "nope", false, 1, false},
+		{"OtherUsersCodeRefused", u.ID, "theirs", false, 1, false},
+		{"LastCodeAccepted", u.ID, "two", true, 0, true},
 	}
 	for _, st := range steps {
 		t.Run(st.name, func(t *testing.T) {
@@ -161,6 +162,9 @@ func TestUseRecoveryCode(t *testing.T) {
 			}
 			if n, _ := db.RecoveryCodesLeft(ctx, u.ID); n != st.wantLeft {
 				t.Errorf("RecoveryCodesLeft = %d, want %d", n, st.wantLeft)
+			}
+			if spent, err := db.RecoveryCodeSpent(ctx, st.userID, []byte("hash:"+st.code)); err != nil || spent != st.wantSpent {
+				t.Errorf("RecoveryCodeSpent(%s) = %v, %v; want %v", st.code, spent, err, st.wantSpent)
 			}
 		})
 	}

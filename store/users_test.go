@@ -372,7 +372,7 @@ func TestSetUserActive(t *testing.T) {
 		if got := revoked(t, db, s1, s2, bystander); !slices.Equal(got, []bool{true, true, false}) {
 			t.Errorf("revoked = %v, want [true true false]", got)
 		}
-		if list, _ := db.ListActiveSessions(ctx, u.ID); len(list) != 0 {
+		if list, _, _ := db.ListActiveSessions(ctx, u.ID, store.Page{Page: 1, PerPage: 50}); len(list) != 0 {
 			t.Errorf("%d active sessions after disabling", len(list))
 		}
 	})

@@ -174,7 +174,7 @@ func csvRow(e *store.UsageEvent) []string {
 	if e.CostUSD != nil {
 		cost = strconv.FormatFloat(*e.CostUSD, 'f', -1, 64)
 	}
-	return []string{itoa(e.ID), e.CreatedAt.Format(time.RFC3339Nano), csvSafe(e.Provider), csvSafe(e.Model),
+	return []string{itoa(e.ID), e.CreatedAt.UTC().Format(store.TimeFormat), csvSafe(e.Provider), csvSafe(e.Model),
 		itoa(e.InputTokens), itoa(e.OutputTokens), itoa(e.CachedTokens), cost, itoa(e.LatencyMS), e.Status, csvSafe(e.Error), e.Source,
 		idText(e.UserID), idText(e.EnvironmentID), idText(e.AgentID), idText(e.CredentialID)}
 }

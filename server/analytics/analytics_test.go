@@ -309,8 +309,8 @@ func TestExportCSV(t *testing.T) {
 	if len(rows) != 3 || strings.Join(rows[0], ",") != strings.Join(csvHeader, ",") {
 		t.Fatalf("rows %q", rows)
 	}
-	want1 := "1,2026-01-02T03:04:05.0000006Z,openai,gpt-4o,10,20,1,0.0125,300,ok,,chat,7,2,,"
-	want2 := `2,2026-01-02T03:04:05.0000006Z,openai,'=HYPERLINK("x"),0,0,0,,0,error,'-boom,test,,,,`
+	want1 := "1,2026-01-02T03:04:05.000Z,openai,gpt-4o,10,20,1,0.0125,300,ok,,chat,7,2,,"
+	want2 := `2,2026-01-02T03:04:05.000Z,openai,'=HYPERLINK("x"),0,0,0,,0,error,'-boom,test,,,,`
 	if got := strings.Join(rows[1], ","); got != want1 {
 		t.Errorf("row 1:\n got %s\nwant %s", got, want1)
 	}

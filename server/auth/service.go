@@ -229,7 +229,11 @@ const (
 	msgBadCredentials = "incorrect e-mail or password"
 	msgTOTPRequired   = "a two-factor code is required: send totp_code with the 6-digit code from your authenticator app, or a recovery code"
 	msgTOTPInvalid    = "the two-factor code is not valid"
-	msgDisabled       = "this account is disabled: ask an admin to enable it"
+	// A code entered again says so, whichever kind it is: the person
+	// typing it learns why, and it is no news to someone who has it.
+	msgTOTPUsed         = "this two-factor code was already used: wait for the next code"
+	msgRecoveryCodeUsed = "this recovery code was already used: each one works once; use another, or the code from your authenticator app"
+	msgDisabled         = "this account is disabled: ask an admin to enable it"
 )
 
 // Login checks credentials and the second factor and starts a session.
@@ -299,7 +303,7 @@ func (s *Service) checkSecondFactor(ctx context.Context, u *store.User, code str
 			return false, err
 		}
 		if !fresh {
-			return false, store.Unauthorized("this two-factor code was already used: wait for the next code")
+			return false, store.Unauthorized(msgTOTPUsed)
 		}
 		return true, nil
 	}
@@ -307,14 +311,19 @@ func (s *Service) checkSecondFactor(ctx context.Context, u *store.User, code str
 	if _, err := s.KeyRecoveryCodes(ctx); err != nil {
 		return false, err
 	}
-	used, err := s.db.UseRecoveryCode(ctx, u.ID, s.recoveryCodeHash(code))
+	hash := s.recoveryCodeHash(code)
+	used, err := s.db.UseRecoveryCode(ctx, u.ID, hash)
+	if err != nil || used {
+		return used, err
+	}
+	spent, err := s.db.RecoveryCodeSpent(ctx, u.ID, hash)
 	if err != nil {
 		return false, err
 	}
-	if !used {
-		return false, store.Unauthorized(msgTOTPInvalid)
+	if spent {
+		return false, store.Unauthorized(msgRecoveryCodeUsed)
 	}
-	return true, nil
+	return false, store.Unauthorized(msgTOTPInvalid)
 }
 
 func totpAAD(userID int64) string { return fmt.Sprintf("user:%d:totp", userID) }
@@ -572,6 +581,29 @@ func (s *Service) VerifyTOTP(ctx context.Context, p *Principal, code, currentPas
 	return codes, s.db.EnableTOTP(ctx, u.ID, u.TOTPPending, step, hashes)
 }
 
+// TwoFactorStatus is the state of a user's two-factor authentication.
+type TwoFactorStatus struct {
+	Enabled           bool
+	SetupPending      bool // a secret from setup awaits its first code (verify)
+	RecoveryCodesLeft int  // unused recovery codes; 0 while off
+}
+
+// TwoFactor tells the caller the state of their two-factor authentication,
+// with how many recovery codes they have left.
+func (s *Service) TwoFactor(ctx context.Context, p *Principal) (*TwoFactorStatus, error) {
+	u, err := s.db.UserByID(ctx, p.User.ID) // with the pending secret
+	if err != nil {
+		return nil, err
+	}
+	st := &TwoFactorStatus{Enabled: u.TOTPEnabled, SetupPending: !u.TOTPEnabled && len(u.TOTPPending) > 0}
+	if u.TOTPEnabled {
+		if st.RecoveryCodesLeft, err = s.db.RecoveryCodesLeft(ctx, u.ID); err != nil {
+			return nil, fmt.Errorf("auth: recovery codes of user %d: %w", u.ID, err)
+		}
+	}
+	return st, nil
+}
+
 // DisableTOTP turns 2FA off, proven by a current code (or recovery code) or
 // by the password.
 func (s *Service) DisableTOTP(ctx context.Context, p *Principal, code, password string) (*store.User, error) {
@@ -616,9 +648,15 @@ func (s *Service) disableTOTP(ctx context.Context, p *Principal, code, password 
 
 // ---- sessions ----
 
-// Sessions lists the caller's active sessions.
-func (s *Service) Sessions(ctx context.Context, p *Principal) ([]*store.Session, error) {
-	return s.db.ListActiveSessions(ctx, p.User.ID)
+// Sessions lists a page of the caller's active sessions, newest first.
+func (s *Service) Sessions(ctx context.Context, p *Principal, pg store.Page) ([]*store.Session, int, error) {
+	return s.db.ListActiveSessions(ctx, p.User.ID, pg)
+}
+
+// Logout ends the caller's own session: its tokens get 401 from the next
+// request on, and its event streams end at their next re-check.
+func (s *Service) Logout(ctx context.Context, p *Principal) error {
+	return s.db.RevokeSession(ctx, p.User.ID, p.Session.ID)
 }
 
 // RevokeSession ends one of the caller's sessions.
@@ -681,6 +719,16 @@ func (s *Service) SetEnvironments(ctx context.Context, actor *store.User, id int
 		return nil, err
 	}
 	return s.db.SetUserEnvironments(ctx, id, envIDs)
+}
+
+// Environments lists the environments granted to a user, for an admin
+// (the routes let only admins ask). Reading changes nothing, so it has none
+// of the rules of SetEnvironments about who acts on whom.
+func (s *Service) Environments(ctx context.Context, id int64) ([]int64, error) {
+	if _, err := s.db.UserByID(ctx, id); err != nil {
+		return nil, err
+	}
+	return s.db.UserEnvironmentIDs(ctx, id)
 }
 
 // ResetTwoFactor turns off another user's two-factor authentication, for

@@ -141,7 +141,7 @@ func TestLogin(t *testing.T) {
 		wantErr(t, err, store.KindForbidden)
 		_, err = f.svc.Login(ctx, LoginInput{Email: "ann@example.com", Password: "wrong-password"})
 		wantErr(t, err, store.KindUnauthorized)
-		if list, _ := f.db.ListActiveSessions(ctx, u.ID); len(list) != 0 {
+		if list, _, _ := f.db.ListActiveSessions(ctx, u.ID, store.Page{Page: 1, PerPage: 50}); len(list) != 0 {
 			t.Errorf("a disabled user got %d sessions", len(list))
 		}
 	})
@@ -327,7 +327,13 @@ func TestLoginTwoFactor(t *testing.T) {
 		if err := login(code, password("ann")); err != nil {
 			t.Fatal(err)
 		}
+		// Entered again, it says so, as a TOTP code entered again does.
 		e := wantErr(t, login(code, password("ann")), store.KindUnauthorized)
+		if e.Message != msgRecoveryCodeUsed {
+			t.Errorf("message %q, want %q", e.Message, msgRecoveryCodeUsed)
+		}
+		// A code that was never one of hers is not valid, not "used".
+		e = wantErr(t, login("AAAAA-BBBBB", password("ann")), store.KindUnauthorized)
 		if e.Message != msgTOTPInvalid {
 			t.Errorf("message %q, want %q", e.Message, msgTOTPInvalid)
 		}
@@ -434,7 +440,7 @@ func TestAuthenticate(t *testing.T) {
 		if !p.Session.LastSeenAt.Equal(f.clk.Now()) {
 			t.Errorf("LastSeenAt = %v, want %v", p.Session.LastSeenAt, f.clk.Now())
 		}
-		if list, _ := f.svc.Sessions(ctx, p); len(list) != 1 || !list[0].LastSeenAt.Equal(f.clk.Now()) {
+		if list, _, _ := f.svc.Sessions(ctx, p, store.Page{Page: 1, PerPage: 50}); len(list) != 1 || !list[0].LastSeenAt.Equal(f.clk.Now()) {
 			t.Errorf("the touch was not stored: %+v", list)
 		}
 	})

@@ -77,7 +77,11 @@ func New(db *store.DB, keys *keyring.Keyring, n *notify.Notifier, log *slog.Logg
 }
 
 // Effective merges the settings of an environment (nil: global only) over
-// the global ones over the built-in defaults.
+// the global ones over the built-in defaults. When no level chooses a
+// credential and exactly one AI credential is usable there, that one is
+// the effective credential: a first credential works without a second
+// step, and adding another never changes silently which one is used
+// (two or more, none chosen, is a 409 that asks to choose).
 func (e *Engine) Effective(ctx context.Context, envID *int64) (Effective, error) {
 	eff := Defaults
 	eff.PriceOverrides = map[string]store.Price{}
@@ -118,7 +122,24 @@ func (e *Engine) Effective(ctx context.Context, envID *int64) (Effective, error)
 			eff.PriceOverrides[m] = p
 		}
 	}
+	if eff.CredentialID == nil {
+		only, _, err := e.onlyAICredential(ctx, envID)
+		if err != nil {
+			return eff, err
+		}
+		eff.CredentialID = only
+	}
 	return eff, nil
+}
+
+// onlyAICredential is the AI credential usable in envID when it is the
+// only one, with how many there are.
+func (e *Engine) onlyAICredential(ctx context.Context, envID *int64) (*int64, int, error) {
+	list, n, err := e.db.ListAICredentials(ctx, store.AICredentialFilter{EnvironmentID: envID, Page: store.Page{Page: 1, PerPage: 1}})
+	if err != nil || n != 1 || len(list) != 1 {
+		return nil, n, err
+	}
+	return &list[0].ID, n, nil
 }
 
 // Call is one generation request with who it is for.
@@ -151,7 +172,7 @@ type Result struct {
 
 // msgNoProvider is the detail of the 409 when nothing can generate.
 const msgNoProvider = "no AI provider is configured: add a credential with POST /api/configurations " +
-	"(provider openai, anthropic or openai_compatible) and choose it with PUT /api/settings/ai-content"
+	"(provider openai, anthropic or openai_compatible); the only one is used, or choose one with PUT /api/settings/ai-content"
 
 // plan is a resolved call.
 type plan struct {
@@ -171,6 +192,16 @@ func (e *Engine) resolve(ctx context.Context, c Call) (*plan, error) {
 		credID = eff.CredentialID
 	}
 	if credID == nil {
+		// Effective took the only usable credential: here there are none,
+		// or several and nothing says which.
+		_, n, err := e.onlyAICredential(ctx, c.EnvironmentID)
+		if err != nil {
+			return nil, err
+		}
+		if n > 1 {
+			return nil, store.Conflict("%d AI credentials are usable here and none is chosen: choose one with "+
+				"PUT /api/settings/ai-content {\"credential_id\": N} (or on the agent)", n)
+		}
 		return nil, store.Conflict("%s", msgNoProvider)
 	}
 	cred, err := e.db.CredentialByID(ctx, *credID)

@@ -592,8 +592,10 @@ func TestResolveConflicts(t *testing.T) {
 		kind   store.Kind
 		detail []string
 	}{
-		{"NoCredential", engine.Call{}, store.KindConflict, []string{"no AI provider is configured", "POST /api/configurations", "PUT /api/settings/ai-content"}},
-		{"NoCredentialInEnvironment", engine.Call{EnvironmentID: &envA}, store.KindConflict, []string{"POST /api/configurations"}},
+		// noModel and foreign are usable everywhere, and nothing chooses
+		// between them (TestOnlyCredential has none and one).
+		{"SeveralUnchosen", engine.Call{}, store.KindConflict, []string{"2 AI credentials are usable here and none is chosen", "PUT /api/settings/ai-content"}},
+		{"SeveralUnchosenInEnvironment", engine.Call{EnvironmentID: &envA}, store.KindConflict, []string{"none is chosen", "PUT /api/settings/ai-content"}},
 		{"DeletedCredential", engine.Call{CredentialID: &gone}, store.KindConflict, []string{"no longer exists", "POST /api/configurations"}},
 		{"WordPressCredential", engine.Call{CredentialID: &wp}, store.KindConflict, []string{"not an AI provider"}},
 		{"OtherEnvironment", engine.Call{CredentialID: &credB, EnvironmentID: &envA}, store.KindConflict, []string{"another environment"}},
@@ -629,6 +631,79 @@ func TestResolveConflicts(t *testing.T) {
 	}
 	if ev := r.usage(t); len(ev) != 0 {
 		t.Fatalf("calls that never reached a provider recorded usage: %+v", ev)
+	}
+}
+
+// TestOnlyCredential: with no credential chosen anywhere, the one AI
+// credential usable where the call runs is used; none is a 409 that says
+// how to add one, several a 409 that says to choose.
+func TestOnlyCredential(t *testing.T) {
+	r := newRig(t, engine.Options{})
+	f := newLLM(t, nil)
+	ctx := context.Background()
+	envA, envB := r.env(t, "A"), r.env(t, "B")
+	generate := func(env *int64) (*engine.Result, error) {
+		return r.eng.Generate(ctx, engine.Call{Source: "chat", EnvironmentID: env, Messages: hello})
+	}
+	wantConflict := func(t *testing.T, env *int64, parts ...string) {
+		t.Helper()
+		_, err := generate(env)
+		if store.KindOf(err) != store.KindConflict {
+			t.Fatalf("got %v, want a conflict", err)
+		}
+		for _, p := range parts {
+			if !strings.Contains(store.Message(err), p) {
+				t.Errorf("detail %q lacks %q", store.Message(err), p)
+			}
+		}
+	}
+	wantUsed := func(t *testing.T, env *int64, cred int64) {
+		t.Helper()
+		res, err := generate(env)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.CredentialID != cred {
+			t.Fatalf("used credential %d, want %d", res.CredentialID, cred)
+		}
+		if eff, err := r.eng.Effective(ctx, env); err != nil || eff.CredentialID == nil || *eff.CredentialID != cred {
+			t.Fatalf("Effective says %s (%v), want credential %d", deref(eff), err, cred)
+		}
+	}
+
+	// A WordPress credential and an AI credential of another environment
+	// do not count.
+	r.credential(t, "wordpress", "https://wp.example", "app pass word", "", nil)
+	onlyB := r.credential(t, "openai", f.URL(), goodKey, "gpt-4o-mini", &envB)
+	t.Run("None", func(t *testing.T) {
+		wantConflict(t, nil, "no AI provider is configured", "POST /api/configurations", "PUT /api/settings/ai-content")
+		wantConflict(t, &envA, "no AI provider is configured")
+	})
+	t.Run("TheEnvironmentsOwn", func(t *testing.T) { wantUsed(t, &envB, onlyB) })
+	global := r.credential(t, "openai_compatible", f.URL(), goodKey, "gpt-4o", nil)
+	t.Run("OneGlobal", func(t *testing.T) {
+		r.settings(t, store.AISettings{Temperature: ptr(0.1)}) // settings that choose no credential
+		wantUsed(t, nil, global)
+		wantUsed(t, &envA, global)
+	})
+	t.Run("GlobalBesideTheEnvironmentsOwn", func(t *testing.T) {
+		wantConflict(t, &envB, "2 AI credentials are usable here and none is chosen", "PUT /api/settings/ai-content")
+	})
+	second := r.credential(t, "openai", f.URL(), goodKey, "gpt-4o-mini", nil)
+	t.Run("TwoGlobal", func(t *testing.T) {
+		wantConflict(t, nil, "2 AI credentials are usable here", "PUT /api/settings/ai-content")
+		wantConflict(t, &envA, "none is chosen")
+		if eff, _ := r.eng.Effective(ctx, nil); eff.CredentialID != nil {
+			t.Fatalf("Effective picked %d among two", *eff.CredentialID)
+		}
+	})
+	t.Run("Chosen", func(t *testing.T) {
+		r.settings(t, store.AISettings{CredentialID: &second})
+		wantUsed(t, nil, second)
+		wantUsed(t, &envB, second)
+	})
+	if n := len(f.Requests()); n == 0 {
+		t.Fatal("the provider was never called")
 	}
 }
 
@@ -750,9 +825,12 @@ func TestEffective(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// cred is the only AI credential usable outside an environment, and
+	// nothing chooses one: it is the effective one.
 	if eff.Temperature != 0.7 || eff.MaxOutputTokens != 4096 || eff.Tone != "professional" || eff.Language != "en" ||
-		eff.TargetWordCount != 1200 || eff.CredentialID != nil || eff.Model != "" || eff.MonthlyBudgetUSD != nil || eff.PriceOverrides == nil {
-		t.Fatalf("defaults: %+v", eff)
+		eff.TargetWordCount != 1200 || eff.CredentialID == nil || *eff.CredentialID != cred || eff.Model != "" ||
+		eff.MonthlyBudgetUSD != nil || eff.PriceOverrides == nil {
+		t.Fatalf("defaults: %+v", deref(eff))
 	}
 
 	r.settings(t, store.AISettings{CredentialID: &cred, Model: ptr("gpt-4o"), Temperature: ptr(0.3), Tone: ptr("friendly"),

@@ -2,6 +2,12 @@
 // may write to whom, what a message may hold, who may mark one read, and
 // the notification a recipient gets. Each side sees a message until it
 // deletes it for itself; nobody else ever sees it.
+//
+// Who may write to whom is the directory (store.ListDirectory): the active
+// users who share an environment with the writer, and the admins; an
+// admin, who sees every environment, may write to every active user. The
+// directory is what a writer can look people up in, and the only people
+// a message may go to.
 package message
 
 import (
@@ -27,6 +33,8 @@ const previewLength = 140
 // Store is what the service needs of the store; *store.DB satisfies it.
 type Store interface {
 	UserByID(ctx context.Context, id int64) (*store.User, error)
+	ListDirectory(ctx context.Context, f store.DirectoryFilter) ([]store.UserSummary, int, error)
+	InDirectory(ctx context.Context, sc store.Scope, userID int64) (bool, error)
 	CreateMessage(ctx context.Context, n store.NewMessage) (*store.DirectMessage, error)
 	MessageFor(ctx context.Context, userID, id int64) (*store.DirectMessage, error)
 	Inbox(ctx context.Context, f store.MessageFilter) ([]*store.DirectMessage, int, error)
@@ -82,24 +90,42 @@ func (d Draft) Normalize() (Draft, error) {
 	return d, valid.Line("subject", d.Subject)
 }
 
-// Send stores a message from senderID and notifies the recipient. The
-// recipient must be another active user (else invalid).
-func (s *Service) Send(ctx context.Context, senderID int64, d Draft) (*store.DirectMessage, error) {
+// MaxQuery is the longest directory search, in characters.
+const MaxQuery = 200
+
+// Recipients lists a page of the people the scope's user may write to, by
+// username; q, when not empty, keeps those whose username or full name
+// contains it.
+func (s *Service) Recipients(ctx context.Context, sc store.Scope, q string, p store.Page) ([]store.UserSummary, int, error) {
+	if utf8.RuneCountInString(q) > MaxQuery {
+		return nil, 0, store.Invalid("q: must be at most %d characters", MaxQuery)
+	}
+	return s.db.ListDirectory(ctx, store.DirectoryFilter{Scope: sc, Q: q, Page: p})
+}
+
+// msgNotRecipient is the one answer for a recipient that is unknown,
+// disabled or outside the directory, so that it tells nothing about ids
+// the writer may not see.
+const msgNotRecipient = "recipient_id: is not someone you can write to; GET /api/messages/recipients lists who is"
+
+// Send stores a message from the scope's user and notifies the recipient,
+// who must be in the sender's directory (else invalid).
+func (s *Service) Send(ctx context.Context, sc store.Scope, d Draft) (*store.DirectMessage, error) {
 	d, err := d.Normalize()
 	if err != nil {
 		return nil, err
 	}
-	if d.RecipientID == senderID {
+	if d.RecipientID == sc.UserID {
 		return nil, store.Invalid("recipient_id: you cannot send a message to yourself")
 	}
-	to, err := s.db.UserByID(ctx, d.RecipientID)
-	if store.IsNotFound(err) || (err == nil && !to.IsActive) {
-		return nil, store.Invalid("recipient_id: no active user has this id")
-	}
+	ok, err := s.db.InDirectory(ctx, sc, d.RecipientID)
 	if err != nil {
 		return nil, err
 	}
-	m, err := s.db.CreateMessage(ctx, store.NewMessage{SenderID: senderID, RecipientID: d.RecipientID, Subject: d.Subject, Body: d.Body})
+	if !ok {
+		return nil, store.Invalid("%s", msgNotRecipient)
+	}
+	m, err := s.db.CreateMessage(ctx, store.NewMessage{SenderID: sc.UserID, RecipientID: d.RecipientID, Subject: d.Subject, Body: d.Body})
 	if err != nil {
 		return nil, err
 	}

@@ -3,6 +3,7 @@ package message
 import (
 	"context"
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 
@@ -11,13 +12,16 @@ import (
 )
 
 // fakeStore holds users and messages in memory; it answers as *store.DB
-// does for what the rules depend on.
+// does for what the rules depend on. Its directory is a list per user
+// (the real one, by environments and roles, is store's and is tested
+// there and through the API).
 type fakeStore struct {
-	users    map[int64]*store.User
-	messages map[int64]*store.DirectMessage
-	created  []store.NewMessage
-	read     []int64
-	err      error // returned by UserByID when set
+	users     map[int64]*store.User
+	directory map[int64][]int64 // user -> whom they may write to
+	messages  map[int64]*store.DirectMessage
+	created   []store.NewMessage
+	read      []int64
+	err       error // returned by UserByID and InDirectory when set
 }
 
 func newFakeStore() *fakeStore {
@@ -26,9 +30,28 @@ func newFakeStore() *fakeStore {
 			1: {ID: 1, Username: "ann", IsActive: true},
 			2: {ID: 2, Username: "ben", IsActive: true},
 			3: {ID: 3, Username: "gone", IsActive: false},
+			4: {ID: 4, Username: "stranger", IsActive: true},
 		},
-		messages: map[int64]*store.DirectMessage{},
+		directory: map[int64][]int64{1: {2}, 2: {1}},
+		messages:  map[int64]*store.DirectMessage{},
 	}
+}
+
+func (f *fakeStore) InDirectory(_ context.Context, sc store.Scope, id int64) (bool, error) {
+	if f.err != nil {
+		return false, f.err
+	}
+	return slices.Contains(f.directory[sc.UserID], id) && f.users[id] != nil && f.users[id].IsActive, nil
+}
+
+func (f *fakeStore) ListDirectory(_ context.Context, df store.DirectoryFilter) ([]store.UserSummary, int, error) {
+	var out []store.UserSummary
+	for _, id := range f.directory[df.Scope.UserID] {
+		if u := f.users[id]; strings.Contains(u.Username, df.Q) {
+			out = append(out, store.UserSummary{ID: u.ID, Username: u.Username})
+		}
+	}
+	return out, len(out), nil
 }
 
 func (f *fakeStore) UserByID(_ context.Context, id int64) (*store.User, error) {
@@ -150,6 +173,12 @@ func TestNormalize(t *testing.T) {
 	}
 }
 
+// The writers of the tests, by their scopes.
+var (
+	ann = store.Scope{UserID: 1}
+	ben = store.Scope{UserID: 2}
+)
+
 func TestSend(t *testing.T) {
 	ctx := context.Background()
 	refused := []struct {
@@ -158,13 +187,14 @@ func TestSend(t *testing.T) {
 		detail string
 	}{
 		{"Self", 1, "recipient_id: you cannot send a message to yourself"},
-		{"UnknownRecipient", 99, "recipient_id: no active user has this id"},
-		{"DisabledRecipient", 3, "recipient_id: no active user has this id"},
+		{"UnknownRecipient", 99, msgNotRecipient},
+		{"DisabledRecipient", 3, msgNotRecipient},
+		{"OutsideTheDirectory", 4, msgNotRecipient},
 	}
 	for _, c := range refused {
 		t.Run(c.name, func(t *testing.T) {
 			svc, db, n := newService()
-			_, err := svc.Send(ctx, 1, Draft{RecipientID: c.to, Body: "hi"})
+			_, err := svc.Send(ctx, ann, Draft{RecipientID: c.to, Body: "hi"})
 			if store.KindOf(err) != store.KindInvalid || !strings.Contains(err.Error(), c.detail) {
 				t.Fatalf("got %v, want invalid with %q", err, c.detail)
 			}
@@ -175,21 +205,21 @@ func TestSend(t *testing.T) {
 	}
 	t.Run("InvalidDraftBeforeRecipient", func(t *testing.T) {
 		svc, _, _ := newService()
-		if _, err := svc.Send(ctx, 1, Draft{RecipientID: 99, Body: ""}); err == nil || !strings.Contains(err.Error(), "body") {
+		if _, err := svc.Send(ctx, ann, Draft{RecipientID: 99, Body: ""}); err == nil || !strings.Contains(err.Error(), "body") {
 			t.Fatalf("got %v", err)
 		}
 	})
 	t.Run("StoreErrorKept", func(t *testing.T) {
 		svc, db, _ := newService()
 		db.err = errors.New("disk on fire")
-		if _, err := svc.Send(ctx, 1, Draft{RecipientID: 2, Body: "hi"}); err == nil || store.KindOf(err) == store.KindInvalid {
+		if _, err := svc.Send(ctx, ann, Draft{RecipientID: 2, Body: "hi"}); err == nil || store.KindOf(err) == store.KindInvalid {
 			t.Fatalf("got %v, want the store's error", err)
 		}
 	})
 	t.Run("OK", func(t *testing.T) {
 		svc, db, n := newService()
 		body := "Hi Ben,\n\nthe draft is ready. " + strings.Repeat("More words here. ", 20)
-		m, err := svc.Send(ctx, 1, Draft{RecipientID: 2, Subject: " Re: draft ", Body: body})
+		m, err := svc.Send(ctx, ann, Draft{RecipientID: 2, Subject: " Re: draft ", Body: body})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -207,7 +237,7 @@ func TestSend(t *testing.T) {
 	})
 	t.Run("NoSubjectTitle", func(t *testing.T) {
 		svc, _, n := newService()
-		if _, err := svc.Send(ctx, 2, Draft{RecipientID: 1, Body: "yo"}); err != nil {
+		if _, err := svc.Send(ctx, ben, Draft{RecipientID: 1, Body: "yo"}); err != nil {
 			t.Fatal(err)
 		}
 		if n.notes[0].note.Title != "New message from ben" {
@@ -216,10 +246,23 @@ func TestSend(t *testing.T) {
 	})
 }
 
+func TestRecipients(t *testing.T) {
+	ctx := context.Background()
+	svc, _, _ := newService()
+	list, total, err := svc.Recipients(ctx, ann, "be", store.Page{Page: 1, PerPage: 50})
+	if err != nil || total != 1 || list[0].Username != "ben" {
+		t.Fatalf("got %v %d %v", list, total, err)
+	}
+	if _, _, err := svc.Recipients(ctx, ann, strings.Repeat("é", MaxQuery+1), store.Page{Page: 1, PerPage: 50}); store.KindOf(err) != store.KindInvalid ||
+		!strings.HasPrefix(err.Error(), "q: ") {
+		t.Fatalf("a long q: %v, want invalid naming q", err)
+	}
+}
+
 func TestMarkRead(t *testing.T) {
 	ctx := context.Background()
 	svc, db, _ := newService()
-	m, err := svc.Send(ctx, 1, Draft{RecipientID: 2, Body: "hi"})
+	m, err := svc.Send(ctx, ann, Draft{RecipientID: 2, Body: "hi"})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -2,6 +2,7 @@ package stream
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -55,6 +56,10 @@ type Options struct {
 	// Now is the clock (for Linger); time.Now by default.
 	Now func() time.Time
 	Log *slog.Logger
+	// Marshal encodes an event's data; json.Marshal by default. The
+	// server passes the encoder of its responses, so that the data of an
+	// event reads as the same value in a response does.
+	Marshal func(v any) ([]byte, error)
 }
 
 // TopicOptions configures a live topic (Open).
@@ -109,6 +114,9 @@ func New(o Options) *Broker {
 	}
 	if o.Log == nil {
 		o.Log = slog.New(slog.DiscardHandler)
+	}
+	if o.Marshal == nil {
+		o.Marshal = json.Marshal
 	}
 	return &Broker{opts: o, topics: map[string]*topic{}, joined: make(chan struct{})}
 }

@@ -2,7 +2,6 @@ package stream
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -45,6 +44,12 @@ type ServeOptions struct {
 	Encode func(data any) any
 }
 
+func setStreamHeaders(h http.Header) {
+	h.Set("Content-Type", "text/event-stream")
+	h.Set("Cache-Control", "no-cache")
+	h.Set("X-Accel-Buffering", "no") // tell nginx not to buffer
+}
+
 // replayPage is how many events one Replay call asks for.
 const replayPage = 200
 
@@ -53,6 +58,12 @@ const replayPage = 200
 // its re-check, or the broker ends it (EndAll, Close). The client resumes
 // with the Last-Event-ID header.
 func (b *Broker) Serve(w http.ResponseWriter, r *http.Request, topicName string, o ServeOptions) {
+	if r.Method == http.MethodHead {
+		// HEAD (an uptime monitor) gets the stream's headers, not a stream.
+		setStreamHeaders(w.Header())
+		w.WriteHeader(http.StatusOK)
+		return
+	}
 	ctx := r.Context()
 	after, err := strconv.ParseInt(r.Header.Get("Last-Event-ID"), 10, 64)
 	if err != nil || after < 0 {
@@ -67,10 +78,7 @@ func (b *Broker) Serve(w http.ResponseWriter, r *http.Request, topicName string,
 	// connection can serve another request.
 	_ = rc.SetReadDeadline(time.Time{})
 	defer func() { _ = rc.SetWriteDeadline(time.Time{}) }()
-	h := w.Header()
-	h.Set("Content-Type", "text/event-stream")
-	h.Set("Cache-Control", "no-cache")
-	h.Set("X-Accel-Buffering", "no") // tell nginx not to buffer
+	setStreamHeaders(w.Header())
 	w.WriteHeader(http.StatusOK)
 	out := &out{w: w, rc: rc, b: b, encode: o.Encode, last: after}
 	hold := o.Hold
@@ -176,7 +184,7 @@ func (o *out) event(ev Event) error {
 	if _, mine := data.(own); !mine && o.encode != nil {
 		data = o.encode(data)
 	}
-	b, err := json.Marshal(data)
+	b, err := o.b.opts.Marshal(data)
 	if err != nil {
 		o.b.opts.Log.Error("stream: event cannot be encoded", "event", ev.Name, "id", ev.ID, "err", err)
 		o.end("internal server error: the problem was logged on the server")

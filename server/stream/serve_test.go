@@ -154,6 +154,29 @@ func TestServeHeadersAndEvents(t *testing.T) {
 	}
 }
 
+// Event data is encoded by Options.Marshal (the server's encoder).
+func TestServeMarshal(t *testing.T) {
+	b := stream.New(stream.Options{Marshal: func(v any) ([]byte, error) { return []byte(fmt.Sprintf(`{"v":%q}`, v)), nil }})
+	c := serve(t, b, "u/1", stream.ServeOptions{})
+	if _, err := b.Publish("u/1", stream.Event{ID: 1, Name: "notification", Data: "<b>"}); err != nil {
+		t.Fatal(err)
+	}
+	if ev := c.event(t); ev.Data != `{"v":"<b>"}` {
+		t.Fatalf("data: %s", ev.Data)
+	}
+}
+
+// HEAD gets the stream's headers and no stream: Serve returns at once,
+// without subscribing.
+func TestServeHead(t *testing.T) {
+	b := stream.New(stream.Options{})
+	w := httptest.NewRecorder()
+	b.Serve(w, httptest.NewRequest("HEAD", "/stream", nil), "u/1", stream.ServeOptions{})
+	if w.Code != 200 || w.Header().Get("Content-Type") != "text/event-stream" || w.Body.Len() != 0 || b.Subscribers("") != 0 {
+		t.Fatalf("%d %v %q", w.Code, w.Header(), w.Body)
+	}
+}
+
 // Last-Event-ID on a live topic replays from its buffer.
 func TestServeResumesFromBuffer(t *testing.T) {
 	b := stream.New(stream.Options{})
