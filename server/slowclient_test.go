@@ -226,7 +226,17 @@ func TestAnswerSentWithoutHold(t *testing.T) {
 	e := newEnv(t)
 	_, root := e.user(t, "root", store.RoleSuperAdmin)
 	ben, _ := e.user(t, "ben", store.RoleViewer)
-	_, vic := e.user(t, "vic", store.RoleViewer)
+	vicUser, vic := e.user(t, "vic", store.RoleViewer)
+	// They work on one site, so vic may write to ben.
+	team, err := e.app.DB.CreateEnvironment(context.Background(), store.NewEnvironment{Name: "Team", Slug: "team"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, u := range []*store.User{ben, vicUser} {
+		if _, err := e.app.DB.SetUserEnvironments(context.Background(), u.ID, []int64{team.ID}); err != nil {
+			t.Fatal(err)
+		}
+	}
 	for i := 0; i < 3; i++ {
 		if r := e.do(t, "POST", "/api/messages", vic, map[string]any{"recipient_id": ben.ID, "body": strings.Repeat("long text ", 500)}); r.Code != 201 {
 			t.Fatalf("send: %d %s", r.Code, r.Body)
