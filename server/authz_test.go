@@ -132,6 +132,27 @@ var authzTable = []authzCase{
 	{route: "GET /api/agents/runs/{run_id}", path: "/api/agents/runs/{run}", want: [5]int{401, 200, 200, 200, 200}},
 	{route: "POST /api/agents/runs/{run_id}/cancel", path: "/api/agents/runs/{run}/cancel", want: [5]int{401, 403, 200, 200, 200}},
 	{route: "PUT /api/settings/system", body: map[string]any{"registration_open": false}, want: [5]int{401, 403, 403, 200, 200}},
+
+	// CMS: {catA}/{tagA} live in envA, {catB}/{tagB} in envB.
+	{route: "GET /api/cms/categories", want: [5]int{401, 200, 200, 200, 200}},
+	{route: "GET /api/cms/categories", path: "/api/cms/categories?environment_id={envB}", want: [5]int{401, 404, 404, 200, 200}},
+	{route: "POST /api/cms/categories", body: map[string]any{"environment_id": "{envA}", "name": "Café News"}, want: [5]int{401, 403, 201, 201, 201}},
+	{route: "POST /api/cms/categories", body: map[string]any{"environment_id": "{envB}", "name": "News"}, want: [5]int{401, 403, 422, 201, 201}},
+	{route: "GET /api/cms/categories/{id}", path: "/api/cms/categories/{catA}", want: [5]int{401, 200, 200, 200, 200}},
+	{route: "GET /api/cms/categories/{id}", path: "/api/cms/categories/{catB}", want: [5]int{401, 404, 404, 200, 200}},
+	{route: "PUT /api/cms/categories/{id}", path: "/api/cms/categories/{catA}", body: map[string]any{"description": "x"}, want: [5]int{401, 403, 200, 200, 200}},
+	{route: "PUT /api/cms/categories/{id}", path: "/api/cms/categories/{catB}", body: map[string]any{"description": "x"}, want: [5]int{401, 403, 404, 200, 200}},
+	{route: "DELETE /api/cms/categories/{id}", path: "/api/cms/categories/{catA}", want: [5]int{401, 403, 200, 200, 200}},
+	{route: "DELETE /api/cms/categories/{id}", path: "/api/cms/categories/{catB}", want: [5]int{401, 403, 404, 200, 200}},
+	{route: "GET /api/cms/tags", want: [5]int{401, 200, 200, 200, 200}},
+	{route: "GET /api/cms/tags", path: "/api/cms/tags?environment_id={envB}", want: [5]int{401, 404, 404, 200, 200}},
+	{route: "POST /api/cms/tags", body: map[string]any{"environment_id": "{envA}", "name": "Go"}, want: [5]int{401, 403, 201, 201, 201}},
+	{route: "GET /api/cms/tags/{id}", path: "/api/cms/tags/{tagA}", want: [5]int{401, 200, 200, 200, 200}},
+	{route: "GET /api/cms/tags/{id}", path: "/api/cms/tags/{tagB}", want: [5]int{401, 404, 404, 200, 200}},
+	{route: "PUT /api/cms/tags/{id}", path: "/api/cms/tags/{tagA}", body: map[string]any{"name": "Golang"}, want: [5]int{401, 403, 200, 200, 200}},
+	{route: "PUT /api/cms/tags/{id}", path: "/api/cms/tags/{tagB}", body: map[string]any{"name": "Golang"}, want: [5]int{401, 403, 404, 200, 200}},
+	{route: "DELETE /api/cms/tags/{id}", path: "/api/cms/tags/{tagA}", want: [5]int{401, 403, 200, 200, 200}},
+	{route: "DELETE /api/cms/tags/{id}", path: "/api/cms/tags/{tagB}", want: [5]int{401, 403, 404, 200, 200}},
 }
 
 // authzFixture is the data directory every case of TestAuthorizationTable
@@ -200,6 +221,18 @@ func newAuthzFixture(t *testing.T, providerURL string) (*authzFixture, []*server
 	if err != nil {
 		t.Fatal(err)
 	}
+	terms := map[string]int64{}
+	for _, env := range []*store.Environment{envA, envB} {
+		cat, err := e.app.DB.CreateCategory(ctx, store.NewCategory{EnvironmentID: env.ID, Name: "Cat " + env.Name, Slug: "cat-" + env.Slug})
+		if err != nil {
+			t.Fatal(err)
+		}
+		tag, err := e.app.DB.CreateTag(ctx, store.NewTag{EnvironmentID: env.ID, Name: "Tag " + env.Name, Slug: "tag-" + env.Slug})
+		if err != nil {
+			t.Fatal(err)
+		}
+		terms["{cat"+env.Name+"}"], terms["{tag"+env.Name+"}"] = cat.ID, tag.ID
+	}
 	snap, err := e.app.Backups.Create(ctx, "manual")
 	if err != nil {
 		t.Fatal(err)
@@ -209,6 +242,9 @@ func newAuthzFixture(t *testing.T, providerURL string) (*authzFixture, []*server
 		ids := map[string]int64{"{envA}": envA.ID, "{envB}": envB.ID, "{target}": target.ID,
 			"{notification}": own[role][0], "{message}": own[role][1], "{credential}": cred.ID,
 			"{agentA}": agentA.ID, "{agentB}": agentB.ID, "{run}": run.ID}
+		for k, v := range terms {
+			ids[k] = v
+		}
 		pairs := []string{"{backup}", snap.Name}
 		for k, v := range ids {
 			pairs = append(pairs, `"`+k+`"`, fmt.Sprint(v), k, fmt.Sprint(v)) // numbers in JSON, digits in paths

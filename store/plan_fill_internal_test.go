@@ -158,6 +158,17 @@ func fillPlanData(t testing.TB, db *DB) {
 				})
 			},
 		}
+		steps = append(steps, func() error {
+			return exec(`INSERT INTO cms_categories (environment_id, name, slug, created_at, updated_at) VALUES (?, ?, ?, ?, ?)`, planRows,
+				func(i int) []any {
+					return []any{1 + rnd.IntN(planEnvs), fmt.Sprintf("%c news %d", 'a'+rune(rnd.IntN(26)), i), fmt.Sprintf("news-%d", i), at(i), at(i)}
+				})
+		}, func() error {
+			return exec(`INSERT INTO cms_tags (environment_id, name, slug, created_at, updated_at) VALUES (?, ?, ?, ?, ?)`, planRows,
+				func(i int) []any {
+					return []any{1 + rnd.IntN(planEnvs), fmt.Sprintf("%c go %d", 'a'+rune(rnd.IntN(26)), i), fmt.Sprintf("go-%d", i), at(i), at(i)}
+				})
+		})
 		for _, step := range steps {
 			if err := step(); err != nil {
 				return err

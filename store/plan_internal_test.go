@@ -232,6 +232,8 @@ func planCalls(t *testing.T, mt reflect.Type) []planCall {
 var planSamples = map[string]any{
 	"AgentFilter.Kind":          "writer",
 	"AgentFilter.Q":             "agent 1",
+	"CategoryFilter.Q":          "news",
+	"TagFilter.Q":               "go",
 	"CredentialFilter.Provider": "openai",
 	"EnvironmentFilter.Q":       "site",
 	"JobFilter.Kind":            "agent.run",

@@ -163,23 +163,10 @@ func normalizeUpdate(up *store.EnvironmentUpdate) error {
 	return nil
 }
 
-func checkName(name string) (string, error) {
-	name = strings.TrimSpace(name)
-	if name == "" {
-		return "", store.Invalid("name: must not be empty")
-	}
-	if err := valid.Line("name", name); err != nil {
-		return "", err
-	}
-	return name, valid.MaxLen("name", name, maxName)
-}
+func checkName(name string) (string, error) { return valid.Name("name", name, maxName) }
 
 func checkDescription(d string) (string, error) {
-	d = strings.TrimSpace(d)
-	if err := valid.Text("description", d); err != nil {
-		return "", err
-	}
-	return d, valid.MaxLen("description", d, maxDescription)
+	return valid.LongText("description", d, maxDescription)
 }
 
 var errSlug = store.Invalid("slug: must be lower-case letters and digits separated by single dashes, at most 64 characters")
