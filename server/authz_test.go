@@ -153,6 +153,24 @@ var authzTable = []authzCase{
 	{route: "PUT /api/cms/tags/{id}", path: "/api/cms/tags/{tagB}", body: map[string]any{"name": "Golang"}, want: [5]int{401, 403, 404, 200, 200}},
 	{route: "DELETE /api/cms/tags/{id}", path: "/api/cms/tags/{tagA}", want: [5]int{401, 403, 200, 200, 200}},
 	{route: "DELETE /api/cms/tags/{id}", path: "/api/cms/tags/{tagB}", want: [5]int{401, 403, 404, 200, 200}},
+
+	// WordPress posts: {postA} lives in envA, {postB} in envB; neither
+	// environment publishes to WordPress, so remote actions are 409.
+	{route: "GET /api/wordpress-posts", want: [5]int{401, 200, 200, 200, 200}},
+	{route: "GET /api/wordpress-posts", path: "/api/wordpress-posts?environment_id={envB}", want: [5]int{401, 404, 404, 200, 200}},
+	{route: "POST /api/wordpress-posts", body: map[string]any{"environment_id": "{envA}", "title": "Hello"}, want: [5]int{401, 403, 201, 201, 201}},
+	{route: "POST /api/wordpress-posts/import", body: map[string]any{"environment_id": "{envA}"}, want: [5]int{401, 403, 409, 409, 409}},
+	{route: "GET /api/wordpress-posts/{id}", path: "/api/wordpress-posts/{postA}", want: [5]int{401, 200, 200, 200, 200}},
+	{route: "GET /api/wordpress-posts/{id}", path: "/api/wordpress-posts/{postB}", want: [5]int{401, 404, 404, 200, 200}},
+	{route: "PUT /api/wordpress-posts/{id}", path: "/api/wordpress-posts/{postA}", body: map[string]any{"title": "New"}, want: [5]int{401, 403, 200, 200, 200}},
+	{route: "PUT /api/wordpress-posts/{id}", path: "/api/wordpress-posts/{postB}", body: map[string]any{"title": "New"}, want: [5]int{401, 403, 404, 200, 200}},
+	{route: "DELETE /api/wordpress-posts/{id}", path: "/api/wordpress-posts/{postA}", want: [5]int{401, 403, 200, 200, 200}},
+	{route: "DELETE /api/wordpress-posts/{id}", path: "/api/wordpress-posts/{postB}", want: [5]int{401, 403, 404, 200, 200}},
+	{route: "POST /api/wordpress-posts/{id}/publish", path: "/api/wordpress-posts/{postA}/publish", want: [5]int{401, 403, 409, 409, 409}},
+	{route: "POST /api/wordpress-posts/{id}/publish", path: "/api/wordpress-posts/{postB}/publish", want: [5]int{401, 403, 404, 409, 409}},
+	{route: "POST /api/wordpress-posts/{id}/unpublish", path: "/api/wordpress-posts/{postA}/unpublish", want: [5]int{401, 403, 409, 409, 409}},
+	{route: "POST /api/wordpress-posts/{id}/sync", path: "/api/wordpress-posts/{postA}/sync", want: [5]int{401, 403, 409, 409, 409}},
+	{route: "POST /api/agents/runs/{run_id}/save-as-post", path: "/api/agents/runs/{run}/save-as-post", body: map[string]any{"target": "wordpress"}, want: [5]int{401, 403, 409, 409, 409}},
 }
 
 // authzFixture is the data directory every case of TestAuthorizationTable
@@ -231,7 +249,12 @@ func newAuthzFixture(t *testing.T, providerURL string) (*authzFixture, []*server
 		if err != nil {
 			t.Fatal(err)
 		}
-		terms["{cat"+env.Name+"}"], terms["{tag"+env.Name+"}"] = cat.ID, tag.ID
+		post, err := e.app.DB.CreateWordPressPost(ctx, store.NewWordPressPost{EnvironmentID: env.ID, Title: "Post " + env.Name,
+			Slug: "post-" + env.Slug, Status: "draft", CategoryIDs: []int64{cat.ID}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		terms["{cat"+env.Name+"}"], terms["{tag"+env.Name+"}"], terms["{post"+env.Name+"}"] = cat.ID, tag.ID, post.ID
 	}
 	snap, err := e.app.Backups.Create(ctx, "manual")
 	if err != nil {

@@ -17,9 +17,9 @@ type cmsEnv struct {
 	envA, envB            int64
 }
 
-func newCMSEnv(t *testing.T) *cmsEnv {
+func newCMSEnv(t *testing.T, opts ...envOption) *cmsEnv {
 	t.Helper()
-	e := newEnv(t)
+	e := newEnv(t, opts...)
 	ctx := context.Background()
 	a, err := e.app.DB.CreateEnvironment(ctx, store.NewEnvironment{Name: "A", Slug: "a"})
 	if err != nil {

@@ -320,11 +320,7 @@ type CategoryUpdate struct {
 // outside the environment or under the category itself is invalid.
 func (db *DB) UpdateCategory(ctx context.Context, id int64, up CategoryUpdate) (*Category, error) {
 	err := db.tx(ctx, func(tx *sql.Tx) error {
-		var envID int64
-		err := tx.QueryRowContext(ctx, `SELECT environment_id FROM cms_categories WHERE id = ?`, id).Scan(&envID)
-		if errors.Is(err, sql.ErrNoRows) {
-			return NotFound("category not found")
-		}
+		envID, err := envOf(ctx, tx, "cms_categories", id, "category")
 		if err != nil {
 			return err
 		}

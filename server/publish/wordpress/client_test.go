@@ -186,7 +186,9 @@ func TestErrorsAndRetries(t *testing.T) {
 		site := wptest.New()
 		defer site.Close()
 		site.Set(func(s *wptest.Site) {
-			s.Fail = func(r *http.Request) (int, string, string, bool) { return 503, "unavailable", "later", r.Method == "POST" }
+			s.Fail = func(r *http.Request) (int, string, string, bool) {
+				return 503, "unavailable", "later", r.Method == "POST"
+			}
 		})
 		_, err := client(site).CreatePost(ctx, wordpress.PostInput{Title: "x", Status: "draft"})
 		if err == nil || site.Requests["POST /wp/v2/posts"] != 1 {
