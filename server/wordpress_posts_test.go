@@ -4,7 +4,9 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"net/http/httptest"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -436,5 +438,42 @@ func TestSaveRunAsPost(t *testing.T) {
 		if r := save(c.id, c.body); r.Code != c.want {
 			t.Errorf("%s: %d %s", c.name, r.Code, r.Body)
 		}
+	}
+}
+
+func TestWordPressFeaturedImage(t *testing.T) {
+	t.Parallel()
+	w := newWPEnv(t)
+	img := pngBytes(t, 4, 4)
+	var fetches atomic.Int32
+	images := httptest.NewServer(http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
+		fetches.Add(1)
+		if r.URL.Path == "/big.png" {
+			rw.Header().Set("Content-Type", "image/png")
+			rw.Header().Set("Content-Length", fmt.Sprint(11<<20))
+			rw.Write(make([]byte, 11<<20))
+			return
+		}
+		rw.Header().Set("Content-Type", "image/png")
+		rw.Write(img)
+	}))
+	defer images.Close()
+	p := w.post(t, map[string]any{"title": "With image", "featured_image_url": images.URL + "/a.png"})
+	for i := 0; i < 2; i++ {
+		r := w.action(t, p["id"], "publish", nil)
+		if r.Code != 200 || r.Data()["featured_media_id"] == nil {
+			t.Fatalf("publish %d: %d %s", i, r.Code, r.Body)
+		}
+	}
+	if fetches.Load() != 1 || w.site.MediaCount() != 1 {
+		t.Fatalf("fetched %d times, uploaded %d: want once each", fetches.Load(), w.site.MediaCount())
+	}
+	big := w.post(t, map[string]any{"title": "Too big", "featured_image_url": images.URL + "/big.png"})
+	if r := w.action(t, big["id"], "publish", nil); r.Code != 422 || !strings.Contains(r.Detail(), "larger than") {
+		t.Fatalf("a 11 MiB image: %d %s", r.Code, r.Body)
+	}
+	if r := w.do(t, "POST", "/api/wordpress-posts", w.editor, map[string]any{"environment_id": w.envA, "title": "x",
+		"featured_image_url": "file:///etc/passwd"}); r.Code != 422 {
+		t.Fatalf("a file URL: %d %s", r.Code, r.Body)
 	}
 }

@@ -392,6 +392,9 @@ func (s *Service) fetchImage(ctx context.Context, addr string) ([]byte, string, 
 	if res.StatusCode != http.StatusOK {
 		return nil, "", store.E(store.KindRemote, "featured_image_url: fetching the image answered %s", res.Status)
 	}
+	if res.ContentLength > s.opt.MaxImage {
+		return nil, "", store.Invalid("featured_image_url: the image is larger than %d bytes", s.opt.MaxImage)
+	}
 	data, err := io.ReadAll(io.LimitReader(res.Body, s.opt.MaxImage+1))
 	if err != nil {
 		return nil, "", store.E(store.KindRemote, "featured_image_url: reading the image: %v", err)
