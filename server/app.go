@@ -21,6 +21,7 @@ import (
 	"github.com/copydesk/copydesk/server/notify"
 	"github.com/copydesk/copydesk/server/outbound"
 	"github.com/copydesk/copydesk/server/stream"
+	"github.com/copydesk/copydesk/server/wppost"
 	"github.com/copydesk/copydesk/store"
 )
 
@@ -69,6 +70,11 @@ type Config struct {
 	// non-public addresses (`serve --outbound-private=false`). Link-local
 	// and cloud metadata addresses are refused whatever it says.
 	RefuseOutboundPrivate bool
+	// WordPressTimeout bounds one call to a WordPress site; 30 s when 0.
+	WordPressTimeout time.Duration
+	// WordPressBackoff, when set, replaces the wait between retries of
+	// WordPress calls (tests).
+	WordPressBackoff func(n int) time.Duration
 }
 
 // DBFile is the database file inside the data directory.
@@ -198,13 +204,16 @@ func Open(ctx context.Context, cfg Config, log *slog.Logger) (*App, error) {
 	if retries < 0 {
 		retries = -1
 	}
+	// One outbound client for every remote call (providers, WordPress,
+	// featured images).
+	ob := outbound.NewClient(outbound.Options{RefusePrivate: cfg.RefuseOutboundPrivate, Timeout: 15 * time.Minute})
 	a.Engine = engine.New(a.DB, a.Keys, a.Notify, log, engine.Options{
-		HTTPClient: outbound.NewClient(outbound.Options{RefusePrivate: cfg.RefuseOutboundPrivate, Timeout: 15 * time.Minute}),
-		Timeout:    cfg.ProviderTimeout, MaxRetries: retries})
+		HTTPClient: ob, Timeout: cfg.ProviderTimeout, MaxRetries: retries})
 	a.Jobs = jobs.New(a.DB, log, jobs.Options{Workers: cfg.Workers, Backoff: cfg.JobBackoff})
 	a.registerJobs()
 	a.Server, err = New(Deps{DB: a.DB, Auth: a.Auth, Backups: a.Backups, Notify: a.Notify, Events: a.Events, Engine: a.Engine,
-		Jobs: a.Jobs, Keys: a.Keys, Log: log},
+		Jobs: a.Jobs, Keys: a.Keys, Log: log,
+		WordPress: wppost.Options{HTTP: ob, Timeout: cfg.WordPressTimeout, Retries: 2, Backoff: cfg.WordPressBackoff}},
 		Options{TrustedProxies: cfg.TrustedProxies, Version: cfg.Version, MaxUploadBytes: cfg.MaxUploadBytes})
 	if err != nil {
 		return nil, errors.Join(err, a.Close())

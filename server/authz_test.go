@@ -136,6 +136,45 @@ var authzTable = []authzCase{
 	{route: "GET /api/agents/runs/{run_id}", path: "/api/agents/runs/{run}", want: [5]int{401, 200, 200, 200, 200}},
 	{route: "POST /api/agents/runs/{run_id}/cancel", path: "/api/agents/runs/{run}/cancel", want: [5]int{401, 403, 200, 200, 200}},
 	{route: "PUT /api/settings/system", body: map[string]any{"registration_open": false}, want: [5]int{401, 403, 403, 200, 200}},
+
+	// CMS: {catA}/{tagA} live in envA, {catB}/{tagB} in envB.
+	{route: "GET /api/cms/categories", want: [5]int{401, 200, 200, 200, 200}},
+	{route: "GET /api/cms/categories", path: "/api/cms/categories?environment_id={envB}", want: [5]int{401, 404, 404, 200, 200}},
+	{route: "POST /api/cms/categories", body: map[string]any{"environment_id": "{envA}", "name": "Café News"}, want: [5]int{401, 403, 201, 201, 201}},
+	{route: "POST /api/cms/categories", body: map[string]any{"environment_id": "{envB}", "name": "News"}, want: [5]int{401, 403, 422, 201, 201}},
+	{route: "GET /api/cms/categories/{id}", path: "/api/cms/categories/{catA}", want: [5]int{401, 200, 200, 200, 200}},
+	{route: "GET /api/cms/categories/{id}", path: "/api/cms/categories/{catB}", want: [5]int{401, 404, 404, 200, 200}},
+	{route: "PUT /api/cms/categories/{id}", path: "/api/cms/categories/{catA}", body: map[string]any{"description": "x"}, want: [5]int{401, 403, 200, 200, 200}},
+	{route: "PUT /api/cms/categories/{id}", path: "/api/cms/categories/{catB}", body: map[string]any{"description": "x"}, want: [5]int{401, 403, 404, 200, 200}},
+	{route: "DELETE /api/cms/categories/{id}", path: "/api/cms/categories/{catA}", want: [5]int{401, 403, 200, 200, 200}},
+	{route: "DELETE /api/cms/categories/{id}", path: "/api/cms/categories/{catB}", want: [5]int{401, 403, 404, 200, 200}},
+	{route: "GET /api/cms/tags", want: [5]int{401, 200, 200, 200, 200}},
+	{route: "GET /api/cms/tags", path: "/api/cms/tags?environment_id={envB}", want: [5]int{401, 404, 404, 200, 200}},
+	{route: "POST /api/cms/tags", body: map[string]any{"environment_id": "{envA}", "name": "Go"}, want: [5]int{401, 403, 201, 201, 201}},
+	{route: "GET /api/cms/tags/{id}", path: "/api/cms/tags/{tagA}", want: [5]int{401, 200, 200, 200, 200}},
+	{route: "GET /api/cms/tags/{id}", path: "/api/cms/tags/{tagB}", want: [5]int{401, 404, 404, 200, 200}},
+	{route: "PUT /api/cms/tags/{id}", path: "/api/cms/tags/{tagA}", body: map[string]any{"name": "Golang"}, want: [5]int{401, 403, 200, 200, 200}},
+	{route: "PUT /api/cms/tags/{id}", path: "/api/cms/tags/{tagB}", body: map[string]any{"name": "Golang"}, want: [5]int{401, 403, 404, 200, 200}},
+	{route: "DELETE /api/cms/tags/{id}", path: "/api/cms/tags/{tagA}", want: [5]int{401, 403, 200, 200, 200}},
+	{route: "DELETE /api/cms/tags/{id}", path: "/api/cms/tags/{tagB}", want: [5]int{401, 403, 404, 200, 200}},
+
+	// WordPress posts: {postA} lives in envA, {postB} in envB; neither
+	// environment publishes to WordPress, so remote actions are 409.
+	{route: "GET /api/wordpress-posts", want: [5]int{401, 200, 200, 200, 200}},
+	{route: "GET /api/wordpress-posts", path: "/api/wordpress-posts?environment_id={envB}", want: [5]int{401, 404, 404, 200, 200}},
+	{route: "POST /api/wordpress-posts", body: map[string]any{"environment_id": "{envA}", "title": "Hello"}, want: [5]int{401, 403, 201, 201, 201}},
+	{route: "POST /api/wordpress-posts/import", body: map[string]any{"environment_id": "{envA}"}, want: [5]int{401, 403, 409, 409, 409}},
+	{route: "GET /api/wordpress-posts/{id}", path: "/api/wordpress-posts/{postA}", want: [5]int{401, 200, 200, 200, 200}},
+	{route: "GET /api/wordpress-posts/{id}", path: "/api/wordpress-posts/{postB}", want: [5]int{401, 404, 404, 200, 200}},
+	{route: "PUT /api/wordpress-posts/{id}", path: "/api/wordpress-posts/{postA}", body: map[string]any{"title": "New"}, want: [5]int{401, 403, 200, 200, 200}},
+	{route: "PUT /api/wordpress-posts/{id}", path: "/api/wordpress-posts/{postB}", body: map[string]any{"title": "New"}, want: [5]int{401, 403, 404, 200, 200}},
+	{route: "DELETE /api/wordpress-posts/{id}", path: "/api/wordpress-posts/{postA}", want: [5]int{401, 403, 200, 200, 200}},
+	{route: "DELETE /api/wordpress-posts/{id}", path: "/api/wordpress-posts/{postB}", want: [5]int{401, 403, 404, 200, 200}},
+	{route: "POST /api/wordpress-posts/{id}/publish", path: "/api/wordpress-posts/{postA}/publish", want: [5]int{401, 403, 409, 409, 409}},
+	{route: "POST /api/wordpress-posts/{id}/publish", path: "/api/wordpress-posts/{postB}/publish", want: [5]int{401, 403, 404, 409, 409}},
+	{route: "POST /api/wordpress-posts/{id}/unpublish", path: "/api/wordpress-posts/{postA}/unpublish", want: [5]int{401, 403, 409, 409, 409}},
+	{route: "POST /api/wordpress-posts/{id}/sync", path: "/api/wordpress-posts/{postA}/sync", want: [5]int{401, 403, 409, 409, 409}},
+	{route: "POST /api/agents/runs/{run_id}/save-as-post", path: "/api/agents/runs/{run}/save-as-post", body: map[string]any{"target": "wordpress"}, want: [5]int{401, 403, 409, 409, 409}},
 }
 
 // authzFixture is the data directory every case of TestAuthorizationTable
@@ -207,6 +246,23 @@ func newAuthzFixture(t *testing.T, providerURL string) (*authzFixture, []*server
 	if err != nil {
 		t.Fatal(err)
 	}
+	terms := map[string]int64{}
+	for _, env := range []*store.Environment{envA, envB} {
+		cat, err := e.app.DB.CreateCategory(ctx, store.NewCategory{EnvironmentID: env.ID, Name: "Cat " + env.Name, Slug: "cat-" + env.Slug})
+		if err != nil {
+			t.Fatal(err)
+		}
+		tag, err := e.app.DB.CreateTag(ctx, store.NewTag{EnvironmentID: env.ID, Name: "Tag " + env.Name, Slug: "tag-" + env.Slug})
+		if err != nil {
+			t.Fatal(err)
+		}
+		post, err := e.app.DB.CreateWordPressPost(ctx, store.NewWordPressPost{EnvironmentID: env.ID, Title: "Post " + env.Name,
+			Slug: "post-" + env.Slug, Status: "draft", CategoryIDs: []int64{cat.ID}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		terms["{cat"+env.Name+"}"], terms["{tag"+env.Name+"}"], terms["{post"+env.Name+"}"] = cat.ID, tag.ID, post.ID
+	}
 	snap, err := e.app.Backups.Create(ctx, "manual")
 	if err != nil {
 		t.Fatal(err)
@@ -216,6 +272,9 @@ func newAuthzFixture(t *testing.T, providerURL string) (*authzFixture, []*server
 		ids := map[string]int64{"{envA}": envA.ID, "{envB}": envB.ID, "{target}": target.ID,
 			"{notification}": own[role][0], "{message}": own[role][1], "{credential}": cred.ID,
 			"{agentA}": agentA.ID, "{agentB}": agentB.ID, "{run}": run.ID}
+		for k, v := range terms {
+			ids[k] = v
+		}
 		pairs := []string{"{backup}", snap.Name}
 		for k, v := range ids {
 			pairs = append(pairs, `"`+k+`"`, fmt.Sprint(v), k, fmt.Sprint(v)) // numbers in JSON, digits in paths

@@ -3,6 +3,7 @@ package server_test
 import (
 	"context"
 	"database/sql"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
@@ -100,6 +101,12 @@ func BenchmarkBareJWT(b *testing.B) {
 // they are in, as a server restarted on its data: Open gathers the
 // statistics SQLite plans by.
 func agentsEnv(b *testing.B, n int) (h http.Handler, admin, editor string) {
+	return benchEnv(b, func(ctx context.Context, conn *sql.DB) error { return authbench.FillAgents(ctx, conn, n) })
+}
+
+// benchEnv is a server whose file fill wrote into (straight, through conn),
+// with an admin's and an editor's tokens, opened again afterwards.
+func benchEnv(b *testing.B, fill func(ctx context.Context, conn *sql.DB) error) (h http.Handler, admin, editor string) {
 	ctx := context.Background()
 	cfg := server.Config{DataDir: b.TempDir(), SecretKey: testSecret, Hasher: &cheapHasher, Version: "test"}
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
@@ -125,7 +132,7 @@ func agentsEnv(b *testing.B, n int) (h http.Handler, admin, editor string) {
 		b.Fatal(err)
 	}
 	defer conn.Close()
-	if err := authbench.FillAgents(ctx, conn, n); err != nil {
+	if err := fill(ctx, conn); err != nil {
 		b.Fatal(err)
 	}
 	app.Close()
@@ -196,4 +203,67 @@ func BenchmarkBareCreateAgent(b *testing.B) {
 	defer bare.Close()
 	h, tok := bare.Handler([]byte(testSecret))
 	serveParallel(b, h, "POST", "/agents", tok, benchAgent, 201)
+}
+
+// BenchmarkListWordPressPosts is GET /api/wordpress-posts?per_page=50 over
+// 10,000 posts of one environment (each in a category and with two tags),
+// for an admin and for an editor granted that environment; and the first
+// page of one category.
+func BenchmarkListWordPressPosts(b *testing.B) {
+	h, admin, editor := benchEnv(b, func(ctx context.Context, conn *sql.DB) error { return fillPosts(ctx, conn, 10000) })
+	b.Run("Admin", func(b *testing.B) { serveParallel(b, h, "GET", "/api/wordpress-posts?per_page=50", admin, "", 200) })
+	b.Run("Editor", func(b *testing.B) { serveParallel(b, h, "GET", "/api/wordpress-posts?per_page=50", editor, "", 200) })
+	b.Run("Category", func(b *testing.B) {
+		serveParallel(b, h, "GET", "/api/wordpress-posts?per_page=50&category_id=3", editor, "", 200)
+	})
+	b.Run("Categories", func(b *testing.B) { serveParallel(b, h, "GET", "/api/cms/categories?per_page=50", editor, "", 200) })
+}
+
+// fillPosts writes an environment (granted to every editor) with 20
+// categories, 50 tags and n posts.
+func fillPosts(ctx context.Context, conn *sql.DB, n int) error {
+	tx, err := conn.BeginTx(ctx, nil)
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback()
+	now := "2026-01-01T00:00:00.000Z"
+	stmts := []struct {
+		query string
+		n     int
+		args  func(i int) []any
+	}{
+		{`INSERT INTO environments (id, name, slug, created_at, updated_at) VALUES (1, 'Blog', 'blog', ?, ?)`, 1,
+			func(int) []any { return []any{now, now} }},
+		{`INSERT INTO user_environments (user_id, environment_id) SELECT id, 1 FROM users WHERE role = 'editor'`, 1,
+			func(int) []any { return nil }},
+		{`INSERT INTO cms_categories (environment_id, name, slug, created_at, updated_at) VALUES (1, ?, ?, ?, ?)`, 20,
+			func(i int) []any {
+				return []any{fmt.Sprintf("Category %d", i), fmt.Sprintf("category-%d", i), now, now}
+			}},
+		{`INSERT INTO cms_tags (environment_id, name, slug, created_at, updated_at) VALUES (1, ?, ?, ?, ?)`, 50,
+			func(i int) []any { return []any{fmt.Sprintf("Tag %d", i), fmt.Sprintf("tag-%d", i), now, now} }},
+		{`INSERT INTO wordpress_posts (environment_id, title, content, slug, status, sync_status, created_at, updated_at)
+			VALUES (1, ?, ?, ?, ?, 'local', ?, ?)`, n, func(i int) []any {
+			return []any{fmt.Sprintf("Post %d", i), strings.Repeat("Some words. ", 200), fmt.Sprintf("post-%d", i),
+				[]string{"draft", "publish"}[i%2], now, now}
+		}},
+		{`INSERT INTO wordpress_post_categories (post_id, category_id) VALUES (?, ?)`, n, func(i int) []any { return []any{i, 1 + i%20} }},
+		{`INSERT INTO wordpress_post_tags (post_id, tag_id) VALUES (?, ?), (?, ?)`, n,
+			func(i int) []any { return []any{i, 1 + i%50, i, 1 + (i+25)%50} }},
+	}
+	for _, st := range stmts {
+		prep, err := tx.PrepareContext(ctx, st.query)
+		if err != nil {
+			return err
+		}
+		for i := 1; i <= st.n; i++ {
+			if _, err := prep.ExecContext(ctx, st.args(i)...); err != nil {
+				prep.Close()
+				return err
+			}
+		}
+		prep.Close()
+	}
+	return tx.Commit()
 }

@@ -17,7 +17,7 @@ func TestEnvironments(t *testing.T) {
 
 	create := func(body any) resp { return e.do(t, "POST", "/api/environments", admin, body) }
 	r := create(map[string]any{"name": "  Café Blog  ", "description": "food", "configuration": map[string]any{
-		"wordpress": map[string]any{"base_url": "https://cafe.example.com/", "credential_id": 3},
+		"wordpress": map[string]any{"base_url": "https://cafe.example.com/"},
 		"astro":     map[string]any{"project_path": "/srv/cafe"},
 		"language":  "fr", "timezone": "Europe/Paris",
 	}})

@@ -36,6 +36,7 @@ var statusText = map[int]string{
 	429: "Too many failed attempts for this account; see Retry-After.",
 	500: "Internal error; the cause is in the server log.",
 	502: "The remote service (LLM provider, WordPress, SERP API) failed; the detail has its message.",
+	504: "The remote service (WordPress) did not answer in time; the detail says what to do next.",
 	503: "The service cannot serve right now.",
 }
 

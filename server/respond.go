@@ -114,6 +114,7 @@ var statusOf = map[store.Kind]int{
 	store.KindRetryLater:   http.StatusTooManyRequests,
 	store.KindRemote:       http.StatusBadGateway,
 	store.KindUnavailable:  http.StatusServiceUnavailable,
+	store.KindTimeout:      http.StatusGatewayTimeout,
 }
 
 // fail writes the error body for err. Errors without a kind are 500s: the

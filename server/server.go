@@ -16,6 +16,7 @@ import (
 	"github.com/copydesk/copydesk/server/aisetting"
 	"github.com/copydesk/copydesk/server/analytics"
 	"github.com/copydesk/copydesk/server/auth"
+	"github.com/copydesk/copydesk/server/cms"
 	"github.com/copydesk/copydesk/server/credential"
 	"github.com/copydesk/copydesk/server/engine"
 	"github.com/copydesk/copydesk/server/environment"
@@ -25,6 +26,7 @@ import (
 	"github.com/copydesk/copydesk/server/notify"
 	"github.com/copydesk/copydesk/server/setting"
 	"github.com/copydesk/copydesk/server/stream"
+	"github.com/copydesk/copydesk/server/wppost"
 	"github.com/copydesk/copydesk/store"
 )
 
@@ -47,6 +49,8 @@ type Server struct {
 	aiSettings   *aisetting.Service
 	settings     *setting.Service
 	agents       *agent.Service
+	cms          *cms.Service
+	wpPosts      *wppost.Service
 
 	router *gin.Engine
 	routes []*Route
@@ -80,6 +84,9 @@ type Deps struct {
 	Jobs    *jobs.Runner
 	Keys    *keyring.Keyring
 	Log     *slog.Logger
+	// WordPress tunes the calls to WordPress sites; its HTTP client is the
+	// outbound one every remote call shares.
+	WordPress wppost.Options
 }
 
 // DefaultMaxBody is the body limit of JSON endpoints.
@@ -117,6 +124,8 @@ func New(d Deps, opts Options) (*Server, error) {
 	s.settings = setting.New(d.DB)
 	s.agents = agent.New(agent.Deps{Store: d.DB, Environments: s.environments, Credentials: s.credentials, Engine: d.Engine,
 		Jobs: d.Jobs, Notify: d.Notify, Events: d.Events, Log: d.Log})
+	s.cms = cms.New(d.DB, s.environments)
+	s.wpPosts = wppost.New(wppost.Deps{Store: d.DB, Environments: s.environments, Keys: d.Keys, Runs: s.agents, Options: d.WordPress})
 	e.Use(s.recoverPanics, s.logRequests, securityHeaders, boundWrites, omitHeadBody)
 	e.NoRoute(func(c *gin.Context) {
 		abort(c, http.StatusNotFound, "no route for "+c.Request.Method+" "+c.Request.URL.Path)
@@ -136,6 +145,8 @@ func New(d Deps, opts Options) (*Server, error) {
 	s.registerAISettingsRoutes()
 	s.registerTokenAnalyticsRoutes()
 	s.registerAgentRoutes()
+	s.registerCMSRoutes()
+	s.registerWordPressPostRoutes()
 	return s, nil
 }
 

@@ -25,6 +25,7 @@ const (
 	KindRetryLater               // refused for now; RetryAfter says when to try again
 	KindRemote                   // a remote service (LLM provider, WordPress) failed
 	KindUnavailable              // the service is busy or cannot serve for now; RetryAfter says when to try again
+	KindTimeout                  // a remote service (WordPress) did not answer in time
 )
 
 // Error is an error with a kind and a message that is safe to show a client.

@@ -158,6 +158,32 @@ func fillPlanData(t testing.TB, db *DB) {
 				})
 			},
 		}
+		steps = append(steps, func() error {
+			return exec(`INSERT INTO cms_categories (environment_id, name, slug, created_at, updated_at) VALUES (?, ?, ?, ?, ?)`, planRows,
+				func(i int) []any {
+					return []any{1 + rnd.IntN(planEnvs), fmt.Sprintf("%c news %d", 'a'+rune(rnd.IntN(26)), i), fmt.Sprintf("news-%d", i), at(i), at(i)}
+				})
+		}, func() error {
+			return exec(`INSERT INTO cms_tags (environment_id, name, slug, created_at, updated_at) VALUES (?, ?, ?, ?, ?)`, planRows,
+				func(i int) []any {
+					return []any{1 + rnd.IntN(planEnvs), fmt.Sprintf("%c go %d", 'a'+rune(rnd.IntN(26)), i), fmt.Sprintf("go-%d", i), at(i), at(i)}
+				})
+		})
+		steps = append(steps, func() error {
+			statuses := []string{"draft", "draft", "publish", "publish", "publish", "pending", "future", "private"}
+			syncs := []string{"local", "synced", "synced", "synced", "dirty", "failed"}
+			return exec(`INSERT INTO wordpress_posts (environment_id, title, slug, status, sync_status, created_at, updated_at)
+				VALUES (?, ?, ?, ?, ?, ?, ?)`, planRows, func(i int) []any {
+				return []any{1 + rnd.IntN(planEnvs), fmt.Sprintf("Post %d", i), fmt.Sprintf("post-%d", i), statuses[rnd.IntN(len(statuses))],
+					syncs[rnd.IntN(len(syncs))], at(i), at(i)}
+			})
+		}, func() error {
+			return exec(`INSERT OR IGNORE INTO wordpress_post_categories (post_id, category_id) VALUES (?, ?)`, planRows*2,
+				func(int) []any { return []any{1 + rnd.IntN(planRows), 1 + rnd.IntN(planRows)} })
+		}, func() error {
+			return exec(`INSERT OR IGNORE INTO wordpress_post_tags (post_id, tag_id) VALUES (?, ?)`, planRows*3,
+				func(int) []any { return []any{1 + rnd.IntN(planRows), 1 + rnd.IntN(planRows)} })
+		})
 		for _, step := range steps {
 			if err := step(); err != nil {
 				return err

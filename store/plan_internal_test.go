@@ -230,19 +230,24 @@ func planCalls(t *testing.T, mt reflect.Type) []planCall {
 // values matter to the planner (SQLite is built with STAT4, so it weighs
 // how common a value is); keyed by "Type.Field".
 var planSamples = map[string]any{
-	"AgentFilter.Kind":          "writer",
-	"AgentFilter.Q":             "agent 1",
-	"CredentialFilter.Provider": "openai",
-	"DirectoryFilter.Q":         "user1",
-	"EnvironmentFilter.Q":       "site",
-	"JobFilter.Kind":            "agent.run",
-	"JobFilter.Status":          JobSucceeded,
-	"RunFilter.Status":          RunSucceeded,
-	"UsageFilter.Model":         "gpt-4o",
-	"UsageFilter.Source":        "execution",
-	"UsageFilter.Status":        "ok",
-	"UserFilter.Role":           RoleEditor,
-	"UserFilter.Q":              "user1",
+	"AgentFilter.Kind":               "writer",
+	"AgentFilter.Q":                  "agent 1",
+	"CategoryFilter.Q":               "news",
+	"CredentialFilter.Provider":      "openai",
+	"DirectoryFilter.Q":              "user1",
+	"EnvironmentFilter.Q":            "site",
+	"JobFilter.Kind":                 "agent.run",
+	"JobFilter.Status":               JobSucceeded,
+	"RunFilter.Status":               RunSucceeded,
+	"TagFilter.Q":                    "go",
+	"UsageFilter.Model":              "gpt-4o",
+	"UsageFilter.Source":             "execution",
+	"UsageFilter.Status":             "ok",
+	"UserFilter.Q":                   "user1",
+	"UserFilter.Role":                RoleEditor,
+	"WordPressPostFilter.Q":          "post 1",
+	"WordPressPostFilter.Status":     "draft",
+	"WordPressPostFilter.SyncStatus": "synced",
 }
 
 // planSample is the value a filter field is set to.

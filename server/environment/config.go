@@ -1,6 +1,7 @@
 package environment
 
 import (
+	"fmt"
 	"path/filepath"
 	"strings"
 	"time"
@@ -51,6 +52,27 @@ func NormalizeConfig(c *store.EnvironmentConfig) error {
 		return normalizeAstro(c.Astro)
 	}
 	return nil
+}
+
+// CheckWordPressCredential is the one rule for the credential an
+// environment publishes with: a wordpress credential, usable in the
+// environment, for the site the configuration names. It says what is
+// wrong, "" when nothing. envID 0 is an environment being created, where
+// only a global credential is usable.
+func CheckWordPressCredential(cred *store.Credential, envID int64, baseURL string) string {
+	var env *int64
+	if envID > 0 {
+		env = &envID
+	}
+	switch {
+	case cred.Provider != store.ProviderWordPress:
+		return fmt.Sprintf("credential %d is a %s credential, not a wordpress one", cred.ID, cred.Provider)
+	case !cred.UsableIn(env):
+		return fmt.Sprintf("credential %d belongs to environment %d and cannot be used here", cred.ID, *cred.EnvironmentID)
+	case strings.TrimRight(cred.BaseURL, "/") != strings.TrimRight(baseURL, "/"):
+		return fmt.Sprintf("base_url %s differs from the site of credential %d (%s)", baseURL, cred.ID, cred.BaseURL)
+	}
+	return ""
 }
 
 func normalizeWordPress(wp *store.WordPressConfig) error {

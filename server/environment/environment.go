@@ -23,6 +23,7 @@ type Store interface {
 	CreateEnvironment(ctx context.Context, n store.NewEnvironment) (*store.Environment, error)
 	UpdateEnvironment(ctx context.Context, id int64, up store.EnvironmentUpdate) (*store.Environment, error)
 	DeleteEnvironment(ctx context.Context, id int64) error
+	CredentialByID(ctx context.Context, id int64) (*store.Credential, error)
 }
 
 // Service implements the environment rules over a Store.
@@ -62,6 +63,9 @@ func (s *Service) Create(ctx context.Context, sc store.Scope, n store.NewEnviron
 	if err := normalizeNew(&n); err != nil {
 		return nil, err
 	}
+	if err := s.checkCredential(ctx, 0, &n.Configuration); err != nil {
+		return nil, err
+	}
 	if n.Slug != "" {
 		return s.db.CreateEnvironment(ctx, n)
 	}
@@ -90,6 +94,11 @@ func (s *Service) Update(ctx context.Context, sc store.Scope, id int64, up store
 	if err := normalizeUpdate(&up); err != nil {
 		return nil, err
 	}
+	if up.Configuration != nil {
+		if err := s.checkCredential(ctx, id, up.Configuration); err != nil {
+			return nil, err
+		}
+	}
 	return s.db.UpdateEnvironment(ctx, id, up)
 }
 
@@ -113,6 +122,26 @@ func (s *Service) Delete(ctx context.Context, sc store.Scope, id int64) error {
 		return err
 	}
 	return s.db.DeleteEnvironment(ctx, id)
+}
+
+// checkCredential: the WordPress credential a configuration names exists
+// and may publish to its site from environment id (0: a new one).
+func (s *Service) checkCredential(ctx context.Context, id int64, cfg *store.EnvironmentConfig) error {
+	wp := cfg.WordPress
+	if wp == nil || wp.CredentialID == nil {
+		return nil
+	}
+	cred, err := s.db.CredentialByID(ctx, *wp.CredentialID)
+	if store.IsNotFound(err) {
+		return store.Invalid("configuration.wordpress.credential_id: no credential with id %d", *wp.CredentialID)
+	}
+	if err != nil {
+		return err
+	}
+	if msg := CheckWordPressCredential(cred, id, wp.BaseURL); msg != "" {
+		return store.Invalid("configuration.wordpress: %s", msg)
+	}
+	return nil
 }
 
 // Limits of the free-text fields.
@@ -163,23 +192,10 @@ func normalizeUpdate(up *store.EnvironmentUpdate) error {
 	return nil
 }
 
-func checkName(name string) (string, error) {
-	name = strings.TrimSpace(name)
-	if name == "" {
-		return "", store.Invalid("name: must not be empty")
-	}
-	if err := valid.Line("name", name); err != nil {
-		return "", err
-	}
-	return name, valid.MaxLen("name", name, maxName)
-}
+func checkName(name string) (string, error) { return valid.Name("name", name, maxName) }
 
 func checkDescription(d string) (string, error) {
-	d = strings.TrimSpace(d)
-	if err := valid.Text("description", d); err != nil {
-		return "", err
-	}
-	return d, valid.MaxLen("description", d, maxDescription)
+	return valid.LongText("description", d, maxDescription)
 }
 
 var errSlug = store.Invalid("slug: must be lower-case letters and digits separated by single dashes, at most 64 characters")

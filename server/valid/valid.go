@@ -65,6 +65,27 @@ func MaxLen(field, v string, n int) error {
 	return nil
 }
 
+// Name is a required one-line name of at most n characters, trimmed.
+func Name(field, v string, n int) (string, error) {
+	v = strings.TrimSpace(v)
+	if v == "" {
+		return "", store.Invalid("%s: must not be empty", field)
+	}
+	if err := Line(field, v); err != nil {
+		return "", err
+	}
+	return v, MaxLen(field, v, n)
+}
+
+// LongText is an optional long text of at most n characters, trimmed.
+func LongText(field, v string, n int) (string, error) {
+	v = strings.TrimSpace(v)
+	if err := Text(field, v); err != nil {
+		return "", err
+	}
+	return v, MaxLen(field, v, n)
+}
+
 var languagePattern = regexp.MustCompile(`^[a-z]{2,3}(-[A-Za-z0-9]{2,8})*$`)
 
 // Language refuses anything but a language tag like en, de or pt-BR.
