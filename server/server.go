@@ -15,6 +15,7 @@ import (
 	"github.com/copydesk/copydesk/server/agent"
 	"github.com/copydesk/copydesk/server/aisetting"
 	"github.com/copydesk/copydesk/server/analytics"
+	"github.com/copydesk/copydesk/server/astropost"
 	"github.com/copydesk/copydesk/server/auth"
 	"github.com/copydesk/copydesk/server/cms"
 	"github.com/copydesk/copydesk/server/credential"
@@ -49,6 +50,7 @@ type Server struct {
 	settings     *setting.Service
 	agents       *agent.Service
 	cms          *cms.Service
+	astroPosts   *astropost.Service
 
 	router *gin.Engine
 	routes []*Route
@@ -116,6 +118,7 @@ func New(d Deps, opts Options) (*Server, error) {
 	s.agents = agent.New(agent.Deps{Store: d.DB, Environments: s.environments, Credentials: s.credentials, Engine: d.Engine,
 		Jobs: d.Jobs, Notify: d.Notify, Events: d.Events, Log: d.Log})
 	s.cms = cms.New(d.DB, s.environments)
+	s.astroPosts = astropost.New(d.DB, s.environments, s.agents, func() time.Time { return d.DB.Now() }, d.Log)
 	e.Use(s.recoverPanics, s.logRequests, securityHeaders)
 	e.NoRoute(func(c *gin.Context) {
 		abort(c, http.StatusNotFound, "no route for "+c.Request.Method+" "+c.Request.URL.Path)
@@ -136,6 +139,8 @@ func New(d Deps, opts Options) (*Server, error) {
 	s.registerTokenAnalyticsRoutes()
 	s.registerAgentRoutes()
 	s.registerCMSRoutes()
+	s.registerAstroPostRoutes()
+	s.registerSaveAsPostRoutes()
 	return s, nil
 }
 
