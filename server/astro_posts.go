@@ -26,11 +26,11 @@ func (s *Server) registerAstroPostRoutes() {
 		Notes: fileNote + "Without a slug one is made from the title (accents folded), with -2, -3 when a post or a file has it; " +
 			"a given slug must be lower-case ASCII letters, digits and single dashes (422: no /, .., NUL or absolute paths), " +
 			"free in the environment and in the folder (409)."}, s.createAstroPost)
-	s.handle(Route{Method: "POST", Path: "/api/astro-posts/import", Tag: tag, Access: editorOnly, Errors: []int{409},
+	s.handle(Route{Method: "POST", Path: "/api/astro-posts/import", Tag: tag, Access: editorOnly, Errors: []int{404, 409},
 		Summary: "Make posts of the .md and .mdx files already in the content folder", Body: astroImportRequest{}, Data: astroImportResponse{},
 		Notes: "Files stay as they are. A file whose name is not a slug or whose front matter lacks title or pubDate is skipped, with the reason. " +
 			"Categories and tags named in the front matter are matched by slug or name, or made."}, s.importAstroPosts)
-	s.handle(Route{Method: "POST", Path: "/api/astro-posts/reconcile", Tag: tag, Access: editorOnly, Errors: []int{409},
+	s.handle(Route{Method: "POST", Path: "/api/astro-posts/reconcile", Tag: tag, Access: editorOnly, Errors: []int{404, 409},
 		Summary: "Compare the posts with their files; with apply=true, fix the differences", Query: astroReconcileQuery{}, Data: astroReconcileResponse{},
 		Notes: "A restore rolls the database back, not the files. Kinds: missing_file (apply writes it), file_changed (changed outside copydesk or " +
 			"the database was restored: apply writes it from the post), row_changed (a category or tag was renamed or deleted: apply writes it), " +

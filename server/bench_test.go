@@ -96,10 +96,18 @@ func BenchmarkBareJWT(b *testing.B) {
 }
 
 // agentsEnv is a server with n global agents, written straight into its
-// file, and an admin's and an editor's tokens. It is opened again once
-// they are in, as a server restarted on its data: Open gathers the
-// statistics SQLite plans by.
+// file, and an admin's and an editor's tokens (see benchEnv).
 func agentsEnv(b *testing.B, n int) (h http.Handler, admin, editor string) {
+	return benchEnv(b, func(ctx context.Context, conn *sql.DB, _ *server.App) error {
+		return authbench.FillAgents(ctx, conn, n)
+	})
+}
+
+// benchEnv is a server with an admin and an editor signed in and rows that
+// fill writes straight into its file. It is opened again once they are in,
+// as a server restarted on its data: Open gathers the statistics SQLite
+// plans by.
+func benchEnv(b *testing.B, fill func(ctx context.Context, conn *sql.DB, app *server.App) error) (h http.Handler, admin, editor string) {
 	ctx := context.Background()
 	cfg := server.Config{DataDir: b.TempDir(), SecretKey: testSecret, Hasher: &cheapHasher, Version: "test"}
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
@@ -125,7 +133,7 @@ func agentsEnv(b *testing.B, n int) (h http.Handler, admin, editor string) {
 		b.Fatal(err)
 	}
 	defer conn.Close()
-	if err := authbench.FillAgents(ctx, conn, n); err != nil {
+	if err := fill(ctx, conn, app); err != nil {
 		b.Fatal(err)
 	}
 	app.Close()

@@ -70,9 +70,10 @@ func (s *Service) Import(ctx context.Context, sc store.Scope, envID int64) (*Imp
 }
 
 // folderPosts opens (and locks) the content folder of an environment the
-// scope sees and reads its posts; the caller closes the folder.
+// scope sees (one it does not is not found: it is what the caller asked
+// about) and reads its posts; the caller closes the folder.
 func (s *Service) folderPosts(ctx context.Context, sc store.Scope, envID int64) (*store.Environment, *folder, []*store.AstroPost, error) {
-	env, err := s.env(ctx, sc, envID)
+	env, err := s.envs.Get(ctx, sc, envID)
 	if err != nil {
 		return nil, nil, nil, err
 	}
