@@ -481,10 +481,3 @@ func (db *DB) DeleteAstroPost(ctx context.Context, id int64, remove func(p *Astr
 		return err
 	})
 }
-
-// AstroPostSlugTaken reports whether an environment has a post of this slug.
-func (db *DB) AstroPostSlugTaken(ctx context.Context, envID int64, slug string) (bool, error) {
-	var n int
-	err := db.r.QueryRowContext(ctx, `SELECT COUNT(*) FROM astro_posts WHERE environment_id = ? AND slug = ?`, envID, slug).Scan(&n)
-	return n > 0, err
-}

@@ -529,6 +529,18 @@ func TestImportAndReconcile(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	actions := map[string]string{}
+	for _, d := range rec.Differences {
+		actions[d.File] = d.Action
+	}
+	for file, action := range map[string]string{"first-post.md": "written", "using-mdx.mdx": "written", "tagged.md": "written", "stray.md": "imported"} {
+		if actions[file] != action {
+			t.Errorf("apply: %s %q, want %q", file, actions[file], action)
+		}
+	}
+	if !strings.HasPrefix(actions["no-date.md"], "not imported: ") {
+		t.Errorf("apply: no-date.md %q", actions["no-date.md"])
+	}
 	if fm := frontMatter(t, f.dir, "tagged.md", f.read(t, "tagged.md")); fm["tags"].([]any)[0] != "Golang" {
 		t.Errorf("tagged.md tags %v after apply", fm["tags"])
 	}
@@ -543,7 +555,9 @@ func TestImportAndReconcile(t *testing.T) {
 	if err != nil || rec.InSync != 4 || len(rec.Differences) != 2 {
 		t.Errorf("after apply: %+v %v (want 4 in sync, the 2 unimportable files left)", rec, err)
 	}
-	_ = p
+	if got, err := f.svc.Get(ctx, store.Everything, p.ID); err != nil || got.Tags[0].Name != "Golang" {
+		t.Errorf("tagged post %+v %v", got, err)
+	}
 }
 
 func TestCreateFromRun(t *testing.T) {

@@ -244,7 +244,7 @@ func relImage(env *store.Environment, rel string) (string, error) {
 	if err != nil {
 		return "", store.Conflict("the Astro project %s cannot be opened: %v", a.ProjectPath, unwrapPath(err))
 	}
-	defer root.Close()
+	defer func() { _ = root.Close() }() // read only
 	clean := filepath.ToSlash(filepath.Clean(filepath.Join(a.ContentDir, rel)))
 	fi, err := root.Stat(clean)
 	if err != nil {

@@ -134,10 +134,6 @@ type parsed struct {
 	Body        string
 }
 
-// known are the front matter keys copydesk writes itself.
-var known = map[string]bool{"title": true, "description": true, "pubDate": true, "updatedDate": true, "heroImage": true,
-	"categories": true, "tags": true, "draft": true}
-
 // splitFrontMatter cuts a file into its front matter (between a first line
 // "---" and the next line "---") and its body.
 func splitFrontMatter(text string) (fm, body string, ok bool) {
