@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -175,6 +177,25 @@ var authzTable = []authzCase{
 	{route: "POST /api/wordpress-posts/{id}/unpublish", path: "/api/wordpress-posts/{postA}/unpublish", want: [5]int{401, 403, 409, 409, 409}},
 	{route: "POST /api/wordpress-posts/{id}/sync", path: "/api/wordpress-posts/{postA}/sync", want: [5]int{401, 403, 409, 409, 409}},
 	{route: "POST /api/agents/runs/{run_id}/save-as-post", path: "/api/agents/runs/{run}/save-as-post", body: map[string]any{"target": "wordpress"}, want: [5]int{401, 403, 409, 409, 409}},
+	// Astro posts: each case writes into its own copy of the projects.
+	{route: "GET /api/astro-posts", want: [5]int{401, 200, 200, 200, 200}},
+	{route: "GET /api/astro-posts", path: "/api/astro-posts?environment_id={envB}", want: [5]int{401, 404, 404, 200, 200}},
+	{route: "POST /api/astro-posts", body: map[string]any{"environment_id": "{envA}", "title": "Hello"}, want: [5]int{401, 403, 201, 201, 201}},
+	{route: "POST /api/astro-posts", body: map[string]any{"environment_id": "{envB}", "title": "Hello"}, want: [5]int{401, 403, 422, 201, 201}},
+	{route: "POST /api/astro-posts/import", body: map[string]any{"environment_id": "{envA}"}, want: [5]int{401, 403, 200, 200, 200}},
+	{route: "POST /api/astro-posts/import", body: map[string]any{"environment_id": "{envB}"}, want: [5]int{401, 403, 404, 200, 200}},
+	{route: "POST /api/astro-posts/reconcile", path: "/api/astro-posts/reconcile?environment_id={envA}&apply=true", want: [5]int{401, 403, 200, 200, 200}},
+	{route: "POST /api/astro-posts/reconcile", path: "/api/astro-posts/reconcile?environment_id={envB}", want: [5]int{401, 403, 404, 200, 200}},
+	{route: "GET /api/astro-posts/{id}", path: "/api/astro-posts/{postA}", want: [5]int{401, 200, 200, 200, 200}},
+	{route: "GET /api/astro-posts/{id}", path: "/api/astro-posts/{postB}", want: [5]int{401, 404, 404, 200, 200}},
+	{route: "GET /api/astro-posts/{id}/file", path: "/api/astro-posts/{postA}/file", want: [5]int{401, 200, 200, 200, 200}},
+	{route: "GET /api/astro-posts/{id}/file", path: "/api/astro-posts/{postB}/file", want: [5]int{401, 404, 404, 200, 200}},
+	{route: "PUT /api/astro-posts/{id}", path: "/api/astro-posts/{postA}", body: map[string]any{"title": "Changed"}, want: [5]int{401, 403, 200, 200, 200}},
+	{route: "PUT /api/astro-posts/{id}", path: "/api/astro-posts/{postB}", body: map[string]any{"title": "Changed"}, want: [5]int{401, 403, 404, 200, 200}},
+	{route: "DELETE /api/astro-posts/{id}", path: "/api/astro-posts/{postA}", want: [5]int{401, 403, 200, 200, 200}},
+	{route: "DELETE /api/astro-posts/{id}", path: "/api/astro-posts/{postB}", want: [5]int{401, 403, 404, 200, 200}},
+	{route: "POST /api/agents/runs/{run_id}/save-as-post", path: "/api/agents/runs/{runDone}/save-as-post", body: map[string]any{"target": "astro"},
+		want: [5]int{401, 403, 201, 201, 201}},
 }
 
 // authzFixture is the data directory every case of TestAuthorizationTable
@@ -182,6 +203,7 @@ var authzTable = []authzCase{
 // and signing five users in per case took most of the package's test time.
 type authzFixture struct {
 	data   *storetest.Fixture
+	astro  map[int64]string             // environment -> its Astro project, copied for each case
 	tokens map[string]string            // role -> access token ("" for anonymous)
 	fill   map[string]*strings.Replacer // role -> fills {envA}, {target}, ... with that role's ids
 }
@@ -263,11 +285,36 @@ func newAuthzFixture(t *testing.T, providerURL string) (*authzFixture, []*server
 		}
 		terms["{cat"+env.Name+"}"], terms["{tag"+env.Name+"}"], terms["{post"+env.Name+"}"] = cat.ID, tag.ID, post.ID
 	}
+	astro := map[int64]string{}
+	runDone, err := e.app.DB.CreateRun(ctx, store.NewRun{AgentID: agentA.ID, EnvironmentID: &envA.ID, UserID: &target.ID, Input: "x"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.app.DB.FinishRun(ctx, runDone.ID, store.RunOutcome{Status: store.RunSucceeded, Output: "# Done\n\nText."}); err != nil {
+		t.Fatal(err)
+	}
+	for _, env := range []*store.Environment{envA, envB} {
+		project := t.TempDir()
+		if err := os.MkdirAll(filepath.Join(project, "src", "content", "blog"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		cfg := store.EnvironmentConfig{Astro: &store.AstroConfig{ProjectPath: project, ContentDir: "src/content/blog"}, Language: "en", Timezone: "UTC"}
+		if _, err := e.app.DB.UpdateEnvironment(ctx, env.ID, store.EnvironmentUpdate{Configuration: &cfg}); err != nil {
+			t.Fatal(err)
+		}
+		astro[env.ID] = project
+		r := e.do(t, "POST", "/api/astro-posts", tokens[string(store.RoleAdmin)], map[string]any{"environment_id": env.ID, "title": "Post " + env.Name})
+		if r.Code != 201 {
+			t.Fatalf("astro post: %d %s", r.Code, r.Body)
+		}
+		terms["{post"+env.Name+"}"] = int64(r.Data()["id"].(float64))
+	}
+	terms["{runDone}"] = runDone.ID
 	snap, err := e.app.Backups.Create(ctx, "manual")
 	if err != nil {
 		t.Fatal(err)
 	}
-	f := &authzFixture{tokens: tokens, fill: map[string]*strings.Replacer{}}
+	f := &authzFixture{tokens: tokens, fill: map[string]*strings.Replacer{}, astro: astro}
 	for _, role := range authzRoles {
 		ids := map[string]int64{"{envA}": envA.ID, "{envB}": envB.ID, "{target}": target.ID,
 			"{notification}": own[role][0], "{message}": own[role][1], "{credential}": cred.ID,
@@ -295,7 +342,18 @@ func newAuthzFixture(t *testing.T, providerURL string) (*authzFixture, []*server
 // fixture's did, so the fixture's tokens are fresh.
 func (f *authzFixture) env(t *testing.T) *env {
 	t.Helper()
-	return openEnv(t, f.data.Copy(t))
+	e := openEnv(t, f.data.Copy(t))
+	for id, project := range f.astro {
+		dir := t.TempDir()
+		if err := os.CopyFS(dir, os.DirFS(project)); err != nil {
+			t.Fatal(err)
+		}
+		cfg := store.EnvironmentConfig{Astro: &store.AstroConfig{ProjectPath: dir, ContentDir: "src/content/blog"}, Language: "en", Timezone: "UTC"}
+		if _, err := e.app.DB.UpdateEnvironment(context.Background(), id, store.EnvironmentUpdate{Configuration: &cfg}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return e
 }
 
 func TestAuthorizationTable(t *testing.T) {

@@ -97,16 +97,18 @@ func BenchmarkBareJWT(b *testing.B) {
 }
 
 // agentsEnv is a server with n global agents, written straight into its
-// file, and an admin's and an editor's tokens. It is opened again once
-// they are in, as a server restarted on its data: Open gathers the
-// statistics SQLite plans by.
+// file, and an admin's and an editor's tokens (see benchEnv).
 func agentsEnv(b *testing.B, n int) (h http.Handler, admin, editor string) {
-	return benchEnv(b, func(ctx context.Context, conn *sql.DB) error { return authbench.FillAgents(ctx, conn, n) })
+	return benchEnv(b, func(ctx context.Context, conn *sql.DB, _ *server.App) error {
+		return authbench.FillAgents(ctx, conn, n)
+	})
 }
 
-// benchEnv is a server whose file fill wrote into (straight, through conn),
-// with an admin's and an editor's tokens, opened again afterwards.
-func benchEnv(b *testing.B, fill func(ctx context.Context, conn *sql.DB) error) (h http.Handler, admin, editor string) {
+// benchEnv is a server with an admin and an editor signed in and rows that
+// fill writes straight into its file. It is opened again once they are in,
+// as a server restarted on its data: Open gathers the statistics SQLite
+// plans by.
+func benchEnv(b *testing.B, fill func(ctx context.Context, conn *sql.DB, app *server.App) error) (h http.Handler, admin, editor string) {
 	ctx := context.Background()
 	cfg := server.Config{DataDir: b.TempDir(), SecretKey: testSecret, Hasher: &cheapHasher, Version: "test"}
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
@@ -132,7 +134,7 @@ func benchEnv(b *testing.B, fill func(ctx context.Context, conn *sql.DB) error) 
 		b.Fatal(err)
 	}
 	defer conn.Close()
-	if err := fill(ctx, conn); err != nil {
+	if err := fill(ctx, conn, app); err != nil {
 		b.Fatal(err)
 	}
 	app.Close()
@@ -210,7 +212,7 @@ func BenchmarkBareCreateAgent(b *testing.B) {
 // for an admin and for an editor granted that environment; and the first
 // page of one category.
 func BenchmarkListWordPressPosts(b *testing.B) {
-	h, admin, editor := benchEnv(b, func(ctx context.Context, conn *sql.DB) error { return fillPosts(ctx, conn, 10000) })
+	h, admin, editor := benchEnv(b, func(ctx context.Context, conn *sql.DB, _ *server.App) error { return fillPosts(ctx, conn, 10000) })
 	b.Run("Admin", func(b *testing.B) { serveParallel(b, h, "GET", "/api/wordpress-posts?per_page=50", admin, "", 200) })
 	b.Run("Editor", func(b *testing.B) { serveParallel(b, h, "GET", "/api/wordpress-posts?per_page=50", editor, "", 200) })
 	b.Run("Category", func(b *testing.B) {

@@ -27,9 +27,10 @@ func (s *Server) registerEnvironmentRoutes() {
 		Summary: "Delete an environment and everything in it", Data: deletedResponse{}}, s.deleteEnvironment)
 	s.handle(Route{Method: "GET", Path: "/api/environments/{id}/configuration", Tag: tag, Access: signedIn,
 		Summary: "Get an environment's configuration", Data: store.EnvironmentConfig{}}, s.getEnvironmentConfig)
-	s.handle(Route{Method: "PUT", Path: "/api/environments/{id}/configuration", Tag: tag, Access: adminOnly,
+	s.handle(Route{Method: "PUT", Path: "/api/environments/{id}/configuration", Tag: tag, Access: adminOnly, Errors: []int{409},
 		Summary: "Replace an environment's configuration", Body: store.EnvironmentConfig{}, Data: store.EnvironmentConfig{},
-		Notes: "The whole configuration is replaced; defaults fill what is left out (language en, timezone UTC, WordPress status draft, Astro content_dir src/content/blog)."}, s.putEnvironmentConfig)
+		Notes: "The whole configuration is replaced; defaults fill what is left out (language en, timezone UTC, WordPress status draft, Astro content_dir src/content/blog). " +
+			"An Astro content folder another environment writes to is a 409."}, s.putEnvironmentConfig)
 }
 
 type environmentResponse struct {

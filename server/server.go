@@ -15,6 +15,7 @@ import (
 	"github.com/copydesk/copydesk/server/agent"
 	"github.com/copydesk/copydesk/server/aisetting"
 	"github.com/copydesk/copydesk/server/analytics"
+	"github.com/copydesk/copydesk/server/astropost"
 	"github.com/copydesk/copydesk/server/auth"
 	"github.com/copydesk/copydesk/server/cms"
 	"github.com/copydesk/copydesk/server/credential"
@@ -51,6 +52,7 @@ type Server struct {
 	agents       *agent.Service
 	cms          *cms.Service
 	wpPosts      *wppost.Service
+	astroPosts   *astropost.Service
 
 	router *gin.Engine
 	routes []*Route
@@ -127,6 +129,7 @@ func New(d Deps, opts Options) (*Server, error) {
 	s.cms = cms.New(d.DB, s.environments)
 	s.wpPosts = wppost.New(wppost.Deps{Store: d.DB, Environments: s.environments, Keys: d.Keys, Runs: s.agents, Options: d.WordPress})
 	e.Use(s.recoverPanics, s.logRequests, securityHeaders, boundWrites, omitHeadBody)
+	s.astroPosts = astropost.New(d.DB, s.environments, s.agents, func() time.Time { return d.DB.Now() }, d.Log)
 	e.NoRoute(func(c *gin.Context) {
 		abort(c, http.StatusNotFound, "no route for "+c.Request.Method+" "+c.Request.URL.Path)
 	})
@@ -147,6 +150,8 @@ func New(d Deps, opts Options) (*Server, error) {
 	s.registerAgentRoutes()
 	s.registerCMSRoutes()
 	s.registerWordPressPostRoutes()
+	s.registerAstroPostRoutes()
+	s.registerSaveAsPostRoutes()
 	return s, nil
 }
 

@@ -46,10 +46,6 @@ func (s *Server) registerWordPressPostRoutes() {
 		Summary: "Bring the post and the site together", Data: wpPostResponse{},
 		Notes: "Changes on the site since the last sync are pulled here; changes here are sent there. When both sides changed, it is a 409 naming both " +
 			"change times and nothing is overwritten; prefer=local or prefer=remote says which side wins."}, s.syncWPPost)
-	s.handle(Route{Method: "POST", Path: "/api/agents/runs/{run_id}/save-as-post", Tag: "Agents", Access: editorOnly, Status: http.StatusCreated,
-		Errors: []int{409}, Summary: "Turn a succeeded run's output into a post draft", Body: saveAsPostRequest{}, Data: wpPostResponse{},
-		Notes: "target wordpress makes a WordPress post draft in the run's environment; without a title, the output's first Markdown heading is the title. " +
-			"The post records the run (run_id)."}, s.saveRunAsPost)
 }
 
 type wpPostListQuery struct {
@@ -102,11 +98,6 @@ type wpDeleteQuery struct {
 
 type wpSyncQuery struct {
 	Prefer string `form:"prefer" binding:"omitempty,oneof=local remote" doc:"which side wins when both changed"`
-}
-
-type saveAsPostRequest struct {
-	Target string `json:"target" binding:"required,oneof=wordpress astro"`
-	Title  string `json:"title" binding:"max=500" doc:"default: the output's first Markdown heading"`
 }
 
 type wpPostResponse struct {
@@ -299,26 +290,3 @@ func (s *Server) importWPPosts(c *gin.Context) {
 	respond(c, http.StatusOK, res, "posts imported")
 }
 
-func (s *Server) saveRunAsPost(c *gin.Context) {
-	id, err := pathID(c, "run_id")
-	if err != nil {
-		fail(c, err)
-		return
-	}
-	var req saveAsPostRequest
-	if err := decodeJSON(c, &req); err != nil {
-		fail(c, err)
-		return
-	}
-	if req.Target != "wordpress" {
-		// Astro posts are another group's, not merged yet.
-		fail(c, store.Invalid("target: astro posts are not available yet"))
-		return
-	}
-	p, err := s.wpPosts.FromRun(c.Request.Context(), scope(c), principal(c).User.ID, id, req.Title)
-	if err != nil {
-		fail(c, err)
-		return
-	}
-	respond(c, http.StatusCreated, wpPostJSON(p), "post draft created from run")
-}

@@ -412,12 +412,19 @@ func TestSaveRunAsPost(t *testing.T) {
 	save := func(id int64, body map[string]any) resp {
 		return w.do(t, "POST", fmt.Sprintf("/api/agents/runs/%d/save-as-post", id), w.editor, body)
 	}
+	post := func(r resp) map[string]any {
+		p, _ := r.Data()["wordpress"].(map[string]any)
+		if p == nil {
+			p = map[string]any{"content": ""}
+		}
+		return p
+	}
 	r := save(done, map[string]any{"target": "wordpress"})
-	if r.Code != 201 || r.Data()["title"] != "Über uns: Q&A" || r.Data()["slug"] != "uber-uns-q-and-a" || id64(r.Data()["run_id"]) != done ||
-		r.Data()["status"] != "draft" || strings.Contains(r.Data()["content"].(string), "# Über") {
+	if p := post(r); r.Code != 201 || r.Data()["target"] != "wordpress" || p["title"] != "Über uns: Q&A" || p["slug"] != "uber-uns-q-and-a" ||
+		id64(p["run_id"]) != done || p["status"] != "draft" || strings.Contains(p["content"].(string), "# Über") {
 		t.Fatalf("save as post: %d %s", r.Code, r.Body)
 	}
-	if r := save(done, map[string]any{"target": "wordpress", "title": "Given"}); r.Code != 201 || r.Data()["title"] != "Given" {
+	if r := save(done, map[string]any{"target": "wordpress", "title": "Given"}); r.Code != 201 || post(r)["title"] != "Given" {
 		t.Fatalf("with a title: %d %s", r.Code, r.Body)
 	}
 	cases := []struct {
@@ -430,7 +437,7 @@ func TestSaveRunAsPost(t *testing.T) {
 		{"NotSucceeded", run(store.RunFailed, "", &w.envA), map[string]any{"target": "wordpress"}, 409},
 		{"Queued", run(store.RunQueued, "", &w.envA), map[string]any{"target": "wordpress"}, 409},
 		{"OtherEnvironment", run(store.RunSucceeded, "# T", &w.envB), map[string]any{"target": "wordpress"}, 404},
-		{"Astro", done, map[string]any{"target": "astro"}, 422},
+		{"AstroWithoutAProject", done, map[string]any{"target": "astro"}, 409},
 		{"BadTarget", done, map[string]any{"target": "ghost"}, 422},
 		{"UnknownRun", 99999, map[string]any{"target": "wordpress"}, 404},
 	}

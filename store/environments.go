@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"path/filepath"
 	"sort"
 	"strings"
 	"time"
@@ -78,12 +79,55 @@ func (db *DB) CreateEnvironment(ctx context.Context, n NewEnvironment) (*Environ
 		return nil, err
 	}
 	now := db.now()
-	e, err := insertRow(ctx, db, scanEnvironment, `INSERT INTO environments (name, slug, description, configuration, created_at, updated_at)
-		VALUES (?, ?, ?, ?, ?, ?) RETURNING `+returning(environmentColumns), n.Name, n.Slug, n.Description, string(cfg), now, now)
+	var e *Environment
+	err = db.tx(ctx, func(tx *sql.Tx) error {
+		if err := astroFolderFree(ctx, tx, 0, n.Configuration.Astro); err != nil {
+			return err
+		}
+		var err error
+		e, err = scanEnvironment(tx.QueryRowContext(ctx, `INSERT INTO environments (name, slug, description, configuration, created_at, updated_at)
+			VALUES (?, ?, ?, ?, ?, ?) RETURNING `+returning(environmentColumns), n.Name, n.Slug, n.Description, string(cfg), now, now))
+		return translate(err, "environment")
+	})
 	if err != nil {
-		return nil, translate(err, "environment")
+		return nil, err
 	}
 	return e, nil
+}
+
+// astroFolderFree: no environment but id writes Astro posts into the
+// content folder of a (nil: none). Two environments writing one folder
+// would write over each other's files and import each other's posts. It
+// runs in the transaction that saves the configuration, so two saves at
+// once cannot both take a folder. Folders are compared as paths (project
+// path joined with content_dir, both cleaned when saved); the post writer
+// locks a folder by its real path, so a symlinked second name cannot
+// interleave writes either.
+func astroFolderFree(ctx context.Context, tx *sql.Tx, id int64, a *AstroConfig) error {
+	if a == nil {
+		return nil
+	}
+	folder := filepath.Join(a.ProjectPath, a.ContentDir)
+	rows, err := tx.QueryContext(ctx, `SELECT id, name, json_extract(configuration, '$.astro.project_path'),
+		json_extract(configuration, '$.astro.content_dir') FROM environments
+		WHERE id != ? AND json_extract(configuration, '$.astro.project_path') IS NOT NULL`, id)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var other int64
+		var name, project string
+		var dir sql.NullString
+		if err := rows.Scan(&other, &name, &project, &dir); err != nil {
+			return err
+		}
+		if filepath.Join(project, dir.String) == folder {
+			return Conflict("configuration.astro: environment %d (%s) already writes its Astro posts into %s; two environments cannot share a content folder",
+				other, name, folder)
+		}
+	}
+	return rows.Err()
 }
 
 // EnvironmentByID finds an environment.
@@ -151,12 +195,23 @@ func (db *DB) UpdateEnvironment(ctx context.Context, id int64, up EnvironmentUpd
 	if len(sets) > 0 {
 		sets = append(sets, "updated_at = ?")
 		args = append(args, db.now(), id)
-		res, err := db.exec(ctx, `UPDATE environments SET `+strings.Join(sets, ", ")+` WHERE id = ?`, args...)
+		err := db.tx(ctx, func(tx *sql.Tx) error {
+			if up.Configuration != nil {
+				if err := astroFolderFree(ctx, tx, id, up.Configuration.Astro); err != nil {
+					return err
+				}
+			}
+			res, err := tx.ExecContext(ctx, `UPDATE environments SET `+strings.Join(sets, ", ")+` WHERE id = ?`, args...)
+			if err != nil {
+				return translate(err, "environment")
+			}
+			if n, _ := res.RowsAffected(); n == 0 {
+				return NotFound("environment not found")
+			}
+			return nil
+		})
 		if err != nil {
-			return nil, translate(err, "environment")
-		}
-		if n, _ := res.RowsAffected(); n == 0 {
-			return nil, NotFound("environment not found")
+			return nil, err
 		}
 	}
 	return db.EnvironmentByID(ctx, id)

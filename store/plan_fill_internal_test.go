@@ -183,6 +183,18 @@ func fillPlanData(t testing.TB, db *DB) {
 		}, func() error {
 			return exec(`INSERT OR IGNORE INTO wordpress_post_tags (post_id, tag_id) VALUES (?, ?)`, planRows*3,
 				func(int) []any { return []any{1 + rnd.IntN(planRows), 1 + rnd.IntN(planRows)} })
+		}, func() error {
+			return exec(`INSERT INTO astro_posts (environment_id, title, slug, pub_date, draft, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?)`,
+				planRows, func(i int) []any {
+					return []any{1 + rnd.IntN(planEnvs), fmt.Sprintf("Post %d about news", i), fmt.Sprintf("post-%d", i), at(rnd.IntN(planRows)),
+						boolInt(rnd.IntN(5) == 0), at(i), at(i)}
+				})
+		}, func() error {
+			return exec(`INSERT OR IGNORE INTO astro_post_categories (post_id, category_id) VALUES (?, ?)`, planRows*2,
+				func(i int) []any { return []any{1 + rnd.IntN(planRows), 1 + rnd.IntN(planRows)} })
+		}, func() error {
+			return exec(`INSERT OR IGNORE INTO astro_post_tags (post_id, tag_id) VALUES (?, ?)`, planRows*2,
+				func(i int) []any { return []any{1 + rnd.IntN(planRows), 1 + rnd.IntN(planRows)} })
 		})
 		for _, step := range steps {
 			if err := step(); err != nil {

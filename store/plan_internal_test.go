@@ -232,6 +232,7 @@ func planCalls(t *testing.T, mt reflect.Type) []planCall {
 var planSamples = map[string]any{
 	"AgentFilter.Kind":               "writer",
 	"AgentFilter.Q":                  "agent 1",
+	"AstroPostFilter.Q":              "news",
 	"CategoryFilter.Q":               "news",
 	"CredentialFilter.Provider":      "openai",
 	"DirectoryFilter.Q":              "user1",

@@ -112,7 +112,7 @@ func (db *DB) CreateWordPressPost(ctx context.Context, n NewWordPressPost) (*Wor
 		if err != nil {
 			return err
 		}
-		if err := setPostTerms(ctx, tx, id, n.EnvironmentID, &n.CategoryIDs, &n.TagIDs); err != nil {
+		if err := setPostTerms(ctx, tx, "wordpress_post", id, n.EnvironmentID, &n.CategoryIDs, &n.TagIDs); err != nil {
 			return err
 		}
 		if n.Remote != nil {
@@ -134,15 +134,17 @@ func nullTime(t *time.Time) any {
 }
 
 // setPostTerms replaces a post's categories and tags (nil: leave alone);
-// each must be one of environment envID.
-func setPostTerms(ctx context.Context, tx *sql.Tx, postID, envID int64, cats, tags *[]int64) error {
+// each must be one of environment envID. kind names the post's tables:
+// "wordpress_post" or "astro_post" (their link tables are kind_categories
+// and kind_tags).
+func setPostTerms(ctx context.Context, tx *sql.Tx, kind string, postID, envID int64, cats, tags *[]int64) error {
 	for _, l := range []struct {
 		ids               *[]int64
 		links, col, terms string
 		field, what       string
 	}{
-		{cats, "wordpress_post_categories", "category_id", "cms_categories", "category_ids", "category"},
-		{tags, "wordpress_post_tags", "tag_id", "cms_tags", "tag_ids", "tag"},
+		{cats, kind + "_categories", "category_id", "cms_categories", "category_ids", "category"},
+		{tags, kind + "_tags", "tag_id", "cms_tags", "tag_ids", "tag"},
 	} {
 		if l.ids == nil {
 			continue
@@ -340,7 +342,7 @@ func (db *DB) UpdateWordPressPost(ctx context.Context, id int64, up WordPressPos
 		var sets []string
 		var args []any
 		up.sets(func(col string, v any) { sets, args = append(sets, col+" = ?"), append(args, v) })
-		if err := setPostTerms(ctx, tx, id, envID, up.CategoryIDs, up.TagIDs); err != nil {
+		if err := setPostTerms(ctx, tx, "wordpress_post", id, envID, up.CategoryIDs, up.TagIDs); err != nil {
 			return err
 		}
 		if len(sets) == 0 && up.CategoryIDs == nil && up.TagIDs == nil {
@@ -424,7 +426,7 @@ func applySync(ctx context.Context, tx *sql.Tx, id int64, s WordPressSync, now s
 	}
 	if l := s.Local; l != nil {
 		l.sets(set)
-		if err := setPostTerms(ctx, tx, id, envID, l.CategoryIDs, l.TagIDs); err != nil {
+		if err := setPostTerms(ctx, tx, "wordpress_post", id, envID, l.CategoryIDs, l.TagIDs); err != nil {
 			return err
 		}
 		set("updated_at", now)

@@ -1,0 +1,143 @@
+package astropost
+
+import (
+	"context"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/copydesk/copydesk/store"
+)
+
+// CreateFromRun turns a succeeded run's output into a draft post in the
+// run's environment (save-as-post with target astro). Without a title the
+// output's first Markdown heading is the title; a level-1 heading that
+// gave it leaves the body, since the blog layout shows the title itself.
+// The description is the first paragraph, shortened to a search snippet.
+// The post records the run.
+func (s *Service) CreateFromRun(ctx context.Context, sc store.Scope, runID int64, title string) (*store.AstroPost, error) {
+	run, err := s.runs.Run(ctx, sc, runID)
+	if err != nil {
+		return nil, err
+	}
+	if run.Status != store.RunSucceeded {
+		return nil, store.Conflict("run %d is %s: only the output of a succeeded run can be saved as a post", run.ID, run.Status)
+	}
+	if run.EnvironmentID == nil {
+		return nil, store.Invalid("run %d ran outside any environment, so there is no Astro project to write to: run the agent in an environment", run.ID)
+	}
+	if strings.TrimSpace(run.Output) == "" {
+		return nil, store.Conflict("run %d has no output to save", run.ID)
+	}
+	body := run.Output
+	title = strings.TrimSpace(title)
+	if title == "" {
+		heading, level, rest, ok := firstHeading(run.Output)
+		if !ok {
+			return nil, store.Invalid("title: the run's output has no Markdown heading to take the title from: give a title")
+		}
+		title = heading
+		if level == 1 {
+			body = rest
+		}
+	}
+	return s.Create(ctx, sc, Input{EnvironmentID: *run.EnvironmentID, Title: title, Description: snippet(body), Body: body,
+		Draft: true, RunID: &run.ID})
+}
+
+// firstHeading finds the first ATX heading ("# Title", "## Title") outside
+// fenced code, and returns its text, its level, and the text without that
+// line.
+func firstHeading(md string) (text string, level int, rest string, ok bool) {
+	lines := strings.SplitAfter(md, "\n")
+	fence := ""
+	for i, raw := range lines {
+		line := strings.TrimRight(raw, "\r\n")
+		trimmed := strings.TrimLeft(line, " ")
+		if len(line)-len(trimmed) > 3 {
+			continue // indented code
+		}
+		if f := fenceOf(trimmed); f != "" {
+			switch {
+			case fence == "":
+				fence = f
+			case strings.HasPrefix(trimmed, fence):
+				fence = ""
+			}
+			continue
+		}
+		if fence != "" {
+			continue
+		}
+		n := len(trimmed) - len(strings.TrimLeft(trimmed, "#"))
+		if n < 1 || n > 6 || (len(trimmed) > n && trimmed[n] != ' ' && trimmed[n] != '\t') {
+			continue
+		}
+		t := strings.TrimSpace(trimmed[n:])
+		t = strings.TrimSpace(strings.TrimRight(t, "#")) // closing sequence
+		if t == "" {
+			continue
+		}
+		return t, n, strings.TrimLeft(strings.Join(lines[:i], "")+strings.Join(lines[i+1:], ""), "\r\n"), true
+	}
+	return "", 0, md, false
+}
+
+// fenceOf is the fence a line opens or closes (``` or ~~~), or "".
+func fenceOf(line string) string {
+	for _, c := range []string{"```", "~~~"} {
+		if strings.HasPrefix(line, c) {
+			return c
+		}
+	}
+	return ""
+}
+
+// maxSnippet is the length of a description made from the body: what
+// search results show.
+const maxSnippet = 160
+
+// snippet is the first paragraph of Markdown that is prose (not a heading,
+// a list, a quote, a table, code or an image), with its Markdown marks
+// left as they are and its lines joined, cut at a word to maxSnippet
+// characters.
+func snippet(md string) string {
+	fence := ""
+	var para []string
+	for _, raw := range strings.Split(md, "\n") {
+		line := strings.TrimSpace(raw)
+		if f := fenceOf(line); f != "" || fence != "" {
+			if fence == "" {
+				fence = f
+			} else if strings.HasPrefix(line, fence) {
+				fence = ""
+			}
+			if len(para) > 0 {
+				break
+			}
+			continue
+		}
+		if line == "" {
+			if len(para) > 0 {
+				break
+			}
+			continue
+		}
+		if strings.ContainsAny(line[:1], "#-*+>|!<") || (line[0] >= '0' && line[0] <= '9' && strings.Contains(line, ". ")) {
+			if len(para) > 0 {
+				break
+			}
+			continue
+		}
+		para = append(para, line)
+	}
+	s := strings.Join(para, " ")
+	if utf8.RuneCountInString(s) <= maxSnippet {
+		return s
+	}
+	r := []rune(s)[:maxSnippet-1]
+	cut := string(r)
+	if i := strings.LastIndexByte(cut, ' '); i > maxSnippet/2 {
+		cut = cut[:i]
+	}
+	return strings.TrimRight(cut, " ,;:.") + "…"
+}

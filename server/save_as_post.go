@@ -1,0 +1,67 @@
+package server
+
+import (
+	"net/http"
+
+	"github.com/gin-gonic/gin"
+
+	"github.com/copydesk/copydesk/store"
+)
+
+// From generation to a post: POST /api/agents/runs/{run_id}/save-as-post
+// turns a succeeded run's output into a draft post of the run's
+// environment. Each target is its post group's service; the handler only
+// picks one.
+func (s *Server) registerSaveAsPostRoutes() {
+	s.handle(Route{Method: "POST", Path: "/api/agents/runs/{run_id}/save-as-post", Tag: "Agents", Access: editorOnly,
+		Status: http.StatusCreated, Errors: []int{409}, Body: saveAsPostRequest{}, Data: savedPostResponse{},
+		Summary: "Save a succeeded run's output as a draft post",
+		Notes: "The title, when absent, is the output's first Markdown heading (a level-1 heading then leaves the body). " +
+			"The post is a draft in the run's environment and records the run (run_id). target wordpress makes a local WordPress post draft " +
+			"(publish it with POST /api/wordpress-posts/{id}/publish); target astro writes the file into the environment's Astro content folder."},
+		s.saveRunAsPost)
+}
+
+type saveAsPostRequest struct {
+	Target string `json:"target" binding:"required,oneof=wordpress astro" enum:"wordpress,astro"`
+	Title  string `json:"title" binding:"max=300" doc:"default: the output's first Markdown heading"`
+}
+
+type savedPostResponse struct {
+	Target    string             `json:"target" enum:"wordpress,astro"`
+	WordPress *wpPostResponse    `json:"wordpress,omitempty" doc:"the post, for target wordpress"`
+	Astro     *astroPostResponse `json:"astro,omitempty" doc:"the post, for target astro"`
+}
+
+func (s *Server) saveRunAsPost(c *gin.Context) {
+	id, err := pathID(c, "run_id")
+	if err != nil {
+		fail(c, err)
+		return
+	}
+	var req saveAsPostRequest
+	if err := decodeJSON(c, &req); err != nil {
+		fail(c, err)
+		return
+	}
+	switch req.Target {
+	case "wordpress":
+		p, err := s.wpPosts.FromRun(c.Request.Context(), scope(c), principal(c).User.ID, id, req.Title)
+		if err != nil {
+			fail(c, err)
+			return
+		}
+		out := wpPostJSON(p)
+		respond(c, http.StatusCreated, savedPostResponse{Target: req.Target, WordPress: &out}, "WordPress draft saved")
+	case "astro":
+		p, err := s.astroPosts.CreateFromRun(c.Request.Context(), scope(c), id, req.Title)
+		if err != nil {
+			fail(c, err)
+			return
+		}
+		out := astroPostJSON(p)
+		respond(c, http.StatusCreated, savedPostResponse{Target: req.Target, Astro: &out}, "draft saved; "+p.FileName()+" written")
+	default:
+		fail(c, store.Invalid("target: must be wordpress or astro"))
+	}
+}
