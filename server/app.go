@@ -64,6 +64,10 @@ type Config struct {
 	ProviderRetries int
 	// ProviderTimeout bounds one provider attempt; 2 minutes when 0.
 	ProviderTimeout time.Duration
+	// OnUsageRecordError is called when a call's usage event cannot be
+	// stored (engine.Options.OnRecordError): tests fail on it; the server
+	// logs it as an error.
+	OnUsageRecordError func(error)
 	// RefuseOutboundPrivate keeps every outbound call (providers,
 	// WordPress, SERP, credential tests) from private, loopback and other
 	// non-public addresses (`serve --outbound-private=false`). Link-local
@@ -200,7 +204,7 @@ func Open(ctx context.Context, cfg Config, log *slog.Logger) (*App, error) {
 	}
 	a.Engine = engine.New(a.DB, a.Keys, a.Notify, log, engine.Options{
 		HTTPClient: outbound.NewClient(outbound.Options{RefusePrivate: cfg.RefuseOutboundPrivate, Timeout: 15 * time.Minute}),
-		Timeout:    cfg.ProviderTimeout, MaxRetries: retries})
+		Timeout:    cfg.ProviderTimeout, MaxRetries: retries, OnRecordError: cfg.OnUsageRecordError})
 	a.Jobs = jobs.New(a.DB, log, jobs.Options{Workers: cfg.Workers, Backoff: cfg.JobBackoff})
 	a.registerJobs()
 	a.Server, err = New(Deps{DB: a.DB, Auth: a.Auth, Backups: a.Backups, Notify: a.Notify, Events: a.Events, Engine: a.Engine,
