@@ -16,6 +16,7 @@ import (
 	"github.com/copydesk/copydesk/server/aisetting"
 	"github.com/copydesk/copydesk/server/analytics"
 	"github.com/copydesk/copydesk/server/auth"
+	"github.com/copydesk/copydesk/server/cie"
 	"github.com/copydesk/copydesk/server/credential"
 	"github.com/copydesk/copydesk/server/engine"
 	"github.com/copydesk/copydesk/server/environment"
@@ -47,6 +48,7 @@ type Server struct {
 	aiSettings   *aisetting.Service
 	settings     *setting.Service
 	agents       *agent.Service
+	cie          *cie.Service
 
 	router *gin.Engine
 	routes []*Route
@@ -117,6 +119,7 @@ func New(d Deps, opts Options) (*Server, error) {
 	s.settings = setting.New(d.DB)
 	s.agents = agent.New(agent.Deps{Store: d.DB, Environments: s.environments, Credentials: s.credentials, Engine: d.Engine,
 		Jobs: d.Jobs, Notify: d.Notify, Events: d.Events, Log: d.Log})
+	s.cie = cie.New(cie.Deps{Store: d.DB, Environments: s.environments, Engine: d.Engine, Jobs: d.Jobs, Events: d.Events, Log: d.Log})
 	e.Use(s.recoverPanics, s.logRequests, securityHeaders, boundWrites, omitHeadBody)
 	e.NoRoute(func(c *gin.Context) {
 		abort(c, http.StatusNotFound, "no route for "+c.Request.Method+" "+c.Request.URL.Path)
@@ -136,6 +139,7 @@ func New(d Deps, opts Options) (*Server, error) {
 	s.registerAISettingsRoutes()
 	s.registerTokenAnalyticsRoutes()
 	s.registerAgentRoutes()
+	s.registerCIERoutes()
 	return s, nil
 }
 

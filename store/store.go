@@ -306,6 +306,7 @@ func (db *DB) writeStmt(ctx context.Context, query string) (*sql.Stmt, error) {
 var contentTables = map[string]bool{
 	"agents": true, "agent_assignments": true, "agent_runs": true, "jobs": true, "usage_events": true, "budget_alerts": true,
 	"notifications": true, "messages": true, "credentials": true, "ai_settings": true, "login_failures": true,
+	"archetypes": true, "cie_runs": true,
 }
 
 // wroteStmt is wrote for one committed write statement, which counts
