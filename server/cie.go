@@ -16,7 +16,7 @@ import (
 // the five built-ins are read-only. The rules are server/cie's.
 func (s *Server) registerCIERoutes() {
 	const tag = "Content intelligence"
-	s.handle(Route{Method: "GET", Path: "/api/cie/archetypes", Tag: tag, Access: signedIn, List: true,
+	s.handle(Route{Method: "GET", Path: "/api/cie/archetypes", Tag: tag, Access: signedIn, List: true, Errors: []int{404},
 		Summary: "List archetypes you can see: global ones (the built-ins first) and your environments'", Query: archetypeListQuery{},
 		Data: archetypeResponse{}}, s.listArchetypes)
 	s.handle(Route{Method: "POST", Path: "/api/cie/archetypes", Tag: tag, Access: editorOnly, Status: http.StatusCreated,

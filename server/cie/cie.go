@@ -463,7 +463,7 @@ func variables(a *store.Archetype, given map[string]string, eff engine.Effective
 		missing = append(missing, name)
 	}
 	if len(missing) > 0 {
-		return nil, store.Invalid("variables: missing %s: the archetype's template needs it", quoteList(missing))
+		return nil, store.Invalid("variables: missing %s: the archetype's template needs a value for each (or declares it optional)", quoteList(missing))
 	}
 	return values, nil
 }
