@@ -21,7 +21,8 @@ func (s *Server) registerAISettingsRoutes() {
 		Body: aiSettingsLevel{}, Data: aiSettingsResponse{},
 		Notes: "The body replaces the whole level: a field left out or null inherits (an environment from the global settings, " +
 			"global from the built-in defaults). Temperature 0 to 2; max_output_tokens 1 to 200000; the credential must be an AI provider " +
-			"usable at that level. price_overrides maps a model id (or id prefix) to prices in USD per million tokens."}, s.putAISettings)
+			"usable at that level. price_overrides maps a model id (or id prefix) to prices in USD per million tokens; " +
+			"context_windows maps one to its context window in tokens (1 to 100000000), by the same lookup."}, s.putAISettings)
 }
 
 type aiSettingsQuery struct {
@@ -39,6 +40,7 @@ type aiSettingsLevel struct {
 	TargetWordCount  *int                   `json:"target_word_count" binding:"omitempty,gte=50,lte=20000"`
 	MonthlyBudgetUSD *float64               `json:"monthly_budget_usd" binding:"omitempty,gte=0" doc:"each environment's monthly budget (global: the default of every environment); crossing 80% and 100% notifies its users once a month"`
 	PriceOverrides   map[string]store.Price `json:"price_overrides"`
+	ContextWindows   map[string]int         `json:"context_windows" doc:"model id (or family) to its context window in tokens, over the built-in table; a model found nowhere is assumed to have 8192"`
 }
 
 type aiSettingsEffective struct {
@@ -51,6 +53,7 @@ type aiSettingsEffective struct {
 	TargetWordCount  int                    `json:"target_word_count"`
 	MonthlyBudgetUSD *float64               `json:"monthly_budget_usd"`
 	PriceOverrides   map[string]store.Price `json:"price_overrides"`
+	ContextWindows   map[string]int         `json:"context_windows" doc:"model id (or family) to its context window in tokens, over the built-in table; a model found nowhere is assumed to have 8192"`
 }
 
 type aiSettingsResponse struct {

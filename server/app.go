@@ -65,6 +65,10 @@ type Config struct {
 	ProviderRetries int
 	// ProviderTimeout bounds one provider attempt; 2 minutes when 0.
 	ProviderTimeout time.Duration
+	// OnUsageRecordError is called when a call's usage event cannot be
+	// stored (engine.Options.OnRecordError): tests fail on it; the server
+	// logs it as an error.
+	OnUsageRecordError func(error)
 	// RefuseOutboundPrivate keeps every outbound call (providers,
 	// WordPress, SERP, credential tests) from private, loopback and other
 	// non-public addresses (`serve --outbound-private=false`). Link-local
@@ -208,7 +212,7 @@ func Open(ctx context.Context, cfg Config, log *slog.Logger) (*App, error) {
 	// featured images).
 	ob := outbound.NewClient(outbound.Options{RefusePrivate: cfg.RefuseOutboundPrivate, Timeout: 15 * time.Minute})
 	a.Engine = engine.New(a.DB, a.Keys, a.Notify, log, engine.Options{
-		HTTPClient: ob, Timeout: cfg.ProviderTimeout, MaxRetries: retries})
+		HTTPClient: ob, Timeout: cfg.ProviderTimeout, MaxRetries: retries, OnRecordError: cfg.OnUsageRecordError})
 	a.Jobs = jobs.New(a.DB, log, jobs.Options{Workers: cfg.Workers, Backoff: cfg.JobBackoff})
 	a.registerJobs()
 	a.Server, err = New(Deps{DB: a.DB, Auth: a.Auth, Backups: a.Backups, Notify: a.Notify, Events: a.Events, Engine: a.Engine,
@@ -283,6 +287,11 @@ func (a *App) Run(ctx context.Context) error {
 		return err
 	} else if n > 0 {
 		a.Log.Warn("runs left unfinished by a restart marked failed", "count", n)
+	}
+	if n, err := a.DB.FailOrphanCIERuns(ctx, "interrupted by a restart"); err != nil {
+		return err
+	} else if n > 0 {
+		a.Log.Warn("generations left unfinished by a restart marked failed", "count", n)
 	}
 	// Event streams never finish on their own: end them when shutdown
 	// begins so in-flight requests can drain.

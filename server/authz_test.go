@@ -196,6 +196,26 @@ var authzTable = []authzCase{
 	{route: "DELETE /api/astro-posts/{id}", path: "/api/astro-posts/{postB}", want: [5]int{401, 403, 404, 200, 200}},
 	{route: "POST /api/agents/runs/{run_id}/save-as-post", path: "/api/agents/runs/{runDone}/save-as-post", body: map[string]any{"target": "astro"},
 		want: [5]int{401, 403, 201, 201, 201}},
+	// Content intelligence: {archA} lives in envA, {archB} in envB,
+	// {archG} is a global one of the admins', {builtin} is the built-in
+	// how-to; {cierun} is a queued generation in envA.
+	{route: "GET /api/cie/archetypes", want: [5]int{401, 200, 200, 200, 200}},
+	{route: "POST /api/cie/archetypes", body: map[string]any{"name": "Mine", "prompt_template": "About {{keyword}}", "environment_id": "{envA}"}, want: [5]int{401, 403, 201, 201, 201}},
+	{route: "GET /api/cie/archetypes/{id}", path: "/api/cie/archetypes/{archA}", want: [5]int{401, 200, 200, 200, 200}},
+	{route: "GET /api/cie/archetypes/{id}", path: "/api/cie/archetypes/{archB}", want: [5]int{401, 404, 404, 200, 200}},
+	{route: "PUT /api/cie/archetypes/{id}", path: "/api/cie/archetypes/{archA}", body: map[string]any{"description": "x"}, want: [5]int{401, 403, 200, 200, 200}},
+	{route: "PUT /api/cie/archetypes/{id}", path: "/api/cie/archetypes/{archB}", body: map[string]any{"description": "x"}, want: [5]int{401, 403, 404, 200, 200}},
+	{route: "PUT /api/cie/archetypes/{id}", path: "/api/cie/archetypes/{archG}", body: map[string]any{"description": "x"}, want: [5]int{401, 403, 403, 200, 200}},
+	{route: "PUT /api/cie/archetypes/{id}", path: "/api/cie/archetypes/{builtin}", body: map[string]any{"description": "x"}, want: [5]int{401, 403, 409, 409, 409}},
+	{route: "DELETE /api/cie/archetypes/{id}", path: "/api/cie/archetypes/{archA}", want: [5]int{401, 403, 200, 200, 200}},
+	{route: "DELETE /api/cie/archetypes/{id}", path: "/api/cie/archetypes/{builtin}", want: [5]int{401, 403, 409, 409, 409}},
+	{route: "POST /api/cie/archetypes/{id}/copy", path: "/api/cie/archetypes/{builtin}/copy", body: map[string]any{"environment_id": "{envA}"}, want: [5]int{401, 403, 201, 201, 201}},
+	{route: "POST /api/cie/archetypes/{id}/copy", path: "/api/cie/archetypes/{archB}/copy", body: map[string]any{"environment_id": "{envA}"}, want: [5]int{401, 403, 404, 201, 201}},
+	{route: "POST /api/cie/archetypes/{id}/preview", path: "/api/cie/archetypes/{builtin}/preview", body: map[string]any{"variables": map[string]any{"keyword": "sourdough", "audience": "beginners"}}, want: [5]int{401, 200, 200, 200, 200}},
+	{route: "POST /api/cie/archetypes/{id}/preview", path: "/api/cie/archetypes/{archB}/preview", body: map[string]any{"variables": map[string]any{"keyword": "x"}}, want: [5]int{401, 404, 404, 200, 200}},
+	{route: "POST /api/cie/archetypes/{id}/generate", path: "/api/cie/archetypes/{builtin}/generate", body: map[string]any{"variables": map[string]any{"keyword": "sourdough", "audience": "beginners"}, "environment_id": "{envA}"}, want: [5]int{401, 403, 202, 202, 202}},
+	{route: "POST /api/cie/archetypes/{id}/generate", path: "/api/cie/archetypes/{archB}/generate", body: map[string]any{"variables": map[string]any{"keyword": "x"}, "environment_id": "{envB}"}, want: [5]int{401, 403, 404, 202, 202}},
+	{route: "GET /api/cie/runs/{run_id}", path: "/api/cie/runs/{cierun}", want: [5]int{401, 200, 200, 200, 200}},
 }
 
 // authzFixture is the data directory every case of TestAuthorizationTable
@@ -310,6 +330,33 @@ func newAuthzFixture(t *testing.T, providerURL string) (*authzFixture, []*server
 		terms["{post"+env.Name+"}"] = int64(r.Data()["id"].(float64))
 	}
 	terms["{runDone}"] = runDone.ID
+	archA, err := e.app.DB.CreateArchetype(ctx, store.ArchetypeInput{EnvironmentID: &envA.ID, Name: "A", PromptTemplate: "About {{keyword}}", TargetWords: 500}, target.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	archB, err := e.app.DB.CreateArchetype(ctx, store.ArchetypeInput{EnvironmentID: &envB.ID, Name: "B", PromptTemplate: "About {{keyword}}", TargetWords: 500}, target.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	archG, err := e.app.DB.CreateArchetype(ctx, store.ArchetypeInput{Name: "G", PromptTemplate: "About {{keyword}}", TargetWords: 500}, target.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var builtin int64
+	all, _, err := e.app.DB.ListArchetypes(ctx, store.ArchetypeFilter{Scope: store.Everything, Page: store.Page{Page: 1, PerPage: 50}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, a := range all {
+		if a.Builtin == "how-to" {
+			builtin = a.ID
+		}
+	}
+	cieRun, err := e.app.DB.CreateCIERunWithJob(ctx, store.NewCIERun{ArchetypeID: archA.ID, EnvironmentID: envA.ID, UserID: &target.ID,
+		SystemPrompt: "s", UserPrompt: "u"}, store.RunJob{Kind: "cie.generate", Payload: func(id int64) any { return map[string]int64{"run_id": id} }})
+	if err != nil {
+		t.Fatal(err)
+	}
 	snap, err := e.app.Backups.Create(ctx, "manual")
 	if err != nil {
 		t.Fatal(err)
@@ -318,7 +365,8 @@ func newAuthzFixture(t *testing.T, providerURL string) (*authzFixture, []*server
 	for _, role := range authzRoles {
 		ids := map[string]int64{"{envA}": envA.ID, "{envB}": envB.ID, "{target}": target.ID,
 			"{notification}": own[role][0], "{message}": own[role][1], "{credential}": cred.ID,
-			"{agentA}": agentA.ID, "{agentB}": agentB.ID, "{run}": run.ID}
+			"{agentA}": agentA.ID, "{agentB}": agentB.ID, "{run}": run.ID,
+			"{archA}": archA.ID, "{archB}": archB.ID, "{archG}": archG.ID, "{builtin}": builtin, "{cierun}": cieRun.ID}
 		for k, v := range terms {
 			ids[k] = v
 		}

@@ -61,7 +61,25 @@ func newEnv(t testing.TB, opts ...envOption) *env {
 // openEnv opens an app on the data directory dir, as it is.
 func openEnv(t testing.TB, dir string, opts ...envOption) *env {
 	t.Helper()
-	cfg := server.Config{DataDir: dir, SecretKey: testSecret, Hasher: &cheapHasher, Version: "test"}
+	// A usage event that cannot be stored fails the test: the cost would
+	// leave analytics and budgets unseen. Checked when the test ends
+	// (registered first, so it runs after the app is closed): jobs may
+	// record after the test's own goroutine is done.
+	var usageMu sync.Mutex
+	var usageErrs []error
+	t.Cleanup(func() {
+		usageMu.Lock()
+		defer usageMu.Unlock()
+		for _, err := range usageErrs {
+			t.Errorf("usage not recorded: %v", err)
+		}
+	})
+	cfg := server.Config{DataDir: dir, SecretKey: testSecret, Hasher: &cheapHasher, Version: "test",
+		OnUsageRecordError: func(err error) {
+			usageMu.Lock()
+			defer usageMu.Unlock()
+			usageErrs = append(usageErrs, err)
+		}}
 	for _, o := range opts {
 		o(&cfg)
 	}

@@ -17,6 +17,7 @@ import (
 	"github.com/copydesk/copydesk/server/analytics"
 	"github.com/copydesk/copydesk/server/astropost"
 	"github.com/copydesk/copydesk/server/auth"
+	"github.com/copydesk/copydesk/server/cie"
 	"github.com/copydesk/copydesk/server/cms"
 	"github.com/copydesk/copydesk/server/credential"
 	"github.com/copydesk/copydesk/server/engine"
@@ -53,6 +54,7 @@ type Server struct {
 	cms          *cms.Service
 	wpPosts      *wppost.Service
 	astroPosts   *astropost.Service
+	cie          *cie.Service
 
 	router *gin.Engine
 	routes []*Route
@@ -128,6 +130,7 @@ func New(d Deps, opts Options) (*Server, error) {
 		Jobs: d.Jobs, Notify: d.Notify, Events: d.Events, Log: d.Log})
 	s.cms = cms.New(d.DB, s.environments)
 	s.wpPosts = wppost.New(wppost.Deps{Store: d.DB, Environments: s.environments, Keys: d.Keys, Runs: s.agents, Options: d.WordPress})
+	s.cie = cie.New(cie.Deps{Store: d.DB, Environments: s.environments, Engine: d.Engine, Jobs: d.Jobs, Events: d.Events, Log: d.Log})
 	e.Use(s.recoverPanics, s.logRequests, securityHeaders, boundWrites, omitHeadBody)
 	s.astroPosts = astropost.New(d.DB, s.environments, s.agents, func() time.Time { return d.DB.Now() }, d.Log)
 	e.NoRoute(func(c *gin.Context) {
@@ -152,6 +155,7 @@ func New(d Deps, opts Options) (*Server, error) {
 	s.registerWordPressPostRoutes()
 	s.registerAstroPostRoutes()
 	s.registerSaveAsPostRoutes()
+	s.registerCIERoutes()
 	return s, nil
 }
 

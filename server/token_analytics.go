@@ -41,7 +41,7 @@ type usageQuery struct {
 	EnvironmentID *int64 `form:"environment_id" binding:"omitempty,gt=0"`
 	AgentID       *int64 `form:"agent_id" binding:"omitempty,gt=0"`
 	Model         string `form:"model" binding:"max=200"`
-	Source        string `form:"source" binding:"omitempty,oneof=execution chat live scout autopilot test"`
+	Source        string `form:"source" binding:"omitempty,oneof=execution chat live scout autopilot cie search test"`
 	Status        string `form:"status" binding:"omitempty,oneof=ok error"`
 }
 
@@ -78,12 +78,14 @@ type usageEventResponse struct {
 	EnvironmentID *int64    `json:"environment_id"`
 	AgentID       *int64    `json:"agent_id"`
 	CredentialID  *int64    `json:"credential_id"`
+	Estimated     bool      `json:"estimated" doc:"the token counts are estimated from characters: the provider's stream was cut off before it reported them"`
 }
 
 func usageJSON(e *store.UsageEvent) usageEventResponse {
 	return usageEventResponse{ID: e.ID, CreatedAt: Timestamp(e.CreatedAt), Provider: e.Provider, Model: e.Model, InputTokens: e.InputTokens,
 		OutputTokens: e.OutputTokens, CachedTokens: e.CachedTokens, CostUSD: e.CostUSD, LatencyMS: e.LatencyMS, Status: e.Status,
-		Error: e.Error, Source: e.Source, UserID: e.UserID, EnvironmentID: e.EnvironmentID, AgentID: e.AgentID, CredentialID: e.CredentialID}
+		Error: e.Error, Source: e.Source, UserID: e.UserID, EnvironmentID: e.EnvironmentID, AgentID: e.AgentID, CredentialID: e.CredentialID,
+		Estimated: e.Estimated}
 }
 
 type usageTotalsResponse struct {

@@ -274,7 +274,7 @@ func TestTokenAnalyticsUsageList(t *testing.T) {
 		want := map[string]any{"id": float64(ev.ID), "created_at": "2026-11-02T08:00:00.000Z", "provider": "anthropic", "model": "claude-sonnet-4-5",
 			"input_tokens": 3000.0, "output_tokens": 100.0, "cached_tokens": 0.0, "cost_usd": 0.0105, "latency_ms": 300.0, "status": "ok",
 			"error": "", "source": "execution", "user_id": float64(w.bobID), "environment_id": float64(w.envB), "agent_id": float64(w.agentB),
-			"credential_id": nil}
+			"credential_id": nil, "estimated": false}
 		for k, v := range want {
 			if it[k] != v {
 				t.Errorf("%s = %#v, want %#v", k, it[k], v)
@@ -536,7 +536,7 @@ func TestTokenAnalyticsExport(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	header := "id created_at provider model input_tokens output_tokens cached_tokens cost_usd latency_ms status error source user_id environment_id agent_id credential_id"
+	header := "id created_at provider model input_tokens output_tokens cached_tokens cost_usd latency_ms status error source user_id environment_id agent_id credential_id estimated"
 	if len(rows) == 0 || strings.Join(rows[0], " ") != header {
 		t.Fatalf("header %v", rows)
 	}
@@ -560,7 +560,7 @@ func TestTokenAnalyticsExport(t *testing.T) {
 	}
 	first := byID[fmt.Sprint(w.events[0].ID)]
 	if want := []string{fmt.Sprint(w.events[0].ID), "2026-11-01T09:00:00.000Z", "openai", "gpt-4o-mini", "1000", "500", "200", "0.001", "100", "ok", "",
-		"execution", fmt.Sprint(w.annID), fmt.Sprint(w.envA), fmt.Sprint(w.agentA), ""}; fmt.Sprintf("%q", first) != fmt.Sprintf("%q", want) {
+		"execution", fmt.Sprint(w.annID), fmt.Sprint(w.envA), fmt.Sprint(w.agentA), "", "false"}; fmt.Sprintf("%q", first) != fmt.Sprintf("%q", want) {
 		t.Errorf("row %q\nwant %q", first, want)
 	}
 	// Formula-looking cells are defused; an unknown cost is empty, not 0.

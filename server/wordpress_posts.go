@@ -289,4 +289,3 @@ func (s *Server) importWPPosts(c *gin.Context) {
 	}
 	respond(c, http.StatusOK, res, "posts imported")
 }
-

@@ -30,26 +30,29 @@ type AISettings struct {
 	TargetWordCount  *int
 	MonthlyBudgetUSD *float64
 	PriceOverrides   map[string]Price
-	UpdatedAt        *time.Time
+	// ContextWindows overrides the engine's built-in context windows:
+	// model id or family to tokens.
+	ContextWindows map[string]int
+	UpdatedAt      *time.Time
 }
 
 // AISettingsFor returns the settings row of a level; an empty one (all
 // inherited) when none was saved.
 func (db *DB) AISettingsFor(ctx context.Context, envID *int64) (*AISettings, error) {
 	q := `SELECT credential_id, model, temperature, max_output_tokens, tone, language, target_word_count,
-		monthly_budget_usd, price_overrides, updated_at FROM ai_settings WHERE `
+		monthly_budget_usd, price_overrides, context_windows, updated_at FROM ai_settings WHERE `
 	var row *sql.Row
 	if envID == nil {
 		row = db.r.QueryRowContext(ctx, q+`environment_id IS NULL`)
 	} else {
 		row = db.r.QueryRowContext(ctx, q+`environment_id = ?`, *envID)
 	}
-	s := &AISettings{EnvironmentID: envID, PriceOverrides: map[string]Price{}}
+	s := &AISettings{EnvironmentID: envID, PriceOverrides: map[string]Price{}, ContextWindows: map[string]int{}}
 	var cred, maxTok, words sql.NullInt64
 	var model, tone, lang sql.NullString
 	var temp, budget sql.NullFloat64
-	var prices, updated string
-	err := row.Scan(&cred, &model, &temp, &maxTok, &tone, &lang, &words, &budget, &prices, &updated)
+	var prices, windows, updated string
+	err := row.Scan(&cred, &model, &temp, &maxTok, &tone, &lang, &words, &budget, &prices, &windows, &updated)
 	if errors.Is(err, sql.ErrNoRows) {
 		return s, nil
 	}
@@ -85,6 +88,9 @@ func (db *DB) AISettingsFor(ctx context.Context, envID *int64) (*AISettings, err
 	if err := json.Unmarshal([]byte(prices), &s.PriceOverrides); err != nil {
 		return nil, fmt.Errorf("store: ai settings price overrides: %w", err)
 	}
+	if err := json.Unmarshal([]byte(windows), &s.ContextWindows); err != nil {
+		return nil, fmt.Errorf("store: ai settings context windows: %w", err)
+	}
 	t := parseTime(updated)
 	s.UpdatedAt = &t
 	return s, nil
@@ -95,7 +101,14 @@ func (db *DB) PutAISettings(ctx context.Context, s AISettings) (*AISettings, err
 	if s.PriceOverrides == nil {
 		s.PriceOverrides = map[string]Price{}
 	}
+	if s.ContextWindows == nil {
+		s.ContextWindows = map[string]int{}
+	}
 	prices, err := json.Marshal(s.PriceOverrides)
+	if err != nil {
+		return nil, err
+	}
+	windows, err := json.Marshal(s.ContextWindows)
 	if err != nil {
 		return nil, err
 	}
@@ -109,9 +122,10 @@ func (db *DB) PutAISettings(ctx context.Context, s AISettings) (*AISettings, err
 			return err
 		}
 		_, err = tx.ExecContext(ctx, `INSERT INTO ai_settings (environment_id, credential_id, model, temperature, max_output_tokens,
-			tone, language, target_word_count, monthly_budget_usd, price_overrides, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+			tone, language, target_word_count, monthly_budget_usd, price_overrides, context_windows, updated_at)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 			s.EnvironmentID, s.CredentialID, s.Model, s.Temperature, s.MaxOutputTokens, s.Tone, s.Language, s.TargetWordCount,
-			s.MonthlyBudgetUSD, string(prices), db.now())
+			s.MonthlyBudgetUSD, string(prices), string(windows), db.now())
 		return translate(err, "AI content setting")
 	})
 	if err != nil {

@@ -122,7 +122,6 @@ func scanAstroPost(row rowScanner) (*AstroPost, error) {
 	return &p, nil
 }
 
-
 // CreateAstroPost inserts a post, files it under its terms, and calls
 // write with the post as stored before the transaction commits. A given
 // slug that is taken is a conflict; without one, the first free slug of

@@ -83,6 +83,12 @@ func fillPlanData(t testing.TB, db *DB) {
 				})
 			},
 			func() error {
+				return exec(`INSERT INTO archetypes (name, prompt_template, target_words, environment_id, created_at, updated_at)
+					VALUES (?, 'About {{keyword}}', 1200, ?, ?, ?)`, planRows, func(i int) []any {
+					return []any{fmt.Sprintf("archetype %d", i), planEnv(rnd), at(i), at(i)}
+				})
+			},
+			func() error {
 				return exec(`INSERT OR IGNORE INTO agent_assignments (agent_id, environment_id) VALUES (?, ?)`, planRows/2,
 					func(int) []any { return []any{1 + rnd.IntN(planRows), 1 + rnd.IntN(planEnvs)} })
 			},

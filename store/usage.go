@@ -21,15 +21,20 @@ type UsageEvent struct {
 	LatencyMS     int64
 	Status        string // "ok" or "error"
 	Error         string
-	Source        string // execution, chat, live, scout, autopilot, test
+	Source        string // one of UsageSources
 	UserID        *int64
 	EnvironmentID *int64
 	AgentID       *int64
 	CredentialID  *int64
+	// Estimated marks token counts estimated from characters: the
+	// provider had not reported them when its stream was cut off.
+	Estimated bool
 }
 
-// Usage sources.
-var UsageSources = []string{"execution", "chat", "live", "scout", "autopilot", "test"}
+// UsageSources are what a metered call may be for: agent executions,
+// chat, live sessions, scout, autopilot, content intelligence (cie),
+// search, and credential tests. The table's CHECK lists the same.
+var UsageSources = []string{"execution", "chat", "live", "scout", "autopilot", "cie", "search", "test"}
 
 // RecordUsage stores a usage event.
 func (db *DB) RecordUsage(ctx context.Context, e UsageEvent) (int64, error) {
@@ -37,10 +42,10 @@ func (db *DB) RecordUsage(ctx context.Context, e UsageEvent) (int64, error) {
 		e.CreatedAt = db.Now()
 	}
 	id, err := db.insert(ctx, `INSERT INTO usage_events (created_at, provider, model, input_tokens, output_tokens, cached_tokens,
-		cost_usd, latency_ms, status, error, source, user_id, environment_id, agent_id, credential_id)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id`,
+		cost_usd, latency_ms, status, error, source, user_id, environment_id, agent_id, credential_id, estimated)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id`,
 		fmtTime(e.CreatedAt), e.Provider, e.Model, e.InputTokens, e.OutputTokens, e.CachedTokens, e.CostUSD, e.LatencyMS,
-		e.Status, e.Error, e.Source, e.UserID, e.EnvironmentID, e.AgentID, e.CredentialID)
+		e.Status, e.Error, e.Source, e.UserID, e.EnvironmentID, e.AgentID, e.CredentialID, e.Estimated)
 	if err != nil {
 		return 0, translate(err, "usage event")
 	}
@@ -117,7 +122,7 @@ func (f UsageFilter) where() (string, []any) {
 }
 
 const usageColumns = `u.id, u.created_at, u.provider, u.model, u.input_tokens, u.output_tokens, u.cached_tokens, u.cost_usd,
-	u.latency_ms, u.status, u.error, u.source, u.user_id, u.environment_id, u.agent_id, u.credential_id`
+	u.latency_ms, u.status, u.error, u.source, u.user_id, u.environment_id, u.agent_id, u.credential_id, u.estimated`
 
 func scanUsage(row rowScanner) (*UsageEvent, error) {
 	var e UsageEvent
@@ -125,7 +130,7 @@ func scanUsage(row rowScanner) (*UsageEvent, error) {
 	var cost sql.NullFloat64
 	var user, env, agent, cred sql.NullInt64
 	if err := row.Scan(&e.ID, &created, &e.Provider, &e.Model, &e.InputTokens, &e.OutputTokens, &e.CachedTokens, &cost,
-		&e.LatencyMS, &e.Status, &e.Error, &e.Source, &user, &env, &agent, &cred); err != nil {
+		&e.LatencyMS, &e.Status, &e.Error, &e.Source, &user, &env, &agent, &cred, &e.Estimated); err != nil {
 		return nil, err
 	}
 	e.CreatedAt = parseTime(created)

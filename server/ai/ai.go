@@ -52,6 +52,20 @@ type Response struct {
 	Model      string // as the provider reports it
 	StopReason string
 	Usage      Usage
+	// Partial marks the Response of a stream that failed after its answer
+	// began: Text is what came before the failure, Usage what the
+	// provider had reported by then (often nothing).
+	Partial bool
+}
+
+// partial is what a stream that failed returns beside its error: out,
+// marked Partial, if its answer had begun; nil otherwise.
+func partial(out *Response, started bool) *Response {
+	if !started {
+		return nil
+	}
+	out.Partial = true
+	return out
 }
 
 // Provider generates text.
@@ -62,7 +76,12 @@ type Provider interface {
 	Generate(ctx context.Context, req Request) (*Response, error)
 	// Stream runs a request and calls onDelta with each piece of text as it
 	// arrives; an error from onDelta stops the stream and is returned. The
-	// final Response carries the whole text and the usage.
+	// final Response carries the whole text and the usage. A stream that
+	// fails after its answer began (cut off, an error event, onDelta's
+	// error, cancellation) returns, with the error, a Response marked
+	// Partial with the text streamed so far and whatever usage and model
+	// the provider reported before the failure; a call that failed before
+	// any answer returns nil.
 	Stream(ctx context.Context, req Request, onDelta func(text string) error) (*Response, error)
 	// Models lists the model ids the credential can use: a cheap call that
 	// proves the credential works.

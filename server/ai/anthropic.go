@@ -143,7 +143,7 @@ func (p *anthropicProvider) Stream(ctx context.Context, req Request, onDelta fun
 	}
 	out := &Response{}
 	var usage anthropicUsage
-	text, err := p.stream(ctx, "v1/messages", p.body(req, true), onDelta, func(ev sseEvent) (string, bool, error) {
+	text, started, err := p.stream(ctx, "v1/messages", p.body(req, true), onDelta, func(ev sseEvent) (string, bool, error) {
 		var e anthropicEvent
 		if err := json.Unmarshal([]byte(ev.data), &e); err != nil {
 			return "", false, err
@@ -181,10 +181,10 @@ func (p *anthropicProvider) Stream(ctx context.Context, req Request, onDelta fun
 		// ping, content_block_stop and event types yet to come: nothing.
 		return "", false, nil
 	})
-	if err != nil {
-		return nil, err
-	}
 	out.Text, out.Usage = text, usage.usage()
+	if err != nil {
+		return partial(out, started), err
+	}
 	return out, nil
 }
 

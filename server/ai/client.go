@@ -165,12 +165,15 @@ func (c *common) call(ctx context.Context, path string, body, out any) error {
 // the text goes to onDelta as it comes (an error from onDelta ends the
 // stream and is returned as it is). A stream that ends before its
 // terminal event fails with errStreamIncomplete: the answer may be
-// shorter than what was sent. stream returns the whole text.
+// shorter than what was sent. stream returns the whole text; when the
+// stream fails after its answer began (cut off, garbage, onDelta's error,
+// cancellation), it returns the text read so far with the error, and
+// started true: that text has been paid for.
 func (c *common) stream(ctx context.Context, path string, body any, onDelta func(string) error,
-	read func(sseEvent) (text string, done bool, err error)) (string, error) {
+	read func(sseEvent) (text string, done bool, err error)) (text string, started bool, err error) {
 	r, err := c.post(ctx, path, body, true)
 	if err != nil {
-		return "", err
+		return "", false, err
 	}
 	defer r.Close()
 	events := newSSEReader(r.Body)
@@ -181,22 +184,22 @@ func (c *common) stream(ctx context.Context, path string, body any, onDelta func
 			err = errStreamIncomplete
 		}
 		if err != nil {
-			return "", c.fail(ctx, r.ctx, err)
+			return all.String(), true, c.fail(ctx, r.ctx, err)
 		}
 		text, done, err := read(ev)
 		if err != nil {
-			return "", c.fail(ctx, r.ctx, err)
+			return all.String(), true, c.fail(ctx, r.ctx, err)
 		}
 		if text != "" {
 			all.WriteString(text)
 			if onDelta != nil {
 				if err := onDelta(text); err != nil {
-					return "", err
+					return all.String(), true, err
 				}
 			}
 		}
 		if done {
-			return all.String(), nil
+			return all.String(), true, nil
 		}
 	}
 }

@@ -130,7 +130,7 @@ func (p *openAIProvider) Stream(ctx context.Context, req Request, onDelta func(s
 		return nil, err
 	}
 	out := &Response{}
-	text, err := p.stream(ctx, "chat/completions", p.body(req, true), onDelta, func(ev sseEvent) (string, bool, error) {
+	text, started, err := p.stream(ctx, "chat/completions", p.body(req, true), onDelta, func(ev sseEvent) (string, bool, error) {
 		if ev.data == "[DONE]" {
 			return "", true, nil
 		}
@@ -159,10 +159,10 @@ func (p *openAIProvider) Stream(ctx context.Context, req Request, onDelta func(s
 		}
 		return "", false, nil
 	})
-	if err != nil {
-		return nil, err
-	}
 	out.Text = text
+	if err != nil {
+		return partial(out, started), err
+	}
 	return out, nil
 }
 

@@ -541,9 +541,17 @@ func TestBrokenStream(t *testing.T) {
 			t.Run(w.kind+"/"+c.name, func(t *testing.T) {
 				t.Parallel()
 				f := newFake(t, w, c.handle)
-				res, _, err := collect(f.provider(func(c *Config) { c.MaxRetries = 2 }), context.Background(), testRequest())
-				if res != nil {
-					t.Errorf("a broken stream returned %+v", res)
+				res, deltas, err := collect(f.provider(func(c *Config) { c.MaxRetries = 2 }), context.Background(), testRequest())
+				// What was streamed before the break comes back with the
+				// error, marked partial: it has been paid for.
+				if res == nil || !res.Partial || res.Text != strings.Join(deltas, "") {
+					t.Errorf("a broken stream returned %+v after deltas %q; want the partial text", res, deltas)
+				}
+				// Anthropic reports the input in message_start, before any
+				// text: that count is kept. OpenAI reports usage only at
+				// the end, so a stream cut off early has none.
+				if wantIn := map[string]int64{Anthropic: 12}[w.kind]; c.name == "ends after the first chunks" && res != nil && res.Usage.InputTokens != wantIn {
+					t.Errorf("partial usage %+v, want %d input tokens", res.Usage, wantIn)
 				}
 				e := asError(t, err)
 				if e.Retryable != c.retryable || !strings.Contains(e.Message, c.message) || e.Status != 0 {
@@ -590,8 +598,8 @@ func TestOnDeltaError(t *testing.T) {
 				}
 				return nil
 			})
-			if err != stop || res != nil {
-				t.Errorf("Stream = %v, %v; want nil, the onDelta error as is", res, err)
+			if err != stop || res == nil || !res.Partial || res.Text != "onetwo" {
+				t.Errorf("Stream = %+v, %v; want the partial text \"onetwo\", the onDelta error as is", res, err)
 			}
 			if !reflect.DeepEqual(pieces, []string{"one", "two"}) {
 				t.Errorf("onDelta got %q after returning an error", pieces)

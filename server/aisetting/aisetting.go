@@ -65,6 +65,7 @@ type Level struct {
 	TargetWordCount  *int
 	MonthlyBudgetUSD *float64
 	PriceOverrides   map[string]store.Price
+	ContextWindows   map[string]int
 }
 
 // View shows one level: the global settings, the environment's own (nil
@@ -127,7 +128,7 @@ func (s *Service) Put(ctx context.Context, sc store.Scope, envID *int64, lvl Lev
 	if _, err := s.db.PutAISettings(ctx, store.AISettings{EnvironmentID: envID, CredentialID: lvl.CredentialID,
 		Model: lvl.Model, Temperature: lvl.Temperature, MaxOutputTokens: lvl.MaxOutputTokens, Tone: lvl.Tone,
 		Language: lvl.Language, TargetWordCount: lvl.TargetWordCount, MonthlyBudgetUSD: lvl.MonthlyBudgetUSD,
-		PriceOverrides: lvl.PriceOverrides}); err != nil {
+		PriceOverrides: lvl.PriceOverrides, ContextWindows: lvl.ContextWindows}); err != nil {
 		return nil, err
 	}
 	return s.Get(ctx, sc, envID)
@@ -136,7 +137,7 @@ func (s *Service) Put(ctx context.Context, sc store.Scope, envID *int64, lvl Lev
 func levelOf(s *store.AISettings) Level {
 	return Level{CredentialID: s.CredentialID, Model: s.Model, Temperature: s.Temperature, MaxOutputTokens: s.MaxOutputTokens,
 		Tone: s.Tone, Language: s.Language, TargetWordCount: s.TargetWordCount, MonthlyBudgetUSD: s.MonthlyBudgetUSD,
-		PriceOverrides: s.PriceOverrides}
+		PriceOverrides: s.PriceOverrides, ContextWindows: s.ContextWindows}
 }
 
 // Limits of a level, the same as the request binding's.
@@ -187,7 +188,10 @@ func (l *Level) normalize() error {
 			return err
 		}
 	}
-	return l.normalizePrices()
+	if err := l.normalizePrices(); err != nil {
+		return err
+	}
+	return l.normalizeContextWindows()
 }
 
 func (l *Level) checkRanges() error {
@@ -235,5 +239,27 @@ func (l *Level) normalizePrices() error {
 		prices[model] = p
 	}
 	l.PriceOverrides = prices
+	return nil
+}
+
+// maxContextWindow bounds a context window override: above any model's.
+const maxContextWindow = 100_000_000
+
+func (l *Level) normalizeContextWindows() error {
+	if len(l.ContextWindows) > maxPriceModels {
+		return store.Invalid("context_windows: at most %d models", maxPriceModels)
+	}
+	windows := make(map[string]int, len(l.ContextWindows))
+	for model, n := range l.ContextWindows {
+		model = strings.TrimSpace(model)
+		if model == "" || len(model) > maxModel || valid.Line("model", model) != nil {
+			return store.Invalid("context_windows: model ids must be 1 to %d printable characters", maxModel)
+		}
+		if n < 1 || n > maxContextWindow {
+			return store.Invalid("context_windows.%s: must be 1 to %d tokens", model, maxContextWindow)
+		}
+		windows[model] = n
+	}
+	l.ContextWindows = windows
 	return nil
 }

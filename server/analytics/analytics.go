@@ -142,7 +142,7 @@ func (s *Service) Costs(ctx context.Context, sc store.Scope, q Query) (*Costs, e
 
 // csvHeader names the export's columns.
 var csvHeader = []string{"id", "created_at", "provider", "model", "input_tokens", "output_tokens", "cached_tokens", "cost_usd",
-	"latency_ms", "status", "error", "source", "user_id", "environment_id", "agent_id", "credential_id"}
+	"latency_ms", "status", "error", "source", "user_id", "environment_id", "agent_id", "credential_id", "estimated"}
 
 // ExportCSV writes the matching events as CSV, oldest first. The query is
 // checked before open is called, so a refused query has written nothing;
@@ -176,7 +176,7 @@ func csvRow(e *store.UsageEvent) []string {
 	}
 	return []string{itoa(e.ID), e.CreatedAt.UTC().Format(store.TimeFormat), csvSafe(e.Provider), csvSafe(e.Model),
 		itoa(e.InputTokens), itoa(e.OutputTokens), itoa(e.CachedTokens), cost, itoa(e.LatencyMS), e.Status, csvSafe(e.Error), e.Source,
-		idText(e.UserID), idText(e.EnvironmentID), idText(e.AgentID), idText(e.CredentialID)}
+		idText(e.UserID), idText(e.EnvironmentID), idText(e.AgentID), idText(e.CredentialID), strconv.FormatBool(e.Estimated)}
 }
 
 // csvSafe keeps a text cell from being read as a formula by a spreadsheet

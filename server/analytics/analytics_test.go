@@ -296,7 +296,7 @@ func TestExportCSV(t *testing.T) {
 	db.events = []*store.UsageEvent{
 		{ID: 1, CreatedAt: created, Provider: "openai", Model: "gpt-4o", InputTokens: 10, OutputTokens: 20, CachedTokens: 1,
 			CostUSD: ptr(0.0125), LatencyMS: 300, Status: "ok", Source: "chat", UserID: ptr[int64](7), EnvironmentID: ptr[int64](2)},
-		{ID: 2, CreatedAt: created, Provider: "openai", Model: "=HYPERLINK(\"x\")", Status: "error", Error: "-boom", Source: "test"},
+		{ID: 2, CreatedAt: created, Provider: "openai", Model: "=HYPERLINK(\"x\")", Status: "error", Error: "-boom", Source: "test", Estimated: true},
 	}
 	var buf bytes.Buffer
 	if err := svc.ExportCSV(context.Background(), store.Everything, Query{}, func() io.Writer { return &buf }); err != nil {
@@ -309,8 +309,8 @@ func TestExportCSV(t *testing.T) {
 	if len(rows) != 3 || strings.Join(rows[0], ",") != strings.Join(csvHeader, ",") {
 		t.Fatalf("rows %q", rows)
 	}
-	want1 := "1,2026-01-02T03:04:05.000Z,openai,gpt-4o,10,20,1,0.0125,300,ok,,chat,7,2,,"
-	want2 := `2,2026-01-02T03:04:05.000Z,openai,'=HYPERLINK("x"),0,0,0,,0,error,'-boom,test,,,,`
+	want1 := "1,2026-01-02T03:04:05.000Z,openai,gpt-4o,10,20,1,0.0125,300,ok,,chat,7,2,,,false"
+	want2 := `2,2026-01-02T03:04:05.000Z,openai,'=HYPERLINK("x"),0,0,0,,0,error,'-boom,test,,,,,true`
 	if got := strings.Join(rows[1], ","); got != want1 {
 		t.Errorf("row 1:\n got %s\nwant %s", got, want1)
 	}

@@ -17,6 +17,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -44,6 +45,15 @@ type Effective struct {
 	TargetWordCount  int
 	MonthlyBudgetUSD *float64
 	PriceOverrides   map[string]store.Price
+	// ContextWindows overrides the built-in context windows
+	// (ContextWindow), model id or family to tokens.
+	ContextWindows map[string]int
+}
+
+// ContextWindow is the context window of model under these settings.
+func (eff Effective) ContextWindow(model string) int {
+	n, _ := ContextWindow(model, eff.ContextWindows)
+	return n
 }
 
 // Options tunes the engine.
@@ -51,6 +61,11 @@ type Options struct {
 	HTTPClient *http.Client  // shared by every outbound call; from server/outbound, for its address guard
 	Timeout    time.Duration // one provider attempt (default 2 minutes)
 	MaxRetries int           // retries on 429/5xx/network (default 2)
+	// OnRecordError is called, beside the error log, when a call's usage
+	// event cannot be stored: the cost would silently leave analytics and
+	// budgets. The call's own answer stands (its text is paid for), so the
+	// caller does not get the error; tests set this to fail.
+	OnRecordError func(error)
 }
 
 // Engine generates text and accounts for it.
@@ -85,6 +100,7 @@ func New(db *store.DB, keys *keyring.Keyring, n *notify.Notifier, log *slog.Logg
 func (e *Engine) Effective(ctx context.Context, envID *int64) (Effective, error) {
 	eff := Defaults
 	eff.PriceOverrides = map[string]store.Price{}
+	eff.ContextWindows = map[string]int{}
 	levels := []*int64{nil}
 	if envID != nil {
 		levels = append(levels, envID)
@@ -121,6 +137,9 @@ func (e *Engine) Effective(ctx context.Context, envID *int64) (Effective, error)
 		for m, p := range s.PriceOverrides {
 			eff.PriceOverrides[m] = p
 		}
+		for m, n := range s.ContextWindows {
+			eff.ContextWindows[m] = n
+		}
 	}
 	if eff.CredentialID == nil {
 		only, _, err := e.onlyAICredential(ctx, envID)
@@ -144,7 +163,10 @@ func (e *Engine) onlyAICredential(ctx context.Context, envID *int64) (*int64, in
 
 // Call is one generation request with who it is for.
 type Call struct {
-	Source        string // execution, chat, live, scout, autopilot
+	// Source names what the call is for in token analytics: one of
+	// store.UsageSources (execution, chat, live, scout, autopilot, cie,
+	// search). A call without one is refused: every metered call says.
+	Source        string
 	UserID        *int64
 	EnvironmentID *int64
 	AgentID       *int64
@@ -154,8 +176,13 @@ type Call struct {
 	Model        string
 	Temperature  *float64
 	MaxTokens    int
-	System       string
-	Messages     []ai.Message
+	// System is the system prompt. It is never a message: Messages hold
+	// only the roles "user" and "assistant", and a "system" one is refused
+	// (422), so there is one place for system text and each provider gets
+	// it where its API wants it (OpenAI's first message, Anthropic's
+	// system field).
+	System   string
+	Messages []ai.Message
 }
 
 // Result is a finished generation with what it cost.
@@ -168,6 +195,34 @@ type Result struct {
 	CostUSD      *float64
 	Latency      time.Duration
 	StopReason   string
+	// Partial marks the result of a stream that failed after its answer
+	// began: Text is what was streamed before the failure, returned with
+	// the error.
+	Partial bool
+	// UsageEstimated says Usage was estimated (EstimateTokens), in part or
+	// whole, because the provider had not reported it when the stream was
+	// cut off; the usage event says so too.
+	UsageEstimated bool
+}
+
+// checkCall refuses a call that cannot be accounted for or sent.
+func checkCall(c Call) error {
+	if !slices.Contains(store.UsageSources, c.Source) {
+		return store.Invalid("the call's source %q is none of the usage sources (%s)", c.Source, strings.Join(store.UsageSources, ", "))
+	}
+	if len(c.Messages) == 0 {
+		return store.Invalid("messages: at least one message is required")
+	}
+	for i, m := range c.Messages {
+		switch m.Role {
+		case "user", "assistant":
+		case "system":
+			return store.Invalid("messages[%d]: a message cannot have the system role: system text goes in the call's system prompt", i)
+		default:
+			return store.Invalid("messages[%d]: role %q: must be user or assistant", i, m.Role)
+		}
+	}
+	return nil
 }
 
 // msgNoProvider is the detail of the 409 when nothing can generate.
@@ -264,8 +319,8 @@ func (e *Engine) Stream(ctx context.Context, c Call, onDelta func(string) error)
 }
 
 func (e *Engine) run(ctx context.Context, c Call, onDelta func(string) error) (*Result, error) {
-	if len(c.Messages) == 0 {
-		return nil, store.Invalid("messages: at least one message is required")
+	if err := checkCall(c); err != nil {
+		return nil, err
 	}
 	p, err := e.resolve(ctx, c)
 	if err != nil {
@@ -281,9 +336,12 @@ func (e *Engine) run(ctx context.Context, c Call, onDelta func(string) error) (*
 	latency := time.Since(start)
 	res := &Result{Provider: p.cred.Provider, Model: p.req.Model, CredentialID: p.cred.ID, Latency: latency}
 	if resp != nil {
-		res.Text, res.Usage, res.StopReason = resp.Text, resp.Usage, resp.StopReason
+		res.Text, res.Usage, res.StopReason, res.Partial = resp.Text, resp.Usage, resp.StopReason, resp.Partial
 		if resp.Model != "" {
 			res.Model = resp.Model
+		}
+		if resp.Partial {
+			res.Usage, res.UsageEstimated = cutOffUsage(p.req, resp)
 		}
 	}
 	// A failed call is priced too: zero for a known model that used no
@@ -303,18 +361,41 @@ func (e *Engine) run(ctx context.Context, c Call, onDelta func(string) error) (*
 	return res, nil
 }
 
-// record stores the usage event of a call; a failure to record is logged,
-// not returned, as the call itself has happened.
+// cutOffUsage is the usage of a stream cut off after its answer began.
+// Providers report usage at the end (OpenAI) or the input at the start
+// and the output at the end (Anthropic), so a cut-off stream has little or
+// none: each count the provider did not report is estimated from the
+// text sent and received, and the result says whether any was.
+func cutOffUsage(req ai.Request, resp *ai.Response) (ai.Usage, bool) {
+	u, estimated := resp.Usage, false
+	if u.InputTokens == 0 {
+		u.InputTokens, estimated = EstimatePrompt(req.System, req.Messages), true
+	}
+	// Anthropic's message_start says 1 output token: what was streamed
+	// since is more.
+	if out := EstimateTokens(resp.Text); out > u.OutputTokens {
+		u.OutputTokens, estimated = out, true
+	}
+	return u, estimated
+}
+
+// record stores the usage event of a call. A failure to record is not
+// returned, as the call itself has happened and its answer is paid for:
+// it is logged as an error and handed to Options.OnRecordError.
 func (e *Engine) record(ctx context.Context, c Call, res *Result, callErr error) {
 	ev := store.UsageEvent{Provider: res.Provider, Model: res.Model, InputTokens: res.Usage.InputTokens,
 		OutputTokens: res.Usage.OutputTokens, CachedTokens: res.Usage.CachedTokens, CostUSD: res.CostUSD,
 		LatencyMS: res.Latency.Milliseconds(), Status: "ok", Source: c.Source, UserID: c.UserID,
-		EnvironmentID: c.EnvironmentID, AgentID: c.AgentID, CredentialID: &res.CredentialID}
+		EnvironmentID: c.EnvironmentID, AgentID: c.AgentID, CredentialID: &res.CredentialID, Estimated: res.UsageEstimated}
 	if callErr != nil {
 		ev.Status, ev.Error = "error", store.Message(providerError(callErr))
 	}
 	if _, err := e.db.RecordUsage(ctx, ev); err != nil {
-		e.log.Error("usage event not recorded", "err", err)
+		e.log.Error("usage event not recorded: its cost is missing from token analytics and budgets", "source", c.Source,
+			"model", res.Model, "input_tokens", ev.InputTokens, "output_tokens", ev.OutputTokens, "err", err)
+		if e.opt.OnRecordError != nil {
+			e.opt.OnRecordError(fmt.Errorf("engine: record usage of a %s call: %w", c.Source, err))
+		}
 	}
 }
 

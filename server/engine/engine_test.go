@@ -56,6 +56,10 @@ func newRig(t *testing.T, opt engine.Options) *rig {
 	if err != nil {
 		t.Fatal(err)
 	}
+	if opt.OnRecordError == nil {
+		// A usage event that cannot be stored fails the test.
+		opt.OnRecordError = func(err error) { t.Errorf("usage not recorded: %v", err) }
+	}
 	return &rig{db: db, keys: keys, eng: engine.New(db, keys, n, log, opt), user: u}
 }
 

@@ -62,27 +62,33 @@ func BuiltinPrices() map[string]store.Price {
 // own price, so it is unknown unless an override names it.
 var versionSuffix = regexp.MustCompile(`^-(\d{4}-\d{2}-\d{2}|\d{8}|latest)$`)
 
-// priceFor finds a model's price: an exact entry (overrides written over
-// the built-in table), else the longest candidate among the overrides whose
-// id the model's id extends with "-..." (an override may name a family on
-// purpose) and the built-in entries it extends with a release date or
-// "-latest".
+// priceFor finds a model's price (see lookup).
 func priceFor(model string, overrides map[string]store.Price) (store.Price, bool) {
-	if pr, ok := overrides[model]; ok {
-		return pr, true
+	return lookup(model, overrides, builtinPrices)
+}
+
+// lookup finds a model's entry in a per-model table (prices, context
+// windows): an exact entry (overrides written over the built-in table),
+// else the longest candidate among the overrides whose id the model's id
+// extends with "-..." (an override may name a family on purpose) and the
+// built-in entries it extends with a release date or "-latest".
+func lookup[T any](model string, overrides, builtin map[string]T) (T, bool) {
+	if v, ok := overrides[model]; ok {
+		return v, true
 	}
-	if pr, ok := builtinPrices[model]; ok {
-		return pr, true
+	if v, ok := builtin[model]; ok {
+		return v, true
 	}
-	best, found := "", store.Price{}
-	for k, pr := range overrides {
+	best := ""
+	var found T
+	for k, v := range overrides {
 		if len(k) > len(best) && strings.HasPrefix(model, k+"-") {
-			best, found = k, pr
+			best, found = k, v
 		}
 	}
-	for k, pr := range builtinPrices {
+	for k, v := range builtin {
 		if len(k) > len(best) && strings.HasPrefix(model, k) && versionSuffix.MatchString(model[len(k):]) {
-			best, found = k, pr
+			best, found = k, v
 		}
 	}
 	return found, best != ""

@@ -1,0 +1,195 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+)
+
+// CIERun is one generation from an archetype (server/cie): the prompts as
+// sent, and the article parsed from the answer, or the raw answer when it
+// did not parse. Its statuses are the agent runs' (RunQueued...).
+type CIERun struct {
+	ID             int64
+	ArchetypeID    *int64
+	AgentID        *int64
+	EnvironmentID  int64
+	UserID         *int64
+	JobID          *int64
+	Variables      map[string]string
+	SystemPrompt   string
+	UserPrompt     string
+	Stream         bool
+	Status         string
+	Title          string
+	Description    string
+	Body           string
+	RawOutput      string
+	Error          string
+	Attempts       int
+	Model          string
+	InputTokens    int64
+	OutputTokens   int64
+	CostUSD        *float64
+	UsageEstimated bool
+	QueuedAt       time.Time
+	StartedAt      *time.Time
+	FinishedAt     *time.Time
+}
+
+// Finished reports whether the run reached a final status.
+func (r *CIERun) Finished() bool {
+	return r.Status == RunSucceeded || r.Status == RunFailed || r.Status == RunCancelled
+}
+
+const cieRunColumns = `r.id, r.archetype_id, r.agent_id, r.environment_id, r.user_id, r.job_id, r.variables, r.system_prompt,
+	r.user_prompt, r.stream, r.status, r.title, r.description, r.body, r.raw_output, r.error, r.attempts, r.model,
+	r.input_tokens, r.output_tokens, r.cost_usd, r.usage_estimated, r.queued_at, r.started_at, r.finished_at`
+
+func scanCIERun(row rowScanner) (*CIERun, error) {
+	var r CIERun
+	var arch, agent, user, job sql.NullInt64
+	var vars, queued string
+	var cost sql.NullFloat64
+	var started, finished sql.NullString
+	if err := row.Scan(&r.ID, &arch, &agent, &r.EnvironmentID, &user, &job, &vars, &r.SystemPrompt, &r.UserPrompt, &r.Stream,
+		&r.Status, &r.Title, &r.Description, &r.Body, &r.RawOutput, &r.Error, &r.Attempts, &r.Model, &r.InputTokens,
+		&r.OutputTokens, &cost, &r.UsageEstimated, &queued, &started, &finished); err != nil {
+		return nil, err
+	}
+	r.ArchetypeID, r.AgentID, r.UserID, r.JobID = nullID(arch), nullID(agent), nullID(user), nullID(job)
+	if err := json.Unmarshal([]byte(vars), &r.Variables); err != nil {
+		return nil, fmt.Errorf("cie run %d variables: %w", r.ID, err)
+	}
+	if cost.Valid {
+		r.CostUSD = &cost.Float64
+	}
+	r.QueuedAt, r.StartedAt, r.FinishedAt = parseTime(queued), parseNullTime(started), parseNullTime(finished)
+	return &r, nil
+}
+
+// NewCIERun is what CreateCIERunWithJob needs.
+type NewCIERun struct {
+	ArchetypeID   int64
+	AgentID       *int64
+	EnvironmentID int64
+	UserID        *int64
+	Variables     map[string]string
+	SystemPrompt  string
+	UserPrompt    string
+	Stream        bool
+}
+
+// CreateCIERunWithJob records a queued run and the job that carries it
+// out, in one transaction: no run without its job.
+func (db *DB) CreateCIERunWithJob(ctx context.Context, n NewCIERun, j RunJob) (*CIERun, error) {
+	if n.Variables == nil {
+		n.Variables = map[string]string{}
+	}
+	vars, err := json.Marshal(n.Variables)
+	if err != nil {
+		return nil, &Error{Kind: KindInvalid, Message: "the run's variables cannot be encoded as JSON", Err: err}
+	}
+	var run *CIERun
+	err = db.tx(ctx, func(tx *sql.Tx) error {
+		r, err := scanCIERun(tx.QueryRowContext(ctx, `INSERT INTO cie_runs (archetype_id, agent_id, environment_id, user_id, variables,
+			system_prompt, user_prompt, stream, status, queued_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, 'queued', ?) RETURNING `+returning(cieRunColumns),
+			n.ArchetypeID, n.AgentID, n.EnvironmentID, n.UserID, string(vars), n.SystemPrompt, n.UserPrompt, n.Stream, db.now()))
+		if err != nil {
+			return translate(err, "run")
+		}
+		job, err := db.insertJobTx(ctx, tx, NewJob{Kind: j.Kind, Payload: j.Payload(r.ID), MaxAttempts: j.MaxAttempts})
+		if err != nil {
+			return err
+		}
+		if _, err := tx.ExecContext(ctx, `UPDATE cie_runs SET job_id = ? WHERE id = ?`, job.ID, r.ID); err != nil {
+			return err
+		}
+		r.JobID = &job.ID
+		run = r
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("store: create cie run: %w", err)
+	}
+	return run, nil
+}
+
+// CIERunByID finds a run.
+func (db *DB) CIERunByID(ctx context.Context, id int64) (*CIERun, error) {
+	r, err := scanCIERun(db.r.QueryRowContext(ctx, `SELECT `+cieRunColumns+` FROM cie_runs r WHERE r.id = ?`, id))
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, NotFound("run not found")
+	}
+	if err != nil {
+		return nil, fmt.Errorf("store: find cie run: %w", err)
+	}
+	return r, nil
+}
+
+// StartCIERun marks a queued run running; false if it is no longer queued.
+func (db *DB) StartCIERun(ctx context.Context, id int64) (bool, error) {
+	res, err := db.exec(ctx, `UPDATE cie_runs SET status = 'running', started_at = COALESCE(started_at, ?), error = ''
+		WHERE id = ? AND status IN ('queued', 'running')`, db.now(), id)
+	if err != nil {
+		return false, fmt.Errorf("store: start cie run: %w", err)
+	}
+	n, _ := res.RowsAffected()
+	return n == 1, nil
+}
+
+// CIEOutcome is how a run ended, with the usage of all its attempts.
+type CIEOutcome struct {
+	Status         string
+	Title          string
+	Description    string
+	Body           string
+	RawOutput      string
+	Error          string
+	Attempts       int
+	Model          string
+	InputTokens    int64
+	OutputTokens   int64
+	CostUSD        *float64
+	UsageEstimated bool
+}
+
+// FinishCIERun records a run's end; a run already finished keeps its
+// first ending.
+func (db *DB) FinishCIERun(ctx context.Context, id int64, o CIEOutcome) (*CIERun, error) {
+	_, err := db.exec(ctx, `UPDATE cie_runs SET status = ?, title = ?, description = ?, body = ?, raw_output = ?, error = ?,
+		attempts = ?, model = ?, input_tokens = ?, output_tokens = ?, cost_usd = ?, usage_estimated = ?, finished_at = ?
+		WHERE id = ? AND status IN ('queued', 'running')`,
+		o.Status, o.Title, o.Description, o.Body, o.RawOutput, o.Error, o.Attempts, o.Model, o.InputTokens, o.OutputTokens,
+		o.CostUSD, o.UsageEstimated, db.now(), id)
+	if err != nil {
+		return nil, fmt.Errorf("store: finish cie run: %w", err)
+	}
+	r, err := scanCIERun(db.w.QueryRowContext(ctx, `SELECT `+cieRunColumns+` FROM cie_runs r WHERE r.id = ?`, id))
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, NotFound("run not found")
+	}
+	return r, err
+}
+
+// RequeueCIERun puts a run back to queued after a retryable failure.
+func (db *DB) RequeueCIERun(ctx context.Context, id int64, errText string) error {
+	if _, err := db.exec(ctx, `UPDATE cie_runs SET status = 'queued', error = ? WHERE id = ? AND status = 'running'`, errText, id); err != nil {
+		return fmt.Errorf("store: requeue cie run: %w", err)
+	}
+	return nil
+}
+
+// FailOrphanCIERuns is FailOrphanRuns for generation runs.
+func (db *DB) FailOrphanCIERuns(ctx context.Context, reason string) (int64, error) {
+	res, err := db.exec(ctx, `UPDATE cie_runs SET status = 'failed', error = ?, finished_at = ?
+		WHERE status IN ('queued', 'running')
+		AND (job_id IS NULL OR job_id NOT IN (SELECT id FROM jobs WHERE status IN ('queued', 'running')))`, reason, db.now())
+	if err != nil {
+		return 0, fmt.Errorf("store: fail orphan cie runs: %w", err)
+	}
+	return res.RowsAffected()
+}
