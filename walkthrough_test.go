@@ -116,7 +116,8 @@ func TestREADMEWalkthrough(t *testing.T) {
 	defer cancel()
 	cmd := exec.CommandContext(ctx, "bash", "-c", script)
 	cmd.Dir = t.TempDir()
-	cmd.Env = childEnv("BASE="+base, "EMAIL="+adminEmail, "LLM_URL="+llm.URL+"/v1", "MODEL="+model)
+	blog := t.TempDir()
+	cmd.Env = childEnv("BASE="+base, "EMAIL="+adminEmail, "LLM_URL="+llm.URL+"/v1", "MODEL="+model, "BLOG="+blog)
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -159,6 +160,7 @@ func TestREADMEWalkthrough(t *testing.T) {
 	for _, want := range []string{
 		`"email":"` + adminEmail + `","role":"super_admin"`, // signed in
 		"event: delta", "event: done", // the run streamed
+		`title: "Composting in three sentences"`, "Compost turns kitchen scraps into soil.", // the Astro file
 		`"input_tokens":31,"output_tokens":6`, // and its cost was counted
 		"signed out",
 	} {
@@ -173,6 +175,9 @@ func TestREADMEWalkthrough(t *testing.T) {
 	resp, raw := do(t, "POST", base+"/api/auth/login", "", strings.NewReader(`{"email":"`+adminEmail+`","password":"`+adminPass+`"}`), "application/json")
 	if resp.StatusCode != http.StatusUnauthorized || !strings.Contains(string(raw), "two-factor code is required") {
 		t.Errorf("sign-in without a code after the walk-through: %d %s", resp.StatusCode, raw)
+	}
+	if _, err := os.Stat(filepath.Join(blog, "src", "content", "blog", "composting-in-three-sentences.md")); err != nil {
+		t.Errorf("the Astro post's file: %v", err)
 	}
 	if backups, _ := filepath.Glob(filepath.Join(dir, "backups", "copydesk-*.db")); len(backups) != 1 {
 		t.Errorf("backups after the walk-through: %v, want one", backups)
