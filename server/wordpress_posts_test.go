@@ -116,6 +116,13 @@ func TestWordPressConfiguration(t *testing.T) {
 	if r := w.do(t, "POST", fmt.Sprintf("/api/wordpress-posts/%v/publish", p.Data()["id"]), w.admin, nil); r.Code != 409 {
 		t.Fatalf("publish without WordPress: %d %s", r.Code, r.Body)
 	}
+	// The site's address matches without regard to the case of its scheme
+	// and host, or a trailing slash.
+	mixed := w.credential(t, "wordpress", "HTTPS://Blog.Example.COM/", "", nil)
+	w.configure(t, w.envB, "https://blog.example.com", mixed.ID, 200)
+	if r := w.configure(t, w.envB, "https://blog.example.com/other", mixed.ID, 422); !strings.Contains(r.Detail(), "differs from the site") {
+		t.Errorf("other path: %s", r.Detail())
+	}
 }
 
 func TestWordPressPublishing(t *testing.T) {
