@@ -227,13 +227,15 @@ func (s *Service) Update(ctx context.Context, sc store.Scope, id int64, ch Chang
 }
 
 // Delete deletes a post here; with remote, it first moves it to the
-// trash on the site (a post never sent is only deleted here).
+// trash on the site (a post never sent is only deleted here). A post
+// whose create got no answer may be on the site all the same: it is
+// looked up as a publish would (pendingCreate) and trashed when found.
 func (s *Service) Delete(ctx context.Context, sc store.Scope, id int64, remote bool) error {
 	p, err := s.Get(ctx, sc, id)
 	if err != nil {
 		return err
 	}
-	if remote && p.RemoteID != nil {
+	if remote && (p.RemoteID != nil || p.CreatePending) {
 		if err := s.trash(ctx, sc, p); err != nil {
 			return err
 		}
