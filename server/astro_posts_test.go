@@ -31,6 +31,10 @@ func TestAstroConfigurationFolderNotShared(t *testing.T) {
 	t.Parallel()
 	e := newCMSEnv(t)
 	project := astroProject(t, e, e.envA)
+	link := filepath.Join(t.TempDir(), "site")
+	if err := os.Symlink(project, link); err != nil {
+		t.Fatal(err)
+	}
 	cases := []struct {
 		name   string
 		astro  map[string]any
@@ -39,6 +43,10 @@ func TestAstroConfigurationFolderNotShared(t *testing.T) {
 		{"SameFolder", map[string]any{"project_path": project}, 409},
 		{"SameFolderOtherSpelling", map[string]any{"project_path": project + "/src/../", "content_dir": "./src/content/blog/"}, 409},
 		{"SameFolderFromParent", map[string]any{"project_path": filepath.Dir(project), "content_dir": filepath.Base(project) + "/src/content/blog"}, 409},
+		{"InsideIt", map[string]any{"project_path": project, "content_dir": "src/content/blog/2026"}, 409},
+		{"AroundIt", map[string]any{"project_path": project, "content_dir": "src/content"}, 409},
+		{"ThroughASymlink", map[string]any{"project_path": link}, 409},
+		{"ThroughASymlinkInsideIt", map[string]any{"project_path": link, "content_dir": "src/content/blog/drafts"}, 409},
 		{"OtherFolder", map[string]any{"project_path": project, "content_dir": "src/content/news"}, 200},
 	}
 	for _, c := range cases {
@@ -164,10 +172,10 @@ func TestAstroPostsAPI(t *testing.T) {
 	}
 }
 
-func TestSaveRunAsAstroPost(t *testing.T) {
-	t.Parallel()
-	e := newCMSEnv(t)
-	project := astroProject(t, e, e.envA)
+// writerAgent is the editor and a writer agent of environment A, whose
+// runs save-as-post turns into posts.
+func writerAgent(t *testing.T, e *cmsEnv) (*store.User, *store.Agent) {
+	t.Helper()
 	ctx := context.Background()
 	u, err := e.app.DB.UserByEmail(ctx, "editor@example.com")
 	if err != nil {
@@ -177,6 +185,15 @@ func TestSaveRunAsAstroPost(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return u, a
+}
+
+func TestSaveRunAsAstroPost(t *testing.T) {
+	t.Parallel()
+	e := newCMSEnv(t)
+	project := astroProject(t, e, e.envA)
+	ctx := context.Background()
+	u, a := writerAgent(t, e)
 	run, err := e.app.DB.CreateRun(ctx, store.NewRun{AgentID: a.ID, EnvironmentID: &e.envA, UserID: &u.ID, Input: "x"})
 	if err != nil {
 		t.Fatal(err)
@@ -201,5 +218,50 @@ func TestSaveRunAsAstroPost(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(project, "src", "content", "blog", "why-sqlite.md")); err != nil {
 		t.Error(err)
+	}
+}
+
+// Save-as-post takes the title from the first heading outside code, the
+// same one for both targets, and drops it from the body only when it is of
+// level 1.
+func TestSaveRunTitleOutsideCode(t *testing.T) {
+	t.Parallel()
+	e := newCMSEnv(t)
+	astroProject(t, e, e.envA)
+	ctx := context.Background()
+	u, a := writerAgent(t, e)
+	cases := []struct {
+		name, output, title string
+		kept, dropped       string // in the body, not in it
+	}{
+		{"FenceBeforeTheHeading", "```bash\n# install deps\nnpm ci\n```\n\n# Set up the site\n\nText.\n", "Set up the site",
+			"# install deps", "# Set up the site"},
+		{"TildesAndLongerFences", "Intro.\n\n~~~~\n```\n# not this\n~~~~\n\n# The title\n\nText.\n", "The title", "# not this", "# The title"},
+		{"LevelTwoStays", "```\n# code\n```\n\n## A section\n\nText.\n", "A section", "## A section", ""},
+	}
+	for i, c := range cases {
+		for _, target := range []string{"wordpress", "astro"} {
+			t.Run(c.name+"/"+target, func(t *testing.T) {
+				run, err := e.app.DB.CreateRun(ctx, store.NewRun{AgentID: a.ID, EnvironmentID: &e.envA, UserID: &u.ID, Input: "x"})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if _, err := e.app.DB.FinishRun(ctx, run.ID, store.RunOutcome{Status: store.RunSucceeded, Output: c.output}); err != nil {
+					t.Fatal(err)
+				}
+				r := e.do(t, "POST", fmt.Sprintf("/api/agents/runs/%d/save-as-post", run.ID), e.editor, map[string]any{"target": target})
+				if r.Code != 201 {
+					t.Fatalf("save: %d %s", r.Code, r.Body)
+				}
+				p := r.Data()[target].(map[string]any)
+				body, _ := p["content"].(string)
+				if target == "astro" {
+					body, _ = p["body"].(string)
+				}
+				if p["title"] != c.title || !strings.Contains(body, c.kept) || c.dropped != "" && strings.Contains(body, c.dropped) {
+					t.Fatalf("case %d: title %q, body %q", i, p["title"], body)
+				}
+			})
+		}
 	}
 }

@@ -116,6 +116,13 @@ func TestWordPressConfiguration(t *testing.T) {
 	if r := w.do(t, "POST", fmt.Sprintf("/api/wordpress-posts/%v/publish", p.Data()["id"]), w.admin, nil); r.Code != 409 {
 		t.Fatalf("publish without WordPress: %d %s", r.Code, r.Body)
 	}
+	// The site's address matches without regard to the case of its scheme
+	// and host, or a trailing slash.
+	mixed := w.credential(t, "wordpress", "HTTPS://Blog.Example.COM/", "", nil)
+	w.configure(t, w.envB, "https://blog.example.com", mixed.ID, 200)
+	if r := w.configure(t, w.envB, "https://blog.example.com/other", mixed.ID, 422); !strings.Contains(r.Detail(), "differs from the site") {
+		t.Errorf("other path: %s", r.Detail())
+	}
 }
 
 func TestWordPressPublishing(t *testing.T) {
@@ -329,7 +336,9 @@ func TestWordPressFailures(t *testing.T) {
 		if r.Code != 200 || w.site.PostCount() != 1 || r.Data()["remote_id"] == nil {
 			t.Fatalf("publish again: %d %s; the site has %d posts", r.Code, r.Body, w.site.PostCount())
 		}
-		if w.site.Requests["POST /wp/v2/posts"] != 1 || w.site.Requests["GET /wp/v2/posts"] != 1 {
+		// GETs: the highest post id before the create (its floor), then
+		// the lookup by slug that finds the post the create made.
+		if w.site.Requests["POST /wp/v2/posts"] != 1 || w.site.Requests["GET /wp/v2/posts"] != 2 {
 			t.Fatalf("requests: %v", w.site.Requests)
 		}
 	})

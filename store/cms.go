@@ -48,6 +48,10 @@ type postLink struct {
 	kind       string // "wordpress", "astro"
 	categories string // table linking posts to categories
 	tags       string // table linking posts to tags
+	// posts, when set, is the kind's table of posts kept in sync with a
+	// site (sync_status): deleting a term they carry makes those that
+	// were synced dirty, since the site still files them under it.
+	posts string
 }
 
 // postLinks lists the post kinds; each kind's migration makes its tables
@@ -371,7 +375,8 @@ func (db *DB) DeleteCategory(ctx context.Context, id int64) (map[string]int, err
 }
 
 // deleteTerm deletes a category or tag and counts, in the same
-// transaction, the posts it is detached from.
+// transaction, the posts it is detached from; synced WordPress posts among
+// them become dirty (the site still has the term on them).
 func (db *DB) deleteTerm(ctx context.Context, table, col string, id int64, what string) (map[string]int, error) {
 	detached := map[string]int{}
 	err := db.tx(ctx, func(tx *sql.Tx) error {
@@ -385,6 +390,12 @@ func (db *DB) deleteTerm(ctx context.Context, table, col string, id int64, what 
 				return err
 			}
 			detached[l.kind] = n
+			if l.posts != "" && n > 0 {
+				if _, err := tx.ExecContext(ctx, `UPDATE `+l.posts+` SET sync_status = 'dirty', updated_at = ?
+					WHERE sync_status = 'synced' AND id IN (SELECT post_id FROM `+links+` WHERE `+col+` = ?)`, db.now(), id); err != nil {
+					return err
+				}
+			}
 		}
 		res, err := tx.ExecContext(ctx, `DELETE FROM `+table+` WHERE id = ?`, id)
 		if err != nil {

@@ -96,18 +96,20 @@ func (db *DB) CreateEnvironment(ctx context.Context, n NewEnvironment) (*Environ
 }
 
 // astroFolderFree: no environment but id writes Astro posts into the
-// content folder of a (nil: none). Two environments writing one folder
-// would write over each other's files and import each other's posts. It
-// runs in the transaction that saves the configuration, so two saves at
-// once cannot both take a folder. Folders are compared as paths (project
-// path joined with content_dir, both cleaned when saved); the post writer
-// locks a folder by its real path, so a symlinked second name cannot
-// interleave writes either.
+// content folder of a (nil: none), nor into a folder inside it or around
+// it. Two environments writing one folder would write over each other's
+// files and import each other's posts; a folder nested in another is the
+// same trouble for the files under both. It runs in the transaction that
+// saves the configuration, so two saves at once cannot both take a
+// folder. Folders are compared by their real paths where they exist
+// (symlinks resolved, so a second name of a folder is the folder), else as
+// the cleaned paths the configuration holds.
 func astroFolderFree(ctx context.Context, tx *sql.Tx, id int64, a *AstroConfig) error {
 	if a == nil {
 		return nil
 	}
 	folder := filepath.Join(a.ProjectPath, a.ContentDir)
+	real := realPath(folder)
 	rows, err := tx.QueryContext(ctx, `SELECT id, name, json_extract(configuration, '$.astro.project_path'),
 		json_extract(configuration, '$.astro.content_dir') FROM environments
 		WHERE id != ? AND json_extract(configuration, '$.astro.project_path') IS NOT NULL`, id)
@@ -122,12 +124,42 @@ func astroFolderFree(ctx context.Context, tx *sql.Tx, id int64, a *AstroConfig) 
 		if err := rows.Scan(&other, &name, &project, &dir); err != nil {
 			return err
 		}
-		if filepath.Join(project, dir.String) == folder {
+		theirs := filepath.Join(project, dir.String)
+		otherReal := realPath(theirs)
+		switch {
+		case otherReal == real:
 			return Conflict("configuration.astro: environment %d (%s) already writes its Astro posts into %s; two environments cannot share a content folder",
-				other, name, folder)
+				other, name, theirs)
+		case within(real, otherReal) || within(otherReal, real):
+			return Conflict("configuration.astro: environment %d (%s) writes its Astro posts into %s, and %s is inside it or holds it; two environments cannot share a content folder, nor nest one in the other",
+				other, name, theirs, folder)
 		}
 	}
 	return rows.Err()
+}
+
+// realPath is p with its symlinks resolved: of p itself when it exists,
+// else of its nearest existing parent, joined with the rest.
+func realPath(p string) string {
+	p = filepath.Clean(p)
+	rest := ""
+	for {
+		if r, err := filepath.EvalSymlinks(p); err == nil {
+			return filepath.Join(r, rest)
+		}
+		parent := filepath.Dir(p)
+		if parent == p {
+			return filepath.Join(p, rest)
+		}
+		rest = filepath.Join(filepath.Base(p), rest)
+		p = parent
+	}
+}
+
+// within reports whether folder inner lies below folder outer (not equal).
+func within(inner, outer string) bool {
+	rel, err := filepath.Rel(outer, inner)
+	return err == nil && rel != "." && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator))
 }
 
 // EnvironmentByID finds an environment.

@@ -10,7 +10,8 @@ import (
 )
 
 func init() {
-	postLinks = append(postLinks, postLink{kind: "wordpress", categories: "wordpress_post_categories", tags: "wordpress_post_tags"})
+	postLinks = append(postLinks, postLink{kind: "wordpress", categories: "wordpress_post_categories", tags: "wordpress_post_tags",
+		posts: "wordpress_posts"})
 }
 
 // WordPress post statuses and sync states.
@@ -47,14 +48,20 @@ type WordPressPost struct {
 	RemoteLink       string
 	RemoteStatus     string
 	RemoteModified   *time.Time
-	CreatePending    bool
-	SyncStatus       string
-	LastError        string
-	SyncedAt         *time.Time
-	CreatedAt        time.Time
-	UpdatedAt        time.Time
-	CategoryIDs      []int64
-	TagIDs           []int64
+	// CreatePending: a create was sent and its outcome is unknown.
+	// CreateFloor is the least id the site can have given a post that
+	// create made: one more than the highest post id it had before. The
+	// column holds it (0: no pending create; 1, from before the floor was
+	// kept, admits any id), so the flag and its floor stay one value.
+	CreatePending bool
+	CreateFloor   int64
+	SyncStatus    string
+	LastError     string
+	SyncedAt      *time.Time
+	CreatedAt     time.Time
+	UpdatedAt     time.Time
+	CategoryIDs   []int64
+	TagIDs        []int64
 }
 
 const wordpressPostColumns = `p.id, p.environment_id, p.run_id, p.created_by, p.title, p.content, p.excerpt, p.slug, p.status,
@@ -64,16 +71,18 @@ const wordpressPostColumns = `p.id, p.environment_id, p.run_id, p.created_by, p.
 func scanWordPressPost(row rowScanner) (*WordPressPost, error) {
 	var p WordPressPost
 	var run, by, media, remote sql.NullInt64
+	var pending int64
 	var sched, remoteMod, synced sql.NullString
 	var created, updated string
 	if err := row.Scan(&p.ID, &p.EnvironmentID, &run, &by, &p.Title, &p.Content, &p.Excerpt, &p.Slug, &p.Status, &sched,
-		&p.FeaturedImageURL, &media, &p.FeaturedMediaSrc, &remote, &p.RemoteLink, &p.RemoteStatus, &remoteMod, &p.CreatePending,
+		&p.FeaturedImageURL, &media, &p.FeaturedMediaSrc, &remote, &p.RemoteLink, &p.RemoteStatus, &remoteMod, &pending,
 		&p.SyncStatus, &p.LastError, &synced, &created, &updated); err != nil {
 		return nil, err
 	}
 	p.RunID, p.CreatedBy, p.FeaturedMediaID, p.RemoteID = nullID(run), nullID(by), nullID(media), nullID(remote)
 	p.ScheduledAt, p.RemoteModified, p.SyncedAt = parseNullTime(sched), parseNullTime(remoteMod), parseNullTime(synced)
 	p.CreatedAt, p.UpdatedAt = parseTime(created), parseTime(updated)
+	p.CreatePending, p.CreateFloor = pending != 0, pending
 	return &p, nil
 }
 
@@ -366,8 +375,8 @@ type WordPressSync struct {
 	RemoteModified   *time.Time
 	SyncStatus       *string
 	LastError        *string
-	Synced           bool // sets synced_at to now
-	CreatePending    *bool
+	Synced           bool   // sets synced_at to now
+	CreatePending    *int64 // a create's floor marks it pending (see WordPressPost.CreateFloor); 0 clears the mark
 	FeaturedMediaID  *int64
 	FeaturedMediaSrc *string
 	// Local is the post as the site has it, when a sync pulls it here.
@@ -416,7 +425,7 @@ func applySync(ctx context.Context, tx *sql.Tx, id int64, s WordPressSync, now s
 		set("synced_at", now)
 	}
 	if s.CreatePending != nil {
-		set("create_pending", boolInt(*s.CreatePending))
+		set("create_pending", max(0, *s.CreatePending))
 	}
 	if s.FeaturedMediaID != nil {
 		set("featured_media_id", *s.FeaturedMediaID)

@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"go.yaml.in/yaml/v4"
+	"go.yaml.in/yaml/v3"
 
 	"github.com/copydesk/copydesk/server/astropost"
 	"github.com/copydesk/copydesk/server/environment"

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/copydesk/copydesk/server/heading"
 	"github.com/copydesk/copydesk/store"
 )
 
@@ -31,65 +32,14 @@ func (s *Service) CreateFromRun(ctx context.Context, sc store.Scope, runID int64
 	body := run.Output
 	title = strings.TrimSpace(title)
 	if title == "" {
-		heading, level, rest, ok := firstHeading(run.Output)
+		t, rest, ok := heading.Title(run.Output)
 		if !ok {
 			return nil, store.Invalid("title: the run's output has no Markdown heading to take the title from: give a title")
 		}
-		title = heading
-		if level == 1 {
-			body = rest
-		}
+		title, body = t, rest
 	}
 	return s.Create(ctx, sc, Input{EnvironmentID: *run.EnvironmentID, Title: title, Description: snippet(body), Body: body,
 		Draft: true, RunID: &run.ID})
-}
-
-// firstHeading finds the first ATX heading ("# Title", "## Title") outside
-// fenced code, and returns its text, its level, and the text without that
-// line.
-func firstHeading(md string) (text string, level int, rest string, ok bool) {
-	lines := strings.SplitAfter(md, "\n")
-	fence := ""
-	for i, raw := range lines {
-		line := strings.TrimRight(raw, "\r\n")
-		trimmed := strings.TrimLeft(line, " ")
-		if len(line)-len(trimmed) > 3 {
-			continue // indented code
-		}
-		if f := fenceOf(trimmed); f != "" {
-			switch {
-			case fence == "":
-				fence = f
-			case strings.HasPrefix(trimmed, fence):
-				fence = ""
-			}
-			continue
-		}
-		if fence != "" {
-			continue
-		}
-		n := len(trimmed) - len(strings.TrimLeft(trimmed, "#"))
-		if n < 1 || n > 6 || (len(trimmed) > n && trimmed[n] != ' ' && trimmed[n] != '\t') {
-			continue
-		}
-		t := strings.TrimSpace(trimmed[n:])
-		t = strings.TrimSpace(strings.TrimRight(t, "#")) // closing sequence
-		if t == "" {
-			continue
-		}
-		return t, n, strings.TrimLeft(strings.Join(lines[:i], "")+strings.Join(lines[i+1:], ""), "\r\n"), true
-	}
-	return "", 0, md, false
-}
-
-// fenceOf is the fence a line opens or closes (``` or ~~~), or "".
-func fenceOf(line string) string {
-	for _, c := range []string{"```", "~~~"} {
-		if strings.HasPrefix(line, c) {
-			return c
-		}
-	}
-	return ""
 }
 
 // maxSnippet is the length of a description made from the body: what
@@ -105,7 +55,7 @@ func snippet(md string) string {
 	var para []string
 	for _, raw := range strings.Split(md, "\n") {
 		line := strings.TrimSpace(raw)
-		if f := fenceOf(line); f != "" || fence != "" {
+		if f := heading.Fence(line); f != "" || fence != "" {
 			if fence == "" {
 				fence = f
 			} else if strings.HasPrefix(line, fence) {

@@ -10,7 +10,7 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"go.yaml.in/yaml/v4"
+	"go.yaml.in/yaml/v3"
 
 	"github.com/copydesk/copydesk/store"
 )

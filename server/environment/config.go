@@ -2,6 +2,7 @@ package environment
 
 import (
 	"fmt"
+	"net/url"
 	"path/filepath"
 	"strings"
 	"time"
@@ -69,10 +70,23 @@ func CheckWordPressCredential(cred *store.Credential, envID int64, baseURL strin
 		return fmt.Sprintf("credential %d is a %s credential, not a wordpress one", cred.ID, cred.Provider)
 	case !cred.UsableIn(env):
 		return fmt.Sprintf("credential %d belongs to environment %d and cannot be used here", cred.ID, *cred.EnvironmentID)
-	case strings.TrimRight(cred.BaseURL, "/") != strings.TrimRight(baseURL, "/"):
+	case !sameSite(cred.BaseURL, baseURL):
 		return fmt.Sprintf("base_url %s differs from the site of credential %d (%s)", baseURL, cred.ID, cred.BaseURL)
 	}
 	return ""
+}
+
+// sameSite reports whether two base URLs name one site: scheme and host
+// compared without case (as URLs define them), the path as is, a trailing
+// slash ignored.
+func sameSite(a, b string) bool {
+	ua, errA := url.Parse(strings.TrimSpace(a))
+	ub, errB := url.Parse(strings.TrimSpace(b))
+	if errA != nil || errB != nil {
+		return strings.TrimRight(a, "/") == strings.TrimRight(b, "/")
+	}
+	return strings.EqualFold(ua.Scheme, ub.Scheme) && strings.EqualFold(ua.Host, ub.Host) &&
+		strings.TrimRight(ua.EscapedPath(), "/") == strings.TrimRight(ub.EscapedPath(), "/")
 }
 
 func normalizeWordPress(wp *store.WordPressConfig) error {

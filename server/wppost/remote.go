@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"path"
 	"slices"
@@ -124,7 +125,11 @@ func (s *Service) Publish(ctx context.Context, sc store.Scope, id int64, in Publ
 }
 
 // push sends the post as it is here to the site and records the outcome.
+// Its loop is the one retry budget of a publish (Options.Retries): the
+// client's own retries are off inside it, or each of its attempts would
+// retry again (one failing update once sent 9 requests instead of 3).
 func (s *Service) push(ctx context.Context, c *wordpress.Client, p *store.WordPressPost) (*store.WordPressPost, error) {
+	c = c.WithRetries(-1)
 	var remote *wordpress.Post
 	var err error
 	for attempt := 0; ; attempt++ {
@@ -152,10 +157,34 @@ func (s *Service) push(ctx context.Context, c *wordpress.Client, p *store.WordPr
 
 // recordRemote stores what the site answered as the post's sync state.
 func (s *Service) recordRemote(ctx context.Context, id int64, r *wordpress.Post, local *store.WordPressPostUpdate) (*store.WordPressPost, error) {
-	synced, none, no := store.SyncSynced, "", false
-	mod := r.Modified()
+	synced, none, mod := store.SyncSynced, "", r.Modified()
+	var notPending int64
 	return s.db.SyncWordPressPost(context.WithoutCancel(ctx), id, store.WordPressSync{RemoteID: &r.ID, RemoteLink: &r.Link,
-		RemoteStatus: &r.Status, RemoteModified: &mod, SyncStatus: &synced, LastError: &none, Synced: true, CreatePending: &no, Local: local})
+		RemoteStatus: &r.Status, RemoteModified: &mod, SyncStatus: &synced, LastError: &none, Synced: true, CreatePending: &notPending, Local: local})
+}
+
+// pendingCreate finds the post a create that got no answer may have made
+// on the site; nil when there is none. A post with the slug is adopted
+// only when it is evidently ours: the site gave it an id no lower than
+// the create's floor (it is newer than every post the site had before the
+// create; WordPress ids only grow) and its raw title is the post's.
+// WordPress keeps no marker of ours that its REST API can query (post
+// meta is neither shown nor filtered on unless a plugin registers it),
+// and comparing its clock with ours would trust two clocks; so these two
+// are what tell our post from one the site had with the same slug (its
+// own "hello-world", say), which must not be overwritten.
+func pendingCreate(ctx context.Context, c *wordpress.Client, p *store.WordPressPost) (*wordpress.Post, error) {
+	found, err := c.FindPostsBySlug(ctx, p.Slug)
+	if err != nil {
+		return nil, err
+	}
+	for i := range found {
+		r := &found[i]
+		if r.ID >= p.CreateFloor && strings.TrimSpace(r.Title.Raw) == strings.TrimSpace(p.Title) {
+			return r, nil
+		}
+	}
+	return nil, nil
 }
 
 // pushOnce is one attempt of push.
@@ -167,7 +196,7 @@ func (s *Service) pushOnce(ctx context.Context, c *wordpress.Client, p *store.Wo
 	remoteID := p.RemoteID
 	if remoteID == nil && p.CreatePending {
 		// The last create got no answer: it may have made the post.
-		found, err := c.FindPostBySlug(ctx, p.Slug)
+		found, err := pendingCreate(ctx, c, p)
 		if err != nil {
 			return nil, err
 		}
@@ -179,8 +208,20 @@ func (s *Service) pushOnce(ctx context.Context, c *wordpress.Client, p *store.Wo
 	if remoteID != nil {
 		r, err = c.UpdatePost(ctx, *remoteID, in)
 	} else {
-		yes := true
-		if _, err := s.db.SyncWordPressPost(ctx, p.ID, store.WordPressSync{CreatePending: &yes}); err != nil {
+		// Marked pending before it is sent, with the floor of the ids
+		// the site can give it: a create with no answer is then looked up
+		// next time, and only a post made after this is taken for it.
+		// Again after a create with no answer, the old floor stays: a
+		// post that one made and the lookup missed is not newer than it.
+		floor := p.CreateFloor
+		if !p.CreatePending {
+			latest, err := c.LatestPostID(ctx)
+			if err != nil {
+				return nil, err
+			}
+			floor = latest + 1
+		}
+		if _, err := s.db.SyncWordPressPost(ctx, p.ID, store.WordPressSync{CreatePending: &floor}); err != nil {
 			return nil, err
 		}
 		r, err = c.CreatePost(ctx, in)
@@ -188,16 +229,16 @@ func (s *Service) pushOnce(ctx context.Context, c *wordpress.Client, p *store.Wo
 			var we *wordpress.Error
 			if errors.As(err, &we) && we.Status < 500 {
 				// Refused: nothing was made.
-				no := false
-				if _, serr := s.db.SyncWordPressPost(context.WithoutCancel(ctx), p.ID, store.WordPressSync{CreatePending: &no}); serr != nil {
+				var none int64
+				if _, serr := s.db.SyncWordPressPost(context.WithoutCancel(ctx), p.ID, store.WordPressSync{CreatePending: &none}); serr != nil {
 					return nil, errors.Join(err, serr)
 				}
 			}
 			return nil, err
 		}
 		// Known at once, so that a failure below does not lose it.
-		no := false
-		if _, err := s.db.SyncWordPressPost(context.WithoutCancel(ctx), p.ID, store.WordPressSync{RemoteID: &r.ID, CreatePending: &no}); err != nil {
+		var none int64
+		if _, err := s.db.SyncWordPressPost(context.WithoutCancel(ctx), p.ID, store.WordPressSync{RemoteID: &r.ID, CreatePending: &none}); err != nil {
 			return nil, err
 		}
 	}
@@ -386,6 +427,9 @@ func (s *Service) fetchImage(ctx context.Context, addr string) ([]byte, string, 
 	}
 	res, err := s.opt.HTTP.Do(req)
 	if err != nil {
+		if timedOut(ctx, err) {
+			return nil, "", store.E(store.KindTimeout, "featured_image_url: fetching the image got no answer in time: %v", err)
+		}
 		return nil, "", store.E(store.KindRemote, "featured_image_url: the image could not be fetched: %v", err)
 	}
 	defer res.Body.Close()
@@ -397,6 +441,9 @@ func (s *Service) fetchImage(ctx context.Context, addr string) ([]byte, string, 
 	}
 	data, err := io.ReadAll(io.LimitReader(res.Body, s.opt.MaxImage+1))
 	if err != nil {
+		if timedOut(ctx, err) {
+			return nil, "", store.E(store.KindTimeout, "featured_image_url: reading the image took too long: %v", err)
+		}
 		return nil, "", store.E(store.KindRemote, "featured_image_url: reading the image: %v", err)
 	}
 	if int64(len(data)) > s.opt.MaxImage {
@@ -410,6 +457,16 @@ func (s *Service) fetchImage(ctx context.Context, addr string) ([]byte, string, 
 		return nil, "", store.Invalid("featured_image_url: the address does not give an image (%s)", ctype)
 	}
 	return data, ctype, nil
+}
+
+// timedOut reports an error of a call that ran out of time (its own
+// deadline or the HTTP client's timeout), not one the caller cancelled.
+func timedOut(ctx context.Context, err error) bool {
+	if ctx.Err() != nil {
+		return false
+	}
+	var ne net.Error
+	return errors.Is(err, context.DeadlineExceeded) || errors.As(err, &ne) && ne.Timeout()
 }
 
 // needRemote: the post is on the site.
@@ -442,13 +499,24 @@ func (s *Service) Unpublish(ctx context.Context, sc store.Scope, id int64) (*sto
 }
 
 // trash moves the post to the trash on the site; one already gone there
-// is fine.
+// (or a pending create that made none) is fine.
 func (s *Service) trash(ctx context.Context, sc store.Scope, p *store.WordPressPost) error {
 	c, err := s.site(ctx, sc, p.EnvironmentID)
 	if err != nil {
 		return err
 	}
-	err = c.TrashPost(ctx, *p.RemoteID)
+	remoteID := p.RemoteID
+	if remoteID == nil { // a create that got no answer
+		found, err := pendingCreate(ctx, c, p)
+		if err != nil {
+			return s.failed(ctx, p, err)
+		}
+		if found == nil {
+			return nil
+		}
+		remoteID = &found.ID
+	}
+	err = c.TrashPost(ctx, *remoteID)
 	var we *wordpress.Error
 	if errors.As(err, &we) && (we.Status == http.StatusNotFound || we.Status == http.StatusGone) {
 		return nil
@@ -483,7 +551,11 @@ func (s *Service) Sync(ctx context.Context, sc store.Scope, id int64, prefer str
 		return nil, s.failed(ctx, p, err)
 	}
 	remoteChanged := p.RemoteModified == nil || !r.Modified().Equal(*p.RemoteModified)
-	localChanged := p.SyncStatus == store.SyncDirty || p.SyncStatus == store.SyncFailed
+	// Changed here: edited since the last sync (a sync or push that
+	// records the site's state sets synced_at after updated_at). A failed
+	// call is no change: a failed unpublish must not turn the next sync
+	// into a conflict.
+	localChanged := p.SyncStatus == store.SyncDirty || p.SyncedAt == nil || p.UpdatedAt.After(*p.SyncedAt)
 	switch {
 	case remoteChanged && localChanged && prefer == "":
 		return nil, store.Conflict("both sides changed since the last sync: here at %s, on WordPress at %s; sync again with ?prefer=local or ?prefer=remote",

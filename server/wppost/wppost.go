@@ -10,11 +10,11 @@ import (
 	"context"
 	"net/http"
 	"net/url"
-	"regexp"
 	"slices"
 	"strings"
 	"time"
 
+	"github.com/copydesk/copydesk/server/heading"
 	"github.com/copydesk/copydesk/server/slug"
 	"github.com/copydesk/copydesk/server/valid"
 	"github.com/copydesk/copydesk/store"
@@ -227,13 +227,15 @@ func (s *Service) Update(ctx context.Context, sc store.Scope, id int64, ch Chang
 }
 
 // Delete deletes a post here; with remote, it first moves it to the
-// trash on the site (a post never sent is only deleted here).
+// trash on the site (a post never sent is only deleted here). A post
+// whose create got no answer may be on the site all the same: it is
+// looked up as a publish would (pendingCreate) and trashed when found.
 func (s *Service) Delete(ctx context.Context, sc store.Scope, id int64, remote bool) error {
 	p, err := s.Get(ctx, sc, id)
 	if err != nil {
 		return err
 	}
-	if remote && p.RemoteID != nil {
+	if remote && (p.RemoteID != nil || p.CreatePending) {
 		if err := s.trash(ctx, sc, p); err != nil {
 			return err
 		}
@@ -286,23 +288,10 @@ func normalize(ch *Change, sched *time.Time) error {
 	return nil
 }
 
-var heading = regexp.MustCompile(`(?m)^ {0,3}#{1,6}[ \t]+(.+?)[ \t#]*$`)
-
-// TitleFromMarkdown is the text of the first Markdown heading of md, and
-// md without that heading line; "" when it has none.
-func TitleFromMarkdown(md string) (title, rest string) {
-	loc := heading.FindStringSubmatchIndex(md)
-	if loc == nil {
-		return "", md
-	}
-	title = strings.TrimSpace(md[loc[2]:loc[3]])
-	rest = strings.TrimLeft(md[:loc[0]]+md[loc[1]:], "\r\n")
-	return title, rest
-}
-
 // FromRun makes a draft of a succeeded run's output in the run's
 // environment. Without a title, the output's first Markdown heading is
-// the title (and leaves the content). The post records the run.
+// the title (heading.Title; a level-1 one leaves the content). The post
+// records the run.
 func (s *Service) FromRun(ctx context.Context, sc store.Scope, userID, runID int64, title string) (*store.WordPressPost, error) {
 	run, err := s.runs.Run(ctx, sc, runID)
 	if err != nil {
@@ -316,8 +305,8 @@ func (s *Service) FromRun(ctx context.Context, sc store.Scope, userID, runID int
 	}
 	content := run.Output
 	if strings.TrimSpace(title) == "" {
-		title, content = TitleFromMarkdown(run.Output)
-		if title == "" {
+		var ok bool
+		if title, content, ok = heading.Title(run.Output); !ok {
 			return nil, store.Invalid("title: is required: the run's output has no Markdown heading to take it from")
 		}
 	}

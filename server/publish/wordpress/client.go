@@ -54,7 +54,9 @@ type Client struct {
 	// Backoff is the wait before retry n (from 1); default 500 ms × 2^(n-1).
 	Backoff func(n int) time.Duration
 
-	plain atomic.Bool // the site answers only at ?rest_route=
+	// plain: the site answers only at ?rest_route=; shared with the
+	// copies WithRetries makes, so one detection serves them all.
+	plain *atomic.Bool
 }
 
 // New returns a client for the site at baseURL (e.g. https://example.com),
@@ -64,7 +66,18 @@ func New(baseURL, username, appPassword string, hc *http.Client) *Client {
 	if hc == nil {
 		hc = outbound.Default()
 	}
-	return &Client{base: strings.TrimRight(baseURL, "/"), username: username, password: appPassword, http: hc, Retries: 2}
+	return &Client{base: strings.TrimRight(baseURL, "/"), username: username, password: appPassword, http: hc, Retries: 2,
+		plain: new(atomic.Bool)}
+}
+
+// WithRetries is a copy of the client that retries n times (negative:
+// never). A caller with its own retry loop around several calls uses
+// WithRetries(-1), so that one retry budget, not two nested ones, bounds
+// what the site gets.
+func (c *Client) WithRetries(n int) *Client {
+	cp := *c
+	cp.Retries = n
+	return &cp
 }
 
 // Plain reports whether the client found the site on plain permalinks.
@@ -240,17 +253,41 @@ func (c *Client) Post(ctx context.Context, id int64) (*Post, error) {
 }
 
 // FindPostBySlug looks a post up by slug in every status (drafts
-// included); nil when there is none.
+// included); nil when there is none. See FindPostsBySlug.
 func (c *Client) FindPostBySlug(ctx context.Context, slug string) (*Post, error) {
+	ps, err := c.FindPostsBySlug(ctx, slug)
+	if err != nil || len(ps) == 0 {
+		return nil, err
+	}
+	return &ps[0], nil
+}
+
+// FindPostsBySlug lists the posts with a slug in every status but trash,
+// with their raw fields. WordPress makes a slug unique only when a post
+// is published, so several drafts can share one.
+func (c *Client) FindPostsBySlug(ctx context.Context, slug string) ([]Post, error) {
 	var ps []Post
 	q := url.Values{"slug": {slug}, "status": {"any"}, "context": {"edit"}}
 	if err := c.call(ctx, http.MethodGet, "/wp/v2/posts", q, nil, &ps, true); err != nil {
 		return nil, err
 	}
-	if len(ps) == 0 {
-		return nil, nil
+	return ps, nil
+}
+
+// LatestPostID is the highest id of the site's posts in every status but
+// trash; 0 when it has none. WordPress gives ids in increasing order, so
+// a post made after this call has a greater id: what tells a post a
+// create made from one the site had.
+func (c *Client) LatestPostID(ctx context.Context) (int64, error) {
+	var ps []Post
+	q := url.Values{"status": {"any"}, "context": {"edit"}, "per_page": {"1"}, "orderby": {"id"}, "order": {"desc"}}
+	if err := c.call(ctx, http.MethodGet, "/wp/v2/posts", q, nil, &ps, true); err != nil {
+		return 0, err
 	}
-	return &ps[0], nil
+	if len(ps) == 0 {
+		return 0, nil
+	}
+	return ps[0].ID, nil
 }
 
 // TrashPost moves a post to the trash.

@@ -115,6 +115,11 @@ func TestPostsAndTerms(t *testing.T) {
 	if found, err := c.FindPostBySlug(ctx, "nope"); err != nil || found != nil {
 		t.Fatalf("find a missing slug: %+v %v", found, err)
 	}
+	// The newest post's id bounds what a later create can be given.
+	later := site.AddPost("Later", "later", "draft", "", nil, nil)
+	if latest, err := c.LatestPostID(ctx); err != nil || latest != later || later <= p.ID {
+		t.Fatalf("latest post id: %d %v, want %d (> %d)", latest, err, later, p.ID)
+	}
 	// Terms cannot be trashed: DeleteTerm forces.
 	if err := c.DeleteTerm(ctx, wordpress.Categories, news); err != nil {
 		t.Fatalf("delete term: %v", err)

@@ -491,7 +491,12 @@ func (s *Site) listPosts(q url.Values, authed, edit bool) (int, any, map[string]
 			}
 		}
 	}
+	// By id (orderby=id; ids grow like the dates of new posts), ascending
+	// unless order=desc.
 	sort.Slice(ids, func(i, j int) bool { return ids[i] < ids[j] })
+	if q.Get("order") == "desc" {
+		sort.Slice(ids, func(i, j int) bool { return ids[i] > ids[j] })
+	}
 	perPage, page := 10, 1
 	if v, err := strconv.Atoi(q.Get("per_page")); err == nil {
 		if v < 1 || v > 100 {
