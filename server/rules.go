@@ -88,23 +88,22 @@ type pathSeg struct {
 }
 
 func (p *pathSeg) jsonPath() string {
-	var parts []string
+	var segs []*pathSeg
 	for s := p; s != nil; s = s.parent {
-		if s.index >= 0 {
-			parts = append(parts, "["+strconv.Itoa(s.index)+"]")
-			continue
-		}
-		if s.field.json == "" { // an embedded struct: JSON lifts its fields
-			continue
-		}
-		if len(parts) > 0 && !strings.HasPrefix(parts[len(parts)-1], "[") {
-			parts = append(parts, ".")
-		}
-		parts = append(parts, s.field.json)
+		segs = append(segs, s)
 	}
 	var b strings.Builder
-	for i := len(parts) - 1; i >= 0; i-- {
-		b.WriteString(parts[i])
+	for i := len(segs) - 1; i >= 0; i-- {
+		switch s := segs[i]; {
+		case s.index >= 0:
+			b.WriteString("[" + strconv.Itoa(s.index) + "]")
+		case s.field.json == "": // an embedded struct: JSON lifts its fields
+		default:
+			if b.Len() > 0 {
+				b.WriteByte('.')
+			}
+			b.WriteString(s.field.json)
+		}
 	}
 	return b.String()
 }
@@ -243,7 +242,7 @@ func (r rule) holds(v reflect.Value, isPtr bool) bool {
 	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
 		c = cmpInt(v.Int(), r.i)
 	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
-		if !r.isInt || r.i < 0 {
+		if r.i < 0 {
 			panic(fmt.Sprintf("binding: %s=%s on a %s", r.tag, r.param, v.Type()))
 		}
 		switch u, p := v.Uint(), uint64(r.i); {
@@ -253,12 +252,15 @@ func (r rule) holds(v reflect.Value, isPtr bool) bool {
 			c = 1
 		}
 	case reflect.Float32, reflect.Float64:
-		f := v.Float()
-		switch {
-		case f < r.f:
-			c = -1
-		case f > r.f:
-			c = 1
+		// Compared directly rather than through c, so that NaN keeps
+		// no rule, as with the validator.
+		switch f := v.Float(); r.tag {
+		case "min", "gte":
+			return f >= r.f
+		case "max", "lte":
+			return f <= r.f
+		case "gt":
+			return f > r.f
 		}
 	default:
 		panic(fmt.Sprintf("binding: %s on a %s", r.tag, v.Type()))
@@ -365,14 +367,14 @@ func parseRules(tag string) ([]rule, error) {
 				return nil, fmt.Errorf("%s takes no parameter", name)
 			}
 		case "min", "max", "gt", "gte", "lte":
-			f, err := strconv.ParseFloat(param, 64)
-			if err != nil {
-				return nil, fmt.Errorf("%s=%q: not a number", name, param)
-			}
-			r.f = f
 			// A parameter with a fraction only suits floats.
-			r.i, err = strconv.ParseInt(param, 0, 64)
-			r.isInt = err == nil
+			i, err := strconv.ParseInt(param, 0, 64)
+			r.i, r.f, r.isInt = i, float64(i), err == nil
+			if !r.isInt {
+				if r.f, err = strconv.ParseFloat(param, 64); err != nil {
+					return nil, fmt.Errorf("%s=%q: not a number", name, param)
+				}
+			}
 		case "oneof":
 			r.vals = strings.Fields(param)
 			if len(r.vals) == 0 {
