@@ -15,7 +15,6 @@ import (
 
 	"github.com/gin-gonic/gin"
 	"github.com/gin-gonic/gin/binding"
-	"github.com/go-playground/validator/v10"
 
 	"github.com/copydesk/copydesk/store"
 )
@@ -229,91 +228,13 @@ func jsonTypeName(t reflect.Type) string {
 	return t.String()
 }
 
-// validate applies `binding` struct tags with Gin's validator and turns the
-// first broken rule into a 422 that names the JSON field and the rule.
+// validate applies the `binding` struct tags (rules.go) and turns the first
+// broken rule into a 422 that names the JSON field and the rule.
 func validate(v any) error {
-	err := binding.Validator.ValidateStruct(v)
-	if err == nil {
-		return nil
+	if re := checkRules(v); re != nil {
+		return store.Invalid("%s: %s", re.path, re.text)
 	}
-	var verrs validator.ValidationErrors
-	if !errors.As(err, &verrs) || len(verrs) == 0 {
-		return store.Invalid("%s", err.Error())
-	}
-	fe := verrs[0]
-	return store.Invalid("%s: %s", fieldPath(v, fe), ruleText(fe))
-}
-
-// fieldPath turns the validator's Go field path into the JSON one.
-func fieldPath(v any, fe validator.FieldError) string {
-	parts := strings.Split(fe.StructNamespace(), ".")
-	t := reflect.TypeOf(v)
-	var out []string
-	for _, p := range parts[1:] {
-		for t.Kind() == reflect.Pointer || t.Kind() == reflect.Slice {
-			t = t.Elem()
-		}
-		name, idx, _ := strings.Cut(p, "[")
-		if t.Kind() != reflect.Struct {
-			out = append(out, name)
-			continue
-		}
-		f, ok := t.FieldByName(name)
-		if !ok {
-			out = append(out, name)
-			continue
-		}
-		jn, _, _ := strings.Cut(f.Tag.Get("json"), ",")
-		if jn == "" {
-			jn = name
-		}
-		if idx != "" {
-			jn += "[" + idx
-		}
-		out = append(out, jn)
-		t = f.Type
-	}
-	return strings.Join(out, ".")
-}
-
-func ruleText(fe validator.FieldError) string {
-	p := fe.Param()
-	isStr := fe.Kind() == reflect.String
-	switch fe.Tag() {
-	case "required":
-		return "is required"
-	case "email":
-		return "must be a valid e-mail address"
-	case "min":
-		if isStr {
-			return fmt.Sprintf("must be at least %s characters", p)
-		}
-		if fe.Kind() == reflect.Slice {
-			return fmt.Sprintf("must have at least %s items", p)
-		}
-		return "must be at least " + p
-	case "max":
-		if isStr {
-			return fmt.Sprintf("must be at most %s characters", p)
-		}
-		if fe.Kind() == reflect.Slice {
-			return fmt.Sprintf("must have at most %s items", p)
-		}
-		return "must be at most " + p
-	case "gte":
-		return "must be at least " + p
-	case "lte":
-		return "must be at most " + p
-	case "gt":
-		return "must be greater than " + p
-	case "oneof":
-		return "must be one of: " + strings.ReplaceAll(p, " ", ", ")
-	case "url", "http_url":
-		return "must be an http or https URL"
-	case "dive":
-		return "has an invalid item"
-	}
-	return fmt.Sprintf("breaks the rule %q", fe.Tag())
+	return nil
 }
 
 // pathID reads a positive integer path parameter; anything else is a 404,
@@ -347,13 +268,13 @@ func (p pageQuery) page() store.Page {
 // bindQuery reads query parameters into dst and checks its rules. A value
 // of the wrong type is a 422 naming the parameter.
 func bindQuery(c *gin.Context, dst any) error {
-	if err := c.ShouldBindQuery(dst); err != nil {
-		var verrs validator.ValidationErrors
-		if errors.As(err, &verrs) && len(verrs) > 0 {
-			fe := verrs[0]
-			return store.Invalid("%s: %s", queryName(dst, fe), ruleText(fe))
-		}
+	// Gin's form mapping alone: c.ShouldBindQuery would also run Gin's
+	// validator, which copydesk does not link (rules.go).
+	if err := binding.MapFormWithTag(dst, c.Request.URL.Query(), "form"); err != nil {
 		return queryTypeError(c, dst, err)
+	}
+	if re := checkRules(dst); re != nil {
+		return store.Invalid("%s: %s", re.form, re.text)
 	}
 	return nil
 }
@@ -401,26 +322,6 @@ func queryTypeError(c *gin.Context, dst any, err error) error {
 		return e
 	}
 	return store.Invalid("query: %s", queryError(err))
-}
-
-func queryName(v any, fe validator.FieldError) string {
-	t := reflect.TypeOf(v)
-	for t.Kind() == reflect.Pointer {
-		t = t.Elem()
-	}
-	if f, ok := findField(t, fe.StructField()); ok {
-		if n := f.Tag.Get("form"); n != "" {
-			return strings.Split(n, ",")[0]
-		}
-	}
-	return fe.Field()
-}
-
-func findField(t reflect.Type, name string) (reflect.StructField, bool) {
-	if t.Kind() != reflect.Struct {
-		return reflect.StructField{}, false
-	}
-	return t.FieldByName(name)
 }
 
 func queryError(err error) string {
