@@ -86,20 +86,7 @@ func agConfigure(t *testing.T, e *env, baseURL string) *store.Credential {
 // agRunJobs starts the app's job runner until the test ends.
 func agRunJobs(t *testing.T, e *env) {
 	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- e.app.Jobs.Run(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		select {
-		case err := <-done:
-			if err != nil {
-				t.Errorf("job runner: %v", err)
-			}
-		case <-time.After(agBound):
-			t.Errorf("the job runner did not stop within %s", agBound)
-		}
-	})
+	startJobs(t, e)
 }
 
 func agID(m map[string]any) int64 {

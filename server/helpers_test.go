@@ -331,3 +331,30 @@ func truncate(s string, n int) string {
 	}
 	return s
 }
+
+// startJobs runs the app's job runner until stop is called (or the test
+// ends); stop returns once it has stopped, as a shutdown would.
+func startJobs(t *testing.T, e *env) (stop func()) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- e.app.Jobs.Run(ctx) }()
+	stopped := false
+	stop = func() {
+		if stopped {
+			return
+		}
+		stopped = true
+		cancel()
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Errorf("job runner: %v", err)
+			}
+		case <-time.After(agBound):
+			t.Errorf("the job runner did not stop within %s", agBound)
+		}
+	}
+	t.Cleanup(stop)
+	return stop
+}

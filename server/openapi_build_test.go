@@ -173,6 +173,11 @@ func BuildOpenAPI(routes []*server.Route, version string) ([]byte, error) {
 			success.WithJSONSchema(env)
 		}
 		op.Responses.Set(strconv.Itoa(r.Status), &openapi3.ResponseRef{Value: success})
+		if r.Accepted {
+			accepted := *success
+			accepted.Description = new(http.StatusText(http.StatusAccepted) + " (queued)")
+			op.Responses.Set("202", &openapi3.ResponseRef{Value: &accepted})
+		}
 		if r.EventStream {
 			op.Responses.Set("200", &openapi3.ResponseRef{Value: openapi3.NewResponse().
 				WithDescription("Server-Sent Events (when stream is true)").

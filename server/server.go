@@ -129,7 +129,8 @@ func New(d Deps, opts Options) (*Server, error) {
 	s.agents = agent.New(agent.Deps{Store: d.DB, Environments: s.environments, Credentials: s.credentials, Engine: d.Engine,
 		Jobs: d.Jobs, Notify: d.Notify, Events: d.Events, Log: d.Log})
 	s.cms = cms.New(d.DB, s.environments)
-	s.wpPosts = wppost.New(wppost.Deps{Store: d.DB, Environments: s.environments, Keys: d.Keys, Runs: s.agents, Options: d.WordPress})
+	s.wpPosts = wppost.New(wppost.Deps{Store: d.DB, Environments: s.environments, Keys: d.Keys, Runs: s.agents, Jobs: d.Jobs,
+		Options: d.WordPress})
 	s.cie = cie.New(cie.Deps{Store: d.DB, Environments: s.environments, Engine: d.Engine, Jobs: d.Jobs, Events: d.Events, Log: d.Log})
 	e.Use(s.recoverPanics, s.logRequests, securityHeaders, boundWrites, omitHeadBody)
 	s.astroPosts = astropost.New(d.DB, s.environments, s.agents, func() time.Time { return d.DB.Now() }, d.Log)
@@ -203,6 +204,9 @@ type Route struct {
 	// EventStream documents a 200 text/event-stream answer beside Status
 	// (execute with stream true).
 	EventStream bool
+	// Accepted documents a 202 with the same body beside Status (publish
+	// with queue true).
+	Accepted bool
 }
 
 // handle registers a route and its documentation.

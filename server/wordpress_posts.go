@@ -1,6 +1,7 @@
 package server
 
 import (
+	"fmt"
 	"net/http"
 	"time"
 
@@ -35,11 +36,14 @@ func (s *Server) registerWordPressPostRoutes() {
 	s.handle(Route{Method: "DELETE", Path: "/api/wordpress-posts/{id}", Tag: tag, Access: editorOnly, Errors: remote, Query: wpDeleteQuery{},
 		Summary: "Delete a post", Data: deletedResponse{},
 		Notes: "With remote=true it is first moved to the trash on the site; if that fails the post is kept (sync_status failed) and the answer is 502 or 504."}, s.deleteWPPost)
-	s.handle(Route{Method: "POST", Path: "/api/wordpress-posts/{id}/publish", Tag: tag, Access: editorOnly, Errors: remote,
+	s.handle(Route{Method: "POST", Path: "/api/wordpress-posts/{id}/publish", Tag: tag, Access: editorOnly, Errors: remote, Accepted: true,
 		Summary: "Create or update the post on the site", Body: wpPublishRequest{}, Data: wpPostResponse{},
 		Notes: "The body is optional: status (default the post's) and scheduled_at. remote_status is what WordPress answered (a publish dated later is future). " +
 			"A failure keeps the post with sync_status failed and WordPress's message in last_error: 502, or 504 when the site did not answer in time. " +
-			"A create that got no answer is looked up by slug before it is sent again, so publishing again never makes a duplicate."}, s.publishWPPost)
+			"A create that got no answer is looked up by slug before it is sent again, so publishing again never makes a duplicate. " +
+			"With queue true the status and schedule are applied and the publish is handed to the job runner (job kind wordpress.publish): " +
+			"the answer is 202 with the post, its sync state unchanged, and the message names the job; the runner retries 429, 5xx, " +
+			"network errors and timeouts with its backoff, and the post's sync_status and last_error tell the outcome."}, s.publishWPPost)
 	s.handle(Route{Method: "POST", Path: "/api/wordpress-posts/{id}/unpublish", Tag: tag, Access: editorOnly, Errors: remote,
 		Summary: "Turn the post back into a draft on the site", Data: wpPostResponse{}}, s.unpublishWPPost)
 	s.handle(Route{Method: "POST", Path: "/api/wordpress-posts/{id}/sync", Tag: tag, Access: editorOnly, Errors: remote, Query: wpSyncQuery{},
@@ -86,6 +90,7 @@ type wpPostUpdateRequest struct {
 type wpPublishRequest struct {
 	Status      string     `json:"status" binding:"omitempty,oneof=draft pending private future publish" doc:"default: the post's status"`
 	ScheduledAt *time.Time `json:"scheduled_at"`
+	Queue       bool       `json:"queue" doc:"hand the publish to the job runner and answer 202 at once"`
 }
 
 type wpImportRequest struct {
@@ -235,7 +240,17 @@ func (s *Server) publishWPPost(c *gin.Context) {
 			return
 		}
 	}
-	p, err := s.wpPosts.Publish(c.Request.Context(), scope(c), id, wppost.PublishInput{Status: req.Status, ScheduledAt: req.ScheduledAt})
+	in := wppost.PublishInput{Status: req.Status, ScheduledAt: req.ScheduledAt}
+	if req.Queue {
+		p, job, err := s.wpPosts.QueuePublish(c.Request.Context(), scope(c), id, in)
+		if err != nil {
+			fail(c, err)
+			return
+		}
+		respond(c, http.StatusAccepted, wpPostJSON(p), fmt.Sprintf("publish queued as job %d", job.ID))
+		return
+	}
+	p, err := s.wpPosts.Publish(c.Request.Context(), scope(c), id, in)
 	if err != nil {
 		fail(c, err)
 		return

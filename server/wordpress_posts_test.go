@@ -23,14 +23,14 @@ type wpEnv struct {
 	cred int64
 }
 
-func newWPEnv(t *testing.T) *wpEnv {
+func newWPEnv(t *testing.T, opts ...envOption) *wpEnv {
 	t.Helper()
 	site := wptest.New()
 	t.Cleanup(site.Close)
-	e := newCMSEnv(t, func(c *server.Config) {
+	e := newCMSEnv(t, append([]envOption{func(c *server.Config) {
 		c.WordPressTimeout = 300 * time.Millisecond
 		c.WordPressBackoff = func(int) time.Duration { return time.Millisecond }
-	})
+	}}, opts...)...)
 	w := &wpEnv{cmsEnv: e, site: site}
 	r := e.do(t, "POST", "/api/configurations", e.admin, map[string]any{"name": "Blog", "provider": "wordpress",
 		"base_url": site.URL, "username": site.User, "application_password": site.Password})

@@ -108,20 +108,27 @@ func (s *Service) Publish(ctx context.Context, sc store.Scope, id int64, in Publ
 	if err != nil {
 		return nil, err
 	}
-	if in.Status != "" || in.ScheduledAt != nil {
-		ch := Change{ScheduledAt: in.ScheduledAt}
-		if in.Status != "" {
-			ch.Status = &in.Status
-		}
-		if p, err = s.Update(ctx, sc, id, ch); err != nil {
-			return nil, err
-		}
+	if p, err = s.applyPublishInput(ctx, sc, p, in); err != nil {
+		return nil, err
 	}
 	c, err := s.site(ctx, sc, p.EnvironmentID)
 	if err != nil {
 		return nil, err
 	}
 	return s.push(ctx, c, p)
+}
+
+// applyPublishInput gives the post the status and schedule a publish
+// asks for, if it asks for any.
+func (s *Service) applyPublishInput(ctx context.Context, sc store.Scope, p *store.WordPressPost, in PublishInput) (*store.WordPressPost, error) {
+	if in.Status == "" && in.ScheduledAt == nil {
+		return p, nil
+	}
+	ch := Change{ScheduledAt: in.ScheduledAt}
+	if in.Status != "" {
+		ch.Status = &in.Status
+	}
+	return s.Update(ctx, sc, p.ID, ch)
 }
 
 // push sends the post as it is here to the site and records the outcome.

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/copydesk/copydesk/server/heading"
+	"github.com/copydesk/copydesk/server/jobs"
 	"github.com/copydesk/copydesk/server/slug"
 	"github.com/copydesk/copydesk/server/valid"
 	"github.com/copydesk/copydesk/store"
@@ -55,6 +56,13 @@ type Runs interface {
 	Run(ctx context.Context, sc store.Scope, id int64) (*store.AgentRun, error)
 }
 
+// Runner is the job runner (server/jobs) that carries queued publishes
+// out (PublishJob).
+type Runner interface {
+	Register(kind string, k jobs.Kind)
+	Enqueue(ctx context.Context, kind string, payload any, opt jobs.EnqueueOptions) (*store.Job, error)
+}
+
 // Options tunes the remote calls.
 type Options struct {
 	HTTP     *http.Client // every outbound call, the featured image's included
@@ -70,7 +78,10 @@ type Deps struct {
 	Environments Environments
 	Keys         Opener
 	Runs         Runs
-	Options      Options
+	// Jobs, when set, carries out queued publishes (PublishJob): New
+	// registers the kind with it.
+	Jobs    Runner
+	Options Options
 }
 
 // Service implements the WordPress post rules.
@@ -79,6 +90,7 @@ type Service struct {
 	envs Environments
 	keys Opener
 	runs Runs
+	jobs Runner
 	opt  Options
 }
 
@@ -90,7 +102,11 @@ func New(d Deps) *Service {
 	if d.Options.MaxImage <= 0 {
 		d.Options.MaxImage = 10 << 20
 	}
-	return &Service{db: d.Store, envs: d.Environments, keys: d.Keys, runs: d.Runs, opt: d.Options}
+	s := &Service{db: d.Store, envs: d.Environments, keys: d.Keys, runs: d.Runs, jobs: d.Jobs, opt: d.Options}
+	if s.jobs != nil {
+		s.registerJobs()
+	}
+	return s
 }
 
 // Limits of the fields.

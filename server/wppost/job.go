@@ -1,0 +1,100 @@
+package wppost
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/copydesk/copydesk/server/jobs"
+	"github.com/copydesk/copydesk/server/publish/wordpress"
+	"github.com/copydesk/copydesk/store"
+)
+
+// PublishJob is the job kind that publishes a post on the job runner, as
+// POST …/{id}/publish does in the request: the same code path (Publish),
+// so a create that got no answer is looked up by slug before it is sent
+// again, by the runner's retry as by a run after a restart, and no re-run
+// makes a duplicate. Its payload is a PublishPayload.
+const PublishJob = "wordpress.publish"
+
+// PublishPayload is the payload of a PublishJob. Status and ScheduledAt,
+// when set, are applied to the post before it is sent (as the body of
+// POST …/{id}/publish is); QueuePublish applies them in the request and
+// leaves them out, so that an edit made meanwhile is what gets sent.
+type PublishPayload struct {
+	PostID      int64      `json:"post_id"`
+	Status      string     `json:"status,omitempty"`
+	ScheduledAt *time.Time `json:"scheduled_at,omitempty"`
+}
+
+// registerJobs registers PublishJob: background work (nobody waits on a
+// connection for it), one at a time, so that two queued publishes of one
+// post never send two creates side by side.
+func (s *Service) registerJobs() {
+	s.jobs.Register(PublishJob, jobs.Kind{Handle: s.runPublish, Background: true, Limit: 1})
+}
+
+// QueuePublish checks a publish as Publish does (the post, the status and
+// schedule, which it applies now, and that the environment publishes to
+// WordPress) and queues a PublishJob for it instead of sending it; the
+// post's sync state is left as it is until the job runs.
+func (s *Service) QueuePublish(ctx context.Context, sc store.Scope, id int64, in PublishInput) (*store.WordPressPost, *store.Job, error) {
+	if s.jobs == nil {
+		return nil, nil, errors.New("wppost: no job runner to queue a publish on")
+	}
+	p, err := s.Get(ctx, sc, id)
+	if err != nil {
+		return nil, nil, err
+	}
+	if _, err := s.site(ctx, sc, p.EnvironmentID); err != nil {
+		return nil, nil, err
+	}
+	if p, err = s.applyPublishInput(ctx, sc, p, in); err != nil {
+		return nil, nil, err
+	}
+	job, err := s.jobs.Enqueue(ctx, PublishJob, PublishPayload{PostID: p.ID}, jobs.EnqueueOptions{})
+	if err != nil {
+		return nil, nil, err
+	}
+	return p, job, nil
+}
+
+// runPublish carries out a PublishJob. A failure is recorded on the post
+// by Publish (sync_status failed, last_error); the runner retries those
+// worth it (jobRetryable) with its backoff, and fails the job on others.
+func (s *Service) runPublish(ctx context.Context, job *store.Job) error {
+	var p PublishPayload
+	if err := json.Unmarshal(job.Payload, &p); err != nil || p.PostID <= 0 {
+		return jobs.Permanent(fmt.Errorf("wordpress publish job %d: bad payload %s", job.ID, job.Payload))
+	}
+	_, err := s.Publish(ctx, store.Everything, p.PostID, PublishInput{Status: p.Status, ScheduledAt: p.ScheduledAt})
+	if err == nil {
+		return nil
+	}
+	if jobRetryable(err) {
+		return jobs.Retry(err)
+	}
+	return jobs.Permanent(err)
+}
+
+// jobRetryable tells which failures of a publish the runner tries again:
+// those the site may not give next time (429, 5xx), a site it could not
+// reach, and a timeout. A timeout is retried here though a request's own
+// retries stop at it: the next attempt adopts the post a create with no
+// answer made (pendingCreate) rather than sending it again. Anything else
+// (a refusal, a post or environment gone, bad content) fails at once.
+func jobRetryable(err error) bool {
+	switch store.KindOf(err) {
+	case store.KindTimeout:
+		return true
+	case store.KindRemote:
+		var we *wordpress.Error
+		if errors.As(err, &we) {
+			return wordpress.Retryable(we)
+		}
+		return true // no answer at all: the network
+	}
+	return false
+}
