@@ -104,6 +104,7 @@ type astroPostResponse struct {
 	Categories    []termRefResponse `json:"categories"`
 	Tags          []termRefResponse `json:"tags"`
 	RunID         *int64            `json:"run_id" doc:"the agent run it was saved from"`
+	CIERunID      *int64            `json:"cie_run_id" doc:"the archetype generation it was saved from"`
 	FileSHA256    string            `json:"file_sha256" doc:"SHA-256 of the file as copydesk last wrote or read it"`
 	CreatedAt     time.Time         `json:"created_at"`
 	UpdatedAt     time.Time         `json:"updated_at"`
@@ -120,7 +121,7 @@ func termRefs(ts []store.TermRef) []termRefResponse {
 func astroPostJSON(p *store.AstroPost) astroPostResponse {
 	return astroPostResponse{ID: p.ID, EnvironmentID: p.EnvironmentID, Title: p.Title, Description: p.Description, Slug: p.Slug,
 		File: p.FileName(), Body: p.Body, PubDate: p.PubDate, UpdatedDate: p.UpdatedDate, HeroImage: p.HeroImage, Draft: p.Draft,
-		Categories: termRefs(p.Categories), Tags: termRefs(p.Tags), RunID: p.RunID, FileSHA256: p.FileSHA256,
+		Categories: termRefs(p.Categories), Tags: termRefs(p.Tags), RunID: p.RunID, CIERunID: p.CIERunID, FileSHA256: p.FileSHA256,
 		CreatedAt: p.CreatedAt, UpdatedAt: p.UpdatedAt}
 }
 

@@ -129,11 +129,11 @@ func New(d Deps, opts Options) (*Server, error) {
 	s.agents = agent.New(agent.Deps{Store: d.DB, Environments: s.environments, Credentials: s.credentials, Engine: d.Engine,
 		Jobs: d.Jobs, Notify: d.Notify, Events: d.Events, Log: d.Log})
 	s.cms = cms.New(d.DB, s.environments)
-	s.wpPosts = wppost.New(wppost.Deps{Store: d.DB, Environments: s.environments, Keys: d.Keys, Runs: s.agents, Jobs: d.Jobs,
-		Options: d.WordPress})
 	s.cie = cie.New(cie.Deps{Store: d.DB, Environments: s.environments, Engine: d.Engine, Jobs: d.Jobs, Events: d.Events, Log: d.Log})
+	s.wpPosts = wppost.New(wppost.Deps{Store: d.DB, Environments: s.environments, Keys: d.Keys, Runs: s.agents, Generations: s.cie,
+		Jobs: d.Jobs, Options: d.WordPress})
 	e.Use(s.recoverPanics, s.logRequests, securityHeaders, boundWrites, omitHeadBody)
-	s.astroPosts = astropost.New(d.DB, s.environments, s.agents, func() time.Time { return d.DB.Now() }, d.Log)
+	s.astroPosts = astropost.New(d.DB, s.environments, s.agents, s.cie, func() time.Time { return d.DB.Now() }, d.Log)
 	e.NoRoute(func(c *gin.Context) {
 		abort(c, http.StatusNotFound, "no route for "+c.Request.Method+" "+c.Request.URL.Path)
 	})

@@ -46,18 +46,25 @@ type Runs interface {
 	Run(ctx context.Context, sc store.Scope, id int64) (*store.AgentRun, error)
 }
 
+// Generations reads a succeeded archetype generation as a scope sees it
+// (server/cie).
+type Generations interface {
+	Succeeded(ctx context.Context, sc store.Scope, id int64) (*store.CIERun, error)
+}
+
 // Service implements the Astro post rules.
 type Service struct {
 	db   Store
 	envs Environments
 	runs Runs
+	gens Generations
 	now  func() time.Time
 	log  *slog.Logger
 }
 
 // New returns the service; now is the clock of default publication dates.
-func New(db Store, envs Environments, runs Runs, now func() time.Time, log *slog.Logger) *Service {
-	return &Service{db: db, envs: envs, runs: runs, now: now, log: log}
+func New(db Store, envs Environments, runs Runs, gens Generations, now func() time.Time, log *slog.Logger) *Service {
+	return &Service{db: db, envs: envs, runs: runs, gens: gens, now: now, log: log}
 }
 
 // Limits of the fields.
@@ -85,6 +92,7 @@ type Input struct {
 	CategoryIDs   []int64
 	TagIDs        []int64
 	RunID         *int64
+	CIERunID      *int64
 }
 
 // Change holds the fields to change; nil leaves one alone.
@@ -368,7 +376,7 @@ func checkSlug(s string) error {
 
 func (s *Service) checkInput(env *store.Environment, in Input) (store.NewAstroPost, error) {
 	n := store.NewAstroPost{EnvironmentID: env.ID, Slug: in.Slug, UpdatedDate: in.UpdatedDate, Draft: in.Draft, RunID: in.RunID,
-		CategoryIDs: in.CategoryIDs, TagIDs: in.TagIDs}
+		CIERunID: in.CIERunID, CategoryIDs: in.CategoryIDs, TagIDs: in.TagIDs}
 	var err error
 	if n.Title, err = checkTitle(in.Title); err != nil {
 		return n, err

@@ -42,6 +42,21 @@ func (s *Service) CreateFromRun(ctx context.Context, sc store.Scope, runID int64
 		Draft: true, RunID: &run.ID})
 }
 
+// CreateFromGeneration writes a succeeded archetype generation's article
+// as a draft post in its environment: its title (unless one is given),
+// description and Markdown body. The post records the generation.
+func (s *Service) CreateFromGeneration(ctx context.Context, sc store.Scope, id int64, title string) (*store.AstroPost, error) {
+	run, err := s.gens.Succeeded(ctx, sc, id)
+	if err != nil {
+		return nil, err
+	}
+	if strings.TrimSpace(title) == "" {
+		title = run.Title
+	}
+	return s.Create(ctx, sc, Input{EnvironmentID: run.EnvironmentID, Title: title, Description: run.Description, Body: run.Body,
+		Draft: true, CIERunID: &run.ID})
+}
+
 // maxSnippet is the length of a description made from the body: what
 // search results show.
 const maxSnippet = 160

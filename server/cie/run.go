@@ -137,6 +137,20 @@ func (s *Service) Run(ctx context.Context, sc store.Scope, id int64) (*store.CIE
 	return r, nil
 }
 
+// Succeeded returns a generation the scope sees whose article can be
+// saved as a post: one that succeeded (a conflict otherwise), so that its
+// title, description and body are the parsed article.
+func (s *Service) Succeeded(ctx context.Context, sc store.Scope, id int64) (*store.CIERun, error) {
+	r, err := s.Run(ctx, sc, id)
+	if err != nil {
+		return nil, err
+	}
+	if r.Status != store.RunSucceeded {
+		return nil, store.Conflict("generation %d is %s: only the article of a succeeded generation can be saved as a post", r.ID, r.Status)
+	}
+	return r, nil
+}
+
 // ---- the article ----
 
 // Article is what a generation produces.

@@ -56,6 +56,12 @@ type Runs interface {
 	Run(ctx context.Context, sc store.Scope, id int64) (*store.AgentRun, error)
 }
 
+// Generations reads a succeeded archetype generation as a scope sees it
+// (server/cie).
+type Generations interface {
+	Succeeded(ctx context.Context, sc store.Scope, id int64) (*store.CIERun, error)
+}
+
 // Runner is the job runner (server/jobs) that carries queued publishes
 // out (PublishJob).
 type Runner interface {
@@ -78,6 +84,7 @@ type Deps struct {
 	Environments Environments
 	Keys         Opener
 	Runs         Runs
+	Generations  Generations
 	// Jobs, when set, carries out queued publishes (PublishJob): New
 	// registers the kind with it.
 	Jobs    Runner
@@ -90,6 +97,7 @@ type Service struct {
 	envs Environments
 	keys Opener
 	runs Runs
+	gens Generations
 	jobs Runner
 	opt  Options
 }
@@ -102,7 +110,8 @@ func New(d Deps) *Service {
 	if d.Options.MaxImage <= 0 {
 		d.Options.MaxImage = 10 << 20
 	}
-	s := &Service{db: d.Store, envs: d.Environments, keys: d.Keys, runs: d.Runs, jobs: d.Jobs, opt: d.Options}
+	s := &Service{db: d.Store, envs: d.Environments, keys: d.Keys, runs: d.Runs, gens: d.Generations, jobs: d.Jobs,
+		opt: d.Options}
 	if s.jobs != nil {
 		s.registerJobs()
 	}
@@ -130,6 +139,7 @@ type Input struct {
 	CategoryIDs      []int64
 	TagIDs           []int64
 	RunID            *int64
+	CIERunID         *int64
 }
 
 // Change holds the fields to change; nil leaves one alone.
@@ -210,7 +220,7 @@ func (s *Service) Create(ctx context.Context, sc store.Scope, userID int64, in I
 	if userID > 0 {
 		by = &userID
 	}
-	return s.db.CreateWordPressPost(ctx, store.NewWordPressPost{EnvironmentID: in.EnvironmentID, RunID: in.RunID, CreatedBy: by,
+	return s.db.CreateWordPressPost(ctx, store.NewWordPressPost{EnvironmentID: in.EnvironmentID, RunID: in.RunID, CIERunID: in.CIERunID, CreatedBy: by,
 		Title: *ch.Title, Content: *ch.Content, Excerpt: *ch.Excerpt, Slug: in.Slug, SlugTries: slug.Generated(*ch.Title, "post", slug.Max),
 		Status: in.Status, ScheduledAt: in.ScheduledAt, FeaturedImageURL: *ch.FeaturedImageURL, CategoryIDs: in.CategoryIDs, TagIDs: in.TagIDs})
 }
@@ -327,4 +337,20 @@ func (s *Service) FromRun(ctx context.Context, sc store.Scope, userID, runID int
 		}
 	}
 	return s.Create(ctx, sc, userID, Input{EnvironmentID: *run.EnvironmentID, Title: title, Content: content, Status: "draft", RunID: &run.ID})
+}
+
+// FromGeneration makes a draft of a succeeded archetype generation's
+// article in its environment: its title (unless one is given), its
+// description as the excerpt and its Markdown body as the content. The
+// post records the generation.
+func (s *Service) FromGeneration(ctx context.Context, sc store.Scope, userID, id int64, title string) (*store.WordPressPost, error) {
+	run, err := s.gens.Succeeded(ctx, sc, id)
+	if err != nil {
+		return nil, err
+	}
+	if strings.TrimSpace(title) == "" {
+		title = run.Title
+	}
+	return s.Create(ctx, sc, userID, Input{EnvironmentID: run.EnvironmentID, Title: title, Content: run.Body, Excerpt: run.Description,
+		Status: "draft", CIERunID: &run.ID})
 }
