@@ -404,8 +404,7 @@ func (s *Service) notifyRun(ctx context.Context, a *store.Agent, r *store.AgentR
 // the server is stopping, or because the stream already ended, is not
 // missed by anyone: the run's outcome is stored.
 func (s *Service) publish(topic, name string, data any) {
-	if _, err := s.events.Publish(topic, stream.Event{Name: name, Data: data}); err != nil &&
-		!errors.Is(err, stream.ErrClosed) && !errors.Is(err, stream.ErrFinished) {
+	if _, err := s.events.Publish(topic, stream.Event{Name: name, Data: data}); err != nil && !stream.Gone(err) {
 		s.log.Error("run event not published", "topic", topic, "event", name, "err", err)
 	}
 }

@@ -435,8 +435,7 @@ func call(r *store.CIERun, ag *store.Agent) engine.Call {
 // ---- events ----
 
 func (s *Service) publish(topic, name string, data any) {
-	if _, err := s.events.Publish(topic, stream.Event{Name: name, Data: data}); err != nil &&
-		!errors.Is(err, stream.ErrClosed) && !errors.Is(err, stream.ErrFinished) {
+	if _, err := s.events.Publish(topic, stream.Event{Name: name, Data: data}); err != nil && !stream.Gone(err) {
 		s.log.Error("cie event not published", "topic", topic, "event", name, "err", err)
 	}
 }

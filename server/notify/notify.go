@@ -11,7 +11,6 @@ package notify
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"strconv"
@@ -135,8 +134,7 @@ func (n *Notifier) send(ctx context.Context, audience string, who func(context.C
 	for _, c := range created {
 		// Stored is raised: a stream that cannot take it (the server
 		// stopping) catches up from the list or Last-Event-ID.
-		if _, err := live.Publish(Topic(c.UserID), stream.Event{ID: c.ID, Name: Event, Data: c}); err != nil &&
-			!errors.Is(err, stream.ErrClosed) {
+		if _, err := live.Publish(Topic(c.UserID), stream.Event{ID: c.ID, Name: Event, Data: c}); err != nil && !stream.Gone(err) {
 			n.log.Error("notification stored but not published", "id", c.ID, "err", err)
 		}
 	}

@@ -186,6 +186,13 @@ func (b *Broker) Open(name string, o TopicOptions) {
 	t.opened, t.snap, t.ring, t.dropped = true, o.Snapshot, ring{buf: make([]Event, keep)}, t.last
 }
 
+// Gone reports whether a Publish error means only that nobody can receive
+// the event any more: the broker is closing, or the topic has ended.
+// Publishers store what they publish elsewhere (a run's outcome, a
+// notification row), so such an event is not lost and is not worth a log
+// line; any other error is.
+func Gone(err error) bool { return errors.Is(err, ErrClosed) || errors.Is(err, ErrFinished) }
+
 // Publish sends ev to the topic's subscribers and returns its id. An event
 // for a topic nobody opened and nobody listens to goes nowhere (its events
 // are kept elsewhere, if at all). Publishing never blocks: a subscriber

@@ -11,6 +11,7 @@ import (
 	"path"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/yuin/goldmark"
@@ -78,15 +79,19 @@ func (s *Service) failed(ctx context.Context, p *store.WordPressPost, err error)
 	return rerr
 }
 
-var markdown = goldmark.New(goldmark.WithExtensions(extension.GFM),
-	// HTML in the Markdown (and the HTML a sync pulls from the site) goes
-	// through as is: WordPress filters it by the user's capabilities.
-	goldmark.WithRendererOptions(html.WithUnsafe()))
+// markdown is built on first use, not at every start of the binary (a
+// `copydesk version` renders nothing).
+var markdown = sync.OnceValue(func() goldmark.Markdown {
+	return goldmark.New(goldmark.WithExtensions(extension.GFM),
+		// HTML in the Markdown (and the HTML a sync pulls from the site) goes
+		// through as is: WordPress filters it by the user's capabilities.
+		goldmark.WithRendererOptions(html.WithUnsafe()))
+})
 
 // Render turns a post's Markdown into the HTML WordPress gets.
 func Render(md string) (string, error) {
 	var buf bytes.Buffer
-	if err := markdown.Convert([]byte(md), &buf); err != nil {
+	if err := markdown().Convert([]byte(md), &buf); err != nil {
 		return "", err
 	}
 	return buf.String(), nil
@@ -476,24 +481,27 @@ func timedOut(ctx context.Context, err error) bool {
 	return errors.Is(err, context.DeadlineExceeded) || errors.As(err, &ne) && ne.Timeout()
 }
 
-// needRemote: the post is on the site.
-func needRemote(p *store.WordPressPost) error {
-	if p.RemoteID == nil {
-		return store.Conflict("post %d is not on the WordPress site yet: publish it first", p.ID)
+// onSite returns a post the scope sees that is on its environment's site,
+// with the client of that site: what every action on a published post
+// starts with.
+func (s *Service) onSite(ctx context.Context, sc store.Scope, id int64) (*store.WordPressPost, *wordpress.Client, error) {
+	p, err := s.Get(ctx, sc, id)
+	if err != nil {
+		return nil, nil, err
 	}
-	return nil
+	if p.RemoteID == nil {
+		return nil, nil, store.Conflict("post %d is not on the WordPress site yet: publish it first", p.ID)
+	}
+	c, err := s.site(ctx, sc, p.EnvironmentID)
+	if err != nil {
+		return nil, nil, err
+	}
+	return p, c, nil
 }
 
 // Unpublish turns the post back into a draft on the site (and here).
 func (s *Service) Unpublish(ctx context.Context, sc store.Scope, id int64) (*store.WordPressPost, error) {
-	p, err := s.Get(ctx, sc, id)
-	if err != nil {
-		return nil, err
-	}
-	if err := needRemote(p); err != nil {
-		return nil, err
-	}
-	c, err := s.site(ctx, sc, p.EnvironmentID)
+	p, c, err := s.onSite(ctx, sc, id)
 	if err != nil {
 		return nil, err
 	}
@@ -542,14 +550,7 @@ func (s *Service) Sync(ctx context.Context, sc store.Scope, id int64, prefer str
 	if prefer != "" && prefer != "local" && prefer != "remote" {
 		return nil, store.Invalid("prefer: must be local or remote")
 	}
-	p, err := s.Get(ctx, sc, id)
-	if err != nil {
-		return nil, err
-	}
-	if err := needRemote(p); err != nil {
-		return nil, err
-	}
-	c, err := s.site(ctx, sc, p.EnvironmentID)
+	p, c, err := s.onSite(ctx, sc, id)
 	if err != nil {
 		return nil, err
 	}
