@@ -202,6 +202,22 @@ func fillPlanData(t testing.TB, db *DB) {
 			return exec(`INSERT OR IGNORE INTO astro_post_tags (post_id, tag_id) VALUES (?, ?)`, planRows*2,
 				func(i int) []any { return []any{1 + rnd.IntN(planRows), 1 + rnd.IntN(planRows)} })
 		})
+		steps = append(steps, func() error {
+			words := []string{"sourdough", "compost", "pricing", "headline", "keyword", "outline"}
+			return exec(`INSERT INTO chat_conversations (user_id, environment_id, title, archived, pinned, activity_at, created_at, updated_at)
+				VALUES (?, ?, ?, ?, ?, ?, ?, ?)`, planRows, func(i int) []any {
+				return []any{planUser(rnd), planEnv(rnd), fmt.Sprintf("About %s %d", words[rnd.IntN(len(words))], i),
+					boolInt(rnd.IntN(8) == 0), boolInt(rnd.IntN(10) == 0), at(i + rnd.IntN(50)), at(i), at(i)}
+			})
+		}, func() error {
+			// Exchanges: a user message, then its reply.
+			words := []string{"bread", "garden", "prices", "titles", "search", "sections", "sourdough"}
+			return exec(`INSERT INTO chat_messages (conversation_id, parent_id, role, content, status, created_at)
+				VALUES (?, CASE WHEN ?2 % 2 = 0 THEN ?2 - 1 END, CASE WHEN ?2 % 2 = 1 THEN 'user' ELSE 'assistant' END, ?, 'complete', ?)`,
+				planRows*4, func(i int) []any {
+					return []any{1 + (i-1)/8, i, fmt.Sprintf("a message on %s, number %d", words[rnd.IntN(len(words))], i), at(i)}
+				})
+		})
 		for _, step := range steps {
 			if err := step(); err != nil {
 				return err

@@ -169,6 +169,8 @@ func planCalls(t *testing.T, mt reflect.Type) []planCall {
 		case at.Kind() == reflect.Int64:
 			base = append(base, reflect.ValueOf(ids[0]))
 			ids = ids[1:]
+		case at == reflect.TypeFor[[]int64]():
+			base = append(base, reflect.ValueOf([]int64{9, 10, 11, 12, 40, 41}))
 		case at.Kind() == reflect.Func:
 			base = append(base, reflect.MakeFunc(at, func([]reflect.Value) []reflect.Value {
 				out := make([]reflect.Value, at.NumOut())
@@ -233,6 +235,7 @@ var planSamples = map[string]any{
 	"AgentFilter.Kind":               "writer",
 	"AgentFilter.Q":                  "agent 1",
 	"AstroPostFilter.Q":              "news",
+	"ChatConversationFilter.Q":       "sourdough",
 	"CategoryFilter.Q":               "news",
 	"CredentialFilter.Provider":      "openai",
 	"DirectoryFilter.Q":              "user1",
