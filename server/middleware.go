@@ -289,6 +289,17 @@ func (s *Server) serve(c *gin.Context, topic string, o stream.ServeOptions) {
 	s.events.Serve(c.Writer, c.Request, topic, o)
 }
 
+// serveFinished is serve for a generation that ended and whose topic is
+// no longer kept: its stored outcome as a short stream (server/stream's
+// ServeFinished).
+func (s *Server) serveFinished(c *gin.Context, o stream.ServeOptions, events ...stream.Event) {
+	letGo(c)
+	if w, ok := c.Writer.(*boundWriter); ok {
+		w.stream = true
+	}
+	s.events.ServeFinished(c.Writer, c.Request, o, events...)
+}
+
 const principalKey = "copydesk.principal"
 
 // authorize checks the bearer token, the session and the user under the

@@ -139,7 +139,7 @@ func BuildOpenAPI(routes []*server.Route, version string) ([]byte, error) {
 		success := openapi3.NewResponse().WithDescription(http.StatusText(r.Status))
 		switch {
 		case r.Binary != "":
-			success.WithContent(openapi3.NewContentWithSchema(openapi3.NewStringSchema().WithFormat("binary"), []string{r.Binary}))
+			success.WithContent(openapi3.NewContentWithSchema(openapi3.NewStringSchema().WithFormat("binary"), strings.Split(r.Binary, ", ")))
 		case r.Bare != nil:
 			ref, err := schemaOf(r.Bare)
 			if err != nil {
@@ -181,7 +181,7 @@ func BuildOpenAPI(routes []*server.Route, version string) ([]byte, error) {
 		if r.EventStream {
 			op.Responses.Set("200", &openapi3.ResponseRef{Value: openapi3.NewResponse().
 				WithDescription("Server-Sent Events (when stream is true)").
-				WithContent(openapi3.NewContentWithSchema(openapi3.NewStringSchema(), []string{"text/event-stream"}))})
+				WithContent(openapi3.NewContentWithSchema(openapi3.NewStringSchema().WithFormat("binary"), []string{"text/event-stream"}))})
 		}
 		for code := range errs {
 			if code == http.StatusNotModified {

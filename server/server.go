@@ -17,6 +17,7 @@ import (
 	"github.com/copydesk/copydesk/server/analytics"
 	"github.com/copydesk/copydesk/server/astropost"
 	"github.com/copydesk/copydesk/server/auth"
+	"github.com/copydesk/copydesk/server/chat"
 	"github.com/copydesk/copydesk/server/cie"
 	"github.com/copydesk/copydesk/server/cms"
 	"github.com/copydesk/copydesk/server/credential"
@@ -55,6 +56,7 @@ type Server struct {
 	wpPosts      *wppost.Service
 	astroPosts   *astropost.Service
 	cie          *cie.Service
+	chat         *chat.Service
 
 	router *gin.Engine
 	routes []*Route
@@ -130,6 +132,7 @@ func New(d Deps, opts Options) (*Server, error) {
 		Jobs: d.Jobs, Notify: d.Notify, Events: d.Events, Log: d.Log})
 	s.cms = cms.New(d.DB, s.environments)
 	s.cie = cie.New(cie.Deps{Store: d.DB, Environments: s.environments, Engine: d.Engine, Jobs: d.Jobs, Events: d.Events, Log: d.Log})
+	s.chat = chat.New(chat.Deps{Store: d.DB, Environments: s.environments, Engine: d.Engine, Jobs: d.Jobs, Events: d.Events, Log: d.Log})
 	s.wpPosts = wppost.New(wppost.Deps{Store: d.DB, Environments: s.environments, Keys: d.Keys, Runs: s.agents, Generations: s.cie,
 		Jobs: d.Jobs, Options: d.WordPress})
 	e.Use(s.recoverPanics, s.logRequests, securityHeaders, boundWrites, omitHeadBody)
@@ -157,6 +160,7 @@ func New(d Deps, opts Options) (*Server, error) {
 	s.registerAstroPostRoutes()
 	s.registerSaveAsPostRoutes()
 	s.registerCIERoutes()
+	s.registerOpenChatRoutes()
 	return s, nil
 }
 
@@ -196,7 +200,7 @@ type Route struct {
 	Query     any    // struct with `form` tags, or nil
 	Data      any    // type of "data" in the success envelope, or nil
 	Bare      any    // the success body when not enveloped (login, refresh)
-	Binary    string // content type of a binary success body
+	Binary    string // content type of a binary success body ("a, b" for one of several)
 	Status    int    // success status; 200 when 0
 	Errors    []int  // statuses beyond those implied by Access, Body and path
 	MaxBody   int64  // body limit; DefaultMaxBody (DefaultMaxPublicBody when public) when 0, the handler's own when < 0

@@ -215,13 +215,18 @@ func (s *Server) exportUsage(c *gin.Context) {
 		fail(c, err)
 		return
 	}
+	sendSpooled(c, f, size, "text/csv; charset=utf-8", "copydesk-usage.csv")
+}
+
+// sendSpooled sends a file spool rendered as a download, then removes it.
+func sendSpooled(c *gin.Context, f *os.File, size int64, contentType, filename string) {
 	defer func() { _ = f.Close(); _ = os.Remove(f.Name()) }() // a scratch file: nothing to report
-	c.Header("Content-Type", "text/csv; charset=utf-8")
-	c.Header("Content-Disposition", `attachment; filename="copydesk-usage.csv"`)
+	c.Header("Content-Type", contentType)
+	c.Header("Content-Disposition", `attachment; filename="`+filename+`"`)
 	c.Header("Content-Length", strconv.FormatInt(size, 10))
 	c.Status(http.StatusOK)
 	if _, err := io.Copy(c.Writer, f); err != nil {
-		logger(c).Warn("usage export interrupted", "err", err)
+		logger(c).Warn("export interrupted", "file", filename, "err", err)
 	}
 }
 

@@ -158,6 +158,31 @@ func (b *Broker) Serve(w http.ResponseWriter, r *http.Request, topicName string,
 	}
 }
 
+// ServeFinished answers a watcher of a live topic whose producer has
+// finished and whose topic is no longer kept (Linger passed, or it ran
+// before a restart): events are the outcome stored elsewhere, sent as one
+// short stream that ends after them. They carry no ids, as there is
+// nothing left to resume.
+func (b *Broker) ServeFinished(w http.ResponseWriter, r *http.Request, o ServeOptions, events ...Event) {
+	setStreamHeaders(w.Header())
+	w.WriteHeader(http.StatusOK)
+	if r.Method == http.MethodHead {
+		return
+	}
+	rc := http.NewResponseController(w)
+	defer func() { _ = rc.SetWriteDeadline(time.Time{}) }()
+	out := &out{w: w, rc: rc, b: b, encode: o.Encode}
+	if out.raw(": connected\n\n") != nil {
+		return
+	}
+	for _, ev := range events {
+		ev.ID = 0
+		if out.event(ev) != nil {
+			return
+		}
+	}
+}
+
 // out writes one stream. Only Serve's goroutine writes, so it needs no
 // lock.
 type out struct {

@@ -427,3 +427,22 @@ func TestServeManyClients(t *testing.T) {
 	b.Finish("gen")
 	wg.Wait()
 }
+
+// ServeFinished sends a finished generation's stored outcome, without ids,
+// and ends; HEAD gets the headers alone. It subscribes to nothing.
+func TestServeFinished(t *testing.T) {
+	b := stream.New(stream.Options{})
+	o := stream.ServeOptions{Encode: func(v any) any { return map[string]any{"n": v} }}
+	w := httptest.NewRecorder()
+	b.ServeFinished(w, httptest.NewRequest("GET", "/stream", nil), o,
+		stream.Event{ID: 9, Name: "done", Data: 1}, stream.Event{Name: "note", Data: 2})
+	want := ": connected\n\nevent: done\ndata: {\"n\":1}\n\nevent: note\ndata: {\"n\":2}\n\n"
+	if w.Code != 200 || w.Header().Get("Content-Type") != "text/event-stream" || w.Body.String() != want {
+		t.Fatalf("%d %v %q", w.Code, w.Header(), w.Body)
+	}
+	w = httptest.NewRecorder()
+	b.ServeFinished(w, httptest.NewRequest("HEAD", "/stream", nil), o, stream.Event{Name: "done", Data: 1})
+	if w.Code != 200 || w.Header().Get("Content-Type") != "text/event-stream" || w.Body.Len() != 0 || b.Subscribers("") != 0 {
+		t.Fatalf("HEAD: %d %v %q", w.Code, w.Header(), w.Body)
+	}
+}

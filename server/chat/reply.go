@@ -1,0 +1,462 @@
+package chat
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/copydesk/copydesk/server/ai"
+	"github.com/copydesk/copydesk/server/engine"
+	"github.com/copydesk/copydesk/server/jobs"
+	"github.com/copydesk/copydesk/server/stream"
+	"github.com/copydesk/copydesk/store"
+)
+
+// Replies. Sending a message records it with its reply, status generating,
+// and the reply's job, in one transaction; the job runner generates the
+// reply. The job does not belong to any request: it streams every reply
+// from the provider and publishes it on the reply's topic (Topic) of the
+// event-stream broker, which the request serves when it asked for a
+// stream, and which any later request of the owner serves again (resuming
+// from Last-Event-ID). A client that goes away leaves the reply to finish
+// and be stored; stopping it (Stop) cancels the job, which stores what it
+// has as incomplete.
+
+// ReplyJob is the job kind that generates a reply, once: a person waits
+// for it, and a retry behind their back would cost twice.
+const ReplyJob = "chat.reply"
+
+// Events of a reply's topic: `message` with the reply as it starts
+// (status generating), `delta` pieces of text, `title` when the
+// conversation got its automatic title, then `done` with the stored reply
+// and its usage, whatever its status; `error` only when the ending could
+// not be stored (the reply's stored state then says what it is). A
+// watcher that joins late gets `snapshot` instead of what it missed.
+const (
+	EventMessage  = "message"
+	EventDelta    = "delta"
+	EventTitle    = "title"
+	EventDone     = "done"
+	EventError    = "error"
+	EventSnapshot = "snapshot"
+)
+
+// Topic is the event-stream topic of a reply.
+func Topic(messageID int64) string { return "chat/messages/" + strconv.FormatInt(messageID, 10) }
+
+// Delta is the data of a `delta` event.
+type Delta struct {
+	Text string `json:"text"`
+}
+
+// Title is the data of a `title` event.
+type Title struct {
+	ConversationID int64  `json:"conversation_id"`
+	Title          string `json:"title"`
+}
+
+// Failure is the data of an `error` event.
+type Failure struct {
+	Detail string `json:"detail"`
+}
+
+// Usage is what a reply cost.
+type Usage struct {
+	InputTokens     int64
+	OutputTokens    int64
+	CostUSD         *float64
+	Estimated       bool
+	TrimmedMessages int
+}
+
+// UsageOf is a stored reply's usage.
+func UsageOf(m *store.ChatMessage) Usage {
+	return Usage{InputTokens: m.InputTokens, OutputTokens: m.OutputTokens, CostUSD: m.CostUSD, Estimated: m.UsageEstimated,
+		TrimmedMessages: m.TrimmedMessages}
+}
+
+// Done is the data of a `done` event.
+type Done struct {
+	Message Message
+	Usage   Usage
+}
+
+// Snapshot is the data of a `snapshot` event: the reply as last published
+// (the stored one once `done` was), the text so far, the conversation's
+// new title if it got one, the usage once done, and the detail of an
+// `error`.
+type Snapshot struct {
+	Message Message
+	Text    string
+	Title   string
+	Usage   *Usage
+	Detail  string
+}
+
+// requesterWait bounds how long a streamed reply waits for its requester
+// to subscribe before its first event (see agent.requesterWait).
+const requesterWait = 5 * time.Second
+
+// replayEvents is how many events of a reply its topic keeps for
+// Last-Event-ID: enough for the deltas of most replies, so that a client
+// that reconnects gets exactly what it missed rather than a snapshot.
+const replayEvents = 4096
+
+type payload struct {
+	MessageID int64 `json:"message_id"`
+	Stream    bool  `json:"stream"` // the requester serves the topic: wait for it
+}
+
+// runReply generates a reply and stores how it ended.
+func (s *Service) runReply(ctx context.Context, job *store.Job) error {
+	var p payload
+	if err := json.Unmarshal(job.Payload, &p); err != nil {
+		return jobs.Permanent(fmt.Errorf("chat job %d: bad payload: %w", job.ID, err))
+	}
+	reply, err := s.db.ChatMessageByID(ctx, p.MessageID)
+	if store.IsNotFound(err) {
+		return nil // deleted with its conversation before it began
+	}
+	if err != nil {
+		return err
+	}
+	if reply.Finished() {
+		return nil
+	}
+	conv, err := s.db.ChatConversationByID(ctx, reply.ConversationID)
+	if err != nil {
+		return jobs.Permanent(err)
+	}
+	topic := Topic(reply.ID)
+	if p.Stream && job.Attempts == 1 {
+		wait, cancel := context.WithTimeout(ctx, requesterWait)
+		s.events.WaitSubscriber(wait, topic)
+		cancel()
+	}
+	s.events.Open(topic, stream.TopicOptions{Snapshot: &snapshot{}, Replay: replayEvents})
+	defer s.events.Finish(topic)
+	defer s.finished(reply.ID)
+	if start, err := s.view(ctx, reply); err == nil {
+		s.publish(topic, EventMessage, start)
+	}
+	var o store.ChatOutcome
+	if ctx.Err() == nil {
+		o, err = s.generate(ctx, conv, reply, func(text string) { s.publish(topic, EventDelta, Delta{Text: text}) })
+	}
+	if ctx.Err() != nil {
+		if errors.Is(context.Cause(ctx), store.ErrReplacing) {
+			// The database is about to be replaced: write nothing. The
+			// restored one says what the reply is.
+			s.publish(topic, EventError, Failure{Detail: "the reply was interrupted by a database restore"})
+			return ctx.Err()
+		}
+		o.Status, o.Error = store.ChatIncomplete, "the server stopped"
+		if errors.Is(context.Cause(ctx), jobs.ErrCancelled) {
+			o.Error = "stopped"
+		}
+	}
+	wctx := context.WithoutCancel(ctx) // the ending is stored even if the job was stopped meanwhile
+	finished, ferr := s.db.FinishChatMessage(wctx, reply.ID, o)
+	if ferr != nil {
+		detail := "the reply could not be recorded"
+		if store.IsNotFound(ferr) {
+			detail, ferr = "the conversation was deleted", nil
+		}
+		s.publish(topic, EventError, Failure{Detail: detail})
+		return errors.Join(err, ferr, ctx.Err())
+	}
+	if ctx.Err() == nil && finished.Status == store.ChatComplete && conv.Title == "" {
+		s.autoTitle(ctx, topic, conv, finished)
+	}
+	s.publishDone(wctx, finished)
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+	return jobs.Permanent(err)
+}
+
+// generate sends the history of the reply's branch, trimmed oldest first
+// to the model's context window, and streams the reply, handing each
+// piece to onDelta. The outcome holds what was generated, however the
+// call ended.
+func (s *Service) generate(ctx context.Context, conv *store.ChatConversation, reply *store.ChatMessage, onDelta func(string)) (store.ChatOutcome, error) {
+	o := store.ChatOutcome{Status: store.ChatFailed}
+	failed := func(err error) (store.ChatOutcome, error) {
+		o.Error = store.Message(err)
+		return o, err
+	}
+	if reply.ParentID == nil {
+		return failed(store.Invalid("the reply answers no message"))
+	}
+	t, err := s.tree(ctx, conv.ID)
+	if err != nil {
+		return failed(err)
+	}
+	msgs, err := s.db.ChatMessagesByIDs(ctx, conv.ID, t.ancestors(*reply.ParentID))
+	if err != nil {
+		return failed(err)
+	}
+	call, err := s.call(ctx, conv, nil)
+	if err != nil {
+		return failed(err)
+	}
+	_, model, err := s.engine.Plan(ctx, call)
+	if err != nil {
+		return failed(err)
+	}
+	eff, err := s.engine.Effective(ctx, conv.EnvironmentID)
+	if err != nil {
+		return failed(err)
+	}
+	maxOut := eff.MaxOutputTokens
+	if call.MaxTokens > 0 {
+		maxOut = call.MaxTokens
+	}
+	call.Messages, o.TrimmedMessages = engine.Trim(call.System, history(msgs), engine.PromptBudget(eff.ContextWindow(model), maxOut))
+	o.Model = model
+	var text strings.Builder
+	res, err := s.engine.Stream(ctx, call, func(piece string) error {
+		text.WriteString(piece)
+		onDelta(piece)
+		return nil
+	})
+	o.Content = text.String()
+	if res != nil {
+		if res.Model != "" {
+			o.Model = res.Model
+		}
+		o.InputTokens, o.OutputTokens, o.CostUSD, o.UsageEstimated = res.Usage.InputTokens, res.Usage.OutputTokens, res.CostUSD, res.UsageEstimated
+	}
+	switch {
+	case err == nil:
+		o.Status = store.ChatComplete
+	case o.Content != "":
+		o.Status, o.Error = store.ChatIncomplete, store.Message(err)
+	default:
+		o.Error = store.Message(err)
+	}
+	return o, err
+}
+
+// history is the prompt of a branch: its user messages and the replies
+// that hold text (a failed or empty one says nothing to the model).
+func history(msgs []*store.ChatMessage) []ai.Message {
+	out := make([]ai.Message, 0, len(msgs))
+	for _, m := range msgs {
+		if m.Role == "user" || m.Status != store.ChatGenerating && strings.TrimSpace(m.Content) != "" {
+			out = append(out, ai.Message{Role: m.Role, Content: m.Content})
+		}
+	}
+	return out
+}
+
+// call is the engine call of a conversation, without its messages: the
+// agent's system prompt, credential, model and parameters when it has
+// one, its model under the AI settings otherwise. With sc (a request),
+// the agent must still be one the caller may use.
+func (s *Service) call(ctx context.Context, c *store.ChatConversation, sc *store.Scope) (engine.Call, error) {
+	call := engine.Call{Source: "chat", UserID: &c.UserID, EnvironmentID: c.EnvironmentID, Model: c.Model}
+	if c.AgentID == nil {
+		return call, nil
+	}
+	ag, err := s.db.AgentByID(ctx, *c.AgentID)
+	if err != nil {
+		return call, err
+	}
+	if sc != nil && !ag.VisibleIn(*sc) {
+		return call, store.Conflict("agent %d is no longer available to you: choose another with PUT /api/openchat/conversations/%d", ag.ID, c.ID)
+	}
+	if !ag.IsActive {
+		return call, store.Conflict("agent %d is not active: set is_active to chat with it", ag.ID)
+	}
+	call.AgentID, call.CredentialID, call.Model, call.Temperature, call.System = &ag.ID, ag.CredentialID, ag.Model, ag.Temperature, ag.SystemPrompt
+	if ag.MaxTokens != nil {
+		call.MaxTokens = *ag.MaxTokens
+	}
+	return call, nil
+}
+
+// ---- the automatic title ----
+
+// titleTokens bounds the title's generation.
+const titleTokens = 40
+
+const titleSystem = "You name conversations. Answer with a title of at most six words for the conversation you are shown, " +
+	"in its language, without quotes or a final period, and nothing else."
+
+// autoTitle gives a conversation without a title one after its first
+// complete reply: a short generation (usage source chat, like the reply),
+// or the start of the user's message when that fails.
+func (s *Service) autoTitle(ctx context.Context, topic string, conv *store.ChatConversation, reply *store.ChatMessage) {
+	question := ""
+	if reply.ParentID != nil {
+		if q, err := s.db.ChatMessageByID(ctx, *reply.ParentID); err == nil {
+			question = q.Content
+		}
+	}
+	title := ""
+	if call, err := s.call(ctx, conv, nil); err == nil {
+		call.System, call.MaxTokens = titleSystem, titleTokens
+		call.Messages = []ai.Message{{Role: "user", Content: "User: " + clip(question, 2000) + "\n\nAssistant: " + clip(reply.Content, 2000)}}
+		if res, err := s.engine.Generate(ctx, call); err == nil {
+			title = cleanTitle(res.Text)
+		} else if ctx.Err() == nil {
+			s.log.Warn("chat: automatic title failed; the message's start is the title", "conversation", conv.ID, "err", err)
+		}
+	}
+	if title == "" {
+		title = cleanTitle(strings.Join(strings.Fields(question), " "))
+	}
+	if title == "" {
+		return
+	}
+	set, err := s.db.SetChatTitle(context.WithoutCancel(ctx), conv.ID, title)
+	if err != nil {
+		s.log.Error("chat: store the automatic title", "conversation", conv.ID, "err", err)
+		return
+	}
+	if set {
+		s.publish(topic, EventTitle, Title{ConversationID: conv.ID, Title: title})
+	}
+}
+
+// cleanTitle makes a title of a model's answer (or of a message): its first
+// line, without markup, quotes, a "Title:" label or a final period, on one
+// line of at most 80 characters, cut at a word.
+func cleanTitle(s string) string {
+	for line := range strings.Lines(s) {
+		if line = strings.TrimSpace(line); line != "" {
+			s = line
+			break
+		}
+	}
+	s = strings.TrimSpace(strings.Join(strings.Fields(s), " "))
+	if len(s) >= 6 && strings.EqualFold(s[:6], "title:") {
+		s = strings.TrimSpace(s[6:])
+	}
+	s = strings.Trim(s, "*#_ ")
+	if r := []rune(s); len(r) >= 2 && strings.ContainsRune("\"'`“”‘’«»", r[0]) && strings.ContainsRune("\"'`“”‘’«»", r[len(r)-1]) {
+		s = strings.TrimSpace(string(r[1 : len(r)-1]))
+	}
+	s = strings.TrimRight(s, ".")
+	s = strings.Map(func(r rune) rune {
+		if r < 0x20 || r >= 0x7f && r <= 0x9f || r >= '\u202a' && r <= '\u202e' || r >= '\u2066' && r <= '\u2069' {
+			return -1
+		}
+		return r
+	}, s)
+	const most = 80
+	if utf8.RuneCountInString(s) <= most {
+		return s
+	}
+	cut := string([]rune(s)[:most])
+	if i := strings.LastIndexByte(cut, ' '); i > most/2 {
+		cut = cut[:i]
+	}
+	return strings.TrimSpace(cut) + "…"
+}
+
+// clip keeps the first n characters of s.
+func clip(s string, n int) string {
+	if utf8.RuneCountInString(s) <= n {
+		return s
+	}
+	return string([]rune(s)[:n]) + "…"
+}
+
+// ---- the job's end ----
+
+// jobFinished closes a reply whose job ended without storing its ending
+// (stopped before it began, failed, or left by a stopped process), tells
+// whoever waits, and ends its stream.
+func (s *Service) jobFinished(ctx context.Context, job *store.Job) {
+	var p payload
+	if err := json.Unmarshal(job.Payload, &p); err != nil {
+		s.log.Error("chat job with a bad payload", "job", job.ID, "err", err)
+		return
+	}
+	ctx = context.WithoutCancel(ctx)
+	defer s.events.Finish(Topic(p.MessageID))
+	defer s.finished(p.MessageID)
+	m, err := s.db.ChatMessageByID(ctx, p.MessageID)
+	if store.IsNotFound(err) {
+		return
+	}
+	if err != nil {
+		s.log.Error("the reply of a finished chat job", "message", p.MessageID, "job", job.ID, "err", err)
+		return
+	}
+	if m.Finished() {
+		return
+	}
+	o := store.ChatOutcome{Status: store.ChatFailed, Error: job.LastError}
+	if job.Status == store.JobCancelled {
+		o = store.ChatOutcome{Status: store.ChatIncomplete, Error: "stopped before it began"}
+	}
+	if m, err = s.db.FinishChatMessage(ctx, m.ID, o); err != nil {
+		s.log.Error("finish chat reply", "message", p.MessageID, "err", err)
+		return
+	}
+	s.publishDone(ctx, m)
+}
+
+// ---- events ----
+
+func (s *Service) publish(topic, name string, data any) {
+	if _, err := s.events.Publish(topic, stream.Event{Name: name, Data: data}); err != nil && !stream.Gone(err) {
+		s.log.Error("chat event not published", "topic", topic, "event", name, "err", err)
+	}
+}
+
+// publishDone publishes the final event of a stored reply.
+func (s *Service) publishDone(ctx context.Context, m *store.ChatMessage) {
+	v, err := s.view(ctx, m)
+	if err != nil {
+		v = Message{ChatMessage: m, SiblingIDs: []int64{m.ID}}
+	}
+	s.publish(Topic(m.ID), EventDone, Done{Message: v, Usage: UsageOf(m)})
+}
+
+// snapshot folds a reply's events into what a late watcher needs (see
+// stream.Snapshot).
+type snapshot struct {
+	msg    Message
+	text   []byte
+	title  string
+	usage  *Usage
+	detail string
+}
+
+func (x *snapshot) Apply(ev stream.Event) {
+	switch d := ev.Data.(type) {
+	case Message:
+		x.msg = d
+	case Delta:
+		x.text = append(x.text, d.Text...)
+	case Title:
+		x.title = d.Title
+	case Done:
+		x.msg, x.usage = d.Message, &d.Usage
+	case Failure:
+		x.detail = d.Detail
+	}
+}
+
+func (x *snapshot) Event() (stream.Event, bool) {
+	if x.msg.ChatMessage == nil {
+		return stream.Event{}, false
+	}
+	return stream.Event{Name: EventSnapshot, Data: Snapshot{Message: x.msg, Text: string(x.text), Title: x.title, Usage: x.usage,
+		Detail: x.detail}}, true
+}
+
+// FinishedEvent is the stream of a reply no longer being generated, whose
+// topic is no longer kept: its stored outcome as one `done` event.
+func FinishedEvent(m Message) stream.Event {
+	return stream.Event{Name: EventDone, Data: Done{Message: m, Usage: UsageOf(m.ChatMessage)}}
+}
