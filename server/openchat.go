@@ -29,7 +29,8 @@ func (s *Server) registerOpenChatRoutes() {
 		Summary: "List your conversations: pinned first, then newest activity first", Query: chatListQuery{},
 		Data: chatConversationResponse{},
 		Notes: "Only your own. archived=true lists the archived ones instead of the others. q finds conversations whose title " +
-			"or any message (of any branch) holds every word of it, a word's beginning sufficing, regardless of case and accents."}, s.listChatConversations)
+			"or any one message (of any branch) holds every word of it, a word's beginning sufficing, regardless of case and accents. " +
+			"sort orders by one field alone, pinned or not."}, s.listChatConversations)
 	s.handle(Route{Method: "POST", Path: "/api/openchat/conversations", Tag: tag, Access: editorOnly, Status: http.StatusCreated,
 		Summary: "Start a conversation", Body: chatConversationRequest{}, Data: chatConversationResponse{}, Errors: []int{409},
 		Notes: "With agent_id, the agent's system prompt, credential, model and parameters apply; otherwise model (or the AI " +
@@ -130,6 +131,7 @@ type chatListQuery struct {
 	Archived      bool   `form:"archived" doc:"true: the archived conversations instead of the others"`
 	Pinned        *bool  `form:"pinned"`
 	EnvironmentID *int64 `form:"environment_id" binding:"omitempty,gt=0"`
+	Sort          string `form:"sort" binding:"omitempty,oneof=activity_at -activity_at created_at -created_at title -title" doc:"default: pinned first, then newest activity (-activity_at); a sort orders by its field alone"`
 }
 
 type chatMessagesQuery struct {
@@ -250,7 +252,7 @@ func (s *Server) listChatConversations(c *gin.Context) {
 	}
 	pg := q.page()
 	list, total, err := s.chat.List(c.Request.Context(), scope(c),
-		chat.ListFilter{Archived: q.Archived, Pinned: q.Pinned, EnvironmentID: q.EnvironmentID, Q: q.Q}, pg)
+		chat.ListFilter{Archived: q.Archived, Pinned: q.Pinned, EnvironmentID: q.EnvironmentID, Q: q.Q, Sort: sortOf(q.Sort)}, pg)
 	if err != nil {
 		fail(c, err)
 		return

@@ -877,6 +877,12 @@ func TestChatSearch(t *testing.T) {
 	if got := search("tomato&archived=true"); !slices.Equal(got, []int64{garden}) {
 		t.Fatalf("archived list: %v", got)
 	}
+	if got := search("&archived=true&sort=title"); !slices.Equal(got, []int64{garden}) {
+		t.Fatalf("archived list by title: %v", got)
+	}
+	if got := search("&sort=-created_at"); !slices.Equal(got, []int64{bread}) {
+		t.Fatalf("list by newest: %v", got)
+	}
 	if r := f.e.do(t, "DELETE", fmt.Sprintf("/api/openchat/conversations/%d", garden), f.edATok, nil); r.Code != 200 {
 		t.Fatalf("delete conversation: %d", r.Code)
 	}
@@ -960,6 +966,7 @@ func TestChatBadInput(t *testing.T) {
 		{"BadBool", "GET", "/api/openchat/conversations?archived=maybe", nil, 422, "archived"},
 		{"BadPage", "GET", "/api/openchat/conversations?per_page=0", nil, 422, "per_page"},
 		{"LongQuery", "GET", "/api/openchat/conversations?q=" + strings.Repeat("a", 201), nil, 422, "q"},
+		{"BadSort", "GET", "/api/openchat/conversations?sort=pinned", nil, 422, "sort"},
 		{"UnknownQuery", "GET", fmt.Sprintf("/api/openchat/conversations/%d/messages?branch=2", conv), nil, 422, "branch"},
 		{"BadFormat", "GET", fmt.Sprintf("/api/openchat/conversations/%d/export?format=pdf", conv), nil, 422, "format"},
 		{"EditReply", "PUT", fmt.Sprintf("/api/openchat/messages/%d", rid), map[string]any{"content": "x"}, 422, "regenerate"},

@@ -96,12 +96,29 @@ type ChatConversationFilter struct {
 	// every word of it (a word's beginning matches: "sourd" finds
 	// "sourdough"), without regard to case or accents.
 	Q    string
+	Sort Sort // by chatConversationSorts; pinned first, then newest activity, by default
 	Page Page
 }
 
-// ListChatConversations lists an owner's conversations, pinned first,
-// then by newest activity.
+// chatConversationSorts are the orders ListChatConversations takes besides
+// its default, each led by an index of the owner's list (chatSortIndexes).
+var chatConversationSorts = map[string]string{"activity_at": "c.activity_at", "created_at": "c.created_at", "title": "c.title COLLATE NOCASE"}
+
+// chatSortIndexes are the indexes a sorted page walks. Named, because with
+// pinned= the planner would rather search the default order's index on
+// (owner, archived, pinned) and sort what it finds.
+var chatSortIndexes = map[string]string{"activity_at": "chat_conversations_activity", "created_at": "chat_conversations_created",
+	"title": "chat_conversations_title"}
+
+func (ChatConversationFilter) sortColumns() map[string]string { return chatConversationSorts }
+
+// ListChatConversations lists an owner's conversations: pinned first, then
+// by newest activity, unless f.Sort asks for another order.
 func (db *DB) ListChatConversations(ctx context.Context, f ChatConversationFilter) ([]*ChatConversation, int, error) {
+	order, err := f.Sort.orderBy(chatConversationSorts, "c.pinned DESC, c.activity_at DESC, c.id DESC", "c.id")
+	if err != nil {
+		return nil, 0, err
+	}
 	where := []string{"c.user_id = ?", "c.archived = ?"}
 	args := []any{f.OwnerID, boolInt(f.Archived)}
 	if cond, scopeArgs := f.Scope.envIn("c.environment_id"); cond != "" {
@@ -121,8 +138,12 @@ func (db *DB) ListChatConversations(ctx context.Context, f ChatConversationFilte
 	} else if strings.TrimSpace(f.Q) != "" {
 		where = append(where, "0") // nothing in it is a word: nothing matches
 	}
-	return listPage(ctx, db, listQuery{from: "chat_conversations c", where: where, args: args, columns: chatConversationColumns,
-		order: "c.pinned DESC, c.activity_at DESC, c.id DESC", what: "conversations"}, f.Page, scanChatConversation)
+	from := "chat_conversations c"
+	if index := chatSortIndexes[f.Sort.Field]; index != "" {
+		from += " INDEXED BY " + index
+	}
+	return listPage(ctx, db, listQuery{from: from, count: "chat_conversations c", where: where, args: args, columns: chatConversationColumns,
+		order: order, what: "conversations"}, f.Page, scanChatConversation)
 }
 
 // ftsQuery turns a user's search text into an FTS5 query: every word a

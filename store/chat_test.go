@@ -259,6 +259,9 @@ func TestListChatConversations(t *testing.T) {
 		{"Archived", store.ChatConversationFilter{Scope: scopeA, Archived: true}, []int64{archived}},
 		{"Pinned", store.ChatConversationFilter{Scope: scopeA, Pinned: ptr(false)}, []int64{old, inA}},
 		{"Environment", store.ChatConversationFilter{Scope: store.Everything, EnvironmentID: &envB.ID}, []int64{inB}},
+		{"ByTitle", store.ChatConversationFilter{Scope: store.Everything, Sort: store.Sort{Field: "title"}}, []int64{inA, inB, old, pinned}},
+		{"ByNewest", store.ChatConversationFilter{Scope: store.Everything, Sort: store.Sort{Field: "created_at", Desc: true}}, []int64{inB, inA, pinned, old}},
+		{"ByActivity", store.ChatConversationFilter{Scope: store.Everything, Sort: store.Sort{Field: "activity_at"}}, []int64{pinned, inA, inB, old}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			c.f.OwnerID, c.f.Page = u.ID, store.Page{Page: 1, PerPage: 10}
@@ -275,4 +278,7 @@ func TestListChatConversations(t *testing.T) {
 			}
 		})
 	}
+	_, _, err = db.ListChatConversations(ctx, store.ChatConversationFilter{OwnerID: u.ID, Sort: store.Sort{Field: "pinned"},
+		Page: store.Page{Page: 1, PerPage: 10}})
+	wantKind(t, err, store.KindInvalid)
 }

@@ -236,10 +236,11 @@ type ListFilter struct {
 	Pinned        *bool
 	EnvironmentID *int64
 	Q             string
+	Sort          store.Sort // the default: pinned first, then newest activity
 }
 
 // List lists the caller's conversations: pinned first, then by newest
-// activity.
+// activity, or in the order f.Sort asks for.
 func (s *Service) List(ctx context.Context, sc store.Scope, f ListFilter, page store.Page) ([]*store.ChatConversation, int, error) {
 	if sc.UserID == 0 {
 		return []*store.ChatConversation{}, 0, nil
@@ -251,7 +252,7 @@ func (s *Service) List(ctx context.Context, sc store.Scope, f ListFilter, page s
 		return []*store.ChatConversation{}, 0, nil // nothing of theirs is there
 	}
 	return s.db.ListChatConversations(ctx, store.ChatConversationFilter{OwnerID: sc.UserID, Scope: sc, Archived: f.Archived,
-		Pinned: f.Pinned, EnvironmentID: f.EnvironmentID, Q: f.Q, Page: page})
+		Pinned: f.Pinned, EnvironmentID: f.EnvironmentID, Q: f.Q, Sort: f.Sort, Page: page})
 }
 
 // Patch changes a conversation; nil fields stay. An agent and a model are

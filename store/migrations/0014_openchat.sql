@@ -23,6 +23,10 @@ CREATE TABLE chat_conversations (
 -- environment_id makes the count of the tenancy filter read the index
 -- alone.
 CREATE INDEX chat_conversations_list ON chat_conversations (user_id, archived, pinned, activity_at, id, environment_id);
+-- The orders sort= asks for, pinned or not.
+CREATE INDEX chat_conversations_activity ON chat_conversations (user_id, archived, activity_at);
+CREATE INDEX chat_conversations_created ON chat_conversations (user_id, archived, created_at);
+CREATE INDEX chat_conversations_title ON chat_conversations (user_id, archived, title COLLATE NOCASE);
 CREATE INDEX chat_conversations_env ON chat_conversations (environment_id) WHERE environment_id IS NOT NULL;
 CREATE INDEX chat_conversations_agent ON chat_conversations (agent_id) WHERE agent_id IS NOT NULL;
 CREATE INDEX chat_conversations_current ON chat_conversations (current_message_id) WHERE current_message_id IS NOT NULL;
