@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/copydesk/copydesk/server"
 	"github.com/copydesk/copydesk/store"
 )
 
@@ -994,5 +995,48 @@ func TestChatBadInput(t *testing.T) {
 	}
 	if r := g.e.do(t, "GET", fmt.Sprintf("/api/openchat/conversations/%d/messages", gconv.ID), g.edATok, nil); agNum(r.Data()["total"]) != 0 {
 		t.Fatalf("messages stored without a provider: %s", r.Body)
+	}
+}
+
+// A reply a dead process left generating, with no job to finish it, is
+// failed when the server starts: never left generating, so its
+// conversation takes messages again.
+func TestChatOrphanReplyFailsAtStart(t *testing.T) {
+	t.Parallel()
+	f := agSetup(t, func(c *server.Config) { c.HTTPAddr = "127.0.0.1:0"; c.NoScheduler = true })
+	ctx := context.Background()
+	conv, err := f.e.app.DB.CreateChatConversation(ctx, store.NewChatConversation{UserID: f.edA.ID, Title: "Left"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := "hello"
+	_, reply, err := f.e.app.DB.CreateChatExchange(ctx, store.NewChatExchange{ConversationID: conv.ID, User: &text},
+		store.RunJob{Kind: "chat.reply", MaxAttempts: 1, Payload: func(id int64) any { return map[string]int64{"message_id": id} }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.e.app.DB.CancelJob(ctx, *reply.JobID); err != nil { // its job gone, as after a crash mid-way
+		t.Fatal(err)
+	}
+	if err := f.e.app.Listen(); err != nil {
+		t.Fatal(err)
+	}
+	runCtx, stop := context.WithCancel(ctx)
+	stopped := make(chan error, 1)
+	go func() { stopped <- f.e.app.Run(runCtx) }()
+	defer func() {
+		stop()
+		if err := <-stopped; err != nil {
+			t.Error(err)
+		}
+	}()
+	var m map[string]any
+	agWaitFor(t, "the orphan reply to fail", func() bool {
+		r := f.e.do(t, "GET", fmt.Sprintf("/api/openchat/messages/%d", reply.ID), f.edATok, nil)
+		m = r.Data()
+		return r.Code == 200 && m["status"] == "failed"
+	})
+	if m["error"] != "interrupted by a restart" {
+		t.Fatalf("orphan reply: %v", m)
 	}
 }
