@@ -127,7 +127,7 @@ func (s *Service) Messages(ctx context.Context, sc store.Scope, convID int64, al
 		ids = t.order
 	}
 	total := len(ids)
-	from := min((page.Page-1)*page.PerPage, total)
+	from := min(max(page.Page-1, 0)*page.PerPage, total)
 	ids = ids[from:min(from+page.PerPage, total)]
 	out, err := s.views(ctx, c.ID, t, ids)
 	return out, total, err
