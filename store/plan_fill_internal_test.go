@@ -202,6 +202,28 @@ func fillPlanData(t testing.TB, db *DB) {
 			return exec(`INSERT OR IGNORE INTO astro_post_tags (post_id, tag_id) VALUES (?, ?)`, planRows*2,
 				func(i int) []any { return []any{1 + rnd.IntN(planRows), 1 + rnd.IntN(planRows)} })
 		})
+		steps = append(steps, func() error {
+			return exec(`INSERT INTO live_sessions (environment_id, agent_id, title, status, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?)`,
+				planRows, func(i int) []any {
+					status := "open"
+					if rnd.IntN(3) > 0 {
+						status = "closed"
+					}
+					return []any{1 + rnd.IntN(planEnvs), 1 + rnd.IntN(planRows), fmt.Sprintf("Session %d", i), status, at(i), at(i)}
+				})
+		}, func() error {
+			// Finished generations only: one session has at most one
+			// under way (live_generations_one_active).
+			statuses := []string{"succeeded", "succeeded", "succeeded", "failed", "cancelled"}
+			return exec(`INSERT INTO live_generations (session_id, user_id, prompt, status, output, queued_at) VALUES (?, ?, 'go', ?, 'text', ?)`,
+				planRows*2, func(i int) []any {
+					session := 1 + rnd.IntN(planRows)
+					if rnd.IntN(10) == 0 {
+						session = planHotID
+					}
+					return []any{session, planUser(rnd), statuses[rnd.IntN(len(statuses))], at(i)}
+				})
+		})
 		for _, step := range steps {
 			if err := step(); err != nil {
 				return err
