@@ -70,7 +70,7 @@ func (s *Service) Generate(ctx context.Context, sc store.Scope, sessionID int64,
 	if _, _, err := s.engine.Plan(ctx, baseCall(sess, a, nil, in.Variables)); err != nil {
 		return nil, err
 	}
-	n := store.NewLiveGeneration{SessionID: sess.ID, Prompt: in.Prompt, Variables: in.Variables, MaxPerSession: MaxGenerations}
+	n := store.NewLiveGeneration{SessionID: sess.ID, Prompt: in.Prompt, Variables: in.Variables, MaxPerSession: s.max}
 	if sc.UserID != 0 {
 		n.UserID = &sc.UserID
 	}

@@ -77,6 +77,9 @@ type Deps struct {
 	Jobs         Runner
 	Events       *stream.Broker // where sessions are watched
 	Log          *slog.Logger
+	// MaxGenerations bounds a session's transcript; DefaultMaxGenerations
+	// when 0.
+	MaxGenerations int
 }
 
 // Service implements the session rules and carries out generations.
@@ -87,6 +90,7 @@ type Service struct {
 	jobs   Runner
 	events *stream.Broker
 	log    *slog.Logger
+	max    int // generations per session
 
 	mu    sync.Mutex
 	rooms map[int64]*room // by session id: the sessions watched or generating now (room.go)
@@ -95,9 +99,12 @@ type Service struct {
 // New returns the service and registers its job kind with d.Jobs.
 func New(d Deps) *Service {
 	s := &Service{db: d.Store, envs: d.Environments, engine: d.Engine, jobs: d.Jobs, events: d.Events, log: d.Log,
-		rooms: map[int64]*room{}}
+		max: d.MaxGenerations, rooms: map[int64]*room{}}
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
+	}
+	if s.max <= 0 {
+		s.max = DefaultMaxGenerations
 	}
 	s.jobs.Register(GenerateJob, jobs.Kind{Handle: s.runGeneration, OnFinish: s.jobFinished})
 	return s
@@ -107,9 +114,9 @@ func New(d Deps) *Service {
 const (
 	maxTitle  = 200
 	maxPrompt = 100000
-	// MaxGenerations bounds a session's transcript, which its GET returns
-	// whole.
-	MaxGenerations = 500
+	// DefaultMaxGenerations bounds a session's transcript, which its GET
+	// returns whole.
+	DefaultMaxGenerations = 500
 )
 
 // ---- sessions ----
