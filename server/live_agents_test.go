@@ -289,14 +289,6 @@ func (x *lvText) apply(ev lvEvent) {
 	}
 }
 
-func lvNames(evs []lvEvent) string {
-	var out []string
-	for _, ev := range evs {
-		out = append(out, ev.name)
-	}
-	return strings.Join(out, ",")
-}
-
 // ---- streaming ----
 
 // Two watchers see the same events; the generation's text, usage and model
@@ -746,6 +738,39 @@ func TestLiveSaveAsPost(t *testing.T) {
 	}
 	if res := r.e.do(t, "POST", r.path(r.session, "/save-as-post"), r.viewATok, map[string]any{"target": "astro"}); res.Code != 403 {
 		t.Fatalf("viewer: %d %s", res.Code, res.Body)
+	}
+}
+
+// A restore does not wait for a generation: the job yields, the stream
+// ends saying why, and the session generates again from what the restored
+// database says.
+func TestLiveRestoreDoesNotWait(t *testing.T) {
+	t.Parallel()
+	r := newLVRig(t)
+	_, root := r.e.user(t, "super", store.RoleSuperAdmin)
+	b := r.e.do(t, "POST", "/api/backup", root, nil)
+	if b.Code != 201 {
+		t.Fatalf("backup: %d %s", b.Code, b.Body)
+	}
+	w := lvWatch(t, r.srv.URL+r.path(r.session, "/stream"), r.viewATok)
+	r.generate(t, r.session, map[string]any{"prompt": "Write."})
+	agWaitChan(t, r.prov.started, "the provider call")
+	begin := time.Now()
+	if res := r.e.do(t, "POST", "/api/backup/"+b.Data()["name"].(string)+"/restore", root, nil); res.Code != 200 {
+		t.Fatalf("restore: %d %s", res.Code, res.Body)
+	}
+	if took := time.Since(begin); took > 10*time.Second {
+		t.Fatalf("the restore took %v", took)
+	}
+	agWaitChan(t, r.prov.gone, "the provider call being cut")
+	evs := w.until(t, "end")
+	if end := evs[len(evs)-1]; !strings.Contains(end.data["detail"].(string), "restored") {
+		t.Fatalf("end: %+v", end)
+	}
+	tok := r.e.login(t, "alice@example.com", "password-alice") // a restore ends every session
+	r.prov.send("Again.", lvEnd)
+	if res := r.e.do(t, "POST", r.path(r.session, "/generate"), tok, map[string]any{"prompt": "Again"}); res.Code != 202 {
+		t.Fatalf("generate after the restore: %d %s", res.Code, res.Body)
 	}
 }
 

@@ -404,6 +404,27 @@ func TestPresence(t *testing.T) {
 	}
 }
 
+// After a restore the rooms forget generations waiting for their turn
+// (the restored database decides which there are): a session nobody
+// watches has no room left.
+func TestRestoredForgetsQueued(t *testing.T) {
+	r := newRig(t)
+	ctx := context.Background()
+	if _, err := r.svc.Generate(ctx, r.edA, r.session.ID, live.GenerateInput{Prompt: "x"}); err != nil {
+		t.Fatal(err)
+	}
+	topic := live.Topic(r.session.ID)
+	s := r.events.Subscribe(topic, 0)
+	if h := s.History(); len(h) != 1 || h[0].Data.(live.Snapshot).Generation == nil {
+		t.Fatalf("before: %+v", h)
+	}
+	s.Close()
+	r.svc.Restored()
+	if _, open := <-r.events.Subscribe(topic, 0).Events(); open {
+		t.Fatal("the room of a session nobody watches outlived the restore")
+	}
+}
+
 // Deleting a session stops its generation and ends its watchers' streams.
 func TestDeleteEndsSession(t *testing.T) {
 	r := newRig(t)

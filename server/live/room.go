@@ -313,6 +313,22 @@ func (s *Service) ended(sessionID int64, c Closed) {
 	s.events.Finish(Topic(sessionID))
 }
 
+// Restored forgets what the rooms knew of generations waiting for their
+// turn: after a restore, the database says which there are (their jobs,
+// if they are in it, start them again). A running one stays: its handler,
+// interrupted by the restore, ends it. The streams were ended (EndAll):
+// a room nobody watches goes.
+func (s *Service) Restored() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for id, r := range s.rooms {
+		if r.cur != nil && !r.cur.running {
+			r.cur = nil
+		}
+		s.tidy(id, r)
+	}
+}
+
 // snapshot folds a session's events into its state so far (see
 // stream.Snapshot); Apply runs under the broker's lock.
 type snapshot struct {
