@@ -161,9 +161,13 @@ func transcriptJSON(gens []*store.LiveGeneration) []liveEntryResponse {
 		out = append(out, liveEntryResponse{GenerationID: g.ID, Role: "prompt", Content: g.Prompt, Status: "complete", UserID: g.UserID,
 			CreatedAt: Timestamp(g.QueuedAt)})
 		if g.Finished() {
+			at := g.QueuedAt
+			if g.FinishedAt != nil {
+				at = *g.FinishedAt
+			}
 			out = append(out, liveEntryResponse{GenerationID: g.ID, Role: "output", Content: g.Output, Status: outputStatus[g.Status],
 				UserID: g.UserID, Error: g.Error, Model: g.Model, InputTokens: g.InputTokens, OutputTokens: g.OutputTokens, CostUSD: g.CostUSD,
-				UsageEstimated: g.UsageEstimated, CreatedAt: Timestamp(*g.FinishedAt)})
+				UsageEstimated: g.UsageEstimated, CreatedAt: Timestamp(at)})
 		}
 	}
 	return out
