@@ -741,8 +741,8 @@ func TestLiveSaveAsPost(t *testing.T) {
 	}
 }
 
-// A restore does not wait for a generation: the job yields, the stream
-// ends saying why, and the session generates again from what the restored
+// A restore does not wait for a generation: the job yields (its provider
+// call is cut), the stream ends saying why, and the session generates again from what the restored
 // database says.
 func TestLiveRestoreDoesNotWait(t *testing.T) {
 	t.Parallel()
@@ -755,12 +755,10 @@ func TestLiveRestoreDoesNotWait(t *testing.T) {
 	w := lvWatch(t, r.srv.URL+r.path(r.session, "/stream"), r.viewATok)
 	r.generate(t, r.session, map[string]any{"prompt": "Write."})
 	agWaitChan(t, r.prov.started, "the provider call")
-	begin := time.Now()
+	// The provider answers nothing until its caller goes: a restore that
+	// waited for the generation to end would never return.
 	if res := r.e.do(t, "POST", "/api/backup/"+b.Data()["name"].(string)+"/restore", root, nil); res.Code != 200 {
 		t.Fatalf("restore: %d %s", res.Code, res.Body)
-	}
-	if took := time.Since(begin); took > 10*time.Second {
-		t.Fatalf("the restore took %v", took)
 	}
 	agWaitChan(t, r.prov.gone, "the provider call being cut")
 	evs := w.until(t, "end")
