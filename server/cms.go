@@ -50,10 +50,11 @@ type termListQuery struct {
 	pageQuery
 	EnvironmentID *int64 `form:"environment_id" binding:"omitempty,gt=0"`
 	Q             string `form:"q" binding:"max=200" doc:"part of the name or slug"`
+	Sort          string `form:"sort" binding:"omitempty,oneof=name -name" doc:"name (the default) or -name"`
 }
 
 func (q termListQuery) list() cms.ListQuery {
-	return cms.ListQuery{EnvironmentID: q.EnvironmentID, Q: q.Q, Page: q.page()}
+	return cms.ListQuery{EnvironmentID: q.EnvironmentID, Q: q.Q, Sort: sortOf(q.Sort), Page: q.page()}
 }
 
 type categoryRequest struct {

@@ -3,6 +3,7 @@ package server_test
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 
@@ -114,6 +115,29 @@ func TestCMSSlugs(t *testing.T) {
 					t.Fatalf("viewer sees a term of another environment: %v", it)
 				}
 			}
+			// sort=name and -name are exact reverses; another field is a 422.
+			names := func(sort string) []string {
+				r := e.do(t, "GET", path+"?per_page=200&environment_id="+fmt.Sprint(e.envA)+"&sort="+sort, e.viewer, nil)
+				if r.Code != 200 {
+					t.Fatalf("sort=%s: %d %s", sort, r.Code, r.Body)
+				}
+				var out []string
+				for _, it := range r.Data()["items"].([]any) {
+					out = append(out, it.(map[string]any)["name"].(string))
+				}
+				return out
+			}
+			up, down := names("name"), names("-name")
+			if len(up) < 5 || !slices.IsSortedFunc(up, compareNoCase) {
+				t.Fatalf("sort=name: %q", up)
+			}
+			slices.Reverse(down)
+			if !slices.Equal(up, down) {
+				t.Fatalf("sort=-name is not the reverse of sort=name: %q, %q", up, down)
+			}
+			if r := e.do(t, "GET", path+"?sort=created_at", e.viewer, nil); r.Code != 422 || r.Detail() != "sort: must be one of: name, -name" {
+				t.Fatalf("unknown sort field: %d %s", r.Code, r.Body)
+			}
 			if r := e.do(t, "GET", path+"?environment_id="+fmt.Sprint(e.envB), e.viewer, nil); r.Code != 404 {
 				t.Fatalf("list of an environment not granted: %d %s", r.Code, r.Body)
 			}
@@ -123,6 +147,20 @@ func TestCMSSlugs(t *testing.T) {
 			}
 		})
 	}
+}
+
+// compareNoCase orders as SQLite's NOCASE does: ASCII letters folded,
+// every other byte as it is.
+func compareNoCase(a, b string) int {
+	fold := func(s string) string {
+		return strings.Map(func(r rune) rune {
+			if 'A' <= r && r <= 'Z' {
+				return r + 'a' - 'A'
+			}
+			return r
+		}, s)
+	}
+	return strings.Compare(fold(a), fold(b))
 }
 
 func TestCMSCategoryParents(t *testing.T) {

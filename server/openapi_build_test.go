@@ -49,7 +49,9 @@ func BuildOpenAPI(routes []*server.Route, version string) ([]byte, error) {
 			Version: version,
 			Description: "Self-hosted content and SEO automation. Success bodies are {\"data\": ..., \"message\": ...} " +
 				"except POST /api/auth/login and POST /api/auth/refresh, which return the token object bare. " +
-				"Every error is {\"detail\": \"...\"}. Lists are paginated with page and per_page (1-200, default 50). " +
+				"Every error is {\"detail\": \"...\"}. Lists are paginated with page and per_page (1-200, default 50); " +
+				"a list that can be sorted takes sort=field or sort=-field (descending), with the fields each route lists. " +
+				"Bulk actions are POST .../bulk-delete or .../bulk-update with {\"ids\": [...]}, answering {\"changed\": n}. " +
 				"JSON bodies are sent with Content-Type: application/json (or none); another type is 415. " +
 				"A query parameter a route does not list is 422. Times are RFC 3339 in UTC with milliseconds. " +
 				"HEAD is answered wherever GET is, with GET's status and headers and no body.",

@@ -265,6 +265,26 @@ func (p pageQuery) page() store.Page {
 	return out
 }
 
+// The sort convention: a list that can be sorted has a Sort field tagged
+// `form:"sort" binding:"omitempty,oneof=name -name …"`, naming each field it
+// allows in both directions (so an unknown one is a 422 and the OpenAPI
+// document lists them); sortOf turns it into the store's Sort, whose
+// resource file maps each field to an indexed column.
+func sortOf(s string) store.Sort { return store.ParseSort(s) }
+
+// bulkIDs is the body of every POST …/bulk-delete, and the ids part of
+// every POST …/bulk-update (which embeds it beside the fields it sets).
+// Ids the caller cannot see, or that do not exist, are skipped, not an
+// error: the answer says how many were changed.
+type bulkIDs struct {
+	IDs []int64 `json:"ids" binding:"required,min=1,max=1000,dive,gt=0" doc:"1 to 1000 ids"`
+}
+
+// bulkResponse answers a bulk action: how many of the ids were changed.
+type bulkResponse struct {
+	Changed int `json:"changed"`
+}
+
 // bindQuery reads query parameters into dst and checks its rules. A value
 // of the wrong type is a 422 naming the parameter.
 func bindQuery(c *gin.Context, dst any) error {

@@ -212,12 +212,18 @@ type CategoryFilter struct {
 	Scope         Scope
 	EnvironmentID *int64
 	Q             string
+	Sort          Sort // by termSorts; name first by default
 	Page
 }
 
+func (CategoryFilter) sortColumns() map[string]string { return termSorts }
+
 // ListCategories lists categories by name, with their post counts.
 func (db *DB) ListCategories(ctx context.Context, f CategoryFilter) ([]*Category, int, error) {
-	q := termList("cms_categories", f.Scope, f.EnvironmentID, f.Q)
+	q, err := termList("cms_categories", f.Scope, f.EnvironmentID, f.Q, f.Sort)
+	if err != nil {
+		return nil, 0, err
+	}
 	q.columns, q.what = categoryColumns, "categories"
 	out, total, err := listPage(ctx, db, q, f.Page, scanCategory)
 	if err != nil {
@@ -233,10 +239,18 @@ func (db *DB) ListCategories(ctx context.Context, f CategoryFilter) ([]*Category
 	return out, total, nil
 }
 
+// termSorts are the fields categories and tags sort by: the name, which
+// both list indexes lead with (walked backwards for -name).
+var termSorts = map[string]string{"name": "c.name COLLATE NOCASE"}
+
 // termList is the list query of categories or tags (alias c): by name,
 // walking the index of one environment when the filter names one, else
 // the index of all, checking the scope in the index as it goes.
-func termList(table string, sc Scope, envID *int64, q string) listQuery {
+func termList(table string, sc Scope, envID *int64, q string, sort Sort) (listQuery, error) {
+	order, err := sort.orderBy(termSorts, "c.name COLLATE NOCASE, c.id", "c.id")
+	if err != nil {
+		return listQuery{}, err
+	}
 	var where []string
 	var args []any
 	if cond, condArgs := sc.envIn("c.environment_id"); cond != "" {
@@ -252,7 +266,7 @@ func termList(table string, sc Scope, envID *int64, q string) listQuery {
 		args = append(args, likePattern(q), likePattern(q))
 	}
 	return listQuery{from: table + " c INDEXED BY " + index, count: table + " c", where: where, args: args,
-		order: "c.name COLLATE NOCASE, c.id"}
+		order: order}, nil
 }
 
 // termCounted is a category or a tag, whose post counts load by page.
@@ -472,12 +486,18 @@ type TagFilter struct {
 	Scope         Scope
 	EnvironmentID *int64
 	Q             string
+	Sort          Sort // by termSorts; name first by default
 	Page
 }
 
+func (TagFilter) sortColumns() map[string]string { return termSorts }
+
 // ListTags lists tags by name, with their post counts.
 func (db *DB) ListTags(ctx context.Context, f TagFilter) ([]*Tag, int, error) {
-	q := termList("cms_tags", f.Scope, f.EnvironmentID, f.Q)
+	q, err := termList("cms_tags", f.Scope, f.EnvironmentID, f.Q, f.Sort)
+	if err != nil {
+		return nil, 0, err
+	}
 	q.columns, q.what = tagColumns, "tags"
 	out, total, err := listPage(ctx, db, q, f.Page, scanTag)
 	if err != nil {

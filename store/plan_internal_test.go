@@ -2,9 +2,11 @@ package store
 
 import (
 	"context"
+	"maps"
 	"path/filepath"
 	"reflect"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -146,6 +148,7 @@ type planCall struct {
 var (
 	scopeType = reflect.TypeFor[Scope]()
 	pageType  = reflect.TypeFor[Page]()
+	sortType  = reflect.TypeFor[Sort]()
 	ctxType   = reflect.TypeFor[context.Context]()
 )
 
@@ -190,15 +193,21 @@ func planCalls(t *testing.T, mt reflect.Type) []planCall {
 	}
 	ft := mt.In(filterArg + 1)
 	var fields []reflect.StructField
+	var sortField *reflect.StructField
 	for _, f := range reflect.VisibleFields(ft) {
-		if f.IsExported() && len(f.Index) == 1 && f.Type != pageType {
+		switch {
+		case f.Type == sortType:
+			sortField = &f
+		case f.IsExported() && len(f.Index) == 1 && f.Type != pageType:
 			fields = append(fields, f)
 		}
 	}
-	filter := func(set map[string]bool) reflect.Value {
+	filter := func(set map[string]bool, sort Sort) reflect.Value {
 		v := reflect.New(ft).Elem()
 		for _, f := range reflect.VisibleFields(ft) {
 			switch {
+			case f.Type == sortType:
+				v.FieldByIndex(f.Index).Set(reflect.ValueOf(sort))
 			case f.Type == pageType:
 				v.FieldByIndex(f.Index).Set(reflect.ValueOf(Page{Page: 2, PerPage: 50}))
 			case f.Type == scopeType && !set[f.Name]:
@@ -209,19 +218,38 @@ func planCalls(t *testing.T, mt reflect.Type) []planCall {
 		}
 		return v
 	}
-	call := func(name string, set map[string]bool) planCall {
-		args := append([]reflect.Value(nil), base...)
-		args[filterArg] = filter(set)
-		return planCall{name: name, args: args, filtered: hasIDArg || len(set) > 0, combined: len(set) > 1, text: set["Q"]}
+	// A sortable list runs every call in every order it allows too: each
+	// sort field must be served by an index whatever else is set.
+	sorts := []Sort{{}}
+	if sortField != nil {
+		sorter, ok := reflect.Zero(ft).Interface().(interface{ sortColumns() map[string]string })
+		if !ok {
+			t.Fatalf("%s has a Sort field but no sortColumns method naming what it sorts by", ft.Name())
+		}
+		for _, name := range slices.Sorted(maps.Keys(sorter.sortColumns())) {
+			sorts = append(sorts, Sort{Field: name}, Sort{Field: name, Desc: true})
+		}
 	}
-	calls := []planCall{call("NoFilter", nil)}
+	var calls []planCall
+	call := func(name string, set map[string]bool) {
+		for _, sort := range sorts {
+			args := append([]reflect.Value(nil), base...)
+			args[filterArg] = filter(set, sort)
+			n := name
+			if sort != (Sort{}) {
+				n += "/sort=" + sort.String()
+			}
+			calls = append(calls, planCall{name: n, args: args, filtered: hasIDArg || len(set) > 0, combined: len(set) > 1, text: set["Q"]})
+		}
+	}
+	call("NoFilter", nil)
 	all := map[string]bool{}
 	for _, f := range fields {
-		calls = append(calls, call(f.Name, map[string]bool{f.Name: true}))
+		call(f.Name, map[string]bool{f.Name: true})
 		all[f.Name] = true
 	}
 	if len(fields) > 1 {
-		calls = append(calls, call("All", all))
+		call("All", all)
 	}
 	return calls
 }

@@ -53,6 +53,7 @@ const (
 type ListQuery struct {
 	EnvironmentID *int64 // an environment the caller does not see is 404
 	Q             string
+	Sort          store.Sort
 	Page          store.Page
 }
 
@@ -78,7 +79,7 @@ func (s *Service) ListCategories(ctx context.Context, sc store.Scope, q ListQuer
 	if err := s.checkListEnv(ctx, sc, q.EnvironmentID); err != nil {
 		return nil, 0, err
 	}
-	return s.db.ListCategories(ctx, store.CategoryFilter{Scope: sc, EnvironmentID: q.EnvironmentID, Q: q.Q, Page: q.Page})
+	return s.db.ListCategories(ctx, store.CategoryFilter{Scope: sc, EnvironmentID: q.EnvironmentID, Q: q.Q, Sort: q.Sort, Page: q.Page})
 }
 
 // Category returns a category the scope sees.
@@ -180,7 +181,7 @@ func (s *Service) ListTags(ctx context.Context, sc store.Scope, q ListQuery) ([]
 	if err := s.checkListEnv(ctx, sc, q.EnvironmentID); err != nil {
 		return nil, 0, err
 	}
-	return s.db.ListTags(ctx, store.TagFilter{Scope: sc, EnvironmentID: q.EnvironmentID, Q: q.Q, Page: q.Page})
+	return s.db.ListTags(ctx, store.TagFilter{Scope: sc, EnvironmentID: q.EnvironmentID, Q: q.Q, Sort: q.Sort, Page: q.Page})
 }
 
 // Tag returns a tag the scope sees.
