@@ -18,7 +18,7 @@ import (
 func (s *Server) registerLiveAgentRoutes() {
 	const tag = "Live agents"
 	s.handle(Route{Method: "GET", Path: "/api/live-agents/sessions", Tag: tag, Access: signedIn, List: true, Errors: []int{404},
-		Summary: "List live sessions of your environments, newest first", Query: liveSessionListQuery{}, Data: liveSessionResponse{}}, s.listLiveSessions)
+		Summary: "List live sessions of your environments, newest first or by last activity", Query: liveSessionListQuery{}, Data: liveSessionResponse{}}, s.listLiveSessions)
 	s.handle(Route{Method: "POST", Path: "/api/live-agents/sessions", Tag: tag, Access: editorOnly, Status: http.StatusCreated,
 		Summary: "Open a live session of an agent in an environment", Body: liveSessionRequest{}, Data: liveSessionResponse{},
 		Notes: "The agent must be one you see that may run in the environment (its own, assigned to it, or global)."}, s.createLiveSession)
@@ -73,6 +73,7 @@ type liveSessionListQuery struct {
 	pageQuery
 	EnvironmentID *int64 `form:"environment_id" binding:"omitempty,gt=0"`
 	Status        string `form:"status" binding:"omitempty,oneof=open closed" enum:"open,closed"`
+	Sort          string `form:"sort" binding:"omitempty,oneof=created_at -created_at updated_at -updated_at" doc:"-created_at (the default: newest first), created_at, or by last activity: updated_at, -updated_at"`
 }
 
 type liveSessionRequest struct {
@@ -187,7 +188,8 @@ func (s *Server) listLiveSessions(c *gin.Context) {
 		return
 	}
 	pg := q.page()
-	list, total, err := s.live.List(c.Request.Context(), scope(c), live.ListQuery{EnvironmentID: q.EnvironmentID, Status: q.Status, Page: pg})
+	list, total, err := s.live.List(c.Request.Context(), scope(c), live.ListQuery{EnvironmentID: q.EnvironmentID, Status: q.Status,
+		Sort: sortOf(q.Sort), Page: pg})
 	if err != nil {
 		fail(c, err)
 		return

@@ -673,6 +673,19 @@ func TestLiveSessionRules(t *testing.T) {
 	if got := list(r.adminTok, fmt.Sprintf("?environment_id=%d&status=open", r.envB)); len(got) != 1 || got[0] != sessB {
 		t.Fatalf("admin lists B: %v", got)
 	}
+	// By last activity: a generation asked for moves the older session up.
+	r.prov.send("Hi.", lvEnd)
+	r.generate(t, r.session, map[string]any{"prompt": "Hello"})
+	r.waitIdle(t, r.session)
+	if got := list(r.viewATok, "?sort=-updated_at"); len(got) != 2 || got[0] != r.session {
+		t.Fatalf("by last activity: %v", got)
+	}
+	if got := list(r.viewATok, "?sort=created_at"); len(got) != 2 || got[0] != r.session {
+		t.Fatalf("oldest first: %v", got)
+	}
+	if res := r.e.do(t, "GET", "/api/live-agents/sessions?sort=title", r.viewATok, nil); res.Code != 422 || !strings.Contains(res.Detail(), "sort") {
+		t.Fatalf("unknown sort: %d %s", res.Code, res.Body)
+	}
 
 	// A session whose agent went cannot generate, and says why.
 	if res := r.e.do(t, "DELETE", fmt.Sprintf("/api/agents/%d", agentB), r.edBTok, nil); res.Code != 200 {

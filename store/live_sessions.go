@@ -90,11 +90,22 @@ type LiveSessionFilter struct {
 	Scope         Scope  // only the sessions of the environments it sees
 	EnvironmentID *int64 // one environment's
 	Status        string // LiveOpen or LiveClosed; "" for both
+	Sort          Sort   // by liveSessionSorts; newest first by default
 	Page          Page
 }
 
-// ListLiveSessions lists sessions, newest first.
+func (LiveSessionFilter) sortColumns() map[string]string { return liveSessionSorts }
+
+// liveSessionSorts are the fields sessions sort by: when they were made
+// (their id order) and their last activity.
+var liveSessionSorts = map[string]string{"created_at": "s.id", "updated_at": "s.updated_at"}
+
+// ListLiveSessions lists sessions, newest first unless sorted otherwise.
 func (db *DB) ListLiveSessions(ctx context.Context, f LiveSessionFilter) ([]*LiveSession, int, error) {
+	order, err := f.Sort.orderBy(liveSessionSorts, "s.id DESC", "s.id")
+	if err != nil {
+		return nil, 0, err
+	}
 	var where []string
 	var args []any
 	// The unary + keeps SQLite from answering the scope with the
@@ -110,7 +121,7 @@ func (db *DB) ListLiveSessions(ctx context.Context, f LiveSessionFilter) ([]*Liv
 		where, args = append(where, "s.status = ?"), append(args, f.Status)
 	}
 	return listPage(ctx, db, listQuery{from: "live_sessions s", where: where, args: args, columns: liveSessionColumns,
-		order: "s.id DESC", what: "live sessions"}, f.Page, scanLiveSession)
+		order: order, what: "live sessions"}, f.Page, scanLiveSession)
 }
 
 // CloseLiveSession closes a session; closing a closed one changes nothing.

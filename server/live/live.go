@@ -199,10 +199,12 @@ func (s *Service) Get(ctx context.Context, sc store.Scope, id int64) (*View, err
 type ListQuery struct {
 	EnvironmentID *int64
 	Status        string // store.LiveOpen, store.LiveClosed or ""
+	Sort          store.Sort
 	Page          store.Page
 }
 
-// List lists the sessions the scope sees, newest first.
+// List lists the sessions the scope sees, newest first unless sorted
+// otherwise.
 func (s *Service) List(ctx context.Context, sc store.Scope, q ListQuery) ([]*store.LiveSession, int, error) {
 	if q.EnvironmentID != nil {
 		if err := sc.Require(*q.EnvironmentID, "environment"); err != nil {
@@ -212,7 +214,8 @@ func (s *Service) List(ctx context.Context, sc store.Scope, q ListQuery) ([]*sto
 	if q.Status != "" && !slices.Contains([]string{store.LiveOpen, store.LiveClosed}, q.Status) {
 		return nil, 0, store.Invalid("status: must be open or closed")
 	}
-	return s.db.ListLiveSessions(ctx, store.LiveSessionFilter{Scope: sc, EnvironmentID: q.EnvironmentID, Status: q.Status, Page: q.Page})
+	return s.db.ListLiveSessions(ctx, store.LiveSessionFilter{Scope: sc, EnvironmentID: q.EnvironmentID, Status: q.Status, Sort: q.Sort,
+		Page: q.Page})
 }
 
 // Close closes a session the scope sees: a generation under way is

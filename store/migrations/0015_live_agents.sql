@@ -14,9 +14,13 @@ CREATE TABLE live_sessions (
     closed_at      TEXT
 );
 -- The list, newest first: by environment (and the tenancy scope), by
--- status, each with the other column so either count reads its index alone.
+-- status, each with the other column so either count reads its index alone;
+-- and the same by last activity (sort=updated_at).
 CREATE INDEX live_sessions_env ON live_sessions (environment_id, id, status);
 CREATE INDEX live_sessions_status ON live_sessions (status, id, environment_id);
+CREATE INDEX live_sessions_updated ON live_sessions (updated_at, id, environment_id, status);
+CREATE INDEX live_sessions_env_updated ON live_sessions (environment_id, updated_at, id, status);
+CREATE INDEX live_sessions_status_updated ON live_sessions (status, updated_at, id, environment_id);
 -- For the SET NULL when an agent goes.
 CREATE INDEX live_sessions_agent ON live_sessions (agent_id) WHERE agent_id IS NOT NULL;
 
