@@ -298,6 +298,11 @@ func (a *App) Run(ctx context.Context) error {
 	} else if n > 0 {
 		a.Log.Warn("chat replies left unfinished by a restart marked failed", "count", n)
 	}
+	if n, err := a.DB.FailOrphanLiveGenerations(ctx, "interrupted by a restart"); err != nil {
+		return err
+	} else if n > 0 {
+		a.Log.Warn("live session generations left unfinished by a restart marked failed", "count", n)
+	}
 	// Event streams never finish on their own: end them when shutdown
 	// begins so in-flight requests can drain.
 	srv.RegisterOnShutdown(a.Events.Close)

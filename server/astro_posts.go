@@ -90,24 +90,25 @@ type termRefResponse struct {
 }
 
 type astroPostResponse struct {
-	ID            int64             `json:"id"`
-	EnvironmentID int64             `json:"environment_id"`
-	Title         string            `json:"title"`
-	Description   string            `json:"description"`
-	Slug          string            `json:"slug"`
-	File          string            `json:"file" doc:"the file's name in the content folder"`
-	Body          string            `json:"body"`
-	PubDate       time.Time         `json:"pub_date"`
-	UpdatedDate   *time.Time        `json:"updated_date"`
-	HeroImage     string            `json:"hero_image"`
-	Draft         bool              `json:"draft"`
-	Categories    []termRefResponse `json:"categories"`
-	Tags          []termRefResponse `json:"tags"`
-	RunID         *int64            `json:"run_id" doc:"the agent run it was saved from"`
-	CIERunID      *int64            `json:"cie_run_id" doc:"the archetype generation it was saved from"`
-	FileSHA256    string            `json:"file_sha256" doc:"SHA-256 of the file as copydesk last wrote or read it"`
-	CreatedAt     time.Time         `json:"created_at"`
-	UpdatedAt     time.Time         `json:"updated_at"`
+	ID               int64             `json:"id"`
+	EnvironmentID    int64             `json:"environment_id"`
+	Title            string            `json:"title"`
+	Description      string            `json:"description"`
+	Slug             string            `json:"slug"`
+	File             string            `json:"file" doc:"the file's name in the content folder"`
+	Body             string            `json:"body"`
+	PubDate          time.Time         `json:"pub_date"`
+	UpdatedDate      *time.Time        `json:"updated_date"`
+	HeroImage        string            `json:"hero_image"`
+	Draft            bool              `json:"draft"`
+	Categories       []termRefResponse `json:"categories"`
+	Tags             []termRefResponse `json:"tags"`
+	RunID            *int64            `json:"run_id" doc:"the agent run it was saved from"`
+	CIERunID         *int64            `json:"cie_run_id" doc:"the archetype generation it was saved from"`
+	LiveGenerationID *int64            `json:"live_generation_id" doc:"the live session generation it was saved from"`
+	FileSHA256       string            `json:"file_sha256" doc:"SHA-256 of the file as copydesk last wrote or read it"`
+	CreatedAt        time.Time         `json:"created_at"`
+	UpdatedAt        time.Time         `json:"updated_at"`
 }
 
 func termRefs(ts []store.TermRef) []termRefResponse {
@@ -121,8 +122,9 @@ func termRefs(ts []store.TermRef) []termRefResponse {
 func astroPostJSON(p *store.AstroPost) astroPostResponse {
 	return astroPostResponse{ID: p.ID, EnvironmentID: p.EnvironmentID, Title: p.Title, Description: p.Description, Slug: p.Slug,
 		File: p.FileName(), Body: p.Body, PubDate: p.PubDate, UpdatedDate: p.UpdatedDate, HeroImage: p.HeroImage, Draft: p.Draft,
-		Categories: termRefs(p.Categories), Tags: termRefs(p.Tags), RunID: p.RunID, CIERunID: p.CIERunID, FileSHA256: p.FileSHA256,
-		CreatedAt: p.CreatedAt, UpdatedAt: p.UpdatedAt}
+		Categories: termRefs(p.Categories), Tags: termRefs(p.Tags), RunID: p.RunID, CIERunID: p.CIERunID, LiveGenerationID: p.LiveGenerationID,
+		FileSHA256: p.FileSHA256,
+		CreatedAt:  p.CreatedAt, UpdatedAt: p.UpdatedAt}
 }
 
 type astroImportRequest struct {

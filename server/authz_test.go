@@ -254,6 +254,28 @@ var authzTable = []authzCase{
 	{route: "GET /api/openchat/messages/{id}/stream", path: "/api/openchat/messages/{chatreply}/stream", stream: true, want: [5]int{401, 200, 200, 200, 200}},
 	{route: "GET /api/openchat/messages/{id}/stream", path: "/api/openchat/messages/{chatgenreply}/stream", stream: true, want: [5]int{401, 200, 200, 200, 200}},
 	{route: "GET /api/openchat/messages/{id}/stream", path: "/api/openchat/messages/{otherreply}/stream", stream: true, want: [5]int{401, 404, 404, 404, 404}},
+	// Live agents: {liveA} is an open session of agentA in envA with one
+	// succeeded generation, {liveB} one of agentB in envB. Viewers of the
+	// environment watch and read; editors and up change.
+	{route: "GET /api/live-agents/sessions", want: [5]int{401, 200, 200, 200, 200}},
+	{route: "GET /api/live-agents/sessions", path: "/api/live-agents/sessions?environment_id={envB}", want: [5]int{401, 404, 404, 200, 200}},
+	{route: "POST /api/live-agents/sessions", body: map[string]any{"agent_id": "{agentA}", "environment_id": "{envA}"}, want: [5]int{401, 403, 201, 201, 201}},
+	{route: "POST /api/live-agents/sessions", body: map[string]any{"agent_id": "{agentB}", "environment_id": "{envB}"}, want: [5]int{401, 403, 422, 201, 201}},
+	{route: "GET /api/live-agents/sessions/{id}", path: "/api/live-agents/sessions/{liveA}", want: [5]int{401, 200, 200, 200, 200}},
+	{route: "GET /api/live-agents/sessions/{id}", path: "/api/live-agents/sessions/{liveB}", want: [5]int{401, 404, 404, 200, 200}},
+	{route: "POST /api/live-agents/sessions/{id}/close", path: "/api/live-agents/sessions/{liveA}/close", want: [5]int{401, 403, 200, 200, 200}},
+	{route: "POST /api/live-agents/sessions/{id}/close", path: "/api/live-agents/sessions/{liveB}/close", want: [5]int{401, 403, 404, 200, 200}},
+	{route: "DELETE /api/live-agents/sessions/{id}", path: "/api/live-agents/sessions/{liveA}", want: [5]int{401, 403, 200, 200, 200}},
+	{route: "DELETE /api/live-agents/sessions/{id}", path: "/api/live-agents/sessions/{liveB}", want: [5]int{401, 403, 404, 200, 200}},
+	{route: "POST /api/live-agents/sessions/{id}/generate", path: "/api/live-agents/sessions/{liveA}/generate", body: map[string]any{"prompt": "Go on"}, want: [5]int{401, 403, 202, 202, 202}},
+	{route: "POST /api/live-agents/sessions/{id}/generate", path: "/api/live-agents/sessions/{liveB}/generate", body: map[string]any{"prompt": "Go on"}, want: [5]int{401, 403, 404, 202, 202}},
+	{route: "POST /api/live-agents/sessions/{id}/cancel", path: "/api/live-agents/sessions/{liveA}/cancel", want: [5]int{401, 403, 409, 409, 409}}, // nothing under way
+	{route: "POST /api/live-agents/sessions/{id}/cancel", path: "/api/live-agents/sessions/{liveB}/cancel", want: [5]int{401, 403, 404, 409, 409}},
+	{route: "GET /api/live-agents/sessions/{id}/stream", path: "/api/live-agents/sessions/{liveA}/stream", stream: true, want: [5]int{401, 200, 200, 200, 200}},
+	{route: "GET /api/live-agents/sessions/{id}/stream", path: "/api/live-agents/sessions/{liveB}/stream", stream: true, want: [5]int{401, 404, 404, 200, 200}},
+	{route: "POST /api/live-agents/sessions/{id}/save-as-post", path: "/api/live-agents/sessions/{liveA}/save-as-post", body: map[string]any{"target": "wordpress"}, want: [5]int{401, 403, 201, 201, 201}},
+	{route: "POST /api/live-agents/sessions/{id}/save-as-post", path: "/api/live-agents/sessions/{liveA}/save-as-post", body: map[string]any{"target": "astro"}, want: [5]int{401, 403, 201, 201, 201}},
+	{route: "POST /api/live-agents/sessions/{id}/save-as-post", path: "/api/live-agents/sessions/{liveB}/save-as-post", body: map[string]any{"target": "astro"}, want: [5]int{401, 403, 404, 409, 409}}, // nothing generated in B
 }
 
 // authzFixture is the data directory every case of TestAuthorizationTable
@@ -431,6 +453,23 @@ func newAuthzFixture(t *testing.T, providerURL string) (*authzFixture, []*server
 		chats[role]["{otherchat}"], chats[role]["{otherreply}"] = others["{chat}"], others["{chatreply}"]
 	}
 	chats["anonymous"] = chats["viewer"]
+	liveA, err := e.app.DB.CreateLiveSession(ctx, store.NewLiveSession{EnvironmentID: envA.ID, AgentID: agentA.ID, Title: "A"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	liveB, err := e.app.DB.CreateLiveSession(ctx, store.NewLiveSession{EnvironmentID: envB.ID, AgentID: agentB.ID, Title: "B"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	liveGen, err := e.app.DB.CreateLiveGenerationWithJob(ctx, store.NewLiveGeneration{SessionID: liveA.ID, UserID: &target.ID, Prompt: "Write"},
+		store.RunJob{Kind: "live.generate", Payload: func(id int64) any { return map[string]int64{"generation_id": id} }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.app.DB.FinishLiveGeneration(ctx, liveGen.ID, store.LiveOutcome{Status: store.RunSucceeded, Output: "# Live\n\nText."}); err != nil {
+		t.Fatal(err)
+	}
+	terms["{liveA}"], terms["{liveB}"] = liveA.ID, liveB.ID
 	snap, err := e.app.Backups.Create(ctx, "manual")
 	if err != nil {
 		t.Fatal(err)

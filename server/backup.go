@@ -240,6 +240,7 @@ func (s *Server) restoreBackup(c *gin.Context) {
 	// What the open streams said may no longer be true: end them all;
 	// clients reconnect to the restored data.
 	s.events.EndAll("the database was restored from a backup; reconnect")
+	s.live.Restored()
 	s.log.Warn("database restored from a backup", "backup", name, "safety_snapshot", safety.Name, "by", principal(c).User.Email)
 	respond(c, http.StatusOK, backupRestoreResponse{Restored: backupJSON(meta), SafetySnapshot: backupJSON(safety)},
 		"database restored; the previous state is kept as "+safety.Name)

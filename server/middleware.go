@@ -335,10 +335,19 @@ func (s *Server) authFromHeader(ctx context.Context, c *gin.Context) (*auth.Prin
 // streamOptions are what every event stream of a signed-in caller shares:
 // at each heartbeat it re-checks the session (revoked, user disabled, token
 // expired: the stream ends), holding the database only for that check.
-func (s *Server) streamOptions(c *gin.Context) stream.ServeOptions {
+//
+// A check, when given, runs after the session's with the caller as they
+// are now: for a stream that needs more than a valid session (a live
+// session's, which needs its environment still granted).
+func (s *Server) streamOptions(c *gin.Context, checks ...func(context.Context, *auth.Principal) error) stream.ServeOptions {
 	token := bearerToken(c)
 	return stream.ServeOptions{Hold: s.held, Recheck: func(ctx context.Context) error {
-		_, err := s.auth.Authenticate(ctx, token)
+		p, err := s.auth.Authenticate(ctx, token)
+		for _, check := range checks {
+			if err == nil {
+				err = check(ctx, p)
+			}
+		}
 		if err == nil {
 			return nil
 		}

@@ -345,7 +345,7 @@ func (s *Server) exportChatConversation(c *gin.Context) {
 	if q.Format == "json" {
 		ext, ctype = "json", "application/json"
 		render = func(w io.Writer) error {
-			b, err := encodeJSON(transcriptJSON(tr))
+			b, err := encodeJSON(chatTranscriptJSON(tr))
 			if err == nil {
 				_, err = w.Write(b)
 			}
@@ -360,7 +360,7 @@ func (s *Server) exportChatConversation(c *gin.Context) {
 	sendSpooled(c, f, size, ctype, fmt.Sprintf("conversation-%d.%s", id, ext))
 }
 
-func transcriptJSON(tr *chat.Transcript) chatTranscriptResponse {
+func chatTranscriptJSON(tr *chat.Transcript) chatTranscriptResponse {
 	out := chatTranscriptResponse{Conversation: chatConversationJSON(tr.Conversation), ActiveBranch: tr.Active,
 		Messages: make([]chatMessageResponse, len(tr.Messages))}
 	for i, m := range tr.Messages {

@@ -20,7 +20,7 @@ func (s *Server) registerSaveAsPostRoutes() {
 		Notes: "The title, when absent, is the output's first Markdown heading (a level-1 heading then leaves the body). " +
 			"The post is a draft in the run's environment and records the run (run_id). target wordpress makes a local WordPress post draft " +
 			"(publish it with POST /api/wordpress-posts/{id}/publish); target astro writes the file into the environment's Astro content folder."},
-		saveAs(func(c *gin.Context, id int64, title string) (*store.WordPressPost, error) {
+		saveAs("run_id", func(c *gin.Context, id int64, title string) (*store.WordPressPost, error) {
 			return s.wpPosts.FromRun(c.Request.Context(), scope(c), principal(c).User.ID, id, title)
 		}, func(c *gin.Context, id int64, title string) (*store.AstroPost, error) {
 			return s.astroPosts.CreateFromRun(c.Request.Context(), scope(c), id, title)
@@ -32,7 +32,7 @@ func (s *Server) registerSaveAsPostRoutes() {
 			"Markdown body. It is a draft in the generation's environment and records the generation (cie_run_id); 409 unless the generation " +
 			"succeeded. target wordpress makes a local WordPress post draft (publish it with POST /api/wordpress-posts/{id}/publish); " +
 			"target astro writes the file into the environment's Astro content folder."},
-		saveAs(func(c *gin.Context, id int64, title string) (*store.WordPressPost, error) {
+		saveAs("run_id", func(c *gin.Context, id int64, title string) (*store.WordPressPost, error) {
 			return s.wpPosts.FromGeneration(c.Request.Context(), scope(c), principal(c).User.ID, id, title)
 		}, func(c *gin.Context, id int64, title string) (*store.AstroPost, error) {
 			return s.astroPosts.CreateFromGeneration(c.Request.Context(), scope(c), id, title)
@@ -41,7 +41,7 @@ func (s *Server) registerSaveAsPostRoutes() {
 
 type saveAsPostRequest struct {
 	Target string `json:"target" binding:"required,oneof=wordpress astro" enum:"wordpress,astro"`
-	Title  string `json:"title" binding:"max=300" doc:"default: the run output's first Markdown heading, or the generation's article title"`
+	Title  string `json:"title" binding:"max=300" doc:"default: the output's first Markdown heading (a run's, a live session's), or the generation's article title"`
 }
 
 type savedPostResponse struct {
@@ -51,12 +51,12 @@ type savedPostResponse struct {
 }
 
 // saveAs is the handler of a save-as-post route: it reads the source's id
-// and the request, and makes the post of the target with that target's
-// service call.
-func saveAs(wordpress func(c *gin.Context, id int64, title string) (*store.WordPressPost, error),
+// (the path parameter param) and the request, and makes the post of the
+// target with that target's service call.
+func saveAs(param string, wordpress func(c *gin.Context, id int64, title string) (*store.WordPressPost, error),
 	astro func(c *gin.Context, id int64, title string) (*store.AstroPost, error)) gin.HandlerFunc {
 	return func(c *gin.Context) {
-		id, err := pathID(c, "run_id")
+		id, err := pathID(c, param)
 		if err != nil {
 			fail(c, err)
 			return

@@ -25,6 +25,7 @@ import (
 	"github.com/copydesk/copydesk/server/environment"
 	"github.com/copydesk/copydesk/server/jobs"
 	"github.com/copydesk/copydesk/server/keyring"
+	"github.com/copydesk/copydesk/server/live"
 	"github.com/copydesk/copydesk/server/message"
 	"github.com/copydesk/copydesk/server/notify"
 	"github.com/copydesk/copydesk/server/setting"
@@ -57,6 +58,7 @@ type Server struct {
 	astroPosts   *astropost.Service
 	cie          *cie.Service
 	chat         *chat.Service
+	live         *live.Service
 
 	router *gin.Engine
 	routes []*Route
@@ -133,10 +135,12 @@ func New(d Deps, opts Options) (*Server, error) {
 	s.cms = cms.New(d.DB, s.environments)
 	s.cie = cie.New(cie.Deps{Store: d.DB, Environments: s.environments, Engine: d.Engine, Jobs: d.Jobs, Events: d.Events, Log: d.Log})
 	s.chat = chat.New(chat.Deps{Store: d.DB, Environments: s.environments, Engine: d.Engine, Jobs: d.Jobs, Events: d.Events, Log: d.Log})
+	s.live = live.New(live.Deps{Store: d.DB, Environments: s.environments, Engine: d.Engine, Jobs: d.Jobs, Events: d.Events, Log: d.Log})
 	s.wpPosts = wppost.New(wppost.Deps{Store: d.DB, Environments: s.environments, Keys: d.Keys, Runs: s.agents, Generations: s.cie,
-		Jobs: d.Jobs, Options: d.WordPress})
+		Lives: s.live, Jobs: d.Jobs, Options: d.WordPress})
 	e.Use(s.recoverPanics, s.logRequests, securityHeaders, boundWrites, omitHeadBody)
-	s.astroPosts = astropost.New(d.DB, s.environments, s.agents, s.cie, func() time.Time { return d.DB.Now() }, d.Log)
+	s.astroPosts = astropost.New(d.DB, s.environments, astropost.Sources{Runs: s.agents, Generations: s.cie, Lives: s.live},
+		func() time.Time { return d.DB.Now() }, d.Log)
 	e.NoRoute(func(c *gin.Context) {
 		abort(c, http.StatusNotFound, "no route for "+c.Request.Method+" "+c.Request.URL.Path)
 	})
@@ -161,6 +165,7 @@ func New(d Deps, opts Options) (*Server, error) {
 	s.registerSaveAsPostRoutes()
 	s.registerCIERoutes()
 	s.registerOpenChatRoutes()
+	s.registerLiveAgentRoutes()
 	return s, nil
 }
 

@@ -110,6 +110,7 @@ type wpPostResponse struct {
 	EnvironmentID    int64      `json:"environment_id"`
 	RunID            *int64     `json:"run_id" doc:"the agent run it came from"`
 	CIERunID         *int64     `json:"cie_run_id" doc:"the archetype generation it came from"`
+	LiveGenerationID *int64     `json:"live_generation_id" doc:"the live session generation it came from"`
 	Title            string     `json:"title"`
 	Content          string     `json:"content" doc:"Markdown, as kept here"`
 	Excerpt          string     `json:"excerpt"`
@@ -138,7 +139,8 @@ func wpPostJSON(p *store.WordPressPost) wpPostResponse {
 	if tags == nil {
 		tags = []int64{}
 	}
-	return wpPostResponse{ID: p.ID, EnvironmentID: p.EnvironmentID, RunID: p.RunID, CIERunID: p.CIERunID, Title: p.Title, Content: p.Content, Excerpt: p.Excerpt,
+	return wpPostResponse{ID: p.ID, EnvironmentID: p.EnvironmentID, RunID: p.RunID, CIERunID: p.CIERunID, LiveGenerationID: p.LiveGenerationID,
+		Title: p.Title, Content: p.Content, Excerpt: p.Excerpt,
 		Slug: p.Slug, Status: p.Status, ScheduledAt: p.ScheduledAt, FeaturedImageURL: p.FeaturedImageURL, FeaturedMediaID: p.FeaturedMediaID,
 		CategoryIDs: cats, TagIDs: tags, RemoteID: p.RemoteID, RemoteLink: p.RemoteLink, RemoteStatus: p.RemoteStatus,
 		SyncStatus: p.SyncStatus, LastError: p.LastError, SyncedAt: p.SyncedAt, CreatedAt: p.CreatedAt, UpdatedAt: p.UpdatedAt}

@@ -435,13 +435,7 @@ func (db *DB) CreateRunWithJob(ctx context.Context, n NewRun, j RunJob) (*AgentR
 
 // insertRunTx inserts a run inside tx and returns it as stored.
 func (db *DB) insertRunTx(ctx context.Context, tx *sql.Tx, n NewRun) (*AgentRun, error) {
-	if n.Variables == nil {
-		n.Variables = map[string]string{}
-	}
-	vars, err := json.Marshal(n.Variables)
-	if err != nil {
-		return nil, &Error{Kind: KindInvalid, Message: "the run's variables cannot be encoded as JSON", Err: err}
-	}
+	vars := variablesJSON(n.Variables)
 	now := db.now()
 	status, finished := RunQueued, any(nil)
 	if n.Refused != "" {
@@ -449,7 +443,7 @@ func (db *DB) insertRunTx(ctx context.Context, tx *sql.Tx, n NewRun) (*AgentRun,
 	}
 	r, err := scanRun(tx.QueryRowContext(ctx, `INSERT INTO agent_runs (agent_id, environment_id, user_id, input, variables, status, error,
 		queued_at, finished_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING `+returning(runColumns),
-		n.AgentID, n.EnvironmentID, n.UserID, n.Input, string(vars), status, n.Refused, now, finished))
+		n.AgentID, n.EnvironmentID, n.UserID, n.Input, vars, status, n.Refused, now, finished))
 	if err != nil {
 		return nil, translate(err, "run")
 	}

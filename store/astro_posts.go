@@ -41,6 +41,7 @@ type AstroPost struct {
 	ExtraFrontMatter string
 	RunID            *int64
 	CIERunID         *int64 // the archetype generation it was saved from
+	LiveGenerationID *int64 // the live session generation it was saved from
 	Categories       []TermRef
 	Tags             []TermRef
 	// FileSHA256 is the SHA-256 (hex) of the file as copydesk last wrote or
@@ -99,6 +100,7 @@ type NewAstroPost struct {
 	ExtraFrontMatter string
 	RunID            *int64
 	CIERunID         *int64
+	LiveGenerationID *int64
 	CategoryIDs      []int64
 	TagIDs           []int64
 	// NamedCategories and NamedTags are found or made (import).
@@ -107,18 +109,19 @@ type NewAstroPost struct {
 }
 
 const astroPostColumns = `p.id, p.environment_id, p.title, p.description, p.slug, p.ext, p.body, p.pub_date, p.updated_date, p.hero_image,
-	p.draft, p.extra_front_matter, p.run_id, p.file_sha256, p.render_sha256, p.created_at, p.updated_at, p.cie_run_id`
+	p.draft, p.extra_front_matter, p.run_id, p.file_sha256, p.render_sha256, p.created_at, p.updated_at, p.cie_run_id, p.live_generation_id`
 
 func scanAstroPost(row rowScanner) (*AstroPost, error) {
 	var p AstroPost
 	var pub, created, updated string
 	var upd sql.NullString
-	var run, cieRun sql.NullInt64
+	var run, cieRun, live sql.NullInt64
 	if err := row.Scan(&p.ID, &p.EnvironmentID, &p.Title, &p.Description, &p.Slug, &p.Ext, &p.Body, &pub, &upd, &p.HeroImage,
-		&p.Draft, &p.ExtraFrontMatter, &run, &p.FileSHA256, &p.RenderSHA256, &created, &updated, &cieRun); err != nil {
+		&p.Draft, &p.ExtraFrontMatter, &run, &p.FileSHA256, &p.RenderSHA256, &created, &updated, &cieRun, &live); err != nil {
 		return nil, err
 	}
 	p.PubDate, p.UpdatedDate, p.RunID, p.CIERunID = parseTime(pub), parseNullTime(upd), nullID(run), nullID(cieRun)
+	p.LiveGenerationID = nullID(live)
 	p.CreatedAt, p.UpdatedAt = parseTime(created), parseTime(updated)
 	p.Categories, p.Tags = []TermRef{}, []TermRef{}
 	return &p, nil
@@ -139,10 +142,11 @@ func (db *DB) CreateAstroPost(ctx context.Context, n NewAstroPost, write AstroWr
 		var err error
 		id, err = insertSlugged(ctx, tx, "astro_posts", "post", n.Slug, n.SlugTries, func(s string) (id int64, err error) {
 			return id, tx.QueryRowContext(ctx, `INSERT INTO astro_posts (environment_id, title, description, slug, ext, body, pub_date, updated_date,
-				hero_image, draft, extra_front_matter, run_id, cie_run_id, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+				hero_image, draft, extra_front_matter, run_id, cie_run_id, live_generation_id, created_at, updated_at)
+				VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 				RETURNING id`,
 				n.EnvironmentID, n.Title, n.Description, s, ext, n.Body, fmtTime(n.PubDate), nullTime(n.UpdatedDate), n.HeroImage,
-				boolInt(n.Draft), n.ExtraFrontMatter, n.RunID, n.CIERunID, now, now).Scan(&id)
+				boolInt(n.Draft), n.ExtraFrontMatter, n.RunID, n.CIERunID, n.LiveGenerationID, now, now).Scan(&id)
 		})
 		if err != nil {
 			return err

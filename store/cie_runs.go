@@ -86,18 +86,12 @@ type NewCIERun struct {
 // CreateCIERunWithJob records a queued run and the job that carries it
 // out, in one transaction: no run without its job.
 func (db *DB) CreateCIERunWithJob(ctx context.Context, n NewCIERun, j RunJob) (*CIERun, error) {
-	if n.Variables == nil {
-		n.Variables = map[string]string{}
-	}
-	vars, err := json.Marshal(n.Variables)
-	if err != nil {
-		return nil, &Error{Kind: KindInvalid, Message: "the run's variables cannot be encoded as JSON", Err: err}
-	}
+	vars := variablesJSON(n.Variables)
 	var run *CIERun
-	err = db.tx(ctx, func(tx *sql.Tx) error {
+	err := db.tx(ctx, func(tx *sql.Tx) error {
 		r, err := scanCIERun(tx.QueryRowContext(ctx, `INSERT INTO cie_runs (archetype_id, agent_id, environment_id, user_id, variables,
 			system_prompt, user_prompt, stream, status, queued_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, 'queued', ?) RETURNING `+returning(cieRunColumns),
-			n.ArchetypeID, n.AgentID, n.EnvironmentID, n.UserID, string(vars), n.SystemPrompt, n.UserPrompt, n.Stream, db.now()))
+			n.ArchetypeID, n.AgentID, n.EnvironmentID, n.UserID, vars, n.SystemPrompt, n.UserPrompt, n.Stream, db.now()))
 		if err != nil {
 			return translate(err, "run")
 		}

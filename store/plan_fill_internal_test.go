@@ -217,6 +217,27 @@ func fillPlanData(t testing.TB, db *DB) {
 				planRows*4, func(i int) []any {
 					return []any{1 + (i-1)/8, i, fmt.Sprintf("a message on %s, number %d", words[rnd.IntN(len(words))], i), at(i)}
 				})
+		}, func() error {
+			return exec(`INSERT INTO live_sessions (environment_id, agent_id, title, status, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?)`,
+				planRows, func(i int) []any {
+					status := "open"
+					if rnd.IntN(3) > 0 {
+						status = "closed"
+					}
+					return []any{1 + rnd.IntN(planEnvs), 1 + rnd.IntN(planRows), fmt.Sprintf("Session %d", i), status, at(i), at(i)}
+				})
+		}, func() error {
+			// Finished generations only: one session has at most one
+			// under way (live_generations_one_active).
+			statuses := []string{"succeeded", "succeeded", "succeeded", "failed", "cancelled"}
+			return exec(`INSERT INTO live_generations (session_id, user_id, prompt, status, output, queued_at) VALUES (?, ?, 'go', ?, 'text', ?)`,
+				planRows*2, func(i int) []any {
+					session := 1 + rnd.IntN(planRows)
+					if rnd.IntN(10) == 0 {
+						session = planHotID
+					}
+					return []any{session, planUser(rnd), statuses[rnd.IntN(len(statuses))], at(i)}
+				})
 		})
 		for _, step := range steps {
 			if err := step(); err != nil {

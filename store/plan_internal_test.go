@@ -270,6 +270,7 @@ var planSamples = map[string]any{
 	"EnvironmentFilter.Q":            "site",
 	"JobFilter.Kind":                 "agent.run",
 	"JobFilter.Status":               JobSucceeded,
+	"LiveSessionFilter.Status":       LiveOpen,
 	"RunFilter.Status":               RunSucceeded,
 	"TagFilter.Q":                    "go",
 	"UsageFilter.Model":              "gpt-4o",

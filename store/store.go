@@ -10,6 +10,7 @@ import (
 	"context"
 	"database/sql"
 	"embed"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -523,6 +524,16 @@ func parseNullTime(s sql.NullString) *time.Time {
 	}
 	t := parseTime(s.String)
 	return &t
+}
+
+// variablesJSON is how {{name}} values are stored: a JSON object, {} for
+// none. A map of strings always encodes.
+func variablesJSON(vars map[string]string) string {
+	if vars == nil {
+		return "{}"
+	}
+	b, _ := json.Marshal(vars)
+	return string(b)
 }
 
 func fmtTime(t time.Time) string { return t.UTC().Format(TimeFormat) }

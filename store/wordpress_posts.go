@@ -35,6 +35,7 @@ type WordPressPost struct {
 	EnvironmentID    int64
 	RunID            *int64
 	CIERunID         *int64 // the archetype generation it was saved from
+	LiveGenerationID *int64 // the live session generation it was saved from
 	CreatedBy        *int64
 	Title            string
 	Content          string // Markdown
@@ -67,21 +68,21 @@ type WordPressPost struct {
 
 const wordpressPostColumns = `p.id, p.environment_id, p.run_id, p.created_by, p.title, p.content, p.excerpt, p.slug, p.status,
 	p.scheduled_at, p.featured_image_url, p.featured_media_id, p.featured_media_src, p.remote_id, p.remote_link, p.remote_status,
-	p.remote_modified, p.create_pending, p.sync_status, p.last_error, p.synced_at, p.created_at, p.updated_at, p.cie_run_id`
+	p.remote_modified, p.create_pending, p.sync_status, p.last_error, p.synced_at, p.created_at, p.updated_at, p.cie_run_id, p.live_generation_id`
 
 func scanWordPressPost(row rowScanner) (*WordPressPost, error) {
 	var p WordPressPost
-	var run, cieRun, by, media, remote sql.NullInt64
+	var run, cieRun, live, by, media, remote sql.NullInt64
 	var pending int64
 	var sched, remoteMod, synced sql.NullString
 	var created, updated string
 	if err := row.Scan(&p.ID, &p.EnvironmentID, &run, &by, &p.Title, &p.Content, &p.Excerpt, &p.Slug, &p.Status, &sched,
 		&p.FeaturedImageURL, &media, &p.FeaturedMediaSrc, &remote, &p.RemoteLink, &p.RemoteStatus, &remoteMod, &pending,
-		&p.SyncStatus, &p.LastError, &synced, &created, &updated, &cieRun); err != nil {
+		&p.SyncStatus, &p.LastError, &synced, &created, &updated, &cieRun, &live); err != nil {
 		return nil, err
 	}
 	p.RunID, p.CreatedBy, p.FeaturedMediaID, p.RemoteID = nullID(run), nullID(by), nullID(media), nullID(remote)
-	p.CIERunID = nullID(cieRun)
+	p.CIERunID, p.LiveGenerationID = nullID(cieRun), nullID(live)
 	p.ScheduledAt, p.RemoteModified, p.SyncedAt = parseNullTime(sched), parseNullTime(remoteMod), parseNullTime(synced)
 	p.CreatedAt, p.UpdatedAt = parseTime(created), parseTime(updated)
 	p.CreatePending, p.CreateFloor = pending != 0, pending
@@ -93,6 +94,7 @@ type NewWordPressPost struct {
 	EnvironmentID    int64
 	RunID            *int64
 	CIERunID         *int64
+	LiveGenerationID *int64
 	CreatedBy        *int64
 	Title            string
 	Content          string
@@ -116,9 +118,9 @@ func (db *DB) CreateWordPressPost(ctx context.Context, n NewWordPressPost) (*Wor
 		now := db.now()
 		var err error
 		id, err = insertSlugged(ctx, tx, "wordpress_posts", "post", n.Slug, n.SlugTries, func(s string) (id int64, err error) {
-			return id, tx.QueryRowContext(ctx, `INSERT INTO wordpress_posts (environment_id, run_id, cie_run_id, created_by, title, content, excerpt, slug,
-				status, scheduled_at, featured_image_url, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id`,
-				n.EnvironmentID, n.RunID, n.CIERunID, n.CreatedBy, n.Title, n.Content, n.Excerpt, s, n.Status, nullTime(n.ScheduledAt),
+			return id, tx.QueryRowContext(ctx, `INSERT INTO wordpress_posts (environment_id, run_id, cie_run_id, live_generation_id, created_by, title, content,
+				excerpt, slug, status, scheduled_at, featured_image_url, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id`,
+				n.EnvironmentID, n.RunID, n.CIERunID, n.LiveGenerationID, n.CreatedBy, n.Title, n.Content, n.Excerpt, s, n.Status, nullTime(n.ScheduledAt),
 				n.FeaturedImageURL, now, now).Scan(&id)
 		})
 		if err != nil {

@@ -99,13 +99,8 @@ func checkRunInput(in RunInput) error {
 	if err := valid.MaxLen("input", in.Input, maxInput); err != nil {
 		return err
 	}
-	if len(in.Variables) > maxVariables {
-		return store.Invalid("variables: at most %d", maxVariables)
-	}
-	for k, v := range in.Variables {
-		if k == "" || utf8.RuneCountInString(k) > maxVariableName || utf8.RuneCountInString(v) > maxVariableValue {
-			return store.Invalid("variables: names must be 1 to %d characters and values at most %d", maxVariableName, maxVariableValue)
-		}
+	if err := CheckVariables(in.Variables); err != nil {
+		return err
 	}
 	if id := in.EnvironmentID; id != nil && *id <= 0 {
 		return store.Invalid("environment_id: must be a positive id")
@@ -113,8 +108,23 @@ func checkRunInput(in RunInput) error {
 	return nil
 }
 
-// fillVariables replaces {{name}} (or {{ name }}) with its value.
-func fillVariables(text string, vars map[string]string) string {
+// CheckVariables checks the {{name}} values given with an input: at most
+// maxVariables, names of 1 to maxVariableName characters, values of at
+// most maxVariableValue. Live sessions ask with the same rule.
+func CheckVariables(vars map[string]string) error {
+	if len(vars) > maxVariables {
+		return store.Invalid("variables: at most %d", maxVariables)
+	}
+	for k, v := range vars {
+		if k == "" || utf8.RuneCountInString(k) > maxVariableName || utf8.RuneCountInString(v) > maxVariableValue {
+			return store.Invalid("variables: names must be 1 to %d characters and values at most %d", maxVariableName, maxVariableValue)
+		}
+	}
+	return nil
+}
+
+// FillVariables replaces {{name}} (or {{ name }}) with its value.
+func FillVariables(text string, vars map[string]string) string {
 	if len(vars) == 0 {
 		return text
 	}

@@ -129,11 +129,11 @@ func TestCheckRunInput(t *testing.T) {
 }
 
 func TestFillVariables(t *testing.T) {
-	got := fillVariables("{{topic}} for {{ brand }}; keep {{unknown}} and {{brand}}", map[string]string{"topic": "Tea", "brand": "Acme"})
+	got := FillVariables("{{topic}} for {{ brand }}; keep {{unknown}} and {{brand}}", map[string]string{"topic": "Tea", "brand": "Acme"})
 	if got != "Tea for Acme; keep {{unknown}} and Acme" {
 		t.Fatalf("got %q", got)
 	}
-	if got := fillVariables("{{x}}", nil); got != "{{x}}" {
+	if got := FillVariables("{{x}}", nil); got != "{{x}}" {
 		t.Fatalf("without variables: %q", got)
 	}
 }

@@ -455,8 +455,8 @@ func (x *snapshot) Event() (stream.Event, bool) {
 func call(a *store.Agent, r *store.AgentRun) engine.Call {
 	c := engine.Call{Source: "execution", UserID: r.UserID, EnvironmentID: r.EnvironmentID, AgentID: &a.ID,
 		CredentialID: a.CredentialID, Model: a.Model, Temperature: a.Temperature,
-		System:   fillVariables(a.SystemPrompt, r.Variables),
-		Messages: []ai.Message{{Role: "user", Content: fillVariables(r.Input, r.Variables)}}}
+		System:   FillVariables(a.SystemPrompt, r.Variables),
+		Messages: []ai.Message{{Role: "user", Content: FillVariables(r.Input, r.Variables)}}}
 	if a.MaxTokens != nil {
 		c.MaxTokens = *a.MaxTokens
 	}

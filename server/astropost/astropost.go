@@ -52,19 +52,34 @@ type Generations interface {
 	Succeeded(ctx context.Context, sc store.Scope, id int64) (*store.CIERun, error)
 }
 
+// Lives reads the last output of a live session as a scope sees it
+// (server/live).
+type Lives interface {
+	LastOutput(ctx context.Context, sc store.Scope, id int64) (*store.LiveSession, *store.LiveGeneration, error)
+}
+
+// Sources are where generated posts come from: agent runs, archetype
+// generations and live sessions.
+type Sources struct {
+	Runs        Runs
+	Generations Generations
+	Lives       Lives
+}
+
 // Service implements the Astro post rules.
 type Service struct {
-	db   Store
-	envs Environments
-	runs Runs
-	gens Generations
-	now  func() time.Time
-	log  *slog.Logger
+	db    Store
+	envs  Environments
+	runs  Runs
+	gens  Generations
+	lives Lives
+	now   func() time.Time
+	log   *slog.Logger
 }
 
 // New returns the service; now is the clock of default publication dates.
-func New(db Store, envs Environments, runs Runs, gens Generations, now func() time.Time, log *slog.Logger) *Service {
-	return &Service{db: db, envs: envs, runs: runs, gens: gens, now: now, log: log}
+func New(db Store, envs Environments, src Sources, now func() time.Time, log *slog.Logger) *Service {
+	return &Service{db: db, envs: envs, runs: src.Runs, gens: src.Generations, lives: src.Lives, now: now, log: log}
 }
 
 // Limits of the fields.
@@ -80,19 +95,20 @@ const (
 
 // Input is a post to create.
 type Input struct {
-	EnvironmentID int64
-	Title         string
-	Description   string
-	Slug          string // "": made from the title
-	Body          string
-	PubDate       *time.Time // nil: now
-	UpdatedDate   *time.Time
-	HeroImage     string
-	Draft         bool
-	CategoryIDs   []int64
-	TagIDs        []int64
-	RunID         *int64
-	CIERunID      *int64
+	EnvironmentID    int64
+	Title            string
+	Description      string
+	Slug             string // "": made from the title
+	Body             string
+	PubDate          *time.Time // nil: now
+	UpdatedDate      *time.Time
+	HeroImage        string
+	Draft            bool
+	CategoryIDs      []int64
+	TagIDs           []int64
+	RunID            *int64
+	CIERunID         *int64
+	LiveGenerationID *int64
 }
 
 // Change holds the fields to change; nil leaves one alone.
@@ -376,7 +392,7 @@ func checkSlug(s string) error {
 
 func (s *Service) checkInput(env *store.Environment, in Input) (store.NewAstroPost, error) {
 	n := store.NewAstroPost{EnvironmentID: env.ID, Slug: in.Slug, UpdatedDate: in.UpdatedDate, Draft: in.Draft, RunID: in.RunID,
-		CIERunID: in.CIERunID, CategoryIDs: in.CategoryIDs, TagIDs: in.TagIDs}
+		CIERunID: in.CIERunID, LiveGenerationID: in.LiveGenerationID, CategoryIDs: in.CategoryIDs, TagIDs: in.TagIDs}
 	var err error
 	if n.Title, err = checkTitle(in.Title); err != nil {
 		return n, err

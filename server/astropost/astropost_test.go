@@ -59,7 +59,7 @@ func newFixture(t *testing.T) *fixture {
 	if err != nil {
 		t.Fatal(err)
 	}
-	svc := astropost.New(db, envs, runs{db}, nil, clk.Now, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	svc := astropost.New(db, envs, astropost.Sources{Runs: runs{db}}, clk.Now, slog.New(slog.NewTextHandler(io.Discard, nil)))
 	return &fixture{db: db, svc: svc, env: env, project: project, dir: dir}
 }
 

@@ -29,17 +29,36 @@ func (s *Service) CreateFromRun(ctx context.Context, sc store.Scope, runID int64
 	if strings.TrimSpace(run.Output) == "" {
 		return nil, store.Conflict("run %d has no output to save", run.ID)
 	}
-	body := run.Output
+	return s.createFromText(ctx, sc, run.Output, title, "the run's output", Input{EnvironmentID: *run.EnvironmentID, RunID: &run.ID})
+}
+
+// CreateFromLive turns the last output of a live session (its newest
+// succeeded generation) into a draft post in the session's environment,
+// as CreateFromRun does a run's. The post records the generation.
+func (s *Service) CreateFromLive(ctx context.Context, sc store.Scope, sessionID int64, title string) (*store.AstroPost, error) {
+	sess, g, err := s.lives.LastOutput(ctx, sc, sessionID)
+	if err != nil {
+		return nil, err
+	}
+	return s.createFromText(ctx, sc, g.Output, title, "the session's last output",
+		Input{EnvironmentID: sess.EnvironmentID, LiveGenerationID: &g.ID})
+}
+
+// createFromText makes a draft of a generated Markdown text (what names it
+// in an error): its first heading is the title unless one is given, its
+// first paragraph the description.
+func (s *Service) createFromText(ctx context.Context, sc store.Scope, text, title, what string, in Input) (*store.AstroPost, error) {
+	body := text
 	title = strings.TrimSpace(title)
 	if title == "" {
-		t, rest, ok := heading.Title(run.Output)
+		t, rest, ok := heading.Title(text)
 		if !ok {
-			return nil, store.Invalid("title: the run's output has no Markdown heading to take the title from: give a title")
+			return nil, store.Invalid("title: %s has no Markdown heading to take the title from: give a title", what)
 		}
 		title, body = t, rest
 	}
-	return s.Create(ctx, sc, Input{EnvironmentID: *run.EnvironmentID, Title: title, Description: snippet(body), Body: body,
-		Draft: true, RunID: &run.ID})
+	in.Title, in.Description, in.Body, in.Draft = title, snippet(body), body, true
+	return s.Create(ctx, sc, in)
 }
 
 // CreateFromGeneration writes a succeeded archetype generation's article

@@ -68,6 +68,12 @@ type TopicOptions struct {
 	Replay int
 	// Snapshot, when set, is sent to subscribers that join late.
 	Snapshot Snapshot
+	// Resync, with a Snapshot, changes what happens to a subscriber that
+	// falls behind: instead of being cut off (ErrLagged), its queue is
+	// emptied and replaced by the snapshot under this event name, and it
+	// goes on from there. For a topic many watch at once (a live session),
+	// where reconnecting would only bring the same snapshot.
+	Resync string
 }
 
 // Why a subscription ended, beyond its topic finishing (nil).
@@ -129,6 +135,7 @@ type topic struct {
 	dropped  int64     // id of the newest event no longer in the ring
 	ring     ring
 	snap     Snapshot
+	resync   string // TopicOptions.Resync
 	subs     map[*Subscription]struct{}
 }
 
@@ -184,6 +191,10 @@ func (b *Broker) Open(name string, o TopicOptions) {
 		keep = b.opts.Replay
 	}
 	t.opened, t.snap, t.ring, t.dropped = true, o.Snapshot, ring{buf: make([]Event, keep)}, t.last
+	t.resync = ""
+	if o.Snapshot != nil {
+		t.resync = o.Resync
+	}
 }
 
 // Gone reports whether a Publish error means only that nobody can receive
@@ -229,10 +240,42 @@ func (b *Broker) Publish(name string, ev Event) (int64, error) {
 		select {
 		case s.ch <- ev:
 		default:
-			b.end(s, ErrLagged)
+			if !t.resyncSub(s) {
+				b.end(s, ErrLagged)
+			}
 		}
 	}
 	return ev.ID, nil
+}
+
+// resyncSub replaces what waits in a full queue with the topic's state
+// so far (TopicOptions.Resync), and reports whether it could. The events
+// taken out are all folded into that state, and an event the subscriber's
+// reader took just before is older than it, so the subscriber's text is
+// whole again after the resync event, never missing a piece. Called under
+// the broker's lock, which every send to a queue holds: once emptied, the
+// queue has room.
+func (t *topic) resyncSub(s *Subscription) bool {
+	if t.resync == "" {
+		return false
+	}
+	ev, ok := t.snap.Event()
+	if !ok {
+		return false
+	}
+	for len(s.ch) > 0 {
+		select {
+		case <-s.ch:
+		default: // the reader took the last one meanwhile
+		}
+	}
+	ev.ID, ev.Name = t.last, t.resync
+	select {
+	case s.ch <- ev:
+		return true
+	default:
+		return false
+	}
 }
 
 // Finish ends a live topic: each subscriber's stream ends after the events

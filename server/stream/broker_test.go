@@ -238,6 +238,72 @@ func TestLaggedSubscriberIsCutOff(t *testing.T) {
 	}
 }
 
+// On a topic with Resync, a subscriber that does not keep up is not cut
+// off: what waited in its queue becomes one event with the whole text so
+// far, and it goes on from there. Its text is whole; the fast one's too.
+func TestSlowSubscriberIsResynced(t *testing.T) {
+	b := stream.New(stream.Options{Buffer: 4})
+	b.Open("t", stream.TopicOptions{Snapshot: &text{}, Resync: "resync"})
+	slow := b.Subscribe("t", 0)
+	fast := b.Subscribe("t", 0)
+	var want strings.Builder
+	for i := 1; i <= 10; i++ {
+		piece := fmt.Sprintf("w%d ", i)
+		want.WriteString(piece)
+		if _, err := b.Publish("t", stream.Event{Name: "delta", Data: piece}); err != nil {
+			t.Fatal(err)
+		}
+		if ev := <-fast.Events(); ev.ID != int64(i) {
+			t.Fatalf("fast got %d, want %d", ev.ID, i)
+		}
+	}
+	// The queue filled at the fifth event (resync with 1..5), then took
+	// 6, 7, 8 and was full again at the ninth (resync with 1..9), then 10.
+	b.Finish("t")
+	got := drain(t, slow)
+	if ids(got) != "9,10" || got[0].Name != "resync" || got[0].Data != "w1 w2 w3 w4 w5 w6 w7 w8 w9 " || slow.Err() != nil {
+		t.Fatalf("slow got %s %+v, %v", ids(got), got, slow.Err())
+	}
+	if text := got[0].Data.(string) + got[1].Data.(string); text != want.String() {
+		t.Fatalf("slow has %q, want %q", text, want.String())
+	}
+	if got := drain(t, fast); len(got) != 0 || fast.Err() != nil {
+		t.Fatalf("fast got %s more, %v", ids(got), fast.Err())
+	}
+}
+
+// A reader that takes events while the queue is being resynced sees each
+// piece of text once: before the resync event, or inside it, never lost.
+func TestResyncWhileReading(t *testing.T) {
+	b := stream.New(stream.Options{Buffer: 2})
+	b.Open("t", stream.TopicOptions{Snapshot: &text{}, Resync: "resync"})
+	s := b.Subscribe("t", 0)
+	const n = 2000
+	var want strings.Builder
+	done := make(chan string)
+	go func() {
+		var got strings.Builder
+		for ev := range s.Events() {
+			if ev.Name == "resync" {
+				got.Reset()
+			}
+			got.WriteString(ev.Data.(string))
+		}
+		done <- got.String()
+	}()
+	for i := 0; i < n; i++ {
+		piece := fmt.Sprintf("%d,", i)
+		want.WriteString(piece)
+		if _, err := b.Publish("t", stream.Event{Name: "delta", Data: piece}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	b.Finish("t")
+	if got := <-done; got != want.String() {
+		t.Fatalf("the reader ended with %d bytes of %d", len(got), want.Len())
+	}
+}
+
 func TestManySubscribers(t *testing.T) {
 	b := stream.New(stream.Options{Buffer: 1000})
 	const subs, events = 50, 300

@@ -31,6 +31,12 @@
 // further back than a live topic remembers and that has no snapshot gets
 // `event: missed` first, saying so.
 //
+// A live topic opened with TopicOptions.Resync keeps its slow subscribers
+// instead: when one's queue is full, what waits in it is replaced by one
+// event of that name holding the topic's snapshot (the whole text so far),
+// and the subscriber goes on from there. Many watchers of one session
+// would otherwise each reconnect for that same snapshot.
+//
 // # Text generations (agent runs, chat replies, live agent sessions)
 //
 // The producer of a generation, say run 42:

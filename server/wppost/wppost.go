@@ -62,6 +62,12 @@ type Generations interface {
 	Succeeded(ctx context.Context, sc store.Scope, id int64) (*store.CIERun, error)
 }
 
+// Lives reads the last output of a live session as a scope sees it
+// (server/live).
+type Lives interface {
+	LastOutput(ctx context.Context, sc store.Scope, id int64) (*store.LiveSession, *store.LiveGeneration, error)
+}
+
 // Runner is the job runner (server/jobs) that carries queued publishes
 // out (PublishJob).
 type Runner interface {
@@ -85,6 +91,7 @@ type Deps struct {
 	Keys         Opener
 	Runs         Runs
 	Generations  Generations
+	Lives        Lives
 	// Jobs, when set, carries out queued publishes (PublishJob): New
 	// registers the kind with it.
 	Jobs    Runner
@@ -93,13 +100,14 @@ type Deps struct {
 
 // Service implements the WordPress post rules.
 type Service struct {
-	db   Store
-	envs Environments
-	keys Opener
-	runs Runs
-	gens Generations
-	jobs Runner
-	opt  Options
+	db    Store
+	envs  Environments
+	keys  Opener
+	runs  Runs
+	gens  Generations
+	lives Lives
+	jobs  Runner
+	opt   Options
 }
 
 // New returns the service.
@@ -110,7 +118,7 @@ func New(d Deps) *Service {
 	if d.Options.MaxImage <= 0 {
 		d.Options.MaxImage = 10 << 20
 	}
-	s := &Service{db: d.Store, envs: d.Environments, keys: d.Keys, runs: d.Runs, gens: d.Generations, jobs: d.Jobs,
+	s := &Service{db: d.Store, envs: d.Environments, keys: d.Keys, runs: d.Runs, gens: d.Generations, lives: d.Lives, jobs: d.Jobs,
 		opt: d.Options}
 	if s.jobs != nil {
 		s.registerJobs()
@@ -140,6 +148,7 @@ type Input struct {
 	TagIDs           []int64
 	RunID            *int64
 	CIERunID         *int64
+	LiveGenerationID *int64
 }
 
 // Change holds the fields to change; nil leaves one alone.
@@ -220,7 +229,8 @@ func (s *Service) Create(ctx context.Context, sc store.Scope, userID int64, in I
 	if userID > 0 {
 		by = &userID
 	}
-	return s.db.CreateWordPressPost(ctx, store.NewWordPressPost{EnvironmentID: in.EnvironmentID, RunID: in.RunID, CIERunID: in.CIERunID, CreatedBy: by,
+	return s.db.CreateWordPressPost(ctx, store.NewWordPressPost{EnvironmentID: in.EnvironmentID, RunID: in.RunID, CIERunID: in.CIERunID,
+		LiveGenerationID: in.LiveGenerationID, CreatedBy: by,
 		Title: *ch.Title, Content: *ch.Content, Excerpt: *ch.Excerpt, Slug: in.Slug, SlugTries: slug.Generated(*ch.Title, "post", slug.Max),
 		Status: in.Status, ScheduledAt: in.ScheduledAt, FeaturedImageURL: *ch.FeaturedImageURL, CategoryIDs: in.CategoryIDs, TagIDs: in.TagIDs})
 }
@@ -329,14 +339,33 @@ func (s *Service) FromRun(ctx context.Context, sc store.Scope, userID, runID int
 	if run.EnvironmentID == nil {
 		return nil, store.Invalid("run %d belongs to no environment; a post needs one: run the agent in an environment", run.ID)
 	}
-	content := run.Output
+	return s.fromText(ctx, sc, userID, run.Output, title, "the run's output", Input{EnvironmentID: *run.EnvironmentID, RunID: &run.ID})
+}
+
+// FromLive makes a draft of the last output of a live session (its newest
+// succeeded generation) in the session's environment, as FromRun does of
+// a run's. The post records the generation.
+func (s *Service) FromLive(ctx context.Context, sc store.Scope, userID, sessionID int64, title string) (*store.WordPressPost, error) {
+	sess, g, err := s.lives.LastOutput(ctx, sc, sessionID)
+	if err != nil {
+		return nil, err
+	}
+	return s.fromText(ctx, sc, userID, g.Output, title, "the session's last output",
+		Input{EnvironmentID: sess.EnvironmentID, LiveGenerationID: &g.ID})
+}
+
+// fromText makes a draft of a generated Markdown text (what names it in an
+// error), titled by its first heading unless a title is given.
+func (s *Service) fromText(ctx context.Context, sc store.Scope, userID int64, text, title, what string, in Input) (*store.WordPressPost, error) {
+	content := text
 	if strings.TrimSpace(title) == "" {
 		var ok bool
-		if title, content, ok = heading.Title(run.Output); !ok {
-			return nil, store.Invalid("title: is required: the run's output has no Markdown heading to take it from")
+		if title, content, ok = heading.Title(text); !ok {
+			return nil, store.Invalid("title: is required: %s has no Markdown heading to take it from", what)
 		}
 	}
-	return s.Create(ctx, sc, userID, Input{EnvironmentID: *run.EnvironmentID, Title: title, Content: content, Status: "draft", RunID: &run.ID})
+	in.Title, in.Content, in.Status = title, content, "draft"
+	return s.Create(ctx, sc, userID, in)
 }
 
 // FromGeneration makes a draft of a succeeded archetype generation's

@@ -1,0 +1,246 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+)
+
+// LiveGeneration is one generation of a live session: a prompt and, once
+// it ended, its output. Its statuses are the agent runs' (RunQueued...).
+type LiveGeneration struct {
+	ID             int64
+	SessionID      int64
+	UserID         *int64
+	JobID          *int64
+	Prompt         string
+	Variables      map[string]string
+	Status         string
+	Output         string // as far as it got, for a cancelled or cut-off one
+	Error          string
+	Model          string
+	InputTokens    int64
+	OutputTokens   int64
+	CostUSD        *float64
+	UsageEstimated bool
+	// HistoryDropped counts the earlier messages of the session left out
+	// of the call to fit the model's context window.
+	HistoryDropped int
+	QueuedAt       time.Time
+	StartedAt      *time.Time
+	FinishedAt     *time.Time
+}
+
+// Finished reports whether the generation reached a final status.
+func (g *LiveGeneration) Finished() bool {
+	return g.Status == RunSucceeded || g.Status == RunFailed || g.Status == RunCancelled
+}
+
+const liveGenerationColumns = `g.id, g.session_id, g.user_id, g.job_id, g.prompt, g.variables, g.status, g.output, g.error, g.model,
+	g.input_tokens, g.output_tokens, g.cost_usd, g.usage_estimated, g.history_dropped, g.queued_at, g.started_at, g.finished_at`
+
+func scanLiveGeneration(row rowScanner) (*LiveGeneration, error) {
+	var g LiveGeneration
+	var user, job sql.NullInt64
+	var vars, queued string
+	var cost sql.NullFloat64
+	var started, finished sql.NullString
+	if err := row.Scan(&g.ID, &g.SessionID, &user, &job, &g.Prompt, &vars, &g.Status, &g.Output, &g.Error, &g.Model,
+		&g.InputTokens, &g.OutputTokens, &cost, &g.UsageEstimated, &g.HistoryDropped, &queued, &started, &finished); err != nil {
+		return nil, err
+	}
+	g.UserID, g.JobID = nullID(user), nullID(job)
+	if err := json.Unmarshal([]byte(vars), &g.Variables); err != nil {
+		return nil, fmt.Errorf("live generation %d variables: %w", g.ID, err)
+	}
+	if cost.Valid {
+		g.CostUSD = &cost.Float64
+	}
+	g.QueuedAt, g.StartedAt, g.FinishedAt = parseTime(queued), parseNullTime(started), parseNullTime(finished)
+	return &g, nil
+}
+
+// NewLiveGeneration is what CreateLiveGenerationWithJob needs.
+type NewLiveGeneration struct {
+	SessionID int64
+	UserID    *int64
+	Prompt    string
+	Variables map[string]string
+	// MaxPerSession bounds the session's generations (its transcript);
+	// 0 for no bound.
+	MaxPerSession int
+}
+
+// CreateLiveGenerationWithJob records a queued generation and the job that
+// carries it out, in one transaction. The session must be open, hold fewer
+// than MaxPerSession generations and have none queued or running: each is
+// a conflict that says so.
+func (db *DB) CreateLiveGenerationWithJob(ctx context.Context, n NewLiveGeneration, j RunJob) (*LiveGeneration, error) {
+	vars := variablesJSON(n.Variables)
+	var gen *LiveGeneration
+	err := db.tx(ctx, func(tx *sql.Tx) error {
+		var status string
+		var count int
+		err := tx.QueryRowContext(ctx, `SELECT s.status, (SELECT COUNT(*) FROM live_generations g WHERE g.session_id = s.id)
+			FROM live_sessions s WHERE s.id = ?`, n.SessionID).Scan(&status, &count)
+		switch {
+		case errors.Is(err, sql.ErrNoRows):
+			return NotFound("live session not found")
+		case err != nil:
+			return err
+		case status != LiveOpen:
+			return Conflict("the live session is closed: it takes no more generations; create a new session")
+		case n.MaxPerSession > 0 && count >= n.MaxPerSession:
+			return Conflict("the live session holds %d generations, the most one may: create a new session", count)
+		}
+		now := db.now()
+		g, err := scanLiveGeneration(tx.QueryRowContext(ctx, `INSERT INTO live_generations (session_id, user_id, prompt, variables, status, queued_at)
+			VALUES (?, ?, ?, ?, 'queued', ?) RETURNING `+returning(liveGenerationColumns), n.SessionID, n.UserID, n.Prompt, vars, now))
+		if err != nil {
+			if KindOf(translate(err, "generation")) == KindConflict {
+				return Conflict("a generation is already under way in this live session: wait for it to end, or cancel it")
+			}
+			return translate(err, "generation")
+		}
+		job, err := db.insertJobTx(ctx, tx, NewJob{Kind: j.Kind, Payload: j.Payload(g.ID), MaxAttempts: j.MaxAttempts})
+		if err != nil {
+			return err
+		}
+		if _, err := tx.ExecContext(ctx, `UPDATE live_generations SET job_id = ? WHERE id = ?`, job.ID, g.ID); err != nil {
+			return err
+		}
+		if _, err := tx.ExecContext(ctx, `UPDATE live_sessions SET updated_at = ? WHERE id = ?`, now, n.SessionID); err != nil {
+			return err
+		}
+		g.JobID = &job.ID
+		gen = g
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("store: create live generation: %w", err)
+	}
+	return gen, nil
+}
+
+// LiveGenerationByID finds a generation.
+func (db *DB) LiveGenerationByID(ctx context.Context, id int64) (*LiveGeneration, error) {
+	return db.oneLiveGeneration(ctx, db.r, `g.id = ?`, id)
+}
+
+// ActiveLiveGeneration is a session's queued or running generation; not
+// found when there is none.
+func (db *DB) ActiveLiveGeneration(ctx context.Context, sessionID int64) (*LiveGeneration, error) {
+	return db.oneLiveGeneration(ctx, db.r, `g.session_id = ? AND g.status IN ('queued', 'running')`, sessionID)
+}
+
+// LastLiveOutput is a session's newest succeeded generation; not found
+// when there is none.
+func (db *DB) LastLiveOutput(ctx context.Context, sessionID int64) (*LiveGeneration, error) {
+	return db.oneLiveGeneration(ctx, db.r, `g.session_id = ? AND g.status = 'succeeded' ORDER BY g.id DESC LIMIT 1`, sessionID)
+}
+
+func (db *DB) oneLiveGeneration(ctx context.Context, q interface {
+	QueryRowContext(context.Context, string, ...any) *sql.Row
+}, cond string, args ...any) (*LiveGeneration, error) {
+	g, err := scanLiveGeneration(q.QueryRowContext(ctx, `SELECT `+liveGenerationColumns+` FROM live_generations g WHERE `+cond, args...))
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, NotFound("generation not found")
+	}
+	if err != nil {
+		return nil, fmt.Errorf("store: find live generation: %w", err)
+	}
+	return g, nil
+}
+
+// ListLiveGenerations is a session's transcript: its generations, oldest
+// first.
+func (db *DB) ListLiveGenerations(ctx context.Context, sessionID int64) ([]*LiveGeneration, error) {
+	rows, err := db.listRows(ctx, `SELECT `+liveGenerationColumns+` FROM live_generations g WHERE g.session_id = ? ORDER BY g.id`, sessionID)
+	if err != nil {
+		return nil, fmt.Errorf("store: list live generations: %w", err)
+	}
+	defer rows.Close()
+	out := []*LiveGeneration{}
+	for rows.Next() {
+		g, err := scanLiveGeneration(rows)
+		if err != nil {
+			return nil, fmt.Errorf("store: list live generations: %w", err)
+		}
+		out = append(out, g)
+	}
+	return out, rows.Err()
+}
+
+// StartLiveGeneration marks a queued generation running; false if it is no
+// longer queued.
+func (db *DB) StartLiveGeneration(ctx context.Context, id int64) (bool, error) {
+	res, err := db.exec(ctx, `UPDATE live_generations SET status = 'running', started_at = COALESCE(started_at, ?)
+		WHERE id = ? AND status IN ('queued', 'running')`, db.now(), id)
+	if err != nil {
+		return false, fmt.Errorf("store: start live generation: %w", err)
+	}
+	n, _ := res.RowsAffected()
+	return n == 1, nil
+}
+
+// LiveOutcome is how a generation ended. Usage, when Model is set, is the
+// call's, recorded even when the ending was recorded before (a cancel
+// records the ending at once; the call's usage comes when it stops).
+type LiveOutcome struct {
+	Status         string
+	Output         string
+	Error          string
+	Model          string
+	InputTokens    int64
+	OutputTokens   int64
+	CostUSD        *float64
+	UsageEstimated bool
+	HistoryDropped int
+}
+
+// FinishLiveGeneration records how a generation ended; one already ended
+// keeps its first ending (and takes the usage).
+func (db *DB) FinishLiveGeneration(ctx context.Context, id int64, o LiveOutcome) (*LiveGeneration, error) {
+	var gen *LiveGeneration
+	err := db.tx(ctx, func(tx *sql.Tx) error {
+		now := db.now()
+		res, err := tx.ExecContext(ctx, `UPDATE live_generations SET status = ?, output = ?, error = ?, finished_at = ?
+			WHERE id = ? AND status IN ('queued', 'running')`, o.Status, o.Output, o.Error, now, id)
+		if err != nil {
+			return err
+		}
+		if o.Model != "" {
+			if _, err := tx.ExecContext(ctx, `UPDATE live_generations SET model = ?, input_tokens = ?, output_tokens = ?, cost_usd = ?,
+				usage_estimated = ?, history_dropped = ? WHERE id = ?`, o.Model, o.InputTokens, o.OutputTokens, o.CostUSD, o.UsageEstimated,
+				o.HistoryDropped, id); err != nil {
+				return err
+			}
+		}
+		if n, _ := res.RowsAffected(); n == 1 {
+			if _, err := tx.ExecContext(ctx, `UPDATE live_sessions SET updated_at = ?
+				WHERE id = (SELECT session_id FROM live_generations WHERE id = ?)`, now, id); err != nil {
+				return err
+			}
+		}
+		gen, err = db.oneLiveGeneration(ctx, tx, `g.id = ?`, id)
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("store: finish live generation: %w", err)
+	}
+	return gen, nil
+}
+
+// FailOrphanLiveGenerations is FailOrphanRuns for live generations.
+func (db *DB) FailOrphanLiveGenerations(ctx context.Context, reason string) (int64, error) {
+	res, err := db.exec(ctx, `UPDATE live_generations SET status = 'failed', error = ?, finished_at = ?
+		WHERE status IN ('queued', 'running')
+		AND (job_id IS NULL OR job_id NOT IN (SELECT id FROM jobs WHERE status IN ('queued', 'running')))`, reason, db.now())
+	if err != nil {
+		return 0, fmt.Errorf("store: fail orphan live generations: %w", err)
+	}
+	return res.RowsAffected()
+}
