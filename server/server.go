@@ -26,6 +26,7 @@ import (
 	"github.com/copydesk/copydesk/server/keyring"
 	"github.com/copydesk/copydesk/server/message"
 	"github.com/copydesk/copydesk/server/notify"
+	"github.com/copydesk/copydesk/server/seo"
 	"github.com/copydesk/copydesk/server/setting"
 	"github.com/copydesk/copydesk/server/stream"
 	"github.com/copydesk/copydesk/server/wppost"
@@ -55,6 +56,7 @@ type Server struct {
 	wpPosts      *wppost.Service
 	astroPosts   *astropost.Service
 	cie          *cie.Service
+	seo          *seo.Service
 
 	router *gin.Engine
 	routes []*Route
@@ -129,6 +131,7 @@ func New(d Deps, opts Options) (*Server, error) {
 	s.agents = agent.New(agent.Deps{Store: d.DB, Environments: s.environments, Credentials: s.credentials, Engine: d.Engine,
 		Jobs: d.Jobs, Notify: d.Notify, Events: d.Events, Log: d.Log})
 	s.cms = cms.New(d.DB, s.environments)
+	s.seo = seo.New(d.DB, s.environments)
 	s.cie = cie.New(cie.Deps{Store: d.DB, Environments: s.environments, Engine: d.Engine, Jobs: d.Jobs, Events: d.Events, Log: d.Log})
 	s.wpPosts = wppost.New(wppost.Deps{Store: d.DB, Environments: s.environments, Keys: d.Keys, Runs: s.agents, Generations: s.cie,
 		Jobs: d.Jobs, Options: d.WordPress})
@@ -157,6 +160,8 @@ func New(d Deps, opts Options) (*Server, error) {
 	s.registerAstroPostRoutes()
 	s.registerSaveAsPostRoutes()
 	s.registerCIERoutes()
+	s.registerSEOKeywordRoutes()
+	s.registerSEOCampaignRoutes()
 	return s, nil
 }
 
@@ -193,6 +198,7 @@ type Route struct {
 
 	Body      any    // JSON request body type, or nil
 	Multipart string // name of the file field of a multipart body
+	Form      any    // with Multipart: struct with `form` tags, the body's other fields
 	Query     any    // struct with `form` tags, or nil
 	Data      any    // type of "data" in the success envelope, or nil
 	Bare      any    // the success body when not enveloped (login, refresh)
