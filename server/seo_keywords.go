@@ -180,11 +180,14 @@ func (s *Server) listKeywords(c *gin.Context) {
 	respondList(c, list, total, q.page(), keywordJSON, "keywords")
 }
 
-// postRef is the post a request names: kind and id, given together.
+// postRef is the post a request names: kind and id, given together
+// (post_id 0 alone unlinks).
 func postRef(kind *string, id *int64) (*store.PostRef, error) {
 	switch {
 	case kind == nil && id == nil:
 		return nil, nil
+	case (kind == nil || *kind == "") && id != nil && *id == 0:
+		return &store.PostRef{}, nil // unlink, whatever the kind
 	case kind == nil || *kind == "":
 		return nil, store.Invalid("post_kind: is required with post_id")
 	case id == nil:

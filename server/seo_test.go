@@ -224,6 +224,7 @@ func TestSEOKeywords(t *testing.T) {
 			{"NoKeyword", "POST", "/api/seo/keywords", map[string]any{"environment_id": e.envA}, 422, "keyword: is required"},
 			{"LinkPost", "PUT", fmt.Sprintf("/api/seo/keywords/%d", lace), map[string]any{"post_kind": "wordpress", "post_id": post.ID,
 				"status": "published"}, 200, ""},
+			{"Unlink", "PUT", fmt.Sprintf("/api/seo/keywords/%d", lace), map[string]any{"post_id": 0}, 200, ""},
 			{"PostKindAlone", "PUT", fmt.Sprintf("/api/seo/keywords/%d", lace), map[string]any{"post_kind": "astro"}, 422, "post_id: is required with post_kind"},
 			{"RenameOntoAnother", "PUT", fmt.Sprintf("/api/seo/keywords/%d", trail), map[string]any{"keyword": "RUNNING SHOES"}, 409, "keyword:"},
 			{"RangeBelowLow", "PUT", fmt.Sprintf("/api/seo/keywords/%d", trail), map[string]any{"search_volume_high": 10}, 422, "search_volume_high:"},
@@ -242,6 +243,10 @@ func TestSEOKeywords(t *testing.T) {
 			case "LinkPost":
 				if d := r.Data(); d["post_kind"] != "wordpress" || d["post_id"] != float64(post.ID) || d["status"] != "published" {
 					t.Fatalf("linked: %s", r.Body)
+				}
+			case "Unlink":
+				if d := r.Data(); d["post_kind"] != nil || d["post_id"] != nil || d["status"] != "published" {
+					t.Fatalf("unlinked: %s", r.Body)
 				}
 			}
 		}

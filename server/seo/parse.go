@@ -501,7 +501,7 @@ func parseCount(v string) (int64, error) {
 		mult, v = 1e9, v[:len(v)-1]
 	}
 	if mult == 1 {
-		v = strings.NewReplacer(",", "", ".", "").Replace(v) // separators of thousands
+		v = thousands.Replace(v)
 	} else {
 		v = strings.ReplaceAll(v, ",", ".") // 1,5K
 	}
@@ -511,6 +511,9 @@ func parseCount(v string) (int64, error) {
 	}
 	return int64(math.Round(f * mult)), nil
 }
+
+// thousands takes out the separators of thousands of a whole count.
+var thousands = strings.NewReplacer(",", "", ".", "")
 
 // parseDifficulty reads a difficulty from 0 to 100.
 func parseDifficulty(v string) (*int64, error) {

@@ -365,11 +365,11 @@ func checkTargetURL(v string) (string, error) {
 // checkPost: a post linked to a keyword is one of the keyword's
 // environment, of the kind named.
 func (s *Service) checkPost(ctx context.Context, envID int64, p *store.PostRef) error {
+	if p.ID == 0 {
+		return nil // unlink
+	}
 	if p.Kind != store.PostWordPress && p.Kind != store.PostAstro {
 		return store.Invalid("post_kind: must be wordpress or astro")
-	}
-	if p.ID == 0 {
-		return nil
 	}
 	var postEnv int64
 	var err error
