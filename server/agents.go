@@ -34,8 +34,9 @@ func (s *Server) registerAgentRoutes() {
 		Summary: "Delete an agent and its runs", Data: deletedResponse{}}, s.deleteAgent)
 	s.handle(Route{Method: "GET", Path: "/api/agents/{id}/assignments", Tag: tag, Access: signedIn,
 		Summary: "Environments that may use the agent", Data: assignmentsResponse{}}, s.getAssignments)
-	s.handle(Route{Method: "PUT", Path: "/api/agents/{id}/assignments", Tag: tag, Access: editorOnly,
-		Summary: "Set the environments that may use the agent", Body: assignmentsRequest{}, Data: assignmentsResponse{}}, s.putAssignments)
+	s.handle(Route{Method: "PUT", Path: "/api/agents/{id}/assignments", Tag: tag, Access: editorOnly, Errors: []int{409},
+		Summary: "Set the environments that may use the agent", Body: assignmentsRequest{}, Data: assignmentsResponse{},
+		Notes: "409 when it would take an environment from the agent while an SEO campaign there has it (GET /api/agents/{id}/campaigns)."}, s.putAssignments)
 	s.handle(Route{Method: "POST", Path: "/api/agents/{id}/execute", Tag: tag, Access: editorOnly, Status: http.StatusAccepted, EventStream: true,
 		Summary: "Run the agent", Body: executeRequest{}, Data: runResponse{}, Errors: []int{409},
 		Notes: "Queues a run and answers 202 with it; poll GET /api/agents/runs/{run_id}, or wait for the run.succeeded / run.failed notification. " +

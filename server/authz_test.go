@@ -276,6 +276,37 @@ var authzTable = []authzCase{
 	{route: "POST /api/live-agents/sessions/{id}/save-as-post", path: "/api/live-agents/sessions/{liveA}/save-as-post", body: map[string]any{"target": "wordpress"}, want: [5]int{401, 403, 201, 201, 201}},
 	{route: "POST /api/live-agents/sessions/{id}/save-as-post", path: "/api/live-agents/sessions/{liveA}/save-as-post", body: map[string]any{"target": "astro"}, want: [5]int{401, 403, 201, 201, 201}},
 	{route: "POST /api/live-agents/sessions/{id}/save-as-post", path: "/api/live-agents/sessions/{liveB}/save-as-post", body: map[string]any{"target": "astro"}, want: [5]int{401, 403, 404, 409, 409}}, // nothing generated in B
+	// SEO: {kwA}/{campA} live in envA, {kwB}/{campB} in envB.
+	{route: "GET /api/seo/keywords", path: "/api/seo/keywords?environment_id={envA}", want: [5]int{401, 200, 200, 200, 200}},
+	{route: "GET /api/seo/keywords", path: "/api/seo/keywords?environment_id={envB}", want: [5]int{401, 404, 404, 200, 200}},
+	{route: "POST /api/seo/keywords", body: map[string]any{"environment_id": "{envA}", "keyword": "new keyword"}, want: [5]int{401, 403, 201, 201, 201}},
+	{route: "POST /api/seo/keywords", body: map[string]any{"environment_id": "{envB}", "keyword": "new keyword"}, want: [5]int{401, 403, 422, 201, 201}},
+	{route: "POST /api/seo/keywords/import", file: true, want: [5]int{401, 403, 422, 422, 422}}, // a PNG and no environment_id
+	{route: "POST /api/seo/keywords/bulk-delete", body: map[string]any{"ids": []string{"{kwA}", "{kwB}"}}, want: [5]int{401, 403, 200, 200, 200}},
+	{route: "POST /api/seo/keywords/bulk-update", body: map[string]any{"ids": []string{"{kwA}"}, "status": "planned"}, want: [5]int{401, 403, 200, 200, 200}},
+	{route: "GET /api/seo/keywords/{id}", path: "/api/seo/keywords/{kwA}", want: [5]int{401, 200, 200, 200, 200}},
+	{route: "GET /api/seo/keywords/{id}", path: "/api/seo/keywords/{kwB}", want: [5]int{401, 404, 404, 200, 200}},
+	{route: "PUT /api/seo/keywords/{id}", path: "/api/seo/keywords/{kwA}", body: map[string]any{"cluster": "shoes"}, want: [5]int{401, 403, 200, 200, 200}},
+	{route: "PUT /api/seo/keywords/{id}", path: "/api/seo/keywords/{kwB}", body: map[string]any{"cluster": "shoes"}, want: [5]int{401, 403, 404, 200, 200}},
+	{route: "DELETE /api/seo/keywords/{id}", path: "/api/seo/keywords/{kwA}", want: [5]int{401, 403, 200, 200, 200}},
+	{route: "DELETE /api/seo/keywords/{id}", path: "/api/seo/keywords/{kwB}", want: [5]int{401, 403, 404, 200, 200}},
+	{route: "GET /api/seo/campaigns", want: [5]int{401, 200, 200, 200, 200}},
+	{route: "GET /api/seo/campaigns", path: "/api/seo/campaigns?environment_id={envB}", want: [5]int{401, 404, 404, 200, 200}},
+	{route: "POST /api/seo/campaigns", body: map[string]any{"environment_id": "{envA}", "name": "New", "target": "astro"}, want: [5]int{401, 403, 201, 201, 201}},
+	{route: "POST /api/seo/campaigns", body: map[string]any{"environment_id": "{envB}", "name": "New", "target": "astro"}, want: [5]int{401, 403, 422, 201, 201}},
+	{route: "GET /api/seo/campaigns/{id}", path: "/api/seo/campaigns/{campA}", want: [5]int{401, 200, 200, 200, 200}},
+	{route: "GET /api/seo/campaigns/{id}", path: "/api/seo/campaigns/{campB}", want: [5]int{401, 404, 404, 200, 200}},
+	{route: "PUT /api/seo/campaigns/{id}", path: "/api/seo/campaigns/{campA}", body: map[string]any{"cadence": 3}, want: [5]int{401, 403, 200, 200, 200}},
+	{route: "PUT /api/seo/campaigns/{id}", path: "/api/seo/campaigns/{campB}", body: map[string]any{"cadence": 3}, want: [5]int{401, 403, 404, 200, 200}},
+	{route: "DELETE /api/seo/campaigns/{id}", path: "/api/seo/campaigns/{campA}", want: [5]int{401, 403, 200, 200, 200}},
+	{route: "DELETE /api/seo/campaigns/{id}", path: "/api/seo/campaigns/{campB}", want: [5]int{401, 403, 404, 200, 200}},
+	{route: "GET /api/seo/campaigns/{id}/keywords", path: "/api/seo/campaigns/{campA}/keywords", want: [5]int{401, 200, 200, 200, 200}},
+	{route: "GET /api/seo/campaigns/{id}/keywords", path: "/api/seo/campaigns/{campB}/keywords", want: [5]int{401, 404, 404, 200, 200}},
+	{route: "POST /api/seo/campaigns/{id}/keywords", path: "/api/seo/campaigns/{campA}/keywords", body: map[string]any{"ids": []string{"{kwA}"}}, want: [5]int{401, 403, 200, 200, 200}},
+	{route: "POST /api/seo/campaigns/{id}/keywords", path: "/api/seo/campaigns/{campB}/keywords", body: map[string]any{"ids": []string{"{kwB}"}}, want: [5]int{401, 403, 404, 200, 200}},
+	{route: "POST /api/seo/campaigns/{id}/keywords/remove", path: "/api/seo/campaigns/{campA}/keywords/remove", body: map[string]any{"ids": []string{"{kwA}"}}, want: [5]int{401, 403, 200, 200, 200}},
+	{route: "GET /api/agents/{id}/campaigns", path: "/api/agents/{agentA}/campaigns", want: [5]int{401, 200, 200, 200, 200}},
+	{route: "GET /api/agents/{id}/campaigns", path: "/api/agents/{agentB}/campaigns", want: [5]int{401, 404, 404, 200, 200}},
 }
 
 // authzFixture is the data directory every case of TestAuthorizationTable
@@ -470,6 +501,18 @@ func newAuthzFixture(t *testing.T, providerURL string) (*authzFixture, []*server
 		t.Fatal(err)
 	}
 	terms["{liveA}"], terms["{liveB}"] = liveA.ID, liveB.ID
+	for _, env := range []*store.Environment{envA, envB} {
+		kw, err := e.app.DB.CreateKeyword(ctx, store.NewKeyword{EnvironmentID: env.ID, Keyword: "running shoes", Status: "new", Source: "manual"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		camp, err := e.app.DB.CreateCampaign(ctx, env.ID, store.CampaignInput{Name: "Campaign " + env.Name, Target: "astro", PostStatus: "draft",
+			Cadence: 1, Status: "draft"}, nil, target.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		terms["{kw"+env.Name+"}"], terms["{camp"+env.Name+"}"] = kw.ID, camp.ID
+	}
 	snap, err := e.app.Backups.Create(ctx, "manual")
 	if err != nil {
 		t.Fatal(err)

@@ -277,6 +277,23 @@ func (s *Server) held(ctx context.Context, fn func(context.Context) error) error
 	return fn(ctx)
 }
 
+// heldAgain is held for a handler that let go to read a large body (an
+// import): the caller is checked again under the new hold, since a
+// restore, a revoked session or a lower role may have come while the body
+// did, and fn gets the scope the caller has now.
+func (s *Server) heldAgain(c *gin.Context, min store.Role, fn func(ctx context.Context, sc store.Scope) error) error {
+	return s.held(c.Request.Context(), func(ctx context.Context) error {
+		p, err := s.auth.Authenticate(ctx, bearerToken(c))
+		if err != nil {
+			return err
+		}
+		if !p.User.Role.AtLeast(min) {
+			return store.Forbidden("this needs the %s role or higher; you are %s", min, p.User.Role)
+		}
+		return fn(ctx, p.Scope)
+	})
+}
+
 // serve streams a topic to the caller (server/stream), letting go of the
 // database first: a stream holds it only in the re-checks and catch-up of
 // its options (streamOptions), so a restore never waits for an open

@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"net/http"
 	"reflect"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -134,6 +135,12 @@ func BuildOpenAPI(routes []*server.Route, version string) ([]byte, error) {
 		if r.Multipart != "" {
 			schema := openapi3.NewObjectSchema().WithProperty(r.Multipart, openapi3.NewStringSchema().WithFormat("binary"))
 			schema.Required = []string{r.Multipart}
+			if r.Form != nil {
+				for _, p := range queryParams(reflect.TypeOf(r.Form)) {
+					schema.WithProperty(p.Name, p.Schema.Value)
+				}
+				schema.Required = append(schema.Required, requiredForms(reflect.TypeOf(r.Form))...)
+			}
 			op.RequestBody = &openapi3.RequestBodyRef{Value: openapi3.NewRequestBody().WithRequired(true).
 				WithContent(openapi3.NewContentWithSchema(schema, []string{"multipart/form-data"}))}
 			errs[400], errs[413], errs[422] = true, true, true
@@ -325,6 +332,18 @@ func customizeSchema(_ string, t reflect.Type, tag reflect.StructTag, s *openapi
 		}
 	}
 	return nil
+}
+
+// requiredForms lists the `form` names of a struct's required fields.
+func requiredForms(t reflect.Type) []string {
+	var out []string
+	for i := 0; i < t.NumField(); i++ {
+		f := t.Field(i)
+		if slices.Contains(strings.Split(f.Tag.Get("binding"), ","), "required") {
+			out = append(out, strings.Split(f.Tag.Get("form"), ",")[0])
+		}
+	}
+	return out
 }
 
 // queryParams lists the query parameters of a struct with `form` tags.

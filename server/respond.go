@@ -384,3 +384,60 @@ func formFile(c *gin.Context, field string, max int64, tooLarge string) ([]byte,
 	}
 	return data, nil
 }
+
+// readUpload reads a multipart body that the handler reads itself (a
+// route with MaxBody < 0, after letGo), each read within its deadline: the
+// file in field, at most max bytes (413 beyond), and the other fields into
+// form, a struct with `form` tags whose rules are checked as a query's
+// are. Parts it does not know are skipped.
+func readUpload(c *gin.Context, field string, max int64, form any) ([]byte, error) {
+	body, done := readDeadlines(c, c.Request.Body)
+	defer done()
+	setBody(c, http.MaxBytesReader(c.Writer, body, max+1<<20))
+	missing := store.Invalid("%s: send the file as multipart/form-data in a field named %s", field, field)
+	mr, err := c.Request.MultipartReader()
+	if err != nil {
+		return nil, missing
+	}
+	known := queryNames(form)
+	values := map[string][]string{}
+	var data []byte
+	for {
+		part, err := mr.NextPart()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return nil, uploadError(err)
+		}
+		name := part.FormName()
+		switch {
+		case name == field:
+			data, err = io.ReadAll(io.LimitReader(part, max+1))
+			if err == nil && int64(len(data)) > max {
+				err = store.E(store.KindTooLarge, "%s: is larger than the limit of %s", field, humanBytes(max))
+			}
+		case known[name]:
+			var v []byte
+			if v, err = io.ReadAll(io.LimitReader(part, 1<<10)); err == nil {
+				values[name] = append(values[name], strings.TrimSpace(string(v)))
+			}
+		}
+		_ = part.Close() // read, or skipped: what it says is in NextPart's error
+		if err != nil {
+			return nil, uploadError(err)
+		}
+	}
+	if data == nil {
+		return nil, missing
+	}
+	for name, v := range values { // one at a time, to name the one of a wrong type
+		if err := binding.MapFormWithTag(form, map[string][]string{name: v}, "form"); err != nil {
+			return nil, store.Invalid("%s: %q is not a value of its type", name, v[0])
+		}
+	}
+	if re := checkRules(form); re != nil {
+		return nil, store.Invalid("%s: %s", re.form, re.text)
+	}
+	return data, nil
+}

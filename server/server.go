@@ -28,6 +28,7 @@ import (
 	"github.com/copydesk/copydesk/server/live"
 	"github.com/copydesk/copydesk/server/message"
 	"github.com/copydesk/copydesk/server/notify"
+	"github.com/copydesk/copydesk/server/seo"
 	"github.com/copydesk/copydesk/server/setting"
 	"github.com/copydesk/copydesk/server/stream"
 	"github.com/copydesk/copydesk/server/wppost"
@@ -59,6 +60,7 @@ type Server struct {
 	cie          *cie.Service
 	chat         *chat.Service
 	live         *live.Service
+	seo          *seo.Service
 
 	router *gin.Engine
 	routes []*Route
@@ -133,6 +135,7 @@ func New(d Deps, opts Options) (*Server, error) {
 	s.agents = agent.New(agent.Deps{Store: d.DB, Environments: s.environments, Credentials: s.credentials, Engine: d.Engine,
 		Jobs: d.Jobs, Notify: d.Notify, Events: d.Events, Log: d.Log})
 	s.cms = cms.New(d.DB, s.environments)
+	s.seo = seo.New(d.DB, s.environments)
 	s.cie = cie.New(cie.Deps{Store: d.DB, Environments: s.environments, Engine: d.Engine, Jobs: d.Jobs, Events: d.Events, Log: d.Log})
 	s.chat = chat.New(chat.Deps{Store: d.DB, Environments: s.environments, Engine: d.Engine, Jobs: d.Jobs, Events: d.Events, Log: d.Log})
 	s.live = live.New(live.Deps{Store: d.DB, Environments: s.environments, Engine: d.Engine, Jobs: d.Jobs, Events: d.Events, Log: d.Log})
@@ -166,6 +169,8 @@ func New(d Deps, opts Options) (*Server, error) {
 	s.registerCIERoutes()
 	s.registerOpenChatRoutes()
 	s.registerLiveAgentRoutes()
+	s.registerSEOKeywordRoutes()
+	s.registerSEOCampaignRoutes()
 	return s, nil
 }
 
@@ -202,6 +207,7 @@ type Route struct {
 
 	Body      any    // JSON request body type, or nil
 	Multipart string // name of the file field of a multipart body
+	Form      any    // with Multipart: struct with `form` tags, the body's other fields
 	Query     any    // struct with `form` tags, or nil
 	Data      any    // type of "data" in the success envelope, or nil
 	Bare      any    // the success body when not enveloped (login, refresh)
