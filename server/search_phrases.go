@@ -18,7 +18,7 @@ func (s *Server) registerSearchPhraseRoutes() {
 	s.handle(Route{Method: "GET", Path: "/api/search-phrases", Tag: tag, Access: signedIn, List: true, Errors: []int{404},
 		Summary: "List search phrases", Query: phraseListQuery{}, Data: phraseResponse{},
 		Notes: "Newest first by default. An environment you do not see is a 404."}, s.listSearchPhrases)
-	s.handle(Route{Method: "POST", Path: "/api/search-phrases", Tag: tag, Access: editorOnly, Status: http.StatusCreated, Errors: []int{409},
+	s.handle(Route{Method: "POST", Path: "/api/search-phrases", Tag: tag, Access: editorOnly, Status: http.StatusCreated, Errors: []int{404, 409},
 		Summary: "Create a search phrase", Body: phraseRequest{}, Data: phraseResponse{},
 		Notes: "The phrase is kept as typed, with single spaces; two phrases are the same when they match after normalisation " +
 			"(Unicode NFC, lower case, single spaces), and one environment has each phrase once per locale (409)."}, s.createSearchPhrase)

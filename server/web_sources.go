@@ -19,7 +19,7 @@ func (s *Server) registerWebSourceRoutes() {
 	s.handle(Route{Method: "GET", Path: "/api/web-sources", Tag: tag, Access: signedIn, List: true, Errors: []int{404},
 		Summary: "List web sources", Query: sourceListQuery{}, Data: sourceResponse{},
 		Notes: "Newest first by default. An environment you do not see is a 404."}, s.listWebSources)
-	s.handle(Route{Method: "POST", Path: "/api/web-sources", Tag: tag, Access: editorOnly, Status: http.StatusCreated, Errors: []int{409},
+	s.handle(Route{Method: "POST", Path: "/api/web-sources", Tag: tag, Access: editorOnly, Status: http.StatusCreated, Errors: []int{404, 409},
 		Summary: "Follow a feed or a page", Body: sourceRequest{}, Data: sourceResponse{},
 		Notes: "An active source is fetched at once by the background fetcher, then every fetch_interval seconds. rss and atom are read " +
 			"as feeds (either format is recognised whichever kind is named); page extracts the readable text of an HTML page, a new item " +
