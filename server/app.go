@@ -71,7 +71,7 @@ type Config struct {
 	// logs it as an error.
 	OnUsageRecordError func(error)
 	// RefuseOutboundPrivate keeps every outbound call (providers,
-	// WordPress, SERP, credential tests) from private, loopback and other
+	// WordPress, SERP, web sources, credential tests) from private, loopback and other
 	// non-public addresses (`serve --outbound-private=false`). Link-local
 	// and cloud metadata addresses are refused whatever it says.
 	RefuseOutboundPrivate bool
