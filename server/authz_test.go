@@ -224,6 +224,7 @@ var authzTable = []authzCase{
 	// source's address refuses connections, so a fetch fails and says so (200).
 	{route: "GET /api/search-phrases", want: [5]int{401, 200, 200, 200, 200}},
 	{route: "POST /api/search-phrases", body: map[string]any{"environment_id": "{envA}", "phrase": "cold brew at home"}, want: [5]int{401, 403, 201, 201, 201}},
+	{route: "POST /api/search-phrases/bulk-delete", body: map[string]any{"ids": []string{"{phraseA}", "{phraseB}"}}, want: [5]int{401, 403, 200, 200, 200}},
 	{route: "GET /api/search-phrases/{id}", path: "/api/search-phrases/{phraseA}", want: [5]int{401, 200, 200, 200, 200}},
 	{route: "GET /api/search-phrases/{id}", path: "/api/search-phrases/{phraseB}", want: [5]int{401, 404, 404, 200, 200}},
 	{route: "PUT /api/search-phrases/{id}", path: "/api/search-phrases/{phraseA}", body: map[string]any{"is_active": false}, want: [5]int{401, 403, 200, 200, 200}},
@@ -235,6 +236,7 @@ var authzTable = []authzCase{
 	{route: "GET /api/search-phrases/{id}/ideas", path: "/api/search-phrases/{phraseB}/ideas", want: [5]int{401, 404, 404, 200, 200}},
 	{route: "GET /api/web-sources", want: [5]int{401, 200, 200, 200, 200}},
 	{route: "POST /api/web-sources", body: map[string]any{"environment_id": "{envA}", "url": "https://news.example/feed", "kind": "rss"}, want: [5]int{401, 403, 201, 201, 201}},
+	{route: "POST /api/web-sources/bulk-delete", body: map[string]any{"ids": []string{"{sourceA}", "{sourceB}"}}, want: [5]int{401, 403, 200, 200, 200}},
 	{route: "GET /api/web-sources/{id}", path: "/api/web-sources/{sourceA}", want: [5]int{401, 200, 200, 200, 200}},
 	{route: "GET /api/web-sources/{id}", path: "/api/web-sources/{sourceB}", want: [5]int{401, 404, 404, 200, 200}},
 	{route: "PUT /api/web-sources/{id}", path: "/api/web-sources/{sourceA}", body: map[string]any{"fetch_interval": 7200}, want: [5]int{401, 403, 200, 200, 200}},

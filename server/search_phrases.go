@@ -22,6 +22,10 @@ func (s *Server) registerSearchPhraseRoutes() {
 		Summary: "Create a search phrase", Body: phraseRequest{}, Data: phraseResponse{},
 		Notes: "The phrase is kept as typed, with single spaces; two phrases are the same when they match after normalisation " +
 			"(Unicode NFC, lower case, single spaces), and one environment has each phrase once per locale (409)."}, s.createSearchPhrase)
+	s.handle(Route{Method: "POST", Path: "/api/search-phrases/bulk-delete", Tag: tag, Access: editorOnly,
+		Summary: "Delete several search phrases and their ideas", Body: bulkIDs{}, Data: bulkResponse{},
+		Notes: "Ids that do not exist or that are in environments you do not see are skipped; changed says how many were deleted."},
+		s.bulkDeleteSearchPhrases)
 	s.handle(Route{Method: "GET", Path: "/api/search-phrases/{id}", Tag: tag, Access: signedIn,
 		Summary: "Get a search phrase", Data: phraseResponse{}}, s.getSearchPhrase)
 	s.handle(Route{Method: "PUT", Path: "/api/search-phrases/{id}", Tag: tag, Access: editorOnly, Errors: []int{409},
@@ -213,4 +217,18 @@ func (s *Server) listSearchIdeas(c *gin.Context) {
 		return
 	}
 	respondList(c, list, total, q.page(), ideaJSON, "ideas")
+}
+
+func (s *Server) bulkDeleteSearchPhrases(c *gin.Context) {
+	var req bulkIDs
+	if err := decodeJSON(c, &req); err != nil {
+		fail(c, err)
+		return
+	}
+	n, err := s.searchPhrases.DeleteMany(c.Request.Context(), scope(c), req.IDs)
+	if err != nil {
+		fail(c, err)
+		return
+	}
+	respond(c, http.StatusOK, bulkResponse{Changed: n}, "search phrases deleted")
 }

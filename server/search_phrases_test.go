@@ -238,6 +238,19 @@ func TestSearchPhrasesCRUD(t *testing.T) {
 	if r := e.do(t, "GET", path, f.edATok, nil); r.Code != 404 {
 		t.Errorf("after delete: %d %s", r.Code, r.Body)
 	}
+	// Bulk delete skips what the caller does not see and what is gone.
+	mine := phraseCreate(t, e, f.edATok, map[string]any{"environment_id": f.envA, "phrase": "flat white"})
+	theirs := phraseCreate(t, e, f.edBTok, map[string]any{"environment_id": f.envB, "phrase": "flat white"})
+	r = e.do(t, "POST", "/api/search-phrases/bulk-delete", f.edATok, map[string]any{"ids": []int64{agID(mine), agID(theirs), id, 99999}})
+	if r.Code != 200 || agNum(r.Data()["changed"]) != 1 {
+		t.Errorf("bulk delete: %d %s", r.Code, r.Body)
+	}
+	if r := e.do(t, "GET", fmt.Sprintf("/api/search-phrases/%d", agID(theirs)), f.edBTok, nil); r.Code != 200 {
+		t.Errorf("another environment's phrase was deleted: %d %s", r.Code, r.Body)
+	}
+	if r := e.do(t, "POST", "/api/search-phrases/bulk-delete", f.edATok, map[string]any{"ids": []int64{}}); r.Code != 422 {
+		t.Errorf("no ids: %d %s", r.Code, r.Body)
+	}
 }
 
 // A run asks SerpApi (search and autocomplete) and the model, stores each

@@ -25,6 +25,10 @@ func (s *Server) registerWebSourceRoutes() {
 			"as feeds (either format is recognised whichever kind is named); page extracts the readable text of an HTML page, a new item " +
 			"whenever that text changes. A link-local or cloud metadata address is a 422; private and loopback ones are refused when fetched " +
 			"if the server runs with --outbound-private=false. One environment follows an address once (409)."}, s.createWebSource)
+	s.handle(Route{Method: "POST", Path: "/api/web-sources/bulk-delete", Tag: tag, Access: editorOnly,
+		Summary: "Delete several web sources and their items", Body: bulkIDs{}, Data: bulkResponse{},
+		Notes: "Ids that do not exist or that are in environments you do not see are skipped; changed says how many were deleted."},
+		s.bulkDeleteWebSources)
 	s.handle(Route{Method: "GET", Path: "/api/web-sources/{id}", Tag: tag, Access: signedIn,
 		Summary: "Get a web source", Data: sourceResponse{}}, s.getWebSource)
 	s.handle(Route{Method: "PUT", Path: "/api/web-sources/{id}", Tag: tag, Access: editorOnly, Errors: []int{409},
@@ -238,4 +242,18 @@ func (s *Server) listWebItems(c *gin.Context) {
 		return
 	}
 	respondList(c, list, total, q.page(), itemJSON, "items")
+}
+
+func (s *Server) bulkDeleteWebSources(c *gin.Context) {
+	var req bulkIDs
+	if err := decodeJSON(c, &req); err != nil {
+		fail(c, err)
+		return
+	}
+	n, err := s.webSources.DeleteMany(c.Request.Context(), scope(c), req.IDs)
+	if err != nil {
+		fail(c, err)
+		return
+	}
+	respond(c, http.StatusOK, bulkResponse{Changed: n}, "web sources deleted")
 }

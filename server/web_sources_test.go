@@ -190,6 +190,15 @@ func TestWebSourcesCRUD(t *testing.T) {
 	if r := e.do(t, "GET", path+"/items", f.edATok, nil); r.Code != 404 {
 		t.Errorf("items after delete: %d %s", r.Code, r.Body)
 	}
+	mine := sourceCreate(t, e, f.edATok, map[string]any{"environment_id": f.envA, "url": "https://b.example/feed", "kind": "atom"})
+	theirs := sourceCreate(t, e, f.edBTok, map[string]any{"environment_id": f.envB, "url": "https://b.example/feed", "kind": "atom"})
+	r = e.do(t, "POST", "/api/web-sources/bulk-delete", f.edATok, map[string]any{"ids": []int64{agID(mine), agID(theirs), id}})
+	if r.Code != 200 || agNum(r.Data()["changed"]) != 1 {
+		t.Errorf("bulk delete: %d %s", r.Code, r.Body)
+	}
+	if r := e.do(t, "GET", fmt.Sprintf("/api/web-sources/%d", agID(theirs)), f.edBTok, nil); r.Code != 200 {
+		t.Errorf("another environment's source was deleted: %d %s", r.Code, r.Body)
+	}
 }
 
 // A fetch reads RSS 2.0, Atom and pages, stores each item once, sends the

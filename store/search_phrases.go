@@ -224,6 +224,35 @@ func (db *DB) DeleteSearchPhrase(ctx context.Context, id int64) error {
 	return nil
 }
 
+// DeleteSearchPhrases deletes, in one statement, the phrases of ids the
+// scope sees, with their ideas; the others are skipped. It reports how
+// many were deleted.
+func (db *DB) DeleteSearchPhrases(ctx context.Context, sc Scope, ids []int64) (int, error) {
+	return db.deleteScoped(ctx, "search_phrases", sc, ids)
+}
+
+// deleteScoped deletes the rows of table (which has environment_id) with
+// ids that the scope sees, in one statement, and reports how many.
+func (db *DB) deleteScoped(ctx context.Context, table string, sc Scope, ids []int64) (int, error) {
+	if len(ids) == 0 {
+		return 0, nil
+	}
+	args := make([]any, len(ids))
+	for i, id := range ids {
+		args[i] = id
+	}
+	where := "id IN (?" + strings.Repeat(", ?", len(ids)-1) + ")"
+	if cond, condArgs := sc.envIn("environment_id"); cond != "" {
+		where, args = where+" AND "+cond, append(args, condArgs...)
+	}
+	res, err := db.exec(ctx, `DELETE FROM `+table+` WHERE `+where, args...)
+	if err != nil {
+		return 0, fmt.Errorf("store: delete from %s: %w", table, err)
+	}
+	n, _ := res.RowsAffected()
+	return int(n), nil
+}
+
 // QueueSearchPhraseRun marks a phrase queued and queues the job that runs
 // it, in one transaction. A phrase whose run is queued or running already
 // is a conflict, and nothing is queued. The caller tells the job runner.

@@ -213,6 +213,13 @@ func (db *DB) DeleteWebSource(ctx context.Context, id int64) error {
 	return nil
 }
 
+// DeleteWebSources deletes, in one statement, the sources of ids the scope
+// sees, with their items; the others are skipped. It reports how many
+// were deleted.
+func (db *DB) DeleteWebSources(ctx context.Context, sc Scope, ids []int64) (int, error) {
+	return db.deleteScoped(ctx, "web_sources", sc, ids)
+}
+
 // NextWebSourceFetch is when the earliest active source is due; nil when
 // no source is active.
 func (db *DB) NextWebSourceFetch(ctx context.Context) (*time.Time, error) {

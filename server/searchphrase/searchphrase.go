@@ -33,6 +33,7 @@ type Store interface {
 	CreateSearchPhrase(ctx context.Context, n store.NewSearchPhrase) (*store.SearchPhrase, error)
 	UpdateSearchPhrase(ctx context.Context, id int64, up store.SearchPhraseUpdate) (*store.SearchPhrase, error)
 	DeleteSearchPhrase(ctx context.Context, id int64) error
+	DeleteSearchPhrases(ctx context.Context, sc store.Scope, ids []int64) (int, error)
 	QueueSearchPhraseRun(ctx context.Context, id int64, j store.RunJob) (*store.SearchPhrase, error)
 	StartSearchPhraseRun(ctx context.Context, id, jobID int64) (bool, error)
 	FinishSearchPhraseRun(ctx context.Context, id, jobID int64, o store.PhraseRunOutcome) (int, error)
@@ -233,6 +234,12 @@ func (s *Service) Delete(ctx context.Context, sc store.Scope, id int64) error {
 		return err
 	}
 	return s.db.DeleteSearchPhrase(ctx, id)
+}
+
+// DeleteMany deletes the phrases of ids the scope sees, with their ideas,
+// and says how many; the others are skipped.
+func (s *Service) DeleteMany(ctx context.Context, sc store.Scope, ids []int64) (int, error) {
+	return s.db.DeleteSearchPhrases(ctx, sc, ids)
 }
 
 // Ideas lists the ideas of a phrase the scope sees.

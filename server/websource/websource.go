@@ -33,6 +33,7 @@ type Store interface {
 	CreateWebSource(ctx context.Context, n store.NewWebSource) (*store.WebSource, error)
 	UpdateWebSource(ctx context.Context, id int64, up store.WebSourceUpdate) (*store.WebSource, error)
 	DeleteWebSource(ctx context.Context, id int64) error
+	DeleteWebSources(ctx context.Context, sc store.Scope, ids []int64) (int, error)
 	NextWebSourceFetch(ctx context.Context) (*time.Time, error)
 	DueWebSources(ctx context.Context, now time.Time, limit int) ([]*store.WebSource, error)
 	RecordWebSourceFetch(ctx context.Context, id int64, f store.WebFetch) (int, *store.WebSource, error)
@@ -265,6 +266,16 @@ func (s *Service) Delete(ctx context.Context, sc store.Scope, id int64) error {
 	}
 	s.replan(ctx)
 	return nil
+}
+
+// DeleteMany deletes the sources of ids the scope sees, with their items,
+// and says how many; the others are skipped.
+func (s *Service) DeleteMany(ctx context.Context, sc store.Scope, ids []int64) (int, error) {
+	n, err := s.db.DeleteWebSources(ctx, sc, ids)
+	if err == nil && n > 0 {
+		s.replan(ctx)
+	}
+	return n, err
 }
 
 // Items lists the items of a source the scope sees.
