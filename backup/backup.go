@@ -42,10 +42,12 @@ const (
 
 // namePattern is the only form of name copydesk makes; anything else is not
 // a backup, which keeps names from ever being paths.
-var namePattern = regexp.MustCompile(`^copydesk-[0-9]{8}-[0-9]{6}-(manual|scheduled|pre-restore|uploaded|cli)(-[0-9]{1,4})?\.db$`)
+var namePattern = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`^copydesk-[0-9]{8}-[0-9]{6}-(manual|scheduled|pre-restore|uploaded|cli)(-[0-9]{1,4})?\.db$`)
+})
 
 // ValidName reports whether name is one copydesk could have made.
-func ValidName(name string) bool { return namePattern.MatchString(name) }
+func ValidName(name string) bool { return namePattern().MatchString(name) }
 
 // Meta describes a snapshot; it is the sidecar's content.
 type Meta struct {

@@ -258,11 +258,11 @@ func (db *DB) insert(ctx context.Context, query string, args ...any) (int64, err
 }
 
 // aliasPrefix is the table alias of a column in a column list.
-var aliasPrefix = regexp.MustCompile(`\b\w+\.`)
+var aliasPrefix = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`\b\w+\.`) })
 
 // returning is a column list ("a.id, a.name") for a RETURNING clause,
 // which takes no table alias ("id, name").
-func returning(columns string) string { return aliasPrefix.ReplaceAllString(columns, "") }
+func returning(columns string) string { return aliasPrefix().ReplaceAllString(columns, "") }
 
 // insertRow runs an INSERT ... RETURNING the row's columns and scans them
 // with scan: the create and the read of what it stored in one statement.

@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"regexp"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -43,16 +44,16 @@ type LicensePayload struct {
 	ExpiresAt *time.Time `json:"expires_at,omitempty"`
 }
 
-var licenseIDPattern = regexp.MustCompile(`^[A-Za-z0-9_-]{6,64}$`)
-var planPattern = regexp.MustCompile(`^[a-z][a-z0-9_-]{0,31}$`)
+var licenseIDPattern = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z0-9_-]{6,64}$`) })
+var planPattern = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[a-z][a-z0-9_-]{0,31}$`) })
 
 func (p *LicensePayload) validate() error {
 	switch {
-	case !licenseIDPattern.MatchString(p.ID):
+	case !licenseIDPattern().MatchString(p.ID):
 		return errors.New("id must be 6 to 64 letters, digits, '-' or '_'")
 	case strings.TrimSpace(p.Licensee) == "" || len(p.Licensee) > 200:
 		return errors.New("licensee must be 1 to 200 characters")
-	case !planPattern.MatchString(p.Plan):
+	case !planPattern().MatchString(p.Plan):
 		return errors.New("plan must be a lower-case word")
 	case p.Seats < 1 || p.Seats > 100000:
 		return errors.New("seats must be between 1 and 100000")

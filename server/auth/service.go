@@ -80,7 +80,7 @@ func New(db *store.DB, keys *keyring.Keyring, cfg Config) (*Service, error) {
 
 // ---- input rules ----
 
-var usernamePattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]{2,31}$`)
+var usernamePattern = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]{2,31}$`) })
 
 // Password rules: at least 8 characters; at most 256 so a hash request
 // cannot be made arbitrarily expensive.
@@ -105,7 +105,7 @@ func checkEmail(email string) (string, error) {
 
 func checkUsername(u string) (string, error) {
 	u = strings.TrimSpace(u)
-	if !usernamePattern.MatchString(u) {
+	if !usernamePattern().MatchString(u) {
 		return "", store.Invalid("username: must be 3 to 32 characters: letters, digits, '.', '_' or '-', starting with a letter or digit")
 	}
 	return u, nil

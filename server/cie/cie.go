@@ -23,6 +23,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/copydesk/copydesk/server/engine"
 	"github.com/copydesk/copydesk/server/jobs"
@@ -316,7 +317,7 @@ func normalize(in *store.ArchetypeInput) error {
 	opt := make([]string, 0, len(in.OptionalVariables))
 	for _, v := range in.OptionalVariables {
 		v = strings.TrimSpace(v)
-		if !namePattern.MatchString(v) {
+		if !namePattern().MatchString(v) {
 			return store.Invalid("optional_variables: %q is not a variable name (a letter, then letters, digits or _; at most 40)", v)
 		}
 		if !seen[v] {
@@ -341,9 +342,9 @@ func errorsJoin(errs ...error) error {
 // ---- templates ----
 
 var (
-	namePattern = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9_]{0,39}$`)
+	namePattern = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z][A-Za-z0-9_]{0,39}$`) })
 	// placeholder is {{name}}, spaces inside allowed.
-	placeholder = regexp.MustCompile(`\{\{\s*([A-Za-z][A-Za-z0-9_]{0,39})\s*\}\}`)
+	placeholder = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`\{\{\s*([A-Za-z][A-Za-z0-9_]{0,39})\s*\}\}`) })
 )
 
 // placeholders lists the variables a template uses, in order of first
@@ -351,7 +352,7 @@ var (
 // typo is a 422 when the archetype is saved rather than text the model
 // gets.
 func placeholders(tmpl string) ([]string, error) {
-	rest := placeholder.ReplaceAllString(tmpl, "")
+	rest := placeholder().ReplaceAllString(tmpl, "")
 	if i := strings.Index(rest, "{{"); i >= 0 {
 		return nil, store.Invalid("prompt_template: %q is not a placeholder: write {{name}} with a name of letters, digits and _", excerpt(rest[i:]))
 	}
@@ -359,7 +360,7 @@ func placeholders(tmpl string) ([]string, error) {
 		return nil, store.Invalid("prompt_template: a }} without its {{")
 	}
 	var names []string
-	for _, m := range placeholder.FindAllStringSubmatch(tmpl, -1) {
+	for _, m := range placeholder().FindAllStringSubmatch(tmpl, -1) {
 		if !slices.Contains(names, m[1]) {
 			names = append(names, m[1])
 		}
@@ -395,8 +396,8 @@ func Placeholders(tmpl string) []string {
 // render fills a template's placeholders from values; one without a value
 // stays as it is (an agent's system prompt may have its own).
 func render(tmpl string, values map[string]string) string {
-	return placeholder.ReplaceAllStringFunc(tmpl, func(m string) string {
-		name := placeholder.FindStringSubmatch(m)[1]
+	return placeholder().ReplaceAllStringFunc(tmpl, func(m string) string {
+		name := placeholder().FindStringSubmatch(m)[1]
 		if v, ok := values[name]; ok {
 			return v
 		}

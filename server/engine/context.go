@@ -2,6 +2,7 @@ package engine
 
 import (
 	"github.com/copydesk/copydesk/server/ai"
+	"sync"
 )
 
 // Context windows: how many tokens a model reads and writes in one call,
@@ -17,35 +18,37 @@ import (
 // override names the real size.
 const DefaultContextWindow = 8192
 
-var builtinContextWindows = map[string]int{
-	// OpenAI
-	"gpt-5":        400000,
-	"gpt-5-mini":   400000,
-	"gpt-5-nano":   400000,
-	"gpt-4.1":      1047576,
-	"gpt-4.1-mini": 1047576,
-	"gpt-4.1-nano": 1047576,
-	"gpt-4o":       128000,
-	"gpt-4o-mini":  128000,
-	"o3":           200000,
-	"o3-mini":      200000,
-	"o4-mini":      200000,
-	// Anthropic (the standard window; the 1M beta is asked for per call)
-	"claude-opus-4-5":   200000,
-	"claude-opus-4-1":   200000,
-	"claude-opus-4":     200000,
-	"claude-sonnet-4-5": 200000,
-	"claude-sonnet-4":   200000,
-	"claude-3-7-sonnet": 200000,
-	"claude-haiku-4-5":  200000,
-	"claude-3-5-haiku":  200000,
-	"claude-3-haiku":    200000,
-}
+var builtinContextWindows = sync.OnceValue(func() map[string]int {
+	return map[string]int{
+		// OpenAI
+		"gpt-5":        400000,
+		"gpt-5-mini":   400000,
+		"gpt-5-nano":   400000,
+		"gpt-4.1":      1047576,
+		"gpt-4.1-mini": 1047576,
+		"gpt-4.1-nano": 1047576,
+		"gpt-4o":       128000,
+		"gpt-4o-mini":  128000,
+		"o3":           200000,
+		"o3-mini":      200000,
+		"o4-mini":      200000,
+		// Anthropic (the standard window; the 1M beta is asked for per call)
+		"claude-opus-4-5":   200000,
+		"claude-opus-4-1":   200000,
+		"claude-opus-4":     200000,
+		"claude-sonnet-4-5": 200000,
+		"claude-sonnet-4":   200000,
+		"claude-3-7-sonnet": 200000,
+		"claude-haiku-4-5":  200000,
+		"claude-3-5-haiku":  200000,
+		"claude-3-haiku":    200000,
+	}
+})
 
 // BuiltinContextWindows returns a copy of the built-in table.
 func BuiltinContextWindows() map[string]int {
-	out := make(map[string]int, len(builtinContextWindows))
-	for k, v := range builtinContextWindows {
+	out := make(map[string]int, len(builtinContextWindows()))
+	for k, v := range builtinContextWindows() {
 		out[k] = v
 	}
 	return out
@@ -54,7 +57,7 @@ func BuiltinContextWindows() map[string]int {
 // ContextWindow is a model's context window in tokens, with whether the
 // tables knew it (false: DefaultContextWindow).
 func ContextWindow(model string, overrides map[string]int) (int, bool) {
-	if n, ok := lookup(model, overrides, builtinContextWindows); ok && n > 0 {
+	if n, ok := lookup(model, overrides, builtinContextWindows()); ok && n > 0 {
 		return n, true
 	}
 	return DefaultContextWindow, false

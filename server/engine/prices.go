@@ -5,6 +5,7 @@ import (
 	"math"
 	"regexp"
 	"strings"
+	"sync"
 
 	"github.com/copydesk/copydesk/server/ai"
 	"github.com/copydesk/copydesk/store"
@@ -22,35 +23,37 @@ func p(in, cached, out float64) store.Price {
 // (gpt-4o-2024-08-06, claude-sonnet-4-20250514) and -latest aliases find
 // their family. Settings override them (price_overrides); a model found
 // nowhere has no cost (null), never a cost of zero.
-var builtinPrices = map[string]store.Price{
-	// OpenAI
-	"gpt-5":        p(1.25, 0.125, 10.00),
-	"gpt-5-mini":   p(0.25, 0.025, 2.00),
-	"gpt-5-nano":   p(0.05, 0.005, 0.40),
-	"gpt-4.1":      p(2.00, 0.50, 8.00),
-	"gpt-4.1-mini": p(0.40, 0.10, 1.60),
-	"gpt-4.1-nano": p(0.10, 0.025, 0.40),
-	"gpt-4o":       p(2.50, 1.25, 10.00),
-	"gpt-4o-mini":  p(0.15, 0.075, 0.60),
-	"o3":           p(2.00, 0.50, 8.00),
-	"o3-mini":      p(1.10, 0.55, 4.40),
-	"o4-mini":      p(1.10, 0.275, 4.40),
-	// Anthropic (cached: cache reads)
-	"claude-opus-4-5":   p(5.00, 0.50, 25.00),
-	"claude-opus-4-1":   p(15.00, 1.50, 75.00),
-	"claude-opus-4":     p(15.00, 1.50, 75.00),
-	"claude-sonnet-4-5": p(3.00, 0.30, 15.00),
-	"claude-sonnet-4":   p(3.00, 0.30, 15.00),
-	"claude-3-7-sonnet": p(3.00, 0.30, 15.00),
-	"claude-haiku-4-5":  p(1.00, 0.10, 5.00),
-	"claude-3-5-haiku":  p(0.80, 0.08, 4.00),
-	"claude-3-haiku":    p(0.25, 0.03, 1.25),
-}
+var builtinPrices = sync.OnceValue(func() map[string]store.Price {
+	return map[string]store.Price{
+		// OpenAI
+		"gpt-5":        p(1.25, 0.125, 10.00),
+		"gpt-5-mini":   p(0.25, 0.025, 2.00),
+		"gpt-5-nano":   p(0.05, 0.005, 0.40),
+		"gpt-4.1":      p(2.00, 0.50, 8.00),
+		"gpt-4.1-mini": p(0.40, 0.10, 1.60),
+		"gpt-4.1-nano": p(0.10, 0.025, 0.40),
+		"gpt-4o":       p(2.50, 1.25, 10.00),
+		"gpt-4o-mini":  p(0.15, 0.075, 0.60),
+		"o3":           p(2.00, 0.50, 8.00),
+		"o3-mini":      p(1.10, 0.55, 4.40),
+		"o4-mini":      p(1.10, 0.275, 4.40),
+		// Anthropic (cached: cache reads)
+		"claude-opus-4-5":   p(5.00, 0.50, 25.00),
+		"claude-opus-4-1":   p(15.00, 1.50, 75.00),
+		"claude-opus-4":     p(15.00, 1.50, 75.00),
+		"claude-sonnet-4-5": p(3.00, 0.30, 15.00),
+		"claude-sonnet-4":   p(3.00, 0.30, 15.00),
+		"claude-3-7-sonnet": p(3.00, 0.30, 15.00),
+		"claude-haiku-4-5":  p(1.00, 0.10, 5.00),
+		"claude-3-5-haiku":  p(0.80, 0.08, 4.00),
+		"claude-3-haiku":    p(0.25, 0.03, 1.25),
+	}
+})
 
 // BuiltinPrices returns a copy of the built-in table.
 func BuiltinPrices() map[string]store.Price {
-	out := make(map[string]store.Price, len(builtinPrices))
-	for k, v := range builtinPrices {
+	out := make(map[string]store.Price, len(builtinPrices()))
+	for k, v := range builtinPrices() {
 		out[k] = v
 	}
 	return out
@@ -60,11 +63,11 @@ func BuiltinPrices() map[string]store.Price {
 // the same model: a release date or "latest". Anything else (gpt-5-pro,
 // o3-deep-research, gpt-4o-audio-preview) is a different model with its
 // own price, so it is unknown unless an override names it.
-var versionSuffix = regexp.MustCompile(`^-(\d{4}-\d{2}-\d{2}|\d{8}|latest)$`)
+var versionSuffix = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^-(\d{4}-\d{2}-\d{2}|\d{8}|latest)$`) })
 
 // priceFor finds a model's price (see lookup).
 func priceFor(model string, overrides map[string]store.Price) (store.Price, bool) {
-	return lookup(model, overrides, builtinPrices)
+	return lookup(model, overrides, builtinPrices())
 }
 
 // lookup finds a model's entry in a per-model table (prices, context
@@ -87,7 +90,7 @@ func lookup[T any](model string, overrides, builtin map[string]T) (T, bool) {
 		}
 	}
 	for k, v := range builtin {
-		if len(k) > len(best) && strings.HasPrefix(model, k) && versionSuffix.MatchString(model[len(k):]) {
+		if len(k) > len(best) && strings.HasPrefix(model, k) && versionSuffix().MatchString(model[len(k):]) {
 			best, found = k, v
 		}
 	}

@@ -7,11 +7,11 @@ package environment
 
 import (
 	"context"
-	"regexp"
 	"strconv"
 	"strings"
 	"unicode"
 
+	"github.com/copydesk/copydesk/server/slug"
 	"github.com/copydesk/copydesk/server/valid"
 	"github.com/copydesk/copydesk/store"
 )
@@ -200,11 +200,9 @@ func checkDescription(d string) (string, error) {
 
 var errSlug = store.Invalid("slug: must be lower-case letters and digits separated by single dashes, at most 64 characters")
 
-var slugPattern = regexp.MustCompile(`^[a-z0-9]+(-[a-z0-9]+)*$`)
-
 // ValidSlug reports whether s is a lower-case, dash-separated slug of at
 // most 64 characters.
-func ValidSlug(s string) bool { return len(s) <= 64 && slugPattern.MatchString(s) }
+func ValidSlug(s string) bool { return slug.Valid(s, 64) }
 
 // Slugify makes a slug from a name: lower-case ASCII letters and digits
 // joined by dashes, at most 56 characters so that "-50" still fits;

@@ -10,6 +10,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 	"unicode"
 
 	"golang.org/x/text/runes"
@@ -20,11 +21,11 @@ import (
 // Max is the longest slug of the content groups.
 const Max = 96
 
-var pattern = regexp.MustCompile(`^[a-z0-9]+(-[a-z0-9]+)*$`)
+var pattern = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[a-z0-9]+(-[a-z0-9]+)*$`) })
 
 // Valid reports whether s is a slug of at most max characters: lower-case
 // ASCII letters and digits in groups joined by single dashes.
-func Valid(s string, max int) bool { return len(s) <= max && pattern.MatchString(s) }
+func Valid(s string, max int) bool { return len(s) <= max && pattern().MatchString(s) }
 
 // special are letters that are not a base letter plus a combining mark, so
 // decomposing them leaves nothing ASCII; they are spelt the way the

@@ -8,6 +8,7 @@ import (
 	"net/url"
 	"regexp"
 	"strings"
+	"sync"
 	"unicode/utf8"
 
 	"github.com/copydesk/copydesk/store"
@@ -86,11 +87,11 @@ func LongText(field, v string, n int) (string, error) {
 	return v, MaxLen(field, v, n)
 }
 
-var languagePattern = regexp.MustCompile(`^[a-z]{2,3}(-[A-Za-z0-9]{2,8})*$`)
+var languagePattern = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[a-z]{2,3}(-[A-Za-z0-9]{2,8})*$`) })
 
 // Language refuses anything but a language tag like en, de or pt-BR.
 func Language(field, tag string) error {
-	if !languagePattern.MatchString(tag) {
+	if !languagePattern().MatchString(tag) {
 		return store.Invalid("%s: must be a language tag like en, de or pt-BR", field)
 	}
 	return nil

@@ -1,7 +1,6 @@
 package wppost
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -11,14 +10,10 @@ import (
 	"path"
 	"slices"
 	"strings"
-	"sync"
 	"time"
 
-	"github.com/yuin/goldmark"
-	"github.com/yuin/goldmark/extension"
-	"github.com/yuin/goldmark/renderer/html"
-
 	"github.com/copydesk/copydesk/server/environment"
+	"github.com/copydesk/copydesk/server/markdown"
 	"github.com/copydesk/copydesk/server/publish/wordpress"
 	"github.com/copydesk/copydesk/server/slug"
 	"github.com/copydesk/copydesk/store"
@@ -77,24 +72,6 @@ func (s *Service) failed(ctx context.Context, p *store.WordPressPost, err error)
 		return errors.Join(rerr, serr)
 	}
 	return rerr
-}
-
-// markdown is built on first use, not at every start of the binary (a
-// `copydesk version` renders nothing).
-var markdown = sync.OnceValue(func() goldmark.Markdown {
-	return goldmark.New(goldmark.WithExtensions(extension.GFM),
-		// HTML in the Markdown (and the HTML a sync pulls from the site) goes
-		// through as is: WordPress filters it by the user's capabilities.
-		goldmark.WithRendererOptions(html.WithUnsafe()))
-})
-
-// Render turns a post's Markdown into the HTML WordPress gets.
-func Render(md string) (string, error) {
-	var buf bytes.Buffer
-	if err := markdown().Convert([]byte(md), &buf); err != nil {
-		return "", err
-	}
-	return buf.String(), nil
 }
 
 // PublishInput is how to publish: a status (default the post's) and, for
@@ -281,7 +258,7 @@ func (s *Service) pushOnce(ctx context.Context, c *wordpress.Client, p *store.Wo
 // terms as the site's term ids (made there when missing), its featured
 // image uploaded once.
 func (s *Service) postInput(ctx context.Context, c *wordpress.Client, p *store.WordPressPost) (wordpress.PostInput, error) {
-	content, err := Render(p.Content)
+	content, err := markdown.Render(p.Content)
 	if err != nil {
 		return wordpress.PostInput{}, store.Invalid("content: cannot be rendered: %v", err)
 	}
