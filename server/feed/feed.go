@@ -174,7 +174,7 @@ func (f *Fetcher) Fetch(ctx context.Context, r Request) (*Result, error) {
 		return nil, transportError(ctx, err, f.opt.Timeout)
 	}
 	defer res.Body.Close()
-	out := &Result{Status: res.StatusCode, ETag: res.Header.Get("ETag"), LastModified: res.Header.Get("Last-Modified")}
+	out := &Result{Status: res.StatusCode, ETag: validator(res.Header.Get("ETag")), LastModified: validator(res.Header.Get("Last-Modified"))}
 	switch {
 	case res.StatusCode == http.StatusNotModified:
 		out.NotModified, out.ETag, out.LastModified = true, "", ""
@@ -200,6 +200,17 @@ func (f *Fetcher) Fetch(ctx context.Context, r Request) (*Result, error) {
 	}
 	out.Items = items
 	return out, nil
+}
+
+// maxValidator bounds a validator kept for the next request: real ones are
+// a quoted hash or a date, and a longer one is not worth sending back.
+const maxValidator = 512
+
+func validator(v string) string {
+	if len(v) > maxValidator {
+		return ""
+	}
+	return v
 }
 
 // read reads the answer's body up to the size cap: a larger one is an
