@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/copydesk/copydesk/server"
 	"github.com/copydesk/copydesk/server/chat"
@@ -307,6 +308,32 @@ var authzTable = []authzCase{
 	{route: "POST /api/seo/campaigns/{id}/keywords/remove", path: "/api/seo/campaigns/{campA}/keywords/remove", body: map[string]any{"ids": []string{"{kwA}"}}, want: [5]int{401, 403, 200, 200, 200}},
 	{route: "GET /api/agents/{id}/campaigns", path: "/api/agents/{agentA}/campaigns", want: [5]int{401, 200, 200, 200, 200}},
 	{route: "GET /api/agents/{id}/campaigns", path: "/api/agents/{agentB}/campaigns", want: [5]int{401, 404, 404, 200, 200}},
+	// Search phrases and web sources: {phraseA}, {sourceA} in envA, {phraseB}, {sourceB} in envB; a
+	// source's address refuses connections, so a fetch fails and says so (200).
+	{route: "GET /api/search-phrases", want: [5]int{401, 200, 200, 200, 200}},
+	{route: "POST /api/search-phrases", body: map[string]any{"environment_id": "{envA}", "phrase": "cold brew at home"}, want: [5]int{401, 403, 201, 201, 201}},
+	{route: "POST /api/search-phrases/bulk-delete", body: map[string]any{"ids": []string{"{phraseA}", "{phraseB}"}}, want: [5]int{401, 403, 200, 200, 200}},
+	{route: "GET /api/search-phrases/{id}", path: "/api/search-phrases/{phraseA}", want: [5]int{401, 200, 200, 200, 200}},
+	{route: "GET /api/search-phrases/{id}", path: "/api/search-phrases/{phraseB}", want: [5]int{401, 404, 404, 200, 200}},
+	{route: "PUT /api/search-phrases/{id}", path: "/api/search-phrases/{phraseA}", body: map[string]any{"is_active": false}, want: [5]int{401, 403, 200, 200, 200}},
+	{route: "PUT /api/search-phrases/{id}", path: "/api/search-phrases/{phraseB}", body: map[string]any{"is_active": false}, want: [5]int{401, 403, 404, 200, 200}},
+	{route: "DELETE /api/search-phrases/{id}", path: "/api/search-phrases/{phraseA}", want: [5]int{401, 403, 200, 200, 200}},
+	{route: "POST /api/search-phrases/{id}/run", path: "/api/search-phrases/{phraseA}/run", want: [5]int{401, 403, 202, 202, 202}},
+	{route: "POST /api/search-phrases/{id}/run", path: "/api/search-phrases/{phraseB}/run", want: [5]int{401, 403, 404, 202, 202}},
+	{route: "GET /api/search-phrases/{id}/ideas", path: "/api/search-phrases/{phraseA}/ideas", want: [5]int{401, 200, 200, 200, 200}},
+	{route: "GET /api/search-phrases/{id}/ideas", path: "/api/search-phrases/{phraseB}/ideas", want: [5]int{401, 404, 404, 200, 200}},
+	{route: "GET /api/web-sources", want: [5]int{401, 200, 200, 200, 200}},
+	{route: "POST /api/web-sources", body: map[string]any{"environment_id": "{envA}", "url": "https://news.example/feed", "kind": "rss"}, want: [5]int{401, 403, 201, 201, 201}},
+	{route: "POST /api/web-sources/bulk-delete", body: map[string]any{"ids": []string{"{sourceA}", "{sourceB}"}}, want: [5]int{401, 403, 200, 200, 200}},
+	{route: "GET /api/web-sources/{id}", path: "/api/web-sources/{sourceA}", want: [5]int{401, 200, 200, 200, 200}},
+	{route: "GET /api/web-sources/{id}", path: "/api/web-sources/{sourceB}", want: [5]int{401, 404, 404, 200, 200}},
+	{route: "PUT /api/web-sources/{id}", path: "/api/web-sources/{sourceA}", body: map[string]any{"fetch_interval": 7200}, want: [5]int{401, 403, 200, 200, 200}},
+	{route: "PUT /api/web-sources/{id}", path: "/api/web-sources/{sourceB}", body: map[string]any{"fetch_interval": 7200}, want: [5]int{401, 403, 404, 200, 200}},
+	{route: "DELETE /api/web-sources/{id}", path: "/api/web-sources/{sourceA}", want: [5]int{401, 403, 200, 200, 200}},
+	{route: "POST /api/web-sources/{id}/fetch", path: "/api/web-sources/{sourceA}/fetch", want: [5]int{401, 403, 200, 200, 200}},
+	{route: "POST /api/web-sources/{id}/fetch", path: "/api/web-sources/{sourceB}/fetch", want: [5]int{401, 403, 404, 200, 200}},
+	{route: "GET /api/web-sources/{id}/items", path: "/api/web-sources/{sourceA}/items", want: [5]int{401, 200, 200, 200, 200}},
+	{route: "GET /api/web-sources/{id}/items", path: "/api/web-sources/{sourceB}/items", want: [5]int{401, 404, 404, 200, 200}},
 }
 
 // authzFixture is the data directory every case of TestAuthorizationTable
@@ -512,6 +539,19 @@ func newAuthzFixture(t *testing.T, providerURL string) (*authzFixture, []*server
 			t.Fatal(err)
 		}
 		terms["{kw"+env.Name+"}"], terms["{camp"+env.Name+"}"] = kw.ID, camp.ID
+	}
+	for _, env := range []*store.Environment{envA, envB} {
+		p, err := e.app.DB.CreateSearchPhrase(ctx, store.NewSearchPhrase{EnvironmentID: env.ID, Phrase: "Espresso", PhraseKey: "espresso",
+			Locale: "en", IsActive: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		src, err := e.app.DB.CreateWebSource(ctx, store.NewWebSource{EnvironmentID: env.ID, URL: "http://127.0.0.1:1/feed.xml",
+			Kind: store.SourceRSS, IsActive: true, FetchInterval: time.Hour})
+		if err != nil {
+			t.Fatal(err)
+		}
+		terms["{phrase"+env.Name+"}"], terms["{source"+env.Name+"}"] = p.ID, src.ID
 	}
 	snap, err := e.app.Backups.Create(ctx, "manual")
 	if err != nil {

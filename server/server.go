@@ -23,14 +23,17 @@ import (
 	"github.com/copydesk/copydesk/server/credential"
 	"github.com/copydesk/copydesk/server/engine"
 	"github.com/copydesk/copydesk/server/environment"
+	"github.com/copydesk/copydesk/server/feed"
 	"github.com/copydesk/copydesk/server/jobs"
 	"github.com/copydesk/copydesk/server/keyring"
 	"github.com/copydesk/copydesk/server/live"
 	"github.com/copydesk/copydesk/server/message"
 	"github.com/copydesk/copydesk/server/notify"
+	"github.com/copydesk/copydesk/server/searchphrase"
 	"github.com/copydesk/copydesk/server/seo"
 	"github.com/copydesk/copydesk/server/setting"
 	"github.com/copydesk/copydesk/server/stream"
+	"github.com/copydesk/copydesk/server/websource"
 	"github.com/copydesk/copydesk/server/wppost"
 	"github.com/copydesk/copydesk/store"
 )
@@ -49,18 +52,20 @@ type Server struct {
 	analytics *analytics.Service
 	messages  *message.Service
 	// The groups' services, built in New from the above.
-	environments *environment.Service
-	credentials  *credential.Service
-	aiSettings   *aisetting.Service
-	settings     *setting.Service
-	agents       *agent.Service
-	cms          *cms.Service
-	wpPosts      *wppost.Service
-	astroPosts   *astropost.Service
-	cie          *cie.Service
-	chat         *chat.Service
-	live         *live.Service
-	seo          *seo.Service
+	environments  *environment.Service
+	credentials   *credential.Service
+	aiSettings    *aisetting.Service
+	settings      *setting.Service
+	agents        *agent.Service
+	cms           *cms.Service
+	wpPosts       *wppost.Service
+	astroPosts    *astropost.Service
+	cie           *cie.Service
+	chat          *chat.Service
+	live          *live.Service
+	seo           *seo.Service
+	searchPhrases *searchphrase.Service
+	webSources    *websource.Service
 
 	router *gin.Engine
 	routes []*Route
@@ -97,6 +102,8 @@ type Deps struct {
 	// WordPress tunes the calls to WordPress sites; its HTTP client is the
 	// outbound one every remote call shares.
 	WordPress wppost.Options
+	// Feeds fetches web sources; nil: one over outbound.Default().
+	Feeds *feed.Fetcher
 }
 
 // DefaultMaxBody is the body limit of JSON endpoints.
@@ -141,6 +148,12 @@ func New(d Deps, opts Options) (*Server, error) {
 	s.live = live.New(live.Deps{Store: d.DB, Environments: s.environments, Engine: d.Engine, Jobs: d.Jobs, Events: d.Events, Log: d.Log})
 	s.wpPosts = wppost.New(wppost.Deps{Store: d.DB, Environments: s.environments, Keys: d.Keys, Runs: s.agents, Generations: s.cie,
 		Lives: s.live, Jobs: d.Jobs, Options: d.WordPress})
+	s.searchPhrases = searchphrase.New(searchphrase.Deps{Store: d.DB, Environments: s.environments, Engine: d.Engine, Jobs: d.Jobs, Log: d.Log})
+	if d.Feeds == nil {
+		d.Feeds = feed.New(nil, feed.Options{})
+	}
+	s.webSources = websource.New(websource.Deps{Store: d.DB, Environments: s.environments, Fetcher: d.Feeds, Jobs: d.Jobs, Log: d.Log,
+		Now: func() time.Time { return d.DB.Now() }})
 	e.Use(s.recoverPanics, s.logRequests, securityHeaders, boundWrites, omitHeadBody)
 	s.astroPosts = astropost.New(d.DB, s.environments, astropost.Sources{Runs: s.agents, Generations: s.cie, Lives: s.live},
 		func() time.Time { return d.DB.Now() }, d.Log)
@@ -171,6 +184,8 @@ func New(d Deps, opts Options) (*Server, error) {
 	s.registerLiveAgentRoutes()
 	s.registerSEOKeywordRoutes()
 	s.registerSEOCampaignRoutes()
+	s.registerSearchPhraseRoutes()
+	s.registerWebSourceRoutes()
 	return s, nil
 }
 

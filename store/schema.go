@@ -132,11 +132,13 @@ func checkSchema(ctx context.Context, q queryer, versions []int) error {
 	return Invalid("the database's schema is not the one copydesk creates at schema version %d: %s", slices.Max(versions), text)
 }
 
-// expectedSchemas memoises expectedSchema for the complete version lists
-// 1..N (every database copydesk makes has one), so the migrations run once
-// per version and process. It is a cache of a pure function of the
-// embedded migrations, not state. Lists with a gap are rare (see migrate)
-// and built each time, so that files cannot grow the cache.
+// expectedSchemas memoises expectedSchema for the lists that are a prefix
+// of the embedded migrations' versions (every database copydesk makes has
+// one; the numbers themselves may skip, as migrations written side by side
+// are numbered ahead), so the migrations run once per version and
+// process. It is a cache of a pure function of the embedded migrations,
+// not state. Other lists (a gap a hand-made fix left, see migrate) are
+// rare and built each time, so that files cannot grow the cache.
 var expectedSchemas sync.Map // "[1 2 3]" -> map[string]schemaObject
 
 // expectedSchema is the schema the migrations of versions (ascending)
@@ -186,7 +188,7 @@ func expectedSchema(ctx context.Context, versions []int) (map[string]schemaObjec
 	if err != nil {
 		return nil, fmt.Errorf("store: expected schema: %w", err)
 	}
-	if len(versions) > 0 && versions[0] == 1 && versions[len(versions)-1] == len(versions) {
+	if len(versions) <= len(all) && slices.EqualFunc(versions, all[:len(versions)], func(v int, m migration) bool { return v == m.version }) {
 		expectedSchemas.Store(key, s)
 	}
 	return s, nil

@@ -310,6 +310,7 @@ var contentTables = map[string]bool{
 	"cms_categories": true, "cms_tags": true, "wordpress_posts": true, "wordpress_post_categories": true, "wordpress_post_tags": true,
 	"archetypes": true, "cie_runs": true, "chat_conversations": true, "chat_messages": true,
 	"seo_keywords": true, "seo_campaigns": true,
+	"search_phrases": true, "search_ideas": true, "web_sources": true, "web_items": true,
 }
 
 // wroteStmt is wrote for one committed write statement, which counts

@@ -1,0 +1,168 @@
+package store_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/copydesk/copydesk/store"
+	"github.com/copydesk/copydesk/store/storetest"
+)
+
+func newSourcesEnv(t *testing.T, db *store.DB, slug string) int64 {
+	t.Helper()
+	env, err := db.CreateEnvironment(context.Background(), store.NewEnvironment{Name: slug, Slug: slug})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return env.ID
+}
+
+// A run's ideas are stored once per phrase by key, the first finder kept;
+// the run's end is written only for the job the phrase waits for.
+func TestSearchPhraseRuns(t *testing.T) {
+	t.Parallel()
+	db, clock := storetest.OpenDB(t)
+	ctx := context.Background()
+	envID := newSourcesEnv(t, db, "a")
+	p, err := db.CreateSearchPhrase(ctx, store.NewSearchPhrase{EnvironmentID: envID, Phrase: "Cold brew", PhraseKey: "cold brew", Locale: "en", IsActive: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.CreateSearchPhrase(ctx, store.NewSearchPhrase{EnvironmentID: envID, Phrase: "COLD BREW", PhraseKey: "cold brew", Locale: "en"}); store.KindOf(err) != store.KindConflict ||
+		store.Message(err) != "phrase: this environment has this phrase in this locale already" {
+		t.Errorf("the same phrase twice: %v", err)
+	}
+	if _, err := db.CreateSearchPhrase(ctx, store.NewSearchPhrase{EnvironmentID: envID, Phrase: "cold brew", PhraseKey: "cold brew", Locale: "de"}); err != nil {
+		t.Errorf("the phrase in another locale: %v", err)
+	}
+	job := store.RunJob{Kind: "search.run", MaxAttempts: 1, Payload: func(id int64) any { return map[string]int64{"phrase_id": id} }}
+	queued, err := db.QueueSearchPhraseRun(ctx, p.ID, job)
+	if err != nil || queued.RunStatus != store.PhraseQueued || queued.RunJobID == nil {
+		t.Fatalf("queue: %+v, %v", queued, err)
+	}
+	if _, err := db.QueueSearchPhraseRun(ctx, p.ID, job); store.KindOf(err) != store.KindConflict {
+		t.Errorf("a second run while one is queued: %v", err)
+	}
+	jobID := *queued.RunJobID
+	if ok, err := db.StartSearchPhraseRun(ctx, p.ID, jobID+1000); ok || err != nil {
+		t.Errorf("another job started the run: %v %v", ok, err)
+	}
+	if ok, err := db.StartSearchPhraseRun(ctx, p.ID, jobID); !ok || err != nil {
+		t.Fatalf("start: %v %v", ok, err)
+	}
+	clock.Advance(time.Minute)
+	ideas := []store.NewSearchIdea{
+		{Idea: "cold brew ratio", IdeaKey: "cold brew ratio", Source: "serp", Kind: "related"},
+		{Idea: "Cold Brew Ratio", IdeaKey: "cold brew ratio", Source: "ai", Kind: "related"},
+		{Idea: "is cold brew stronger?", IdeaKey: "is cold brew stronger?", Source: "ai", Kind: "question"},
+	}
+	n, err := db.FinishSearchPhraseRun(ctx, p.ID, jobID, store.PhraseRunOutcome{Status: store.PhraseSucceeded, Ideas: ideas, Error: "serp autocomplete: down"})
+	if err != nil || n != 2 {
+		t.Fatalf("finish: %d %v", n, err)
+	}
+	// Another job's end changes nothing.
+	if n, err := db.FinishSearchPhraseRun(ctx, p.ID, jobID, store.PhraseRunOutcome{Status: store.PhraseFailed, Error: "late"}); n != 0 || err != nil {
+		t.Errorf("a finished run ended again: %d %v", n, err)
+	}
+	got, err := db.SearchPhraseByID(ctx, p.ID)
+	if err != nil || got.RunStatus != store.PhraseSucceeded || got.LastRunIdeas != 2 || got.LastRunError != "serp autocomplete: down" ||
+		got.LastRunAt == nil || !got.LastRunAt.Equal(clock.Now()) {
+		t.Errorf("after the run: %+v, %v", got, err)
+	}
+	list, total, err := db.ListSearchIdeas(ctx, p.ID, store.SearchIdeaFilter{Sort: store.Sort{Field: "idea"}, Page: store.Page{Page: 1, PerPage: 10}})
+	if err != nil || total != 2 || list[0].Idea != "cold brew ratio" || list[0].Source != "serp" || list[1].Kind != "question" {
+		t.Errorf("ideas: %d %+v %v", total, list, err)
+	}
+	// A second run adds only what is new.
+	queued, err = db.QueueSearchPhraseRun(ctx, p.ID, job)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n, err = db.FinishSearchPhraseRun(ctx, p.ID, *queued.RunJobID, store.PhraseRunOutcome{Status: store.PhraseSucceeded,
+		Ideas: append(ideas, store.NewSearchIdea{Idea: "cold brew maker", IdeaKey: "cold brew maker", Source: "serp", Kind: "autocomplete"})})
+	if err != nil || n != 1 {
+		t.Errorf("second run: %d new, %v", n, err)
+	}
+	recent, total, err := db.ListRecentSearchIdeas(ctx, envID, store.RecentFilter{Since: new(clock.Now()), Page: store.Page{Page: 1, PerPage: 10}})
+	if err != nil || total != 3 || recent[0].Idea != "cold brew maker" {
+		t.Errorf("recent ideas: %d %+v %v", total, recent, err)
+	}
+}
+
+// A fetch stores each item once, keeps the validators of the last answer
+// with content, and makes the source due an interval later; a source
+// whose URL changed during the fetch keeps nothing of it.
+func TestWebSourceFetches(t *testing.T) {
+	t.Parallel()
+	db, clock := storetest.OpenDB(t)
+	ctx := context.Background()
+	envID := newSourcesEnv(t, db, "a")
+	src, err := db.CreateWebSource(ctx, store.NewWebSource{EnvironmentID: envID, URL: "https://a.example/feed", Kind: "rss", IsActive: true, FetchInterval: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if src.NextFetchAt == nil || !src.NextFetchAt.Equal(clock.Now()) {
+		t.Errorf("a new source is not due at once: %v", src.NextFetchAt)
+	}
+	if _, err := db.CreateWebSource(ctx, store.NewWebSource{EnvironmentID: envID, URL: "https://a.example/feed", Kind: "atom", FetchInterval: time.Hour}); store.KindOf(err) != store.KindConflict {
+		t.Errorf("the same address twice: %v", err)
+	}
+	ok := 200
+	published := clock.Now().Add(-time.Hour)
+	items := []store.NewWebItem{{Key: "g1", GUID: "g1", Title: "One", PublishedAt: &published}, {Key: "https://a.example/2", Link: "https://a.example/2", Title: "Two"}}
+	n, after, err := db.RecordWebSourceFetch(ctx, src.ID, store.WebFetch{URL: src.URL, Status: &ok, ETag: `"v1"`, LastModified: "Mon, 16 Nov 2026 09:30:00 GMT", Items: items})
+	if err != nil || n != 2 || after.ETag != `"v1"` || *after.LastStatus != 200 || !after.NextFetchAt.Equal(clock.Now().Add(time.Hour)) {
+		t.Fatalf("first fetch: %d %+v %v", n, after, err)
+	}
+	clock.Advance(time.Hour)
+	notModified := 304
+	n, after, err = db.RecordWebSourceFetch(ctx, src.ID, store.WebFetch{URL: src.URL, Status: &notModified, NotModified: true})
+	if err != nil || n != 0 || after.ETag != `"v1"` || after.LastModified == "" || after.LastError != "" {
+		t.Errorf("304: %d %+v %v", n, after, err)
+	}
+	failed := 500
+	n, after, err = db.RecordWebSourceFetch(ctx, src.ID, store.WebFetch{URL: src.URL, Status: &failed, Error: "HTTP 500: Internal Server Error"})
+	if err != nil || n != 0 || after.ETag != `"v1"` || after.LastError != "HTTP 500: Internal Server Error" || !after.NextFetchAt.Equal(clock.Now().Add(time.Hour)) {
+		t.Errorf("failure: %d %+v %v", n, after, err)
+	}
+	// The same items again, and one new.
+	n, _, err = db.RecordWebSourceFetch(ctx, src.ID, store.WebFetch{URL: src.URL, Status: &ok, Items: append(items, store.NewWebItem{Key: "g3", GUID: "g3"})})
+	if err != nil || n != 1 {
+		t.Errorf("again: %d new, %v", n, err)
+	}
+	// An item without a date comes last, newest first by default.
+	list, total, err := db.ListWebItems(ctx, src.ID, store.WebItemFilter{Page: store.Page{Page: 1, PerPage: 10}})
+	if err != nil || total != 3 || list[0].GUID != "g1" || list[2].PublishedAt != nil {
+		t.Errorf("items: %d %+v %v", total, list, err)
+	}
+	// A new URL drops the validators and is due at once.
+	url := "https://a.example/other"
+	moved, err := db.UpdateWebSource(ctx, src.ID, store.WebSourceUpdate{URL: &url})
+	if err != nil || moved.ETag != "" || moved.LastModified != "" || !moved.NextFetchAt.Equal(clock.Now()) {
+		t.Errorf("moved: %+v %v", moved, err)
+	}
+	n, after, err = db.RecordWebSourceFetch(ctx, src.ID, store.WebFetch{URL: "https://a.example/feed", Status: &ok, ETag: `"old"`, Items: []store.NewWebItem{{Key: "g4"}}})
+	if err != nil || n != 0 || after.ETag != "" {
+		t.Errorf("a fetch of the old address was kept: %d %+v %v", n, after, err)
+	}
+	// Inactive: never due; active again: an interval after the last fetch.
+	off, on := false, true
+	if s, err := db.UpdateWebSource(ctx, src.ID, store.WebSourceUpdate{IsActive: &off}); err != nil || s.NextFetchAt != nil {
+		t.Errorf("inactive: %+v %v", s, err)
+	}
+	if next, err := db.NextWebSourceFetch(ctx); err != nil || next != nil {
+		t.Errorf("next with none active: %v %v", next, err)
+	}
+	s, err := db.UpdateWebSource(ctx, src.ID, store.WebSourceUpdate{IsActive: &on})
+	if err != nil || !s.NextFetchAt.Equal(s.LastFetchedAt.Add(time.Hour)) {
+		t.Errorf("active again: %+v %v", s, err)
+	}
+	due, err := db.DueWebSources(ctx, clock.Now().Add(2*time.Hour), 10)
+	if err != nil || len(due) != 1 || due[0].ID != src.ID {
+		t.Errorf("due: %+v %v", due, err)
+	}
+	if due, err := db.DueWebSources(ctx, clock.Now(), 10); err != nil || len(due) != 0 {
+		t.Errorf("due before its time: %+v %v", due, err)
+	}
+}
