@@ -17,7 +17,6 @@ import (
 	"log/slog"
 	"strings"
 
-	"golang.org/x/text/unicode/norm"
 
 	"github.com/copydesk/copydesk/server/engine"
 	"github.com/copydesk/copydesk/server/jobs"
@@ -96,14 +95,12 @@ const (
 
 // Key is the one normal form of a phrase or an idea, in which two are the
 // same: Unicode NFC, lower case, single spaces, trimmed. The SEO
-// keywords use the same rule for theirs.
-func Key(s string) string {
-	return strings.Join(strings.Fields(strings.ToLower(norm.NFC.String(s))), " ")
-}
+// keywords use the same rule for theirs: it is theirs (store.KeywordKey).
+func Key(s string) string { return store.KeywordKey(s) }
 
 // tidy is how a phrase or an idea is shown: NFC, single spaces, trimmed,
 // its letter case kept.
-func tidy(s string) string { return strings.Join(strings.Fields(norm.NFC.String(s)), " ") }
+func tidy(s string) string { return store.KeywordDisplay(s) }
 
 // checkPhrase tidies a phrase and checks it: one line, 1 to MaxPhrase
 // characters.
