@@ -17,7 +17,6 @@ import (
 	"log/slog"
 	"strings"
 
-
 	"github.com/copydesk/copydesk/server/engine"
 	"github.com/copydesk/copydesk/server/jobs"
 	"github.com/copydesk/copydesk/server/serp"
