@@ -17,6 +17,7 @@ import (
 	"github.com/copydesk/copydesk/server/analytics"
 	"github.com/copydesk/copydesk/server/astropost"
 	"github.com/copydesk/copydesk/server/auth"
+	"github.com/copydesk/copydesk/server/autopilot"
 	"github.com/copydesk/copydesk/server/cie"
 	"github.com/copydesk/copydesk/server/cms"
 	"github.com/copydesk/copydesk/server/credential"
@@ -55,6 +56,7 @@ type Server struct {
 	wpPosts      *wppost.Service
 	astroPosts   *astropost.Service
 	cie          *cie.Service
+	autopilot    *autopilot.Service
 
 	router *gin.Engine
 	routes []*Route
@@ -134,6 +136,8 @@ func New(d Deps, opts Options) (*Server, error) {
 		Jobs: d.Jobs, Options: d.WordPress})
 	e.Use(s.recoverPanics, s.logRequests, securityHeaders, boundWrites, omitHeadBody)
 	s.astroPosts = astropost.New(d.DB, s.environments, s.agents, s.cie, func() time.Time { return d.DB.Now() }, d.Log)
+	s.autopilot = autopilot.New(autopilot.Deps{Store: d.DB, Environments: s.environments, Generator: s.cie, WordPress: s.wpPosts,
+		Astro: s.astroPosts, Jobs: d.Jobs, Notify: d.Notify, Events: d.Events, Now: func() time.Time { return d.DB.Now() }, Log: d.Log})
 	e.NoRoute(func(c *gin.Context) {
 		abort(c, http.StatusNotFound, "no route for "+c.Request.Method+" "+c.Request.URL.Path)
 	})
@@ -157,6 +161,7 @@ func New(d Deps, opts Options) (*Server, error) {
 	s.registerAstroPostRoutes()
 	s.registerSaveAsPostRoutes()
 	s.registerCIERoutes()
+	s.registerAutopilotRoutes()
 	return s, nil
 }
 
