@@ -3,7 +3,7 @@ package server_test
 import (
 	"context"
 	"fmt"
-	_ "net/http"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/copydesk/copydesk/server"
-	_ "github.com/copydesk/copydesk/server/publish/wordpress/wptest"
+	"github.com/copydesk/copydesk/server/publish/wordpress/wptest"
 	"github.com/copydesk/copydesk/store"
 )
 
@@ -170,6 +170,31 @@ func (a *apEnv) notificationOf(t *testing.T, kind string) map[string]any {
 	return nil
 }
 
+// setClock moves the store's clock and signs everyone in again: tokens
+// last an hour on that clock.
+func (a *apEnv) setClock(t *testing.T, to time.Time) {
+	t.Helper()
+	a.clock.Set(to)
+	for _, who := range []struct {
+		tok  *string
+		name string
+	}{{&a.admin, "admin"}, {&a.editor, "editor"}, {&a.viewer, "viewer"}} {
+		*who.tok = a.login(t, who.name+"@example.com", "password-"+who.name)
+	}
+}
+
+// waitNotification waits for the editor's notification of a kind: it is
+// raised just after the change it tells of.
+func (a *apEnv) waitNotification(t *testing.T, kind string) map[string]any {
+	t.Helper()
+	var n map[string]any
+	agWaitFor(t, "a notification "+kind, func() bool {
+		n = a.notificationOf(t, kind)
+		return n != nil
+	})
+	return n
+}
+
 // spend records a usage event of environment A costing usd, at time at.
 func (a *apEnv) spend(t *testing.T, usd float64, at time.Time) {
 	t.Helper()
@@ -245,8 +270,8 @@ func TestAutopilotPublishesOnWordPress(t *testing.T) {
 	if k2 := a.keyword(t, 1); k2.Status != store.KeywordNew || k2.Post != nil {
 		t.Fatalf("the next keyword was touched: %+v", k2)
 	}
-	n := a.notificationOf(t, "autopilot.published")
-	if n == nil || n["link"] != fmt.Sprintf("/api/autopilot/runs/%d", runID) || !strings.Contains(n["body"].(string), "published on WordPress") {
+	n := a.waitNotification(t, "autopilot.published")
+	if n["link"] != fmt.Sprintf("/api/autopilot/runs/%d", runID) || !strings.Contains(n["body"].(string), "published on WordPress") {
 		t.Fatalf("notification: %v", n)
 	}
 	// The next run waits for its turn: 5 posts a day are 288 minutes apart.
@@ -286,9 +311,7 @@ func TestAutopilotAstro(t *testing.T) {
 	if k := a.keyword(t, 0); k.Status != store.KeywordInProgress || k.Post == nil || k.Post.Kind != store.PostAstro || k.Post.ID != id64(post["id"]) {
 		t.Fatalf("keyword of a draft: %+v", k)
 	}
-	if a.notificationOf(t, "autopilot.drafted") == nil {
-		t.Fatal("no autopilot.drafted notification")
-	}
+	a.waitNotification(t, "autopilot.drafted")
 
 	a.config(t, map[string]any{"variables": map[string]any{"audience": "home bakers"}, "post_status": "publish"}, 200)
 	second := a.waitRun(t, agID(a.control(t, "run-now", 202)), "succeeded")
@@ -310,5 +333,232 @@ func TestAutopilotAstro(t *testing.T) {
 	}
 	if len(a.runs(t)) != 2 || a.site.PostCount() != 0 {
 		t.Fatalf("%d runs, %d WordPress posts", len(a.runs(t)), a.site.PostCount())
+	}
+}
+
+// holdProvider makes each provider call wait until the returned release
+// is called.
+func (a *apEnv) holdProvider() (release func()) {
+	hold := make(chan struct{})
+	a.mu.Lock()
+	a.hold = hold
+	a.mu.Unlock()
+	var once sync.Once
+	return func() { once.Do(func() { close(hold) }) }
+}
+
+// waitCall waits for a provider call to arrive.
+func (a *apEnv) waitCall(t *testing.T) {
+	t.Helper()
+	select {
+	case <-a.arrived:
+	case <-time.After(agBound):
+		t.Fatalf("no provider call within %s", agBound)
+	}
+}
+
+// firstRun waits for environment A's first run and returns its id.
+func (a *apEnv) firstRun(t *testing.T) int64 {
+	t.Helper()
+	var id int64
+	agWaitFor(t, "a run", func() bool {
+		if list := a.runs(t); len(list) > 0 {
+			id = agID(list[len(list)-1])
+			return true
+		}
+		return false
+	})
+	return id
+}
+
+// A budget reached before the metered step pauses the run and the
+// autopilot, says why, and (with auto_resume) resumes both the next day,
+// when the day's spend starts again; without it, only a person resumes.
+func TestAutopilotBudgetStop(t *testing.T) {
+	t.Parallel()
+	for _, autoResume := range []bool{true, false} {
+		t.Run(fmt.Sprintf("AutoResume=%v", autoResume), func(t *testing.T) {
+			t.Parallel()
+			a := newAPEnv(t, store.PostWordPress, "publish", "sourdough starter")
+			// Yesterday's spend is this month's, not today's.
+			a.spend(t, 5, envT0.AddDate(0, 0, -1))
+			a.config(t, map[string]any{"variables": map[string]any{"audience": "home bakers"}, "monthly_budget_usd": 4}, 200)
+			for _, verb := range []string{"start", "run-now"} {
+				r := a.do(t, "POST", "/api/autopilot/"+verb, a.editor, map[string]any{"environment_id": a.envA})
+				if r.Code != 409 || !strings.Contains(r.Detail(), "monthly budget is reached: $5.0000 spent of $4.0000 in November 2026") {
+					t.Fatalf("%s over the monthly budget: %d %s", verb, r.Code, r.Body)
+				}
+			}
+			a.config(t, map[string]any{"variables": map[string]any{"audience": "home bakers"}, "monthly_budget_usd": 100, "daily_budget_usd": 1,
+				"auto_resume": autoResume}, 200)
+			a.control(t, "start", 200)
+			run := a.control(t, "run-now", 202)
+			a.spend(t, 2, envT0) // today's spend crosses the daily budget before the run generates
+			startJobs(t, a.env)
+			paused := a.waitRun(t, agID(run), "paused")
+			if !strings.Contains(paused["pause_reason"].(string), "daily budget is reached: $2.0000 spent of $1.0000") ||
+				steps(paused)["generate"]["status"] != "pending" || len(a.llm.Requests()) != 0 {
+				t.Fatalf("paused run: %v; %d provider calls", paused, len(a.llm.Requests()))
+			}
+			ap := a.status(t)["autopilot"].(map[string]any)
+			var wantResume any
+			if autoResume {
+				wantResume = "2026-11-22T00:00:00.000Z"
+			}
+			if ap["state"] != "paused" || ap["pause_reason"] != "daily_budget" || ap["resume_at"] != wantResume {
+				t.Fatalf("autopilot: %v", ap)
+			}
+			if n := a.waitNotification(t, "autopilot.paused"); !strings.Contains(n["body"].(string), "daily budget") {
+				t.Fatalf("notification: %v", n)
+			}
+			if k := a.keyword(t, 0); k.Status != store.KeywordInProgress {
+				t.Fatalf("the paused run's keyword: %+v", k)
+			}
+			// Resuming by hand while the budget holds is refused.
+			if r := a.do(t, "POST", "/api/autopilot/resume", a.editor, map[string]any{"environment_id": a.envA}); r.Code != 409 ||
+				!strings.Contains(r.Detail(), "daily budget") {
+				t.Fatalf("resume over budget: %d %s", r.Code, r.Body)
+			}
+
+			a.setClock(t, time.Date(2026, 11, 22, 0, 0, 1, 0, time.UTC))
+			if autoResume {
+				a.waitRun(t, agID(run), "succeeded")
+				a.waitNotification(t, "autopilot.resumed")
+			} else {
+				// Nothing plans a look at it: it stays paused.
+				if _, n, err := a.app.DB.ListJobs(context.Background(), store.JobFilter{Kind: "autopilot.schedule", Status: store.JobQueued}); err != nil || n != 0 {
+					t.Fatalf("scheduler planned %d (%v) for a pause without auto_resume", n, err)
+				}
+				if a.status(t)["autopilot"].(map[string]any)["state"] != "paused" {
+					t.Fatal("resumed by itself")
+				}
+				a.control(t, "resume", 200)
+				a.waitRun(t, agID(run), "succeeded")
+			}
+			if len(a.llm.Requests()) != 1 || a.site.PostCount() != 1 || a.status(t)["autopilot"].(map[string]any)["state"] != "running" {
+				t.Fatalf("after the resume: %d provider calls, %d posts, %v", len(a.llm.Requests()), a.site.PostCount(), a.status(t))
+			}
+		})
+	}
+}
+
+// Pause lets the step under way finish and holds the run before the next
+// one; resume carries it on from there, with the one generation it had.
+// Stop cancels it, and a run that made no post gives its keyword back.
+func TestAutopilotPauseResumeStop(t *testing.T) {
+	t.Parallel()
+	for _, then := range []string{"resume", "stop"} {
+		t.Run(then, func(t *testing.T) {
+			t.Parallel()
+			a := newAPEnv(t, store.PostWordPress, "publish", "sourdough starter", "rye bread")
+			release := a.holdProvider()
+			defer release()
+			startJobs(t, a.env)
+			a.control(t, "start", 200)
+			a.waitCall(t) // the scheduled run generates
+			id := a.firstRun(t)
+			st := a.control(t, "pause", 200)
+			if st["autopilot"].(map[string]any)["state"] != "paused" || st["active_run"].(map[string]any)["control"] != "pause" {
+				t.Fatalf("paused: %v", st)
+			}
+			for _, verb := range []string{"pause", "start"} {
+				if r := a.do(t, "POST", "/api/autopilot/"+verb, a.editor, map[string]any{"environment_id": a.envA}); r.Code != 409 ||
+					!strings.Contains(r.Detail(), "paused") {
+					t.Fatalf("%s while paused: %d %s", verb, r.Code, r.Body)
+				}
+			}
+			release()
+			run := a.waitRun(t, id, "paused")
+			if s := steps(run); s["generate"]["status"] != "succeeded" || s["create_post"]["status"] != "pending" || a.site.PostCount() != 0 {
+				t.Fatalf("paused run: %v; the site has %d posts", s, a.site.PostCount())
+			}
+			switch then {
+			case "resume":
+				a.control(t, "resume", 200)
+				run = a.waitRun(t, id, "succeeded")
+				if len(a.llm.Requests()) != 1 || a.site.PostCount() != 1 || agNum(steps(run)["generate"]["attempts"]) != 1 {
+					t.Fatalf("resumed: %d provider calls, %d posts, run %v", len(a.llm.Requests()), a.site.PostCount(), run)
+				}
+				if k := a.keyword(t, 0); k.Status != store.KeywordPublished {
+					t.Fatalf("keyword: %+v", k)
+				}
+			case "stop":
+				st := a.control(t, "stop", 200)
+				run = a.run(t, id)
+				if st["autopilot"].(map[string]any)["state"] != "stopped" || st["active_run"] != nil || run["status"] != "cancelled" {
+					t.Fatalf("stopped: %v; run %v", st, run)
+				}
+				if k := a.keyword(t, 0); k.Status != store.KeywordNew || k.Post != nil {
+					t.Fatalf("the cancelled run kept its keyword: %+v", k)
+				}
+			}
+			if k := a.keyword(t, 1); k.Status != store.KeywordNew {
+				t.Fatalf("the second keyword: %+v", k)
+			}
+		})
+	}
+}
+
+// A run cut off after its article was generated and its post made, while
+// the site's answer to the create was lost, runs again after the server
+// restarts: from the publish step, with no second generation and no
+// second post (the create is adopted, not sent again).
+func TestAutopilotRestartRepeatsNothing(t *testing.T) {
+	t.Parallel()
+	a := newAPEnv(t, store.PostWordPress, "publish", "sourdough starter")
+	a.site.Set(func(s *wptest.Site) {
+		s.Hang = func(r *http.Request) bool { return r.Method == "POST" && strings.HasSuffix(r.URL.Path, "/wp/v2/posts") }
+	})
+	stop := startJobs(t, a.env)
+	id := agID(a.control(t, "run-now", 202))
+	var run map[string]any
+	agWaitFor(t, "the publish step failing once", func() bool {
+		run = a.run(t, id)
+		return steps(run)["publish"]["status"] == "failed"
+	})
+	if s := steps(run); s["generate"]["status"] != "succeeded" || s["create_post"]["status"] != "succeeded" || run["status"] != "running" ||
+		!strings.Contains(s["publish"]["error"].(string), "no answer in time") {
+		t.Fatalf("run before the restart: %v", run)
+	}
+	stop()
+	if a.site.PostCount() != 1 {
+		t.Fatalf("the lost create made %d posts", a.site.PostCount())
+	}
+
+	// The server stops and starts again on the same data, later.
+	dir := a.app.Config.DataDir
+	if err := a.app.Close(); err != nil {
+		t.Fatal(err)
+	}
+	a.site.Set(func(s *wptest.Site) { s.Hang = nil })
+	e2 := openEnv(t, dir, func(c *server.Config) {
+		c.WordPressTimeout = 300 * time.Millisecond
+		c.JobBackoff = func(int) time.Duration { return jobBackoff }
+	})
+	e2.clock.Set(envT0.Add(jobBackoff))
+	// What App.Run does first: generations without a live job fail.
+	if _, err := e2.app.DB.FailOrphanCIERuns(context.Background(), "interrupted by a restart"); err != nil {
+		t.Fatal(err)
+	}
+	a.wpEnv.cmsEnv.env = e2
+	startJobs(t, e2)
+	run = a.waitRun(t, id, "succeeded")
+	s := steps(run)
+	if agNum(s["generate"]["attempts"]) != 1 || agNum(s["create_post"]["attempts"]) != 1 || agNum(s["publish"]["attempts"]) != 2 {
+		t.Fatalf("steps after the restart: %v", s)
+	}
+	if len(a.llm.Requests()) != 1 {
+		t.Fatalf("%d generations, want 1", len(a.llm.Requests()))
+	}
+	g := a.do(t, "GET", fmt.Sprintf("/api/cie/runs/%d", id64(run["cie_run_id"])), a.viewer, nil).Data()
+	if g["status"] != "succeeded" {
+		t.Fatalf("the generation after the restart: %v", g)
+	}
+	posts := a.do(t, "GET", fmt.Sprintf("/api/wordpress-posts?environment_id=%d", a.envA), a.viewer, nil).Data()
+	if posts["total"] != 1.0 || a.site.PostCount() != 1 || a.site.Requests["POST /wp/v2/posts"] != 1 {
+		t.Fatalf("%v posts here, %d on the site, %d creates sent", posts["total"], a.site.PostCount(), a.site.Requests["POST /wp/v2/posts"])
+	}
+	if k := a.keyword(t, 0); k.Status != store.KeywordPublished || k.Post == nil {
+		t.Fatalf("keyword: %+v", k)
 	}
 }

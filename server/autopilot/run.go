@@ -133,11 +133,10 @@ func (s *Service) boundary(ctx context.Context, run *store.AutopilotRun, next st
 		s.fail(ctx, run, detail)
 		return errPaused
 	}
-	if err := s.pauseRun(ctx, run, detail); err != nil && !errors.Is(err, errPaused) {
-		return err
-	}
+	// The autopilot first, then its run: whoever sees the run paused sees
+	// why.
 	s.pauseSelf(ctx, env, reason, detail, resume, ap.Config.AutoResume)
-	return errPaused
+	return s.pauseRun(ctx, run, detail)
 }
 
 // pauseRun makes a run wait for its autopilot; errPaused when it did.
