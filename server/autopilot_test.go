@@ -562,3 +562,158 @@ func TestAutopilotRestartRepeatsNothing(t *testing.T) {
 		t.Fatalf("keyword: %+v", k)
 	}
 }
+
+// scheduleJob is the scheduler's queued job (its next look).
+func (a *apEnv) scheduleJob(t *testing.T) *store.Job {
+	t.Helper()
+	jobs, n, err := a.app.DB.ListJobs(context.Background(), store.JobFilter{Kind: "autopilot.schedule", Status: store.JobQueued})
+	if err != nil || n != 1 {
+		t.Fatalf("%d queued scheduler jobs (%v)", n, err)
+	}
+	return jobs[0]
+}
+
+// The scheduler keeps to the window in the environment's time zone,
+// spreads the day's posts over it, pauses at the daily limit and resumes
+// the next day, local midnight.
+func TestAutopilotSchedule(t *testing.T) {
+	t.Parallel()
+	a := newAPEnv(t, store.PostWordPress, "publish", "first", "second", "third")
+	// Berlin is UTC+1 in November: envT0, 12:00 UTC, is 13:00 there.
+	if r := a.do(t, "PUT", fmt.Sprintf("/api/environments/%d/configuration", a.envA), a.admin, map[string]any{"timezone": "Europe/Berlin",
+		"wordpress": map[string]any{"base_url": a.site.URL, "credential_id": a.cred}}); r.Code != 200 {
+		t.Fatalf("configuration: %d %s", r.Code, r.Body)
+	}
+	cfg := a.config(t, map[string]any{"variables": map[string]any{"audience": "home bakers"}, "window_start": "14:00", "window_end": "18:00",
+		"max_posts_per_day": 2}, 200).Data()
+	if cfg["timezone"] != "Europe/Berlin" || cfg["window_start"] != "14:00" || cfg["window_end"] != "18:00" {
+		t.Fatalf("config: %v", cfg)
+	}
+	startJobs(t, a.env)
+	at := func(s string) string { return s + ".000Z" }
+	if st := a.control(t, "start", 200); st["next_run_at"] != at("2026-11-21T13:00:00") {
+		t.Fatalf("started before the window opens: %v", st)
+	}
+	if j := a.scheduleJob(t); !j.RunAfter.Equal(time.Date(2026, 11, 21, 13, 0, 0, 0, time.UTC)) {
+		t.Fatalf("the scheduler looks at %s", j.RunAfter)
+	}
+	waitPosts := func(n int) {
+		agWaitFor(t, fmt.Sprintf("%d runs succeeded", n), func() bool {
+			done := 0
+			for _, r := range a.runs(t) {
+				if r["status"] == "succeeded" {
+					done++
+				}
+			}
+			return done == n
+		})
+	}
+	a.setClock(t, time.Date(2026, 11, 21, 13, 0, 0, 0, time.UTC))
+	waitPosts(1)
+	// Two posts in four hours: two hours apart.
+	agWaitFor(t, "the next run planned", func() bool { return a.status(t)["next_run_at"] == at("2026-11-21T15:00:00") })
+	a.setClock(t, time.Date(2026, 11, 21, 15, 0, 0, 0, time.UTC))
+	waitPosts(2)
+	n := a.waitNotification(t, "autopilot.paused")
+	ap := a.status(t)["autopilot"].(map[string]any)
+	if ap["state"] != "paused" || ap["pause_reason"] != "daily_limit" || ap["resume_at"] != at("2026-11-21T23:00:00") ||
+		!strings.Contains(n["body"].(string), "daily limit of 2 post(s)") {
+		t.Fatalf("after the day's posts: %v; %v", ap, n)
+	}
+	// Local midnight: running again, the next run at the window's opening.
+	a.setClock(t, time.Date(2026, 11, 21, 23, 0, 1, 0, time.UTC))
+	a.waitNotification(t, "autopilot.resumed")
+	agWaitFor(t, "the next day's run planned", func() bool { return a.status(t)["next_run_at"] == at("2026-11-22T13:00:00") })
+	if st := a.status(t); st["posts_today"] != 0.0 || len(a.runs(t)) != 2 {
+		t.Fatalf("the next day before the window: %v", st)
+	}
+	a.setClock(t, time.Date(2026, 11, 22, 13, 30, 0, 0, time.UTC))
+	waitPosts(3)
+	if list := a.runs(t); list[0]["keyword"] != "third" || list[1]["keyword"] != "second" || list[2]["keyword"] != "first" {
+		t.Fatalf("keywords out of the campaign's order: %v %v %v", list[0]["keyword"], list[1]["keyword"], list[2]["keyword"])
+	}
+	if len(a.llm.Requests()) != 3 || a.site.PostCount() != 3 {
+		t.Fatalf("%d generations, %d posts", len(a.llm.Requests()), a.site.PostCount())
+	}
+}
+
+// Who may do what, and what bad input gets.
+func TestAutopilotRefusals(t *testing.T) {
+	t.Parallel()
+	a := newAPEnv(t, store.PostWordPress, "publish", "sourdough starter")
+	other, err := a.app.DB.CreateCampaign(context.Background(), a.envB, store.CampaignInput{Name: "Elsewhere", Target: store.PostWordPress,
+		PostStatus: "draft", Cadence: 1, Status: store.CampaignActive}, nil, a.editorID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	run := a.control(t, "run-now", 202) // no runner: it stays queued
+	env := func(id int64) map[string]any { return map[string]any{"environment_id": id} }
+	withEnv := func(m map[string]any) map[string]any { m["environment_id"] = a.envA; return m }
+	cases := []struct {
+		name, method, path, tok string
+		body                    any
+		code                    int
+		detail                  string
+	}{
+		{"ViewerStarts", "POST", "/api/autopilot/start", a.viewer, env(a.envA), 403, ""},
+		{"ViewerConfigures", "PUT", "/api/autopilot/config", a.viewer, withEnv(map[string]any{}), 403, ""},
+		{"ViewerRunsNow", "POST", "/api/autopilot/run-now", a.viewer, env(a.envA), 403, ""},
+		{"OtherEnvironmentStatus", "GET", fmt.Sprintf("/api/autopilot/status?environment_id=%d", a.envB), a.editor, nil, 404, "not found"},
+		{"OtherEnvironmentStart", "POST", "/api/autopilot/start", a.editor, env(a.envB), 404, "not found"},
+		{"OtherEnvironmentRuns", "GET", fmt.Sprintf("/api/autopilot/runs?environment_id=%d", a.envB), a.viewer, nil, 404, "not found"},
+		{"RunOfAnotherEnvironmentAsked", "GET", fmt.Sprintf("/api/autopilot/runs/%d?environment_id=%d", agID(run), a.envB), a.admin, nil, 404, "not found"},
+		{"MissingRun", "GET", "/api/autopilot/runs/999999", a.viewer, nil, 404, "not found"},
+		{"NoEnvironment", "GET", "/api/autopilot/status", a.viewer, nil, 422, "environment_id"},
+		{"NoEnvironmentInBody", "POST", "/api/autopilot/start", a.editor, map[string]any{}, 422, "environment_id"},
+		{"EnvironmentNotANumber", "GET", "/api/autopilot/status?environment_id=abc", a.viewer, nil, 422, "environment_id"},
+		{"UnknownQuery", "GET", fmt.Sprintf("/api/autopilot/status?environment_id=%d&verbose=1", a.envA), a.viewer, nil, 422, "verbose"},
+		{"BadStatusFilter", "GET", fmt.Sprintf("/api/autopilot/runs?environment_id=%d&status=done", a.envA), a.viewer, nil, 422, "status"},
+		{"BadSort", "GET", fmt.Sprintf("/api/autopilot/runs?environment_id=%d&sort=keyword", a.envA), a.viewer, nil, 422, "sort"},
+		{"MalformedJSON", "POST", "/api/autopilot/start", a.editor, `{"environment_id":`, 400, ""},
+		{"WindowHour", "PUT", "/api/autopilot/config", a.editor, withEnv(map[string]any{"window_start": "25:00"}), 422, "window_start"},
+		{"WindowShape", "PUT", "/api/autopilot/config", a.editor, withEnv(map[string]any{"window_end": "9:00"}), 422, "window_end"},
+		{"WindowStartAt24", "PUT", "/api/autopilot/config", a.editor, withEnv(map[string]any{"window_start": "24:00"}), 422, "window_start"},
+		{"WindowEmpty", "PUT", "/api/autopilot/config", a.editor, withEnv(map[string]any{"window_start": "09:00", "window_end": "09:00"}), 422, "window_end"},
+		{"TooManyPosts", "PUT", "/api/autopilot/config", a.editor, withEnv(map[string]any{"max_posts_per_day": 101}), 422, "max_posts_per_day"},
+		{"NegativeBudget", "PUT", "/api/autopilot/config", a.editor, withEnv(map[string]any{"daily_budget_usd": -1}), 422, "daily_budget_usd"},
+		{"ZeroBudget", "PUT", "/api/autopilot/config", a.editor, withEnv(map[string]any{"monthly_budget_usd": 0}), 422, "monthly_budget_usd"},
+		{"BadPostStatus", "PUT", "/api/autopilot/config", a.editor, withEnv(map[string]any{"post_status": "live"}), 422, "post_status"},
+		{"UnknownCampaign", "PUT", "/api/autopilot/config", a.editor, withEnv(map[string]any{"campaign_ids": []int64{999999}}), 422, "campaign_ids"},
+		{"CampaignOfAnotherEnvironment", "PUT", "/api/autopilot/config", a.editor, withEnv(map[string]any{"campaign_ids": []int64{other.ID}}), 422, "campaign_ids"},
+		{"KeywordVariable", "PUT", "/api/autopilot/config", a.editor, withEnv(map[string]any{"variables": map[string]any{"keyword": "x"}}), 422, "variables.keyword"},
+		{"BadVariableName", "PUT", "/api/autopilot/config", a.editor, withEnv(map[string]any{"variables": map[string]any{"my audience": "x"}}), 422, "variables"},
+		{"ControlVariable", "PUT", "/api/autopilot/config", a.editor, withEnv(map[string]any{"variables": map[string]any{"audience": "a\x00b"}}), 422, "variables.audience"},
+		{"PauseStopped", "POST", "/api/autopilot/pause", a.editor, env(a.envA), 409, "stopped"},
+		{"ResumeStopped", "POST", "/api/autopilot/resume", a.editor, env(a.envA), 409, "stopped"},
+		{"SecondRun", "POST", "/api/autopilot/run-now", a.editor, env(a.envA), 409, "one run at a time"},
+		{"NothingInOtherEnvironment", "POST", "/api/autopilot/run-now", a.admin, env(a.envB), 409, "has no archetype"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			r := a.do(t, c.method, c.path, c.tok, c.body)
+			if r.Code != c.code || !strings.Contains(r.Detail(), c.detail) {
+				t.Fatalf("%d %s; want %d with %q", r.Code, r.Body, c.code, c.detail)
+			}
+		})
+	}
+	// Refused configs changed nothing; the run is still the only one.
+	cfg := a.do(t, "GET", fmt.Sprintf("/api/autopilot/config?environment_id=%d", a.envA), a.viewer, nil).Data()
+	if cfg["window_start"] != "00:00" || cfg["max_posts_per_day"] != 5.0 || cfg["daily_budget_usd"] != nil {
+		t.Fatalf("config after refusals: %v", cfg)
+	}
+	if list := a.runs(t); len(list) != 1 || list[0]["status"] != "queued" {
+		t.Fatalf("runs after refusals: %v", list)
+	}
+	a.control(t, "start", 200)
+	if r := a.do(t, "POST", "/api/autopilot/start", a.editor, env(a.envA)); r.Code != 409 || !strings.Contains(r.Detail(), "running already") {
+		t.Fatalf("start twice: %d %s", r.Code, r.Body)
+	}
+	if r := a.do(t, "POST", "/api/autopilot/resume", a.editor, env(a.envA)); r.Code != 409 || !strings.Contains(r.Detail(), "running already") {
+		t.Fatalf("resume while running: %d %s", r.Code, r.Body)
+	}
+	// Stop cancels the queued run and gives its keyword back.
+	st := a.control(t, "stop", 200)
+	if st["active_run"] != nil || a.run(t, agID(run))["status"] != "cancelled" || a.keyword(t, 0).Status != store.KeywordNew {
+		t.Fatalf("stop: %v; run %v; keyword %+v", st, a.run(t, agID(run)), a.keyword(t, 0))
+	}
+}

@@ -515,6 +515,9 @@ type AutopilotRunEnd struct {
 	// KeywordStatus is the keyword's status after a run that made its post
 	// (published, or in_progress for a draft); "" leaves it.
 	KeywordStatus string
+	// OnlyIf, when set, ends the run only while it has this status (a
+	// queued run that its job has not taken yet).
+	OnlyIf string
 }
 
 // FinishAutopilotRun ends a run that is not finished, in one transaction
@@ -533,7 +536,8 @@ func (db *DB) FinishAutopilotRun(ctx context.Context, runID int64, end Autopilot
 	err := db.tx(ctx, func(tx *sql.Tx) error {
 		now := db.now()
 		res, err := tx.ExecContext(ctx, `UPDATE autopilot_runs SET status = ?, error = ?, control = '', finished_at = ?
-			WHERE id = ? AND status IN ('queued', 'running', 'paused')`, end.Status, end.Error, now, runID)
+			WHERE id = ? AND status IN ('queued', 'running', 'paused') AND (? = '' OR status = ?)`, end.Status, end.Error, now, runID,
+			end.OnlyIf, end.OnlyIf)
 		if err != nil {
 			return err
 		}

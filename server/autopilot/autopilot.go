@@ -545,17 +545,25 @@ func (s *Service) Stop(ctx context.Context, sc store.Scope, userID, envID int64)
 }
 
 // controlRun passes a pause or stop to the environment's active run: a
-// paused one is cancelled by a stop at once, one queued or running does
-// it at its next step.
+// stop cancels a paused or queued one at once (unless its job took it
+// meanwhile), and a running one does either at its next step.
 func (s *Service) controlRun(ctx context.Context, envID int64, control string) error {
 	run, err := s.db.ActiveAutopilotRun(ctx, envID)
 	if err != nil || run == nil {
 		return err
 	}
-	if run.Status == store.RunPaused {
-		if control == store.ControlStop {
-			s.cancel(ctx, run, "stopped by its owner")
+	if control == store.ControlStop && run.Status != store.RunRunning {
+		done, changed, err := s.db.FinishAutopilotRun(ctx, run.ID, store.AutopilotRunEnd{Status: store.RunCancelled,
+			Error: "stopped by its owner", OnlyIf: run.Status})
+		if err != nil {
+			return err
 		}
+		if changed {
+			s.publish(ctx, envID, EventRun, done)
+			return nil
+		}
+	}
+	if run.Status == store.RunPaused {
 		return nil
 	}
 	_, err = s.db.ControlAutopilotRun(ctx, run.ID, control)

@@ -68,12 +68,12 @@ func (s *Service) carryOut(ctx context.Context, job *store.Job) error {
 	if run.Finished() || run.Status == store.RunPaused {
 		return nil // stopped or paused while it was queued
 	}
-	if _, err := s.db.StartAutopilotRun(ctx, run.ID); err != nil {
-		return err
+	if ok, err := s.db.StartAutopilotRun(ctx, run.ID); err != nil || !ok {
+		return err // !ok: stopped just now
 	}
 	steps := map[string]step{store.StepGenerate: s.generate, store.StepCreatePost: s.createPost, store.StepPublish: s.publishPost}
 	for {
-		if run, err = s.db.AutopilotRunByID(ctx, run.ID); err != nil {
+		if run, err = s.db.AutopilotRunByID(ctx, run.ID); err != nil || run.Finished() {
 			return err
 		}
 		s.publish(ctx, run.EnvironmentID, EventRun, run)
