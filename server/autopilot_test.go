@@ -29,8 +29,9 @@ type apEnv struct {
 	editorID int64
 
 	mu      sync.Mutex
-	hold    chan struct{} // when set, each provider call waits for it
-	arrived chan struct{} // a token per provider call
+	hold    chan struct{}             // when set, each provider call waits for it
+	reply   func(n int) (int, string) // when set, the provider's answer to its n-th call
+	arrived chan struct{}             // a token per provider call
 }
 
 // newAPEnv builds an apEnv whose campaign targets target with post
@@ -38,14 +39,17 @@ type apEnv struct {
 func newAPEnv(t *testing.T, target, postStatus string, keywords ...string) *apEnv {
 	t.Helper()
 	w := newWPEnv(t, func(c *server.Config) { c.JobBackoff = func(int) time.Duration { return jobBackoff } })
-	a := &apEnv{wpEnv: w, arrived: make(chan struct{}, 16)}
+	a := &apEnv{wpEnv: w, arrived: make(chan struct{}, 64)}
 	a.llm = fakeOpenAI(t, func(n int, req map[string]any) (int, string) {
 		a.arrived <- struct{}{}
 		a.mu.Lock()
-		hold := a.hold
+		hold, reply := a.hold, a.reply
 		a.mu.Unlock()
 		if hold != nil {
 			<-hold
+		}
+		if reply != nil {
+			return reply(n)
 		}
 		return 200, goodArticle
 	})
@@ -716,4 +720,73 @@ func TestAutopilotRefusals(t *testing.T) {
 	if st["active_run"] != nil || a.run(t, agID(run))["status"] != "cancelled" || a.keyword(t, 0).Status != store.KeywordNew {
 		t.Fatalf("stop: %v; run %v; keyword %+v", st, a.run(t, agID(run)), a.keyword(t, 0))
 	}
+}
+
+// A failure another try may mend is tried again from the failed step,
+// with the run's one generation; one that is not fails the run, gives
+// its keyword back and is told; three failed runs in a row pause the
+// autopilot until a person resumes it.
+func TestAutopilotFailures(t *testing.T) {
+	t.Parallel()
+	t.Run("RetriedFromTheStep", func(t *testing.T) {
+		t.Parallel()
+		a := newAPEnv(t, store.PostWordPress, "publish", "sourdough starter")
+		// The engine retries a 503 twice itself; the third fails the
+		// attempt, and the job's next attempt gets an answer.
+		a.reply = func(n int) (int, string) {
+			if n <= 3 {
+				return 503, "overloaded"
+			}
+			return 200, goodArticle
+		}
+		startJobs(t, a.env)
+		id := agID(a.control(t, "run-now", 202))
+		var run map[string]any
+		agWaitFor(t, "the generate step failing once", func() bool {
+			run = a.run(t, id)
+			return steps(run)["generate"]["status"] == "failed"
+		})
+		if run["status"] != "running" || !strings.Contains(steps(run)["generate"]["error"].(string), "overloaded") {
+			t.Fatalf("run after the failed attempt: %v", run)
+		}
+		a.setClock(t, envT0.Add(jobBackoff))
+		run = a.waitRun(t, id, "succeeded")
+		gen := steps(run)["generate"]
+		if agNum(gen["attempts"]) != 2 || !strings.Contains(gen["detail"].(string), fmt.Sprintf("generation %d", id64(run["cie_run_id"]))) ||
+			len(a.llm.Requests()) != 4 || a.site.PostCount() != 1 {
+			t.Fatalf("run %v; %d provider calls; %d posts", run, len(a.llm.Requests()), a.site.PostCount())
+		}
+	})
+	t.Run("ThreeInARowPause", func(t *testing.T) {
+		t.Parallel()
+		a := newAPEnv(t, store.PostWordPress, "publish", "sourdough starter")
+		a.reply = func(int) (int, string) { return 400, "this model does not exist" }
+		startJobs(t, a.env)
+		a.control(t, "start", 200)
+		first := a.firstRun(t)
+		for i := 1; i <= 3; i++ {
+			id := first
+			if i > 1 {
+				id = agID(a.control(t, "run-now", 202))
+			}
+			run := a.waitRun(t, id, "failed")
+			if !strings.Contains(run["error"].(string), "generate: ") || !strings.Contains(run["error"].(string), "this model does not exist") ||
+				run["post"] != nil || agNum(steps(run)["generate"]["attempts"]) != 1 {
+				t.Fatalf("failed run %d: %v", i, run)
+			}
+			// The keyword is free again for a later run.
+			agWaitFor(t, "the keyword given back", func() bool { return a.keyword(t, 0).Status == store.KeywordNew })
+		}
+		a.waitNotification(t, "autopilot.failed")
+		a.waitNotification(t, "autopilot.paused")
+		ap := a.status(t)["autopilot"].(map[string]any)
+		if ap["state"] != "paused" || ap["pause_reason"] != "failures" || ap["resume_at"] != nil || ap["failures"] != 3.0 ||
+			!strings.Contains(ap["pause_detail"].(string), "3 runs failed in a row") {
+			t.Fatalf("autopilot: %v", ap)
+		}
+		// A person resumes it; the count starts again.
+		if st := a.control(t, "resume", 200); st["autopilot"].(map[string]any)["failures"] != 0.0 {
+			t.Fatalf("resumed: %v", st)
+		}
+	})
 }

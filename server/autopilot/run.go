@@ -335,7 +335,7 @@ func (s *Service) stepFailed(ctx context.Context, job *store.Job, run *store.Aut
 	if ferr := s.db.FinishAutopilotStep(wctx, run.ID, name, end); ferr != nil {
 		return errors.Join(err, ferr)
 	}
-	if retryable(err) && job.Attempts < job.MaxAttempts {
+	if retryable(name, err) && job.Attempts < job.MaxAttempts {
 		s.emitRun(wctx, run.ID)
 		return jobs.Retry(err)
 	}
@@ -343,14 +343,19 @@ func (s *Service) stepFailed(ctx context.Context, job *store.Job, run *store.Aut
 	return jobs.Permanent(err)
 }
 
-// retryable tells the failures another try may mend: a provider's or a
-// site's that says so (429, 5xx, no answer). A Permanent mark wins.
-func retryable(err error) bool {
+// retryable tells the failures of a step another try may mend: the
+// provider's that say so (429, 5xx, no answer) for the generation, the
+// site's by the publishing service's rule for the post. A Permanent mark
+// wins.
+func retryable(step string, err error) bool {
 	var m interface{ Retryable() bool }
 	if errors.As(err, &m) && !m.Retryable() {
 		return false
 	}
-	return engine.Retryable(err) || wppost.Retryable(err)
+	if step == store.StepGenerate {
+		return engine.Retryable(err)
+	}
+	return wppost.Retryable(err)
 }
 
 // succeed ends a run whose steps are all done: its keyword published (or
