@@ -361,6 +361,17 @@ func (a *apEnv) waitCall(t *testing.T) {
 	}
 }
 
+// waitRetry waits until a run's job is queued again after its first
+// attempt: due a jobBackoff later on the store's clock.
+func (a *apEnv) waitRetry(t *testing.T, runID int64) {
+	t.Helper()
+	run, err := a.app.DB.AutopilotRunByID(context.Background(), runID)
+	if err != nil || run.JobID == nil {
+		t.Fatalf("run %d: %+v %v", runID, run, err)
+	}
+	waitJob(t, a.env, *run.JobID, "its retry queued", func(j *store.Job) bool { return j.Attempts == 1 && j.Status == store.JobQueued })
+}
+
 // firstRun waits for environment A's first run and returns its id.
 func (a *apEnv) firstRun(t *testing.T) int64 {
 	t.Helper()
@@ -447,11 +458,12 @@ func TestAutopilotBudgetStop(t *testing.T) {
 }
 
 // Pause lets the step under way finish and holds the run before the next
-// one; resume carries it on from there, with the one generation it had.
-// Stop cancels it, and a run that made no post gives its keyword back.
+// one; resume carries it on from there, with the one generation it had
+// (or, before the step ends, lets it go on as if nothing happened). Stop
+// cancels it, and a run that made no post gives its keyword back.
 func TestAutopilotPauseResumeStop(t *testing.T) {
 	t.Parallel()
-	for _, then := range []string{"resume", "stop"} {
+	for _, then := range []string{"resume", "stop", "resumeAtOnce"} {
 		t.Run(then, func(t *testing.T) {
 			t.Parallel()
 			a := newAPEnv(t, store.PostWordPress, "publish", "sourdough starter", "rye bread")
@@ -470,6 +482,17 @@ func TestAutopilotPauseResumeStop(t *testing.T) {
 					!strings.Contains(r.Detail(), "paused") {
 					t.Fatalf("%s while paused: %d %s", verb, r.Code, r.Body)
 				}
+			}
+			if then == "resumeAtOnce" {
+				// Resumed before the step under way ends: the run never
+				// pauses.
+				a.control(t, "resume", 200)
+				release()
+				run := a.waitRun(t, id, "succeeded")
+				if run["control"] != "" || len(a.llm.Requests()) != 1 || a.site.PostCount() != 1 {
+					t.Fatalf("run %v; %d provider calls; %d posts", run, len(a.llm.Requests()), a.site.PostCount())
+				}
+				return
 			}
 			release()
 			run := a.waitRun(t, id, "paused")
@@ -524,6 +547,7 @@ func TestAutopilotRestartRepeatsNothing(t *testing.T) {
 		!strings.Contains(s["publish"]["error"].(string), "no answer in time") {
 		t.Fatalf("run before the restart: %v", run)
 	}
+	a.waitRetry(t, id)
 	stop()
 	if a.site.PostCount() != 1 {
 		t.Fatalf("the lost create made %d posts", a.site.PostCount())
@@ -749,6 +773,7 @@ func TestAutopilotFailures(t *testing.T) {
 		if run["status"] != "running" || !strings.Contains(steps(run)["generate"]["error"].(string), "overloaded") {
 			t.Fatalf("run after the failed attempt: %v", run)
 		}
+		a.waitRetry(t, id)
 		a.setClock(t, envT0.Add(jobBackoff))
 		run = a.waitRun(t, id, "succeeded")
 		gen := steps(run)["generate"]

@@ -570,10 +570,17 @@ func (s *Service) controlRun(ctx context.Context, envID int64, control string) e
 	return err
 }
 
-// resumeRun queues the environment's paused run again, if it has one.
+// resumeRun queues the environment's paused run again, if it has one; a
+// run that was still to pause at its next step goes on instead.
 func (s *Service) resumeRun(ctx context.Context, envID int64) error {
 	run, err := s.db.ActiveAutopilotRun(ctx, envID)
-	if err != nil || run == nil || run.Status != store.RunPaused {
+	if err != nil || run == nil {
+		return err
+	}
+	if run.Status != store.RunPaused {
+		if run.Control == store.ControlPause {
+			_, err = s.db.ControlAutopilotRun(ctx, run.ID, "")
+		}
 		return err
 	}
 	job, err := s.db.ResumeAutopilotRun(ctx, run.ID, runJob())
