@@ -2,10 +2,13 @@ package server_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -814,4 +817,52 @@ func TestAutopilotFailures(t *testing.T) {
 			t.Fatalf("resumed: %v", st)
 		}
 	})
+}
+
+// The stream: a snapshot first, then the state as it changes and the run
+// at each step's beginning and end, in order.
+func TestAutopilotStream(t *testing.T) {
+	t.Parallel()
+	a := newAPEnv(t, store.PostWordPress, "publish", "sourdough starter")
+	srv := httptest.NewServer(a.h)
+	t.Cleanup(srv.Close)
+	s := openStream(t, fmt.Sprintf("%s/api/autopilot/stream?environment_id=%d", srv.URL, a.envA), a.viewer)
+	ev := s.next(t, agBound)
+	if ev["event"] != "snapshot" || !strings.Contains(ev["data"], `"state":"stopped"`) || !strings.Contains(ev["data"], `"run":null`) {
+		t.Fatalf("first event: %v", ev)
+	}
+	startJobs(t, a.env)
+	a.control(t, "start", 200)
+	if ev = s.next(t, agBound); ev["event"] != "status" || !strings.Contains(ev["data"], `"state":"running"`) {
+		t.Fatalf("after start: %v", ev)
+	}
+	var seen []string
+	for {
+		ev = s.next(t, agBound)
+		if ev["event"] != "run" {
+			continue // the daily limit's pause comes as a status
+		}
+		var run struct {
+			Status string `json:"status"`
+			Steps  []struct {
+				Step, Status string
+			} `json:"steps"`
+		}
+		if err := json.Unmarshal([]byte(ev["data"]), &run); err != nil {
+			t.Fatal(err)
+		}
+		for _, st := range run.Steps {
+			if mark := st.Step + " " + st.Status; st.Status != "pending" && !slices.Contains(seen, mark) {
+				seen = append(seen, mark)
+			}
+		}
+		if run.Status == "succeeded" {
+			break
+		}
+	}
+	want := []string{"pick_keyword succeeded", "generate running", "generate succeeded", "create_post running", "create_post succeeded",
+		"publish running", "publish succeeded"}
+	if !slices.Equal(seen, want) {
+		t.Fatalf("steps as streamed: %v, want %v", seen, want)
+	}
 }
