@@ -334,6 +334,29 @@ var authzTable = []authzCase{
 	{route: "POST /api/web-sources/{id}/fetch", path: "/api/web-sources/{sourceB}/fetch", want: [5]int{401, 403, 404, 200, 200}},
 	{route: "GET /api/web-sources/{id}/items", path: "/api/web-sources/{sourceA}/items", want: [5]int{401, 200, 200, 200, 200}},
 	{route: "GET /api/web-sources/{id}/items", path: "/api/web-sources/{sourceB}/items", want: [5]int{401, 404, 404, 200, 200}},
+	// AutoPilot: envA has an active Astro campaign with a keyword left
+	// and a cancelled run {aprunA}; envB's campaign wrote its one keyword
+	// in run {aprunB}. Both autopilots are stopped.
+	{route: "GET /api/autopilot/status", path: "/api/autopilot/status?environment_id={envA}", want: [5]int{401, 200, 200, 200, 200}},
+	{route: "GET /api/autopilot/status", path: "/api/autopilot/status?environment_id={envB}", want: [5]int{401, 404, 404, 200, 200}},
+	{route: "POST /api/autopilot/start", body: map[string]any{"environment_id": "{envA}"}, want: [5]int{401, 403, 200, 200, 200}},
+	{route: "POST /api/autopilot/start", body: map[string]any{"environment_id": "{envB}"}, want: [5]int{401, 403, 404, 200, 200}},
+	{route: "POST /api/autopilot/pause", body: map[string]any{"environment_id": "{envA}"}, want: [5]int{401, 403, 409, 409, 409}},
+	{route: "POST /api/autopilot/resume", body: map[string]any{"environment_id": "{envA}"}, want: [5]int{401, 403, 409, 409, 409}},
+	{route: "POST /api/autopilot/stop", body: map[string]any{"environment_id": "{envA}"}, want: [5]int{401, 403, 200, 200, 200}},
+	{route: "POST /api/autopilot/stop", body: map[string]any{"environment_id": "{envB}"}, want: [5]int{401, 403, 404, 200, 200}},
+	{route: "GET /api/autopilot/config", path: "/api/autopilot/config?environment_id={envA}", want: [5]int{401, 200, 200, 200, 200}},
+	{route: "GET /api/autopilot/config", path: "/api/autopilot/config?environment_id={envB}", want: [5]int{401, 404, 404, 200, 200}},
+	{route: "PUT /api/autopilot/config", body: map[string]any{"environment_id": "{envA}", "max_posts_per_day": 2}, want: [5]int{401, 403, 200, 200, 200}},
+	{route: "PUT /api/autopilot/config", body: map[string]any{"environment_id": "{envB}", "max_posts_per_day": 2}, want: [5]int{401, 403, 404, 200, 200}},
+	{route: "GET /api/autopilot/runs", path: "/api/autopilot/runs?environment_id={envA}", want: [5]int{401, 200, 200, 200, 200}},
+	{route: "GET /api/autopilot/runs", path: "/api/autopilot/runs?environment_id={envB}", want: [5]int{401, 404, 404, 200, 200}},
+	{route: "GET /api/autopilot/runs/{id}", path: "/api/autopilot/runs/{aprunA}", want: [5]int{401, 200, 200, 200, 200}},
+	{route: "GET /api/autopilot/runs/{id}", path: "/api/autopilot/runs/{aprunB}", want: [5]int{401, 404, 404, 200, 200}},
+	{route: "POST /api/autopilot/run-now", body: map[string]any{"environment_id": "{envA}"}, want: [5]int{401, 403, 202, 202, 202}},
+	{route: "POST /api/autopilot/run-now", body: map[string]any{"environment_id": "{envB}"}, want: [5]int{401, 403, 404, 409, 409}},
+	{route: "GET /api/autopilot/stream", path: "/api/autopilot/stream?environment_id={envA}", stream: true, want: [5]int{401, 200, 200, 200, 200}},
+	{route: "GET /api/autopilot/stream", path: "/api/autopilot/stream?environment_id={envB}", stream: true, want: [5]int{401, 404, 404, 200, 200}},
 }
 
 // authzFixture is the data directory every case of TestAuthorizationTable
@@ -552,6 +575,35 @@ func newAuthzFixture(t *testing.T, providerURL string) (*authzFixture, []*server
 			t.Fatal(err)
 		}
 		terms["{phrase"+env.Name+"}"], terms["{source"+env.Name+"}"] = p.ID, src.ID
+	}
+	for _, env := range []*store.Environment{envA, envB} {
+		kw, err := e.app.DB.CreateKeyword(ctx, store.NewKeyword{EnvironmentID: env.ID, Keyword: "sourdough " + env.Name, Status: store.KeywordNew, Source: "manual"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		arch := map[int64]int64{envA.ID: archA.ID, envB.ID: archB.ID}[env.ID]
+		camp, err := e.app.DB.CreateCampaign(ctx, env.ID, store.CampaignInput{Name: "Bread " + env.Name, ArchetypeID: &arch, Target: store.PostAstro,
+			PostStatus: "draft", Cadence: 1, Status: store.CampaignActive}, []int64{kw.ID}, target.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		run, err := e.app.DB.CreateAutopilotRun(ctx, store.NewAutopilotRun{EnvironmentID: env.ID, Trigger: "manual",
+			Candidates: []store.AutopilotCandidate{{CampaignID: camp.ID, Target: store.PostAstro, PostStatus: "draft"}},
+			Job:        store.RunJob{Kind: "autopilot.run", Payload: func(id int64) any { return map[string]int64{"run_id": id} }}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		// Cancelled, the run gives its keyword back; envB's is then written.
+		if _, _, err := e.app.DB.FinishAutopilotRun(ctx, run.ID, store.AutopilotRunEnd{Status: store.RunCancelled}); err != nil {
+			t.Fatal(err)
+		}
+		if env.ID == envB.ID {
+			published := store.KeywordPublished
+			if _, err := e.app.DB.UpdateKeyword(ctx, kw.ID, store.KeywordUpdate{Status: &published}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		terms["{aprun"+env.Name+"}"] = run.ID
 	}
 	snap, err := e.app.Backups.Create(ctx, "manual")
 	if err != nil {

@@ -17,6 +17,7 @@ import (
 	"github.com/copydesk/copydesk/server/analytics"
 	"github.com/copydesk/copydesk/server/astropost"
 	"github.com/copydesk/copydesk/server/auth"
+	"github.com/copydesk/copydesk/server/autopilot"
 	"github.com/copydesk/copydesk/server/chat"
 	"github.com/copydesk/copydesk/server/cie"
 	"github.com/copydesk/copydesk/server/cms"
@@ -66,6 +67,7 @@ type Server struct {
 	seo           *seo.Service
 	searchPhrases *searchphrase.Service
 	webSources    *websource.Service
+	autopilot     *autopilot.Service
 
 	router *gin.Engine
 	routes []*Route
@@ -157,6 +159,8 @@ func New(d Deps, opts Options) (*Server, error) {
 	e.Use(s.recoverPanics, s.logRequests, securityHeaders, boundWrites, omitHeadBody)
 	s.astroPosts = astropost.New(d.DB, s.environments, astropost.Sources{Runs: s.agents, Generations: s.cie, Lives: s.live},
 		func() time.Time { return d.DB.Now() }, d.Log)
+	s.autopilot = autopilot.New(autopilot.Deps{Store: d.DB, Environments: s.environments, Generator: s.cie, WordPress: s.wpPosts,
+		Astro: s.astroPosts, Jobs: d.Jobs, Notify: d.Notify, Events: d.Events, Now: func() time.Time { return d.DB.Now() }, Log: d.Log})
 	e.NoRoute(func(c *gin.Context) {
 		abort(c, http.StatusNotFound, "no route for "+c.Request.Method+" "+c.Request.URL.Path)
 	})
@@ -186,6 +190,7 @@ func New(d Deps, opts Options) (*Server, error) {
 	s.registerSEOCampaignRoutes()
 	s.registerSearchPhraseRoutes()
 	s.registerWebSourceRoutes()
+	s.registerAutopilotRoutes()
 	return s, nil
 }
 

@@ -305,6 +305,24 @@ func fillPlanData(t testing.TB, db *DB) {
 				link := fmt.Sprintf("https://site.example/post/%d", i)
 				return []any{src, 1 + rnd.IntN(planEnvs), link, link, fmt.Sprintf("Post %d", i), published, at(i)}
 			})
+		}, func() error {
+			// Autopilot runs: finished ones, and one under way in each
+			// environment (the most there may be).
+			statuses := []string{"succeeded", "succeeded", "succeeded", "failed", "cancelled"}
+			return exec(`INSERT INTO autopilot_runs (environment_id, trigger, status, campaign_id, keyword_id, keyword, keyword_status, target,
+				post_status, created_at) VALUES (?, ?, ?, ?, ?, ?, 'new', 'wordpress', 'publish', ?)`, planRows, func(i int) []any {
+				env, status := 1+rnd.IntN(planEnvs), statuses[rnd.IntN(len(statuses))]
+				if i <= planEnvs {
+					env, status = i, "running"
+				}
+				return []any{env, []string{"schedule", "manual"}[rnd.IntN(2)], status, 1 + rnd.IntN(planRows/4), 1 + rnd.IntN(planRows*3),
+					fmt.Sprintf("keyword %d", i), at(i)}
+			})
+		}, func() error {
+			return exec(`INSERT OR IGNORE INTO autopilot_steps (run_id, step, status, started_at, finished_at) VALUES (?, ?, 'succeeded', ?, ?)`,
+				planRows*3, func(i int) []any {
+					return []any{1 + (i-1)/3, []string{"pick_keyword", "generate", "create_post"}[(i-1)%3], at(i), at(i + 1)}
+				})
 		})
 		for _, step := range steps {
 			if err := step(); err != nil {

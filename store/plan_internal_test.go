@@ -261,6 +261,7 @@ func planCalls(t *testing.T, mt reflect.Type) []planCall {
 // how common a value is); keyed by "Type.Field".
 var planSamples = map[string]any{
 	"AgentFilter.Kind":               "writer",
+	"AutopilotRunFilter.Status":      RunSucceeded,
 	"AgentFilter.Q":                  "agent 1",
 	"AstroPostFilter.Q":              "news",
 	"ChatConversationFilter.Q":       "sourdough",

@@ -311,6 +311,7 @@ var contentTables = map[string]bool{
 	"archetypes": true, "cie_runs": true, "chat_conversations": true, "chat_messages": true,
 	"seo_keywords": true, "seo_campaigns": true,
 	"search_phrases": true, "search_ideas": true, "web_sources": true, "web_items": true,
+	"autopilots": true, "autopilot_campaigns": true, "autopilot_runs": true, "autopilot_steps": true,
 }
 
 // wroteStmt is wrote for one committed write statement, which counts

@@ -311,7 +311,12 @@ func (s *Service) runStreamed(ctx context.Context, job *store.Job) error {
 // answer does not parse, and says how the run ends. emit, when set,
 // publishes the deltas and the retry.
 func (s *Service) generate(ctx context.Context, run *store.CIERun, ag *store.Agent, emit func(name string, data any)) (store.CIEOutcome, error) {
-	c := call(run, ag)
+	return s.generateAs(ctx, call(run, ag), emit)
+}
+
+// generateAs is generate with the engine call made: its Source says whom
+// the usage is for.
+func (s *Service) generateAs(ctx context.Context, c engine.Call, emit func(name string, data any)) (store.CIEOutcome, error) {
 	var o store.CIEOutcome
 	for attempt := 1; ; attempt++ {
 		var res *engine.Result

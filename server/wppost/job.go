@@ -79,6 +79,11 @@ func (s *Service) runPublish(ctx context.Context, job *store.Job) error {
 	return jobs.Permanent(err)
 }
 
+// Retryable tells whether a failed publish may succeed when tried again
+// later, by the rule the runner applies to PublishJob: for other work
+// that publishes on the runner (the autopilot's runs).
+func Retryable(err error) bool { return jobRetryable(err) }
+
 // jobRetryable tells which failures of a publish the runner tries again:
 // those the site may not give next time (429, 5xx), a site it could not
 // reach, and a timeout. A timeout is retried here though a request's own
