@@ -289,6 +289,9 @@ func (db *DB) SetAgentAssignments(ctx context.Context, agentID int64, sc Scope, 
 				return translate(err, "assignment")
 			}
 		}
+		if err := campaignsKeepAgent(ctx, tx, agentID); err != nil {
+			return err
+		}
 		rows, err := tx.QueryContext(ctx, `SELECT environment_id FROM agent_assignments WHERE agent_id = ? ORDER BY environment_id`, agentID)
 		if err != nil {
 			return err
@@ -308,6 +311,26 @@ func (db *DB) SetAgentAssignments(ctx context.Context, agentID int64, sc Scope, 
 		return nil, fmt.Errorf("store: set agent assignments: %w", err)
 	}
 	return out, nil
+}
+
+// campaignsKeepAgent refuses, within the transaction that changes an
+// agent's assignments, to take away an environment where a campaign has
+// the agent: a campaign's agent is always one it may use.
+func campaignsKeepAgent(ctx context.Context, tx *sql.Tx, agentID int64) error {
+	var campaign string
+	var envID int64
+	err := tx.QueryRowContext(ctx, `SELECT c.name, c.environment_id FROM seo_campaigns c JOIN agents a ON a.id = c.agent_id
+		WHERE c.agent_id = ? AND a.environment_id IS NOT NULL AND c.environment_id != a.environment_id
+		AND c.environment_id NOT IN (SELECT environment_id FROM agent_assignments WHERE agent_id = ?) LIMIT 1`, agentID, agentID).
+		Scan(&campaign, &envID)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	return Conflict("environment_ids: campaign %q of environment %d has this agent; keep that environment, or give the campaign another agent first",
+		campaign, envID)
 }
 
 // Run statuses.

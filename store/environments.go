@@ -307,14 +307,7 @@ func (db *DB) SetUserEnvironments(ctx context.Context, userID int64, envIDs []in
 }
 
 func dedupe(ids []int64) []int64 {
-	out := make([]int64, 0, len(ids))
-	seen := map[int64]bool{}
-	for _, id := range ids {
-		if !seen[id] {
-			seen[id] = true
-			out = append(out, id)
-		}
-	}
+	out := firstOfEach(ids)
 	sort.Slice(out, func(i, j int) bool { return out[i] < out[j] })
 	return out
 }

@@ -202,6 +202,28 @@ func fillPlanData(t testing.TB, db *DB) {
 			return exec(`INSERT OR IGNORE INTO astro_post_tags (post_id, tag_id) VALUES (?, ?)`, planRows*2,
 				func(i int) []any { return []any{1 + rnd.IntN(planRows), 1 + rnd.IntN(planRows)} })
 		})
+		steps = append(steps, func() error {
+			statuses := []string{"draft", "active", "active", "paused", "completed"}
+			return exec(`INSERT INTO seo_campaigns (environment_id, name, agent_id, archetype_id, target, status, created_at, updated_at)
+				VALUES (?, ?, ?, ?, ?, ?, ?, ?)`, planRows/4, func(i int) []any {
+				return []any{1 + rnd.IntN(planEnvs), fmt.Sprintf("%c campaign %d", 'a'+rune(rnd.IntN(26)), i), 1 + rnd.IntN(planRows),
+					1 + rnd.IntN(planRows), []string{"wordpress", "astro"}[rnd.IntN(2)], statuses[rnd.IntN(len(statuses))], at(i), at(i + rnd.IntN(50))}
+			})
+		}, func() error {
+			statuses := []string{"new", "new", "new", "planned", "in_progress", "published", "ignored"}
+			clusters := []string{"", "", "pricing", "how to", "reviews", "alternatives"}
+			return exec(`INSERT INTO seo_keywords (environment_id, keyword, keyword_key, search_volume, difficulty, cpc, intent, status,
+				cluster, campaign_id, campaign_position, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`, planRows*3,
+				func(i int) []any {
+					var campaign, pos any
+					if rnd.IntN(4) == 0 {
+						campaign, pos = 1+rnd.IntN(planRows/4), i
+					}
+					kw := fmt.Sprintf("keyword %d", i)
+					return []any{1 + rnd.IntN(planEnvs), kw, kw, rnd.IntN(100000), rnd.IntN(101), float64(rnd.IntN(500)) / 100, rnd.IntN(16),
+						statuses[rnd.IntN(len(statuses))], clusters[rnd.IntN(len(clusters))], campaign, pos, at(i), at(i + rnd.IntN(50))}
+				})
+		})
 		for _, step := range steps {
 			if err := step(); err != nil {
 				return err

@@ -307,7 +307,7 @@ var contentTables = map[string]bool{
 	"agents": true, "agent_assignments": true, "agent_runs": true, "jobs": true, "usage_events": true, "budget_alerts": true,
 	"notifications": true, "messages": true, "credentials": true, "ai_settings": true, "login_failures": true,
 	"cms_categories": true, "cms_tags": true, "wordpress_posts": true, "wordpress_post_categories": true, "wordpress_post_tags": true,
-	"archetypes": true, "cie_runs": true,
+	"archetypes": true, "cie_runs": true, "seo_keywords": true, "seo_campaigns": true,
 }
 
 // wroteStmt is wrote for one committed write statement, which counts
