@@ -16,6 +16,7 @@ import (
 	"github.com/copydesk/copydesk/backup"
 	"github.com/copydesk/copydesk/server/auth"
 	"github.com/copydesk/copydesk/server/engine"
+	"github.com/copydesk/copydesk/server/feed"
 	"github.com/copydesk/copydesk/server/jobs"
 	"github.com/copydesk/copydesk/server/keyring"
 	"github.com/copydesk/copydesk/server/notify"
@@ -217,7 +218,10 @@ func Open(ctx context.Context, cfg Config, log *slog.Logger) (*App, error) {
 	a.registerJobs()
 	a.Server, err = New(Deps{DB: a.DB, Auth: a.Auth, Backups: a.Backups, Notify: a.Notify, Events: a.Events, Engine: a.Engine,
 		Jobs: a.Jobs, Keys: a.Keys, Log: log,
-		WordPress: wppost.Options{HTTP: ob, Timeout: cfg.WordPressTimeout, Retries: 2, Backoff: cfg.WordPressBackoff}},
+		WordPress: wppost.Options{HTTP: ob, Timeout: cfg.WordPressTimeout, Retries: 2, Backoff: cfg.WordPressBackoff},
+		// Web sources have a client of their own: the same guard, with a
+		// bound fit for a feed rather than a generation.
+		Feeds: feed.New(outbound.NewClient(outbound.Options{RefusePrivate: cfg.RefuseOutboundPrivate, Timeout: feed.DefaultTimeout}), feed.Options{})},
 		Options{TrustedProxies: cfg.TrustedProxies, Version: cfg.Version, MaxUploadBytes: cfg.MaxUploadBytes})
 	if err != nil {
 		return nil, errors.Join(err, a.Close())

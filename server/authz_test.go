@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/copydesk/copydesk/server"
 	"github.com/copydesk/copydesk/store"
@@ -218,6 +219,31 @@ var authzTable = []authzCase{
 	{route: "GET /api/cie/runs/{run_id}", path: "/api/cie/runs/{cierun}", want: [5]int{401, 200, 200, 200, 200}},
 	{route: "POST /api/cie/runs/{run_id}/save-as-post", path: "/api/cie/runs/{cierun}/save-as-post", body: map[string]any{"target": "wordpress"}, want: [5]int{401, 403, 409, 409, 409}},
 	{route: "POST /api/cie/runs/{run_id}/save-as-post", path: "/api/cie/runs/{cierun}/save-as-post", body: map[string]any{"target": "astro"}, want: [5]int{401, 403, 409, 409, 409}},
+
+	// Search phrases and web sources: {phraseA}, {sourceA} in envA, {phraseB}, {sourceB} in envB; a
+	// source's address refuses connections, so a fetch fails and says so (200).
+	{route: "GET /api/search-phrases", want: [5]int{401, 200, 200, 200, 200}},
+	{route: "POST /api/search-phrases", body: map[string]any{"environment_id": "{envA}", "phrase": "cold brew at home"}, want: [5]int{401, 403, 201, 201, 201}},
+	{route: "GET /api/search-phrases/{id}", path: "/api/search-phrases/{phraseA}", want: [5]int{401, 200, 200, 200, 200}},
+	{route: "GET /api/search-phrases/{id}", path: "/api/search-phrases/{phraseB}", want: [5]int{401, 404, 404, 200, 200}},
+	{route: "PUT /api/search-phrases/{id}", path: "/api/search-phrases/{phraseA}", body: map[string]any{"is_active": false}, want: [5]int{401, 403, 200, 200, 200}},
+	{route: "PUT /api/search-phrases/{id}", path: "/api/search-phrases/{phraseB}", body: map[string]any{"is_active": false}, want: [5]int{401, 403, 404, 200, 200}},
+	{route: "DELETE /api/search-phrases/{id}", path: "/api/search-phrases/{phraseA}", want: [5]int{401, 403, 200, 200, 200}},
+	{route: "POST /api/search-phrases/{id}/run", path: "/api/search-phrases/{phraseA}/run", want: [5]int{401, 403, 202, 202, 202}},
+	{route: "POST /api/search-phrases/{id}/run", path: "/api/search-phrases/{phraseB}/run", want: [5]int{401, 403, 404, 202, 202}},
+	{route: "GET /api/search-phrases/{id}/ideas", path: "/api/search-phrases/{phraseA}/ideas", want: [5]int{401, 200, 200, 200, 200}},
+	{route: "GET /api/search-phrases/{id}/ideas", path: "/api/search-phrases/{phraseB}/ideas", want: [5]int{401, 404, 404, 200, 200}},
+	{route: "GET /api/web-sources", want: [5]int{401, 200, 200, 200, 200}},
+	{route: "POST /api/web-sources", body: map[string]any{"environment_id": "{envA}", "url": "https://news.example/feed", "kind": "rss"}, want: [5]int{401, 403, 201, 201, 201}},
+	{route: "GET /api/web-sources/{id}", path: "/api/web-sources/{sourceA}", want: [5]int{401, 200, 200, 200, 200}},
+	{route: "GET /api/web-sources/{id}", path: "/api/web-sources/{sourceB}", want: [5]int{401, 404, 404, 200, 200}},
+	{route: "PUT /api/web-sources/{id}", path: "/api/web-sources/{sourceA}", body: map[string]any{"fetch_interval": 7200}, want: [5]int{401, 403, 200, 200, 200}},
+	{route: "PUT /api/web-sources/{id}", path: "/api/web-sources/{sourceB}", body: map[string]any{"fetch_interval": 7200}, want: [5]int{401, 403, 404, 200, 200}},
+	{route: "DELETE /api/web-sources/{id}", path: "/api/web-sources/{sourceA}", want: [5]int{401, 403, 200, 200, 200}},
+	{route: "POST /api/web-sources/{id}/fetch", path: "/api/web-sources/{sourceA}/fetch", want: [5]int{401, 403, 200, 200, 200}},
+	{route: "POST /api/web-sources/{id}/fetch", path: "/api/web-sources/{sourceB}/fetch", want: [5]int{401, 403, 404, 200, 200}},
+	{route: "GET /api/web-sources/{id}/items", path: "/api/web-sources/{sourceA}/items", want: [5]int{401, 200, 200, 200, 200}},
+	{route: "GET /api/web-sources/{id}/items", path: "/api/web-sources/{sourceB}/items", want: [5]int{401, 404, 404, 200, 200}},
 }
 
 // authzFixture is the data directory every case of TestAuthorizationTable
@@ -358,6 +384,19 @@ func newAuthzFixture(t *testing.T, providerURL string) (*authzFixture, []*server
 		SystemPrompt: "s", UserPrompt: "u"}, store.RunJob{Kind: "cie.generate", Payload: func(id int64) any { return map[string]int64{"run_id": id} }})
 	if err != nil {
 		t.Fatal(err)
+	}
+	for _, env := range []*store.Environment{envA, envB} {
+		p, err := e.app.DB.CreateSearchPhrase(ctx, store.NewSearchPhrase{EnvironmentID: env.ID, Phrase: "Espresso", PhraseKey: "espresso",
+			Locale: "en", IsActive: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		src, err := e.app.DB.CreateWebSource(ctx, store.NewWebSource{EnvironmentID: env.ID, URL: "http://127.0.0.1:1/feed.xml",
+			Kind: store.SourceRSS, IsActive: true, FetchInterval: time.Hour})
+		if err != nil {
+			t.Fatal(err)
+		}
+		terms["{phrase"+env.Name+"}"], terms["{source"+env.Name+"}"] = p.ID, src.ID
 	}
 	snap, err := e.app.Backups.Create(ctx, "manual")
 	if err != nil {

@@ -22,12 +22,15 @@ import (
 	"github.com/copydesk/copydesk/server/credential"
 	"github.com/copydesk/copydesk/server/engine"
 	"github.com/copydesk/copydesk/server/environment"
+	"github.com/copydesk/copydesk/server/feed"
 	"github.com/copydesk/copydesk/server/jobs"
 	"github.com/copydesk/copydesk/server/keyring"
 	"github.com/copydesk/copydesk/server/message"
 	"github.com/copydesk/copydesk/server/notify"
+	"github.com/copydesk/copydesk/server/searchphrase"
 	"github.com/copydesk/copydesk/server/setting"
 	"github.com/copydesk/copydesk/server/stream"
+	"github.com/copydesk/copydesk/server/websource"
 	"github.com/copydesk/copydesk/server/wppost"
 	"github.com/copydesk/copydesk/store"
 )
@@ -46,15 +49,17 @@ type Server struct {
 	analytics *analytics.Service
 	messages  *message.Service
 	// The groups' services, built in New from the above.
-	environments *environment.Service
-	credentials  *credential.Service
-	aiSettings   *aisetting.Service
-	settings     *setting.Service
-	agents       *agent.Service
-	cms          *cms.Service
-	wpPosts      *wppost.Service
-	astroPosts   *astropost.Service
-	cie          *cie.Service
+	environments  *environment.Service
+	credentials   *credential.Service
+	aiSettings    *aisetting.Service
+	settings      *setting.Service
+	agents        *agent.Service
+	cms           *cms.Service
+	wpPosts       *wppost.Service
+	astroPosts    *astropost.Service
+	cie           *cie.Service
+	searchPhrases *searchphrase.Service
+	webSources    *websource.Service
 
 	router *gin.Engine
 	routes []*Route
@@ -91,6 +96,8 @@ type Deps struct {
 	// WordPress tunes the calls to WordPress sites; its HTTP client is the
 	// outbound one every remote call shares.
 	WordPress wppost.Options
+	// Feeds fetches web sources; nil: one over outbound.Default().
+	Feeds *feed.Fetcher
 }
 
 // DefaultMaxBody is the body limit of JSON endpoints.
@@ -132,6 +139,12 @@ func New(d Deps, opts Options) (*Server, error) {
 	s.cie = cie.New(cie.Deps{Store: d.DB, Environments: s.environments, Engine: d.Engine, Jobs: d.Jobs, Events: d.Events, Log: d.Log})
 	s.wpPosts = wppost.New(wppost.Deps{Store: d.DB, Environments: s.environments, Keys: d.Keys, Runs: s.agents, Generations: s.cie,
 		Jobs: d.Jobs, Options: d.WordPress})
+	s.searchPhrases = searchphrase.New(searchphrase.Deps{Store: d.DB, Environments: s.environments, Engine: d.Engine, Jobs: d.Jobs, Log: d.Log})
+	if d.Feeds == nil {
+		d.Feeds = feed.New(nil, feed.Options{})
+	}
+	s.webSources = websource.New(websource.Deps{Store: d.DB, Environments: s.environments, Fetcher: d.Feeds, Jobs: d.Jobs, Log: d.Log,
+		Now: func() time.Time { return d.DB.Now() }})
 	e.Use(s.recoverPanics, s.logRequests, securityHeaders, boundWrites, omitHeadBody)
 	s.astroPosts = astropost.New(d.DB, s.environments, s.agents, s.cie, func() time.Time { return d.DB.Now() }, d.Log)
 	e.NoRoute(func(c *gin.Context) {
@@ -157,6 +170,8 @@ func New(d Deps, opts Options) (*Server, error) {
 	s.registerAstroPostRoutes()
 	s.registerSaveAsPostRoutes()
 	s.registerCIERoutes()
+	s.registerSearchPhraseRoutes()
+	s.registerWebSourceRoutes()
 	return s, nil
 }
 

@@ -223,6 +223,52 @@ func fillPlanData(t testing.TB, db *DB) {
 					return []any{1 + rnd.IntN(planEnvs), kw, kw, rnd.IntN(100000), rnd.IntN(101), float64(rnd.IntN(500)) / 100, rnd.IntN(16),
 						statuses[rnd.IntN(len(statuses))], clusters[rnd.IntN(len(clusters))], campaign, pos, at(i), at(i + rnd.IntN(50))}
 				})
+		}, func() error {
+			return exec(`INSERT INTO search_phrases (environment_id, phrase, phrase_key, locale, is_active, last_run_at, created_at, updated_at)
+				VALUES (?, ?, ?, ?, ?, ?, ?, ?)`, planRows, func(i int) []any {
+				var ran any
+				if rnd.IntN(3) > 0 {
+					ran = at(rnd.IntN(planRows))
+				}
+				return []any{1 + rnd.IntN(planEnvs), fmt.Sprintf("best %c shoes %d", 'a'+rune(rnd.IntN(26)), i),
+					fmt.Sprintf("best %c shoes %d", 'a'+rune(rnd.IntN(26)), i), "en", boolInt(rnd.IntN(4) > 0), ran, at(i), at(i)}
+			})
+		}, func() error {
+			kinds := []string{"related", "question", "autocomplete"}
+			return exec(`INSERT OR IGNORE INTO search_ideas (phrase_id, environment_id, idea, idea_key, source, kind, created_at)
+				VALUES (?, ?, ?, ?, ?, ?, ?)`, planRows*3, func(i int) []any {
+				phrase := 1 + rnd.IntN(planRows)
+				if rnd.IntN(5) == 0 {
+					phrase = planHotID
+				}
+				idea := fmt.Sprintf("idea %d", rnd.IntN(planRows))
+				return []any{phrase, 1 + rnd.IntN(planEnvs), idea, idea, []string{"serp", "ai"}[rnd.IntN(2)], kinds[rnd.IntN(3)], at(i)}
+			})
+		}, func() error {
+			kinds := []string{"rss", "rss", "atom", "page"}
+			return exec(`INSERT INTO web_sources (environment_id, url, kind, is_active, fetch_interval, next_fetch_at, last_fetched_at,
+				created_at, updated_at) VALUES (?, ?, ?, ?, 3600, ?, ?, ?, ?)`, planRows, func(i int) []any {
+				var fetched any
+				if rnd.IntN(4) > 0 {
+					fetched = at(rnd.IntN(planRows))
+				}
+				return []any{1 + rnd.IntN(planEnvs), fmt.Sprintf("https://site%d.example/feed", i), kinds[rnd.IntN(len(kinds))],
+					boolInt(rnd.IntN(4) > 0), at(i + 24), fetched, at(i), at(i)}
+			})
+		}, func() error {
+			return exec(`INSERT OR IGNORE INTO web_items (source_id, environment_id, item_key, link, title, published_at, created_at)
+				VALUES (?, ?, ?, ?, ?, ?, ?)`, planRows*3, func(i int) []any {
+				src := 1 + rnd.IntN(planRows)
+				if rnd.IntN(5) == 0 {
+					src = planHotID
+				}
+				var published any
+				if rnd.IntN(6) > 0 {
+					published = at(rnd.IntN(planRows))
+				}
+				link := fmt.Sprintf("https://site.example/post/%d", i)
+				return []any{src, 1 + rnd.IntN(planEnvs), link, link, fmt.Sprintf("Post %d", i), published, at(i)}
+			})
 		})
 		for _, step := range steps {
 			if err := step(); err != nil {

@@ -308,6 +308,7 @@ var contentTables = map[string]bool{
 	"notifications": true, "messages": true, "credentials": true, "ai_settings": true, "login_failures": true,
 	"cms_categories": true, "cms_tags": true, "wordpress_posts": true, "wordpress_post_categories": true, "wordpress_post_tags": true,
 	"archetypes": true, "cie_runs": true, "seo_keywords": true, "seo_campaigns": true,
+	"search_phrases": true, "search_ideas": true, "web_sources": true, "web_items": true,
 }
 
 // wroteStmt is wrote for one committed write statement, which counts

@@ -1,0 +1,42 @@
+package engine
+
+import (
+	"context"
+
+	"github.com/copydesk/copydesk/server/serp"
+	"github.com/copydesk/copydesk/store"
+)
+
+// SERP is a client of the SERP credential usable in environment envID
+// (nil: outside any environment), on the server's outbound client; nil
+// without an error when there is none. The environment's own credential
+// wins over a global one; among several of one level, the first by name.
+// SERP calls are not metered in usage events (they cost search credits,
+// not tokens): callers record what they found, and from where.
+func (e *Engine) SERP(ctx context.Context, envID *int64) (*serp.Client, error) {
+	f := store.CredentialFilter{Provider: store.ProviderSERP, Page: store.Page{Page: 1, PerPage: 200}}
+	if envID != nil {
+		f.EnvironmentID, f.Global = envID, true
+	}
+	list, _, err := e.db.ListCredentials(ctx, f)
+	if err != nil {
+		return nil, err
+	}
+	var chosen *store.Credential
+	for _, c := range list {
+		if !c.UsableIn(envID) {
+			continue
+		}
+		if chosen == nil || (chosen.EnvironmentID == nil && c.EnvironmentID != nil) {
+			chosen = c
+		}
+	}
+	if chosen == nil {
+		return nil, nil
+	}
+	secret, err := e.keys.Open(chosen.Secret, store.CredentialAAD(chosen.ID))
+	if err != nil {
+		return nil, store.Conflict("credential %d cannot be opened with this server's secret.key (restored from another installation?): enter its key again", chosen.ID)
+	}
+	return serp.New(chosen.BaseURL, string(secret), e.opt.HTTPClient), nil
+}

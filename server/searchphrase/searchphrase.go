@@ -1,0 +1,244 @@
+// Package searchphrase holds the rules of search phrases
+// (/api/search-phrases): queries an environment researches, each in a
+// locale, and their runs, which ask SerpApi (when a serp credential is
+// usable) and the AI engine (usage source "search") for related queries
+// and keep them as the phrase's ideas, once each after normalisation.
+//
+// Who does what: everyone reads the phrases and ideas of their
+// environments, editors and up write them and start runs; any other
+// environment's phrase is not found. A run is background work on the job
+// runner (a run asks several remote services, and a model can take
+// minutes): POST …/run answers 202 and the phrase's run_status tells how
+// it went.
+package searchphrase
+
+import (
+	"context"
+	"log/slog"
+	"strings"
+
+	"golang.org/x/text/unicode/norm"
+
+	"github.com/copydesk/copydesk/server/engine"
+	"github.com/copydesk/copydesk/server/jobs"
+	"github.com/copydesk/copydesk/server/serp"
+	"github.com/copydesk/copydesk/server/valid"
+	"github.com/copydesk/copydesk/store"
+)
+
+// Store is what the service needs of the store.
+type Store interface {
+	SearchPhraseByID(ctx context.Context, id int64) (*store.SearchPhrase, error)
+	ListSearchPhrases(ctx context.Context, f store.SearchPhraseFilter) ([]*store.SearchPhrase, int, error)
+	CreateSearchPhrase(ctx context.Context, n store.NewSearchPhrase) (*store.SearchPhrase, error)
+	UpdateSearchPhrase(ctx context.Context, id int64, up store.SearchPhraseUpdate) (*store.SearchPhrase, error)
+	DeleteSearchPhrase(ctx context.Context, id int64) error
+	QueueSearchPhraseRun(ctx context.Context, id int64, j store.RunJob) (*store.SearchPhrase, error)
+	StartSearchPhraseRun(ctx context.Context, id, jobID int64) (bool, error)
+	FinishSearchPhraseRun(ctx context.Context, id, jobID int64, o store.PhraseRunOutcome) (int, error)
+	ListSearchIdeas(ctx context.Context, phraseID int64, f store.SearchIdeaFilter) ([]*store.SearchIdea, int, error)
+}
+
+// Environments resolves an environment as a scope sees it
+// (server/environment).
+type Environments interface {
+	Get(ctx context.Context, sc store.Scope, id int64) (*store.Environment, error)
+}
+
+// Engine generates text and finds the SERP credential (server/engine).
+type Engine interface {
+	Effective(ctx context.Context, envID *int64) (engine.Effective, error)
+	Plan(ctx context.Context, c engine.Call) (provider, model string, err error)
+	Generate(ctx context.Context, c engine.Call) (*engine.Result, error)
+	SERP(ctx context.Context, envID *int64) (*serp.Client, error)
+}
+
+// Runner is the job runner (server/jobs) that carries runs out.
+type Runner interface {
+	Register(kind string, k jobs.Kind)
+	Signal()
+}
+
+// Deps are what the service works with.
+type Deps struct {
+	Store        Store
+	Environments Environments
+	Engine       Engine
+	Jobs         Runner
+	Log          *slog.Logger
+}
+
+// Service implements the phrase rules and carries out runs.
+type Service struct {
+	db     Store
+	envs   Environments
+	engine Engine
+	jobs   Runner
+	log    *slog.Logger
+}
+
+// New returns the service and registers its job kind with d.Jobs.
+func New(d Deps) *Service {
+	s := &Service{db: d.Store, envs: d.Environments, engine: d.Engine, jobs: d.Jobs, log: d.Log}
+	if s.log == nil {
+		s.log = slog.New(slog.DiscardHandler)
+	}
+	s.jobs.Register(RunJob, jobs.Kind{Handle: s.runJob, OnFinish: s.jobFinished, Background: true})
+	return s
+}
+
+// Limits of the fields.
+const (
+	MaxPhrase = 200
+	maxLocale = 35
+)
+
+// Key is the one normal form of a phrase or an idea, in which two are the
+// same: Unicode NFC, lower case, single spaces, trimmed. The SEO
+// keywords use the same rule for theirs.
+func Key(s string) string {
+	return strings.Join(strings.Fields(strings.ToLower(norm.NFC.String(s))), " ")
+}
+
+// tidy is how a phrase or an idea is shown: NFC, single spaces, trimmed,
+// its letter case kept.
+func tidy(s string) string { return strings.Join(strings.Fields(norm.NFC.String(s)), " ") }
+
+// checkPhrase tidies a phrase and checks it: one line, 1 to MaxPhrase
+// characters.
+func checkPhrase(raw string) (phrase, key string, err error) {
+	if err := valid.Line("phrase", raw); err != nil {
+		return "", "", err
+	}
+	phrase = tidy(raw)
+	if phrase == "" {
+		return "", "", store.Invalid("phrase: must not be empty")
+	}
+	if err := valid.MaxLen("phrase", phrase, MaxPhrase); err != nil {
+		return "", "", err
+	}
+	return phrase, Key(phrase), nil
+}
+
+func checkLocale(l string) error {
+	if err := valid.MaxLen("locale", l, maxLocale); err != nil {
+		return err
+	}
+	return valid.Language("locale", l)
+}
+
+// Input is a phrase to create.
+type Input struct {
+	EnvironmentID int64
+	Phrase        string
+	Locale        string // "": the environment's AI language
+	IsActive      bool
+}
+
+// Change holds the fields to change; nil leaves one alone.
+type Change struct {
+	Phrase   *string
+	Locale   *string
+	IsActive *bool
+}
+
+// ListQuery narrows a list of phrases.
+type ListQuery struct {
+	EnvironmentID *int64 // an environment the caller does not see is 404
+	IsActive      *bool
+	Q             string
+	Sort          store.Sort
+	Page          store.Page
+}
+
+// List lists the phrases the scope sees.
+func (s *Service) List(ctx context.Context, sc store.Scope, q ListQuery) ([]*store.SearchPhrase, int, error) {
+	if q.EnvironmentID != nil {
+		if _, err := s.envs.Get(ctx, sc, *q.EnvironmentID); err != nil {
+			return nil, 0, err
+		}
+	}
+	return s.db.ListSearchPhrases(ctx, store.SearchPhraseFilter{Scope: sc, EnvironmentID: q.EnvironmentID, IsActive: q.IsActive,
+		Q: q.Q, Sort: q.Sort, Page: q.Page})
+}
+
+// Get returns a phrase the scope sees.
+func (s *Service) Get(ctx context.Context, sc store.Scope, id int64) (*store.SearchPhrase, error) {
+	p, err := s.db.SearchPhraseByID(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	if err := sc.Require(p.EnvironmentID, "search phrase"); err != nil {
+		return nil, err
+	}
+	return p, nil
+}
+
+// Create makes a phrase in an environment the scope sees. Without a
+// locale it takes the environment's AI language (the AI content
+// settings').
+func (s *Service) Create(ctx context.Context, sc store.Scope, in Input) (*store.SearchPhrase, error) {
+	if _, err := s.envs.Get(ctx, sc, in.EnvironmentID); err != nil {
+		return nil, err
+	}
+	phrase, key, err := checkPhrase(in.Phrase)
+	if err != nil {
+		return nil, err
+	}
+	locale := strings.TrimSpace(in.Locale)
+	if locale == "" {
+		eff, err := s.engine.Effective(ctx, &in.EnvironmentID)
+		if err != nil {
+			return nil, err
+		}
+		locale = eff.Language
+	}
+	if err := checkLocale(locale); err != nil {
+		return nil, err
+	}
+	n := store.NewSearchPhrase{EnvironmentID: in.EnvironmentID, Phrase: phrase, PhraseKey: key, Locale: locale, IsActive: in.IsActive}
+	if sc.UserID != 0 {
+		n.CreatedBy = &sc.UserID
+	}
+	return s.db.CreateSearchPhrase(ctx, n)
+}
+
+// Update changes a phrase the scope sees. Its ideas stay: they were found
+// for the phrase as it was, and the next run adds those of the new one.
+func (s *Service) Update(ctx context.Context, sc store.Scope, id int64, ch Change) (*store.SearchPhrase, error) {
+	if _, err := s.Get(ctx, sc, id); err != nil {
+		return nil, err
+	}
+	up := store.SearchPhraseUpdate{IsActive: ch.IsActive}
+	if ch.Phrase != nil {
+		phrase, key, err := checkPhrase(*ch.Phrase)
+		if err != nil {
+			return nil, err
+		}
+		up.Phrase, up.PhraseKey = &phrase, &key
+	}
+	if ch.Locale != nil {
+		l := strings.TrimSpace(*ch.Locale)
+		if err := checkLocale(l); err != nil {
+			return nil, err
+		}
+		up.Locale = &l
+	}
+	return s.db.UpdateSearchPhrase(ctx, id, up)
+}
+
+// Delete deletes a phrase the scope sees, with its ideas.
+func (s *Service) Delete(ctx context.Context, sc store.Scope, id int64) error {
+	if _, err := s.Get(ctx, sc, id); err != nil {
+		return err
+	}
+	return s.db.DeleteSearchPhrase(ctx, id)
+}
+
+// Ideas lists the ideas of a phrase the scope sees.
+func (s *Service) Ideas(ctx context.Context, sc store.Scope, id int64, f store.SearchIdeaFilter) ([]*store.SearchIdea, int, error) {
+	if _, err := s.Get(ctx, sc, id); err != nil {
+		return nil, 0, err
+	}
+	return s.db.ListSearchIdeas(ctx, id, f)
+}

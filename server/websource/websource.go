@@ -1,0 +1,369 @@
+// Package websource holds the rules of web sources (/api/web-sources):
+// the feeds (RSS, Atom) and pages an environment follows, fetched every
+// fetch_interval by the recurring job kind FetchJob and on demand, with a
+// conditional GET; what they bring is kept as items, once each.
+//
+// Who does what: everyone reads the sources and items of their
+// environments, editors and up write sources and fetch them; any other
+// environment's source is not found. A fetch that fails is an outcome
+// (last_error, last_status), never an error of the request that asked
+// for it.
+package websource
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"net/netip"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/copydesk/copydesk/server/feed"
+	"github.com/copydesk/copydesk/server/jobs"
+	"github.com/copydesk/copydesk/server/outbound"
+	"github.com/copydesk/copydesk/server/valid"
+	"github.com/copydesk/copydesk/store"
+)
+
+// Store is what the service needs of the store.
+type Store interface {
+	WebSourceByID(ctx context.Context, id int64) (*store.WebSource, error)
+	ListWebSources(ctx context.Context, f store.WebSourceFilter) ([]*store.WebSource, int, error)
+	CreateWebSource(ctx context.Context, n store.NewWebSource) (*store.WebSource, error)
+	UpdateWebSource(ctx context.Context, id int64, up store.WebSourceUpdate) (*store.WebSource, error)
+	DeleteWebSource(ctx context.Context, id int64) error
+	NextWebSourceFetch(ctx context.Context) (*time.Time, error)
+	DueWebSources(ctx context.Context, now time.Time, limit int) ([]*store.WebSource, error)
+	RecordWebSourceFetch(ctx context.Context, id int64, f store.WebFetch) (int, *store.WebSource, error)
+	ListWebItems(ctx context.Context, sourceID int64, f store.WebItemFilter) ([]*store.WebItem, int, error)
+}
+
+// Environments resolves an environment as a scope sees it
+// (server/environment).
+type Environments interface {
+	Get(ctx context.Context, sc store.Scope, id int64) (*store.Environment, error)
+}
+
+// Fetcher fetches a source (server/feed).
+type Fetcher interface {
+	Fetch(ctx context.Context, r feed.Request) (*feed.Result, error)
+}
+
+// Runner is the job runner (server/jobs) that fetches sources when due.
+type Runner interface {
+	Register(kind string, k jobs.Kind)
+	Replan(ctx context.Context, kind string) error
+}
+
+// FetchJob is the recurring job kind that fetches the sources that are
+// due. Its schedule is the earliest next_fetch_at of the active sources.
+const FetchJob = "websources.fetch"
+
+// Bounds of the fields.
+const (
+	MaxURL          = 2048
+	MinInterval     = 5 * time.Minute
+	MaxInterval     = 30 * 24 * time.Hour
+	DefaultInterval = time.Hour
+	// batch is how many due sources one run of FetchJob fetches; the next
+	// run, planned at once when more are due, fetches the rest.
+	batch = 20
+)
+
+// Deps are what the service works with.
+type Deps struct {
+	Store        Store
+	Environments Environments
+	Fetcher      Fetcher
+	Jobs         Runner
+	Log          *slog.Logger
+	Now          func() time.Time // the store's clock
+}
+
+// Service implements the source rules and fetches.
+type Service struct {
+	db    Store
+	envs  Environments
+	fetch Fetcher
+	jobs  Runner
+	log   *slog.Logger
+	now   func() time.Time
+}
+
+// New returns the service and registers FetchJob with d.Jobs.
+func New(d Deps) *Service {
+	s := &Service{db: d.Store, envs: d.Environments, fetch: d.Fetcher, jobs: d.Jobs, log: d.Log, now: d.Now}
+	if s.log == nil {
+		s.log = slog.New(slog.DiscardHandler)
+	}
+	s.jobs.Register(FetchJob, jobs.Kind{Handle: s.fetchDue, Next: s.next})
+	return s
+}
+
+// Input is a source to create; FetchInterval 0 means DefaultInterval.
+type Input struct {
+	EnvironmentID int64
+	URL           string
+	Kind          string
+	IsActive      bool
+	FetchInterval time.Duration
+}
+
+// Change holds the fields to change; nil leaves one alone.
+type Change struct {
+	URL           *string
+	Kind          *string
+	IsActive      *bool
+	FetchInterval *time.Duration
+}
+
+// ListQuery narrows a list of sources.
+type ListQuery struct {
+	EnvironmentID *int64 // an environment the caller does not see is 404
+	IsActive      *bool
+	Q             string
+	Sort          store.Sort
+	Page          store.Page
+}
+
+// CheckURL reads a source's address: http or https, with a host, without
+// credentials, at most MaxURL characters; the fragment, which is never
+// sent, is dropped. An address the outbound guard refuses whatever the
+// settings (link-local, cloud metadata) is refused when saved; the
+// others are judged when fetched.
+func CheckURL(raw string) (string, error) {
+	raw = strings.TrimSpace(raw)
+	if err := valid.Line("url", raw); err != nil {
+		return "", err
+	}
+	if err := valid.MaxLen("url", raw, MaxURL); err != nil {
+		return "", err
+	}
+	u, err := url.Parse(raw)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Hostname() == "" || u.User != nil {
+		return "", store.Invalid("url: must be an http or https address with a host and without credentials")
+	}
+	if ip, err := netip.ParseAddr(u.Hostname()); err == nil {
+		if err := outbound.Check(ip, false); err != nil {
+			return "", store.Invalid("url: %s", err.Error())
+		}
+	}
+	u.Fragment, u.RawFragment = "", ""
+	return u.String(), nil
+}
+
+func checkKind(k string) error {
+	switch k {
+	case store.SourceRSS, store.SourceAtom, store.SourcePage:
+		return nil
+	}
+	return store.Invalid("kind: must be one of rss, atom, page")
+}
+
+func checkInterval(d time.Duration) error {
+	if d < MinInterval || d > MaxInterval || d%time.Second != 0 {
+		return store.Invalid("fetch_interval: must be whole seconds from %d (5 minutes) to %d (30 days)",
+			int64(MinInterval/time.Second), int64(MaxInterval/time.Second))
+	}
+	return nil
+}
+
+// List lists the sources the scope sees.
+func (s *Service) List(ctx context.Context, sc store.Scope, q ListQuery) ([]*store.WebSource, int, error) {
+	if q.EnvironmentID != nil {
+		if _, err := s.envs.Get(ctx, sc, *q.EnvironmentID); err != nil {
+			return nil, 0, err
+		}
+	}
+	return s.db.ListWebSources(ctx, store.WebSourceFilter{Scope: sc, EnvironmentID: q.EnvironmentID, IsActive: q.IsActive, Q: q.Q,
+		Sort: q.Sort, Page: q.Page})
+}
+
+// Get returns a source the scope sees.
+func (s *Service) Get(ctx context.Context, sc store.Scope, id int64) (*store.WebSource, error) {
+	src, err := s.db.WebSourceByID(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	if err := sc.Require(src.EnvironmentID, "web source"); err != nil {
+		return nil, err
+	}
+	return src, nil
+}
+
+// Create makes a source in an environment the scope sees; an active one
+// is due at once.
+func (s *Service) Create(ctx context.Context, sc store.Scope, in Input) (*store.WebSource, error) {
+	if _, err := s.envs.Get(ctx, sc, in.EnvironmentID); err != nil {
+		return nil, err
+	}
+	addr, err := CheckURL(in.URL)
+	if err != nil {
+		return nil, err
+	}
+	if err := checkKind(in.Kind); err != nil {
+		return nil, err
+	}
+	if in.FetchInterval == 0 {
+		in.FetchInterval = DefaultInterval
+	}
+	if err := checkInterval(in.FetchInterval); err != nil {
+		return nil, err
+	}
+	n := store.NewWebSource{EnvironmentID: in.EnvironmentID, URL: addr, Kind: in.Kind, IsActive: in.IsActive, FetchInterval: in.FetchInterval}
+	if sc.UserID != 0 {
+		n.CreatedBy = &sc.UserID
+	}
+	src, err := s.db.CreateWebSource(ctx, n)
+	if err != nil {
+		return nil, err
+	}
+	s.replan(ctx)
+	return src, nil
+}
+
+// Update changes a source the scope sees (see store.UpdateWebSource for
+// when it is due next).
+func (s *Service) Update(ctx context.Context, sc store.Scope, id int64, ch Change) (*store.WebSource, error) {
+	if _, err := s.Get(ctx, sc, id); err != nil {
+		return nil, err
+	}
+	up := store.WebSourceUpdate{Kind: ch.Kind, IsActive: ch.IsActive, FetchInterval: ch.FetchInterval}
+	if ch.URL != nil {
+		addr, err := CheckURL(*ch.URL)
+		if err != nil {
+			return nil, err
+		}
+		up.URL = &addr
+	}
+	if ch.Kind != nil {
+		if err := checkKind(*ch.Kind); err != nil {
+			return nil, err
+		}
+	}
+	if ch.FetchInterval != nil {
+		if err := checkInterval(*ch.FetchInterval); err != nil {
+			return nil, err
+		}
+	}
+	src, err := s.db.UpdateWebSource(ctx, id, up)
+	if err != nil {
+		return nil, err
+	}
+	s.replan(ctx)
+	return src, nil
+}
+
+// Delete deletes a source the scope sees, with its items.
+func (s *Service) Delete(ctx context.Context, sc store.Scope, id int64) error {
+	if _, err := s.Get(ctx, sc, id); err != nil {
+		return err
+	}
+	if err := s.db.DeleteWebSource(ctx, id); err != nil {
+		return err
+	}
+	s.replan(ctx)
+	return nil
+}
+
+// Items lists the items of a source the scope sees.
+func (s *Service) Items(ctx context.Context, sc store.Scope, id int64, f store.WebItemFilter) ([]*store.WebItem, int, error) {
+	if _, err := s.Get(ctx, sc, id); err != nil {
+		return nil, 0, err
+	}
+	return s.db.ListWebItems(ctx, id, f)
+}
+
+// replan makes a change of the sources take effect on the schedule now
+// rather than at the runner's next sweep; a failure only delays it.
+func (s *Service) replan(ctx context.Context) {
+	if err := s.jobs.Replan(ctx, FetchJob); err != nil {
+		s.log.Warn("web sources: plan the next fetch", "err", err)
+	}
+}
+
+// Report is how a fetch went.
+type Report struct {
+	Source      *store.WebSource
+	NewItems    int
+	NotModified bool
+	// Error is why the fetch failed ("" when it did not); the source's
+	// last_error says the same.
+	Error string
+}
+
+// Fetch fetches a source the scope sees now, whether due or not.
+func (s *Service) Fetch(ctx context.Context, sc store.Scope, id int64) (*Report, error) {
+	src, err := s.Get(ctx, sc, id)
+	if err != nil {
+		return nil, err
+	}
+	rep, err := s.fetchOne(ctx, src)
+	if err != nil {
+		return nil, err
+	}
+	s.replan(ctx)
+	return rep, nil
+}
+
+// fetchOne fetches a source and records the outcome. Only a failure to
+// record it (or the caller's context ending) is an error.
+func (s *Service) fetchOne(ctx context.Context, src *store.WebSource) (*Report, error) {
+	res, err := s.fetch.Fetch(ctx, feed.Request{URL: src.URL, Kind: src.Kind, ETag: src.ETag, LastModified: src.LastModified})
+	if ctx.Err() != nil {
+		return nil, ctx.Err()
+	}
+	f := store.WebFetch{URL: src.URL}
+	if err != nil {
+		f.Error = outbound.Excerpt(err.Error(), 1000)
+		if status, ok := feed.Status(err); ok {
+			f.Status = &status
+		}
+	} else {
+		f.Status, f.NotModified, f.ETag, f.LastModified = &res.Status, res.NotModified, res.ETag, res.LastModified
+		for _, it := range res.Items {
+			f.Items = append(f.Items, store.NewWebItem{Key: it.Key(), GUID: it.GUID, Link: it.Link, Title: it.Title,
+				Summary: it.Summary, Content: it.Content, PublishedAt: it.Published})
+		}
+	}
+	n, after, err := s.db.RecordWebSourceFetch(context.WithoutCancel(ctx), src.ID, f)
+	if err != nil {
+		return nil, err
+	}
+	return &Report{Source: after, NewItems: n, NotModified: f.NotModified, Error: f.Error}, nil
+}
+
+// next is FetchJob's schedule: when the earliest active source is due.
+func (s *Service) next(ctx context.Context, _ time.Time) (time.Time, bool, error) {
+	at, err := s.db.NextWebSourceFetch(ctx)
+	if err != nil || at == nil {
+		return time.Time{}, false, err
+	}
+	return *at, true, nil
+}
+
+// fetchDue is FetchJob's handler: it fetches up to batch due sources, the
+// longest due first. A source that fails has it recorded and the rest go
+// on; the job fails only when the database does.
+func (s *Service) fetchDue(ctx context.Context, _ *store.Job) error {
+	due, err := s.db.DueWebSources(ctx, s.now(), batch)
+	if err != nil {
+		return err
+	}
+	var errs []error
+	for _, src := range due {
+		rep, err := s.fetchOne(ctx, src)
+		switch {
+		case ctx.Err() != nil:
+			return ctx.Err()
+		case store.IsNotFound(err): // deleted meanwhile
+		case err != nil:
+			errs = append(errs, err)
+			s.log.Error("web sources: record a fetch", "source", src.ID, "err", err)
+		case rep.Error != "":
+			s.log.Info("web source fetch failed", "source", src.ID, "url", src.URL, "err", rep.Error)
+		}
+	}
+	return errors.Join(errs...)
+}

@@ -1,0 +1,397 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+)
+
+// Search phrases and the ideas their runs find (issue 14).
+
+// Run states of a search phrase.
+const (
+	PhraseIdle      = "idle" // never run
+	PhraseQueued    = "queued"
+	PhraseRunning   = "running"
+	PhraseSucceeded = "succeeded"
+	PhraseFailed    = "failed"
+	PhraseCancelled = "cancelled"
+)
+
+// SearchPhrase is a query researched in one environment and locale.
+type SearchPhrase struct {
+	ID            int64
+	EnvironmentID int64
+	Phrase        string
+	// PhraseKey is Phrase normalised (the service's rule): unique per
+	// environment and locale.
+	PhraseKey    string
+	Locale       string
+	IsActive     bool
+	RunStatus    string
+	RunJobID     *int64
+	LastRunAt    *time.Time
+	LastRunError string
+	// LastRunIdeas is how many new ideas the last run stored.
+	LastRunIdeas int
+	CreatedBy    *int64
+	CreatedAt    time.Time
+	UpdatedAt    time.Time
+}
+
+// Running reports whether a run of the phrase is queued or under way.
+func (p *SearchPhrase) Running() bool {
+	return p.RunStatus == PhraseQueued || p.RunStatus == PhraseRunning
+}
+
+const searchPhraseColumns = `p.id, p.environment_id, p.phrase, p.phrase_key, p.locale, p.is_active, p.run_status, p.run_job_id,
+	p.last_run_at, p.last_run_error, p.last_run_ideas, p.created_by, p.created_at, p.updated_at`
+
+func scanSearchPhrase(row rowScanner) (*SearchPhrase, error) {
+	var p SearchPhrase
+	var job, by sql.NullInt64
+	var lastRun sql.NullString
+	var created, updated string
+	if err := row.Scan(&p.ID, &p.EnvironmentID, &p.Phrase, &p.PhraseKey, &p.Locale, &p.IsActive, &p.RunStatus, &job,
+		&lastRun, &p.LastRunError, &p.LastRunIdeas, &by, &created, &updated); err != nil {
+		return nil, err
+	}
+	p.RunJobID, p.CreatedBy, p.LastRunAt = nullID(job), nullID(by), parseNullTime(lastRun)
+	p.CreatedAt, p.UpdatedAt = parseTime(created), parseTime(updated)
+	return &p, nil
+}
+
+// phraseTaken is the conflict of a phrase that exists in the environment
+// and locale already.
+func phraseTaken(err error) error {
+	if KindOf(err) == KindConflict {
+		return &Error{Kind: KindConflict, Message: "phrase: this environment has this phrase in this locale already", Err: err}
+	}
+	return err
+}
+
+// NewSearchPhrase is what CreateSearchPhrase needs.
+type NewSearchPhrase struct {
+	EnvironmentID int64
+	Phrase        string
+	PhraseKey     string
+	Locale        string
+	IsActive      bool
+	CreatedBy     *int64
+}
+
+// CreateSearchPhrase inserts a phrase; one with the same key and locale
+// in the environment is a conflict.
+func (db *DB) CreateSearchPhrase(ctx context.Context, n NewSearchPhrase) (*SearchPhrase, error) {
+	now := db.now()
+	p, err := insertRow(ctx, db, scanSearchPhrase, `INSERT INTO search_phrases (environment_id, phrase, phrase_key, locale, is_active,
+		created_by, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?) RETURNING `+returning(searchPhraseColumns),
+		n.EnvironmentID, n.Phrase, n.PhraseKey, n.Locale, n.IsActive, n.CreatedBy, now, now)
+	if err != nil {
+		return nil, phraseTaken(translate(err, "search phrase"))
+	}
+	return p, nil
+}
+
+// SearchPhraseByID finds a phrase.
+func (db *DB) SearchPhraseByID(ctx context.Context, id int64) (*SearchPhrase, error) {
+	p, err := scanSearchPhrase(db.r.QueryRowContext(ctx, `SELECT `+searchPhraseColumns+` FROM search_phrases p WHERE p.id = ?`, id))
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, NotFound("search phrase not found")
+	}
+	if err != nil {
+		return nil, fmt.Errorf("store: find search phrase: %w", err)
+	}
+	return p, nil
+}
+
+// SearchPhraseFilter narrows ListSearchPhrases.
+type SearchPhraseFilter struct {
+	Scope         Scope
+	EnvironmentID *int64
+	IsActive      *bool
+	Q             string
+	Sort          Sort // by searchPhraseSorts; newest first by default
+	Page
+}
+
+// searchPhraseSorts are the fields phrases sort by, each led by an index
+// over every environment and one within one (migration 0017).
+var searchPhraseSorts = map[string]string{"phrase": "p.phrase_key", "created_at": "p.created_at", "last_run_at": "p.last_run_at"}
+
+func (SearchPhraseFilter) sortColumns() map[string]string { return searchPhraseSorts }
+
+// searchPhraseIndexes are the indexes a page walks for each sort field:
+// over every environment, and within one.
+var searchPhraseIndexes = map[string][2]string{
+	"phrase":      {"search_phrases_phrase", "search_phrases_env_phrase"},
+	"created_at":  {"search_phrases_created", "search_phrases_env_created"},
+	"last_run_at": {"search_phrases_run", "search_phrases_env_run"},
+}
+
+// ListSearchPhrases lists the phrases the filter's scope sees.
+func (db *DB) ListSearchPhrases(ctx context.Context, f SearchPhraseFilter) ([]*SearchPhrase, int, error) {
+	q, err := sortedList("search_phrases p", "p", searchPhraseSorts, searchPhraseIndexes, f.Sort, f.Scope, f.EnvironmentID, f.IsActive)
+	if err != nil {
+		return nil, 0, err
+	}
+	if s := strings.TrimSpace(f.Q); s != "" {
+		q.where, q.args = append(q.where, `p.phrase LIKE ? ESCAPE '\'`), append(q.args, likePattern(s))
+	}
+	q.columns, q.what = searchPhraseColumns, "search phrases"
+	return listPage(ctx, db, q, f.Page, scanSearchPhrase)
+}
+
+// sortedList is the list query of an environment-scoped table (alias a)
+// that sorts by the fields of sorts, created_at descending by default: the
+// page walks the index indexes names for the order (the second when one
+// environment is asked for), checking the scope and the filters on the
+// way, so no order ever sorts; the count picks its own index.
+func sortedList(table, a string, sorts map[string]string, indexes map[string][2]string, sort Sort, sc Scope, envID *int64,
+	active *bool) (listQuery, error) {
+	if sort == (Sort{}) {
+		sort = Sort{Field: "created_at", Desc: true}
+	}
+	order, err := sort.orderBy(sorts, "", a+".id")
+	if err != nil {
+		return listQuery{}, err
+	}
+	var where []string
+	var args []any
+	if cond, condArgs := sc.envIn(a + ".environment_id"); cond != "" {
+		where, args = append(where, cond), append(args, condArgs...)
+	}
+	index := indexes[sort.Field][0]
+	if envID != nil {
+		where, args = append(where, a+".environment_id = ?"), append(args, *envID)
+		index = indexes[sort.Field][1]
+	}
+	if active != nil {
+		where, args = append(where, a+".is_active = ?"), append(args, *active)
+	}
+	return listQuery{from: table + " INDEXED BY " + index, count: table, where: where, args: args, order: order}, nil
+}
+
+// SearchPhraseUpdate holds the fields to change; nil leaves one alone.
+// Phrase and PhraseKey change together.
+type SearchPhraseUpdate struct {
+	Phrase    *string
+	PhraseKey *string
+	Locale    *string
+	IsActive  *bool
+}
+
+// UpdateSearchPhrase changes a phrase.
+func (db *DB) UpdateSearchPhrase(ctx context.Context, id int64, up SearchPhraseUpdate) (*SearchPhrase, error) {
+	var sets []string
+	var args []any
+	add := func(col string, v any) { sets, args = append(sets, col+" = ?"), append(args, v) }
+	if up.Phrase != nil && up.PhraseKey != nil {
+		add("phrase", *up.Phrase)
+		add("phrase_key", *up.PhraseKey)
+	}
+	if up.Locale != nil {
+		add("locale", *up.Locale)
+	}
+	if up.IsActive != nil {
+		add("is_active", *up.IsActive)
+	}
+	if len(sets) > 0 {
+		res, err := db.exec(ctx, `UPDATE search_phrases SET `+strings.Join(sets, ", ")+`, updated_at = ? WHERE id = ?`, append(args, db.now(), id)...)
+		if err != nil {
+			return nil, phraseTaken(translate(err, "search phrase"))
+		}
+		if n, _ := res.RowsAffected(); n == 0 {
+			return nil, NotFound("search phrase not found")
+		}
+	}
+	return db.SearchPhraseByID(ctx, id)
+}
+
+// DeleteSearchPhrase deletes a phrase and its ideas. A queued run's job
+// finds nothing to do.
+func (db *DB) DeleteSearchPhrase(ctx context.Context, id int64) error {
+	res, err := db.exec(ctx, `DELETE FROM search_phrases WHERE id = ?`, id)
+	if err != nil {
+		return fmt.Errorf("store: delete search phrase: %w", err)
+	}
+	if n, _ := res.RowsAffected(); n == 0 {
+		return NotFound("search phrase not found")
+	}
+	return nil
+}
+
+// QueueSearchPhraseRun marks a phrase queued and queues the job that runs
+// it, in one transaction. A phrase whose run is queued or running already
+// is a conflict, and nothing is queued. The caller tells the job runner.
+func (db *DB) QueueSearchPhraseRun(ctx context.Context, id int64, j RunJob) (*SearchPhrase, error) {
+	err := db.tx(ctx, func(tx *sql.Tx) error {
+		var status string
+		err := tx.QueryRowContext(ctx, `SELECT run_status FROM search_phrases WHERE id = ?`, id).Scan(&status)
+		if errors.Is(err, sql.ErrNoRows) {
+			return NotFound("search phrase not found")
+		}
+		if err != nil {
+			return err
+		}
+		if status == PhraseQueued || status == PhraseRunning {
+			return Conflict("a run of this phrase is %s already: wait for it to end", status)
+		}
+		job, err := db.insertJobTx(ctx, tx, NewJob{Kind: j.Kind, Payload: j.Payload(id), MaxAttempts: j.MaxAttempts})
+		if err != nil {
+			return err
+		}
+		_, err = tx.ExecContext(ctx, `UPDATE search_phrases SET run_status = 'queued', run_job_id = ? WHERE id = ?`, job.ID, id)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return db.SearchPhraseByID(ctx, id)
+}
+
+// StartSearchPhraseRun marks the run of job running. It reports false when
+// the phrase is gone or no longer waits for this job (nothing to do).
+func (db *DB) StartSearchPhraseRun(ctx context.Context, id, jobID int64) (bool, error) {
+	res, err := db.exec(ctx, `UPDATE search_phrases SET run_status = 'running' WHERE id = ? AND run_job_id = ? AND run_status IN ('queued', 'running')`,
+		id, jobID)
+	if err != nil {
+		return false, fmt.Errorf("store: start search phrase run: %w", err)
+	}
+	n, _ := res.RowsAffected()
+	return n == 1, nil
+}
+
+// NewSearchIdea is an idea a run found.
+type NewSearchIdea struct {
+	Idea    string
+	IdeaKey string
+	Source  string // serp or ai
+	Kind    string // related, question or autocomplete
+}
+
+// PhraseRunOutcome is how a run ended.
+type PhraseRunOutcome struct {
+	Status string // PhraseSucceeded, PhraseFailed or PhraseCancelled
+	Error  string
+	Ideas  []NewSearchIdea
+}
+
+// FinishSearchPhraseRun stores the ideas of a run of job that the phrase
+// has not got yet (by IdeaKey), and the run's end, in one transaction. It
+// reports how many ideas were new; nothing is written when the phrase is
+// gone or waits for another job.
+func (db *DB) FinishSearchPhraseRun(ctx context.Context, id, jobID int64, o PhraseRunOutcome) (int, error) {
+	added := 0
+	err := db.tx(ctx, func(tx *sql.Tx) error {
+		var envID int64
+		err := tx.QueryRowContext(ctx, `SELECT environment_id FROM search_phrases WHERE id = ? AND run_job_id = ?
+			AND run_status IN ('queued', 'running')`, id, jobID).Scan(&envID)
+		if errors.Is(err, sql.ErrNoRows) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		now := db.now()
+		for _, idea := range o.Ideas {
+			res, err := tx.ExecContext(ctx, `INSERT INTO search_ideas (phrase_id, environment_id, idea, idea_key, source, kind, created_at)
+				VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (phrase_id, idea_key) DO NOTHING`, id, envID, idea.Idea, idea.IdeaKey, idea.Source, idea.Kind, now)
+			if err != nil {
+				return translate(err, "idea")
+			}
+			n, _ := res.RowsAffected()
+			added += int(n)
+		}
+		_, err = tx.ExecContext(ctx, `UPDATE search_phrases SET run_status = ?, last_run_at = ?, last_run_error = ?, last_run_ideas = ? WHERE id = ?`,
+			o.Status, now, o.Error, added, id)
+		return err
+	})
+	if err != nil {
+		return 0, fmt.Errorf("store: finish search phrase run: %w", err)
+	}
+	return added, nil
+}
+
+// SearchIdea is a related query found for a phrase.
+type SearchIdea struct {
+	ID            int64
+	PhraseID      int64
+	EnvironmentID int64
+	Idea          string
+	IdeaKey       string
+	Source        string
+	Kind          string
+	CreatedAt     time.Time
+}
+
+const searchIdeaColumns = `i.id, i.phrase_id, i.environment_id, i.idea, i.idea_key, i.source, i.kind, i.created_at`
+
+func scanSearchIdea(row rowScanner) (*SearchIdea, error) {
+	var i SearchIdea
+	var created string
+	if err := row.Scan(&i.ID, &i.PhraseID, &i.EnvironmentID, &i.Idea, &i.IdeaKey, &i.Source, &i.Kind, &created); err != nil {
+		return nil, err
+	}
+	i.CreatedAt = parseTime(created)
+	return &i, nil
+}
+
+// SearchIdeaFilter narrows ListSearchIdeas.
+type SearchIdeaFilter struct {
+	Source string // serp or ai; "" for both
+	Sort   Sort   // by searchIdeaSorts; newest first by default
+	Page
+}
+
+var searchIdeaSorts = map[string]string{"idea": "i.idea_key", "created_at": "i.created_at"}
+
+func (SearchIdeaFilter) sortColumns() map[string]string { return searchIdeaSorts }
+
+// ListSearchIdeas lists a phrase's ideas.
+func (db *DB) ListSearchIdeas(ctx context.Context, phraseID int64, f SearchIdeaFilter) ([]*SearchIdea, int, error) {
+	sort := f.Sort
+	if sort == (Sort{}) {
+		sort = Sort{Field: "created_at", Desc: true}
+	}
+	order, err := sort.orderBy(searchIdeaSorts, "", "i.id")
+	if err != nil {
+		return nil, 0, err
+	}
+	index := "search_ideas_phrase_created"
+	if sort.Field == "idea" {
+		index = "search_ideas_key"
+	}
+	where, args := []string{"i.phrase_id = ?"}, []any{phraseID}
+	if f.Source != "" {
+		where, args = append(where, "i.source = ?"), append(args, f.Source)
+	}
+	return listPage(ctx, db, listQuery{from: "search_ideas i INDEXED BY " + index, count: "search_ideas i", where: where, args: args,
+		columns: searchIdeaColumns, order: order, what: "ideas"}, f.Page, scanSearchIdea)
+}
+
+// RecentFilter narrows the lists of what an environment gathered lately
+// (ListRecentSearchIdeas, ListRecentWebItems), newest first.
+type RecentFilter struct {
+	Since *time.Time // only what was stored at or after this time
+	Page
+}
+
+// ListRecentSearchIdeas lists the ideas of an environment's phrases,
+// newest first: the scout's reading.
+func (db *DB) ListRecentSearchIdeas(ctx context.Context, envID int64, f RecentFilter) ([]*SearchIdea, int, error) {
+	where, args := recentWhere("i", envID, f.Since)
+	return listPage(ctx, db, listQuery{from: "search_ideas i INDEXED BY search_ideas_env", count: "search_ideas i", where: where, args: args,
+		columns: searchIdeaColumns, order: "i.created_at DESC, i.id DESC", what: "ideas"}, f.Page, scanSearchIdea)
+}
+
+func recentWhere(a string, envID int64, since *time.Time) ([]string, []any) {
+	where, args := []string{a + ".environment_id = ?"}, []any{envID}
+	if since != nil {
+		where, args = append(where, a+".created_at >= ?"), append(args, fmtTime(*since))
+	}
+	return where, args
+}
