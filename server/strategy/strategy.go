@@ -1,0 +1,2 @@
+// Package strategy groups keywords into pillar and cluster pages.
+package strategy
