@@ -27,8 +27,10 @@ import (
 	"github.com/copydesk/copydesk/server/keyring"
 	"github.com/copydesk/copydesk/server/message"
 	"github.com/copydesk/copydesk/server/notify"
+	"github.com/copydesk/copydesk/server/scout"
 	"github.com/copydesk/copydesk/server/searchphrase"
 	"github.com/copydesk/copydesk/server/setting"
+	"github.com/copydesk/copydesk/server/strategy"
 	"github.com/copydesk/copydesk/server/stream"
 	"github.com/copydesk/copydesk/server/websource"
 	"github.com/copydesk/copydesk/server/wppost"
@@ -60,6 +62,8 @@ type Server struct {
 	cie           *cie.Service
 	searchPhrases *searchphrase.Service
 	webSources    *websource.Service
+	scout         *scout.Service
+	strategies    *strategy.Service
 
 	router *gin.Engine
 	routes []*Route
@@ -145,6 +149,9 @@ func New(d Deps, opts Options) (*Server, error) {
 	}
 	s.webSources = websource.New(websource.Deps{Store: d.DB, Environments: s.environments, Fetcher: d.Feeds, Jobs: d.Jobs, Log: d.Log,
 		Now: func() time.Time { return d.DB.Now() }})
+	s.scout = scout.New(scout.Deps{Store: d.DB, Environments: s.environments, Engine: d.Engine, Jobs: d.Jobs, Log: d.Log})
+	s.strategies = strategy.New(strategy.Deps{Store: d.DB, Environments: s.environments, Engine: d.Engine, Jobs: d.Jobs, Log: d.Log,
+		Now: func() time.Time { return d.DB.Now() }})
 	e.Use(s.recoverPanics, s.logRequests, securityHeaders, boundWrites, omitHeadBody)
 	s.astroPosts = astropost.New(d.DB, s.environments, s.agents, s.cie, func() time.Time { return d.DB.Now() }, d.Log)
 	e.NoRoute(func(c *gin.Context) {
@@ -172,6 +179,8 @@ func New(d Deps, opts Options) (*Server, error) {
 	s.registerCIERoutes()
 	s.registerSearchPhraseRoutes()
 	s.registerWebSourceRoutes()
+	s.registerScoutRoutes()
+	s.registerStrategyRoutes()
 	return s, nil
 }
 

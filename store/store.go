@@ -309,6 +309,8 @@ var contentTables = map[string]bool{
 	"cms_categories": true, "cms_tags": true, "wordpress_posts": true, "wordpress_post_categories": true, "wordpress_post_tags": true,
 	"archetypes": true, "cie_runs": true, "seo_keywords": true, "seo_campaigns": true,
 	"search_phrases": true, "search_ideas": true, "web_sources": true, "web_items": true,
+	"seo_scout_runs": true, "seo_scout_candidates": true, "seo_keyword_serps": true, "seo_strategies": true,
+	"seo_strategy_clusters": true, "seo_strategy_keywords": true,
 }
 
 // wroteStmt is wrote for one committed write statement, which counts

@@ -157,10 +157,10 @@ func Arrange(ks []Keyword) Group {
 // difficulty, then to the shorter keyword (the broader, head term), then
 // by key and id, so the choice is the same every time.
 func PillarFirst(a, b Keyword) int {
-	if c := cmpDesc(a.Volume, b.Volume); c != 0 {
+	if c := cmpKnown(a.Volume, b.Volume, true); c != 0 {
 		return c
 	}
-	if c := cmpAsc(a.Difficulty, b.Difficulty); c != 0 {
+	if c := cmpKnown(a.Difficulty, b.Difficulty, false); c != 0 {
 		return c
 	}
 	if c := cmp.Compare(len([]rune(a.Key)), len([]rune(b.Key))); c != 0 {
@@ -203,8 +203,9 @@ func index(kws []Keyword) map[int64]Keyword {
 	return m
 }
 
-// cmpDesc orders known values before unknown ones, higher first.
-func cmpDesc(a, b *int64) int {
+// cmpKnown orders known values before unknown ones, lower first, or
+// higher first with desc.
+func cmpKnown(a, b *int64, desc bool) int {
 	switch {
 	case a == nil && b == nil:
 		return 0
@@ -212,19 +213,8 @@ func cmpDesc(a, b *int64) int {
 		return 1
 	case b == nil:
 		return -1
-	}
-	return cmp.Compare(*b, *a)
-}
-
-// cmpAsc orders known values before unknown ones, lower first.
-func cmpAsc(a, b *int64) int {
-	switch {
-	case a == nil && b == nil:
-		return 0
-	case a == nil:
-		return 1
-	case b == nil:
-		return -1
+	case desc:
+		return cmp.Compare(*b, *a)
 	}
 	return cmp.Compare(*a, *b)
 }
