@@ -72,7 +72,7 @@ type strategyResponse struct {
 	Similarity    float64    `json:"similarity"`
 	Refine        bool       `json:"refine"`
 	RefreshSERP   bool       `json:"refresh_serp"`
-	KeywordIDs    []int64    `json:"keyword_ids" doc:"the keywords asked for; null: the environment's"`
+	KeywordIDs    []int64    `json:"keyword_ids" doc:"the keywords asked for; empty: the environment's"`
 	Status        string     `json:"status" enum:"queued,running,ready,failed,cancelled"`
 	Notes         string     `json:"notes" doc:"what the build could not do as asked, and why"`
 	Error         string     `json:"error"`
@@ -86,8 +86,12 @@ type strategyResponse struct {
 }
 
 func strategyJSON(st *store.Strategy) strategyResponse {
+	ids := st.KeywordIDs
+	if ids == nil {
+		ids = []int64{}
+	}
 	return strategyResponse{ID: st.ID, EnvironmentID: st.EnvironmentID, Name: st.Name, Method: st.Method, UsedMethod: st.UsedMethod,
-		MinShared: st.MinShared, Similarity: st.Similarity, Refine: st.Refine, RefreshSERP: st.RefreshSERP, KeywordIDs: st.KeywordIDs,
+		MinShared: st.MinShared, Similarity: st.Similarity, Refine: st.Refine, RefreshSERP: st.RefreshSERP, KeywordIDs: ids,
 		Status: st.Status, Notes: st.Notes, Error: st.Error, KeywordCount: st.KeywordCount, ClusterCount: st.ClusterCount,
 		CampaignID: st.CampaignID, CreatedBy: st.CreatedBy, CreatedAt: Timestamp(st.CreatedAt), UpdatedAt: Timestamp(st.UpdatedAt),
 		BuiltAt: (*Timestamp)(st.BuiltAt)}

@@ -203,3 +203,58 @@ func TestPillarRule(t *testing.T) {
 		})
 	}
 }
+
+func TestParseRefined(t *testing.T) {
+	t.Parallel()
+	kws := lexicalSet()
+	good := []struct {
+		name string
+		text string
+		want string
+	}{
+		{"NamesAndAMove", "```json\n" + `{"clusters":[
+			{"name":"Running shoes","keywords":["running shoes","best running shoes","running shoes for women","cleaning suede shoes"]},
+			{"name":"Trail running","keywords":["Trail Running","trail running tips"]},
+			{"name":"Shoe care","keywords":["how to clean suede"]},
+			{"name":"","keywords":["the and of"]},
+			{"name":"Empty","keywords":[]}]}` + "\n```",
+			// cleaning suede shoes moved; the pillar rule and the order
+			// apply again; an unnamed cluster is named after its pillar.
+			"Running shoes=running shoes: best running shoes, running shoes for women, cleaning suede shoes | " +
+				"Trail running=trail running: trail running tips | Shoe care=how to clean suede:  | the and of=the and of: "},
+	}
+	for _, c := range good {
+		gs, err := strategy.ParseRefined(c.text, kws)
+		if err != nil {
+			t.Fatalf("%s: %v", c.name, err)
+		}
+		text := map[int64]string{}
+		for _, k := range kws {
+			text[k.ID] = k.Text
+		}
+		var parts []string
+		for _, g := range gs {
+			var rest []string
+			for _, id := range g.Members[1:] {
+				rest = append(rest, text[id])
+			}
+			parts = append(parts, g.Name+"="+text[g.Pillar]+": "+strings.Join(rest, ", "))
+		}
+		if got := strings.Join(parts, " | "); got != c.want {
+			t.Fatalf("%s:\ngot  %s\nwant %s", c.name, got, c.want)
+		}
+	}
+	all := `"running shoes","best running shoes","running shoes for women","trail running","trail running tips","how to clean suede","cleaning suede shoes","the and of"`
+	bad := []struct{ name, text, want string }{
+		{"NotJSON", "Running shoes: running shoes, best running shoes", "no JSON object"},
+		{"WrongShape", `{"groups":[]}`, `no "clusters" list`},
+		{"Invented", `{"clusters":[{"name":"x","keywords":[` + all + `,"hiking boots"]}]}`, `"hiking boots", which is not one of the keywords`},
+		{"Twice", `{"clusters":[{"name":"x","keywords":[` + all + `]},{"name":"y","keywords":["trail running"]}]}`, `"trail running" is in more than one cluster`},
+		{"LeftOut", `{"clusters":[{"name":"x","keywords":["running shoes"]}]}`, `leaves out "best running shoes"`},
+	}
+	for _, c := range bad {
+		if _, err := strategy.ParseRefined(c.text, kws); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: error %v; want one with %q", c.name, err, c.want)
+		}
+	}
+}
