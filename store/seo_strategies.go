@@ -304,21 +304,7 @@ func checkClusters(ctx context.Context, tx *sql.Tx, id, envID int64, clusters []
 // their order, and sets its counts.
 func writeClusters(ctx context.Context, tx *sql.Tx, id int64, clusters []ClusterInput) error {
 	keep := make([]int64, 0, len(clusters))
-	for _, c := range clusters {
-		if c.ID != 0 {
-			keep = append(keep, c.ID)
-		}
-	}
 	if _, err := tx.ExecContext(ctx, `DELETE FROM seo_strategy_keywords WHERE strategy_id = ?`, id); err != nil {
-		return err
-	}
-	del := `DELETE FROM seo_strategy_clusters WHERE strategy_id = ?`
-	args := []any{id}
-	if len(keep) > 0 {
-		cond, more := idList("id", keep)
-		del, args = del+" AND NOT "+cond, append(args, more...)
-	}
-	if _, err := tx.ExecContext(ctx, del, args...); err != nil {
 		return err
 	}
 	keywords := 0
@@ -340,6 +326,18 @@ func writeClusters(ctx context.Context, tx *sql.Tx, id int64, clusters []Cluster
 			}
 		}
 		keywords += len(c.KeywordIDs)
+		keep = append(keep, cid)
+	}
+	// The clusters left out go last, after the new ones took their ids:
+	// an id is never another cluster's soon after.
+	del := `DELETE FROM seo_strategy_clusters WHERE strategy_id = ?`
+	args := []any{id}
+	if len(keep) > 0 {
+		cond, more := idList("id", keep)
+		del, args = del+" AND NOT "+cond, append(args, more...)
+	}
+	if _, err := tx.ExecContext(ctx, del, args...); err != nil {
+		return err
 	}
 	_, err := tx.ExecContext(ctx, `UPDATE seo_strategies SET keyword_count = ?, cluster_count = ? WHERE id = ?`, keywords, len(clusters), id)
 	return err

@@ -70,8 +70,8 @@ func (s *Service) runJob(ctx context.Context, job *store.Job) error {
 	if err != nil {
 		return err // jobFinished fails the run with the job's error
 	}
-	if _, err := s.db.FinishScoutRun(context.WithoutCancel(ctx), run.ID, o); err != nil {
-		return err
+	if _, err := s.db.FinishScoutRun(context.WithoutCancel(ctx), run.ID, o); err != nil && !store.IsNotFound(err) {
+		return err // not found: its environment was deleted meanwhile
 	}
 	if o.Status == store.RunFailed {
 		return jobs.Permanent(errors.New(o.Error))

@@ -200,7 +200,7 @@ func (s *Service) Create(ctx context.Context, sc store.Scope, in CreateInput) (*
 // must be the environment's; with ids nil, the environment must have one
 // that is not ignored.
 func (s *Service) keywords(ctx context.Context, envID int64, ids []int64) ([]*store.Keyword, error) {
-	if ids != nil && len(ids) > MaxKeywords {
+	if len(ids) > MaxKeywords {
 		return nil, store.Invalid("keyword_ids: at most %d", MaxKeywords)
 	}
 	if ids != nil && len(ids) == 0 {
