@@ -140,11 +140,18 @@ func lastUser(req map[string]any) string {
 // scoutWait polls a run until it ends.
 func scoutWait(t *testing.T, e *env, tok string, id int64) map[string]any {
 	t.Helper()
+	return waitQueued(t, e, tok, fmt.Sprintf("/api/seo/scout/runs/%d", id))
+}
+
+// waitQueued polls GET path until the status of what it answers is no
+// longer queued or running (a scout run, a strategy), and returns that.
+func waitQueued(t *testing.T, e *env, tok, path string) map[string]any {
+	t.Helper()
 	var last map[string]any
-	agWaitFor(t, fmt.Sprintf("scout run %d ends", id), func() bool {
-		r := e.do(t, "GET", fmt.Sprintf("/api/seo/scout/runs/%d", id), tok, nil)
+	agWaitFor(t, path+" ends", func() bool {
+		r := e.do(t, "GET", path, tok, nil)
 		if r.Code != 200 {
-			t.Fatalf("get run: %d %s", r.Code, r.Body)
+			t.Fatalf("GET %s: %d %s", path, r.Code, r.Body)
 		}
 		last = r.Data()
 		return last["status"] != "queued" && last["status"] != "running"

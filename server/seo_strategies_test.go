@@ -51,16 +51,7 @@ func stratCreate(t *testing.T, e *env, tok string, body map[string]any) map[stri
 
 func stratWait(t *testing.T, e *env, tok string, id int64) map[string]any {
 	t.Helper()
-	var last map[string]any
-	agWaitFor(t, fmt.Sprintf("strategy %d is built", id), func() bool {
-		r := e.do(t, "GET", fmt.Sprintf("/api/seo/strategies/%d", id), tok, nil)
-		if r.Code != 200 {
-			t.Fatalf("get strategy: %d %s", r.Code, r.Body)
-		}
-		last = r.Data()
-		return last["status"] != "queued" && last["status"] != "running"
-	})
-	return last
+	return waitQueued(t, e, tok, fmt.Sprintf("/api/seo/strategies/%d", id))
 }
 
 // stratRender writes a strategy's clusters as "name=pillar: member, ... | ...".
