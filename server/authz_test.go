@@ -357,6 +357,25 @@ var authzTable = []authzCase{
 	{route: "POST /api/autopilot/run-now", body: map[string]any{"environment_id": "{envB}"}, want: [5]int{401, 403, 404, 409, 409}},
 	{route: "GET /api/autopilot/stream", path: "/api/autopilot/stream?environment_id={envA}", stream: true, want: [5]int{401, 200, 200, 200, 200}},
 	{route: "GET /api/autopilot/stream", path: "/api/autopilot/stream?environment_id={envB}", stream: true, want: [5]int{401, 404, 404, 200, 200}},
+
+	// The scout and strategies: {scoutA} is a succeeded run with the
+	// candidate {candA}, {stratA} a ready strategy of envA's keywords.
+	{route: "POST /api/seo/scout/runs", body: map[string]any{"environment_id": "{envA}", "seeds": []string{"espresso"}}, want: [5]int{401, 403, 202, 202, 202}},
+	{route: "GET /api/seo/scout/runs", want: [5]int{401, 200, 200, 200, 200}},
+	{route: "GET /api/seo/scout/runs/{id}", path: "/api/seo/scout/runs/{scoutA}", want: [5]int{401, 200, 200, 200, 200}},
+	{route: "GET /api/seo/scout/runs/{id}", path: "/api/seo/scout/runs/{scoutB}", want: [5]int{401, 404, 404, 200, 200}},
+	{route: "POST /api/seo/scout/runs/{id}/accept", path: "/api/seo/scout/runs/{scoutA}/accept", body: map[string]any{"candidates": []string{"{candA}"}}, want: [5]int{401, 403, 200, 200, 200}},
+	{route: "POST /api/seo/scout/runs/{id}/accept", path: "/api/seo/scout/runs/{scoutB}/accept", body: map[string]any{"candidates": []string{"{candB}"}}, want: [5]int{401, 403, 404, 200, 200}},
+	{route: "POST /api/seo/strategies", body: map[string]any{"environment_id": "{envA}", "name": "Plan"}, want: [5]int{401, 403, 202, 202, 202}},
+	{route: "GET /api/seo/strategies", want: [5]int{401, 200, 200, 200, 200}},
+	{route: "GET /api/seo/strategies/{id}", path: "/api/seo/strategies/{stratA}", want: [5]int{401, 200, 200, 200, 200}},
+	{route: "GET /api/seo/strategies/{id}", path: "/api/seo/strategies/{stratB}", want: [5]int{401, 404, 404, 200, 200}},
+	{route: "PUT /api/seo/strategies/{id}", path: "/api/seo/strategies/{stratA}", body: map[string]any{"name": "Renamed"}, want: [5]int{401, 403, 200, 200, 200}},
+	{route: "PUT /api/seo/strategies/{id}", path: "/api/seo/strategies/{stratB}", body: map[string]any{"name": "Renamed"}, want: [5]int{401, 403, 404, 200, 200}},
+	{route: "DELETE /api/seo/strategies/{id}", path: "/api/seo/strategies/{stratA}", want: [5]int{401, 403, 200, 200, 200}},
+	{route: "DELETE /api/seo/strategies/{id}", path: "/api/seo/strategies/{stratB}", want: [5]int{401, 403, 404, 200, 200}},
+	{route: "POST /api/seo/strategies/{id}/to-campaign", path: "/api/seo/strategies/{stratA}/to-campaign", body: map[string]any{"target": "wordpress"}, want: [5]int{401, 403, 201, 201, 201}},
+	{route: "POST /api/seo/strategies/{id}/to-campaign", path: "/api/seo/strategies/{stratB}/to-campaign", body: map[string]any{"target": "astro"}, want: [5]int{401, 403, 404, 201, 201}},
 }
 
 // authzFixture is the data directory every case of TestAuthorizationTable
@@ -605,6 +624,10 @@ func newAuthzFixture(t *testing.T, providerURL string) (*authzFixture, []*server
 		}
 		terms["{aprun"+env.Name+"}"] = run.ID
 	}
+	for _, env := range []*store.Environment{envA, envB} {
+		scoutRun, cand, strat := authzSEO(t, e, env)
+		terms["{scout"+env.Name+"}"], terms["{cand"+env.Name+"}"], terms["{strat"+env.Name+"}"] = scoutRun, cand, strat
+	}
 	snap, err := e.app.Backups.Create(ctx, "manual")
 	if err != nil {
 		t.Fatal(err)
@@ -709,4 +732,43 @@ func TestAuthorizationTable(t *testing.T) {
 			})
 		}
 	}
+}
+
+// authzSEO gives env two keywords, a succeeded scout run with one
+// candidate, and a ready strategy of the keywords in one cluster.
+func authzSEO(t *testing.T, e *env, env *store.Environment) (run, candidate, strategy int64) {
+	t.Helper()
+	ctx := context.Background()
+	var ids []int64
+	for _, kw := range []string{"espresso machine", "best espresso machine"} {
+		k, err := e.app.DB.CreateKeyword(ctx, store.NewKeyword{EnvironmentID: env.ID, Keyword: kw, Status: store.KeywordNew, Source: "manual"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, k.ID)
+	}
+	job := store.RunJob{Kind: "seo.scout", MaxAttempts: 1, Payload: func(id int64) any { return map[string]int64{"run_id": id} }}
+	r, err := e.app.DB.CreateScoutRunWithJob(ctx, store.NewScoutRun{EnvironmentID: env.ID, Seeds: []string{"espresso"}, Sources: []string{"ai"}}, job)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.app.DB.FinishScoutRun(ctx, r.ID, store.ScoutOutcome{Status: store.RunSucceeded, Gathered: 1,
+		Candidates: []store.NewScoutCandidate{{Keyword: "espresso grinder", Key: "espresso grinder", FoundBy: []string{"ai"}, Score: 30}}}); err != nil {
+		t.Fatal(err)
+	}
+	cands, err := e.app.DB.ScoutCandidates(ctx, r.ID)
+	if err != nil || len(cands) != 1 {
+		t.Fatalf("candidates %v %v", cands, err)
+	}
+	st, err := e.app.DB.CreateStrategyWithJob(ctx, store.NewStrategy{EnvironmentID: env.ID, Name: "Espresso",
+		StrategyParams: store.StrategyParams{Method: "lexical", MinShared: 3, Similarity: 0.5}},
+		store.RunJob{Kind: "seo.strategy", MaxAttempts: 1, Payload: func(id int64) any { return map[string]int64{"strategy_id": id} }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.app.DB.FinishStrategy(ctx, st.ID, store.StrategyOutcome{Status: store.StrategyReady, UsedMethod: "lexical",
+		Clusters: []store.ClusterInput{{Name: "Espresso", Pillar: &ids[0], KeywordIDs: ids}}}); err != nil {
+		t.Fatal(err)
+	}
+	return r.ID, cands[0].ID, st.ID
 }

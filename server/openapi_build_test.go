@@ -288,8 +288,18 @@ func inlineTimestamps(t reflect.Type, schemas openapi3.Schemas) {
 	if ref == nil || ref.Value == nil {
 		return
 	}
+	inlineTimestampFields(t, ref)
+}
+
+// inlineTimestampFields is inlineTimestamps for the fields of t, those of
+// embedded structs included, in the schema ref.
+func inlineTimestampFields(t reflect.Type, ref *openapi3.SchemaRef) {
 	for i := 0; i < t.NumField(); i++ {
 		f := t.Field(i)
+		if f.Anonymous && f.Type.Kind() == reflect.Struct {
+			inlineTimestampFields(f.Type, ref)
+			continue
+		}
 		ft := f.Type
 		if ft.Kind() == reflect.Pointer {
 			ft = ft.Elem()

@@ -30,9 +30,11 @@ import (
 	"github.com/copydesk/copydesk/server/live"
 	"github.com/copydesk/copydesk/server/message"
 	"github.com/copydesk/copydesk/server/notify"
+	"github.com/copydesk/copydesk/server/scout"
 	"github.com/copydesk/copydesk/server/searchphrase"
 	"github.com/copydesk/copydesk/server/seo"
 	"github.com/copydesk/copydesk/server/setting"
+	"github.com/copydesk/copydesk/server/strategy"
 	"github.com/copydesk/copydesk/server/stream"
 	"github.com/copydesk/copydesk/server/websource"
 	"github.com/copydesk/copydesk/server/wppost"
@@ -68,6 +70,8 @@ type Server struct {
 	searchPhrases *searchphrase.Service
 	webSources    *websource.Service
 	autopilot     *autopilot.Service
+	scout         *scout.Service
+	strategies    *strategy.Service
 
 	router *gin.Engine
 	routes []*Route
@@ -156,6 +160,9 @@ func New(d Deps, opts Options) (*Server, error) {
 	}
 	s.webSources = websource.New(websource.Deps{Store: d.DB, Environments: s.environments, Fetcher: d.Feeds, Jobs: d.Jobs, Log: d.Log,
 		Now: func() time.Time { return d.DB.Now() }})
+	s.scout = scout.New(scout.Deps{Store: d.DB, Environments: s.environments, Engine: d.Engine, Jobs: d.Jobs, Log: d.Log})
+	s.strategies = strategy.New(strategy.Deps{Store: d.DB, Environments: s.environments, Engine: d.Engine, Jobs: d.Jobs, Log: d.Log,
+		Now: func() time.Time { return d.DB.Now() }})
 	e.Use(s.recoverPanics, s.logRequests, securityHeaders, boundWrites, omitHeadBody)
 	s.astroPosts = astropost.New(d.DB, s.environments, astropost.Sources{Runs: s.agents, Generations: s.cie, Lives: s.live},
 		func() time.Time { return d.DB.Now() }, d.Log)
@@ -191,6 +198,8 @@ func New(d Deps, opts Options) (*Server, error) {
 	s.registerSearchPhraseRoutes()
 	s.registerWebSourceRoutes()
 	s.registerAutopilotRoutes()
+	s.registerScoutRoutes()
+	s.registerStrategyRoutes()
 	return s, nil
 }
 

@@ -324,6 +324,20 @@ func fillPlanData(t testing.TB, db *DB) {
 					return []any{1 + (i-1)/3, []string{"pick_keyword", "generate", "create_post"}[(i-1)%3], at(i), at(i + 1)}
 				})
 		})
+		steps = append(steps, func() error {
+			statuses := []string{"succeeded", "succeeded", "succeeded", "failed", "queued", "running"}
+			return exec(`INSERT INTO seo_scout_runs (environment_id, status, candidate_count, created_at) VALUES (?, ?, ?, ?)`, planRows,
+				func(i int) []any {
+					return []any{1 + rnd.IntN(planEnvs), statuses[rnd.IntN(len(statuses))], rnd.IntN(500), at(i)}
+				})
+		}, func() error {
+			statuses := []string{"ready", "ready", "ready", "failed", "queued"}
+			return exec(`INSERT INTO seo_strategies (environment_id, name, method, min_shared, similarity, status, created_at, updated_at)
+				VALUES (?, ?, 'auto', 3, 0.5, ?, ?, ?)`, planRows, func(i int) []any {
+				return []any{1 + rnd.IntN(planEnvs), fmt.Sprintf("%c strategy %d", 'a'+rune(rnd.IntN(26)), i), statuses[rnd.IntN(len(statuses))],
+					at(i), at(i + rnd.IntN(50))}
+			})
+		})
 		for _, step := range steps {
 			if err := step(); err != nil {
 				return err

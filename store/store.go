@@ -312,6 +312,8 @@ var contentTables = map[string]bool{
 	"seo_keywords": true, "seo_campaigns": true,
 	"search_phrases": true, "search_ideas": true, "web_sources": true, "web_items": true,
 	"autopilots": true, "autopilot_campaigns": true, "autopilot_runs": true, "autopilot_steps": true,
+	"seo_scout_runs": true, "seo_scout_candidates": true, "seo_keyword_serps": true, "seo_strategies": true,
+	"seo_strategy_clusters": true, "seo_strategy_keywords": true,
 }
 
 // wroteStmt is wrote for one committed write statement, which counts

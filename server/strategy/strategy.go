@@ -1,0 +1,534 @@
+// Package strategy groups an environment's keywords into pillar and
+// cluster pages (/api/seo/strategies). A strategy is built on the job
+// runner: with SERP data (the top-10 organic results of each keyword,
+// fetched through server/serp when a serp credential is usable, and kept
+// per keyword) two keywords share a cluster when their results share at
+// least min_shared URLs; without it, when their words are alike
+// (server/lexical). Either way the model may name and refine the
+// clusters. Each cluster's pillar is its keyword of highest volume
+// (PillarFirst). A built strategy can be edited, and turned into a
+// campaign whose keywords come cluster by cluster, each pillar first.
+//
+// Who does what: everyone reads the strategies of their environments;
+// editors and up create, change, delete them and make campaigns of them.
+// Any other environment's strategy is not found.
+package strategy
+
+import (
+	"context"
+	"log/slog"
+	"slices"
+	"time"
+
+	"github.com/copydesk/copydesk/server/engine"
+	"github.com/copydesk/copydesk/server/jobs"
+	"github.com/copydesk/copydesk/server/serp"
+	"github.com/copydesk/copydesk/server/valid"
+	"github.com/copydesk/copydesk/store"
+)
+
+// Store is what the service needs of the store.
+type Store interface {
+	CreateStrategyWithJob(ctx context.Context, n store.NewStrategy, j store.RunJob) (*store.Strategy, error)
+	StrategyByID(ctx context.Context, id int64) (*store.Strategy, error)
+	ListStrategies(ctx context.Context, f store.StrategyFilter) ([]*store.Strategy, int, error)
+	StartStrategy(ctx context.Context, id int64) (bool, error)
+	FinishStrategy(ctx context.Context, id int64, o store.StrategyOutcome) (*store.Strategy, error)
+	ReplaceStrategyClusters(ctx context.Context, id int64, name *string, clusters []store.ClusterInput) (*store.Strategy, error)
+	StrategyClusters(ctx context.Context, strategyID int64) ([]*store.StrategyCluster, error)
+	DeleteStrategy(ctx context.Context, id int64) error
+	SetStrategyCampaign(ctx context.Context, id, campaignID int64) error
+	KeywordsForStrategy(ctx context.Context, envID int64, ids []int64, limit int) ([]*store.Keyword, bool, error)
+	KeywordSERPs(ctx context.Context, ids []int64) (map[int64]store.KeywordSERP, error)
+	PutKeywordSERP(ctx context.Context, keywordID int64, key string, urls []string) error
+
+	CreateCampaign(ctx context.Context, envID int64, in store.CampaignInput, keywordIDs []int64, createdBy int64) (*store.Campaign, error)
+	AgentByID(ctx context.Context, id int64) (*store.Agent, error)
+	ArchetypeByID(ctx context.Context, id int64) (*store.Archetype, error)
+}
+
+// Environments resolves an environment as a scope sees it
+// (server/environment).
+type Environments interface {
+	Get(ctx context.Context, sc store.Scope, id int64) (*store.Environment, error)
+}
+
+// Engine generates text and finds the SERP credential (server/engine).
+type Engine interface {
+	Effective(ctx context.Context, envID *int64) (engine.Effective, error)
+	Plan(ctx context.Context, c engine.Call) (provider, model string, err error)
+	Generate(ctx context.Context, c engine.Call) (*engine.Result, error)
+	SERP(ctx context.Context, envID *int64) (*serp.Client, error)
+}
+
+// Runner is the job runner (server/jobs) that builds strategies.
+type Runner interface {
+	Register(kind string, k jobs.Kind)
+	Signal()
+}
+
+// Deps are what the service works with.
+type Deps struct {
+	Store        Store
+	Environments Environments
+	Engine       Engine
+	Jobs         Runner
+	Log          *slog.Logger
+	Now          func() time.Time // the store's clock
+}
+
+// Service holds the strategy rules and builds strategies.
+type Service struct {
+	db     Store
+	envs   Environments
+	engine Engine
+	jobs   Runner
+	log    *slog.Logger
+	now    func() time.Time
+}
+
+// New returns the service and registers its job kind with d.Jobs.
+func New(d Deps) *Service {
+	s := &Service{db: d.Store, envs: d.Environments, engine: d.Engine, jobs: d.Jobs, log: d.Log, now: d.Now}
+	if s.log == nil {
+		s.log = slog.New(slog.DiscardHandler)
+	}
+	if s.now == nil {
+		s.now = time.Now
+	}
+	s.jobs.Register(BuildJob, jobs.Kind{Handle: s.buildJob, OnFinish: s.jobFinished, Background: true})
+	return s
+}
+
+// Methods of grouping.
+const (
+	MethodAuto    = "auto"    // SERP overlap when SERP data can be had, else lexical
+	MethodSERP    = "serp"    // SERP overlap, or fail
+	MethodLexical = "lexical" // words only, no provider
+)
+
+// Defaults and bounds.
+const (
+	DefaultMinShared  = 3
+	DefaultSimilarity = 0.5
+	MinSimilarity     = 0.05
+	// MaxKeywords is how many keywords one strategy groups: those asked
+	// for, or the environment's of highest volume.
+	MaxKeywords = 1000
+	// MaxClusters bounds an edit.
+	MaxClusters = MaxKeywords
+	maxName     = 100
+)
+
+// CreateInput is what a caller asks a strategy for.
+type CreateInput struct {
+	EnvironmentID int64
+	Name          string
+	Method        string   // default auto
+	MinShared     *int     // default 3
+	Similarity    *float64 // default 0.5
+	Refine        bool
+	RefreshSERP   bool
+	KeywordIDs    []int64 // nil: the environment's keywords, but the ignored ones
+}
+
+// Create checks a strategy and queues its build. It is refused (409)
+// when there is nothing to group, when method serp can have no SERP data
+// (no serp credential usable, and not every keyword has stored data), and
+// when refine is asked with no usable AI provider.
+func (s *Service) Create(ctx context.Context, sc store.Scope, in CreateInput) (*store.Strategy, error) {
+	if _, err := s.envs.Get(ctx, sc, in.EnvironmentID); store.IsNotFound(err) {
+		return nil, store.Invalid("environment_id: no environment with id %d", in.EnvironmentID)
+	} else if err != nil {
+		return nil, err
+	}
+	name, err := valid.Name("name", in.Name, maxName)
+	if err != nil {
+		return nil, err
+	}
+	p := store.StrategyParams{Method: in.Method, MinShared: DefaultMinShared, Similarity: DefaultSimilarity, Refine: in.Refine,
+		RefreshSERP: in.RefreshSERP}
+	if p.Method == "" {
+		p.Method = MethodAuto
+	}
+	if !slices.Contains([]string{MethodAuto, MethodSERP, MethodLexical}, p.Method) {
+		return nil, store.Invalid("method: must be auto, serp or lexical")
+	}
+	if in.MinShared != nil {
+		if *in.MinShared < 1 || *in.MinShared > 10 {
+			return nil, store.Invalid("min_shared: must be 1 to 10")
+		}
+		p.MinShared = *in.MinShared
+	}
+	if in.Similarity != nil {
+		if *in.Similarity < MinSimilarity || *in.Similarity > 1 {
+			return nil, store.Invalid("similarity: must be %g to 1", MinSimilarity)
+		}
+		p.Similarity = *in.Similarity
+	}
+	kws, err := s.keywords(ctx, in.EnvironmentID, in.KeywordIDs)
+	if err != nil {
+		return nil, err
+	}
+	if in.KeywordIDs != nil {
+		p.KeywordIDs = idsOf(kws)
+	}
+	if p.Method == MethodSERP {
+		if err := s.checkSERP(ctx, in.EnvironmentID, kws); err != nil {
+			return nil, err
+		}
+	}
+	if p.Refine {
+		if _, _, err := s.engine.Plan(ctx, engine.Call{Source: usageSource, EnvironmentID: &in.EnvironmentID, Messages: probe}); err != nil {
+			return nil, err
+		}
+	}
+	n := store.NewStrategy{EnvironmentID: in.EnvironmentID, Name: name, StrategyParams: p}
+	if sc.UserID != 0 {
+		n.CreatedBy = &sc.UserID
+	}
+	st, err := s.db.CreateStrategyWithJob(ctx, n, store.RunJob{Kind: BuildJob, MaxAttempts: 1,
+		Payload: func(id int64) any { return payload{StrategyID: id} }})
+	if err != nil {
+		return nil, err
+	}
+	s.jobs.Signal()
+	return st, nil
+}
+
+// keywords are the keywords a strategy of envID asks for: each of ids
+// must be the environment's; with ids nil, the environment must have one
+// that is not ignored.
+func (s *Service) keywords(ctx context.Context, envID int64, ids []int64) ([]*store.Keyword, error) {
+	if len(ids) > MaxKeywords {
+		return nil, store.Invalid("keyword_ids: at most %d", MaxKeywords)
+	}
+	if ids != nil && len(ids) == 0 {
+		return nil, store.Invalid("keyword_ids: leave it out to group the environment's keywords, or give at least one")
+	}
+	kws, _, err := s.db.KeywordsForStrategy(ctx, envID, ids, MaxKeywords)
+	if err != nil {
+		return nil, err
+	}
+	if ids == nil {
+		if len(kws) == 0 {
+			return nil, store.Conflict("environment %d has no keywords to group (ignored ones are left out): add or import keywords first", envID)
+		}
+		return kws, nil
+	}
+	have := map[int64]bool{}
+	for _, k := range kws {
+		have[k.ID] = true
+	}
+	for _, id := range ids {
+		if !have[id] {
+			return nil, store.Invalid("keyword_ids: no keyword with id %d in environment %d", id, envID)
+		}
+	}
+	return kws, nil
+}
+
+func idsOf(kws []*store.Keyword) []int64 {
+	out := make([]int64, len(kws))
+	for i, k := range kws {
+		out[i] = k.ID
+	}
+	return out
+}
+
+// checkSERP refuses method serp when no SERP data can be had: no serp
+// credential is usable and some keyword has none stored.
+func (s *Service) checkSERP(ctx context.Context, envID int64, kws []*store.Keyword) error {
+	client, err := s.engine.SERP(ctx, &envID)
+	if client != nil {
+		return nil
+	}
+	stored, serr := s.db.KeywordSERPs(ctx, idsOf(kws))
+	if serr != nil {
+		return serr
+	}
+	for _, k := range kws {
+		if d, ok := stored[k.ID]; !ok || d.Key != k.Key {
+			why := "no serp credential is usable in this environment (add one with POST /api/configurations, provider serp)"
+			if err != nil {
+				why = "the serp credential is not usable: " + store.Message(err)
+			}
+			return store.Conflict("method serp needs SERP data: %s, and keyword %d has none stored; use method auto or lexical", why, k.ID)
+		}
+	}
+	return nil
+}
+
+// Get returns a strategy the scope sees, with its clusters.
+func (s *Service) Get(ctx context.Context, sc store.Scope, id int64) (*store.Strategy, []*store.StrategyCluster, error) {
+	st, err := s.strategy(ctx, sc, id)
+	if err != nil {
+		return nil, nil, err
+	}
+	cs, err := s.db.StrategyClusters(ctx, st.ID)
+	if err != nil {
+		return nil, nil, err
+	}
+	return st, cs, nil
+}
+
+func (s *Service) strategy(ctx context.Context, sc store.Scope, id int64) (*store.Strategy, error) {
+	st, err := s.db.StrategyByID(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	if !sc.Sees(st.EnvironmentID) {
+		return nil, store.NotFound("strategy not found")
+	}
+	return st, nil
+}
+
+// ListQuery narrows List.
+type ListQuery struct {
+	EnvironmentID *int64
+	Status        string
+	Sort          store.Sort
+	Page          store.Page
+}
+
+// List lists the strategies the scope sees; an environment it does not
+// see is not found.
+func (s *Service) List(ctx context.Context, sc store.Scope, q ListQuery) ([]*store.Strategy, int, error) {
+	if q.EnvironmentID != nil {
+		if err := sc.Require(*q.EnvironmentID, "environment"); err != nil {
+			return nil, 0, err
+		}
+	}
+	return s.db.ListStrategies(ctx, store.StrategyFilter{Scope: sc, EnvironmentID: q.EnvironmentID, Status: q.Status, Sort: q.Sort, Page: q.Page})
+}
+
+// Delete deletes a strategy; its keywords stay. A build under way finds
+// it gone and stops.
+func (s *Service) Delete(ctx context.Context, sc store.Scope, id int64) error {
+	st, err := s.strategy(ctx, sc, id)
+	if err != nil {
+		return err
+	}
+	return s.db.DeleteStrategy(ctx, st.ID)
+}
+
+// ClusterEdit is a cluster as an edit gives it.
+type ClusterEdit struct {
+	ID         *int64 // an existing cluster of the strategy; nil for a new one
+	Name       string // empty: the pillar keyword
+	Pillar     *int64 // nil: by the pillar rule
+	KeywordIDs []int64
+}
+
+// Patch is an edit; nil fields stay as they are.
+type Patch struct {
+	Name     *string
+	Clusters *[]ClusterEdit // replaces the clusters: clusters left out are deleted, keywords left out leave the strategy
+}
+
+// Update renames a strategy and replaces its clusters: rename clusters,
+// move keywords between them, change pillars, add keywords of the
+// environment or leave some out. Each cluster's keywords are kept in the
+// order given, the pillar first. It returns the strategy as changed, with
+// its clusters.
+func (s *Service) Update(ctx context.Context, sc store.Scope, id int64, p Patch) (*store.Strategy, []*store.StrategyCluster, error) {
+	st, err := s.strategy(ctx, sc, id)
+	if err != nil {
+		return nil, nil, err
+	}
+	if p.Name != nil {
+		name, err := valid.Name("name", *p.Name, maxName)
+		if err != nil {
+			return nil, nil, err
+		}
+		p.Name = &name
+	}
+	var clusters []store.ClusterInput
+	if p.Clusters != nil {
+		if clusters, err = s.edited(ctx, st, *p.Clusters); err != nil {
+			return nil, nil, err
+		}
+	}
+	if st, err = s.db.ReplaceStrategyClusters(ctx, st.ID, p.Name, clusters); err != nil {
+		return nil, nil, err
+	}
+	cs, err := s.db.StrategyClusters(ctx, st.ID)
+	if err != nil {
+		return nil, nil, err
+	}
+	return st, cs, nil
+}
+
+// edited checks an edit's clusters and puts each pillar first.
+func (s *Service) edited(ctx context.Context, st *store.Strategy, edits []ClusterEdit) ([]store.ClusterInput, error) {
+	if len(edits) == 0 {
+		return nil, store.Invalid("clusters: give at least one cluster (delete the strategy to drop them all)")
+	}
+	if len(edits) > MaxClusters {
+		return nil, store.Invalid("clusters: at most %d", MaxClusters)
+	}
+	var all []int64
+	for _, e := range edits {
+		all = append(all, e.KeywordIDs...)
+	}
+	if len(all) > MaxKeywords {
+		return nil, store.Invalid("clusters: at most %d keywords in all", MaxKeywords)
+	}
+	kws, _, err := s.db.KeywordsForStrategy(ctx, st.EnvironmentID, all, MaxKeywords)
+	if err != nil {
+		return nil, err
+	}
+	byID := map[int64]*store.Keyword{}
+	for _, k := range kws {
+		byID[k.ID] = k
+	}
+	out := make([]store.ClusterInput, len(edits))
+	for i, e := range edits {
+		field := "clusters[" + itoa(i) + "]"
+		if len(e.KeywordIDs) == 0 {
+			return nil, store.Invalid("%s.keyword_ids: a cluster needs at least one keyword", field)
+		}
+		members := make([]Keyword, 0, len(e.KeywordIDs))
+		for _, id := range e.KeywordIDs {
+			k := byID[id]
+			if k == nil {
+				return nil, store.Invalid("%s.keyword_ids: no keyword with id %d in the strategy's environment", field, id)
+			}
+			members = append(members, keywordOf(k))
+		}
+		pillar := Arrange(members).Pillar
+		if e.Pillar != nil {
+			if !slices.Contains(e.KeywordIDs, *e.Pillar) {
+				return nil, store.Invalid("%s.pillar_keyword_id: keyword %d is not one of the cluster's keywords", field, *e.Pillar)
+			}
+			pillar = *e.Pillar
+		}
+		ids := append([]int64{pillar}, slices.DeleteFunc(slices.Clone(e.KeywordIDs), func(id int64) bool { return id == pillar })...)
+		name := byID[pillar].Keyword
+		if e.Name != "" {
+			if name, err = valid.Name(field+".name", e.Name, maxName); err != nil {
+				return nil, err
+			}
+		}
+		out[i] = store.ClusterInput{Name: name, Pillar: &pillar, KeywordIDs: ids}
+		if e.ID != nil {
+			out[i].ID = *e.ID
+		}
+	}
+	return out, nil
+}
+
+// keywordOf is what clustering knows of a stored keyword.
+func keywordOf(k *store.Keyword) Keyword {
+	return Keyword{ID: k.ID, Text: k.Keyword, Key: k.Key, Volume: k.SearchVolume, Difficulty: k.Difficulty}
+}
+
+// CampaignInput is the campaign to make of a strategy; its keywords are
+// the strategy's.
+type CampaignInput struct {
+	Name        string // default: the strategy's name
+	Target      string // wordpress or astro
+	PostStatus  string // default draft
+	Cadence     int    // posts per day, default 1
+	AgentID     *int64
+	ArchetypeID *int64
+}
+
+// CampaignResult is the campaign made, with the keywords it got and those
+// it could not (each in another campaign already).
+type CampaignResult struct {
+	Campaign *store.Campaign
+	Added    int
+	Skipped  []int64
+}
+
+// ToCampaign makes a draft campaign of a ready strategy: its keywords
+// cluster by cluster, in the strategy's order, each cluster's pillar
+// first, so the pillar page is written before the pages that link to it.
+// A keyword in another campaign already stays there and is reported.
+func (s *Service) ToCampaign(ctx context.Context, sc store.Scope, id int64, in CampaignInput) (*CampaignResult, error) {
+	st, err := s.strategy(ctx, sc, id)
+	if err != nil {
+		return nil, err
+	}
+	if st.Status != store.StrategyReady {
+		return nil, store.Conflict("strategy %d is %s: only a ready strategy can become a campaign", st.ID, st.Status)
+	}
+	c := store.CampaignInput{Name: in.Name, Target: in.Target, PostStatus: in.PostStatus, Cadence: in.Cadence, Status: store.CampaignDraft,
+		AgentID: in.AgentID, ArchetypeID: in.ArchetypeID, Description: "Made from strategy " + st.Name}
+	if err := s.checkCampaign(ctx, sc, st, &c); err != nil {
+		return nil, err
+	}
+	clusters, err := s.db.StrategyClusters(ctx, st.ID)
+	if err != nil {
+		return nil, err
+	}
+	res := &CampaignResult{Skipped: []int64{}}
+	var ids []int64
+	for _, cl := range clusters {
+		for _, k := range cl.Keywords {
+			if k.CampaignID != nil {
+				res.Skipped = append(res.Skipped, k.ID)
+				continue
+			}
+			ids = append(ids, k.ID)
+		}
+	}
+	if len(ids) == 0 {
+		return nil, store.Conflict("every keyword of strategy %d is in a campaign already: there is nothing to add", st.ID)
+	}
+	if res.Campaign, err = s.db.CreateCampaign(ctx, st.EnvironmentID, c, ids, sc.UserID); err != nil {
+		return nil, err
+	}
+	res.Added = len(ids)
+	if err := s.db.SetStrategyCampaign(ctx, st.ID, res.Campaign.ID); err != nil {
+		return nil, err
+	}
+	return res, nil
+}
+
+// checkCampaign applies the defaults and checks a campaign of st.
+func (s *Service) checkCampaign(ctx context.Context, sc store.Scope, st *store.Strategy, c *store.CampaignInput) error {
+	if c.Name == "" {
+		c.Name = st.Name
+	}
+	name, err := valid.Name("name", c.Name, maxName)
+	if err != nil {
+		return err
+	}
+	c.Name = name
+	if c.Target != store.PostWordPress && c.Target != store.PostAstro {
+		return store.Invalid("target: must be wordpress or astro")
+	}
+	if c.PostStatus == "" {
+		c.PostStatus = "draft"
+	}
+	if c.PostStatus != "draft" && c.PostStatus != "publish" {
+		return store.Invalid("post_status: must be draft or publish")
+	}
+	if c.Cadence == 0 {
+		c.Cadence = 1
+	}
+	if c.Cadence < 1 || c.Cadence > 100 {
+		return store.Invalid("cadence: must be 1 to 100 posts per day")
+	}
+	if c.AgentID != nil {
+		ag, err := s.db.AgentByID(ctx, *c.AgentID)
+		if store.IsNotFound(err) || err == nil && (!ag.VisibleIn(sc) || !ag.UsableIn(st.EnvironmentID)) {
+			return store.Invalid("agent_id: no agent with id %d usable in environment %d", *c.AgentID, st.EnvironmentID)
+		}
+		if err != nil {
+			return err
+		}
+	}
+	if c.ArchetypeID != nil {
+		a, err := s.db.ArchetypeByID(ctx, *c.ArchetypeID)
+		if store.IsNotFound(err) || err == nil && a.EnvironmentID != nil && *a.EnvironmentID != st.EnvironmentID {
+			return store.Invalid("archetype_id: no archetype with id %d usable in environment %d", *c.ArchetypeID, st.EnvironmentID)
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}

@@ -1,0 +1,565 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+)
+
+// Strategies (migration 0019): an environment's keywords grouped into
+// clusters, each a pillar page and its cluster pages, and the SERP data
+// the grouping may use.
+
+// Strategy statuses.
+const (
+	StrategyQueued    = "queued"
+	StrategyRunning   = "running"
+	StrategyReady     = "ready"
+	StrategyFailed    = "failed"
+	StrategyCancelled = "cancelled"
+)
+
+// Strategy is a keyword strategy of an environment.
+type Strategy struct {
+	ID            int64
+	EnvironmentID int64
+	StrategyParams
+	Name         string
+	UsedMethod   string // serp or lexical once built
+	Status       string
+	JobID        *int64
+	Notes        string
+	Error        string
+	KeywordCount int
+	ClusterCount int
+	CampaignID   *int64
+	CreatedBy    *int64
+	CreatedAt    time.Time
+	UpdatedAt    time.Time
+	BuiltAt      *time.Time
+}
+
+// Building reports whether the strategy is queued or being built.
+func (s *Strategy) Building() bool { return s.Status == StrategyQueued || s.Status == StrategyRunning }
+
+// StrategyParams are how a strategy is built.
+type StrategyParams struct {
+	Method      string  // auto, serp or lexical
+	MinShared   int     // SERP overlap: shared top-10 URLs that link two keywords
+	Similarity  float64 // lexical: Jaccard similarity that links two keywords
+	Refine      bool    // the model names and refines the clusters
+	RefreshSERP bool    // fetch SERP data again even when it is fresh
+	KeywordIDs  []int64 // the keywords asked for; nil: the environment's
+}
+
+const strategyColumns = `s.id, s.environment_id, s.name, s.method, s.used_method, s.min_shared, s.similarity, s.refine, s.refresh_serp,
+	s.keyword_ids, s.status, s.job_id, s.notes, s.error, s.keyword_count, s.cluster_count, s.campaign_id, s.created_by, s.created_at,
+	s.updated_at, s.built_at`
+
+func scanStrategy(row rowScanner) (*Strategy, error) {
+	var s Strategy
+	var ids, built sql.NullString
+	var job, campaign, by sql.NullInt64
+	var created, updated string
+	if err := row.Scan(&s.ID, &s.EnvironmentID, &s.Name, &s.Method, &s.UsedMethod, &s.MinShared, &s.Similarity, &s.Refine,
+		&s.RefreshSERP, &ids, &s.Status, &job, &s.Notes, &s.Error, &s.KeywordCount, &s.ClusterCount, &campaign, &by, &created,
+		&updated, &built); err != nil {
+		return nil, err
+	}
+	if ids.Valid {
+		if err := json.Unmarshal([]byte(ids.String), &s.KeywordIDs); err != nil {
+			return nil, fmt.Errorf("strategy %d keyword_ids: %w", s.ID, err)
+		}
+	}
+	s.JobID, s.CampaignID, s.CreatedBy = nullID(job), nullID(campaign), nullID(by)
+	s.CreatedAt, s.UpdatedAt, s.BuiltAt = parseTime(created), parseTime(updated), parseNullTime(built)
+	return &s, nil
+}
+
+// NewStrategy is what CreateStrategyWithJob needs.
+type NewStrategy struct {
+	EnvironmentID int64
+	Name          string
+	StrategyParams
+	CreatedBy *int64
+}
+
+// CreateStrategyWithJob records a queued strategy and the job that builds
+// it, in one transaction. The caller tells the job runner.
+func (db *DB) CreateStrategyWithJob(ctx context.Context, n NewStrategy, j RunJob) (*Strategy, error) {
+	var ids any
+	if n.KeywordIDs != nil {
+		b, _ := json.Marshal(n.KeywordIDs) // ids always encode
+		ids = string(b)
+	}
+	var out *Strategy
+	err := db.tx(ctx, func(tx *sql.Tx) error {
+		now := db.now()
+		s, err := scanStrategy(tx.QueryRowContext(ctx, `INSERT INTO seo_strategies (environment_id, name, method, min_shared, similarity,
+			refine, refresh_serp, keyword_ids, created_by, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+			RETURNING `+returning(strategyColumns), n.EnvironmentID, n.Name, n.Method, n.MinShared, n.Similarity, n.Refine, n.RefreshSERP,
+			ids, n.CreatedBy, now, now))
+		if err != nil {
+			return translate(err, "strategy")
+		}
+		job, err := db.insertJobTx(ctx, tx, NewJob{Kind: j.Kind, Payload: j.Payload(s.ID), MaxAttempts: j.MaxAttempts})
+		if err != nil {
+			return err
+		}
+		if _, err := tx.ExecContext(ctx, `UPDATE seo_strategies SET job_id = ? WHERE id = ?`, job.ID, s.ID); err != nil {
+			return err
+		}
+		s.JobID = &job.ID
+		out = s
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("store: create strategy: %w", err)
+	}
+	return out, nil
+}
+
+// StrategyByID finds a strategy.
+func (db *DB) StrategyByID(ctx context.Context, id int64) (*Strategy, error) {
+	return db.strategyByID(ctx, db.r, id)
+}
+
+func (db *DB) strategyByID(ctx context.Context, q querier, id int64) (*Strategy, error) {
+	s, err := scanStrategy(q.QueryRowContext(ctx, `SELECT `+strategyColumns+` FROM seo_strategies s WHERE s.id = ?`, id))
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, NotFound("strategy not found")
+	}
+	if err != nil {
+		return nil, fmt.Errorf("store: find strategy: %w", err)
+	}
+	return s, nil
+}
+
+// StartStrategy marks a queued strategy running (again, after a restart);
+// false if it is built, failed or gone.
+func (db *DB) StartStrategy(ctx context.Context, id int64) (bool, error) {
+	res, err := db.exec(ctx, `UPDATE seo_strategies SET status = 'running', error = '' WHERE id = ? AND status IN ('queued', 'running')`, id)
+	if err != nil {
+		return false, fmt.Errorf("store: start strategy: %w", err)
+	}
+	n, _ := res.RowsAffected()
+	return n == 1, nil
+}
+
+// ClusterInput is a cluster to store: an existing one of the strategy
+// (ID) or a new one (ID 0), with its pillar and its keywords in order.
+type ClusterInput struct {
+	ID         int64
+	Name       string
+	Pillar     *int64
+	KeywordIDs []int64
+}
+
+// StrategyOutcome is how a build ended.
+type StrategyOutcome struct {
+	Status     string // StrategyReady, StrategyFailed or StrategyCancelled
+	UsedMethod string
+	Notes      string
+	Error      string
+	Clusters   []ClusterInput
+}
+
+// FinishStrategy records a build's end and its clusters in one
+// transaction; a strategy no longer being built is left as it is.
+func (db *DB) FinishStrategy(ctx context.Context, id int64, o StrategyOutcome) (*Strategy, error) {
+	err := db.tx(ctx, func(tx *sql.Tx) error {
+		now := db.now()
+		var built any
+		if o.Status == StrategyReady {
+			built = now
+		}
+		res, err := tx.ExecContext(ctx, `UPDATE seo_strategies SET status = ?, used_method = ?, notes = ?, error = ?, built_at = ?,
+			updated_at = ? WHERE id = ? AND status IN ('queued', 'running')`, o.Status, o.UsedMethod, o.Notes, o.Error, built, now, id)
+		if err != nil {
+			return err
+		}
+		if n, _ := res.RowsAffected(); n == 0 || o.Status != StrategyReady {
+			return nil
+		}
+		return writeClusters(ctx, tx, id, o.Clusters)
+	})
+	if err != nil {
+		return nil, fmt.Errorf("store: finish strategy: %w", err)
+	}
+	return db.strategyByID(ctx, db.w, id)
+}
+
+// ReplaceStrategyClusters renames a strategy (name non-nil) and replaces
+// its clusters (clusters non-nil) in one transaction: the listed ones keep
+// their ids, new ones are added, and the others are deleted. Every
+// keyword must be one of the strategy's environment and in one cluster;
+// a cluster id must be the strategy's; a pillar must be in its cluster.
+func (db *DB) ReplaceStrategyClusters(ctx context.Context, id int64, name *string, clusters []ClusterInput) (*Strategy, error) {
+	err := db.tx(ctx, func(tx *sql.Tx) error {
+		var envID int64
+		var status string
+		err := tx.QueryRowContext(ctx, `SELECT environment_id, status FROM seo_strategies WHERE id = ?`, id).Scan(&envID, &status)
+		if errors.Is(err, sql.ErrNoRows) {
+			return NotFound("strategy not found")
+		}
+		if err != nil {
+			return err
+		}
+		if status == StrategyQueued || status == StrategyRunning {
+			return Conflict("strategy %d is being built: change it once it is ready", id)
+		}
+		if name != nil {
+			if _, err := tx.ExecContext(ctx, `UPDATE seo_strategies SET name = ? WHERE id = ?`, *name, id); err != nil {
+				return translate(err, "strategy")
+			}
+		}
+		if clusters != nil {
+			if err := checkClusters(ctx, tx, id, envID, clusters); err != nil {
+				return err
+			}
+			if err := writeClusters(ctx, tx, id, clusters); err != nil {
+				return err
+			}
+			// A failed strategy that is given clusters is one.
+			if _, err := tx.ExecContext(ctx, `UPDATE seo_strategies SET status = 'ready', error = '' WHERE id = ?`, id); err != nil {
+				return err
+			}
+		}
+		_, err = tx.ExecContext(ctx, `UPDATE seo_strategies SET updated_at = ? WHERE id = ?`, db.now(), id)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return db.strategyByID(ctx, db.w, id)
+}
+
+// checkClusters checks clusters for strategy id of environment envID.
+func checkClusters(ctx context.Context, tx *sql.Tx, id, envID int64, clusters []ClusterInput) error {
+	seen := map[int64]int{}
+	var all []int64
+	for i, c := range clusters {
+		if len(c.KeywordIDs) == 0 {
+			return Invalid("clusters[%d].keyword_ids: a cluster needs at least one keyword", i)
+		}
+		for _, k := range c.KeywordIDs {
+			if j, ok := seen[k]; ok {
+				return Invalid("clusters[%d].keyword_ids: keyword %d is in clusters[%d] too: a keyword is in one cluster", i, k, j)
+			}
+			seen[k] = i
+			all = append(all, k)
+		}
+		if c.Pillar != nil && !slices.Contains(c.KeywordIDs, *c.Pillar) {
+			return Invalid("clusters[%d].pillar_keyword_id: keyword %d is not one of the cluster's keywords", i, *c.Pillar)
+		}
+	}
+	have := map[int64]bool{}
+	const chunk = 500
+	for rest := all; len(rest) > 0; {
+		part := rest[:min(chunk, len(rest))]
+		rest = rest[len(part):]
+		cond, args := idList("id", part)
+		rows, err := tx.QueryContext(ctx, `SELECT id FROM seo_keywords WHERE environment_id = ? AND `+cond, append([]any{envID}, args...)...)
+		if err != nil {
+			return err
+		}
+		for rows.Next() {
+			var k int64
+			if err := rows.Scan(&k); err != nil {
+				rows.Close()
+				return err
+			}
+			have[k] = true
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return err
+		}
+	}
+	for _, k := range all {
+		if !have[k] {
+			return Invalid("clusters[%d].keyword_ids: no keyword with id %d in the strategy's environment", seen[k], k)
+		}
+	}
+	for i, c := range clusters {
+		if c.ID == 0 {
+			continue
+		}
+		var n int
+		if err := tx.QueryRowContext(ctx, `SELECT COUNT(*) FROM seo_strategy_clusters WHERE id = ? AND strategy_id = ?`, c.ID, id).Scan(&n); err != nil {
+			return err
+		}
+		if n == 0 {
+			return Invalid("clusters[%d].id: strategy %d has no cluster %d (leave id out for a new cluster)", i, id, c.ID)
+		}
+	}
+	return nil
+}
+
+// writeClusters replaces the clusters of strategy id with clusters, in
+// their order, and sets its counts.
+func writeClusters(ctx context.Context, tx *sql.Tx, id int64, clusters []ClusterInput) error {
+	keep := make([]int64, 0, len(clusters))
+	if _, err := tx.ExecContext(ctx, `DELETE FROM seo_strategy_keywords WHERE strategy_id = ?`, id); err != nil {
+		return err
+	}
+	keywords := 0
+	for pos, c := range clusters {
+		cid := c.ID
+		if cid == 0 {
+			if err := tx.QueryRowContext(ctx, `INSERT INTO seo_strategy_clusters (strategy_id, position, name, pillar_keyword_id)
+				VALUES (?, ?, ?, ?) RETURNING id`, id, pos+1, c.Name, c.Pillar).Scan(&cid); err != nil {
+				return translate(err, "cluster")
+			}
+		} else if _, err := tx.ExecContext(ctx, `UPDATE seo_strategy_clusters SET position = ?, name = ?, pillar_keyword_id = ? WHERE id = ?`,
+			pos+1, c.Name, c.Pillar, cid); err != nil {
+			return translate(err, "cluster")
+		}
+		for i, k := range c.KeywordIDs {
+			if _, err := tx.ExecContext(ctx, `INSERT INTO seo_strategy_keywords (strategy_id, keyword_id, cluster_id, position) VALUES (?, ?, ?, ?)`,
+				id, k, cid, i+1); err != nil {
+				return translate(err, "strategy keyword")
+			}
+		}
+		keywords += len(c.KeywordIDs)
+		keep = append(keep, cid)
+	}
+	// The clusters left out go last, after the new ones took their ids:
+	// an id is never another cluster's soon after.
+	del := `DELETE FROM seo_strategy_clusters WHERE strategy_id = ?`
+	args := []any{id}
+	if len(keep) > 0 {
+		cond, more := idList("id", keep)
+		del, args = del+" AND NOT "+cond, append(args, more...)
+	}
+	if _, err := tx.ExecContext(ctx, del, args...); err != nil {
+		return err
+	}
+	_, err := tx.ExecContext(ctx, `UPDATE seo_strategies SET keyword_count = ?, cluster_count = ? WHERE id = ?`, keywords, len(clusters), id)
+	return err
+}
+
+// StrategyCluster is a cluster of a strategy with its keywords in order.
+// Pillar is nil once its keyword is deleted.
+type StrategyCluster struct {
+	ID       int64
+	Position int
+	Name     string
+	Pillar   *int64
+	Keywords []*Keyword
+}
+
+// StrategyClusters lists a strategy's clusters in order, each with its
+// keywords in order.
+func (db *DB) StrategyClusters(ctx context.Context, strategyID int64) ([]*StrategyCluster, error) {
+	rows, err := db.r.QueryContext(ctx, `SELECT id, position, name, pillar_keyword_id FROM seo_strategy_clusters
+		INDEXED BY seo_strategy_clusters_strategy WHERE strategy_id = ? ORDER BY position, id`, strategyID)
+	if err != nil {
+		return nil, fmt.Errorf("store: strategy clusters: %w", err)
+	}
+	out := []*StrategyCluster{}
+	byID := map[int64]*StrategyCluster{}
+	for rows.Next() {
+		var c StrategyCluster
+		var pillar sql.NullInt64
+		if err := rows.Scan(&c.ID, &c.Position, &c.Name, &pillar); err != nil {
+			rows.Close()
+			return nil, fmt.Errorf("store: strategy clusters: %w", err)
+		}
+		c.Pillar, c.Keywords = nullID(pillar), []*Keyword{}
+		out = append(out, &c)
+		byID[c.ID] = &c
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("store: strategy clusters: %w", err)
+	}
+	// The members of every cluster in one query, put in order here: the
+	// strategy's rows are found by its primary key.
+	rows, err = db.r.QueryContext(ctx, `SELECT sk.cluster_id, sk.position, `+keywordColumns+` FROM seo_strategy_keywords sk
+		JOIN seo_keywords k ON k.id = sk.keyword_id WHERE sk.strategy_id = ?`, strategyID)
+	if err != nil {
+		return nil, fmt.Errorf("store: strategy keywords: %w", err)
+	}
+	defer rows.Close()
+	pos := map[int64]int{}
+	for rows.Next() {
+		var cid int64
+		var p int
+		k, err := scanKeyword(prefixed{rows, []any{&cid, &p}})
+		if err != nil {
+			return nil, fmt.Errorf("store: strategy keywords: %w", err)
+		}
+		if c := byID[cid]; c != nil {
+			c.Keywords = append(c.Keywords, k)
+			pos[k.ID] = p
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("store: strategy keywords: %w", err)
+	}
+	for _, c := range out {
+		slices.SortFunc(c.Keywords, func(a, b *Keyword) int { return pos[a.ID] - pos[b.ID] })
+	}
+	return out, nil
+}
+
+// prefixed scans leading columns into dst before the rest go to the
+// scanner of a known row type.
+type prefixed struct {
+	row rowScanner
+	dst []any
+}
+
+func (p prefixed) Scan(dest ...any) error { return p.row.Scan(append(slices.Clone(p.dst), dest...)...) }
+
+// DeleteStrategy deletes a strategy and its clusters; its keywords stay.
+func (db *DB) DeleteStrategy(ctx context.Context, id int64) error {
+	res, err := db.exec(ctx, `DELETE FROM seo_strategies WHERE id = ?`, id)
+	if err != nil {
+		return fmt.Errorf("store: delete strategy: %w", err)
+	}
+	if n, _ := res.RowsAffected(); n == 0 {
+		return NotFound("strategy not found")
+	}
+	return nil
+}
+
+// SetStrategyCampaign records the campaign last made from a strategy.
+func (db *DB) SetStrategyCampaign(ctx context.Context, id, campaignID int64) error {
+	if _, err := db.exec(ctx, `UPDATE seo_strategies SET campaign_id = ?, updated_at = ? WHERE id = ?`, campaignID, db.now(), id); err != nil {
+		return fmt.Errorf("store: strategy campaign: %w", err)
+	}
+	return nil
+}
+
+// StrategyFilter narrows ListStrategies.
+type StrategyFilter struct {
+	Scope         Scope
+	EnvironmentID *int64
+	Status        string
+	Sort          Sort // by strategySorts; newest first by default
+	Page
+}
+
+var strategySorts = map[string]string{"name": "s.name COLLATE NOCASE", "created_at": "s.created_at", "updated_at": "s.updated_at"}
+
+func (StrategyFilter) sortColumns() map[string]string { return strategySorts }
+
+var strategyIndexes = map[string][2]string{
+	"name":       {"seo_strategies_name", "seo_strategies_env_name"},
+	"created_at": {"seo_strategies_created", "seo_strategies_env_created"},
+	"updated_at": {"seo_strategies_updated", "seo_strategies_env_updated"},
+}
+
+// ListStrategies lists the strategies the filter's scope sees, without
+// their clusters.
+func (db *DB) ListStrategies(ctx context.Context, f StrategyFilter) ([]*Strategy, int, error) {
+	q, err := sortedList("seo_strategies s", "s", strategySorts, strategyIndexes, f.Sort, f.Scope, f.EnvironmentID, nil)
+	if err != nil {
+		return nil, 0, err
+	}
+	if f.Status != "" {
+		q.where, q.args = append(q.where, "s.status = ?"), append(q.args, f.Status)
+	}
+	q.columns, q.what = strategyColumns, "strategies"
+	return listPage(ctx, db, q, f.Page, scanStrategy)
+}
+
+// KeywordsForStrategy reads the keywords a strategy groups: those of ids
+// that are the environment's, or with ids nil the environment's keywords
+// that are not ignored, highest volume first, at most limit (more reports
+// that there were more).
+func (db *DB) KeywordsForStrategy(ctx context.Context, envID int64, ids []int64, limit int) (kws []*Keyword, more bool, err error) {
+	var rows *sql.Rows
+	if ids != nil {
+		ids = firstOfEach(ids)
+		if len(ids) == 0 {
+			return []*Keyword{}, false, nil
+		}
+		cond, args := idList("k.id", ids)
+		rows, err = db.r.QueryContext(ctx, `SELECT `+keywordColumns+` FROM seo_keywords k WHERE k.environment_id = ? AND `+cond,
+			append([]any{envID}, args...)...)
+	} else {
+		rows, err = db.r.QueryContext(ctx, `SELECT `+keywordColumns+` FROM seo_keywords k INDEXED BY seo_keywords_volume
+			WHERE k.environment_id = ? AND k.status != 'ignored' ORDER BY k.search_volume DESC, k.id DESC LIMIT ?`, envID, limit+1)
+	}
+	if err != nil {
+		return nil, false, fmt.Errorf("store: strategy keywords: %w", err)
+	}
+	defer rows.Close()
+	kws = []*Keyword{}
+	for rows.Next() {
+		k, err := scanKeyword(rows)
+		if err != nil {
+			return nil, false, fmt.Errorf("store: strategy keywords: %w", err)
+		}
+		kws = append(kws, k)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, false, fmt.Errorf("store: strategy keywords: %w", err)
+	}
+	if len(kws) > limit {
+		return kws[:limit], true, nil
+	}
+	return kws, false, nil
+}
+
+// KeywordSERP is the top-10 of a keyword as last fetched.
+type KeywordSERP struct {
+	KeywordID int64
+	Key       string // the keyword's key when it was fetched
+	URLs      []string
+	FetchedAt time.Time
+}
+
+// KeywordSERPs reads the stored SERP data of keywords, by keyword id.
+func (db *DB) KeywordSERPs(ctx context.Context, ids []int64) (map[int64]KeywordSERP, error) {
+	out := map[int64]KeywordSERP{}
+	const chunk = 500
+	for rest := firstOfEach(ids); len(rest) > 0; {
+		part := rest[:min(chunk, len(rest))]
+		rest = rest[len(part):]
+		cond, args := idList("keyword_id", part)
+		rows, err := db.r.QueryContext(ctx, `SELECT keyword_id, keyword_key, urls, fetched_at FROM seo_keyword_serps WHERE `+cond, args...)
+		if err != nil {
+			return nil, fmt.Errorf("store: keyword serps: %w", err)
+		}
+		for rows.Next() {
+			var s KeywordSERP
+			var urls, fetched string
+			if err := rows.Scan(&s.KeywordID, &s.Key, &urls, &fetched); err != nil {
+				rows.Close()
+				return nil, fmt.Errorf("store: keyword serps: %w", err)
+			}
+			if err := json.Unmarshal([]byte(urls), &s.URLs); err != nil {
+				rows.Close()
+				return nil, fmt.Errorf("store: keyword %d serp urls: %w", s.KeywordID, err)
+			}
+			s.FetchedAt = parseTime(fetched)
+			out[s.KeywordID] = s
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return nil, fmt.Errorf("store: keyword serps: %w", err)
+		}
+	}
+	return out, nil
+}
+
+// PutKeywordSERP stores the top-10 of a keyword, fetched now for key; a
+// keyword deleted meanwhile is skipped.
+func (db *DB) PutKeywordSERP(ctx context.Context, keywordID int64, key string, urls []string) error {
+	_, err := db.exec(ctx, `INSERT INTO seo_keyword_serps (keyword_id, keyword_key, urls, fetched_at)
+		SELECT id, ?, ?, ? FROM seo_keywords WHERE id = ?
+		ON CONFLICT (keyword_id) DO UPDATE SET keyword_key = excluded.keyword_key, urls = excluded.urls, fetched_at = excluded.fetched_at`,
+		key, jsonList(urls), db.now(), keywordID)
+	if err != nil {
+		return fmt.Errorf("store: put keyword serp: %w", err)
+	}
+	return nil
+}
