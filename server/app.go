@@ -285,27 +285,23 @@ func (a *App) Run(ctx context.Context) error {
 		},
 		ErrorLog: slog.NewLogLogger(a.Log.Handler(), slog.LevelWarn),
 	}
-	// Runs that a dead process left unfinished, with no job to finish
-	// them, are failed before anything new can start.
-	if n, err := a.DB.FailOrphanRuns(ctx, "interrupted by a restart"); err != nil {
-		return err
-	} else if n > 0 {
-		a.Log.Warn("runs left unfinished by a restart marked failed", "count", n)
+	// Work that a dead process left unfinished, with no job to finish it,
+	// is failed before anything new can start.
+	orphans := []struct {
+		what string
+		fail func(context.Context, string) (int64, error)
+	}{
+		{"runs", a.DB.FailOrphanRuns},
+		{"generations", a.DB.FailOrphanCIERuns},
+		{"chat replies", a.DB.FailOrphanChatMessages},
+		{"live session generations", a.DB.FailOrphanLiveGenerations},
 	}
-	if n, err := a.DB.FailOrphanCIERuns(ctx, "interrupted by a restart"); err != nil {
-		return err
-	} else if n > 0 {
-		a.Log.Warn("generations left unfinished by a restart marked failed", "count", n)
-	}
-	if n, err := a.DB.FailOrphanChatMessages(ctx, "interrupted by a restart"); err != nil {
-		return err
-	} else if n > 0 {
-		a.Log.Warn("chat replies left unfinished by a restart marked failed", "count", n)
-	}
-	if n, err := a.DB.FailOrphanLiveGenerations(ctx, "interrupted by a restart"); err != nil {
-		return err
-	} else if n > 0 {
-		a.Log.Warn("live session generations left unfinished by a restart marked failed", "count", n)
+	for _, o := range orphans {
+		if n, err := o.fail(ctx, "interrupted by a restart"); err != nil {
+			return err
+		} else if n > 0 {
+			a.Log.Warn(o.what+" left unfinished by a restart marked failed", "count", n)
+		}
 	}
 	// Event streams never finish on their own: end them when shutdown
 	// begins so in-flight requests can drain.

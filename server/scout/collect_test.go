@@ -7,6 +7,7 @@ import (
 
 	"github.com/copydesk/copydesk/server/lexical"
 	"github.com/copydesk/copydesk/server/scout"
+	"github.com/copydesk/copydesk/server/serp"
 	"github.com/copydesk/copydesk/store"
 )
 
@@ -159,7 +160,7 @@ func TestParseKeywords(t *testing.T) {
 func TestQuery(t *testing.T) {
 	t.Parallel()
 	for _, c := range []struct{ lang, hl, gl string }{{"en", "en", ""}, {"en-US", "en", "us"}, {"pt-BR", "pt", "br"}, {"zh-Hant-TW", "zh", "tw"}} {
-		q := scout.Query("x", c.lang)
+		q := serp.QueryIn("x", c.lang)
 		if q.Q != "x" || q.Language != c.hl || q.Country != c.gl {
 			t.Errorf("Query(%q) = %+v; want hl %q gl %q", c.lang, q, c.hl, c.gl)
 		}

@@ -179,7 +179,7 @@ func (s *Service) askSERP(ctx context.Context, run *store.ScoutRun, c *Collector
 	lang := s.language(ctx, run.EnvironmentID)
 	answered := false
 	for _, seed := range run.Seeds {
-		q := Query(seed, lang)
+		q := serp.QueryIn(seed, lang)
 		sctx, cancel := context.WithTimeout(ctx, serpTimeout)
 		res, err := client.Search(sctx, q)
 		cancel()
@@ -204,21 +204,6 @@ func (s *Service) askSERP(ctx context.Context, run *store.ScoutRun, c *Collector
 		}
 	}
 	return answered, ""
-}
-
-// Query is the SerpApi query of a phrase in a language tag: its language
-// as hl, its region (two letters) as gl.
-func Query(phrase, lang string) serp.Query {
-	q := serp.Query{Q: phrase}
-	parts := strings.Split(lang, "-")
-	q.Language = strings.ToLower(parts[0])
-	for _, p := range parts[1:] {
-		if len(p) == 2 {
-			q.Country = strings.ToLower(p)
-			break
-		}
-	}
-	return q
 }
 
 // language is the environment's content language (its AI settings).

@@ -84,8 +84,8 @@ func TestSerpQuery(t *testing.T) {
 		"zh-Hant-TW": {Q: "x", Language: "zh", Country: "tw"},
 		"es-419":     {Q: "x", Language: "es"},
 	} {
-		if got := serpQuery("x", locale); got != want {
-			t.Errorf("serpQuery(%q) = %+v, want %+v", locale, got, want)
+		if got := serp.QueryIn("x", locale); got != want {
+			t.Errorf("serp.QueryIn(%q) = %+v, want %+v", locale, got, want)
 		}
 	}
 }

@@ -168,7 +168,7 @@ func (s *Service) gather(ctx context.Context, p *store.SearchPhrase, user *int64
 	case err != nil:
 		notes = append(notes, "serp: "+store.Message(err))
 	case client != nil:
-		q := serpQuery(p.Phrase, p.Locale)
+		q := serp.QueryIn(p.Phrase, p.Locale)
 		sctx, cancel := context.WithTimeout(ctx, serpTimeout)
 		res, err := client.Search(sctx, q)
 		cancel()
@@ -255,19 +255,4 @@ func allDigits(s string) bool {
 		}
 	}
 	return s != ""
-}
-
-// serpQuery is the SerpApi query of a phrase: the locale's language as
-// hl, its region (when it has one of two letters) as gl.
-func serpQuery(phrase, locale string) serp.Query {
-	q := serp.Query{Q: phrase}
-	parts := strings.Split(locale, "-")
-	q.Language = strings.ToLower(parts[0])
-	for _, p := range parts[1:] {
-		if len(p) == 2 && unicode.IsLetter(rune(p[0])) && unicode.IsLetter(rune(p[1])) {
-			q.Country = strings.ToLower(p)
-			break
-		}
-	}
-	return q
 }

@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+	"unicode"
 
 	"github.com/copydesk/copydesk/server/outbound"
 )
@@ -70,6 +71,22 @@ type Query struct {
 	Q        string
 	Language string // hl: en, de, pt-br
 	Country  string // gl: us, de, br
+}
+
+// QueryIn is the query of phrase in a locale or language tag (en-US,
+// pt-BR, de): its language as hl, its region, when it has one of two
+// letters, as gl.
+func QueryIn(phrase, locale string) Query {
+	q := Query{Q: phrase}
+	parts := strings.Split(locale, "-")
+	q.Language = strings.ToLower(parts[0])
+	for _, p := range parts[1:] {
+		if len(p) == 2 && unicode.IsLetter(rune(p[0])) && unicode.IsLetter(rune(p[1])) {
+			q.Country = strings.ToLower(p)
+			break
+		}
+	}
+	return q
 }
 
 // Search is what a Google search answered, the parts copydesk reads.

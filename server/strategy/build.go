@@ -12,7 +12,7 @@ import (
 	"github.com/copydesk/copydesk/server/ai"
 	"github.com/copydesk/copydesk/server/engine"
 	"github.com/copydesk/copydesk/server/jobs"
-	"github.com/copydesk/copydesk/server/scout"
+	"github.com/copydesk/copydesk/server/serp"
 	"github.com/copydesk/copydesk/server/valid"
 	"github.com/copydesk/copydesk/store"
 )
@@ -201,7 +201,7 @@ func (s *Service) serpData(ctx context.Context, st *store.Strategy, kws []Keywor
 				note = fmt.Sprintf("SERP data was fetched for %d keywords, the most one build fetches", MaxSERPFetches)
 			} else {
 				sctx, cancel := context.WithTimeout(ctx, serpTimeout)
-				res, ferr := client.Search(sctx, scout.Query(k.Text, lang))
+				res, ferr := client.Search(sctx, serp.QueryIn(k.Text, lang))
 				cancel()
 				if ctx.Err() != nil {
 					return nil, nil, "", ctx.Err()
