@@ -22,6 +22,7 @@ import (
 
 	"github.com/copydesk/copydesk/server/engine"
 	"github.com/copydesk/copydesk/server/jobs"
+	"github.com/copydesk/copydesk/server/seo"
 	"github.com/copydesk/copydesk/server/serp"
 	"github.com/copydesk/copydesk/server/valid"
 	"github.com/copydesk/copydesk/store"
@@ -41,10 +42,6 @@ type Store interface {
 	KeywordsForStrategy(ctx context.Context, envID int64, ids []int64, limit int) ([]*store.Keyword, bool, error)
 	KeywordSERPs(ctx context.Context, ids []int64) (map[int64]store.KeywordSERP, error)
 	PutKeywordSERP(ctx context.Context, keywordID int64, key string, urls []string) error
-
-	CreateCampaign(ctx context.Context, envID int64, in store.CampaignInput, keywordIDs []int64, createdBy int64) (*store.Campaign, error)
-	AgentByID(ctx context.Context, id int64) (*store.Agent, error)
-	ArchetypeByID(ctx context.Context, id int64) (*store.Archetype, error)
 }
 
 // Environments resolves an environment as a scope sees it
@@ -70,6 +67,7 @@ type Runner interface {
 // Deps are what the service works with.
 type Deps struct {
 	Store        Store
+	Campaigns    Campaigns
 	Environments Environments
 	Engine       Engine
 	Jobs         Runner
@@ -85,11 +83,19 @@ type Service struct {
 	jobs   Runner
 	log    *slog.Logger
 	now    func() time.Time
+	camps  Campaigns
+}
+
+// Campaigns makes the campaign of a strategy: the SEO service, so that it
+// follows the rules every campaign does (the agent and archetype usable in
+// the environment, the environment's defaults, the keywords' checks).
+type Campaigns interface {
+	CreateCampaign(ctx context.Context, sc store.Scope, in seo.CampaignInput) (*store.Campaign, error)
 }
 
 // New returns the service and registers its job kind with d.Jobs.
 func New(d Deps) *Service {
-	s := &Service{db: d.Store, envs: d.Environments, engine: d.Engine, jobs: d.Jobs, log: d.Log, now: d.Now}
+	s := &Service{db: d.Store, envs: d.Environments, engine: d.Engine, jobs: d.Jobs, log: d.Log, now: d.Now, camps: d.Campaigns}
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
 	}
@@ -454,11 +460,12 @@ func (s *Service) ToCampaign(ctx context.Context, sc store.Scope, id int64, in C
 	if st.Status != store.StrategyReady {
 		return nil, store.Conflict("strategy %d is %s: only a ready strategy can become a campaign", st.ID, st.Status)
 	}
-	c := store.CampaignInput{Name: in.Name, Target: in.Target, PostStatus: in.PostStatus, Cadence: in.Cadence, Status: store.CampaignDraft,
-		AgentID: in.AgentID, ArchetypeID: in.ArchetypeID, Description: "Made from strategy " + st.Name}
-	if err := s.checkCampaign(ctx, sc, st, &c); err != nil {
-		return nil, err
+	name := in.Name
+	if name == "" {
+		name = st.Name
 	}
+	c := store.CampaignInput{Name: name, Target: in.Target, PostStatus: in.PostStatus, Cadence: in.Cadence, Status: store.CampaignDraft,
+		AgentID: in.AgentID, ArchetypeID: in.ArchetypeID, Description: "Made from strategy " + st.Name}
 	clusters, err := s.db.StrategyClusters(ctx, st.ID)
 	if err != nil {
 		return nil, err
@@ -477,7 +484,7 @@ func (s *Service) ToCampaign(ctx context.Context, sc store.Scope, id int64, in C
 	if len(ids) == 0 {
 		return nil, store.Conflict("every keyword of strategy %d is in a campaign already: there is nothing to add", st.ID)
 	}
-	if res.Campaign, err = s.db.CreateCampaign(ctx, st.EnvironmentID, c, ids, sc.UserID); err != nil {
+	if res.Campaign, err = s.camps.CreateCampaign(ctx, sc, seo.CampaignInput{EnvironmentID: st.EnvironmentID, CampaignInput: c, KeywordIDs: ids}); err != nil {
 		return nil, err
 	}
 	res.Added = len(ids)
@@ -485,50 +492,4 @@ func (s *Service) ToCampaign(ctx context.Context, sc store.Scope, id int64, in C
 		return nil, err
 	}
 	return res, nil
-}
-
-// checkCampaign applies the defaults and checks a campaign of st.
-func (s *Service) checkCampaign(ctx context.Context, sc store.Scope, st *store.Strategy, c *store.CampaignInput) error {
-	if c.Name == "" {
-		c.Name = st.Name
-	}
-	name, err := valid.Name("name", c.Name, maxName)
-	if err != nil {
-		return err
-	}
-	c.Name = name
-	if c.Target != store.PostWordPress && c.Target != store.PostAstro {
-		return store.Invalid("target: must be wordpress or astro")
-	}
-	if c.PostStatus == "" {
-		c.PostStatus = "draft"
-	}
-	if c.PostStatus != "draft" && c.PostStatus != "publish" {
-		return store.Invalid("post_status: must be draft or publish")
-	}
-	if c.Cadence == 0 {
-		c.Cadence = 1
-	}
-	if c.Cadence < 1 || c.Cadence > 100 {
-		return store.Invalid("cadence: must be 1 to 100 posts per day")
-	}
-	if c.AgentID != nil {
-		ag, err := s.db.AgentByID(ctx, *c.AgentID)
-		if store.IsNotFound(err) || err == nil && (!ag.VisibleIn(sc) || !ag.UsableIn(st.EnvironmentID)) {
-			return store.Invalid("agent_id: no agent with id %d usable in environment %d", *c.AgentID, st.EnvironmentID)
-		}
-		if err != nil {
-			return err
-		}
-	}
-	if c.ArchetypeID != nil {
-		a, err := s.db.ArchetypeByID(ctx, *c.ArchetypeID)
-		if store.IsNotFound(err) || err == nil && a.EnvironmentID != nil && *a.EnvironmentID != st.EnvironmentID {
-			return store.Invalid("archetype_id: no archetype with id %d usable in environment %d", *c.ArchetypeID, st.EnvironmentID)
-		}
-		if err != nil {
-			return err
-		}
-	}
-	return nil
 }
