@@ -409,7 +409,7 @@ func TestScoutSourcesThatFail(t *testing.T) {
 		t.Errorf("%d serp calls after a 401; want 1", n)
 	}
 	reqs := llm.Requests()
-	if len(reqs) != 2 || !strings.Contains(lastUser(reqs[1]), "could not be read: the answer holds no JSON object") {
+	if len(reqs) != 2 || !strings.Contains(lastUser(reqs[1]), "could not be used: the answer holds no JSON object") {
 		t.Fatalf("model requests %d: %v", len(reqs), reqs)
 	}
 	if c := scoutCandidates(run); c["best cold brew maker"] == nil || strs(c["best cold brew maker"]["found_by"]) != "ai" {

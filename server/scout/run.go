@@ -225,24 +225,21 @@ func (s *Service) askAI(ctx context.Context, run *store.ScoutRun, c *Collector) 
 	}
 	call := engine.Call{Source: usageSource, UserID: run.UserID, EnvironmentID: &run.EnvironmentID, System: aiSystem,
 		Messages: []ai.Message{{Role: "user", Content: aiPrompt(run.Seeds, s.language(ctx, run.EnvironmentID))}}}
-	for attempt := 1; ; attempt++ {
-		res, err := s.engine.Generate(ctx, call)
-		if err != nil {
-			return false, "ai: " + store.Message(err)
+	err := engine.GenerateParsed(ctx, s.engine, call, aiFormat, func(text string) error {
+		kws, err := ParseKeywords(text)
+		for _, k := range kws {
+			c.Add(k.Keyword, FoundAI, k.Intent)
 		}
-		kws, perr := ParseKeywords(res.Text)
-		if perr == nil {
-			for _, k := range kws {
-				c.Add(k.Keyword, FoundAI, k.Intent)
-			}
-			return true, ""
-		}
-		if attempt == 2 {
-			return false, "ai: the model's answer was not the JSON asked for, twice: " + perr.Error()
-		}
-		call.Messages = append(call.Messages, ai.Message{Role: "assistant", Content: res.Text},
-			ai.Message{Role: "user", Content: "Your answer could not be read: " + perr.Error() + ". " + aiFormat})
+		return err
+	})
+	var perr *engine.ParseError
+	switch {
+	case errors.As(err, &perr):
+		return false, "ai: the model's answer was not the JSON asked for, twice: " + perr.Error()
+	case err != nil:
+		return false, "ai: " + store.Message(err)
 	}
+	return true, ""
 }
 
 const aiSystem = "You are an SEO keyword researcher. You answer with JSON only."
@@ -273,9 +270,9 @@ type AIKeyword struct {
 // are not intents are left out. An answer without a "keywords" list is an
 // error that says what is wrong, for the model to correct.
 func ParseKeywords(text string) ([]AIKeyword, error) {
-	start, end := strings.Index(text, "{"), strings.LastIndex(text, "}")
-	if start < 0 || end < start {
-		return nil, errors.New("the answer holds no JSON object")
+	obj, err := engine.JSONObject(text)
+	if err != nil {
+		return nil, err
 	}
 	var raw struct {
 		Keywords *[]struct {
@@ -283,7 +280,7 @@ func ParseKeywords(text string) ([]AIKeyword, error) {
 			Intent  json.RawMessage `json:"intent"`
 		} `json:"keywords"`
 	}
-	if err := json.Unmarshal([]byte(text[start:end+1]), &raw); err != nil {
+	if err := json.Unmarshal(obj, &raw); err != nil {
 		return nil, fmt.Errorf("the JSON does not parse: %v", err)
 	}
 	if raw.Keywords == nil {

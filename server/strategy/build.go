@@ -249,21 +249,19 @@ func (s *Service) refine(ctx context.Context, st *store.Strategy, groups []Group
 	}
 	call := engine.Call{Source: usageSource, UserID: st.CreatedBy, EnvironmentID: &st.EnvironmentID, System: refineSystem,
 		Messages: []ai.Message{{Role: "user", Content: refinePrompt(groups, byID, method, lang)}}}
-	for attempt := 1; ; attempt++ {
-		res, err := s.engine.Generate(ctx, call)
-		if err != nil {
-			return groups, "not refined by the model: " + store.Message(err)
-		}
-		refined, perr := ParseRefined(res.Text, kws)
-		if perr == nil {
-			return refined, ""
-		}
-		if attempt == 2 {
-			return groups, "not refined by the model: its answer did not hold, twice: " + perr.Error()
-		}
-		call.Messages = append(call.Messages, ai.Message{Role: "assistant", Content: res.Text},
-			ai.Message{Role: "user", Content: "Your answer could not be used: " + perr.Error() + ". " + refineFormat})
+	var refined []Group
+	err := engine.GenerateParsed(ctx, s.engine, call, refineFormat, func(text string) (err error) {
+		refined, err = ParseRefined(text, kws)
+		return err
+	})
+	var perr *engine.ParseError
+	switch {
+	case errors.As(err, &perr):
+		return groups, "not refined by the model: its answer did not hold, twice: " + perr.Error()
+	case err != nil:
+		return groups, "not refined by the model: " + store.Message(err)
 	}
+	return refined, ""
 }
 
 const refineSystem = "You are an SEO strategist who plans pillar pages and topic clusters. You answer with JSON only."
@@ -299,9 +297,9 @@ func refinePrompt(groups []Group, byID map[int64]Keyword, method, lang string) s
 // pillar rule, named as the model says (or after its pillar), and the
 // clusters are ordered as SortGroups does.
 func ParseRefined(text string, kws []Keyword) ([]Group, error) {
-	start, end := strings.Index(text, "{"), strings.LastIndex(text, "}")
-	if start < 0 || end < start {
-		return nil, errors.New("the answer holds no JSON object")
+	obj, err := engine.JSONObject(text)
+	if err != nil {
+		return nil, err
 	}
 	var raw struct {
 		Clusters *[]struct {
@@ -309,7 +307,7 @@ func ParseRefined(text string, kws []Keyword) ([]Group, error) {
 			Keywords []string `json:"keywords"`
 		} `json:"clusters"`
 	}
-	if err := json.Unmarshal([]byte(text[start:end+1]), &raw); err != nil {
+	if err := json.Unmarshal(obj, &raw); err != nil {
 		return nil, fmt.Errorf("the JSON does not parse: %v", err)
 	}
 	if raw.Clusters == nil {
