@@ -385,9 +385,7 @@ func scanRun(row rowScanner) (*AgentRun, error) {
 	if err := json.Unmarshal([]byte(vars), &r.Variables); err != nil {
 		return nil, fmt.Errorf("run %d variables: %w", r.ID, err)
 	}
-	if cost.Valid {
-		r.CostUSD = &cost.Float64
-	}
+	r.CostUSD = nullFloat(cost)
 	r.QueuedAt, r.StartedAt, r.FinishedAt = parseTime(queued), parseNullTime(started), parseNullTime(finished)
 	return &r, nil
 }

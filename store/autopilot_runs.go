@@ -148,9 +148,7 @@ func fillSteps(rows *sql.Rows, runs []*AutopilotRun) error {
 			&started, &finished); err != nil {
 			return fmt.Errorf("store: autopilot steps: %w", err)
 		}
-		if cost.Valid {
-			s.CostUSD = &cost.Float64
-		}
+		s.CostUSD = nullFloat(cost)
 		s.StartedAt, s.FinishedAt = parseTime(started), parseNullTime(finished)
 		if r := byID[runID]; r != nil {
 			r.Steps = append(r.Steps, &s)

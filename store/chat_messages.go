@@ -58,9 +58,7 @@ func scanChatMessage(row rowScanner) (*ChatMessage, error) {
 		return nil, err
 	}
 	m.ParentID, m.JobID = nullID(parent), nullID(job)
-	if cost.Valid {
-		m.CostUSD = &cost.Float64
-	}
+	m.CostUSD = nullFloat(cost)
 	m.CreatedAt, m.FinishedAt = parseTime(created), parseNullTime(finished)
 	return &m, nil
 }

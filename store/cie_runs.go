@@ -64,9 +64,7 @@ func scanCIERun(row rowScanner) (*CIERun, error) {
 	if err := json.Unmarshal([]byte(vars), &r.Variables); err != nil {
 		return nil, fmt.Errorf("cie run %d variables: %w", r.ID, err)
 	}
-	if cost.Valid {
-		r.CostUSD = &cost.Float64
-	}
+	r.CostUSD = nullFloat(cost)
 	r.QueuedAt, r.StartedAt, r.FinishedAt = parseTime(queued), parseNullTime(started), parseNullTime(finished)
 	return &r, nil
 }

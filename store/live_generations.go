@@ -56,9 +56,7 @@ func scanLiveGeneration(row rowScanner) (*LiveGeneration, error) {
 	if err := json.Unmarshal([]byte(vars), &g.Variables); err != nil {
 		return nil, fmt.Errorf("live generation %d variables: %w", g.ID, err)
 	}
-	if cost.Valid {
-		g.CostUSD = &cost.Float64
-	}
+	g.CostUSD = nullFloat(cost)
 	g.QueuedAt, g.StartedAt, g.FinishedAt = parseTime(queued), parseNullTime(started), parseNullTime(finished)
 	return &g, nil
 }

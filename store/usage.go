@@ -134,11 +134,18 @@ func scanUsage(row rowScanner) (*UsageEvent, error) {
 		return nil, err
 	}
 	e.CreatedAt = parseTime(created)
-	if cost.Valid {
-		e.CostUSD = &cost.Float64
-	}
+	e.CostUSD = nullFloat(cost)
 	e.UserID, e.EnvironmentID, e.AgentID, e.CredentialID = nullID(user), nullID(env), nullID(agent), nullID(cred)
 	return &e, nil
+}
+
+// nullFloat is a nullable REAL column as a pointer: nil for NULL (a cost
+// nobody knows, never a cost of zero).
+func nullFloat(n sql.NullFloat64) *float64 {
+	if !n.Valid {
+		return nil
+	}
+	return &n.Float64
 }
 
 func nullID(n sql.NullInt64) *int64 {
