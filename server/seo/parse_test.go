@@ -157,6 +157,7 @@ func TestParseRefuses(t *testing.T) {
 		{"TitlesOnly", seotest.UTF16LE("Keyword Stats 2024-06-01\r\nAll locations\r\n"), "file: no header with a Keyword column"},
 		{"NoVolume", []byte("#,Keyword,KD,Volumes\n1,shoes,5,10\n"), "file: the header (#, Keyword, KD, Volumes) is not one of"},
 		{"NoRows", seotest.GoogleKeywordPlanner(nil), "file: has a Google Keyword Planner header but no keyword rows"},
+		{"TooManyRows", seotest.Semrush(seotest.Many(seo.MaxImportRows+1), ',', "USD"), "file: has more than 100000 keyword rows: split it"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
