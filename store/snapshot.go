@@ -77,7 +77,7 @@ func (db *DB) sane(ctx context.Context) error {
 	if appID != ApplicationID {
 		return fmt.Errorf("not a copydesk database (application id %d)", appID)
 	}
-	ms, err := migrations()
+	ms, err := migrationFiles()
 	if err != nil {
 		return err
 	}

@@ -403,36 +403,54 @@ type migration struct {
 	sql     string
 }
 
-func migrations() ([]migration, error) {
+// migrationFiles lists the embedded migrations in order, by name alone:
+// SchemaVersion (asked by every /api/health and by `copydesk version`) needs
+// no file's text.
+func migrationFiles() ([]migration, error) {
 	entries, err := fs.ReadDir(migrationFS, "migrations")
 	if err != nil {
 		return nil, err
 	}
-	var ms []migration
+	ms := make([]migration, 0, len(entries))
 	for _, e := range entries {
 		num, _, ok := strings.Cut(e.Name(), "_")
 		v, err := strconv.Atoi(num)
 		if !ok || err != nil {
 			return nil, fmt.Errorf("store: migration %q is not named NNNN_name.sql", e.Name())
 		}
-		b, err := migrationFS.ReadFile("migrations/" + e.Name())
-		if err != nil {
-			return nil, err
-		}
-		ms = append(ms, migration{version: v, name: e.Name(), sql: string(b)})
+		ms = append(ms, migration{version: v, name: e.Name()})
 	}
 	sort.Slice(ms, func(i, j int) bool { return ms[i].version < ms[j].version })
 	return ms, nil
 }
 
-// SchemaVersion is the newest migration this binary knows.
-func SchemaVersion() int {
-	ms, err := migrations()
+// migrations are the embedded migrations in order, with their SQL.
+func migrations() ([]migration, error) {
+	ms, err := migrationFiles()
+	if err != nil {
+		return nil, err
+	}
+	for i := range ms {
+		b, err := migrationFS.ReadFile("migrations/" + ms[i].name)
+		if err != nil {
+			return nil, err
+		}
+		ms[i].sql = string(b)
+	}
+	return ms, nil
+}
+
+// schemaVersion is worked out once: the embedded files cannot change.
+var schemaVersion = sync.OnceValue(func() int {
+	ms, err := migrationFiles()
 	if err != nil || len(ms) == 0 {
 		return 0
 	}
 	return ms[len(ms)-1].version
-}
+})
+
+// SchemaVersion is the newest migration this binary knows.
+func SchemaVersion() int { return schemaVersion() }
 
 // goSteps are the parts of migrations that SQL cannot do (Unicode case
 // folding), by version: each runs in its migration's transaction, right
