@@ -17,9 +17,9 @@ COPY go.mod go.sum ./
 RUN go mod download
 COPY . .
 ARG VERSION=docker
-ARG COMMIT=
+ARG COMMIT=unknown
 RUN CGO_ENABLED=0 go build -trimpath -tags nomsgpack \
-      -ldflags "-s -w -X main.version=${VERSION} -X main.commit=${COMMIT}" \
+      -ldflags "-s -w -X github.com/copydesk/copydesk/internal/buildinfo.version=${VERSION} -X github.com/copydesk/copydesk/internal/buildinfo.commit=${COMMIT}" \
       -o /out/copydesk . \
  && mkdir -p /out/data && chown 65532:65532 /out/data && chmod 0700 /out/data
 

@@ -1,7 +1,9 @@
 # copydesk build and checks. `make` with no target builds the binary.
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 COMMIT  ?= $(shell git rev-parse HEAD 2>/dev/null)
-LDFLAGS := -s -w -X main.version=$(VERSION) -X main.commit=$(COMMIT)
+# The version and commit `copydesk version` reports (internal/buildinfo).
+BI := github.com/copydesk/copydesk/internal/buildinfo
+LDFLAGS := -s -w -X $(BI).version=$(VERSION) -X $(BI).commit=$(COMMIT)
 # nomsgpack leaves out Gin's MessagePack codec, which copydesk never uses
 # (6.5 MB of binary); everything else is the same as a plain go build.
 BUILDFLAGS := -trimpath -tags nomsgpack -ldflags '$(LDFLAGS)'

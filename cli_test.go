@@ -3,9 +3,12 @@ package main
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"io"
 	"strings"
 	"testing"
+
+	"github.com/copydesk/copydesk/store"
 )
 
 func TestInvocation(t *testing.T) {
@@ -100,5 +103,22 @@ func TestHealthURL(t *testing.T) {
 		if got := healthURL(addr); got != want {
 			t.Errorf("healthURL(%q) = %q, want %q", addr, got, want)
 		}
+	}
+}
+
+// TestVersionUnstamped is `copydesk version` from a build `make` did not
+// stamp (go run, go install): the command line parser answers, with what
+// the toolchain recorded.
+func TestVersionUnstamped(t *testing.T) {
+	var out bytes.Buffer
+	cmd := newRootCmd(strings.NewReader(""), &out, io.Discard)
+	cmd.SetArgs([]string{"version"})
+	if err := cmd.Execute(); err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
+	if len(lines) != 4 || !strings.HasPrefix(lines[0], "copydesk ") || len(lines[0]) == len("copydesk ") ||
+		!strings.HasPrefix(lines[1], "commit ") || lines[3] != fmt.Sprintf("schema %d", store.SchemaVersion()) {
+		t.Errorf("copydesk version printed:\n%s", out.String())
 	}
 }

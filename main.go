@@ -13,7 +13,6 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
-	"runtime"
 	"runtime/debug"
 	"strings"
 	"syscall"
@@ -25,15 +24,10 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/copydesk/copydesk/backup"
+	"github.com/copydesk/copydesk/internal/buildinfo"
 	"github.com/copydesk/copydesk/server"
 	"github.com/copydesk/copydesk/server/auth"
 	"github.com/copydesk/copydesk/store"
-)
-
-// Set at build time with -ldflags "-X main.version=... -X main.commit=...".
-var (
-	version = "dev"
-	commit  = ""
 )
 
 func main() {
@@ -128,7 +122,7 @@ func serveCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			cfg.DataDir, cfg.Version = c.dataDir, version
+			cfg.DataDir, cfg.Version = c.dataDir, version()
 			switch {
 			case cfg.Workers < 1:
 				return fmt.Errorf("--workers must be at least 1")
@@ -186,7 +180,7 @@ func openData(cmd *cobra.Command, c *common) (*server.App, error) {
 	if err := requireData(c.dataDir); err != nil && !c.mayCreate {
 		return nil, err
 	}
-	return server.OpenData(cmd.Context(), server.Config{DataDir: c.dataDir, SecretKey: os.Getenv("COPYDESK_SECRET_KEY"), Version: version}, log)
+	return server.OpenData(cmd.Context(), server.Config{DataDir: c.dataDir, SecretKey: os.Getenv("COPYDESK_SECRET_KEY"), Version: version()}, log)
 }
 
 // newPassword reads the password --password-stdin promises (readPassword),
@@ -370,7 +364,7 @@ func backupCmd() *cobra.Command {
 			var meta *backup.Meta
 			var path string
 			if out != "" {
-				meta, err = backup.WriteStandalone(cmd.Context(), app.DB, out, version)
+				meta, err = backup.WriteStandalone(cmd.Context(), app.DB, out, version())
 				path = out
 			} else {
 				meta, err = app.Backups.Create(cmd.Context(), backup.KindCLI)
@@ -527,14 +521,17 @@ func licenseCmd() *cobra.Command {
 	return cmd
 }
 
+// versionCmd is `copydesk version`. A binary `make` stamped answers
+// exactly that command line before this runs (internal/buildinfo); this is
+// the same answer for every other spelling of it and every other build.
 func versionCmd() *cobra.Command {
 	return &cobra.Command{
 		Use:   "version",
 		Short: "Print version, commit and Go version",
 		Args:  cobra.NoArgs,
-		Run: func(cmd *cobra.Command, _ []string) {
+		RunE: func(cmd *cobra.Command, _ []string) error {
 			v, c := buildVersion()
-			fmt.Fprintf(cmd.OutOrStdout(), "copydesk %s\ncommit %s\n%s %s/%s\nschema %d\n", v, c, runtime.Version(), runtime.GOOS, runtime.GOARCH, store.SchemaVersion())
+			return buildinfo.Write(cmd.OutOrStdout(), v, c)
 		},
 	}
 }
@@ -543,7 +540,7 @@ func versionCmd() *cobra.Command {
 // or else what the Go toolchain recorded: the module version for `go
 // install ...@v1.2.3`, the VCS revision for a build in a checkout.
 func buildVersion() (v, c string) {
-	v, c = version, commit
+	v, c, _ = buildinfo.Stamped()
 	if info, ok := debug.ReadBuildInfo(); ok {
 		if v == "dev" && info.Main.Version != "" && info.Main.Version != "(devel)" {
 			v = info.Main.Version
@@ -558,6 +555,12 @@ func buildVersion() (v, c string) {
 		c = "unknown"
 	}
 	return v, c
+}
+
+// version is the version this binary reports.
+func version() string {
+	v, _ := buildVersion()
+	return v
 }
 
 // closing runs close when a command ends and reports its error, unless the

@@ -149,7 +149,7 @@ func expectedSchema(ctx context.Context, versions []int) (map[string]schemaObjec
 	if s, ok := expectedSchemas.Load(key); ok {
 		return s.(map[string]schemaObject), nil
 	}
-	all, err := migrations()
+	all, err := allMigrations()
 	if err != nil {
 		return nil, err
 	}

@@ -44,7 +44,7 @@ func TestNormalizeSQL(t *testing.T) {
 // test sets it: it stands for the older versions future migrations make.
 func TestOlderVersionsAreRestored(t *testing.T) {
 	ctx := context.Background()
-	ms, err := migrations()
+	ms, err := allMigrations()
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -9,28 +9,22 @@ package store
 import (
 	"context"
 	"database/sql"
-	"embed"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io/fs"
 	"log/slog"
 	"net/url"
 	"os"
 	"regexp"
 	"runtime"
-	"sort"
-	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
+	"github.com/copydesk/copydesk/store/migrations"
 	_ "modernc.org/sqlite" // registers the "sqlite" driver
 )
-
-//go:embed migrations/*.sql
-var migrationFS embed.FS
 
 // TimeFormat is how times are stored: fixed width, so text order is time order.
 const TimeFormat = "2006-01-02T15:04:05.000Z"
@@ -404,53 +398,35 @@ type migration struct {
 }
 
 // migrationFiles lists the embedded migrations in order, by name alone:
-// SchemaVersion (asked by every /api/health and by `copydesk version`) needs
-// no file's text.
+// some callers need no file's text.
 func migrationFiles() ([]migration, error) {
-	entries, err := fs.ReadDir(migrationFS, "migrations")
+	fs, err := migrations.List()
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("store: %w", err)
 	}
-	ms := make([]migration, 0, len(entries))
-	for _, e := range entries {
-		num, _, ok := strings.Cut(e.Name(), "_")
-		v, err := strconv.Atoi(num)
-		if !ok || err != nil {
-			return nil, fmt.Errorf("store: migration %q is not named NNNN_name.sql", e.Name())
-		}
-		ms = append(ms, migration{version: v, name: e.Name()})
+	ms := make([]migration, len(fs))
+	for i, f := range fs {
+		ms[i] = migration{version: f.Version, name: f.Name}
 	}
-	sort.Slice(ms, func(i, j int) bool { return ms[i].version < ms[j].version })
 	return ms, nil
 }
 
-// migrations are the embedded migrations in order, with their SQL.
-func migrations() ([]migration, error) {
+// allMigrations are the embedded migrations in order, with their SQL.
+func allMigrations() ([]migration, error) {
 	ms, err := migrationFiles()
 	if err != nil {
 		return nil, err
 	}
 	for i := range ms {
-		b, err := migrationFS.ReadFile("migrations/" + ms[i].name)
-		if err != nil {
-			return nil, err
+		if ms[i].sql, err = migrations.SQL(ms[i].name); err != nil {
+			return nil, fmt.Errorf("store: migration %s: %w", ms[i].name, err)
 		}
-		ms[i].sql = string(b)
 	}
 	return ms, nil
 }
 
-// schemaVersion is worked out once: the embedded files cannot change.
-var schemaVersion = sync.OnceValue(func() int {
-	ms, err := migrationFiles()
-	if err != nil || len(ms) == 0 {
-		return 0
-	}
-	return ms[len(ms)-1].version
-})
-
 // SchemaVersion is the newest migration this binary knows.
-func SchemaVersion() int { return schemaVersion() }
+func SchemaVersion() int { return migrations.Latest() }
 
 // goSteps are the parts of migrations that SQL cannot do (Unicode case
 // folding), by version: each runs in its migration's transaction, right
@@ -460,7 +436,7 @@ var goSteps = map[int]func(ctx context.Context, tx *sql.Tx) error{
 }
 
 func (db *DB) migrate(ctx context.Context) error {
-	ms, err := migrations()
+	ms, err := allMigrations()
 	if err != nil {
 		return err
 	}

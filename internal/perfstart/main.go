@@ -2,7 +2,10 @@
 // idles (make perf-start): the time from exec to the first 200 from
 // /api/health on a fresh data directory, the resident memory once the server
 // has idled, and the time `copydesk version` takes. It prints the medians
-// of several rounds beside the targets of docs/DECISIONS.md.
+// of several rounds beside the targets of docs/DECISIONS.md, and beside
+// them the time of `copydesk help`, which, unlike `version`, initialises
+// the whole program first as every other command does
+// (internal/buildinfo).
 package main
 
 import (
@@ -31,7 +34,7 @@ func main() {
 }
 
 func run(bin string, rounds int, idle time.Duration) error {
-	var starts, rss, versions []float64
+	var starts, rss, versions, helps []float64
 	for i := 0; i < rounds; i++ {
 		st, kb, err := startOnce(bin, idle)
 		if err != nil {
@@ -44,11 +47,17 @@ func run(bin string, rounds int, idle time.Duration) error {
 			return fmt.Errorf("version: %v: %s", err, out)
 		}
 		versions = append(versions, time.Since(t0).Seconds()*1000)
+		t0 = time.Now()
+		if out, err := exec.Command(bin, "help").CombinedOutput(); err != nil {
+			return fmt.Errorf("help: %v: %s", err, out)
+		}
+		helps = append(helps, time.Since(t0).Seconds()*1000)
 	}
 	fmt.Printf("%-36s %10s %10s\n", "", "median", "target")
 	fmt.Printf("%-36s %8.1fms %8s\n", "start to first /api/health 200", median(starts), "≤100ms")
 	fmt.Printf("%-36s %8.1fMB %8s\n", "RSS at idle (fresh data dir)", median(rss), "≤35MB")
 	fmt.Printf("%-36s %8.1fms %8s\n", "copydesk version", median(versions), "≤20ms")
+	fmt.Printf("%-36s %8.1fms %8s\n", "copydesk help (whole init)", median(helps), "-")
 	return nil
 }
 

@@ -1,0 +1,65 @@
+// Package migrations holds the database's numbered schema migrations,
+// NNNN_name.sql, embedded in the binary; store applies them. It is a leaf
+// package so that `copydesk version` can report the newest (Latest) before
+// the SQLite driver and the rest of the program initialise (see
+// internal/buildinfo).
+package migrations
+
+import (
+	"embed"
+	"fmt"
+	"io/fs"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+)
+
+//go:embed *.sql
+var files embed.FS
+
+// File is one migration, known by its name alone.
+type File struct {
+	Version int
+	Name    string
+}
+
+// List returns the migrations in version order, without reading them.
+func List() ([]File, error) {
+	entries, err := fs.ReadDir(files, ".")
+	if err != nil {
+		return nil, err
+	}
+	ms := make([]File, 0, len(entries))
+	for _, e := range entries {
+		if !strings.HasSuffix(e.Name(), ".sql") {
+			continue
+		}
+		num, _, ok := strings.Cut(e.Name(), "_")
+		v, err := strconv.Atoi(num)
+		if !ok || err != nil {
+			return nil, fmt.Errorf("migrations: %q is not named NNNN_name.sql", e.Name())
+		}
+		ms = append(ms, File{Version: v, Name: e.Name()})
+	}
+	sort.Slice(ms, func(i, j int) bool { return ms[i].Version < ms[j].Version })
+	return ms, nil
+}
+
+// SQL returns the text of the migration called name.
+func SQL(name string) (string, error) {
+	b, err := files.ReadFile(name)
+	return string(b), err
+}
+
+// latest is worked out once: the embedded files cannot change.
+var latest = sync.OnceValue(func() int {
+	ms, err := List()
+	if err != nil || len(ms) == 0 {
+		return 0
+	}
+	return ms[len(ms)-1].Version
+})
+
+// Latest is the newest migration's version: the schema this binary writes.
+func Latest() int { return latest() }
