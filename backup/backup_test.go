@@ -172,7 +172,19 @@ func TestSnapshotWhileWriting(t *testing.T) {
 			}
 		})
 	}
-	time.Sleep(50 * time.Millisecond)
+	// Writes are acknowledged before the snapshot begins: wait for some
+	// rather than for a time, which a loaded machine may spend on nothing.
+	for deadline := time.Now().Add(time.Minute); ; time.Sleep(time.Millisecond) {
+		mu.Lock()
+		n := len(acked)
+		mu.Unlock()
+		if n >= 30 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("only %d writes acknowledged in a minute", n)
+		}
+	}
 	began := time.Now()
 	meta, err := f.m.Create(context.Background(), backup.KindManual)
 	time.Sleep(20 * time.Millisecond)
