@@ -178,11 +178,12 @@ func expectedSchema(ctx context.Context, versions []int) (map[string]schemaObjec
 	if _, err := conn.ExecContext(ctx, createMigrationsTable); err != nil {
 		return nil, fmt.Errorf("store: expected schema: %w", err)
 	}
-	now := time.Time{}.Format(TimeFormat)
-	for _, v := range versions {
-		if err := applyMigration(ctx, conn, byVersion[v], now); err != nil {
-			return nil, fmt.Errorf("store: expected schema: %w", err)
-		}
+	ms := make([]migration, len(versions))
+	for i, v := range versions {
+		ms[i] = byVersion[v]
+	}
+	if err := applyMigrations(ctx, conn, ms, time.Time{}.Format(TimeFormat)); err != nil {
+		return nil, fmt.Errorf("store: expected schema: %w", err)
 	}
 	s, err := readSchema(ctx, conn)
 	if err != nil {

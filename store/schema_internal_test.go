@@ -58,10 +58,8 @@ func TestOlderVersionsAreRestored(t *testing.T) {
 			if _, err := conn.ExecContext(ctx, createMigrationsTable); err != nil {
 				t.Fatal(err)
 			}
-			for _, m := range ms[:n] {
-				if err := applyMigration(ctx, conn, m, "2025-01-01T00:00:00.000Z"); err != nil {
-					t.Fatal(err)
-				}
+			if err := applyMigrations(ctx, conn, ms[:n], "2025-01-01T00:00:00.000Z"); err != nil {
+				t.Fatal(err)
 			}
 			if _, err := conn.ExecContext(ctx, `PRAGMA application_id = 1129333843`); err != nil {
 				t.Fatal(err)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"path/filepath"
+	"strings"
 	"testing"
 )
 
@@ -82,5 +83,35 @@ func TestArticle(t *testing.T) {
 		if got := article(tt.word); got != tt.want {
 			t.Errorf("article(%q) = %q, want %q", tt.word, got, tt.want)
 		}
+	}
+}
+
+// A migration that fails undoes the ones before it in the same upgrade: the
+// database stays at the version it had.
+func TestFailedUpgradeChangesNothing(t *testing.T) {
+	ctx := context.Background()
+	ms, err := allMigrations()
+	if err != nil {
+		t.Fatal(err)
+	}
+	conn, err := sql.Open("sqlite", filepath.Join(t.TempDir(), "up.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	if _, err := conn.ExecContext(ctx, createMigrationsTable); err != nil {
+		t.Fatal(err)
+	}
+	bad := migration{version: ms[2].version, name: "0003_broken.sql", sql: "CREATE TABLE half (id INTEGER PRIMARY KEY); CREATE TABLE ("}
+	err = applyMigrations(ctx, conn, []migration{ms[0], ms[1], bad}, "2025-01-01T00:00:00.000Z")
+	if err == nil || !strings.Contains(err.Error(), "0003_broken.sql") {
+		t.Fatalf("err = %v, want one naming the broken migration", err)
+	}
+	var n int
+	if err := conn.QueryRowContext(ctx, `SELECT count(*) FROM sqlite_master WHERE name != 'schema_migrations'`).Scan(&n); err != nil || n != 0 {
+		t.Errorf("%d objects left behind (%v)", n, err)
+	}
+	if err := conn.QueryRowContext(ctx, `SELECT count(*) FROM schema_migrations`).Scan(&n); err != nil || n != 0 {
+		t.Errorf("%d migrations recorded (%v)", n, err)
 	}
 }
