@@ -376,6 +376,8 @@ var authzTable = []authzCase{
 	{route: "DELETE /api/seo/strategies/{id}", path: "/api/seo/strategies/{stratB}", want: [5]int{401, 403, 404, 200, 200}},
 	{route: "POST /api/seo/strategies/{id}/to-campaign", path: "/api/seo/strategies/{stratA}/to-campaign", body: map[string]any{"target": "wordpress"}, want: [5]int{401, 403, 201, 201, 201}},
 	{route: "POST /api/seo/strategies/{id}/to-campaign", path: "/api/seo/strategies/{stratB}/to-campaign", body: map[string]any{"target": "astro"}, want: [5]int{401, 403, 404, 201, 201}},
+	{route: "POST /api/seo/strategies/{id}/apply", path: "/api/seo/strategies/{stratA}/apply", want: [5]int{401, 403, 200, 200, 200}},
+	{route: "POST /api/seo/strategies/{id}/apply", path: "/api/seo/strategies/{stratB}/apply?clear_others=true", want: [5]int{401, 403, 404, 200, 200}},
 }
 
 // authzFixture is the data directory every case of TestAuthorizationTable

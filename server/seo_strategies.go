@@ -48,7 +48,15 @@ func (s *Server) registerStrategyRoutes() {
 		Notes: "Creates a draft campaign with the strategy's keywords, cluster by cluster in the strategy's order, each cluster's pillar " +
 			"first, so that a pillar page is written before the pages that link to it. A keyword in another campaign stays there and is " +
 			"listed in skipped_keyword_ids. 409 unless the strategy is ready, when every keyword is in a campaign already, or when the " +
-			"environment has a campaign of that name."}, s.strategyToCampaign)
+			"environment has a campaign of that name. It does not set the keywords' cluster field: apply does."}, s.strategyToCampaign)
+	s.handle(Route{Method: "POST", Path: "/api/seo/strategies/{id}/apply", Tag: tag, Access: editorOnly, Errors: []int{409},
+		Summary: "Label the keywords with their clusters", Query: strategyApplyQuery{}, Data: strategyApplyResponse{},
+		Notes: "Sets each keyword of the strategy's cluster field to its cluster's name (Unicode NFC, single spaces, trimmed), in one " +
+			"transaction, so that GET /api/seo/keywords?cluster=NAME lists a cluster. A keyword already so labelled is left alone; changed " +
+			"counts the others. The environment's keywords in no cluster of the strategy keep their cluster, unless clear_others=true, " +
+			"which empties it (cleared counts them), so that the labels are exactly the strategy's. Keywords deleted since the strategy was " +
+			"built or last edited are skipped and counted in missing_keywords. Applying again changes nothing. 409 unless the strategy is " +
+			"ready, and when none of its keywords is left."}, s.applyStrategy)
 }
 
 type strategyRequest struct {
@@ -175,6 +183,18 @@ type strategyCampaignResponse struct {
 	StrategyID        int64   `json:"strategy_id"`
 }
 
+type strategyApplyQuery struct {
+	ClearOthers bool `form:"clear_others" doc:"also empty the cluster of the environment's keywords in none of the strategy's clusters"`
+}
+
+type strategyApplyResponse struct {
+	StrategyID      int64 `json:"strategy_id"`
+	Changed         int   `json:"changed" doc:"keywords whose cluster field it changed, the cleared ones included"`
+	Keywords        int   `json:"keywords" doc:"the strategy's keywords, each now labelled with its cluster"`
+	Cleared         int   `json:"cleared" doc:"with clear_others: other keywords whose cluster it emptied"`
+	MissingKeywords int   `json:"missing_keywords" doc:"keywords of the strategy deleted since it was built or last edited, skipped"`
+}
+
 func (s *Server) createStrategy(c *gin.Context) {
 	var req strategyRequest
 	if err := decodeJSON(c, &req); err != nil {
@@ -279,4 +299,24 @@ func (s *Server) strategyToCampaign(c *gin.Context) {
 	}
 	respond(c, http.StatusCreated, strategyCampaignResponse{CampaignID: res.Campaign.ID, Name: res.Campaign.Name, Status: res.Campaign.Status,
 		KeywordsAdded: res.Added, SkippedKeywordIDs: res.Skipped, StrategyID: id}, "campaign created")
+}
+
+func (s *Server) applyStrategy(c *gin.Context) {
+	id, err := pathID(c, "id")
+	if err != nil {
+		fail(c, err)
+		return
+	}
+	var q strategyApplyQuery
+	if err := bindQuery(c, &q); err != nil {
+		fail(c, err)
+		return
+	}
+	res, err := s.strategies.Apply(c.Request.Context(), scope(c), id, q.ClearOthers)
+	if err != nil {
+		fail(c, err)
+		return
+	}
+	respond(c, http.StatusOK, strategyApplyResponse{StrategyID: id, Changed: res.Changed, Keywords: res.Keywords, Cleared: res.Cleared,
+		MissingKeywords: res.Missing}, "keywords labelled")
 }

@@ -3,6 +3,7 @@ package server_test
 import (
 	"context"
 	"fmt"
+	"net/url"
 	"strings"
 	"testing"
 
@@ -457,7 +458,8 @@ func TestStrategyRefused(t *testing.T) {
 			}
 		})
 	}
-	// Queued (no job runner yet): it cannot be edited or made a campaign.
+	// Queued (no job runner yet): it cannot be edited, made a campaign or
+	// applied.
 	r := f.e.do(t, "POST", "/api/seo/strategies", f.edATok, base(nil))
 	if r.Code != 202 {
 		t.Fatalf("%d %s", r.Code, r.Body)
@@ -468,6 +470,9 @@ func TestStrategyRefused(t *testing.T) {
 	}
 	if r := f.e.do(t, "POST", path+"/to-campaign", f.edATok, map[string]any{"target": "astro"}); r.Code != 409 {
 		t.Fatalf("campaign while queued: %d %s", r.Code, r.Body)
+	}
+	if r := f.e.do(t, "POST", path+"/apply", f.edATok, nil); r.Code != 409 || !strings.Contains(r.Detail(), "only a ready strategy") {
+		t.Fatalf("apply while queued: %d %s", r.Code, r.Body)
 	}
 	// A keyword deleted before the build leaves it; none left fails it.
 	for _, id := range ids {
@@ -483,5 +488,142 @@ func TestStrategyRefused(t *testing.T) {
 		if r := f.e.do(t, "GET", p, f.edATok, nil); r.Code != 404 && r.Code != 422 {
 			t.Errorf("%s: %d", p, r.Code)
 		}
+	}
+}
+
+// TestStrategyApply labels the keywords with their clusters' names:
+// normalised, skipping the deleted, leaving (or with clear_others
+// clearing) the others, and never another environment's.
+func TestStrategyApply(t *testing.T) {
+	t.Parallel()
+	f := agSetup(t)
+	ctx := context.Background()
+	ids := stratKeywords(t, f.e, f.envA, stratShoes)
+	other := stratKeywords(t, f.e, f.envB, map[string]int64{"running shoes": 10})["running shoes"]
+	label := func(id int64, cluster string) {
+		t.Helper()
+		if _, err := f.e.app.DB.UpdateKeyword(ctx, id, store.KeywordUpdate{Cluster: &cluster}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	clusterOf := func(id int64) string {
+		t.Helper()
+		k, err := f.e.app.DB.KeywordByID(ctx, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return k.Cluster
+	}
+	label(other, "B label")
+	agRunJobs(t, f.e)
+	st := stratCreate(t, f.e, f.edATok, map[string]any{"environment_id": f.envA, "name": "Shoes", "method": "lexical"})
+	if c := clusterOf(ids["running shoes"]); c != "" {
+		t.Fatalf("the build labelled a keyword %q: only apply does", c)
+	}
+	path := fmt.Sprintf("/api/seo/strategies/%d", agID(st))
+	cl := stratClusterIDs(st)
+	// Names as an edit may leave them: inner runs of spaces (a no-break
+	// one too) and a decomposed è.
+	r := f.e.do(t, "PUT", path, f.edATok, map[string]any{"clusters": []map[string]any{
+		{"id": cl[0], "name": "  Running \u00a0 shoes ", "keyword_ids": []int64{ids["running shoes"], ids["best running shoes"], ids["running shoes for women"]}},
+		{"id": cl[1], "name": "Trail running", "keyword_ids": []int64{ids["trail running"], ids["trail running tips"]}},
+		{"id": cl[2], "name": "Sue\u0300de care", "keyword_ids": []int64{ids["cleaning suede shoes"], ids["how to clean suede"]}},
+	}})
+	if r.Code != 200 {
+		t.Fatalf("edit: %d %s", r.Code, r.Body)
+	}
+	label(ids["trail running"], "Trail running") // labelled so already
+	label(ids["best running shoes"], "old")
+	espresso := stratKeywords(t, f.e, f.envA, map[string]int64{"espresso": 50})["espresso"] // in no cluster
+	label(espresso, "coffee")
+	if err := f.e.app.DB.DeleteKeyword(ctx, ids["trail running tips"]); err != nil {
+		t.Fatal(err)
+	}
+	before, err := f.e.app.DB.KeywordByID(ctx, ids["trail running"])
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	apply := path + "/apply"
+	for _, c := range []struct {
+		name, tok, path string
+		code            int
+		detail          string
+	}{
+		{"Viewer", f.viewATok, apply, 403, ""},
+		{"AnotherEnvironment", f.edBTok, apply, 404, "strategy not found"},
+		{"Unknown", f.edATok, "/api/seo/strategies/999999/apply", 404, "strategy not found"},
+		{"BadClearOthers", f.edATok, apply + "?clear_others=maybe", 422, "clear_others"},
+		{"UnknownParameter", f.edATok, apply + "?clear=true", 422, "clear"},
+	} {
+		if r := f.e.do(t, "POST", c.path, c.tok, nil); r.Code != c.code || !strings.Contains(r.Detail(), c.detail) {
+			t.Errorf("%s: %d %s; want %d with %q", c.name, r.Code, r.Body, c.code, c.detail)
+		}
+	}
+	if c := clusterOf(ids["running shoes"]); c != "" {
+		t.Fatalf("a refused apply labelled %q", c)
+	}
+
+	want := func(r resp, changed, keywords, cleared, missing float64) {
+		t.Helper()
+		d := r.Data()
+		if r.Code != 200 || d["changed"] != changed || d["keywords"] != keywords || d["cleared"] != cleared || d["missing_keywords"] != missing ||
+			d["strategy_id"] != float64(agID(st)) {
+			t.Fatalf("apply: %d %s; want changed %v, keywords %v, cleared %v, missing_keywords %v", r.Code, r.Body, changed, keywords, cleared, missing)
+		}
+	}
+	// Six keywords left, one of them labelled so already.
+	want(f.e.do(t, "POST", apply, f.edATok, nil), 5, 6, 0, 1)
+	for kw, c := range map[string]string{"running shoes": "Running shoes", "best running shoes": "Running shoes", "running shoes for women": "Running shoes",
+		"trail running": "Trail running", "cleaning suede shoes": "Suède care", "how to clean suede": "Suède care"} {
+		if got := clusterOf(ids[kw]); got != c {
+			t.Errorf("%s: cluster %q, want %q", kw, got, c)
+		}
+	}
+	if after, _ := f.e.app.DB.KeywordByID(ctx, ids["trail running"]); !after.UpdatedAt.Equal(before.UpdatedAt) {
+		t.Errorf("a keyword labelled so already was written: updated_at %v, was %v", after.UpdatedAt, before.UpdatedAt)
+	}
+	if clusterOf(espresso) != "coffee" || clusterOf(other) != "B label" {
+		t.Fatalf("without clear_others other keywords keep theirs: %q, %q", clusterOf(espresso), clusterOf(other))
+	}
+	// The keyword list finds a cluster by the name it shows.
+	for name, n := range map[string]float64{"Running shoes": 3, "Suède care": 2, " Trail running ": 1} {
+		q := url.Values{"environment_id": {fmt.Sprint(f.envA)}, "cluster": {name}}
+		if r := f.e.do(t, "GET", "/api/seo/keywords?"+q.Encode(), f.viewATok, nil); r.Code != 200 || r.Data()["total"] != n {
+			t.Errorf("cluster=%q: %d %s; want %v keywords", name, r.Code, r.Body, n)
+		}
+	}
+	// Again: nothing to change. Then clear_others: the environment's
+	// other keyword loses its label, another environment's keeps it.
+	want(f.e.do(t, "POST", apply, f.edATok, nil), 0, 6, 0, 1)
+	want(f.e.do(t, "POST", apply+"?clear_others=true", f.edATok, nil), 1, 6, 1, 1)
+	if clusterOf(espresso) != "" || clusterOf(other) != "B label" || clusterOf(ids["running shoes"]) != "Running shoes" {
+		t.Fatalf("clear_others: %q, %q, %q", clusterOf(espresso), clusterOf(other), clusterOf(ids["running shoes"]))
+	}
+	// An edit moves a keyword: applying again relabels it alone.
+	r = f.e.do(t, "PUT", path, f.edATok, map[string]any{"clusters": []map[string]any{
+		{"id": cl[0], "name": "Running shoes", "keyword_ids": []int64{ids["running shoes"], ids["best running shoes"]}},
+		{"id": cl[2], "name": "Suède care", "keyword_ids": []int64{ids["cleaning suede shoes"], ids["how to clean suede"], ids["running shoes for women"]}},
+	}})
+	if r.Code != 200 {
+		t.Fatalf("edit: %d %s", r.Code, r.Body)
+	}
+	// trail running left the strategy: without clear_others it keeps its
+	// label; the count of missing keywords starts again from the edit.
+	want(f.e.do(t, "POST", apply, f.edATok, nil), 1, 5, 0, 0)
+	if clusterOf(ids["running shoes for women"]) != "Suède care" || clusterOf(ids["trail running"]) != "Trail running" {
+		t.Fatalf("after the edit: %q, %q", clusterOf(ids["running shoes for women"]), clusterOf(ids["trail running"]))
+	}
+	// None of its keywords left: nothing to label.
+	for _, kw := range []string{"running shoes", "best running shoes", "cleaning suede shoes", "how to clean suede", "running shoes for women"} {
+		if err := f.e.app.DB.DeleteKeyword(ctx, ids[kw]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if r := f.e.do(t, "POST", apply+"?clear_others=true", f.edATok, nil); r.Code != 409 || !strings.Contains(r.Detail(), "no keywords left") {
+		t.Fatalf("empty strategy: %d %s", r.Code, r.Body)
+	}
+	if clusterOf(ids["trail running"]) != "Trail running" {
+		t.Fatalf("a refused clear_others cleared a keyword")
 	}
 }

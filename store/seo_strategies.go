@@ -563,3 +563,102 @@ func (db *DB) PutKeywordSERP(ctx context.Context, keywordID int64, key string, u
 	}
 	return nil
 }
+
+// StrategyApplied says what ApplyStrategy did.
+type StrategyApplied struct {
+	Keywords int // the strategy's keywords, each labelled with its cluster now
+	Changed  int // keywords whose cluster it changed, the cleared ones included
+	Cleared  int // other keywords of the environment whose cluster it emptied
+	Missing  int // keywords of the strategy deleted since it was built or last edited
+}
+
+// ApplyStrategy writes label(name) of each cluster of strategy id onto
+// the cluster field of its keywords and, with clearOthers, empties the
+// field of the environment's other keywords, in one transaction, so that
+// what it reads is what it writes. A keyword already so labelled is left
+// alone (its updated_at too). Only a ready strategy with keywords left is
+// applied. label must not return "", which is "in no cluster".
+func (db *DB) ApplyStrategy(ctx context.Context, id int64, label func(name string) string, clearOthers bool) (StrategyApplied, error) {
+	var out StrategyApplied
+	err := db.tx(ctx, func(tx *sql.Tx) error {
+		var envID int64
+		var status string
+		var count int
+		err := tx.QueryRowContext(ctx, `SELECT environment_id, status, keyword_count FROM seo_strategies WHERE id = ?`, id).Scan(&envID, &status, &count)
+		if errors.Is(err, sql.ErrNoRows) {
+			return NotFound("strategy not found")
+		}
+		if err != nil {
+			return err
+		}
+		if status != StrategyReady {
+			return Conflict("strategy %d is %s: only a ready strategy can label its keywords", id, status)
+		}
+		// keyword_count is written with the clusters; a deleted keyword
+		// leaves seo_strategy_keywords by its foreign key, not the count.
+		if err := tx.QueryRowContext(ctx, `SELECT COUNT(*) FROM seo_strategy_keywords WHERE strategy_id = ?`, id).Scan(&out.Keywords); err != nil {
+			return err
+		}
+		if out.Keywords == 0 {
+			return Conflict("strategy %d has no keywords left (they were deleted): there is nothing to label", id)
+		}
+		out.Missing = max(count-out.Keywords, 0)
+		rows, err := tx.QueryContext(ctx, `SELECT id, name FROM seo_strategy_clusters INDEXED BY seo_strategy_clusters_strategy
+			WHERE strategy_id = ? ORDER BY position, id`, id)
+		if err != nil {
+			return err
+		}
+		type cluster struct {
+			id   int64
+			name string
+		}
+		var clusters []cluster
+		for rows.Next() {
+			var c cluster
+			if err := rows.Scan(&c.id, &c.name); err != nil {
+				rows.Close()
+				return err
+			}
+			clusters = append(clusters, c)
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return err
+		}
+		now := db.now()
+		set, err := tx.PrepareContext(ctx, `UPDATE seo_keywords SET cluster = ?, updated_at = ? WHERE environment_id = ? AND cluster != ?
+			AND id IN (SELECT keyword_id FROM seo_strategy_keywords INDEXED BY seo_strategy_keywords_cluster WHERE cluster_id = ?)`)
+		if err != nil {
+			return err
+		}
+		defer set.Close()
+		for _, c := range clusters {
+			name := label(c.name)
+			if name == "" {
+				return fmt.Errorf("cluster %d of strategy %d: its name %q gives no label", c.id, id, c.name)
+			}
+			res, err := set.ExecContext(ctx, name, now, envID, name, c.id)
+			if err != nil {
+				return err
+			}
+			n, _ := res.RowsAffected()
+			out.Changed += int(n)
+		}
+		if !clearOthers {
+			return nil
+		}
+		res, err := tx.ExecContext(ctx, `UPDATE seo_keywords SET cluster = '', updated_at = ? WHERE environment_id = ? AND cluster != ''
+			AND id NOT IN (SELECT keyword_id FROM seo_strategy_keywords WHERE strategy_id = ?)`, now, envID, id)
+		if err != nil {
+			return err
+		}
+		n, _ := res.RowsAffected()
+		out.Cleared = int(n)
+		out.Changed += out.Cleared
+		return nil
+	})
+	if err != nil {
+		return StrategyApplied{}, fmt.Errorf("store: apply strategy: %w", err)
+	}
+	return out, nil
+}

@@ -7,7 +7,8 @@
 // (server/lexical). Either way the model may name and refine the
 // clusters. Each cluster's pillar is its keyword of highest volume
 // (PillarFirst). A built strategy can be edited, and turned into a
-// campaign whose keywords come cluster by cluster, each pillar first.
+// campaign whose keywords come cluster by cluster, each pillar first,
+// and applied: each cluster's name becomes its keywords' cluster field.
 //
 // Who does what: everyone reads the strategies of their environments;
 // editors and up create, change, delete them and make campaigns of them.
@@ -39,6 +40,7 @@ type Store interface {
 	StrategyClusters(ctx context.Context, strategyID int64) ([]*store.StrategyCluster, error)
 	DeleteStrategy(ctx context.Context, id int64) error
 	SetStrategyCampaign(ctx context.Context, id, campaignID int64) error
+	ApplyStrategy(ctx context.Context, id int64, label func(name string) string, clearOthers bool) (store.StrategyApplied, error)
 	KeywordsForStrategy(ctx context.Context, envID int64, ids []int64, limit int) ([]*store.Keyword, bool, error)
 	KeywordSERPs(ctx context.Context, ids []int64) (map[int64]store.KeywordSERP, error)
 	PutKeywordSERP(ctx context.Context, keywordID int64, key string, urls []string) error
@@ -492,4 +494,27 @@ func (s *Service) ToCampaign(ctx context.Context, sc store.Scope, id int64, in C
 		return nil, err
 	}
 	return res, nil
+}
+
+// Label is a cluster's name as its keywords' cluster field: NFC, single
+// spaces, trimmed (store.KeywordDisplay), so that "Cold  brew" and
+// "Cold brew" label alike and the keyword list's cluster filter finds it
+// as shown. Every stored cluster name is a trimmed one-line text of at
+// most 100 characters (valid.Name, the build's naming), so a label is
+// never empty and fits the field's 200.
+func Label(name string) string { return store.KeywordDisplay(name) }
+
+// Apply labels the keywords of a ready strategy: each keyword's cluster
+// field becomes its cluster's Label, in one transaction. With clearOthers
+// the environment's keywords in none of its clusters get an empty field,
+// so the labels are exactly the strategy's; without, they keep theirs.
+// Keywords deleted since the strategy was built or edited are skipped and
+// counted. A strategy with no keywords left is refused (409): it would
+// label nothing, and with clearOthers only erase.
+func (s *Service) Apply(ctx context.Context, sc store.Scope, id int64, clearOthers bool) (store.StrategyApplied, error) {
+	st, err := s.strategy(ctx, sc, id)
+	if err != nil {
+		return store.StrategyApplied{}, err
+	}
+	return s.db.ApplyStrategy(ctx, st.ID, Label, clearOthers)
 }
