@@ -129,12 +129,7 @@ func TestStreamsAndOrphanRunsAcrossStops(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	if err := f.e.app.Listen(); err != nil {
-		t.Fatal(err)
-	}
-	runCtx, stop := context.WithCancel(ctx)
-	stopped := make(chan error, 1)
-	go func() { stopped <- f.e.app.Run(runCtx) }()
+	stop := serveApp(t, f.e)
 	url := "http://" + f.e.app.Addr()
 	agWaitFor(t, "the server", func() bool {
 		r := f.e.do(t, "GET", fmt.Sprintf("/api/agents/runs/%d", orphan.ID), f.edATok, nil)
@@ -147,14 +142,8 @@ func TestStreamsAndOrphanRunsAcrossStops(t *testing.T) {
 	events := streamAgent(t, url, f.edATok, agID(agent))
 	agWaitChan(t, prov.started, "the provider call")
 	runID := runningRun(t, f.e, f.edATok, agID(agent))
-	stop()
-	select {
-	case err := <-stopped:
-		if err != nil {
-			t.Fatalf("Run: %v", err)
-		}
-	case <-time.After(agBound):
-		t.Fatal("the server waited for the stream instead of ending it")
+	if !stop("the server waited for the stream instead of ending it") {
+		t.FailNow()
 	}
 	waitEvents(t, events)
 	run, err := f.e.app.DB.RunByID(ctx, runID)

@@ -295,6 +295,7 @@ func (a *App) Run(ctx context.Context) error {
 		{"generations", a.DB.FailOrphanCIERuns},
 		{"chat replies", a.DB.FailOrphanChatMessages},
 		{"live session generations", a.DB.FailOrphanLiveGenerations},
+		{"scout runs", a.DB.FailOrphanScoutRuns},
 	}
 	for _, o := range orphans {
 		if n, err := o.fail(ctx, "interrupted by a restart"); err != nil {

@@ -359,13 +359,20 @@ var authzTable = []authzCase{
 	{route: "GET /api/autopilot/stream", path: "/api/autopilot/stream?environment_id={envB}", stream: true, want: [5]int{401, 404, 404, 200, 200}},
 
 	// The scout and strategies: {scoutA} is a succeeded run with the
-	// candidate {candA}, {stratA} a ready strategy of envA's keywords.
+	// candidate {candA}, {scoutQA} a queued run, {stratA} a ready strategy
+	// of envA's keywords.
 	{route: "POST /api/seo/scout/runs", body: map[string]any{"environment_id": "{envA}", "seeds": []string{"espresso"}}, want: [5]int{401, 403, 202, 202, 202}},
 	{route: "GET /api/seo/scout/runs", want: [5]int{401, 200, 200, 200, 200}},
 	{route: "GET /api/seo/scout/runs/{id}", path: "/api/seo/scout/runs/{scoutA}", want: [5]int{401, 200, 200, 200, 200}},
 	{route: "GET /api/seo/scout/runs/{id}", path: "/api/seo/scout/runs/{scoutB}", want: [5]int{401, 404, 404, 200, 200}},
 	{route: "POST /api/seo/scout/runs/{id}/accept", path: "/api/seo/scout/runs/{scoutA}/accept", body: map[string]any{"candidates": []string{"{candA}"}}, want: [5]int{401, 403, 200, 200, 200}},
 	{route: "POST /api/seo/scout/runs/{id}/accept", path: "/api/seo/scout/runs/{scoutB}/accept", body: map[string]any{"candidates": []string{"{candB}"}}, want: [5]int{401, 403, 404, 200, 200}},
+	{route: "POST /api/seo/scout/runs/{id}/cancel", path: "/api/seo/scout/runs/{scoutQA}/cancel", want: [5]int{401, 403, 200, 200, 200}},
+	{route: "POST /api/seo/scout/runs/{id}/cancel", path: "/api/seo/scout/runs/{scoutQB}/cancel", want: [5]int{401, 403, 404, 200, 200}},
+	{route: "POST /api/seo/scout/runs/{id}/cancel", path: "/api/seo/scout/runs/{scoutA}/cancel", want: [5]int{401, 403, 409, 409, 409}},
+	{route: "DELETE /api/seo/scout/runs/{id}", path: "/api/seo/scout/runs/{scoutA}", want: [5]int{401, 403, 200, 200, 200}},
+	{route: "DELETE /api/seo/scout/runs/{id}", path: "/api/seo/scout/runs/{scoutB}", want: [5]int{401, 403, 404, 200, 200}},
+	{route: "DELETE /api/seo/scout/runs/{id}", path: "/api/seo/scout/runs/{scoutQA}", want: [5]int{401, 403, 409, 409, 409}},
 	{route: "POST /api/seo/strategies", body: map[string]any{"environment_id": "{envA}", "name": "Plan"}, want: [5]int{401, 403, 202, 202, 202}},
 	{route: "GET /api/seo/strategies", want: [5]int{401, 200, 200, 200, 200}},
 	{route: "GET /api/seo/strategies/{id}", path: "/api/seo/strategies/{stratA}", want: [5]int{401, 200, 200, 200, 200}},
@@ -627,8 +634,9 @@ func newAuthzFixture(t *testing.T, providerURL string) (*authzFixture, []*server
 		terms["{aprun"+env.Name+"}"] = run.ID
 	}
 	for _, env := range []*store.Environment{envA, envB} {
-		scoutRun, cand, strat := authzSEO(t, e, env)
+		scoutRun, queued, cand, strat := authzSEO(t, e, env)
 		terms["{scout"+env.Name+"}"], terms["{cand"+env.Name+"}"], terms["{strat"+env.Name+"}"] = scoutRun, cand, strat
+		terms["{scoutQ"+env.Name+"}"] = queued
 	}
 	snap, err := e.app.Backups.Create(ctx, "manual")
 	if err != nil {
@@ -737,8 +745,9 @@ func TestAuthorizationTable(t *testing.T) {
 }
 
 // authzSEO gives env two keywords, a succeeded scout run with one
-// candidate, and a ready strategy of the keywords in one cluster.
-func authzSEO(t *testing.T, e *env, env *store.Environment) (run, candidate, strategy int64) {
+// candidate, a queued scout run (no runner runs it), and a ready strategy
+// of the keywords in one cluster.
+func authzSEO(t *testing.T, e *env, env *store.Environment) (run, queued, candidate, strategy int64) {
 	t.Helper()
 	ctx := context.Background()
 	var ids []int64
@@ -762,6 +771,10 @@ func authzSEO(t *testing.T, e *env, env *store.Environment) (run, candidate, str
 	if err != nil || len(cands) != 1 {
 		t.Fatalf("candidates %v %v", cands, err)
 	}
+	q, err := e.app.DB.CreateScoutRunWithJob(ctx, store.NewScoutRun{EnvironmentID: env.ID, Seeds: []string{"espresso"}, Sources: []string{"ai"}}, job)
+	if err != nil {
+		t.Fatal(err)
+	}
 	st, err := e.app.DB.CreateStrategyWithJob(ctx, store.NewStrategy{EnvironmentID: env.ID, Name: "Espresso",
 		StrategyParams: store.StrategyParams{Method: "lexical", MinShared: 3, Similarity: 0.5}},
 		store.RunJob{Kind: "seo.strategy", MaxAttempts: 1, Payload: func(id int64) any { return map[string]int64{"strategy_id": id} }})
@@ -772,5 +785,5 @@ func authzSEO(t *testing.T, e *env, env *store.Environment) (run, candidate, str
 		Clusters: []store.ClusterInput{{Name: "Espresso", Pillar: &ids[0], KeywordIDs: ids}}}); err != nil {
 		t.Fatal(err)
 	}
-	return r.ID, cands[0].ID, st.ID
+	return r.ID, q.ID, cands[0].ID, st.ID
 }

@@ -358,3 +358,38 @@ func startJobs(t *testing.T, e *env) (stop func()) {
 	t.Cleanup(stop)
 	return stop
 }
+
+// serveApp listens and runs the whole app as serve does (App.Run: the
+// start-up's orphan handling, the job runner, the HTTP server) until stop
+// is called (or the test ends). stop returns once Run has, and reports
+// whether it did so without an error within agBound; if not, the test
+// fails, saying what.
+func serveApp(t *testing.T, e *env) (stop func(what string) bool) {
+	t.Helper()
+	if err := e.app.Listen(); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- e.app.Run(ctx) }()
+	var once sync.Once
+	ok := false
+	stop = func(what string) bool {
+		once.Do(func() {
+			cancel()
+			select {
+			case err := <-done:
+				if err != nil {
+					t.Errorf("%s: Run: %v", what, err)
+					return
+				}
+				ok = true
+			case <-time.After(agBound):
+				t.Errorf("%s: Run did not return within %s", what, agBound)
+			}
+		})
+		return ok
+	}
+	t.Cleanup(func() { stop("at the end of the test") })
+	return stop
+}

@@ -800,12 +800,7 @@ func TestLiveGenerationStopsWithTheServer(t *testing.T) {
 	agent := agID(agCreate(t, f.e, f.edATok, map[string]any{"name": "Writer", "kind": "writer", "environment_id": f.envA}))
 	r := &lvRig{agFixture: f, prov: prov}
 	r.session = r.create(t, f.edATok, map[string]any{"agent_id": agent, "environment_id": f.envA})
-	if err := f.e.app.Listen(); err != nil {
-		t.Fatal(err)
-	}
-	ctx, stop := context.WithCancel(context.Background())
-	stopped := make(chan error, 1)
-	go func() { stopped <- f.e.app.Run(ctx) }()
+	stop := serveApp(t, f.e)
 	w := lvWatch(t, "http://"+f.e.app.Addr()+r.path(r.session, "/stream"), f.viewATok)
 	genID := r.generate(t, r.session, map[string]any{"prompt": "Write."})
 	prov.send("So far")
@@ -813,14 +808,8 @@ func TestLiveGenerationStopsWithTheServer(t *testing.T) {
 	for x.text != "So far" {
 		x.apply(w.next(t))
 	}
-	stop()
-	select {
-	case err := <-stopped:
-		if err != nil {
-			t.Fatalf("Run: %v", err)
-		}
-	case <-time.After(agBound):
-		t.Fatal("the server waited for the generation")
+	if !stop("the server waited for the generation") {
+		t.FailNow()
 	}
 	for range w.events { // the stream ends
 	}

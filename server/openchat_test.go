@@ -1018,18 +1018,7 @@ func TestChatOrphanReplyFailsAtStart(t *testing.T) {
 	if _, err := f.e.app.DB.CancelJob(ctx, *reply.JobID); err != nil { // its job gone, as after a crash mid-way
 		t.Fatal(err)
 	}
-	if err := f.e.app.Listen(); err != nil {
-		t.Fatal(err)
-	}
-	runCtx, stop := context.WithCancel(ctx)
-	stopped := make(chan error, 1)
-	go func() { stopped <- f.e.app.Run(runCtx) }()
-	defer func() {
-		stop()
-		if err := <-stopped; err != nil {
-			t.Error(err)
-		}
-	}()
+	serveApp(t, f.e)
 	var m map[string]any
 	agWaitFor(t, "the orphan reply to fail", func() bool {
 		r := f.e.do(t, "GET", fmt.Sprintf("/api/openchat/messages/%d", reply.ID), f.edATok, nil)

@@ -11,14 +11,14 @@ import (
 
 // The scout (/api/seo/scout): runs that gather candidate keywords for an
 // environment, and accepting candidates as keywords. Everyone reads the
-// runs of their environments; editors start runs and accept. The rules
-// are server/scout's.
+// runs of their environments; editors start, cancel and delete runs and
+// accept. The rules are server/scout's.
 func (s *Server) registerScoutRoutes() {
 	const tag = "SEO scout"
 	s.handle(Route{Method: "POST", Path: "/api/seo/scout/runs", Tag: tag, Access: editorOnly, Status: http.StatusAccepted, Errors: []int{409},
 		Summary: "Start a scout run", Body: scoutRunRequest{}, Data: scoutRunResponse{},
-		Notes: "Queues a run on the job runner and answers 202 with it; poll GET /api/seo/scout/runs/{id} until its status is succeeded " +
-			"or failed. A run reads, in order: the environment's search-phrase ideas (ideas, the newest 500) and web-source item titles " +
+		Notes: "Queues a run on the job runner and answers 202 with it; poll GET /api/seo/scout/runs/{id} until its status is succeeded, " +
+			"failed or cancelled (POST /api/seo/scout/runs/{id}/cancel). A run reads, in order: the environment's search-phrase ideas (ideas, the newest 500) and web-source item titles " +
 			"(web, the newest 200); SerpApi, when a serp credential is usable, for Google's related searches, \"people also ask\" and " +
 			"autocomplete of each seed (serp, two searches per seed); the AI engine (ai, usage source scout) for related keywords with " +
 			"their intent, as JSON, asked again once when the answer does not parse. Seeds default to the environment's active search " +
@@ -39,6 +39,13 @@ func (s *Server) registerScoutRoutes() {
 			"estimated, in one transaction. A candidate whose keyword the environment has by now (status exists) or that was accepted " +
 			"before is skipped. An id that is not a candidate of the run is a 422 and nothing is created. 409 unless the run succeeded."},
 		s.acceptScoutCandidates)
+	s.handle(Route{Method: "POST", Path: "/api/seo/scout/runs/{id}/cancel", Tag: tag, Access: editorOnly, Errors: []int{409},
+		Summary: "Cancel a queued or running scout run", Data: scoutRunResponse{},
+		Notes: "The run becomes cancelled at once (error says who cancelled it); a running run's SerpApi or model call is cut. " +
+			"What it had gathered is dropped: a cancelled run has no candidates. 409 when the run already finished."}, s.cancelScoutRun)
+	s.handle(Route{Method: "DELETE", Path: "/api/seo/scout/runs/{id}", Tag: tag, Access: editorOnly, Errors: []int{409},
+		Summary: "Delete a finished scout run and its candidates", Data: deletedResponse{},
+		Notes: "The keywords accepted from its candidates stay. 409 while the run is queued or running: cancel it first."}, s.deleteScoutRun)
 }
 
 type scoutRunRequest struct {
@@ -180,4 +187,31 @@ func (s *Server) acceptScoutCandidates(c *gin.Context) {
 		res.KeywordIDs = []int64{}
 	}
 	respond(c, http.StatusOK, scoutAcceptResponse{Created: res.Created, Skipped: res.Skipped, KeywordIDs: res.KeywordIDs}, "candidates accepted")
+}
+
+func (s *Server) cancelScoutRun(c *gin.Context) {
+	id, err := pathID(c, "id")
+	if err != nil {
+		fail(c, err)
+		return
+	}
+	run, err := s.scout.Cancel(c.Request.Context(), scope(c), id, principal(c).User.Username)
+	if err != nil {
+		fail(c, err)
+		return
+	}
+	respond(c, http.StatusOK, scoutRunJSON(run), "scout run cancelled")
+}
+
+func (s *Server) deleteScoutRun(c *gin.Context) {
+	id, err := pathID(c, "id")
+	if err != nil {
+		fail(c, err)
+		return
+	}
+	if err := s.scout.Delete(c.Request.Context(), scope(c), id); err != nil {
+		fail(c, err)
+		return
+	}
+	respond(c, http.StatusOK, deletedResponse{ID: id, Deleted: true}, "scout run deleted")
 }

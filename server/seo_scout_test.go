@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/copydesk/copydesk/server"
 	"github.com/copydesk/copydesk/store"
 )
 
@@ -490,5 +491,236 @@ func TestScoutRunRefused(t *testing.T) {
 	agRunJobs(t, f.e)
 	if run := scoutWait(t, f.e, f.edATok, id); run["status"] != "succeeded" || run["candidate_count"] != 0.0 {
 		t.Fatalf("run %v", run)
+	}
+}
+
+// scoutJobOf is the job of a scout run, as the store has it.
+func scoutJobOf(t *testing.T, e *env, runID int64) *store.Job {
+	t.Helper()
+	ctx := context.Background()
+	run, err := e.app.DB.ScoutRunByID(ctx, runID)
+	if err != nil || run.JobID == nil {
+		t.Fatalf("run %d: %+v %v", runID, run, err)
+	}
+	job, err := e.app.DB.JobByID(ctx, *run.JobID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return job
+}
+
+// TestScoutCancel: a queued or running run is cancelled by an editor of
+// its environment, at once; a running run's model call is cut, what it had
+// gathered is dropped, and the job's ending does not turn it into failed.
+func TestScoutCancel(t *testing.T) {
+	t.Parallel()
+	cancelPath := func(id int64) string { return fmt.Sprintf("/api/seo/scout/runs/%d/cancel", id) }
+
+	t.Run("Queued", func(t *testing.T) {
+		t.Parallel()
+		f := agSetup(t)
+		scoutSeed(t, f)
+		// No runner yet: the run waits in the queue.
+		r := f.e.do(t, "POST", "/api/seo/scout/runs", f.edATok, map[string]any{"environment_id": f.envA, "sources": []string{"ideas"}})
+		if r.Code != 202 {
+			t.Fatalf("start: %d %s", r.Code, r.Body)
+		}
+		id := agID(r.Data())
+		for _, c := range []struct {
+			name, tok string
+			code      int
+		}{{"Viewer", f.viewATok, 403}, {"AnotherEnvironment", f.edBTok, 404}} {
+			if r := f.e.do(t, "POST", cancelPath(id), c.tok, nil); r.Code != c.code {
+				t.Errorf("%s: %d %s; want %d", c.name, r.Code, r.Body, c.code)
+			}
+		}
+		if r := f.e.do(t, "DELETE", fmt.Sprintf("/api/seo/scout/runs/%d", id), f.edATok, nil); r.Code != 409 || !strings.Contains(r.Detail(), "cancel it first") {
+			t.Errorf("delete a queued run: %d %s", r.Code, r.Body)
+		}
+		r = f.e.do(t, "POST", cancelPath(id), f.edATok, nil)
+		if d := r.Data(); r.Code != 200 || d["status"] != "cancelled" || d["error"] != "cancelled by alice" || d["finished_at"] == nil || d["started_at"] != nil {
+			t.Fatalf("cancel: %d %s", r.Code, r.Body)
+		}
+		if job := scoutJobOf(t, f.e, id); job.Status != store.JobCancelled {
+			t.Errorf("job %+v", job)
+		}
+		if r := f.e.do(t, "POST", cancelPath(id), f.edATok, nil); r.Code != 409 || !strings.Contains(r.Detail(), "already cancelled") {
+			t.Errorf("cancel twice: %d %s", r.Code, r.Body)
+		}
+		// Started later, the runner skips it: a run queued after it runs.
+		agRunJobs(t, f.e)
+		r = f.e.do(t, "POST", "/api/seo/scout/runs", f.edATok, map[string]any{"environment_id": f.envA, "sources": []string{"ideas"}})
+		if next := scoutWait(t, f.e, f.edATok, agID(r.Data())); next["status"] != "succeeded" || next["candidate_count"] != 1.0 {
+			t.Fatalf("next run: %v", next)
+		}
+		if run := scoutWait(t, f.e, f.edATok, id); run["status"] != "cancelled" || run["started_at"] != nil || len(run["candidates"].([]any)) != 0 {
+			t.Errorf("the cancelled run ran: %v", run)
+		}
+	})
+
+	t.Run("Running", func(t *testing.T) {
+		t.Parallel()
+		f := agSetup(t)
+		scoutSeed(t, f)
+		b := agBlockingOpenAI(t)
+		agConfigure(t, f.e, b.srv.URL+"/v1")
+		agRunJobs(t, f.e)
+		// The ideas are read, then the model is asked, and holds.
+		r := f.e.do(t, "POST", "/api/seo/scout/runs", f.edATok, map[string]any{"environment_id": f.envA, "seeds": []string{"cold brew"},
+			"sources": []string{"ideas", "ai"}})
+		if r.Code != 202 {
+			t.Fatalf("start: %d %s", r.Code, r.Body)
+		}
+		id := agID(r.Data())
+		agWaitChan(t, b.started, "the model call")
+		if r := f.e.do(t, "GET", fmt.Sprintf("/api/seo/scout/runs/%d", id), f.viewATok, nil); r.Data()["status"] != "running" {
+			t.Fatalf("while the model works: %s", r.Body)
+		}
+		if r := f.e.do(t, "DELETE", fmt.Sprintf("/api/seo/scout/runs/%d", id), f.edATok, nil); r.Code != 409 || !strings.Contains(r.Detail(), "is running: cancel it first") {
+			t.Errorf("delete a running run: %d %s", r.Code, r.Body)
+		}
+		if r := f.e.do(t, "POST", cancelPath(id), f.viewATok, nil); r.Code != 403 {
+			t.Errorf("viewer cancels: %d", r.Code)
+		}
+		r = f.e.do(t, "POST", cancelPath(id), f.edATok, nil)
+		if d := r.Data(); r.Code != 200 || d["status"] != "cancelled" || d["started_at"] == nil || d["finished_at"] == nil {
+			t.Fatalf("cancel: %d %s", r.Code, r.Body)
+		}
+		agWaitChan(t, b.gone, "the model call being cut")
+		var job *store.Job
+		agWaitFor(t, "the run's job ends", func() bool {
+			job = scoutJobOf(t, f.e, id)
+			return job.Status.Final()
+		})
+		if job.Status != store.JobCancelled {
+			t.Errorf("job %+v", job)
+		}
+		// The job has ended, its OnFinish with it: the run is still
+		// cancelled by alice, and the ideas it had read left no candidate.
+		run := scoutWait(t, f.e, f.edATok, id)
+		if run["status"] != "cancelled" || run["error"] != "cancelled by alice" || run["candidate_count"] != 0.0 || len(run["candidates"].([]any)) != 0 {
+			t.Errorf("after the job ended: %v", run)
+		}
+		if n := b.requests.Load(); n != 1 {
+			t.Errorf("model calls: %d", n)
+		}
+		if r := f.e.do(t, "POST", cancelPath(id), f.edATok, nil); r.Code != 409 {
+			t.Errorf("cancel twice: %d %s", r.Code, r.Body)
+		}
+		// Cancelled, it can be deleted.
+		if r := f.e.do(t, "DELETE", fmt.Sprintf("/api/seo/scout/runs/%d", id), f.edATok, nil); r.Code != 200 {
+			t.Errorf("delete: %d %s", r.Code, r.Body)
+		}
+	})
+
+	t.Run("Finished", func(t *testing.T) {
+		t.Parallel()
+		f := agSetup(t)
+		agRunJobs(t, f.e)
+		r := f.e.do(t, "POST", "/api/seo/scout/runs", f.edATok, map[string]any{"environment_id": f.envA, "sources": []string{"web"}})
+		id := agID(r.Data())
+		if run := scoutWait(t, f.e, f.edATok, id); run["status"] != "succeeded" {
+			t.Fatalf("run %v", run)
+		}
+		r = f.e.do(t, "POST", cancelPath(id), f.edATok, nil)
+		if r.Code != 409 || r.Detail() != fmt.Sprintf("scout run %d already succeeded: only a queued or running run can be cancelled", id) {
+			t.Fatalf("cancel a finished run: %d %s", r.Code, r.Body)
+		}
+		for _, p := range []string{"/api/seo/scout/runs/999999/cancel", "/api/seo/scout/runs/0/cancel", "/api/seo/scout/runs/abc/cancel"} {
+			if r := f.e.do(t, "POST", p, f.edATok, nil); r.Code != 404 && r.Code != 422 {
+				t.Errorf("%s: %d %s", p, r.Code, r.Body)
+			}
+		}
+	})
+}
+
+// TestScoutDelete: a finished run goes with its candidates; the keywords
+// accepted from it stay.
+func TestScoutDelete(t *testing.T) {
+	t.Parallel()
+	f := agSetup(t)
+	scoutSeed(t, f)
+	agRunJobs(t, f.e)
+	r := f.e.do(t, "POST", "/api/seo/scout/runs", f.edATok, map[string]any{"environment_id": f.envA, "sources": []string{"ideas", "web"}})
+	id := agID(r.Data())
+	run := scoutWait(t, f.e, f.edATok, id)
+	cands := scoutCandidates(run)
+	vs := cands["cold brew vs iced coffee"]
+	if run["status"] != "succeeded" || vs == nil {
+		t.Fatalf("run %v", run)
+	}
+	r = f.e.do(t, "POST", fmt.Sprintf("/api/seo/scout/runs/%d/accept", id), f.edATok, map[string]any{"candidates": []int64{agID(vs)}})
+	if r.Code != 200 || r.Data()["created"] != 1.0 {
+		t.Fatalf("accept: %d %s", r.Code, r.Body)
+	}
+	kwID := int64(r.Data()["keyword_ids"].([]any)[0].(float64))
+
+	path := fmt.Sprintf("/api/seo/scout/runs/%d", id)
+	for _, c := range []struct {
+		name, tok string
+		code      int
+	}{{"Viewer", f.viewATok, 403}, {"AnotherEnvironment", f.edBTok, 404}} {
+		if r := f.e.do(t, "DELETE", path, c.tok, nil); r.Code != c.code {
+			t.Errorf("%s: %d %s; want %d", c.name, r.Code, r.Body, c.code)
+		}
+	}
+	r = f.e.do(t, "DELETE", path, f.edATok, nil)
+	if r.Code != 200 || r.Data()["deleted"] != true || agID(r.Data()) != id {
+		t.Fatalf("delete: %d %s", r.Code, r.Body)
+	}
+	if r := f.e.do(t, "GET", path, f.edATok, nil); r.Code != 404 {
+		t.Errorf("GET after delete: %d %s", r.Code, r.Body)
+	}
+	if r := f.e.do(t, "DELETE", path, f.edATok, nil); r.Code != 404 {
+		t.Errorf("delete twice: %d %s", r.Code, r.Body)
+	}
+	if c, err := f.e.app.DB.ScoutCandidates(context.Background(), id); err != nil || len(c) != 0 {
+		t.Errorf("candidates left: %v %v", c, err)
+	}
+	if r := f.e.do(t, "GET", fmt.Sprintf("/api/seo/keywords/%d", kwID), f.viewATok, nil); r.Code != 200 || r.Data()["source"] != "scout" {
+		t.Errorf("the accepted keyword: %d %s", r.Code, r.Body)
+	}
+	if r := f.e.do(t, "GET", fmt.Sprintf("/api/seo/scout/runs?environment_id=%d", f.envA), f.viewATok, nil); r.Data()["total"] != 0.0 {
+		t.Errorf("list after delete: %s", r.Body)
+	}
+}
+
+// A scout run a dead process left queued, with no job to finish it, fails
+// when the server starts; a cancelled run stays cancelled.
+func TestScoutOrphanRunFailsAtStart(t *testing.T) {
+	t.Parallel()
+	f := agSetup(t, func(c *server.Config) { c.HTTPAddr = "127.0.0.1:0"; c.NoScheduler = true })
+	ctx := context.Background()
+	db := f.e.app.DB
+	var runs [2]*store.ScoutRun
+	for i := range runs {
+		r, err := db.CreateScoutRunWithJob(ctx, store.NewScoutRun{EnvironmentID: f.envA, Seeds: []string{"tea"}, Sources: []string{"ideas"}},
+			store.RunJob{Kind: "seo.scout", MaxAttempts: 1, Payload: func(id int64) any { return map[string]int64{"run_id": id} }})
+		if err != nil {
+			t.Fatal(err)
+		}
+		runs[i] = r
+	}
+	orphan, cancelled := runs[0], runs[1]
+	if _, err := db.FinishScoutRun(ctx, cancelled.ID, store.ScoutOutcome{Status: store.RunCancelled, Error: "cancelled by alice"}); err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range runs { // their jobs gone, as after a crash mid-way
+		if _, err := db.CancelJob(ctx, *r.JobID); err != nil {
+			t.Fatal(err)
+		}
+	}
+	serveApp(t, f.e)
+	var m map[string]any
+	agWaitFor(t, "the orphan run to fail", func() bool {
+		m = f.e.do(t, "GET", fmt.Sprintf("/api/seo/scout/runs/%d", orphan.ID), f.edATok, nil).Data()
+		return m["status"] == "failed"
+	})
+	if m["error"] != "interrupted by a restart" || m["finished_at"] == nil {
+		t.Errorf("orphan run: %v", m)
+	}
+	if m := f.e.do(t, "GET", fmt.Sprintf("/api/seo/scout/runs/%d", cancelled.ID), f.edATok, nil).Data(); m["status"] != "cancelled" ||
+		m["error"] != "cancelled by alice" {
+		t.Errorf("cancelled run: %v", m)
 	}
 }

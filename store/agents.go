@@ -566,11 +566,22 @@ func (db *DB) ListRuns(ctx context.Context, f RunFilter) ([]*AgentRun, int, erro
 // job is still queued or running are left to the job. It runs at start-up,
 // before the server serves, and says how many it ended.
 func (db *DB) FailOrphanRuns(ctx context.Context, reason string) (int64, error) {
-	res, err := db.exec(ctx, `UPDATE agent_runs SET status = 'failed', error = ?, finished_at = ?
-		WHERE status IN ('queued', 'running')
+	return db.failOrphans(ctx, "agent_runs", runUnfinished, "runs", reason)
+}
+
+// runUnfinished are the statuses of a run not finished, for failOrphans.
+const runUnfinished = "'queued', 'running'"
+
+// failOrphans fails, with reason, the rows of table (one with status,
+// error, finished_at and job_id columns: a run of some kind) whose status
+// is one of unfinished (SQL literals) and whose job is neither queued nor
+// running; what names them in an error.
+func (db *DB) failOrphans(ctx context.Context, table, unfinished, what, reason string) (int64, error) {
+	res, err := db.exec(ctx, `UPDATE `+table+` SET status = 'failed', error = ?, finished_at = ?
+		WHERE status IN (`+unfinished+`)
 		AND (job_id IS NULL OR job_id NOT IN (SELECT id FROM jobs WHERE status IN ('queued', 'running')))`, reason, db.now())
 	if err != nil {
-		return 0, fmt.Errorf("store: fail orphan runs: %w", err)
+		return 0, fmt.Errorf("store: fail orphan %s: %w", what, err)
 	}
 	return res.RowsAffected()
 }

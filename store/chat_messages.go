@@ -271,11 +271,5 @@ func (db *DB) DeleteChatMessage(ctx context.Context, id int64) (int64, error) {
 // FailOrphanChatMessages is FailOrphanRuns for replies: those left
 // generating with no live job fail with reason.
 func (db *DB) FailOrphanChatMessages(ctx context.Context, reason string) (int64, error) {
-	res, err := db.exec(ctx, `UPDATE chat_messages SET status = 'failed', error = ?, finished_at = ?
-		WHERE status = 'generating'
-		AND (job_id IS NULL OR job_id NOT IN (SELECT id FROM jobs WHERE status IN ('queued', 'running')))`, reason, db.now())
-	if err != nil {
-		return 0, fmt.Errorf("store: fail orphan messages: %w", err)
-	}
-	return res.RowsAffected()
+	return db.failOrphans(ctx, "chat_messages", "'generating'", "messages", reason)
 }

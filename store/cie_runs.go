@@ -177,11 +177,5 @@ func (db *DB) RequeueCIERun(ctx context.Context, id int64, errText string) error
 
 // FailOrphanCIERuns is FailOrphanRuns for generation runs.
 func (db *DB) FailOrphanCIERuns(ctx context.Context, reason string) (int64, error) {
-	res, err := db.exec(ctx, `UPDATE cie_runs SET status = 'failed', error = ?, finished_at = ?
-		WHERE status IN ('queued', 'running')
-		AND (job_id IS NULL OR job_id NOT IN (SELECT id FROM jobs WHERE status IN ('queued', 'running')))`, reason, db.now())
-	if err != nil {
-		return 0, fmt.Errorf("store: fail orphan cie runs: %w", err)
-	}
-	return res.RowsAffected()
+	return db.failOrphans(ctx, "cie_runs", runUnfinished, "cie runs", reason)
 }

@@ -234,11 +234,5 @@ func (db *DB) FinishLiveGeneration(ctx context.Context, id int64, o LiveOutcome)
 
 // FailOrphanLiveGenerations is FailOrphanRuns for live generations.
 func (db *DB) FailOrphanLiveGenerations(ctx context.Context, reason string) (int64, error) {
-	res, err := db.exec(ctx, `UPDATE live_generations SET status = 'failed', error = ?, finished_at = ?
-		WHERE status IN ('queued', 'running')
-		AND (job_id IS NULL OR job_id NOT IN (SELECT id FROM jobs WHERE status IN ('queued', 'running')))`, reason, db.now())
-	if err != nil {
-		return 0, fmt.Errorf("store: fail orphan live generations: %w", err)
-	}
-	return res.RowsAffected()
+	return db.failOrphans(ctx, "live_generations", runUnfinished, "live generations", reason)
 }

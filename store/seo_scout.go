@@ -134,6 +134,40 @@ func (db *DB) StartScoutRun(ctx context.Context, id int64) (bool, error) {
 	return n == 1, nil
 }
 
+// DeleteScoutRun deletes a finished run and, by their foreign key, its
+// candidates. The keywords accepted from it stay: a candidate points at
+// its keyword, never the other way. A queued or running run is a conflict
+// (its job would finish a run that is gone), checked in the transaction
+// that deletes.
+func (db *DB) DeleteScoutRun(ctx context.Context, id int64) error {
+	err := db.tx(ctx, func(tx *sql.Tx) error {
+		var status string
+		err := tx.QueryRowContext(ctx, `SELECT status FROM seo_scout_runs WHERE id = ?`, id).Scan(&status)
+		if errors.Is(err, sql.ErrNoRows) {
+			return NotFound("scout run not found")
+		}
+		if err != nil {
+			return err
+		}
+		if status == RunQueued || status == RunRunning {
+			return Conflict("scout run %d is %s: cancel it first", id, status)
+		}
+		_, err = tx.ExecContext(ctx, `DELETE FROM seo_scout_runs WHERE id = ?`, id)
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("store: delete scout run: %w", err)
+	}
+	return nil
+}
+
+// FailOrphanScoutRuns is FailOrphanRuns for scout runs: those left queued
+// or running with no queued or running job to end them. A cancelled run
+// is finished and left as it is.
+func (db *DB) FailOrphanScoutRuns(ctx context.Context, reason string) (int64, error) {
+	return db.failOrphans(ctx, "seo_scout_runs", runUnfinished, "scout runs", reason)
+}
+
 // NewScoutCandidate is a candidate a run found.
 type NewScoutCandidate struct {
 	Keyword string

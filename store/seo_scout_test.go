@@ -87,6 +87,76 @@ func TestScoutRunStore(t *testing.T) {
 	}
 }
 
+// TestScoutRunDeleteAndOrphans: only a finished run is deleted, with its
+// candidates and not the keywords made from them; a run left queued with
+// no live job fails at start-up, a cancelled one stays cancelled.
+func TestScoutRunDeleteAndOrphans(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db, _ := openDB(t)
+	env := mustEnv(t, db, "a")
+	newRun := func() *store.ScoutRun {
+		t.Helper()
+		r, err := db.CreateScoutRunWithJob(ctx, store.NewScoutRun{EnvironmentID: env.ID, Seeds: []string{"tea"}}, scoutJob())
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r
+	}
+	queued, cancelled, orphan, done := newRun(), newRun(), newRun(), newRun()
+
+	storetest.WantKind(t, db.DeleteScoutRun(ctx, queued.ID), store.KindConflict)
+	if ok, err := db.StartScoutRun(ctx, queued.ID); !ok || err != nil {
+		t.Fatalf("start: %v %v", ok, err)
+	}
+	storetest.WantKind(t, db.DeleteScoutRun(ctx, queued.ID), store.KindConflict) // running
+	storetest.WantKind(t, db.DeleteScoutRun(ctx, 999999), store.KindNotFound)
+
+	// Cancelled as the service does it: the ending, then the job.
+	if _, err := db.FinishScoutRun(ctx, cancelled.ID, store.ScoutOutcome{Status: store.RunCancelled, Error: "cancelled by alice"}); err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range []*store.ScoutRun{cancelled, orphan} {
+		if _, err := db.CancelJob(ctx, *r.JobID); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n, err := db.FailOrphanScoutRuns(ctx, "interrupted by a restart"); err != nil || n != 1 {
+		t.Fatalf("orphans: %d %v", n, err)
+	}
+	for id, want := range map[int64][2]string{queued.ID: {store.RunRunning, ""}, cancelled.ID: {store.RunCancelled, "cancelled by alice"},
+		orphan.ID: {store.RunFailed, "interrupted by a restart"}} {
+		if r, err := db.ScoutRunByID(ctx, id); err != nil || r.Status != want[0] || r.Error != want[1] {
+			t.Errorf("run %d: %+v %v; want %v", id, r, err, want)
+		}
+	}
+
+	if _, err := db.FinishScoutRun(ctx, done.ID, store.ScoutOutcome{Status: store.RunSucceeded, Candidates: []store.NewScoutCandidate{
+		{Keyword: "green tea", Key: "green tea", FoundBy: []string{"ai"}, Score: 30},
+		{Keyword: "black tea", Key: "black tea", FoundBy: []string{"ai"}, Score: 30}}}); err != nil {
+		t.Fatal(err)
+	}
+	cands, _ := db.ScoutCandidates(ctx, done.ID)
+	res, err := db.AcceptScoutCandidates(ctx, done.ID, []int64{cands[0].ID})
+	if err != nil || res.Created != 1 {
+		t.Fatalf("accept: %+v %v", res, err)
+	}
+	for _, id := range []int64{done.ID, cancelled.ID, orphan.ID} {
+		if err := db.DeleteScoutRun(ctx, id); err != nil {
+			t.Fatalf("delete %d: %v", id, err)
+		}
+	}
+	_, err = db.ScoutRunByID(ctx, done.ID)
+	storetest.WantKind(t, err, store.KindNotFound)
+	storetest.WantKind(t, db.DeleteScoutRun(ctx, done.ID), store.KindNotFound)
+	if cands, err := db.ScoutCandidates(ctx, done.ID); err != nil || len(cands) != 0 {
+		t.Fatalf("candidates of a deleted run: %v %v", cands, err)
+	}
+	if k, err := db.KeywordByID(ctx, res.KeywordIDs[0]); err != nil || k.Source != "scout" {
+		t.Fatalf("the accepted keyword: %+v %v", k, err)
+	}
+}
+
 func TestStrategyStore(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()

@@ -9,8 +9,8 @@
 // with the run until some are accepted as keywords (source scout).
 //
 // Who does what: everyone reads the runs of their environments; editors
-// and up start runs and accept candidates. Any other environment's run is
-// not found.
+// and up start, cancel and delete runs and accept candidates. Any other
+// environment's run is not found.
 package scout
 
 import (
@@ -35,6 +35,7 @@ type Store interface {
 	FinishScoutRun(ctx context.Context, id int64, o store.ScoutOutcome) (*store.ScoutRun, error)
 	ScoutCandidates(ctx context.Context, runID int64) ([]*store.ScoutCandidate, error)
 	AcceptScoutCandidates(ctx context.Context, runID int64, ids []int64) (store.AcceptResult, error)
+	DeleteScoutRun(ctx context.Context, id int64) error
 	ExistingKeywordKeys(ctx context.Context, envID int64, keys []string) (map[string]bool, error)
 
 	ListSearchPhrases(ctx context.Context, f store.SearchPhraseFilter) ([]*store.SearchPhrase, int, error)
@@ -60,6 +61,7 @@ type Engine interface {
 type Runner interface {
 	Register(kind string, k jobs.Kind)
 	Signal()
+	Cancel(ctx context.Context, id int64) (*store.Job, error)
 }
 
 // Deps are what the service works with.
@@ -312,4 +314,51 @@ func (s *Service) Accept(ctx context.Context, sc store.Scope, id int64, candidat
 		return store.AcceptResult{}, store.Invalid("candidates: give 1 to %d candidate ids", MaxAccept)
 	}
 	return s.db.AcceptScoutCandidates(ctx, run.ID, candidates)
+}
+
+// Cancel cancels a queued or running run the scope sees, saying who did;
+// a finished one is a conflict. The ending is recorded first, then the
+// job is cancelled: a queued job ends at once, a running one has its
+// context cancelled, which cuts the SerpApi or model call under way, and
+// finds the ending recorded (the first ending is kept, so the job's
+// OnFinish does not turn it into failed). What the run had gathered is
+// dropped with it: candidates are written only when a run succeeds, and
+// half a run's sources would score them differently.
+func (s *Service) Cancel(ctx context.Context, sc store.Scope, id int64, by string) (*store.ScoutRun, error) {
+	run, err := s.run(ctx, sc, id)
+	if err != nil {
+		return nil, err
+	}
+	if run.Finished() {
+		return nil, store.Conflict("scout run %d already %s: only a queued or running run can be cancelled", run.ID, run.Status)
+	}
+	ended, err := s.db.FinishScoutRun(ctx, run.ID, store.ScoutOutcome{Status: store.RunCancelled, Error: "cancelled by " + by})
+	if err != nil {
+		return nil, err
+	}
+	if ended.Status != store.RunCancelled { // it finished meanwhile
+		return nil, store.Conflict("scout run %d already %s: only a queued or running run can be cancelled", run.ID, ended.Status)
+	}
+	if run.JobID != nil {
+		// A job that ended already (conflict) or was cleaned up (not
+		// found) has nothing left to stop.
+		if _, err := s.jobs.Cancel(ctx, *run.JobID); err != nil && store.KindOf(err) != store.KindConflict && !store.IsNotFound(err) {
+			return nil, err
+		}
+	}
+	return ended, nil
+}
+
+// Delete deletes a finished run the scope sees, with its candidates; the
+// keywords accepted from it stay. A queued or running run is a conflict:
+// cancel it first.
+func (s *Service) Delete(ctx context.Context, sc store.Scope, id int64) error {
+	run, err := s.run(ctx, sc, id)
+	if err != nil {
+		return err
+	}
+	if !run.Finished() {
+		return store.Conflict("scout run %d is %s: cancel it first (POST /api/seo/scout/runs/%d/cancel)", run.ID, run.Status, run.ID)
+	}
+	return s.db.DeleteScoutRun(ctx, run.ID)
 }
