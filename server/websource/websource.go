@@ -424,10 +424,10 @@ func (s *Service) fetchOne(ctx context.Context, src *store.WebSource) (*Report, 
 // records it, so each crossing is seen by exactly one fetch: once per
 // streak of failures, however many fetches run at once.
 func (s *Service) tell(ctx context.Context, rec *store.WebFetchRecord) {
-	src := rec.Source
 	if s.notify == nil {
 		return
 	}
+	src := rec.Source
 	link := fmt.Sprintf("/api/web-sources/%d", src.ID)
 	switch {
 	case src.ConsecutiveFailures == NotifyAfter:
@@ -475,7 +475,8 @@ func (s *Service) fetchDue(ctx context.Context, _ *store.Job) error {
 			errs = append(errs, err)
 			s.log.Error("web sources: record a fetch", "source", src.ID, "err", err)
 		case rep.Error != "":
-			s.log.Info("web source fetch failed", "source", src.ID, "url", src.URL, "err", rep.Error)
+			s.log.Info("web source fetch failed", "source", src.ID, "url", src.URL, "err", rep.Error,
+				"failures", rep.Source.ConsecutiveFailures, "next", rep.Source.NextFetchAt)
 		}
 	}
 	return errors.Join(errs...)
