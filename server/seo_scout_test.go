@@ -204,7 +204,7 @@ func scoutSeed(t *testing.T, f *agFixture) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := db.RecordWebSourceFetch(ctx, src.ID, store.WebFetch{URL: src.URL, Items: []store.NewWebItem{
+	if _, err := db.RecordWebSourceFetch(ctx, src.ID, store.WebFetch{URL: src.URL, Items: []store.NewWebItem{
 		{Key: "1", Title: "Cold brew vs iced coffee"},
 		{Key: "2", Title: "Our roastery celebrates its tenth anniversary with a week of free tastings for everyone in town"},
 	}}); err != nil {

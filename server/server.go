@@ -158,7 +158,7 @@ func New(d Deps, opts Options) (*Server, error) {
 	if d.Feeds == nil {
 		d.Feeds = feed.New(nil, feed.Options{})
 	}
-	s.webSources = websource.New(websource.Deps{Store: d.DB, Environments: s.environments, Fetcher: d.Feeds, Jobs: d.Jobs, Log: d.Log,
+	s.webSources = websource.New(websource.Deps{Store: d.DB, Environments: s.environments, Fetcher: d.Feeds, Jobs: d.Jobs, Notify: d.Notify, Log: d.Log,
 		Now: func() time.Time { return d.DB.Now() }})
 	s.scout = scout.New(scout.Deps{Store: d.DB, Environments: s.environments, Engine: d.Engine, Jobs: d.Jobs, Log: d.Log})
 	s.strategies = strategy.New(strategy.Deps{Store: d.DB, Campaigns: s.seo, Environments: s.environments, Engine: d.Engine, Jobs: d.Jobs, Log: d.Log,

@@ -18,13 +18,18 @@ func (s *Server) registerWebSourceRoutes() {
 	const tag = "Web sources"
 	s.handle(Route{Method: "GET", Path: "/api/web-sources", Tag: tag, Access: signedIn, List: true, Errors: []int{404},
 		Summary: "List web sources", Query: sourceListQuery{}, Data: sourceResponse{},
-		Notes: "Newest first by default. An environment you do not see is a 404."}, s.listWebSources)
+		Notes: "Newest first by default. An environment you do not see is a 404. failing=true lists the sources whose last fetch failed " +
+			"(consecutive_failures above 0), failing=false the others."}, s.listWebSources)
 	s.handle(Route{Method: "POST", Path: "/api/web-sources", Tag: tag, Access: editorOnly, Status: http.StatusCreated, Errors: []int{404, 409},
 		Summary: "Follow a feed or a page", Body: sourceRequest{}, Data: sourceResponse{},
 		Notes: "An active source is fetched at once by the background fetcher, then every fetch_interval seconds. rss and atom are read " +
 			"as feeds (either format is recognised whichever kind is named); page extracts the readable text of an HTML page, a new item " +
 			"whenever that text changes. A link-local or cloud metadata address is a 422; private and loopback ones are refused when fetched " +
-			"if the server runs with --outbound-private=false. One environment follows an address once (409)."}, s.createWebSource)
+			"if the server runs with --outbound-private=false. One environment follows an address once (409). A source that keeps failing " +
+			"backs off: after n failures in a row the next scheduled fetch is fetch_interval × 2^n later (at least what a 429 or 503 asked " +
+			"with Retry-After), at most 32 intervals or 24 hours, whichever is shorter, and never less than fetch_interval; a success resets " +
+			"consecutive_failures. After 5 failures in a row the environment's editors are notified once (websource.failing), and once " +
+			"more when it answers again (websource.recovered)."}, s.createWebSource)
 	s.handle(Route{Method: "POST", Path: "/api/web-sources/bulk-delete", Tag: tag, Access: editorOnly,
 		Summary: "Delete several web sources and their items", Body: bulkIDs{}, Data: bulkResponse{},
 		Notes: "Ids that do not exist or that are in environments you do not see are skipped; changed says how many were deleted."},
@@ -33,7 +38,8 @@ func (s *Server) registerWebSourceRoutes() {
 		Summary: "Get a web source", Data: sourceResponse{}}, s.getWebSource)
 	s.handle(Route{Method: "PUT", Path: "/api/web-sources/{id}", Tag: tag, Access: editorOnly, Errors: []int{409},
 		Summary: "Change a web source", Body: sourceUpdateRequest{}, Data: sourceResponse{},
-		Notes: "Fields left out keep their values. A new url or kind forgets the validators and is fetched at once; its items stay."},
+		Notes: "Fields left out keep their values. A new url or kind forgets the validators and the failures and is fetched at once; " +
+			"its items stay. Otherwise next_fetch_at is planned again from the last fetch, with the back-off of its failures."},
 		s.updateWebSource)
 	s.handle(Route{Method: "DELETE", Path: "/api/web-sources/{id}", Tag: tag, Access: editorOnly,
 		Summary: "Delete a web source and its items", Data: deletedResponse{}}, s.deleteWebSource)
@@ -42,7 +48,8 @@ func (s *Server) registerWebSourceRoutes() {
 		Notes: "Fetches within the request (at most 30 seconds, 5 MiB, 5 redirects, every hop through the outbound address guard), " +
 			"sending the last answer's ETag and Last-Modified: a 304 stores nothing. New items are stored once, by guid or else link. " +
 			"A fetch that fails answers 200 too, with error set; the source's last_error and last_status say the same. " +
-			"The next scheduled fetch is fetch_interval from now."}, s.fetchWebSource)
+			"It counts like a scheduled fetch: a failure adds to consecutive_failures and a success resets it, and the next scheduled " +
+			"fetch is planned from now, fetch_interval later or backed off (see POST /api/web-sources)."}, s.fetchWebSource)
 	s.handle(Route{Method: "GET", Path: "/api/web-sources/{id}/items", Tag: tag, Access: signedIn, List: true,
 		Summary: "List a web source's items", Query: itemListQuery{}, Data: itemResponse{},
 		Notes: "The latest published first by default; items without a date come last."}, s.listWebItems)
@@ -64,27 +71,28 @@ type sourceUpdateRequest struct {
 }
 
 type sourceResponse struct {
-	ID            int64      `json:"id"`
-	EnvironmentID int64      `json:"environment_id"`
-	URL           string     `json:"url"`
-	Kind          string     `json:"kind" enum:"rss,atom,page"`
-	IsActive      bool       `json:"is_active"`
-	FetchInterval int64      `json:"fetch_interval" doc:"seconds"`
-	NextFetchAt   *Timestamp `json:"next_fetch_at" doc:"when it is due; null while inactive"`
-	LastFetchedAt *Timestamp `json:"last_fetched_at"`
-	LastStatus    *int       `json:"last_status" doc:"the HTTP status of the last answer; null when none came"`
-	LastError     string     `json:"last_error" doc:"why the last fetch failed; empty when it did not"`
-	ETag          string     `json:"etag" doc:"the last answer's validator, sent as If-None-Match"`
-	LastModified  string     `json:"last_modified" doc:"the last answer's validator, sent as If-Modified-Since"`
-	CreatedBy     *int64     `json:"created_by"`
-	CreatedAt     Timestamp  `json:"created_at"`
-	UpdatedAt     Timestamp  `json:"updated_at"`
+	ID                  int64      `json:"id"`
+	EnvironmentID       int64      `json:"environment_id"`
+	URL                 string     `json:"url"`
+	Kind                string     `json:"kind" enum:"rss,atom,page"`
+	IsActive            bool       `json:"is_active"`
+	FetchInterval       int64      `json:"fetch_interval" doc:"seconds"`
+	NextFetchAt         *Timestamp `json:"next_fetch_at" doc:"when it is due, later while it fails (see consecutive_failures); null while inactive"`
+	LastFetchedAt       *Timestamp `json:"last_fetched_at"`
+	LastStatus          *int       `json:"last_status" doc:"the HTTP status of the last answer; null when none came"`
+	LastError           string     `json:"last_error" doc:"why the last fetch failed; empty when it did not"`
+	ConsecutiveFailures int        `json:"consecutive_failures" doc:"fetches in a row that failed; 0 after a success (a 304 too). The next scheduled fetch backs off by it"`
+	ETag                string     `json:"etag" doc:"the last answer's validator, sent as If-None-Match"`
+	LastModified        string     `json:"last_modified" doc:"the last answer's validator, sent as If-Modified-Since"`
+	CreatedBy           *int64     `json:"created_by"`
+	CreatedAt           Timestamp  `json:"created_at"`
+	UpdatedAt           Timestamp  `json:"updated_at"`
 }
 
 func sourceJSON(w *store.WebSource) sourceResponse {
 	return sourceResponse{ID: w.ID, EnvironmentID: w.EnvironmentID, URL: w.URL, Kind: w.Kind, IsActive: w.IsActive,
 		FetchInterval: int64(w.FetchInterval / time.Second), NextFetchAt: (*Timestamp)(w.NextFetchAt), LastFetchedAt: (*Timestamp)(w.LastFetchedAt),
-		LastStatus: w.LastStatus, LastError: w.LastError, ETag: w.ETag, LastModified: w.LastModified, CreatedBy: w.CreatedBy,
+		LastStatus: w.LastStatus, LastError: w.LastError, ConsecutiveFailures: w.ConsecutiveFailures, ETag: w.ETag, LastModified: w.LastModified, CreatedBy: w.CreatedBy,
 		CreatedAt: Timestamp(w.CreatedAt), UpdatedAt: Timestamp(w.UpdatedAt)}
 }
 
@@ -99,6 +107,7 @@ type sourceListQuery struct {
 	pageQuery
 	EnvironmentID *int64 `form:"environment_id" binding:"omitempty,gt=0"`
 	IsActive      *bool  `form:"is_active"`
+	Failing       *bool  `form:"failing" doc:"true: only sources whose last fetch failed (consecutive_failures > 0); false: only the others"`
 	Q             string `form:"q" binding:"max=200" doc:"part of the url"`
 	Sort          string `form:"sort" binding:"omitempty,oneof=url -url created_at -created_at last_fetched_at -last_fetched_at" doc:"default -created_at"`
 }
@@ -132,7 +141,7 @@ func (s *Server) listWebSources(c *gin.Context) {
 		return
 	}
 	list, total, err := s.webSources.List(c.Request.Context(), scope(c), websource.ListQuery{EnvironmentID: q.EnvironmentID,
-		IsActive: q.IsActive, Q: q.Q, Sort: sortOf(q.Sort), Page: q.page()})
+		IsActive: q.IsActive, Failing: q.Failing, Q: q.Q, Sort: sortOf(q.Sort), Page: q.page()})
 	if err != nil {
 		fail(c, err)
 		return

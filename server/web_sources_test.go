@@ -1,6 +1,7 @@
 package server_test
 
 import (
+	"context"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -10,8 +11,11 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/copydesk/copydesk/server"
+	"github.com/copydesk/copydesk/server/websource"
+	"github.com/copydesk/copydesk/store"
 )
 
 // feedSite serves the feed fixtures of server/feed and records each
@@ -322,5 +326,241 @@ func TestWebSourcesScheduled(t *testing.T) {
 		if strings.HasPrefix(s, "/rss") {
 			t.Errorf("the inactive source's address was asked: %q", s)
 		}
+	}
+}
+
+// flakySite is a feed that answers as told: with a status (and a
+// Retry-After), or with the RSS fixture and its ETag, answering 304 to
+// that ETag.
+type flakySite struct {
+	*httptest.Server
+	mu         sync.Mutex
+	status     int
+	retryAfter string
+	hits       int
+}
+
+func newFlakySite(t *testing.T) *flakySite {
+	rss, err := os.ReadFile(filepath.Join("feed", "testdata", "rss2.xml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := &flakySite{status: http.StatusOK}
+	s.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		s.mu.Lock()
+		status, retryAfter := s.status, s.retryAfter
+		s.hits++
+		s.mu.Unlock()
+		switch {
+		case status != http.StatusOK:
+			if retryAfter != "" {
+				w.Header().Set("Retry-After", retryAfter)
+			}
+			http.Error(w, http.StatusText(status), status)
+		case r.Header.Get("If-None-Match") == `"v1"`:
+			w.WriteHeader(http.StatusNotModified)
+		default:
+			w.Header().Set("ETag", `"v1"`)
+			w.Header().Set("Content-Type", "application/rss+xml")
+			w.Write(rss)
+		}
+	}))
+	t.Cleanup(s.Close)
+	return s
+}
+
+// answer makes the site answer status from now on, with a Retry-After
+// when retryAfter is not empty.
+func (s *flakySite) answer(status int, retryAfter string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.status, s.retryAfter = status, retryAfter
+}
+
+func (s *flakySite) Hits() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.hits
+}
+
+// backoffSetup is agSetup with the store's clock injected, and a flaky
+// site. The back-off is read against that clock, which stays put unless
+// the test moves it, from now, as agSetup's tokens were made.
+func backoffSetup(t *testing.T) (*agFixture, *flakySite) {
+	t.Helper()
+	f := agSetup(t)
+	f.e.clock.Set(time.Now().UTC().Truncate(time.Second))
+	f.e.app.DB.Now = f.e.clock.Now
+	return f, newFlakySite(t)
+}
+
+// sourceNotes lists the kinds of the user's notifications about a source,
+// oldest first.
+func sourceNotes(t *testing.T, e *env, tok string, id int64) []string {
+	t.Helper()
+	r := e.do(t, "GET", "/api/notifications?per_page=200", tok, nil)
+	if r.Code != 200 {
+		t.Fatalf("notifications: %d %s", r.Code, r.Body)
+	}
+	var kinds []string
+	for _, n := range agItems(r.Data()) {
+		if n["link"] == fmt.Sprintf("/api/web-sources/%d", id) {
+			kinds = append(kinds, n["kind"].(string))
+		}
+	}
+	slices.Reverse(kinds)
+	return kinds
+}
+
+// A source that keeps failing backs off: fetch_interval × 2^n after n
+// failures in a row, at least a Retry-After, at most a day; a success,
+// a 304 too, resets it. Fetching now counts like a scheduled fetch. At the
+// fifth failure in a row the environment's editors (not its viewers, nor
+// other environments) are told once, and once more when it answers
+// again; the list filters the failing sources.
+func TestWebSourceBackoff(t *testing.T) {
+	t.Parallel()
+	f, site := backoffSetup(t)
+	e := f.e
+	src := sourceCreate(t, e, f.edATok, map[string]any{"environment_id": f.envA, "url": site.URL + "/feed", "kind": "rss"})
+	id := agID(src)
+	if src["consecutive_failures"] != float64(0) {
+		t.Fatalf("a new source: %v", src)
+	}
+	healthy := agID(sourceCreate(t, e, f.edATok, map[string]any{"environment_id": f.envA, "url": site.URL + "/other", "kind": "rss"}))
+	sourceFetch(t, e, f.edATok, healthy)
+
+	// at is the store's clock plus d, as the API writes times.
+	at := func(d time.Duration) string { return e.clock.Now().Add(d).UTC().Format(store.TimeFormat) }
+	steps := []struct {
+		name       string
+		status     int
+		retryAfter func() string
+		failures   float64
+		next       time.Duration // after now
+		notes      []string      // the editor's about the source, so far
+	}{
+		{name: "RetryAfterLonger", status: 503, retryAfter: func() string { return "18000" }, failures: 1, next: 5 * time.Hour},
+		{name: "Doubles", status: 500, failures: 2, next: 4 * time.Hour},
+		{name: "RetryAfterDateBeyondCap", status: 429, failures: 3, next: 24 * time.Hour,
+			retryAfter: func() string { return e.clock.Now().Add(30 * time.Hour).Format(http.TimeFormat) }},
+		{name: "RetryAfterShorter", status: 503, retryAfter: func() string { return "60" }, failures: 4, next: 16 * time.Hour},
+		{name: "FifthNotifies", status: 404, failures: 5, next: 24 * time.Hour, notes: []string{"websource.failing"}},
+		{name: "Capped", status: 500, failures: 6, next: 24 * time.Hour, notes: []string{"websource.failing"}},
+		{name: "StillOnce", status: 502, failures: 7, next: 24 * time.Hour, notes: []string{"websource.failing"}},
+		{name: "Recovers", status: 200, failures: 0, next: time.Hour, notes: []string{"websource.failing", "websource.recovered"}},
+		{name: "FailsOnce", status: 500, failures: 1, next: 2 * time.Hour, notes: []string{"websource.failing", "websource.recovered"}},
+		{name: "NotModifiedResets", status: 200, failures: 0, next: time.Hour, notes: []string{"websource.failing", "websource.recovered"}},
+	}
+	for _, s := range steps {
+		retryAfter := ""
+		if s.retryAfter != nil {
+			retryAfter = s.retryAfter()
+		}
+		site.answer(s.status, retryAfter)
+		got := sourceFetch(t, e, f.edATok, id)
+		src := got["source"].(map[string]any)
+		if src["consecutive_failures"] != s.failures || src["next_fetch_at"] != at(s.next) || (s.status == 200) != (got["error"] == "") {
+			t.Errorf("%s: consecutive_failures %v, next_fetch_at %v, error %q; want %v, %s", s.name, src["consecutive_failures"],
+				src["next_fetch_at"], got["error"], s.failures, at(s.next))
+		}
+		if notes := sourceNotes(t, e, f.edATok, id); !slices.Equal(notes, s.notes) {
+			t.Errorf("%s: the editor's notifications %q, want %q", s.name, notes, s.notes)
+		}
+		if s.name == "NotModifiedResets" && got["not_modified"] != true {
+			t.Errorf("%s: not a 304: %v", s.name, got)
+		}
+	}
+	// The same source is read the same way by GET.
+	if r := e.do(t, "GET", fmt.Sprintf("/api/web-sources/%d", id), f.viewATok, nil); r.Data()["consecutive_failures"] != float64(0) {
+		t.Errorf("GET: %s", r.Body)
+	}
+	// The admin is told too; the viewer and the other environment's
+	// editor are not.
+	for _, c := range []struct {
+		name, tok string
+		want      []string
+	}{
+		{"Admin", f.adminTok, []string{"websource.failing", "websource.recovered"}},
+		{"Viewer", f.viewATok, nil},
+		{"OtherEnvironment", f.edBTok, nil},
+	} {
+		if got := sourceNotes(t, e, c.tok, id); !slices.Equal(got, c.want) {
+			t.Errorf("%s: %q, want %q", c.name, got, c.want)
+		}
+	}
+
+	// Failing again after recovering is told again, once.
+	site.answer(500, "")
+	for range 6 {
+		sourceFetch(t, e, f.edATok, id)
+	}
+	want := []string{"websource.failing", "websource.recovered", "websource.failing"}
+	if got := sourceNotes(t, e, f.edATok, id); !slices.Equal(got, want) {
+		t.Errorf("failing again: %q, want %q", got, want)
+	}
+
+	// The list's failing filter.
+	list := func(query string) []int64 {
+		t.Helper()
+		r := e.do(t, "GET", "/api/web-sources?"+query, f.viewATok, nil)
+		if r.Code != 200 {
+			t.Fatalf("list %s: %d %s", query, r.Code, r.Body)
+		}
+		var ids []int64
+		for _, it := range agItems(r.Data()) {
+			ids = append(ids, agID(it))
+		}
+		return ids
+	}
+	for _, c := range []struct {
+		query string
+		want  []int64
+	}{
+		{"failing=true", []int64{id}},
+		{"failing=false", []int64{healthy}},
+		{fmt.Sprintf("failing=true&environment_id=%d&sort=url", f.envA), []int64{id}},
+		{"failing=true&is_active=false", nil},
+		{"", []int64{healthy, id}},
+	} {
+		if got := list(c.query); !slices.Equal(got, c.want) {
+			t.Errorf("list %q: %v, want %v", c.query, got, c.want)
+		}
+	}
+	if r := e.do(t, "GET", "/api/web-sources?failing=sometimes", f.viewATok, nil); r.Code != 422 {
+		t.Errorf("failing=sometimes: %d %s", r.Code, r.Body)
+	}
+}
+
+// The recurring job backs off as a fetch now does: a failing source is
+// planned interval × 2^n later, and fetched by the job once that time
+// comes (the store's clock, moved by the test).
+func TestWebSourceBackoffScheduled(t *testing.T) {
+	t.Parallel()
+	f, site := backoffSetup(t)
+	e := f.e
+	site.answer(500, "")
+	startJobs(t, e)
+	id := agID(sourceCreate(t, e, f.edATok, map[string]any{"environment_id": f.envA, "url": site.URL + "/feed", "kind": "rss"}))
+	// Read from the store: the clock moves past the tokens' hour.
+	for n, wait := range []time.Duration{2 * time.Hour, 4 * time.Hour, 8 * time.Hour} {
+		var got *store.WebSource
+		agWaitFor(t, fmt.Sprintf("scheduled failure %d", n+1), func() bool {
+			var err error
+			if got, err = e.app.DB.WebSourceByID(context.Background(), id); err != nil {
+				t.Fatal(err)
+			}
+			return got.ConsecutiveFailures == n+1
+		})
+		if want := e.clock.Now().Add(wait); got.NextFetchAt == nil || !got.NextFetchAt.Equal(want) {
+			t.Fatalf("after failure %d: next_fetch_at %v, want %s", n+1, got.NextFetchAt, want)
+		}
+		e.clock.Advance(wait)
+		if err := e.app.Jobs.Replan(context.Background(), websource.FetchJob); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if hits := site.Hits(); hits < 3 {
+		t.Errorf("the site was asked %d times", hits)
 	}
 }

@@ -29,9 +29,29 @@ func TestNotificationsGoOnlyToWhoSeesTheEnvironment(t *testing.T) {
 		t.Fatal(err)
 	}
 	everyone := []int64{member.ID, removed.ID, disabled.ID, admin.ID, outsider.ID}
-	chosen, err := db.EnvironmentMemberIDs(ctx, a.ID)
+	chosen, err := db.EnvironmentMemberIDs(ctx, a.ID, store.RoleViewer)
 	if err != nil {
 		t.Fatal(err)
+	}
+	// A viewer granted the environment is a member, but not an editor.
+	viewer := mustUser(t, db, "viewer", store.RoleViewer)
+	if _, err := db.SetUserEnvironments(ctx, viewer.ID, []int64{a.ID}); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		min  store.Role
+		want []int64
+	}{
+		{store.RoleViewer, []int64{member.ID, removed.ID, disabled.ID, admin.ID, viewer.ID}},
+		{store.RoleEditor, []int64{member.ID, removed.ID, disabled.ID, admin.ID}},
+		{store.RoleAdmin, []int64{admin.ID}},
+	} {
+		got, err := db.EnvironmentMemberIDs(ctx, a.ID, c.min)
+		slices.Sort(got)
+		slices.Sort(c.want)
+		if err != nil || !slices.Equal(got, c.want) {
+			t.Errorf("members at least %s: %v, %v; want %v", c.min, got, err, c.want)
+		}
 	}
 	// Access changes between choosing the recipients and delivering.
 	if _, err := db.SetUserEnvironments(ctx, removed.ID, nil); err != nil {

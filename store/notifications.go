@@ -195,6 +195,22 @@ func (db *DB) PruneNotifications(ctx context.Context, cutoff time.Time) (int64, 
 // UserIDsWithRole lists the active users whose role is at least min, in
 // no particular order.
 func (db *DB) UserIDsWithRole(ctx context.Context, min Role) ([]int64, error) {
+	marks, roles := rolesAtLeast(min)
+	return db.ids(ctx, `SELECT id FROM users WHERE is_active = 1 AND role IN (`+marks+`)`, roles...)
+}
+
+// EnvironmentMemberIDs lists the active users who can see an environment
+// and whose role is at least min (RoleViewer: all of them): those it was
+// granted to, and every admin and super_admin; in no particular order.
+func (db *DB) EnvironmentMemberIDs(ctx context.Context, envID int64, min Role) ([]int64, error) {
+	marks, roles := rolesAtLeast(min)
+	return db.ids(ctx, `SELECT id FROM users WHERE is_active = 1 AND role IN (`+marks+`) AND (role IN ('admin', 'super_admin')
+		OR id IN (SELECT user_id FROM user_environments WHERE environment_id = ?))`, append(roles, envID)...)
+}
+
+// rolesAtLeast is the placeholders and arguments of `role IN (...)` for
+// the roles at least min.
+func rolesAtLeast(min Role) (string, []any) {
 	var roles []any
 	var marks []string
 	for _, r := range Roles {
@@ -203,15 +219,7 @@ func (db *DB) UserIDsWithRole(ctx context.Context, min Role) ([]int64, error) {
 			marks = append(marks, "?")
 		}
 	}
-	return db.ids(ctx, `SELECT id FROM users WHERE is_active = 1 AND role IN (`+strings.Join(marks, ", ")+`)`, roles...)
-}
-
-// EnvironmentMemberIDs lists the active users who can see an environment:
-// those it was granted to, and every admin and super_admin; in no
-// particular order.
-func (db *DB) EnvironmentMemberIDs(ctx context.Context, envID int64) ([]int64, error) {
-	return db.ids(ctx, `SELECT id FROM users WHERE is_active = 1 AND (role IN ('admin', 'super_admin')
-		OR id IN (SELECT user_id FROM user_environments WHERE environment_id = ?))`, envID)
+	return strings.Join(marks, ", "), roles
 }
 
 func (db *DB) ids(ctx context.Context, query string, args ...any) ([]int64, error) {

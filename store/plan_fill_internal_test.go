@@ -283,13 +283,17 @@ func fillPlanData(t testing.TB, db *DB) {
 		}, func() error {
 			kinds := []string{"rss", "rss", "atom", "page"}
 			return exec(`INSERT INTO web_sources (environment_id, url, kind, is_active, fetch_interval, next_fetch_at, last_fetched_at,
-				created_at, updated_at) VALUES (?, ?, ?, ?, 3600, ?, ?, ?, ?)`, planRows, func(i int) []any {
+				consecutive_failures, created_at, updated_at) VALUES (?, ?, ?, ?, 3600, ?, ?, ?, ?, ?)`, planRows, func(i int) []any {
 				var fetched any
+				failures := 0
 				if rnd.IntN(4) > 0 {
 					fetched = at(rnd.IntN(planRows))
+					if rnd.IntN(10) == 0 { // a few sites fail, some for long
+						failures = 1 + rnd.IntN(40)
+					}
 				}
 				return []any{1 + rnd.IntN(planEnvs), fmt.Sprintf("https://site%d.example/feed", i), kinds[rnd.IntN(len(kinds))],
-					boolInt(rnd.IntN(4) > 0), at(i + 24), fetched, at(i), at(i)}
+					boolInt(rnd.IntN(4) > 0), at(i + 24), fetched, failures, at(i), at(i)}
 			})
 		}, func() error {
 			return exec(`INSERT OR IGNORE INTO web_items (source_id, environment_id, item_key, link, title, published_at, created_at)

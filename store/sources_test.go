@@ -108,26 +108,34 @@ func TestWebSourceFetches(t *testing.T) {
 	if _, err := db.CreateWebSource(ctx, store.NewWebSource{EnvironmentID: envID, URL: "https://a.example/feed", Kind: "atom", FetchInterval: time.Hour}); store.KindOf(err) != store.KindConflict {
 		t.Errorf("the same address twice: %v", err)
 	}
+	// record is RecordWebSourceFetch as the test reads it.
+	record := func(id int64, f store.WebFetch) (int, *store.WebSource, error) {
+		rec, err := db.RecordWebSourceFetch(ctx, id, f)
+		if err != nil {
+			return 0, nil, err
+		}
+		return rec.NewItems, rec.Source, nil
+	}
 	ok := 200
 	published := clock.Now().Add(-time.Hour)
 	items := []store.NewWebItem{{Key: "g1", GUID: "g1", Title: "One", PublishedAt: &published}, {Key: "https://a.example/2", Link: "https://a.example/2", Title: "Two"}}
-	n, after, err := db.RecordWebSourceFetch(ctx, src.ID, store.WebFetch{URL: src.URL, Status: &ok, ETag: `"v1"`, LastModified: "Mon, 16 Nov 2026 09:30:00 GMT", Items: items})
+	n, after, err := record(src.ID, store.WebFetch{URL: src.URL, Status: &ok, ETag: `"v1"`, LastModified: "Mon, 16 Nov 2026 09:30:00 GMT", Items: items})
 	if err != nil || n != 2 || after.ETag != `"v1"` || *after.LastStatus != 200 || !after.NextFetchAt.Equal(clock.Now().Add(time.Hour)) {
 		t.Fatalf("first fetch: %d %+v %v", n, after, err)
 	}
 	clock.Advance(time.Hour)
 	notModified := 304
-	n, after, err = db.RecordWebSourceFetch(ctx, src.ID, store.WebFetch{URL: src.URL, Status: &notModified, NotModified: true})
+	n, after, err = record(src.ID, store.WebFetch{URL: src.URL, Status: &notModified, NotModified: true})
 	if err != nil || n != 0 || after.ETag != `"v1"` || after.LastModified == "" || after.LastError != "" {
 		t.Errorf("304: %d %+v %v", n, after, err)
 	}
 	failed := 500
-	n, after, err = db.RecordWebSourceFetch(ctx, src.ID, store.WebFetch{URL: src.URL, Status: &failed, Error: "HTTP 500: Internal Server Error"})
+	n, after, err = record(src.ID, store.WebFetch{URL: src.URL, Status: &failed, Error: "HTTP 500: Internal Server Error"})
 	if err != nil || n != 0 || after.ETag != `"v1"` || after.LastError != "HTTP 500: Internal Server Error" || !after.NextFetchAt.Equal(clock.Now().Add(time.Hour)) {
 		t.Errorf("failure: %d %+v %v", n, after, err)
 	}
 	// The same items again, and one new.
-	n, _, err = db.RecordWebSourceFetch(ctx, src.ID, store.WebFetch{URL: src.URL, Status: &ok, Items: append(items, store.NewWebItem{Key: "g3", GUID: "g3"})})
+	n, _, err = record(src.ID, store.WebFetch{URL: src.URL, Status: &ok, Items: append(items, store.NewWebItem{Key: "g3", GUID: "g3"})})
 	if err != nil || n != 1 {
 		t.Errorf("again: %d new, %v", n, err)
 	}
@@ -142,7 +150,7 @@ func TestWebSourceFetches(t *testing.T) {
 	if err != nil || moved.ETag != "" || moved.LastModified != "" || !moved.NextFetchAt.Equal(clock.Now()) {
 		t.Errorf("moved: %+v %v", moved, err)
 	}
-	n, after, err = db.RecordWebSourceFetch(ctx, src.ID, store.WebFetch{URL: "https://a.example/feed", Status: &ok, ETag: `"old"`, Items: []store.NewWebItem{{Key: "g4"}}})
+	n, after, err = record(src.ID, store.WebFetch{URL: "https://a.example/feed", Status: &ok, ETag: `"old"`, Items: []store.NewWebItem{{Key: "g4"}}})
 	if err != nil || n != 0 || after.ETag != "" {
 		t.Errorf("a fetch of the old address was kept: %d %+v %v", n, after, err)
 	}
@@ -164,5 +172,91 @@ func TestWebSourceFetches(t *testing.T) {
 	}
 	if due, err := db.DueWebSources(ctx, clock.Now(), 10); err != nil || len(due) != 0 {
 		t.Errorf("due before its time: %+v %v", due, err)
+	}
+}
+
+// A failure adds one to consecutive_failures and a success (a 304 too)
+// resets it, in the transaction that records the fetch, which plans the
+// next one with the service's Delay; a new URL forgets the failures, and
+// the list filters by them.
+func TestWebSourceFailures(t *testing.T) {
+	t.Parallel()
+	db, clock := storetest.OpenDB(t)
+	ctx := context.Background()
+	envID := newSourcesEnv(t, db, "a")
+	var src, healthy *store.WebSource
+	for _, s := range []struct {
+		to  **store.WebSource
+		url string
+	}{{&src, "https://a.example/feed"}, {&healthy, "https://b.example/feed"}} {
+		var err error
+		*s.to, err = db.CreateWebSource(ctx, store.NewWebSource{EnvironmentID: envID, URL: s.url, Kind: "rss", IsActive: true, FetchInterval: time.Hour})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	// A Delay that says what it was given: failures × a minute.
+	var gotInterval time.Duration
+	delay := func(interval time.Duration, failures int) time.Duration {
+		gotInterval = interval
+		return time.Duration(failures+1) * time.Minute
+	}
+	failed, ok, notModified := 500, 200, 304
+	fail := store.WebFetch{URL: src.URL, Status: &failed, Error: "HTTP 500: Internal Server Error", Delay: delay}
+	for n := 1; n <= 3; n++ {
+		rec, err := db.RecordWebSourceFetch(ctx, src.ID, fail)
+		if err != nil || !rec.Recorded || rec.FailuresBefore != n-1 || rec.Source.ConsecutiveFailures != n ||
+			!rec.Source.NextFetchAt.Equal(clock.Now().Add(time.Duration(n+1)*time.Minute)) || gotInterval != time.Hour {
+			t.Fatalf("failure %d: %+v %+v %v (interval %s)", n, rec, rec.Source, err, gotInterval)
+		}
+	}
+	failing := func(want bool) []int64 {
+		t.Helper()
+		list, total, err := db.ListWebSources(ctx, store.WebSourceFilter{Scope: store.Everything, Failing: &want, Page: store.Page{Page: 1, PerPage: 10}})
+		if err != nil || total != len(list) {
+			t.Fatalf("list failing=%v: %d %v", want, total, err)
+		}
+		var ids []int64
+		for _, s := range list {
+			ids = append(ids, s.ID)
+		}
+		return ids
+	}
+	if got := failing(true); len(got) != 1 || got[0] != src.ID {
+		t.Errorf("failing: %v", got)
+	}
+	if got := failing(false); len(got) != 1 || got[0] != healthy.ID {
+		t.Errorf("not failing: %v", got)
+	}
+	// Changing the interval plans again from the last fetch, backed off.
+	interval := 2 * time.Hour
+	s, err := db.UpdateWebSource(ctx, src.ID, store.WebSourceUpdate{FetchInterval: &interval, Delay: delay})
+	if err != nil || s.ConsecutiveFailures != 3 || !s.NextFetchAt.Equal(s.LastFetchedAt.Add(4*time.Minute)) || gotInterval != 2*time.Hour {
+		t.Errorf("new interval: %+v %v", s, err)
+	}
+	// A 304 is a success: the count resets.
+	clock.Advance(time.Minute)
+	rec, err := db.RecordWebSourceFetch(ctx, src.ID, store.WebFetch{URL: src.URL, Status: &notModified, NotModified: true, Delay: delay})
+	if err != nil || rec.FailuresBefore != 3 || rec.Source.ConsecutiveFailures != 0 || !rec.Source.NextFetchAt.Equal(clock.Now().Add(time.Minute)) {
+		t.Errorf("304: %+v %+v %v", rec, rec.Source, err)
+	}
+	if _, err := db.RecordWebSourceFetch(ctx, src.ID, fail); err != nil {
+		t.Fatal(err)
+	}
+	rec, err = db.RecordWebSourceFetch(ctx, src.ID, store.WebFetch{URL: src.URL, Status: &ok})
+	if err != nil || rec.FailuresBefore != 1 || rec.Source.ConsecutiveFailures != 0 || !rec.Source.NextFetchAt.Equal(clock.Now().Add(interval)) {
+		t.Errorf("200 without a Delay: %+v %+v %v", rec, rec.Source, err)
+	}
+	// A new URL forgets the failures; a fetch of the old one is not kept.
+	if _, err := db.RecordWebSourceFetch(ctx, src.ID, fail); err != nil {
+		t.Fatal(err)
+	}
+	url := "https://a.example/other"
+	if s, err := db.UpdateWebSource(ctx, src.ID, store.WebSourceUpdate{URL: &url, Delay: delay}); err != nil || s.ConsecutiveFailures != 0 {
+		t.Errorf("moved: %+v %v", s, err)
+	}
+	rec, err = db.RecordWebSourceFetch(ctx, src.ID, fail)
+	if err != nil || rec.Recorded || rec.Source.ConsecutiveFailures != 0 {
+		t.Errorf("a failure of the old address: %+v %+v %v", rec, rec.Source, err)
 	}
 }

@@ -34,6 +34,9 @@ type WebSource struct {
 	// came (never fetched, or a network failure).
 	LastStatus *int
 	LastError  string
+	// ConsecutiveFailures is how many fetches in a row have failed; 0
+	// after a success (a 304 too) and after a new URL or kind.
+	ConsecutiveFailures int
 	// ETag and LastModified are the validators of the last answer that
 	// had content, sent back for a conditional GET.
 	ETag         string
@@ -44,7 +47,7 @@ type WebSource struct {
 }
 
 const webSourceColumns = `s.id, s.environment_id, s.url, s.kind, s.is_active, s.fetch_interval, s.next_fetch_at, s.last_fetched_at,
-	s.last_status, s.last_error, s.etag, s.last_modified, s.created_by, s.created_at, s.updated_at`
+	s.last_status, s.last_error, s.consecutive_failures, s.etag, s.last_modified, s.created_by, s.created_at, s.updated_at`
 
 func scanWebSource(row rowScanner) (*WebSource, error) {
 	var s WebSource
@@ -53,7 +56,7 @@ func scanWebSource(row rowScanner) (*WebSource, error) {
 	var status, by sql.NullInt64
 	var created, updated string
 	if err := row.Scan(&s.ID, &s.EnvironmentID, &s.URL, &s.Kind, &s.IsActive, &interval, &next, &fetched, &status, &s.LastError,
-		&s.ETag, &s.LastModified, &by, &created, &updated); err != nil {
+		&s.ConsecutiveFailures, &s.ETag, &s.LastModified, &by, &created, &updated); err != nil {
 		return nil, err
 	}
 	s.FetchInterval = time.Duration(interval) * time.Second
@@ -117,8 +120,11 @@ type WebSourceFilter struct {
 	Scope         Scope
 	EnvironmentID *int64
 	IsActive      *bool
-	Q             string // part of the URL
-	Sort          Sort   // by webSourceSorts; newest first by default
+	// Failing: true keeps the sources whose last fetch failed
+	// (consecutive_failures > 0), false the others.
+	Failing *bool
+	Q       string // part of the URL
+	Sort    Sort   // by webSourceSorts; newest first by default
 	Page
 }
 
@@ -138,6 +144,13 @@ func (db *DB) ListWebSources(ctx context.Context, f WebSourceFilter) ([]*WebSour
 	if err != nil {
 		return nil, 0, err
 	}
+	if f.Failing != nil {
+		cond := "s.consecutive_failures = 0"
+		if *f.Failing {
+			cond = "s.consecutive_failures > 0"
+		}
+		q.where = append(q.where, cond)
+	}
 	if s := strings.TrimSpace(f.Q); s != "" {
 		q.where, q.args = append(q.where, `s.url LIKE ? ESCAPE '\'`), append(q.args, likePattern(s))
 	}
@@ -151,12 +164,29 @@ type WebSourceUpdate struct {
 	Kind          *string
 	IsActive      *bool
 	FetchInterval *time.Duration
+	// Delay is the service's schedule (see WebFetch.Delay), for when the
+	// source is next due; nil: its interval.
+	Delay Delay
+}
+
+// Delay is how long after a fetch a source is next due, given its
+// interval and its consecutive failures counting that fetch (0 after a
+// success). It is the service's rule (server/websource); the store
+// applies it in the transaction that reads and writes the count.
+type Delay func(interval time.Duration, failures int) time.Duration
+
+func (d Delay) after(interval time.Duration, failures int) time.Duration {
+	if d == nil {
+		return interval
+	}
+	return d(interval, failures)
 }
 
 // UpdateWebSource changes a source. A new URL or kind drops the
-// validators (they belong to the old answer) and makes the source due at
-// once; otherwise it is next due an interval after its last fetch (at
-// once if never fetched), or never while inactive.
+// validators and the count of failures (they belong to the old request)
+// and makes the source due at once; otherwise it is next due the delay
+// its failures call for after its last fetch (at once if never fetched),
+// or never while inactive.
 func (db *DB) UpdateWebSource(ctx context.Context, id int64, up WebSourceUpdate) (*WebSource, error) {
 	err := db.tx(ctx, func(tx *sql.Tx) error {
 		s, err := scanWebSource(tx.QueryRowContext(ctx, `SELECT `+webSourceColumns+` FROM web_sources s WHERE s.id = ?`, id))
@@ -180,19 +210,19 @@ func (db *DB) UpdateWebSource(ctx context.Context, id int64, up WebSourceUpdate)
 			s.FetchInterval = *up.FetchInterval
 		}
 		if fresh {
-			s.ETag, s.LastModified = "", ""
+			s.ETag, s.LastModified, s.ConsecutiveFailures = "", "", 0
 		}
 		var next any
 		if s.IsActive {
 			due := db.Now()
 			if s.LastFetchedAt != nil && !fresh {
-				due = s.LastFetchedAt.Add(s.FetchInterval)
+				due = s.LastFetchedAt.Add(up.Delay.after(s.FetchInterval, s.ConsecutiveFailures))
 			}
 			next = fmtTime(due)
 		}
 		_, err = tx.ExecContext(ctx, `UPDATE web_sources SET url = ?, kind = ?, is_active = ?, fetch_interval = ?, next_fetch_at = ?,
-			etag = ?, last_modified = ?, updated_at = ? WHERE id = ?`, s.URL, s.Kind, s.IsActive, int64(s.FetchInterval/time.Second), next,
-			s.ETag, s.LastModified, db.now(), id)
+			etag = ?, last_modified = ?, consecutive_failures = ?, updated_at = ? WHERE id = ?`, s.URL, s.Kind, s.IsActive,
+			int64(s.FetchInterval/time.Second), next, s.ETag, s.LastModified, s.ConsecutiveFailures, db.now(), id)
 		return sourceTaken(translate(err, "web source"))
 	})
 	if err != nil {
@@ -277,14 +307,30 @@ type WebFetch struct {
 	ETag         string
 	LastModified string
 	Items        []NewWebItem
+	// Delay is the service's schedule: the source is next due this long
+	// after now, given its interval and its failures counting this fetch;
+	// nil: its interval.
+	Delay Delay
+}
+
+// WebFetchRecord is what RecordWebSourceFetch did.
+type WebFetchRecord struct {
+	// Recorded is false when the source's URL changed while it was
+	// fetched: nothing was kept.
+	Recorded bool
+	NewItems int
+	// FailuresBefore is the source's consecutive failures before this
+	// fetch; Source.ConsecutiveFailures is the count after it.
+	FailuresBefore int
+	Source         *WebSource // as it now is
 }
 
 // RecordWebSourceFetch stores what a fetch found, in one transaction: the
-// items the source has not got yet (by Key), the outcome, and when it is
-// due next (an interval from now, failed or not). It reports how many
-// items were new, with the source as it now is.
-func (db *DB) RecordWebSourceFetch(ctx context.Context, id int64, f WebFetch) (int, *WebSource, error) {
-	added := 0
+// items the source has not got yet (by Key), the outcome, the count of
+// consecutive failures (one more after a failure, 0 after a success) and
+// when it is due next (f.Delay from now).
+func (db *DB) RecordWebSourceFetch(ctx context.Context, id int64, f WebFetch) (*WebFetchRecord, error) {
+	rec := &WebFetchRecord{}
 	err := db.tx(ctx, func(tx *sql.Tx) error {
 		s, err := scanWebSource(tx.QueryRowContext(ctx, `SELECT `+webSourceColumns+` FROM web_sources s WHERE s.id = ?`, id))
 		if errors.Is(err, sql.ErrNoRows) {
@@ -293,9 +339,11 @@ func (db *DB) RecordWebSourceFetch(ctx context.Context, id int64, f WebFetch) (i
 		if err != nil {
 			return err
 		}
+		rec.FailuresBefore = s.ConsecutiveFailures
 		if s.URL != f.URL {
 			return nil // changed while it was fetched: that fetch is due now
 		}
+		rec.Recorded = true
 		now := db.Now()
 		at := fmtTime(now)
 		for _, it := range f.Items {
@@ -306,25 +354,32 @@ func (db *DB) RecordWebSourceFetch(ctx context.Context, id int64, f WebFetch) (i
 				return translate(err, "item")
 			}
 			n, _ := res.RowsAffected()
-			added += int(n)
+			rec.NewItems += int(n)
 		}
-		etag, modified := s.ETag, s.LastModified
-		if f.Error == "" && !f.NotModified {
+		etag, modified, failures := s.ETag, s.LastModified, 0
+		switch {
+		case f.Error != "":
+			failures = s.ConsecutiveFailures + 1
+		case !f.NotModified:
 			etag, modified = f.ETag, f.LastModified
 		}
 		var next any
 		if s.IsActive {
-			next = fmtTime(now.Add(s.FetchInterval))
+			next = fmtTime(now.Add(f.Delay.after(s.FetchInterval, failures)))
 		}
 		_, err = tx.ExecContext(ctx, `UPDATE web_sources SET last_fetched_at = ?, last_status = ?, last_error = ?, etag = ?, last_modified = ?,
-			next_fetch_at = ? WHERE id = ?`, at, f.Status, f.Error, etag, modified, next, id)
+			consecutive_failures = ?, next_fetch_at = ? WHERE id = ?`, at, f.Status, f.Error, etag, modified, failures, next, id)
 		return err
 	})
 	if err != nil {
-		return 0, nil, err
+		return nil, err
 	}
 	s, err := db.WebSourceByID(ctx, id)
-	return added, s, err
+	if err != nil {
+		return nil, err
+	}
+	rec.Source = s
+	return rec, nil
 }
 
 // WebItem is an item of a web source.

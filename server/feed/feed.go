@@ -19,6 +19,7 @@ import (
 	"mime"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -136,6 +137,9 @@ func (it Item) Key() string {
 type Error struct {
 	Status  int
 	Message string
+	// RetryAfter is the Retry-After header of a 429 or 503 answer, as sent
+	// (seconds, or an HTTP date): see RetryAfter.
+	RetryAfter string
 }
 
 func (e *Error) Error() string {
@@ -180,7 +184,11 @@ func (f *Fetcher) Fetch(ctx context.Context, r Request) (*Result, error) {
 		out.NotModified, out.ETag, out.LastModified = true, "", ""
 		return out, nil
 	case res.StatusCode < 200 || res.StatusCode > 299:
-		return nil, &Error{Status: res.StatusCode, Message: http.StatusText(res.StatusCode)}
+		fe := &Error{Status: res.StatusCode, Message: http.StatusText(res.StatusCode)}
+		if res.StatusCode == http.StatusTooManyRequests || res.StatusCode == http.StatusServiceUnavailable {
+			fe.RetryAfter = strings.TrimSpace(res.Header.Get("Retry-After"))
+		}
+		return nil, fe
 	}
 	body, err := f.read(res)
 	if err != nil {
@@ -394,6 +402,34 @@ func absolute(base *url.URL, link string) string {
 func digest(s string) string {
 	sum := sha256.Sum256([]byte(s))
 	return hex.EncodeToString(sum[:16])
+}
+
+// maxRetryAfter bounds a Retry-After read, so that a silly one cannot
+// overflow a time.Duration; the caller caps it far lower anyway.
+const maxRetryAfter = 365 * 24 * time.Hour
+
+// RetryAfter is how long the answer that failed with err asked to be left
+// alone: the Retry-After of a 429 or 503, in seconds or as an HTTP date
+// read against now (the caller's clock). False when it asked nothing, or
+// nothing that parses, or a time already past.
+func RetryAfter(err error, now time.Time) (time.Duration, bool) {
+	var fe *Error
+	if !errors.As(err, &fe) || fe.RetryAfter == "" {
+		return 0, false
+	}
+	var d time.Duration
+	if secs, perr := strconv.ParseInt(fe.RetryAfter, 10, 64); perr == nil {
+		if secs <= 0 {
+			return 0, false
+		}
+		d = time.Duration(min(secs, int64(maxRetryAfter/time.Second))) * time.Second
+	} else if at, perr := http.ParseTime(fe.RetryAfter); perr == nil {
+		d = at.Sub(now)
+	}
+	if d <= 0 {
+		return 0, false
+	}
+	return min(d, maxRetryAfter), true
 }
 
 // Status is the HTTP status an error carries, if any.

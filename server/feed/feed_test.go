@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
@@ -260,6 +261,50 @@ func TestFetchFailures(t *testing.T) {
 	_, err = strict.Fetch(context.Background(), feed.Request{URL: s.URL + "/broken", Kind: feed.RSS})
 	if !errors.As(err, &addr) || addr.Always || !strings.Contains(err.Error(), "address 127.0.0.1 is not allowed") {
 		t.Errorf("loopback with private addresses refused: %v", err)
+	}
+}
+
+// A 429 or 503 carries its Retry-After, in seconds or as an HTTP date
+// read against the caller's clock; other statuses, and values that are
+// not one of those or are already past, ask nothing.
+func TestRetryAfter(t *testing.T) {
+	t.Parallel()
+	now := ts("2026-11-21T12:00:00Z")
+	s := newSite(t, func(w http.ResponseWriter, r *http.Request) {
+		status, value, _ := strings.Cut(strings.TrimPrefix(r.URL.Path, "/"), "/")
+		code := map[string]int{"429": http.StatusTooManyRequests, "503": http.StatusServiceUnavailable, "500": http.StatusInternalServerError}[status]
+		w.Header().Set("Retry-After", r.URL.Query().Get("v")+value)
+		w.WriteHeader(code)
+	})
+	f := feed.New(nil, feed.Options{})
+	cases := []struct {
+		name, path string
+		want       time.Duration // 0: none
+	}{
+		{"Seconds503", "/503/7200", 2 * time.Hour},
+		{"Seconds429", "/429/90", 90 * time.Second},
+		{"Date", "/503?v=" + url.QueryEscape("Sat, 21 Nov 2026 15:30:00 GMT"), 3*time.Hour + 30*time.Minute},
+		{"DatePast", "/503?v=" + url.QueryEscape("Sat, 21 Nov 2026 11:00:00 GMT"), 0},
+		{"Zero", "/503/0", 0},
+		{"Negative", "/429/-5", 0},
+		{"Nonsense", "/503/soon", 0},
+		{"Huge", "/503/99999999999999999", 365 * 24 * time.Hour},
+		{"Not429Or503", "/500/7200", 0},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			_, err := f.Fetch(context.Background(), feed.Request{URL: s.URL + c.path, Kind: feed.RSS})
+			if err == nil {
+				t.Fatal("no error")
+			}
+			got, ok := feed.RetryAfter(err, now)
+			if got != c.want || ok != (c.want != 0) {
+				t.Errorf("RetryAfter = %s, %v; want %s", got, ok, c.want)
+			}
+		})
+	}
+	if _, ok := feed.RetryAfter(errors.New("the request failed: no such host"), now); ok {
+		t.Error("an error without an answer asked for a wait")
 	}
 }
 

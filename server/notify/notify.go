@@ -44,7 +44,7 @@ type Note = store.NewNotification
 type Store interface {
 	CreateNotifications(ctx context.Context, userIDs []int64, n store.NewNotification) ([]*store.Notification, error)
 	UserIDsWithRole(ctx context.Context, min store.Role) ([]int64, error)
-	EnvironmentMemberIDs(ctx context.Context, envID int64) ([]int64, error)
+	EnvironmentMemberIDs(ctx context.Context, envID int64, min store.Role) ([]int64, error)
 	ListNotifications(ctx context.Context, f store.NotificationFilter) ([]*store.Notification, int, error)
 	UnreadNotifications(ctx context.Context, userID int64) (int, error)
 	MarkNotificationRead(ctx context.Context, userID, id int64) (*store.Notification, error)
@@ -101,8 +101,15 @@ func (n *Notifier) Role(ctx context.Context, min store.Role, note Note) {
 // store checks each grant again as it stores the copy, so whoever lost the
 // environment after the recipients were read gets nothing.
 func (n *Notifier) Environment(ctx context.Context, envID int64, note Note) {
+	n.EnvironmentRole(ctx, envID, store.RoleViewer, note)
+}
+
+// EnvironmentRole notifies, as Environment does, those of the users who
+// can see the environment whose role is at least min: news only they can
+// act on (RoleEditor: a web source to fix) spares the viewers.
+func (n *Notifier) EnvironmentRole(ctx context.Context, envID int64, min store.Role, note Note) {
 	note.EnvironmentID = &envID
-	n.send(ctx, "environment", func(ctx context.Context) ([]int64, error) { return n.db.EnvironmentMemberIDs(ctx, envID) }, note)
+	n.send(ctx, "environment", func(ctx context.Context) ([]int64, error) { return n.db.EnvironmentMemberIDs(ctx, envID, min) }, note)
 }
 
 // send stores and publishes. Failures are logged, never returned: the work

@@ -8,11 +8,18 @@
 // environment's source is not found. A fetch that fails is an outcome
 // (last_error, last_status), never an error of the request that asked
 // for it.
+//
+// A source that keeps failing backs off (Delay): each failure in a row
+// doubles the wait before the next scheduled fetch, up to a cap, and
+// honours a Retry-After. When NotifyAfter fetches in a row have failed,
+// the environment's editors are told once; when it answers again, once
+// more.
 package websource
 
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"net/netip"
 	"net/url"
@@ -21,6 +28,7 @@ import (
 
 	"github.com/copydesk/copydesk/server/feed"
 	"github.com/copydesk/copydesk/server/jobs"
+	"github.com/copydesk/copydesk/server/notify"
 	"github.com/copydesk/copydesk/server/outbound"
 	"github.com/copydesk/copydesk/server/valid"
 	"github.com/copydesk/copydesk/store"
@@ -36,7 +44,7 @@ type Store interface {
 	DeleteWebSources(ctx context.Context, sc store.Scope, ids []int64) (int, error)
 	NextWebSourceFetch(ctx context.Context) (*time.Time, error)
 	DueWebSources(ctx context.Context, now time.Time, limit int) ([]*store.WebSource, error)
-	RecordWebSourceFetch(ctx context.Context, id int64, f store.WebFetch) (int, *store.WebSource, error)
+	RecordWebSourceFetch(ctx context.Context, id int64, f store.WebFetch) (*store.WebFetchRecord, error)
 	ListWebItems(ctx context.Context, sourceID int64, f store.WebItemFilter) ([]*store.WebItem, int, error)
 }
 
@@ -49,6 +57,11 @@ type Environments interface {
 // Fetcher fetches a source (server/feed).
 type Fetcher interface {
 	Fetch(ctx context.Context, r feed.Request) (*feed.Result, error)
+}
+
+// Notifier raises notifications (server/notify).
+type Notifier interface {
+	EnvironmentRole(ctx context.Context, envID int64, min store.Role, note notify.Note)
 }
 
 // Runner is the job runner (server/jobs) that fetches sources when due.
@@ -72,31 +85,56 @@ const (
 	batch = 20
 )
 
+// The back-off of a failing source (see Delay) and when people hear of it.
+const (
+	// MaxBackoff and MaxBackoffFactor cap the wait after failures: a dead
+	// source is asked at least once a day, and one fetched every few
+	// minutes at least every 32 intervals (its site back after a night
+	// is noticed within hours, not a day).
+	MaxBackoff       = 24 * time.Hour
+	MaxBackoffFactor = 32
+	// NotifyAfter is how many fetches in a row must fail before the
+	// environment's editors are told: one or two failures are the
+	// weather of the web (a deploy, a blip), five are a source to look at.
+	NotifyAfter = 5
+)
+
+// Notification kinds, raised for the editors of the source's environment.
+const (
+	NoteFailing   = "websource.failing"
+	NoteRecovered = "websource.recovered"
+)
+
 // Deps are what the service works with.
 type Deps struct {
 	Store        Store
 	Environments Environments
 	Fetcher      Fetcher
 	Jobs         Runner
+	Notify       Notifier // nil: nobody is told
 	Log          *slog.Logger
 	Now          func() time.Time // the store's clock
 }
 
 // Service implements the source rules and fetches.
 type Service struct {
-	db    Store
-	envs  Environments
-	fetch Fetcher
-	jobs  Runner
-	log   *slog.Logger
-	now   func() time.Time
+	db     Store
+	envs   Environments
+	fetch  Fetcher
+	jobs   Runner
+	notify Notifier
+	log    *slog.Logger
+	now    func() time.Time
 }
 
 // New returns the service and registers FetchJob with d.Jobs.
 func New(d Deps) *Service {
-	s := &Service{db: d.Store, envs: d.Environments, fetch: d.Fetcher, jobs: d.Jobs, log: d.Log, now: d.Now}
+	s := &Service{db: d.Store, envs: d.Environments, fetch: d.Fetcher, jobs: d.Jobs, notify: d.Notify, log: d.Log, now: d.Now}
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
+	}
+	if s.now == nil {
+		s.now = time.Now
 	}
 	s.jobs.Register(FetchJob, jobs.Kind{Handle: s.fetchDue, Next: s.next})
 	return s
@@ -123,6 +161,7 @@ type Change struct {
 type ListQuery struct {
 	EnvironmentID *int64 // an environment the caller does not see is 404
 	IsActive      *bool
+	Failing       *bool // true: consecutive_failures > 0; false: = 0
 	Q             string
 	Sort          store.Sort
 	Page          store.Page
@@ -177,8 +216,8 @@ func (s *Service) List(ctx context.Context, sc store.Scope, q ListQuery) ([]*sto
 			return nil, 0, err
 		}
 	}
-	return s.db.ListWebSources(ctx, store.WebSourceFilter{Scope: sc, EnvironmentID: q.EnvironmentID, IsActive: q.IsActive, Q: q.Q,
-		Sort: q.Sort, Page: q.Page})
+	return s.db.ListWebSources(ctx, store.WebSourceFilter{Scope: sc, EnvironmentID: q.EnvironmentID, IsActive: q.IsActive, Failing: q.Failing,
+		Q: q.Q, Sort: q.Sort, Page: q.Page})
 }
 
 // Get returns a source the scope sees.
@@ -230,7 +269,7 @@ func (s *Service) Update(ctx context.Context, sc store.Scope, id int64, ch Chang
 	if _, err := s.Get(ctx, sc, id); err != nil {
 		return nil, err
 	}
-	up := store.WebSourceUpdate{Kind: ch.Kind, IsActive: ch.IsActive, FetchInterval: ch.FetchInterval}
+	up := store.WebSourceUpdate{Kind: ch.Kind, IsActive: ch.IsActive, FetchInterval: ch.FetchInterval, Delay: backoff(0)}
 	if ch.URL != nil {
 		addr, err := CheckURL(*ch.URL)
 		if err != nil {
@@ -294,6 +333,34 @@ func (s *Service) replan(ctx context.Context) {
 	}
 }
 
+// Delay is how long after a fetch a source is next due: its interval
+// after a success; after its nth failure in a row, interval × 2^n, or
+// longer when the answer's Retry-After asked for more (retryAfter, 0 when
+// none); never more than the cap, MaxBackoffFactor intervals or
+// MaxBackoff, whichever is shorter, nor less than the interval (so a
+// source fetched daily or less often is never slowed further).
+func Delay(interval time.Duration, failures int, retryAfter time.Duration) time.Duration {
+	limit := max(interval, min(interval*MaxBackoffFactor, MaxBackoff))
+	d := interval
+	for range failures {
+		if d >= limit {
+			break
+		}
+		d *= 2 // at most 30 days × 2: no overflow
+	}
+	return min(max(d, retryAfter), limit)
+}
+
+// backoff is Delay as the store applies it, with a fetch's Retry-After.
+func backoff(retryAfter time.Duration) store.Delay {
+	return func(interval time.Duration, failures int) time.Duration {
+		if failures == 0 {
+			return interval
+		}
+		return Delay(interval, failures, retryAfter)
+	}
+}
+
 // Report is how a fetch went.
 type Report struct {
 	Source      *store.WebSource
@@ -325,11 +392,14 @@ func (s *Service) fetchOne(ctx context.Context, src *store.WebSource) (*Report, 
 	if ctx.Err() != nil {
 		return nil, ctx.Err()
 	}
-	f := store.WebFetch{URL: src.URL}
+	f := store.WebFetch{URL: src.URL, Delay: backoff(0)}
 	if err != nil {
 		f.Error = outbound.Excerpt(err.Error(), 1000)
 		if status, ok := feed.Status(err); ok {
 			f.Status = &status
+		}
+		if wait, ok := feed.RetryAfter(err, s.now()); ok {
+			f.Delay = backoff(wait)
 		}
 	} else {
 		f.Status, f.NotModified, f.ETag, f.LastModified = &res.Status, res.NotModified, res.ETag, res.LastModified
@@ -338,11 +408,43 @@ func (s *Service) fetchOne(ctx context.Context, src *store.WebSource) (*Report, 
 				Summary: it.Summary, Content: it.Content, PublishedAt: it.Published})
 		}
 	}
-	n, after, err := s.db.RecordWebSourceFetch(context.WithoutCancel(ctx), src.ID, f)
+	rec, err := s.db.RecordWebSourceFetch(context.WithoutCancel(ctx), src.ID, f)
 	if err != nil {
 		return nil, err
 	}
-	return &Report{Source: after, NewItems: n, NotModified: f.NotModified, Error: f.Error}, nil
+	if rec.Recorded {
+		s.tell(ctx, rec)
+	}
+	return &Report{Source: rec.Source, NewItems: rec.NewItems, NotModified: f.NotModified, Error: f.Error}, nil
+}
+
+// tell notifies the environment's editors when a fetch made the source
+// reach NotifyAfter failures in a row, and when one succeeded after they
+// were told. The count moves by one per fetch, in the transaction that
+// records it, so each crossing is seen by exactly one fetch: once per
+// streak of failures, however many fetches run at once.
+func (s *Service) tell(ctx context.Context, rec *store.WebFetchRecord) {
+	if s.notify == nil {
+		return
+	}
+	src := rec.Source
+	link := fmt.Sprintf("/api/web-sources/%d", src.ID)
+	switch {
+	case src.ConsecutiveFailures == NotifyAfter:
+		body := fmt.Sprintf("Its last %d fetches failed, the last with: %s.", NotifyAfter,
+			strings.TrimRight(notify.Preview(src.LastError, 300), "."))
+		if src.NextFetchAt != nil {
+			body += fmt.Sprintf(" It is retried less and less often until it answers (next at %s);"+
+				" you are told again once it recovers.", src.NextFetchAt.UTC().Format(time.RFC3339))
+		}
+		s.notify.EnvironmentRole(ctx, src.EnvironmentID, store.RoleEditor, notify.Note{Kind: NoteFailing,
+			Title: "Web source failing: " + notify.Preview(src.URL, 120), Body: body, Link: link})
+	case src.ConsecutiveFailures == 0 && rec.FailuresBefore >= NotifyAfter:
+		s.notify.EnvironmentRole(ctx, src.EnvironmentID, store.RoleEditor, notify.Note{Kind: NoteRecovered,
+			Title: "Web source answering again: " + notify.Preview(src.URL, 120),
+			Body:  fmt.Sprintf("It answered after %d failed fetches; it is fetched every fetch_interval again.", rec.FailuresBefore),
+			Link:  link})
+	}
 }
 
 // next is FetchJob's schedule: when the earliest active source is due.
@@ -373,7 +475,8 @@ func (s *Service) fetchDue(ctx context.Context, _ *store.Job) error {
 			errs = append(errs, err)
 			s.log.Error("web sources: record a fetch", "source", src.ID, "err", err)
 		case rep.Error != "":
-			s.log.Info("web source fetch failed", "source", src.ID, "url", src.URL, "err", rep.Error)
+			s.log.Info("web source fetch failed", "source", src.ID, "url", src.URL, "err", rep.Error,
+				"failures", rep.Source.ConsecutiveFailures, "next", rep.Source.NextFetchAt)
 		}
 	}
 	return errors.Join(errs...)

@@ -3,6 +3,7 @@ package websource_test
 import (
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/copydesk/copydesk/server/websource"
 	"github.com/copydesk/copydesk/store"
@@ -35,6 +36,42 @@ func TestCheckURL(t *testing.T) {
 		}
 		if err != nil || got != c.want {
 			t.Errorf("%q: %q, %v; want %q", c.in, got, err, c.want)
+		}
+	}
+}
+
+// The back-off: interval × 2^n after n failures in a row, at least a
+// Retry-After, at most 32 intervals or a day, whichever is shorter, and
+// never below the interval.
+func TestDelay(t *testing.T) {
+	t.Parallel()
+	const h, m = time.Hour, time.Minute
+	cases := []struct {
+		name       string
+		interval   time.Duration
+		failures   int
+		retryAfter time.Duration
+		want       time.Duration
+	}{
+		{"Success", h, 0, 0, h},
+		{"OneFailure", h, 1, 0, 2 * h},
+		{"TwoFailures", h, 2, 0, 4 * h},
+		{"FourFailures", h, 4, 0, 16 * h},
+		{"CappedAtADay", h, 5, 0, 24 * h},
+		{"StillCapped", h, 1000, 0, 24 * h},
+		{"ShortIntervalCappedAt32", 5 * m, 5, 0, 160 * m},
+		{"ShortIntervalStillAt32", 5 * m, 40, 0, 160 * m},
+		{"ShortIntervalBelowCap", 5 * m, 3, 0, 40 * m},
+		{"DailyNotSlowed", 24 * h, 3, 0, 24 * h},
+		{"MonthlyNotSlowed", 30 * 24 * h, 60, 0, 30 * 24 * h},
+		{"RetryAfterLonger", h, 1, 5 * h, 5 * h},
+		{"RetryAfterShorter", h, 3, 30 * m, 8 * h},
+		{"RetryAfterBeyondCap", h, 1, 72 * h, 24 * h},
+		{"RetryAfterBeyondShortCap", 5 * m, 1, 6 * h, 160 * m},
+	}
+	for _, c := range cases {
+		if got := websource.Delay(c.interval, c.failures, c.retryAfter); got != c.want {
+			t.Errorf("%s: Delay(%s, %d, %s) = %s, want %s", c.name, c.interval, c.failures, c.retryAfter, got, c.want)
 		}
 	}
 }
