@@ -75,6 +75,14 @@ type Config struct {
 	// non-public addresses (`serve --outbound-private=false`). Link-local
 	// and cloud metadata addresses are refused whatever it says.
 	RefuseOutboundPrivate bool
+	// AllowWebSourcesPrivate lets web sources reach private and loopback
+	// addresses too (`serve --web-sources-private`). Off by default,
+	// unlike the other outbound calls: a provider's base URL or a
+	// WordPress site is set by an admin, but a web source is any
+	// editor's address, which the server fetches and then shows the text
+	// of, so it would let an editor read pages of the server's own
+	// network. RefuseOutboundPrivate refuses them whatever this says.
+	AllowWebSourcesPrivate bool
 	// WordPressTimeout bounds one call to a WordPress site; 30 s when 0.
 	WordPressTimeout time.Duration
 	// WordPressBackoff, when set, replaces the wait between retries of
@@ -221,7 +229,7 @@ func Open(ctx context.Context, cfg Config, log *slog.Logger) (*App, error) {
 		WordPress: wppost.Options{HTTP: ob, Timeout: cfg.WordPressTimeout, Retries: 2, Backoff: cfg.WordPressBackoff},
 		// Web sources have a client of their own: the same guard, with a
 		// bound fit for a feed rather than a generation.
-		Feeds: feed.New(outbound.NewClient(outbound.Options{RefusePrivate: cfg.RefuseOutboundPrivate, Timeout: feed.DefaultTimeout}), feed.Options{})},
+		Feeds: feed.New(outbound.NewClient(webSourcesOutbound(cfg)), feed.Options{})},
 		Options{TrustedProxies: cfg.TrustedProxies, Version: cfg.Version, MaxUploadBytes: cfg.MaxUploadBytes})
 	if err != nil {
 		return nil, errors.Join(err, a.Close())
@@ -440,4 +448,14 @@ func (a *App) Close() error {
 		a.Log.Info("stopped")
 	}
 	return err
+}
+
+// webSourcesOutbound is the address guard of web source fetches: see
+// Config.AllowWebSourcesPrivate.
+func webSourcesOutbound(cfg Config) outbound.Options {
+	o := outbound.Options{RefusePrivate: cfg.RefuseOutboundPrivate, Timeout: feed.DefaultTimeout}
+	if !cfg.AllowWebSourcesPrivate && !o.RefusePrivate {
+		o.RefusePrivate, o.RefusedBy = true, "for web sources; --web-sources-private allows them"
+	}
+	return o
 }

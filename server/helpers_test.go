@@ -74,7 +74,9 @@ func openEnv(t testing.TB, dir string, opts ...envOption) *env {
 			t.Errorf("usage not recorded: %v", err)
 		}
 	})
-	cfg := server.Config{DataDir: dir, SecretKey: testSecret, Hasher: &cheapHasher, Version: "test",
+	// The local servers tests run stand in for public sites, web sources'
+	// included (TestWebSourceFetchRefused checks the default).
+	cfg := server.Config{DataDir: dir, SecretKey: testSecret, Hasher: &cheapHasher, Version: "test", AllowWebSourcesPrivate: true,
 		OnUsageRecordError: func(err error) {
 			usageMu.Lock()
 			defer usageMu.Unlock()

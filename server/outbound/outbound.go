@@ -36,6 +36,9 @@ type Options struct {
 	// ranges. The zero value allows them: local models (Ollama) are
 	// common.
 	RefusePrivate bool
+	// RefusedBy names the setting that refuses private addresses, for the
+	// error a refused call gets; "--outbound-private=false" when empty.
+	RefusedBy string
 	// Timeout bounds a whole request, redirects and body included; 0 for
 	// none (callers bound their calls with a context).
 	Timeout time.Duration
@@ -50,13 +53,19 @@ type AddressError struct {
 	// Always is true for the addresses no setting allows (link-local,
 	// cloud metadata).
 	Always bool
+	// By is the setting that refused it (Options.RefusedBy).
+	By string
 }
 
 func (e *AddressError) Error() string {
 	if e.Always {
 		return fmt.Sprintf("address %s is not allowed: link-local and cloud metadata addresses are never called", e.Addr)
 	}
-	return fmt.Sprintf("address %s is not allowed: private and loopback addresses are refused (--outbound-private=false)", e.Addr)
+	by := e.By
+	if by == "" {
+		by = "--outbound-private=false"
+	}
+	return fmt.Sprintf("address %s is not allowed: private and loopback addresses are refused (%s)", e.Addr, by)
 }
 
 // Check says whether a connection to ip may be made: nil, or an
@@ -130,13 +139,17 @@ func prefixes(ss ...string) []netip.Prefix {
 
 // control is the dialer's Control: it runs after resolution, before the
 // connection is made, for every address tried.
-func control(refusePrivate bool) func(network, address string, _ syscall.RawConn) error {
+func control(opt Options) func(network, address string, _ syscall.RawConn) error {
 	return func(network, address string, _ syscall.RawConn) error {
 		ap, err := netip.ParseAddrPort(address)
 		if err != nil {
 			return fmt.Errorf("outbound: cannot check address %q: %w", address, err)
 		}
-		return Check(ap.Addr(), refusePrivate)
+		err = Check(ap.Addr(), opt.RefusePrivate)
+		if ae, ok := err.(*AddressError); ok && !ae.Always {
+			ae.By = opt.RefusedBy
+		}
+		return err
 	}
 }
 
@@ -144,7 +157,7 @@ func control(refusePrivate bool) func(network, address string, _ syscall.RawConn
 // uses no proxy, not even one from HTTP_PROXY/HTTPS_PROXY: through a proxy
 // the guard would see the proxy's address and not the target's.
 func NewTransport(opt Options) *http.Transport {
-	d := &net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second, Control: control(opt.RefusePrivate)}
+	d := &net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second, Control: control(opt)}
 	return &http.Transport{
 		Proxy:                 nil,
 		DialContext:           d.DialContext,

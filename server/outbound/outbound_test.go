@@ -196,6 +196,14 @@ func TestResolvedName(t *testing.T) {
 	if !errors.As(err, &ae) || !ae.Addr.IsLoopback() {
 		t.Fatalf("error = %v, want localhost refused", err)
 	}
+	if !strings.Contains(err.Error(), "(--outbound-private=false)") {
+		t.Errorf("error = %v, want the setting that refused it named", err)
+	}
+	// A client whose refusal comes from another setting names that one.
+	_, err = outbound.NewClient(outbound.Options{RefusePrivate: true, RefusedBy: "--other-setting"}).Do(req)
+	if !errors.As(err, &ae) || !strings.Contains(err.Error(), "(--other-setting)") {
+		t.Errorf("error = %v, want --other-setting named", err)
+	}
 }
 
 func TestExcerpt(t *testing.T) {
