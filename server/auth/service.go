@@ -236,6 +236,11 @@ const (
 	msgDisabled         = "this account is disabled: ask an admin to enable it"
 )
 
+// errNoSecondFactor answers the right password without the code an account
+// with two-factor authentication needs: the first step of its sign-in,
+// which attempt does not count as a failure.
+var errNoSecondFactor = store.Unauthorized(msgTOTPRequired)
+
 // Login checks credentials and the second factor and starts a session.
 func (s *Service) Login(ctx context.Context, in LoginInput) (*Grant, error) {
 	email := strings.TrimSpace(in.Email)
@@ -261,7 +266,7 @@ func (s *Service) Login(ctx context.Context, in LoginInput) (*Grant, error) {
 			return true, nil
 		}
 		if strings.TrimSpace(in.TOTPCode) == "" {
-			return false, store.Unauthorized(msgTOTPRequired)
+			return false, errNoSecondFactor
 		}
 		good, err := s.checkSecondFactor(ctx, u, in.TOTPCode)
 		if err != nil || !good {

@@ -301,6 +301,25 @@ func TestLoginTwoFactor(t *testing.T) {
 			t.Errorf("message %q, want %q", e.Message, msgTOTPRequired)
 		}
 	})
+	t.Run("NoCodeIsNotAFailure", func(t *testing.T) {
+		// The first step of every two-factor sign-in: the right password
+		// alone. It costs none of the failures the throttle allows.
+		before, err := f.db.LoginFailuresFor(ctx, "ann@example.com")
+		if err != nil {
+			t.Fatal(err)
+		}
+		for range 3 {
+			wantErr(t, login("", password("ann")), store.KindUnauthorized)
+		}
+		if lf, _ := f.db.LoginFailuresFor(ctx, "ann@example.com"); lf.Failures != before.Failures {
+			t.Errorf("%d failures after asking for the code 3 times, want %d", lf.Failures, before.Failures)
+		}
+		// A wrong password without a code still counts.
+		wantErr(t, login("", "wrong-password"), store.KindUnauthorized)
+		if lf, _ := f.db.LoginFailuresFor(ctx, "ann@example.com"); lf.Failures != before.Failures+1 {
+			t.Errorf("%d failures after a wrong password, want %d", lf.Failures, before.Failures+1)
+		}
+	})
 	t.Run("VerifyingCodeCannotBeReplayed", func(t *testing.T) {
 		e := wantErr(t, login(verifyCode, password("ann")), store.KindUnauthorized)
 		if !strings.Contains(e.Message, "already used") {

@@ -2,6 +2,7 @@ package auth
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math"
 	"time"
@@ -49,9 +50,14 @@ func (p ThrottlePolicy) delay(failures int) time.Duration {
 // it matched) under the policy for email. The attempt is counted before the
 // check runs, so parallel guesses cannot get past the limit; a match clears
 // the count. A refused attempt is a KindRetryLater error with RetryAfter set.
+//
+// A check that ends in errNoSecondFactor (the right password, and no code
+// yet: the first step of every two-factor sign-in) is not a failure: its
+// count is given back, unless another attempt has counted since.
 func (s *Service) attempt(ctx context.Context, email string, check func() (bool, error)) (bool, error) {
 	now := s.now()
 	p := s.cfg.Throttle
+	var before, counted store.LoginFailures
 	err := s.db.UpdateLoginFailures(ctx, email, func(lf store.LoginFailures) (store.LoginFailures, error) {
 		if lf.LockedUntil != nil && now.Before(*lf.LockedUntil) {
 			wait := lf.LockedUntil.Sub(now)
@@ -67,18 +73,32 @@ func (s *Service) attempt(ctx context.Context, email string, check func() (bool,
 			return lf, &store.Error{Kind: store.KindRetryLater, RetryAfter: ceilSeconds(wait), Message: fmt.Sprintf(
 				"too many failed sign-in attempts for this account: wait %s before trying again", humanDuration(wait))}
 		}
+		before = lf
 		lf.Failures++
 		lf.LastFailureAt = now
 		if p.LockAfter > 0 && lf.Failures >= p.LockAfter {
 			until := now.Add(p.LockFor)
 			lf.LockedUntil = &until
 		}
+		counted = lf
 		return lf, nil
 	})
 	if err != nil {
 		return false, err
 	}
 	ok, err := check()
+	if errors.Is(err, errNoSecondFactor) {
+		if rerr := s.db.UpdateLoginFailures(ctx, email, func(lf store.LoginFailures) (store.LoginFailures, error) {
+			// Times are stored to the millisecond.
+			if lf.Failures == counted.Failures &&
+				lf.LastFailureAt.UTC().Format(store.TimeFormat) == counted.LastFailureAt.UTC().Format(store.TimeFormat) {
+				return before, nil
+			}
+			return lf, nil
+		}); rerr != nil {
+			return false, rerr
+		}
+	}
 	if err != nil || !ok {
 		return false, err
 	}
