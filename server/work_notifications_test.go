@@ -127,7 +127,9 @@ func TestQueuedPublishNotifies(t *testing.T) {
 		startJobs(t, w.env)
 		for _, fail := range []bool{false, true} {
 			w.site.Set(func(s *wptest.Site) {
-				s.Fail = func(r *http.Request) (int, string, string, bool) { return 400, "rest_error", "no", fail && r.Method == "POST" }
+				s.Fail = func(r *http.Request) (int, string, string, bool) {
+					return 400, "rest_error", "no", fail && r.Method == "POST"
+				}
 			})
 			p := w.post(t, map[string]any{"title": fmt.Sprintf("Now %v", fail)})
 			if r := w.action(t, p["id"], "publish", nil); (r.Code == 200) == fail {
