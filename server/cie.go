@@ -40,7 +40,8 @@ func (s *Server) registerCIERoutes() {
 	s.handle(Route{Method: "POST", Path: "/api/cie/archetypes/{id}/generate", Tag: tag, Access: editorOnly, Status: http.StatusAccepted,
 		EventStream: true, Errors: []int{409},
 		Summary: "Generate an article from the archetype", Body: generateRequest{}, Data: cieRunResponse{},
-		Notes: "Queues a generation and answers 202 with its run; poll GET /api/cie/runs/{run_id}. With stream true the answer is a " +
+		Notes: "Queues a generation and answers 202 with its run; poll GET /api/cie/runs/{run_id}, or wait for the run.succeeded or run.failed " +
+			"notification it raises for the caller when it ends (a streamed one raises none). With stream true the answer is a " +
 			"Server-Sent Events stream instead: `event: run`, `event: delta` with {\"text\"} pieces, `event: retry` with {\"detail\"} when the " +
 			"answer did not parse and the model is asked again (drop the text so far), then `event: done` with the run (or `event: error` with {\"detail\"}). " +
 			"The model answers TITLE:, DESCRIPTION:, a --- line and the Markdown body; an answer that does not parse is retried once with " +

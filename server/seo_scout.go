@@ -18,7 +18,8 @@ func (s *Server) registerScoutRoutes() {
 	s.handle(Route{Method: "POST", Path: "/api/seo/scout/runs", Tag: tag, Access: editorOnly, Status: http.StatusAccepted, Errors: []int{409},
 		Summary: "Start a scout run", Body: scoutRunRequest{}, Data: scoutRunResponse{},
 		Notes: "Queues a run on the job runner and answers 202 with it; poll GET /api/seo/scout/runs/{id} until its status is succeeded, " +
-			"failed or cancelled (POST /api/seo/scout/runs/{id}/cancel). A run reads, in order: the environment's search-phrase ideas (ideas, the newest 500) and web-source item titles " +
+			"failed or cancelled (POST /api/seo/scout/runs/{id}/cancel); the caller gets a run.succeeded or run.failed notification when it " +
+			"ends (none when cancelled). A run reads, in order: the environment's search-phrase ideas (ideas, the newest 500) and web-source item titles " +
 			"(web, the newest 200); SerpApi, when a serp credential is usable, for Google's related searches, \"people also ask\" and " +
 			"autocomplete of each seed (serp, two searches per seed); the AI engine (ai, usage source scout) for related keywords with " +
 			"their intent, as JSON, asked again once when the answer does not parse. Seeds default to the environment's active search " +

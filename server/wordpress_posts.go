@@ -43,7 +43,8 @@ func (s *Server) registerWordPressPostRoutes() {
 			"A create that got no answer is looked up by slug before it is sent again, so publishing again never makes a duplicate. " +
 			"With queue true the status and schedule are applied and the publish is handed to the job runner (job kind wordpress.publish): " +
 			"the answer is 202 with the post, its sync state unchanged, and the message names the job; the runner retries 429, 5xx, " +
-			"network errors and timeouts with its backoff, and the post's sync_status and last_error tell the outcome."}, s.publishWPPost)
+			"network errors and timeouts with its backoff, and the post's sync_status and last_error tell the outcome; the caller gets a " +
+			"post.published or post.failed notification when it ends for good (a publish answered here notifies nobody)."}, s.publishWPPost)
 	s.handle(Route{Method: "POST", Path: "/api/wordpress-posts/{id}/unpublish", Tag: tag, Access: editorOnly, Errors: remote,
 		Summary: "Turn the post back into a draft on the site", Data: wpPostResponse{}}, s.unpublishWPPost)
 	s.handle(Route{Method: "POST", Path: "/api/wordpress-posts/{id}/sync", Tag: tag, Access: editorOnly, Errors: remote, Query: wpSyncQuery{},

@@ -27,6 +27,7 @@ import (
 
 	"github.com/copydesk/copydesk/server/engine"
 	"github.com/copydesk/copydesk/server/jobs"
+	"github.com/copydesk/copydesk/server/notify"
 	"github.com/copydesk/copydesk/server/stream"
 	"github.com/copydesk/copydesk/server/valid"
 	"github.com/copydesk/copydesk/store"
@@ -69,12 +70,18 @@ type Runner interface {
 	Signal()
 }
 
+// Notifier tells a user how their queued generation ended (server/notify).
+type Notifier interface {
+	User(ctx context.Context, userID int64, note notify.Note)
+}
+
 // Deps are what the service works with.
 type Deps struct {
 	Store        Store
 	Environments Environments
 	Engine       Engine
 	Jobs         Runner
+	Notify       Notifier       // when set, queued generations tell their requester how they ended
 	Events       *stream.Broker // where streamed generations are published
 	Log          *slog.Logger
 }
@@ -85,13 +92,14 @@ type Service struct {
 	envs   Environments
 	engine Engine
 	jobs   Runner
+	notify Notifier
 	events *stream.Broker
 	log    *slog.Logger
 }
 
 // New returns the service and registers its job kinds with d.Jobs.
 func New(d Deps) *Service {
-	s := &Service{db: d.Store, envs: d.Environments, engine: d.Engine, jobs: d.Jobs, events: d.Events, log: d.Log}
+	s := &Service{db: d.Store, envs: d.Environments, engine: d.Engine, jobs: d.Jobs, notify: d.Notify, events: d.Events, log: d.Log}
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/copydesk/copydesk/server/ai"
 	"github.com/copydesk/copydesk/server/engine"
 	"github.com/copydesk/copydesk/server/jobs"
+	"github.com/copydesk/copydesk/server/notify"
 	"github.com/copydesk/copydesk/server/stream"
 	"github.com/copydesk/copydesk/store"
 )
@@ -421,6 +422,32 @@ func (s *Service) jobFinished(ctx context.Context, job *store.Job) {
 	}
 	s.publishEnd(run)
 	s.events.Finish(Topic(run.ID))
+	if job.Kind == RunJob {
+		s.notifyRun(ctx, run)
+	}
+}
+
+// notifyRun tells whoever queued a generation how it ended, as agent runs
+// do: once, when its job ends, so an attempt the runner retries says
+// nothing; a cancelled one needs no word. A streamed generation is not
+// told about: its requester watched it end (as a publish answered in the
+// request tells nobody). The note is tagged with the run's environment.
+func (s *Service) notifyRun(ctx context.Context, r *store.CIERun) {
+	if s.notify == nil || r.UserID == nil || r.Status == store.RunCancelled {
+		return
+	}
+	what := "Article generation"
+	if r.ArchetypeID != nil {
+		if a, err := s.db.ArchetypeByID(ctx, *r.ArchetypeID); err == nil {
+			what = fmt.Sprintf("%s generation", a.Name)
+		}
+	}
+	note := notify.Note{Kind: notify.RunSucceeded, Title: fmt.Sprintf("%s finished: %s", what, r.Title),
+		Body: notify.Preview(r.Description, 140), Link: fmt.Sprintf("/api/cie/runs/%d", r.ID), EnvironmentID: &r.EnvironmentID}
+	if r.Status == store.RunFailed {
+		note.Kind, note.Title, note.Body = notify.RunFailed, what+" failed", notify.Preview(r.Error, 200)
+	}
+	s.notify.User(ctx, *r.UserID, note)
 }
 
 // call is the engine call of a generation: the run's prompts, with the

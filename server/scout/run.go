@@ -11,6 +11,7 @@ import (
 	"github.com/copydesk/copydesk/server/ai"
 	"github.com/copydesk/copydesk/server/engine"
 	"github.com/copydesk/copydesk/server/jobs"
+	"github.com/copydesk/copydesk/server/notify"
 	"github.com/copydesk/copydesk/server/serp"
 	"github.com/copydesk/copydesk/store"
 )
@@ -90,10 +91,34 @@ func (s *Service) jobFinished(ctx context.Context, job *store.Job) {
 	if job.Status == store.JobCancelled {
 		o = store.ScoutOutcome{Status: store.RunCancelled, Error: "cancelled"}
 	}
-	// A run that ended itself keeps its ending.
-	if _, err := s.db.FinishScoutRun(context.WithoutCancel(ctx), p.RunID, o); err != nil && !store.IsNotFound(err) {
-		s.log.Error("finish scout run", "run", p.RunID, "job", job.ID, "err", err)
+	// A run that ended itself keeps its ending: this reads it.
+	run, err := s.db.FinishScoutRun(context.WithoutCancel(ctx), p.RunID, o)
+	if err != nil {
+		if !store.IsNotFound(err) { // not found: deleted with its environment
+			s.log.Error("finish scout run", "run", p.RunID, "job", job.ID, "err", err)
+		}
+		return
 	}
+	s.notifyRun(context.WithoutCancel(ctx), run)
+}
+
+// notifyRun tells whoever started a run how it ended, once, when its job
+// ends. A cancelled run needs no word: someone stopped it on purpose (its
+// error says who). The note is tagged with the run's environment.
+func (s *Service) notifyRun(ctx context.Context, r *store.ScoutRun) {
+	if s.notify == nil || r.UserID == nil || r.Status == store.RunCancelled {
+		return
+	}
+	note := notify.Note{Kind: notify.RunSucceeded, Title: "Keyword scout finished",
+		Body: fmt.Sprintf("%d candidate keywords (%d found, %d already keywords)", r.CandidateCount, r.Gathered, r.Known),
+		Link: fmt.Sprintf("/api/seo/scout/runs/%d", r.ID), EnvironmentID: &r.EnvironmentID}
+	if r.CandidateCount == 1 {
+		note.Body = fmt.Sprintf("1 candidate keyword (%d found, %d already keywords)", r.Gathered, r.Known)
+	}
+	if r.Status == store.RunFailed {
+		note.Kind, note.Title, note.Body = notify.RunFailed, "Keyword scout failed", notify.Preview(r.Error, 200)
+	}
+	s.notify.User(ctx, *r.UserID, note)
 }
 
 // gather reads every source the run asks for, in Sources' order, and

@@ -21,6 +21,7 @@ import (
 
 	"github.com/copydesk/copydesk/server/engine"
 	"github.com/copydesk/copydesk/server/jobs"
+	"github.com/copydesk/copydesk/server/notify"
 	"github.com/copydesk/copydesk/server/serp"
 	"github.com/copydesk/copydesk/server/valid"
 	"github.com/copydesk/copydesk/store"
@@ -64,12 +65,18 @@ type Runner interface {
 	Cancel(ctx context.Context, id int64) (*store.Job, error)
 }
 
+// Notifier tells a user how the run they started ended (server/notify).
+type Notifier interface {
+	User(ctx context.Context, userID int64, note notify.Note)
+}
+
 // Deps are what the service works with.
 type Deps struct {
 	Store        Store
 	Environments Environments
 	Engine       Engine
 	Jobs         Runner
+	Notify       Notifier // when set, a run tells whoever started it how it ended
 	Log          *slog.Logger
 }
 
@@ -79,12 +86,13 @@ type Service struct {
 	envs   Environments
 	engine Engine
 	jobs   Runner
+	notify Notifier
 	log    *slog.Logger
 }
 
 // New returns the service and registers its job kind with d.Jobs.
 func New(d Deps) *Service {
-	s := &Service{db: d.Store, envs: d.Environments, engine: d.Engine, jobs: d.Jobs, log: d.Log}
+	s := &Service{db: d.Store, envs: d.Environments, engine: d.Engine, jobs: d.Jobs, notify: d.Notify, log: d.Log}
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
 	}

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/copydesk/copydesk/server/jobs"
+	"github.com/copydesk/copydesk/server/notify"
 	"github.com/copydesk/copydesk/server/publish/wordpress"
 	"github.com/copydesk/copydesk/store"
 )
@@ -23,23 +24,27 @@ const PublishJob = "wordpress.publish"
 // when set, are applied to the post before it is sent (as the body of
 // POST …/{id}/publish is); QueuePublish applies them in the request and
 // leaves them out, so that an edit made meanwhile is what gets sent.
+// RequestedBy is the user who queued it, told how it ended (publishEnded);
+// none (a job queued before it was recorded) tells nobody.
 type PublishPayload struct {
 	PostID      int64      `json:"post_id"`
 	Status      string     `json:"status,omitempty"`
 	ScheduledAt *time.Time `json:"scheduled_at,omitempty"`
+	RequestedBy int64      `json:"requested_by,omitempty"`
 }
 
 // registerJobs registers PublishJob: background work (nobody waits on a
 // connection for it), one at a time, so that two queued publishes of one
 // post never send two creates side by side.
 func (s *Service) registerJobs() {
-	s.jobs.Register(PublishJob, jobs.Kind{Handle: s.runPublish, Background: true, Limit: 1})
+	s.jobs.Register(PublishJob, jobs.Kind{Handle: s.runPublish, OnFinish: s.publishEnded, Background: true, Limit: 1})
 }
 
 // QueuePublish checks a publish as Publish does (the post, the status and
 // schedule, which it applies now, and that the environment publishes to
 // WordPress) and queues a PublishJob for it instead of sending it; the
-// post's sync state is left as it is until the job runs.
+// post's sync state is left as it is until the job runs. The scope's user
+// is told how it ends.
 func (s *Service) QueuePublish(ctx context.Context, sc store.Scope, id int64, in PublishInput) (*store.WordPressPost, *store.Job, error) {
 	if s.jobs == nil {
 		return nil, nil, errors.New("wppost: no job runner to queue a publish on")
@@ -54,7 +59,7 @@ func (s *Service) QueuePublish(ctx context.Context, sc store.Scope, id int64, in
 	if p, err = s.applyPublishInput(ctx, sc, p, in); err != nil {
 		return nil, nil, err
 	}
-	job, err := s.jobs.Enqueue(ctx, PublishJob, PublishPayload{PostID: p.ID}, jobs.EnqueueOptions{})
+	job, err := s.jobs.Enqueue(ctx, PublishJob, PublishPayload{PostID: p.ID, RequestedBy: sc.UserID}, jobs.EnqueueOptions{})
 	if err != nil {
 		return nil, nil, err
 	}
@@ -77,6 +82,30 @@ func (s *Service) runPublish(ctx context.Context, job *store.Job) error {
 		return jobs.Retry(err)
 	}
 	return jobs.Permanent(err)
+}
+
+// publishEnded tells whoever queued a publish how it ended, once: when the
+// job reaches its final status, so an attempt the runner retries says
+// nothing. A cancelled job needs no word (someone stopped it on purpose),
+// nor does a post deleted meanwhile (the link would lead nowhere). A
+// publish answered in the request (Publish) notifies nobody: its caller
+// has the answer. The note is tagged with the post's environment, so a
+// requester who lost it gets nothing.
+func (s *Service) publishEnded(ctx context.Context, job *store.Job) {
+	var pl PublishPayload
+	if s.note == nil || json.Unmarshal(job.Payload, &pl) != nil || pl.RequestedBy <= 0 || job.Status == store.JobCancelled {
+		return
+	}
+	p, err := s.db.WordPressPostByID(ctx, pl.PostID)
+	if err != nil {
+		return // deleted meanwhile, or unreadable: nothing to point to
+	}
+	note := notify.Note{Kind: notify.PostPublished, Title: p.Title, Link: fmt.Sprintf("/api/wordpress-posts/%d", p.ID),
+		EnvironmentID: &p.EnvironmentID, Body: fmt.Sprintf("On WordPress as %s: %s", p.RemoteStatus, p.RemoteLink)}
+	if job.Status == store.JobFailed {
+		note.Kind, note.Body = notify.PostFailed, "Not published: "+notify.Preview(job.LastError, 200)
+	}
+	s.note.User(ctx, pl.RequestedBy, note)
 }
 
 // Retryable tells whether a failed publish may succeed when tried again

@@ -16,6 +16,7 @@ import (
 
 	"github.com/copydesk/copydesk/server/heading"
 	"github.com/copydesk/copydesk/server/jobs"
+	"github.com/copydesk/copydesk/server/notify"
 	"github.com/copydesk/copydesk/server/slug"
 	"github.com/copydesk/copydesk/server/valid"
 	"github.com/copydesk/copydesk/store"
@@ -75,6 +76,11 @@ type Runner interface {
 	Enqueue(ctx context.Context, kind string, payload any, opt jobs.EnqueueOptions) (*store.Job, error)
 }
 
+// Notifier tells a user how a queued publish ended (server/notify).
+type Notifier interface {
+	User(ctx context.Context, userID int64, note notify.Note)
+}
+
 // Options tunes the remote calls.
 type Options struct {
 	HTTP     *http.Client // every outbound call, the featured image's included
@@ -94,7 +100,9 @@ type Deps struct {
 	Lives        Lives
 	// Jobs, when set, carries out queued publishes (PublishJob): New
 	// registers the kind with it.
-	Jobs    Runner
+	Jobs Runner
+	// Notify, when set, tells whoever queued a publish how it ended.
+	Notify  Notifier
 	Options Options
 }
 
@@ -107,6 +115,7 @@ type Service struct {
 	gens  Generations
 	lives Lives
 	jobs  Runner
+	note  Notifier
 	opt   Options
 }
 
@@ -119,7 +128,7 @@ func New(d Deps) *Service {
 		d.Options.MaxImage = 10 << 20
 	}
 	s := &Service{db: d.Store, envs: d.Environments, keys: d.Keys, runs: d.Runs, gens: d.Generations, lives: d.Lives, jobs: d.Jobs,
-		opt: d.Options}
+		note: d.Notify, opt: d.Options}
 	if s.jobs != nil {
 		s.registerJobs()
 	}
