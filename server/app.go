@@ -304,6 +304,7 @@ func (a *App) Run(ctx context.Context) error {
 		{"chat replies", a.DB.FailOrphanChatMessages},
 		{"live session generations", a.DB.FailOrphanLiveGenerations},
 		{"scout runs", a.DB.FailOrphanScoutRuns},
+		{"strategies", a.DB.FailOrphanStrategies},
 	}
 	for _, o := range orphans {
 		if n, err := o.fail(ctx, "interrupted by a restart"); err != nil {

@@ -360,7 +360,7 @@ var authzTable = []authzCase{
 
 	// The scout and strategies: {scoutA} is a succeeded run with the
 	// candidate {candA}, {scoutQA} a queued run, {stratA} a ready strategy
-	// of envA's keywords.
+	// of envA's keywords, {stratQA} a queued one.
 	{route: "POST /api/seo/scout/runs", body: map[string]any{"environment_id": "{envA}", "seeds": []string{"espresso"}}, want: [5]int{401, 403, 202, 202, 202}},
 	{route: "GET /api/seo/scout/runs", want: [5]int{401, 200, 200, 200, 200}},
 	{route: "GET /api/seo/scout/runs/{id}", path: "/api/seo/scout/runs/{scoutA}", want: [5]int{401, 200, 200, 200, 200}},
@@ -381,6 +381,10 @@ var authzTable = []authzCase{
 	{route: "PUT /api/seo/strategies/{id}", path: "/api/seo/strategies/{stratB}", body: map[string]any{"name": "Renamed"}, want: [5]int{401, 403, 404, 200, 200}},
 	{route: "DELETE /api/seo/strategies/{id}", path: "/api/seo/strategies/{stratA}", want: [5]int{401, 403, 200, 200, 200}},
 	{route: "DELETE /api/seo/strategies/{id}", path: "/api/seo/strategies/{stratB}", want: [5]int{401, 403, 404, 200, 200}},
+	{route: "DELETE /api/seo/strategies/{id}", path: "/api/seo/strategies/{stratQA}", want: [5]int{401, 403, 409, 409, 409}},
+	{route: "POST /api/seo/strategies/{id}/cancel", path: "/api/seo/strategies/{stratQA}/cancel", want: [5]int{401, 403, 200, 200, 200}},
+	{route: "POST /api/seo/strategies/{id}/cancel", path: "/api/seo/strategies/{stratQB}/cancel", want: [5]int{401, 403, 404, 200, 200}},
+	{route: "POST /api/seo/strategies/{id}/cancel", path: "/api/seo/strategies/{stratA}/cancel", want: [5]int{401, 403, 409, 409, 409}},
 	{route: "POST /api/seo/strategies/{id}/to-campaign", path: "/api/seo/strategies/{stratA}/to-campaign", body: map[string]any{"target": "wordpress"}, want: [5]int{401, 403, 201, 201, 201}},
 	{route: "POST /api/seo/strategies/{id}/to-campaign", path: "/api/seo/strategies/{stratB}/to-campaign", body: map[string]any{"target": "astro"}, want: [5]int{401, 403, 404, 201, 201}},
 	{route: "POST /api/seo/strategies/{id}/apply", path: "/api/seo/strategies/{stratA}/apply", want: [5]int{401, 403, 200, 200, 200}},
@@ -634,9 +638,9 @@ func newAuthzFixture(t *testing.T, providerURL string) (*authzFixture, []*server
 		terms["{aprun"+env.Name+"}"] = run.ID
 	}
 	for _, env := range []*store.Environment{envA, envB} {
-		scoutRun, queued, cand, strat := authzSEO(t, e, env)
+		scoutRun, queued, cand, strat, stratQ := authzSEO(t, e, env)
 		terms["{scout"+env.Name+"}"], terms["{cand"+env.Name+"}"], terms["{strat"+env.Name+"}"] = scoutRun, cand, strat
-		terms["{scoutQ"+env.Name+"}"] = queued
+		terms["{scoutQ"+env.Name+"}"], terms["{stratQ"+env.Name+"}"] = queued, stratQ
 	}
 	snap, err := e.app.Backups.Create(ctx, "manual")
 	if err != nil {
@@ -745,9 +749,9 @@ func TestAuthorizationTable(t *testing.T) {
 }
 
 // authzSEO gives env two keywords, a succeeded scout run with one
-// candidate, a queued scout run (no runner runs it), and a ready strategy
-// of the keywords in one cluster.
-func authzSEO(t *testing.T, e *env, env *store.Environment) (run, queued, candidate, strategy int64) {
+// candidate, a queued scout run (no runner runs it), a ready strategy of
+// the keywords in one cluster, and a queued strategy.
+func authzSEO(t *testing.T, e *env, env *store.Environment) (run, queued, candidate, strategy, queuedStrategy int64) {
 	t.Helper()
 	ctx := context.Background()
 	var ids []int64
@@ -775,15 +779,19 @@ func authzSEO(t *testing.T, e *env, env *store.Environment) (run, queued, candid
 	if err != nil {
 		t.Fatal(err)
 	}
-	st, err := e.app.DB.CreateStrategyWithJob(ctx, store.NewStrategy{EnvironmentID: env.ID, Name: "Espresso",
-		StrategyParams: store.StrategyParams{Method: "lexical", MinShared: 3, Similarity: 0.5}},
-		store.RunJob{Kind: "seo.strategy", MaxAttempts: 1, Payload: func(id int64) any { return map[string]int64{"strategy_id": id} }})
-	if err != nil {
-		t.Fatal(err)
+	newStrategy := func() *store.Strategy {
+		st, err := e.app.DB.CreateStrategyWithJob(ctx, store.NewStrategy{EnvironmentID: env.ID, Name: "Espresso",
+			StrategyParams: store.StrategyParams{Method: "lexical", MinShared: 3, Similarity: 0.5}},
+			store.RunJob{Kind: "seo.strategy", MaxAttempts: 1, Payload: func(id int64) any { return map[string]int64{"strategy_id": id} }})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return st
 	}
+	st, qs := newStrategy(), newStrategy()
 	if _, err := e.app.DB.FinishStrategy(ctx, st.ID, store.StrategyOutcome{Status: store.StrategyReady, UsedMethod: "lexical",
 		Clusters: []store.ClusterInput{{Name: "Espresso", Pillar: &ids[0], KeywordIDs: ids}}}); err != nil {
 		t.Fatal(err)
 	}
-	return r.ID, q.ID, cands[0].ID, st.ID
+	return r.ID, q.ID, cands[0].ID, st.ID, qs.ID
 }

@@ -11,14 +11,15 @@ import (
 
 // Strategies (/api/seo/strategies): an environment's keywords grouped
 // into pillar and cluster pages, and campaigns made of them. Everyone
-// reads the strategies of their environments; editors create, change and
-// delete them. The rules are server/strategy's.
+// reads the strategies of their environments; editors create, cancel,
+// change and delete them. The rules are server/strategy's.
 func (s *Server) registerStrategyRoutes() {
 	const tag = "SEO strategies"
 	s.handle(Route{Method: "POST", Path: "/api/seo/strategies", Tag: tag, Access: editorOnly, Status: http.StatusAccepted, Errors: []int{409},
 		Summary: "Create a strategy", Body: strategyRequest{}, Data: strategyResponse{},
-		Notes: "Queues the build on the job runner and answers 202; poll GET /api/seo/strategies/{id} until its status is ready or " +
-			"failed. The keywords are keyword_ids, or the environment's that are not ignored (at most 1000, the highest volume first). " +
+		Notes: "Queues the build on the job runner and answers 202; poll GET /api/seo/strategies/{id} until its status is ready, " +
+			"failed or cancelled (POST /api/seo/strategies/{id}/cancel); whoever created it is notified when the build is ready " +
+			"(run.succeeded) or failed (run.failed). The keywords are keyword_ids, or the environment's that are not ignored (at most 1000, the highest volume first). " +
 			"With SERP data (method auto or serp), two keywords share a cluster when their top-10 organic results share at least " +
 			"min_shared URLs; a keyword's results are fetched through SerpApi when a serp credential is usable and its stored ones are " +
 			"older than 30 days or refresh_serp is set (at most 200 searches a build), and stored for the next build. Without SERP data " +
@@ -41,8 +42,14 @@ func (s *Server) registerStrategyRoutes() {
 			"environment) is in one cluster; those left out leave the strategy. A cluster's pillar must be one of its keywords; left out, " +
 			"it follows the pillar rule; its keywords are kept in the order given, the pillar first. A cluster without a name is named " +
 			"after its pillar. 409 while the strategy is being built."}, s.updateStrategy)
-	s.handle(Route{Method: "DELETE", Path: "/api/seo/strategies/{id}", Tag: tag, Access: editorOnly,
-		Summary: "Delete a strategy (its keywords stay)", Data: deletedResponse{}}, s.deleteStrategy)
+	s.handle(Route{Method: "POST", Path: "/api/seo/strategies/{id}/cancel", Tag: tag, Access: editorOnly, Errors: []int{409},
+		Summary: "Cancel a queued or running strategy", Data: strategyResponse{},
+		Notes: "The strategy becomes cancelled at once (error says who cancelled it); a running build's SerpApi or model call is cut. " +
+			"A cancelled strategy has no clusters (the SERP data fetched so far stays stored for the next build) and nobody is " +
+			"notified. 409 when the build already ended."}, s.cancelStrategy)
+	s.handle(Route{Method: "DELETE", Path: "/api/seo/strategies/{id}", Tag: tag, Access: editorOnly, Errors: []int{409},
+		Summary: "Delete a strategy (its keywords stay)", Data: deletedResponse{},
+		Notes: "409 while the strategy is queued or running: cancel it first."}, s.deleteStrategy)
 	s.handle(Route{Method: "POST", Path: "/api/seo/strategies/{id}/to-campaign", Tag: tag, Access: editorOnly, Status: http.StatusCreated,
 		Errors: []int{409}, Summary: "Make a campaign of a strategy", Body: strategyCampaignRequest{}, Data: strategyCampaignResponse{},
 		Notes: "Creates a draft campaign with the strategy's keywords, cluster by cluster in the strategy's order, each cluster's pillar " +
@@ -265,6 +272,20 @@ func (s *Server) updateStrategy(c *gin.Context) {
 		return
 	}
 	respond(c, http.StatusOK, strategyDetailJSON(st, cs), "strategy updated")
+}
+
+func (s *Server) cancelStrategy(c *gin.Context) {
+	id, err := pathID(c, "id")
+	if err != nil {
+		fail(c, err)
+		return
+	}
+	st, err := s.strategies.Cancel(c.Request.Context(), scope(c), id, principal(c).User.Username)
+	if err != nil {
+		fail(c, err)
+		return
+	}
+	respond(c, http.StatusOK, strategyJSON(st), "strategy cancelled")
 }
 
 func (s *Server) deleteStrategy(c *gin.Context) {

@@ -162,8 +162,8 @@ func New(d Deps, opts Options) (*Server, error) {
 	s.webSources = websource.New(websource.Deps{Store: d.DB, Environments: s.environments, Fetcher: d.Feeds, Jobs: d.Jobs, Notify: d.Notify, Log: d.Log,
 		Now: func() time.Time { return d.DB.Now() }})
 	s.scout = scout.New(scout.Deps{Store: d.DB, Environments: s.environments, Engine: d.Engine, Jobs: d.Jobs, Notify: d.Notify, Log: d.Log})
-	s.strategies = strategy.New(strategy.Deps{Store: d.DB, Campaigns: s.seo, Environments: s.environments, Engine: d.Engine, Jobs: d.Jobs, Log: d.Log,
-		Now: func() time.Time { return d.DB.Now() }})
+	s.strategies = strategy.New(strategy.Deps{Store: d.DB, Campaigns: s.seo, Environments: s.environments, Engine: d.Engine, Jobs: d.Jobs,
+		Notify: d.Notify, Log: d.Log, Now: func() time.Time { return d.DB.Now() }})
 	e.Use(s.recoverPanics, s.logRequests, securityHeaders, boundWrites, omitHeadBody)
 	s.astroPosts = astropost.New(d.DB, s.environments, astropost.Sources{Runs: s.agents, Generations: s.cie, Lives: s.live},
 		func() time.Time { return d.DB.Now() }, d.Log)

@@ -577,7 +577,13 @@ const runUnfinished = "'queued', 'running'"
 // is one of unfinished (SQL literals) and whose job is neither queued nor
 // running; what names them in an error.
 func (db *DB) failOrphans(ctx context.Context, table, unfinished, what, reason string) (int64, error) {
-	res, err := db.exec(ctx, `UPDATE `+table+` SET status = 'failed', error = ?, finished_at = ?
+	return db.failOrphansAt(ctx, table, "finished_at", unfinished, what, reason)
+}
+
+// failOrphansAt is failOrphans for a table whose time of ending is the
+// column ended rather than finished_at.
+func (db *DB) failOrphansAt(ctx context.Context, table, ended, unfinished, what, reason string) (int64, error) {
+	res, err := db.exec(ctx, `UPDATE `+table+` SET status = 'failed', error = ?, `+ended+` = ?
 		WHERE status IN (`+unfinished+`)
 		AND (job_id IS NULL OR job_id NOT IN (SELECT id FROM jobs WHERE status IN ('queued', 'running')))`, reason, db.now())
 	if err != nil {

@@ -157,6 +157,64 @@ func TestScoutRunDeleteAndOrphans(t *testing.T) {
 	}
 }
 
+// TestStrategyDeleteAndOrphans: only a finished strategy is deleted; one
+// left queued with no live job fails at start-up, with updated_at as its
+// time of ending, and a cancelled one stays cancelled.
+func TestStrategyDeleteAndOrphans(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db, clk := openDB(t)
+	env := mustEnv(t, db, "a")
+	newStrategy := func() *store.Strategy {
+		t.Helper()
+		st, err := db.CreateStrategyWithJob(ctx, store.NewStrategy{EnvironmentID: env.ID, Name: "S", StrategyParams: store.StrategyParams{
+			Method: "lexical", MinShared: 3, Similarity: 0.5}},
+			store.RunJob{Kind: "seo.strategy", MaxAttempts: 1, Payload: func(id int64) any { return map[string]int64{"strategy_id": id} }})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return st
+	}
+	queued, cancelled, orphan := newStrategy(), newStrategy(), newStrategy()
+
+	storetest.WantKind(t, db.DeleteStrategy(ctx, queued.ID), store.KindConflict)
+	if ok, err := db.StartStrategy(ctx, queued.ID); !ok || err != nil {
+		t.Fatalf("start: %v %v", ok, err)
+	}
+	storetest.WantKind(t, db.DeleteStrategy(ctx, queued.ID), store.KindConflict) // running
+	storetest.WantKind(t, db.DeleteStrategy(ctx, 999999), store.KindNotFound)
+
+	// Cancelled as the service does it: the ending, then the job.
+	if _, err := db.FinishStrategy(ctx, cancelled.ID, store.StrategyOutcome{Status: store.StrategyCancelled, Error: "cancelled by alice"}); err != nil {
+		t.Fatal(err)
+	}
+	for _, st := range []*store.Strategy{cancelled, orphan} {
+		if _, err := db.CancelJob(ctx, *st.JobID); err != nil {
+			t.Fatal(err)
+		}
+	}
+	clk.Advance(time.Hour)
+	if n, err := db.FailOrphanStrategies(ctx, "interrupted by a restart"); err != nil || n != 1 {
+		t.Fatalf("orphans: %d %v", n, err)
+	}
+	for id, want := range map[int64][2]string{queued.ID: {store.StrategyRunning, ""}, cancelled.ID: {store.StrategyCancelled, "cancelled by alice"},
+		orphan.ID: {store.StrategyFailed, "interrupted by a restart"}} {
+		if st, err := db.StrategyByID(ctx, id); err != nil || st.Status != want[0] || st.Error != want[1] {
+			t.Errorf("strategy %d: %+v %v; want %v", id, st, err, want)
+		}
+	}
+	if st, _ := db.StrategyByID(ctx, orphan.ID); !st.UpdatedAt.Equal(clk.Now().Truncate(time.Millisecond)) || st.BuiltAt != nil {
+		t.Errorf("orphan failed at %v (built %v); want %v", st.UpdatedAt, st.BuiltAt, clk.Now())
+	}
+	for _, id := range []int64{cancelled.ID, orphan.ID} {
+		if err := db.DeleteStrategy(ctx, id); err != nil {
+			t.Fatalf("delete %d: %v", id, err)
+		}
+	}
+	_, err := db.StrategyByID(ctx, orphan.ID)
+	storetest.WantKind(t, err, store.KindNotFound)
+}
+
 func TestStrategyStore(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()

@@ -417,16 +417,38 @@ type prefixed struct {
 
 func (p prefixed) Scan(dest ...any) error { return p.row.Scan(append(slices.Clone(p.dst), dest...)...) }
 
-// DeleteStrategy deletes a strategy and its clusters; its keywords stay.
+// DeleteStrategy deletes a strategy and, by their foreign key, its
+// clusters; its keywords stay. A queued or running strategy is a conflict
+// (its job would go on asking paid services for a strategy that is gone),
+// checked in the transaction that deletes.
 func (db *DB) DeleteStrategy(ctx context.Context, id int64) error {
-	res, err := db.exec(ctx, `DELETE FROM seo_strategies WHERE id = ?`, id)
+	err := db.tx(ctx, func(tx *sql.Tx) error {
+		var status string
+		err := tx.QueryRowContext(ctx, `SELECT status FROM seo_strategies WHERE id = ?`, id).Scan(&status)
+		if errors.Is(err, sql.ErrNoRows) {
+			return NotFound("strategy not found")
+		}
+		if err != nil {
+			return err
+		}
+		if status == StrategyQueued || status == StrategyRunning {
+			return Conflict("strategy %d is %s: cancel it first", id, status)
+		}
+		_, err = tx.ExecContext(ctx, `DELETE FROM seo_strategies WHERE id = ?`, id)
+		return err
+	})
 	if err != nil {
 		return fmt.Errorf("store: delete strategy: %w", err)
 	}
-	if n, _ := res.RowsAffected(); n == 0 {
-		return NotFound("strategy not found")
-	}
 	return nil
+}
+
+// FailOrphanStrategies is FailOrphanRuns for strategies: those left
+// queued or running with no queued or running job to end them. A strategy
+// has no finished_at: updated_at says when it failed. A cancelled one is
+// finished and left as it is.
+func (db *DB) FailOrphanStrategies(ctx context.Context, reason string) (int64, error) {
+	return db.failOrphansAt(ctx, "seo_strategies", "updated_at", runUnfinished, "strategies", reason)
 }
 
 // SetStrategyCampaign records the campaign last made from a strategy.

@@ -85,20 +85,31 @@ func (s *Service) buildJob(ctx context.Context, job *store.Job) error {
 	return nil
 }
 
-// jobFinished ends the build of a job that ended without ending it.
+// jobFinished ends the build of a job that ended without ending it, and
+// tells whoever created the strategy how it went. It is called once per
+// job, whatever ended it, so the note is sent once.
 func (s *Service) jobFinished(ctx context.Context, job *store.Job) {
 	var p payload
 	if err := json.Unmarshal(job.Payload, &p); err != nil {
 		s.log.Error("strategy job with a bad payload", "job", job.ID, "err", err)
 		return
 	}
+	ctx = context.WithoutCancel(ctx)
 	o := store.StrategyOutcome{Status: store.StrategyFailed, Error: job.LastError}
 	if job.Status == store.JobCancelled {
 		o = store.StrategyOutcome{Status: store.StrategyCancelled, Error: "cancelled"}
 	}
-	if _, err := s.db.FinishStrategy(context.WithoutCancel(ctx), p.StrategyID, o); err != nil && !store.IsNotFound(err) {
-		s.log.Error("finish strategy", "strategy", p.StrategyID, "job", job.ID, "err", err)
+	// A strategy ended already (built, failed by the handler, cancelled by
+	// a user) is left as it is and returned as stored.
+	st, err := s.db.FinishStrategy(ctx, p.StrategyID, o)
+	if store.IsNotFound(err) {
+		return // deleted
 	}
+	if err != nil {
+		s.log.Error("finish strategy", "strategy", p.StrategyID, "job", job.ID, "err", err)
+		return
+	}
+	s.notifyBuilt(ctx, st)
 }
 
 // build groups a strategy's keywords. What goes wrong with a provider is

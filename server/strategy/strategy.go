@@ -11,18 +11,21 @@
 // and applied: each cluster's name becomes its keywords' cluster field.
 //
 // Who does what: everyone reads the strategies of their environments;
-// editors and up create, change, delete them and make campaigns of them.
-// Any other environment's strategy is not found.
+// editors and up create, cancel, change, delete them and make campaigns of
+// them. Any other environment's strategy is not found. Whoever created a
+// strategy is told when its build ends, unless someone cancelled it.
 package strategy
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"slices"
 	"time"
 
 	"github.com/copydesk/copydesk/server/engine"
 	"github.com/copydesk/copydesk/server/jobs"
+	"github.com/copydesk/copydesk/server/notify"
 	"github.com/copydesk/copydesk/server/seo"
 	"github.com/copydesk/copydesk/server/serp"
 	"github.com/copydesk/copydesk/server/valid"
@@ -64,6 +67,13 @@ type Engine interface {
 type Runner interface {
 	Register(kind string, k jobs.Kind)
 	Signal()
+	Cancel(ctx context.Context, id int64) (*store.Job, error)
+}
+
+// Notifier tells a user how the build of their strategy ended
+// (server/notify).
+type Notifier interface {
+	User(ctx context.Context, userID int64, note notify.Note)
 }
 
 // Deps are what the service works with.
@@ -73,6 +83,7 @@ type Deps struct {
 	Environments Environments
 	Engine       Engine
 	Jobs         Runner
+	Notify       Notifier
 	Log          *slog.Logger
 	Now          func() time.Time // the store's clock
 }
@@ -83,6 +94,7 @@ type Service struct {
 	envs   Environments
 	engine Engine
 	jobs   Runner
+	notify Notifier
 	log    *slog.Logger
 	now    func() time.Time
 	camps  Campaigns
@@ -97,7 +109,8 @@ type Campaigns interface {
 
 // New returns the service and registers its job kind with d.Jobs.
 func New(d Deps) *Service {
-	s := &Service{db: d.Store, envs: d.Environments, engine: d.Engine, jobs: d.Jobs, log: d.Log, now: d.Now, camps: d.Campaigns}
+	s := &Service{db: d.Store, envs: d.Environments, engine: d.Engine, jobs: d.Jobs, notify: d.Notify, log: d.Log, now: d.Now,
+		camps: d.Campaigns}
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
 	}
@@ -310,14 +323,75 @@ func (s *Service) List(ctx context.Context, sc store.Scope, q ListQuery) ([]*sto
 	return s.db.ListStrategies(ctx, store.StrategyFilter{Scope: sc, EnvironmentID: q.EnvironmentID, Status: q.Status, Sort: q.Sort, Page: q.Page})
 }
 
-// Delete deletes a strategy; its keywords stay. A build under way finds
-// it gone and stops.
+// Cancel cancels a queued or building strategy the scope sees, saying who
+// did; a finished one is a conflict. The ending is recorded first, then
+// the job is cancelled: a queued job ends at once, a running one has its
+// context cancelled, which cuts the SerpApi or model call under way, and
+// finds the ending recorded (FinishStrategy keeps the first ending, so
+// the job's OnFinish does not turn it into failed). A cancelled strategy
+// has no clusters: they are written only when a build succeeds. The SERP
+// data fetched before the cancel stays stored, for the next build.
+func (s *Service) Cancel(ctx context.Context, sc store.Scope, id int64, by string) (*store.Strategy, error) {
+	st, err := s.strategy(ctx, sc, id)
+	if err != nil {
+		return nil, err
+	}
+	if !st.Building() {
+		return nil, store.Conflict("strategy %d already %s: only a queued or running strategy can be cancelled", st.ID, st.Status)
+	}
+	ended, err := s.db.FinishStrategy(ctx, st.ID, store.StrategyOutcome{Status: store.StrategyCancelled, Error: "cancelled by " + by})
+	if err != nil {
+		return nil, err
+	}
+	if ended.Status != store.StrategyCancelled { // it finished meanwhile
+		return nil, store.Conflict("strategy %d already %s: only a queued or running strategy can be cancelled", st.ID, ended.Status)
+	}
+	if st.JobID != nil {
+		// A job that ended already (conflict) or was cleaned up (not
+		// found) has nothing left to stop.
+		if _, err := s.jobs.Cancel(ctx, *st.JobID); err != nil && store.KindOf(err) != store.KindConflict && !store.IsNotFound(err) {
+			return nil, err
+		}
+	}
+	return ended, nil
+}
+
+// Delete deletes a finished strategy (ready, failed or cancelled); its
+// keywords stay. A queued or running one is a conflict: cancel it first,
+// or its job would go on asking paid services for a strategy that is gone.
 func (s *Service) Delete(ctx context.Context, sc store.Scope, id int64) error {
 	st, err := s.strategy(ctx, sc, id)
 	if err != nil {
 		return err
 	}
+	if st.Building() {
+		return store.Conflict("strategy %d is %s: cancel it first (POST /api/seo/strategies/%d/cancel)", st.ID, st.Status, st.ID)
+	}
 	return s.db.DeleteStrategy(ctx, st.ID)
+}
+
+// notifyBuilt tells whoever created a strategy how its build ended; a
+// cancelled build needs no word (someone chose it). The note is tagged
+// with the strategy's environment, so it reaches its user only if they
+// still see it (store.CreateNotifications decides, in the insert).
+func (s *Service) notifyBuilt(ctx context.Context, st *store.Strategy) {
+	if st.CreatedBy == nil || s.notify == nil {
+		return
+	}
+	note := notify.Note{Link: fmt.Sprintf("/api/seo/strategies/%d", st.ID), EnvironmentID: &st.EnvironmentID}
+	switch st.Status {
+	case store.StrategyReady:
+		unit := "clusters"
+		if st.ClusterCount == 1 {
+			unit = "cluster"
+		}
+		note.Kind, note.Title, note.Body = notify.RunSucceeded, fmt.Sprintf("Strategy %s is ready", st.Name), fmt.Sprintf("%d %s", st.ClusterCount, unit)
+	case store.StrategyFailed:
+		note.Kind, note.Title, note.Body = notify.RunFailed, fmt.Sprintf("Strategy %s failed", st.Name), st.Error
+	default:
+		return
+	}
+	s.notify.User(ctx, *st.CreatedBy, note)
 }
 
 // ClusterEdit is a cluster as an edit gives it.
