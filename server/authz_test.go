@@ -311,11 +311,11 @@ var authzTable = []authzCase{
 	// Search phrases and web sources: {phraseA}, {sourceA} in envA, {phraseB}, {sourceB} in envB; a
 	// source's address refuses connections, so a fetch fails and says so (200).
 	{route: "GET /api/search-phrases", want: [5]int{401, 200, 200, 200, 200}},
-	{route: "POST /api/search-phrases", body: map[string]any{"environment_id": "{envA}", "phrase": "cold brew at home"}, want: [5]int{401, 403, 201, 201, 201}},
+	{route: "POST /api/search-phrases", body: map[string]any{"environment_id": "{envA}", "phrase": "cold brew at home", "refresh_interval": 604800}, want: [5]int{401, 403, 201, 201, 201}},
 	{route: "POST /api/search-phrases/bulk-delete", body: map[string]any{"ids": []string{"{phraseA}", "{phraseB}"}}, want: [5]int{401, 403, 200, 200, 200}},
 	{route: "GET /api/search-phrases/{id}", path: "/api/search-phrases/{phraseA}", want: [5]int{401, 200, 200, 200, 200}},
 	{route: "GET /api/search-phrases/{id}", path: "/api/search-phrases/{phraseB}", want: [5]int{401, 404, 404, 200, 200}},
-	{route: "PUT /api/search-phrases/{id}", path: "/api/search-phrases/{phraseA}", body: map[string]any{"is_active": false}, want: [5]int{401, 403, 200, 200, 200}},
+	{route: "PUT /api/search-phrases/{id}", path: "/api/search-phrases/{phraseA}", body: map[string]any{"is_active": false, "refresh_interval": 86400}, want: [5]int{401, 403, 200, 200, 200}},
 	{route: "PUT /api/search-phrases/{id}", path: "/api/search-phrases/{phraseB}", body: map[string]any{"is_active": false}, want: [5]int{401, 403, 404, 200, 200}},
 	{route: "DELETE /api/search-phrases/{id}", path: "/api/search-phrases/{phraseA}", want: [5]int{401, 403, 200, 200, 200}},
 	{route: "POST /api/search-phrases/{id}/run", path: "/api/search-phrases/{phraseA}/run", want: [5]int{401, 403, 202, 202, 202}},

@@ -2,6 +2,7 @@ package server
 
 import (
 	"net/http"
+	"time"
 
 	"github.com/gin-gonic/gin"
 
@@ -21,7 +22,11 @@ func (s *Server) registerSearchPhraseRoutes() {
 	s.handle(Route{Method: "POST", Path: "/api/search-phrases", Tag: tag, Access: editorOnly, Status: http.StatusCreated, Errors: []int{404, 409},
 		Summary: "Create a search phrase", Body: phraseRequest{}, Data: phraseResponse{},
 		Notes: "The phrase is kept as typed, with single spaces; two phrases are the same when they match after normalisation " +
-			"(Unicode NFC, lower case, single spaces), and one environment has each phrase once per locale (409)."}, s.createSearchPhrase)
+			"(Unicode NFC, lower case, single spaces), and one environment has each phrase once per locale (409). " +
+			"With refresh_interval (seconds, 300 to 2592000) an active phrase is watched: run by the background scheduler at once, then " +
+			"refresh_interval after each run ends; without it (0, the default) it runs only when asked, since each run spends SerpApi " +
+			"searches and model tokens. The creator is notified of a scheduled run that found new ideas (run.succeeded) or failed (run.failed)."},
+		s.createSearchPhrase)
 	s.handle(Route{Method: "POST", Path: "/api/search-phrases/bulk-delete", Tag: tag, Access: editorOnly,
 		Summary: "Delete several search phrases and their ideas", Body: bulkIDs{}, Data: bulkResponse{},
 		Notes: "Ids that do not exist or that are in environments you do not see are skipped; changed says how many were deleted."},
@@ -30,7 +35,9 @@ func (s *Server) registerSearchPhraseRoutes() {
 		Summary: "Get a search phrase", Data: phraseResponse{}}, s.getSearchPhrase)
 	s.handle(Route{Method: "PUT", Path: "/api/search-phrases/{id}", Tag: tag, Access: editorOnly, Errors: []int{409},
 		Summary: "Change a search phrase", Body: phraseUpdateRequest{}, Data: phraseResponse{},
-		Notes: "Fields left out keep their values. Its ideas stay."}, s.updateSearchPhrase)
+		Notes: "Fields left out keep their values. Its ideas stay. A watched phrase (active, refresh_interval above 0) is next due " +
+			"refresh_interval after its last run (at once if it never ran); refresh_interval 0 or is_active false stops the schedule. " +
+			"While a run is queued or running, next_run_at is null until the run ends."}, s.updateSearchPhrase)
 	s.handle(Route{Method: "DELETE", Path: "/api/search-phrases/{id}", Tag: tag, Access: editorOnly,
 		Summary: "Delete a search phrase and its ideas", Data: deletedResponse{}}, s.deleteSearchPhrase)
 	s.handle(Route{Method: "POST", Path: "/api/search-phrases/{id}/run", Tag: tag, Access: editorOnly, Status: http.StatusAccepted,
@@ -40,7 +47,8 @@ func (s *Server) registerSearchPhraseRoutes() {
 			"usable in the environment, for Google's related searches, \"people also ask\" and autocomplete, then the AI engine (the AI " +
 			"content settings' credential and model, usage source search) for related queries. Ideas are stored once per phrase after " +
 			"normalisation, with the source that found them first; a run succeeds when either source answered, and last_run_error names " +
-			"a source that failed. 409 when a run is queued or running already, or when neither a serp credential nor an AI provider is usable."},
+			"a source that failed. 409 when a run is queued or running already, or when neither a serp credential nor an AI provider is usable. " +
+			"A watched phrase is next due refresh_interval after this run ends."},
 		s.runSearchPhrase)
 	s.handle(Route{Method: "GET", Path: "/api/search-phrases/{id}/ideas", Tag: tag, Access: signedIn, List: true,
 		Summary: "List a phrase's ideas", Query: ideaListQuery{}, Data: ideaResponse{},
@@ -51,33 +59,39 @@ type phraseRequest struct {
 	EnvironmentID int64  `json:"environment_id" binding:"required,gt=0"`
 	Phrase        string `json:"phrase" binding:"required,max=200"`
 	Locale        string `json:"locale" binding:"max=35" doc:"a language tag like en, de or en-US; default: the environment's AI language"`
-	IsActive      *bool  `json:"is_active" doc:"default true"`
+	IsActive      *bool  `json:"is_active" doc:"default true; an inactive phrase is neither scheduled nor a default seed of the scout"`
+	// The service checks the gap between 0 and 300, so that create and
+	// update say the same.
+	RefreshInterval int64 `json:"refresh_interval" binding:"omitempty,gte=0,lte=2592000" doc:"seconds between scheduled runs, 300 (5 minutes) to 2592000 (30 days); default 0: no schedule, runs only when asked"`
 }
 
 type phraseUpdateRequest struct {
-	Phrase   *string `json:"phrase" binding:"omitempty,min=1,max=200"`
-	Locale   *string `json:"locale" binding:"omitempty,min=2,max=35"`
-	IsActive *bool   `json:"is_active"`
+	Phrase          *string `json:"phrase" binding:"omitempty,min=1,max=200"`
+	Locale          *string `json:"locale" binding:"omitempty,min=2,max=35"`
+	IsActive        *bool   `json:"is_active"`
+	RefreshInterval *int64  `json:"refresh_interval" binding:"omitempty,gte=0,lte=2592000" doc:"0 stops the schedule"`
 }
 
 type phraseResponse struct {
-	ID            int64      `json:"id"`
-	EnvironmentID int64      `json:"environment_id"`
-	Phrase        string     `json:"phrase"`
-	Locale        string     `json:"locale"`
-	IsActive      bool       `json:"is_active"`
-	RunStatus     string     `json:"run_status" enum:"idle,queued,running,succeeded,failed,cancelled" doc:"idle: never run"`
-	LastRunAt     *Timestamp `json:"last_run_at" doc:"when the last run ended"`
-	LastRunError  string     `json:"last_run_error" doc:"why the last run failed, or which of its sources did"`
-	LastRunIdeas  int        `json:"last_run_ideas" doc:"new ideas the last run stored"`
-	CreatedBy     *int64     `json:"created_by"`
-	CreatedAt     Timestamp  `json:"created_at"`
-	UpdatedAt     Timestamp  `json:"updated_at"`
+	ID              int64      `json:"id"`
+	EnvironmentID   int64      `json:"environment_id"`
+	Phrase          string     `json:"phrase"`
+	Locale          string     `json:"locale"`
+	IsActive        bool       `json:"is_active"`
+	RefreshInterval int64      `json:"refresh_interval" doc:"seconds between scheduled runs; 0: no schedule"`
+	NextRunAt       *Timestamp `json:"next_run_at" doc:"when the scheduled run is due; null while inactive, without a schedule, or while a run is queued or running"`
+	RunStatus       string     `json:"run_status" enum:"idle,queued,running,succeeded,failed,cancelled" doc:"idle: never run"`
+	LastRunAt       *Timestamp `json:"last_run_at" doc:"when the last run ended"`
+	LastRunError    string     `json:"last_run_error" doc:"why the last run failed, or which of its sources did"`
+	LastRunIdeas    int        `json:"last_run_ideas" doc:"new ideas the last run stored"`
+	CreatedBy       *int64     `json:"created_by"`
+	CreatedAt       Timestamp  `json:"created_at"`
+	UpdatedAt       Timestamp  `json:"updated_at"`
 }
 
 func phraseJSON(p *store.SearchPhrase) phraseResponse {
 	return phraseResponse{ID: p.ID, EnvironmentID: p.EnvironmentID, Phrase: p.Phrase, Locale: p.Locale, IsActive: p.IsActive,
-		RunStatus: p.RunStatus, LastRunAt: (*Timestamp)(p.LastRunAt), LastRunError: p.LastRunError, LastRunIdeas: p.LastRunIdeas,
+		RefreshInterval: int64(p.RefreshInterval / time.Second), NextRunAt: (*Timestamp)(p.NextRunAt), RunStatus: p.RunStatus, LastRunAt: (*Timestamp)(p.LastRunAt), LastRunError: p.LastRunError, LastRunIdeas: p.LastRunIdeas,
 		CreatedBy: p.CreatedBy, CreatedAt: Timestamp(p.CreatedAt), UpdatedAt: Timestamp(p.UpdatedAt)}
 }
 
@@ -130,7 +144,8 @@ func (s *Server) createSearchPhrase(c *gin.Context) {
 		return
 	}
 	p, err := s.searchPhrases.Create(c.Request.Context(), scope(c), searchphrase.Input{EnvironmentID: req.EnvironmentID,
-		Phrase: req.Phrase, Locale: req.Locale, IsActive: req.IsActive == nil || *req.IsActive})
+		Phrase: req.Phrase, Locale: req.Locale, IsActive: req.IsActive == nil || *req.IsActive,
+		RefreshInterval: time.Duration(req.RefreshInterval) * time.Second})
 	if err != nil {
 		fail(c, err)
 		return
@@ -163,8 +178,12 @@ func (s *Server) updateSearchPhrase(c *gin.Context) {
 		fail(c, err)
 		return
 	}
-	p, err := s.searchPhrases.Update(c.Request.Context(), scope(c), id, searchphrase.Change{Phrase: req.Phrase, Locale: req.Locale,
-		IsActive: req.IsActive})
+	ch := searchphrase.Change{Phrase: req.Phrase, Locale: req.Locale, IsActive: req.IsActive}
+	if req.RefreshInterval != nil {
+		d := time.Duration(*req.RefreshInterval) * time.Second
+		ch.RefreshInterval = &d
+	}
+	p, err := s.searchPhrases.Update(c.Request.Context(), scope(c), id, ch)
 	if err != nil {
 		fail(c, err)
 		return

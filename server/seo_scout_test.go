@@ -193,7 +193,7 @@ func scoutSeed(t *testing.T, f *agFixture) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := db.FinishSearchPhraseRun(ctx, p.ID, *p.RunJobID, store.PhraseRunOutcome{Status: store.PhraseSucceeded, Ideas: []store.NewSearchIdea{
+	if _, _, err := db.FinishSearchPhraseRun(ctx, p.ID, *p.RunJobID, store.PhraseRunOutcome{Status: store.PhraseSucceeded, Ideas: []store.NewSearchIdea{
 		{Idea: "cold brew vs iced coffee", IdeaKey: "cold brew vs iced coffee", Source: "serp", Kind: "related"},
 		{Idea: "Cold brew ratio", IdeaKey: "cold brew ratio", Source: "ai", Kind: "related"},
 	}}); err != nil {

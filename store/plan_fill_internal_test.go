@@ -260,14 +260,21 @@ func fillPlanData(t testing.TB, db *DB) {
 						statuses[rnd.IntN(len(statuses))], clusters[rnd.IntN(len(clusters))], campaign, pos, at(i), at(i + rnd.IntN(50))}
 				})
 		}, func() error {
-			return exec(`INSERT INTO search_phrases (environment_id, phrase, phrase_key, locale, is_active, last_run_at, created_at, updated_at)
-				VALUES (?, ?, ?, ?, ?, ?, ?, ?)`, planRows, func(i int) []any {
-				var ran any
+			return exec(`INSERT INTO search_phrases (environment_id, phrase, phrase_key, locale, is_active, refresh_interval, next_run_at,
+				last_run_at, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`, planRows, func(i int) []any {
+				var ran, next any
 				if rnd.IntN(3) > 0 {
 					ran = at(rnd.IntN(planRows))
 				}
+				active, interval := rnd.IntN(4) > 0, 0
+				if rnd.IntN(4) == 0 { // a quarter watched, weekly
+					interval = 604800
+					if active {
+						next = at(i + 24)
+					}
+				}
 				return []any{1 + rnd.IntN(planEnvs), fmt.Sprintf("best %c shoes %d", 'a'+rune(rnd.IntN(26)), i),
-					fmt.Sprintf("best %c shoes %d", 'a'+rune(rnd.IntN(26)), i), "en", boolInt(rnd.IntN(4) > 0), ran, at(i), at(i)}
+					fmt.Sprintf("best %c shoes %d", 'a'+rune(rnd.IntN(26)), i), "en", boolInt(active), interval, next, ran, at(i), at(i)}
 			})
 		}, func() error {
 			kinds := []string{"related", "question", "autocomplete"}

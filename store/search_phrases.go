@@ -28,9 +28,15 @@ type SearchPhrase struct {
 	Phrase        string
 	// PhraseKey is Phrase normalised (the service's rule): unique per
 	// environment and locale.
-	PhraseKey    string
-	Locale       string
-	IsActive     bool
+	PhraseKey string
+	Locale    string
+	IsActive  bool
+	// RefreshInterval is the time between scheduled runs; 0: the phrase
+	// runs on demand only.
+	RefreshInterval time.Duration
+	// NextRunAt is when a scheduled run is due; nil while inactive,
+	// without an interval, or while a run is queued or running.
+	NextRunAt    *time.Time
 	RunStatus    string
 	RunJobID     *int64
 	LastRunAt    *time.Time
@@ -47,19 +53,21 @@ func (p *SearchPhrase) Running() bool {
 	return p.RunStatus == PhraseQueued || p.RunStatus == PhraseRunning
 }
 
-const searchPhraseColumns = `p.id, p.environment_id, p.phrase, p.phrase_key, p.locale, p.is_active, p.run_status, p.run_job_id,
-	p.last_run_at, p.last_run_error, p.last_run_ideas, p.created_by, p.created_at, p.updated_at`
+const searchPhraseColumns = `p.id, p.environment_id, p.phrase, p.phrase_key, p.locale, p.is_active, p.refresh_interval, p.next_run_at,
+	p.run_status, p.run_job_id, p.last_run_at, p.last_run_error, p.last_run_ideas, p.created_by, p.created_at, p.updated_at`
 
 func scanSearchPhrase(row rowScanner) (*SearchPhrase, error) {
 	var p SearchPhrase
+	var interval int64
 	var job, by sql.NullInt64
-	var lastRun sql.NullString
+	var next, lastRun sql.NullString
 	var created, updated string
-	if err := row.Scan(&p.ID, &p.EnvironmentID, &p.Phrase, &p.PhraseKey, &p.Locale, &p.IsActive, &p.RunStatus, &job,
+	if err := row.Scan(&p.ID, &p.EnvironmentID, &p.Phrase, &p.PhraseKey, &p.Locale, &p.IsActive, &interval, &next, &p.RunStatus, &job,
 		&lastRun, &p.LastRunError, &p.LastRunIdeas, &by, &created, &updated); err != nil {
 		return nil, err
 	}
-	p.RunJobID, p.CreatedBy, p.LastRunAt = nullID(job), nullID(by), parseNullTime(lastRun)
+	p.RefreshInterval = time.Duration(interval) * time.Second
+	p.RunJobID, p.CreatedBy, p.NextRunAt, p.LastRunAt = nullID(job), nullID(by), parseNullTime(next), parseNullTime(lastRun)
 	p.CreatedAt, p.UpdatedAt = parseTime(created), parseTime(updated)
 	return &p, nil
 }
@@ -80,16 +88,23 @@ type NewSearchPhrase struct {
 	PhraseKey     string
 	Locale        string
 	IsActive      bool
-	CreatedBy     *int64
+	// RefreshInterval is whole seconds; 0: on demand only.
+	RefreshInterval time.Duration
+	CreatedBy       *int64
 }
 
-// CreateSearchPhrase inserts a phrase; one with the same key and locale
-// in the environment is a conflict.
+// CreateSearchPhrase inserts a phrase, due at once when it is active and
+// has a refresh interval; one with the same key and locale in the
+// environment is a conflict.
 func (db *DB) CreateSearchPhrase(ctx context.Context, n NewSearchPhrase) (*SearchPhrase, error) {
 	now := db.now()
+	var next any
+	if n.IsActive && n.RefreshInterval > 0 {
+		next = now
+	}
 	p, err := insertRow(ctx, db, scanSearchPhrase, `INSERT INTO search_phrases (environment_id, phrase, phrase_key, locale, is_active,
-		created_by, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?) RETURNING `+returning(searchPhraseColumns),
-		n.EnvironmentID, n.Phrase, n.PhraseKey, n.Locale, n.IsActive, n.CreatedBy, now, now)
+		refresh_interval, next_run_at, created_by, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING `+returning(searchPhraseColumns),
+		n.EnvironmentID, n.Phrase, n.PhraseKey, n.Locale, n.IsActive, int64(n.RefreshInterval/time.Second), next, n.CreatedBy, now, now)
 	if err != nil {
 		return nil, phraseTaken(translate(err, "search phrase"))
 	}
@@ -178,37 +193,64 @@ func sortedList(table, a string, sorts map[string]string, indexes map[string][2]
 // SearchPhraseUpdate holds the fields to change; nil leaves one alone.
 // Phrase and PhraseKey change together.
 type SearchPhraseUpdate struct {
-	Phrase    *string
-	PhraseKey *string
-	Locale    *string
-	IsActive  *bool
+	Phrase          *string
+	PhraseKey       *string
+	Locale          *string
+	IsActive        *bool
+	RefreshInterval *time.Duration // whole seconds; 0: on demand only
 }
 
-// UpdateSearchPhrase changes a phrase.
+// UpdateSearchPhrase changes a phrase. It is next due (phraseDue) an
+// interval after its last run, at once if it never ran; never while
+// inactive or without an interval; and, while a run is queued or running,
+// when that run ends.
 func (db *DB) UpdateSearchPhrase(ctx context.Context, id int64, up SearchPhraseUpdate) (*SearchPhrase, error) {
-	var sets []string
-	var args []any
-	add := func(col string, v any) { sets, args = append(sets, col+" = ?"), append(args, v) }
-	if up.Phrase != nil && up.PhraseKey != nil {
-		add("phrase", *up.Phrase)
-		add("phrase_key", *up.PhraseKey)
-	}
-	if up.Locale != nil {
-		add("locale", *up.Locale)
-	}
-	if up.IsActive != nil {
-		add("is_active", *up.IsActive)
-	}
-	if len(sets) > 0 {
-		res, err := db.exec(ctx, `UPDATE search_phrases SET `+strings.Join(sets, ", ")+`, updated_at = ? WHERE id = ?`, append(args, db.now(), id)...)
+	err := db.tx(ctx, func(tx *sql.Tx) error {
+		p, err := scanSearchPhrase(tx.QueryRowContext(ctx, `SELECT `+searchPhraseColumns+` FROM search_phrases p WHERE p.id = ?`, id))
+		if errors.Is(err, sql.ErrNoRows) {
+			return NotFound("search phrase not found")
+		}
 		if err != nil {
-			return nil, phraseTaken(translate(err, "search phrase"))
+			return err
 		}
-		if n, _ := res.RowsAffected(); n == 0 {
-			return nil, NotFound("search phrase not found")
+		if up.Phrase != nil && up.PhraseKey != nil {
+			p.Phrase, p.PhraseKey = *up.Phrase, *up.PhraseKey
 		}
+		if up.Locale != nil {
+			p.Locale = *up.Locale
+		}
+		if up.IsActive != nil {
+			p.IsActive = *up.IsActive
+		}
+		if up.RefreshInterval != nil {
+			p.RefreshInterval = *up.RefreshInterval
+		}
+		var next any
+		if !p.Running() {
+			next = phraseDue(p, db.Now())
+		}
+		_, err = tx.ExecContext(ctx, `UPDATE search_phrases SET phrase = ?, phrase_key = ?, locale = ?, is_active = ?, refresh_interval = ?,
+			next_run_at = ?, updated_at = ? WHERE id = ?`, p.Phrase, p.PhraseKey, p.Locale, p.IsActive, int64(p.RefreshInterval/time.Second),
+			next, db.now(), id)
+		return phraseTaken(translate(err, "search phrase"))
+	})
+	if err != nil {
+		return nil, err
 	}
 	return db.SearchPhraseByID(ctx, id)
+}
+
+// phraseDue is when an idle phrase is next due, as stored (nil: never):
+// an interval after its last run, or now if it never ran, while it is
+// active with an interval.
+func phraseDue(p *SearchPhrase, now time.Time) any {
+	if !p.IsActive || p.RefreshInterval <= 0 {
+		return nil
+	}
+	if p.LastRunAt != nil {
+		return fmtTime(p.LastRunAt.Add(p.RefreshInterval))
+	}
+	return fmtTime(now)
 }
 
 // DeleteSearchPhrase deletes a phrase and its ideas. A queued run's job
@@ -257,29 +299,111 @@ func (db *DB) deleteScoped(ctx context.Context, table string, sc Scope, ids []in
 // it, in one transaction. A phrase whose run is queued or running already
 // is a conflict, and nothing is queued. The caller tells the job runner.
 func (db *DB) QueueSearchPhraseRun(ctx context.Context, id int64, j RunJob) (*SearchPhrase, error) {
-	err := db.tx(ctx, func(tx *sql.Tx) error {
-		var status string
-		err := tx.QueryRowContext(ctx, `SELECT run_status FROM search_phrases WHERE id = ?`, id).Scan(&status)
-		if errors.Is(err, sql.ErrNoRows) {
-			return NotFound("search phrase not found")
-		}
-		if err != nil {
-			return err
-		}
-		if status == PhraseQueued || status == PhraseRunning {
-			return Conflict("a run of this phrase is %s already: wait for it to end", status)
-		}
-		job, err := db.insertJobTx(ctx, tx, NewJob{Kind: j.Kind, Payload: j.Payload(id), MaxAttempts: j.MaxAttempts})
-		if err != nil {
-			return err
-		}
-		_, err = tx.ExecContext(ctx, `UPDATE search_phrases SET run_status = 'queued', run_job_id = ? WHERE id = ?`, job.ID, id)
-		return err
-	})
+	err := db.tx(ctx, func(tx *sql.Tx) error { return db.queuePhraseRunTx(ctx, tx, id, j) })
 	if err != nil {
 		return nil, err
 	}
 	return db.SearchPhraseByID(ctx, id)
+}
+
+// queuePhraseRunTx is QueueSearchPhraseRun within tx. The phrase is not
+// due while its run waits or runs (next_run_at NULL): the run's end says
+// when it is next.
+func (db *DB) queuePhraseRunTx(ctx context.Context, tx *sql.Tx, id int64, j RunJob) error {
+	var status string
+	err := tx.QueryRowContext(ctx, `SELECT run_status FROM search_phrases WHERE id = ?`, id).Scan(&status)
+	if errors.Is(err, sql.ErrNoRows) {
+		return NotFound("search phrase not found")
+	}
+	if err != nil {
+		return err
+	}
+	if status == PhraseQueued || status == PhraseRunning {
+		return Conflict("a run of this phrase is %s already: wait for it to end", status)
+	}
+	job, err := db.insertJobTx(ctx, tx, NewJob{Kind: j.Kind, Payload: j.Payload(id), MaxAttempts: j.MaxAttempts})
+	if err != nil {
+		return err
+	}
+	_, err = tx.ExecContext(ctx, `UPDATE search_phrases SET run_status = 'queued', run_job_id = ?, next_run_at = NULL WHERE id = ?`, job.ID, id)
+	return err
+}
+
+// NextSearchPhraseRun is when the earliest active phrase is due (nil when
+// none is), and how many runs are queued or running now, scheduled or not.
+func (db *DB) NextSearchPhraseRun(ctx context.Context) (*time.Time, int, error) {
+	var next sql.NullString
+	err := db.r.QueryRowContext(ctx, `SELECT MIN(next_run_at) FROM search_phrases INDEXED BY search_phrases_due WHERE is_active = 1`).Scan(&next)
+	if err != nil {
+		return nil, 0, fmt.Errorf("store: next search phrase run: %w", err)
+	}
+	var inFlight int
+	err = db.r.QueryRowContext(ctx, `SELECT COUNT(*) FROM search_phrases INDEXED BY search_phrases_in_flight
+		WHERE run_status IN ('queued', 'running')`).Scan(&inFlight)
+	if err != nil {
+		return nil, 0, fmt.Errorf("store: search phrase runs in flight: %w", err)
+	}
+	return parseNullTime(next), inFlight, nil
+}
+
+// QueueDueSearchPhraseRuns queues the runs of the active phrases due at
+// now, the longest due first, in one transaction, so that at most
+// maxInFlight runs (these and any queued or running already) wait or run
+// at once. It returns the ids of the phrases queued; the caller tells the
+// job runner.
+func (db *DB) QueueDueSearchPhraseRuns(ctx context.Context, now time.Time, maxInFlight int, j RunJob) ([]int64, error) {
+	var queued []int64
+	err := db.tx(ctx, func(tx *sql.Tx) error {
+		queued = nil
+		var inFlight int
+		if err := tx.QueryRowContext(ctx, `SELECT COUNT(*) FROM search_phrases INDEXED BY search_phrases_in_flight
+			WHERE run_status IN ('queued', 'running')`).Scan(&inFlight); err != nil {
+			return err
+		}
+		if inFlight >= maxInFlight {
+			return nil
+		}
+		rows, err := tx.QueryContext(ctx, `SELECT id FROM search_phrases INDEXED BY search_phrases_due WHERE is_active = 1 AND next_run_at <= ?
+			ORDER BY next_run_at, id LIMIT ?`, fmtTime(now), maxInFlight-inFlight)
+		if err != nil {
+			return err
+		}
+		var ids []int64
+		for rows.Next() {
+			var id int64
+			if err := rows.Scan(&id); err != nil {
+				rows.Close()
+				return err
+			}
+			ids = append(ids, id)
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return err
+		}
+		for _, id := range ids {
+			err := db.queuePhraseRunTx(ctx, tx, id, j)
+			if KindOf(err) == KindConflict {
+				// Due while its run is under way breaks the rule that
+				// keeps next_run_at NULL then; mend it rather than find
+				// the phrase due again at once. Its run's end sets it.
+				_, err = tx.ExecContext(ctx, `UPDATE search_phrases SET next_run_at = NULL WHERE id = ?`, id)
+				if err != nil {
+					return err
+				}
+				continue
+			}
+			if err != nil {
+				return err
+			}
+			queued = append(queued, id)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("store: queue due search phrase runs: %w", err)
+	}
+	return queued, nil
 }
 
 // StartSearchPhraseRun marks the run of job running. It reports false when
@@ -310,22 +434,27 @@ type PhraseRunOutcome struct {
 }
 
 // FinishSearchPhraseRun stores the ideas of a run of job that the phrase
-// has not got yet (by IdeaKey), and the run's end, in one transaction. It
-// reports how many ideas were new; nothing is written when the phrase is
-// gone or waits for another job.
-func (db *DB) FinishSearchPhraseRun(ctx context.Context, id, jobID int64, o PhraseRunOutcome) (int, error) {
-	added := 0
+// has not got yet (by IdeaKey), and the run's end, in one transaction: an
+// active phrase with an interval is next due that interval from now,
+// whatever the outcome. It returns the phrase as it now is and how many
+// ideas were new; nothing is written, and the phrase is nil, when the
+// phrase is gone or waits for another job.
+func (db *DB) FinishSearchPhraseRun(ctx context.Context, id, jobID int64, o PhraseRunOutcome) (*SearchPhrase, int, error) {
+	added, ended := 0, false
 	err := db.tx(ctx, func(tx *sql.Tx) error {
-		var envID int64
-		err := tx.QueryRowContext(ctx, `SELECT environment_id FROM search_phrases WHERE id = ? AND run_job_id = ?
-			AND run_status IN ('queued', 'running')`, id, jobID).Scan(&envID)
+		added, ended = 0, false
+		var envID, interval int64
+		var active bool
+		err := tx.QueryRowContext(ctx, `SELECT environment_id, is_active, refresh_interval FROM search_phrases WHERE id = ? AND run_job_id = ?
+			AND run_status IN ('queued', 'running')`, id, jobID).Scan(&envID, &active, &interval)
 		if errors.Is(err, sql.ErrNoRows) {
 			return nil
 		}
 		if err != nil {
 			return err
 		}
-		now := db.now()
+		t := db.Now()
+		now := fmtTime(t)
 		for _, idea := range o.Ideas {
 			res, err := tx.ExecContext(ctx, `INSERT INTO search_ideas (phrase_id, environment_id, idea, idea_key, source, kind, created_at)
 				VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (phrase_id, idea_key) DO NOTHING`, id, envID, idea.Idea, idea.IdeaKey, idea.Source, idea.Kind, now)
@@ -335,14 +464,26 @@ func (db *DB) FinishSearchPhraseRun(ctx context.Context, id, jobID int64, o Phra
 			n, _ := res.RowsAffected()
 			added += int(n)
 		}
-		_, err = tx.ExecContext(ctx, `UPDATE search_phrases SET run_status = ?, last_run_at = ?, last_run_error = ?, last_run_ideas = ? WHERE id = ?`,
-			o.Status, now, o.Error, added, id)
+		var next any
+		if active && interval > 0 {
+			next = fmtTime(t.Add(time.Duration(interval) * time.Second))
+		}
+		_, err = tx.ExecContext(ctx, `UPDATE search_phrases SET run_status = ?, last_run_at = ?, last_run_error = ?, last_run_ideas = ?,
+			next_run_at = ? WHERE id = ?`, o.Status, now, o.Error, added, next, id)
+		ended = err == nil
 		return err
 	})
 	if err != nil {
-		return 0, fmt.Errorf("store: finish search phrase run: %w", err)
+		return nil, 0, fmt.Errorf("store: finish search phrase run: %w", err)
 	}
-	return added, nil
+	if !ended {
+		return nil, 0, nil
+	}
+	p, err := db.SearchPhraseByID(ctx, id)
+	if err != nil {
+		return nil, 0, err
+	}
+	return p, added, nil
 }
 
 // SearchIdea is a related query found for a phrase.

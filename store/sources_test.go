@@ -57,13 +57,13 @@ func TestSearchPhraseRuns(t *testing.T) {
 		{Idea: "Cold Brew Ratio", IdeaKey: "cold brew ratio", Source: "ai", Kind: "related"},
 		{Idea: "is cold brew stronger?", IdeaKey: "is cold brew stronger?", Source: "ai", Kind: "question"},
 	}
-	n, err := db.FinishSearchPhraseRun(ctx, p.ID, jobID, store.PhraseRunOutcome{Status: store.PhraseSucceeded, Ideas: ideas, Error: "serp autocomplete: down"})
-	if err != nil || n != 2 {
-		t.Fatalf("finish: %d %v", n, err)
+	ended, n, err := db.FinishSearchPhraseRun(ctx, p.ID, jobID, store.PhraseRunOutcome{Status: store.PhraseSucceeded, Ideas: ideas, Error: "serp autocomplete: down"})
+	if err != nil || n != 2 || ended == nil || ended.RunStatus != store.PhraseSucceeded {
+		t.Fatalf("finish: %d %+v %v", n, ended, err)
 	}
 	// Another job's end changes nothing.
-	if n, err := db.FinishSearchPhraseRun(ctx, p.ID, jobID, store.PhraseRunOutcome{Status: store.PhraseFailed, Error: "late"}); n != 0 || err != nil {
-		t.Errorf("a finished run ended again: %d %v", n, err)
+	if ended, n, err := db.FinishSearchPhraseRun(ctx, p.ID, jobID, store.PhraseRunOutcome{Status: store.PhraseFailed, Error: "late"}); n != 0 || ended != nil || err != nil {
+		t.Errorf("a finished run ended again: %d %+v %v", n, ended, err)
 	}
 	got, err := db.SearchPhraseByID(ctx, p.ID)
 	if err != nil || got.RunStatus != store.PhraseSucceeded || got.LastRunIdeas != 2 || got.LastRunError != "serp autocomplete: down" ||
@@ -79,7 +79,7 @@ func TestSearchPhraseRuns(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	n, err = db.FinishSearchPhraseRun(ctx, p.ID, *queued.RunJobID, store.PhraseRunOutcome{Status: store.PhraseSucceeded,
+	_, n, err = db.FinishSearchPhraseRun(ctx, p.ID, *queued.RunJobID, store.PhraseRunOutcome{Status: store.PhraseSucceeded,
 		Ideas: append(ideas, store.NewSearchIdea{Idea: "cold brew maker", IdeaKey: "cold brew maker", Source: "serp", Kind: "autocomplete"})})
 	if err != nil || n != 1 {
 		t.Errorf("second run: %d new, %v", n, err)
@@ -87,6 +87,110 @@ func TestSearchPhraseRuns(t *testing.T) {
 	recent, total, err := db.ListRecentSearchIdeas(ctx, envID, store.RecentFilter{Since: new(clock.Now()), Page: store.Page{Page: 1, PerPage: 10}})
 	if err != nil || total != 3 || recent[0].Idea != "cold brew maker" {
 		t.Errorf("recent ideas: %d %+v %v", total, recent, err)
+	}
+}
+
+// A watched phrase (active, with an interval) is due at once when created,
+// never while a run is queued or running, and an interval after each
+// run's end; the scheduler queues due runs only up to its batch, runs
+// asked for by hand included.
+func TestSearchPhraseSchedule(t *testing.T) {
+	t.Parallel()
+	db, clock := storetest.OpenDB(t)
+	ctx := context.Background()
+	envID := newSourcesEnv(t, db, "a")
+	create := func(phrase string, active bool, interval time.Duration) *store.SearchPhrase {
+		t.Helper()
+		p, err := db.CreateSearchPhrase(ctx, store.NewSearchPhrase{EnvironmentID: envID, Phrase: phrase, PhraseKey: phrase, Locale: "en",
+			IsActive: active, RefreshInterval: interval})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	next := func() (*time.Time, int) {
+		t.Helper()
+		at, inFlight, err := db.NextSearchPhraseRun(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return at, inFlight
+	}
+	if at, n := next(); at != nil || n != 0 {
+		t.Errorf("nothing watched: %v, %d in flight", at, n)
+	}
+	week := 7 * 24 * time.Hour
+	watched := create("cold brew", true, week)
+	if watched.NextRunAt == nil || !watched.NextRunAt.Equal(clock.Now()) || watched.RefreshInterval != week {
+		t.Errorf("a watched phrase is not due at once: %+v", watched)
+	}
+	for _, p := range []*store.SearchPhrase{create("on demand", true, 0), create("inactive", false, week)} {
+		if p.NextRunAt != nil {
+			t.Errorf("%q is due: %v", p.Phrase, p.NextRunAt)
+		}
+	}
+	clock.Advance(time.Minute)
+	later := create("iced latte", true, time.Hour)
+	if at, _ := next(); at == nil || !at.Equal(*watched.NextRunAt) {
+		t.Errorf("next: %v, want the earliest %v", at, watched.NextRunAt)
+	}
+
+	job := store.RunJob{Kind: "search.run", MaxAttempts: 1, Payload: func(id int64) any { return map[string]int64{"phrase_id": id} }}
+	// A run asked for by hand takes a place and is not due meanwhile.
+	byHand, err := db.QueueSearchPhraseRun(ctx, watched.ID, job)
+	if err != nil || byHand.NextRunAt != nil {
+		t.Fatalf("run by hand: %+v %v", byHand, err)
+	}
+	if at, n := next(); at == nil || !at.Equal(*later.NextRunAt) || n != 1 {
+		t.Errorf("next with a run in flight: %v, %d in flight", at, n)
+	}
+	// The batch is full with the run by hand: nothing is queued.
+	if ids, err := db.QueueDueSearchPhraseRuns(ctx, clock.Now(), 1, job); err != nil || len(ids) != 0 {
+		t.Errorf("queued past the batch: %v %v", ids, err)
+	}
+	ids, err := db.QueueDueSearchPhraseRuns(ctx, clock.Now(), 5, job)
+	if err != nil || len(ids) != 1 || ids[0] != later.ID {
+		t.Fatalf("due: %v %v", ids, err)
+	}
+	if ids, err := db.QueueDueSearchPhraseRuns(ctx, clock.Now(), 5, job); err != nil || len(ids) != 0 {
+		t.Errorf("queued twice: %v %v", ids, err)
+	}
+	if at, n := next(); at != nil || n != 2 {
+		t.Errorf("next with both in flight: %v, %d in flight", at, n)
+	}
+
+	// The end of a run, failed or not, makes it due an interval later.
+	clock.Advance(time.Minute)
+	ended, _, err := db.FinishSearchPhraseRun(ctx, watched.ID, *byHand.RunJobID, store.PhraseRunOutcome{Status: store.PhraseFailed, Error: "ai: down"})
+	if err != nil || ended.NextRunAt == nil || !ended.NextRunAt.Equal(clock.Now().Add(week)) {
+		t.Fatalf("after a run: %+v %v", ended, err)
+	}
+	// Changed while its run waits: still not due until the run ends.
+	hour := time.Hour
+	queued, _ := db.SearchPhraseByID(ctx, later.ID)
+	if p, err := db.UpdateSearchPhrase(ctx, later.ID, store.SearchPhraseUpdate{RefreshInterval: &hour}); err != nil || p.NextRunAt != nil {
+		t.Errorf("changed while queued: %+v %v", p, err)
+	}
+	off := false
+	if p, err := db.UpdateSearchPhrase(ctx, later.ID, store.SearchPhraseUpdate{IsActive: &off}); err != nil || p.NextRunAt != nil {
+		t.Errorf("deactivated while queued: %+v %v", p, err)
+	}
+	if ended, _, err := db.FinishSearchPhraseRun(ctx, later.ID, *queued.RunJobID, store.PhraseRunOutcome{Status: store.PhraseSucceeded}); err != nil ||
+		ended.NextRunAt != nil {
+		t.Errorf("an inactive phrase's run ended: %+v %v", ended, err)
+	}
+	// A new interval counts from the last run; none stops the schedule.
+	day := 24 * time.Hour
+	p, err := db.UpdateSearchPhrase(ctx, watched.ID, store.SearchPhraseUpdate{RefreshInterval: &day})
+	if err != nil || !p.NextRunAt.Equal(p.LastRunAt.Add(day)) {
+		t.Errorf("new interval: %+v %v", p, err)
+	}
+	var zero time.Duration
+	if p, err := db.UpdateSearchPhrase(ctx, watched.ID, store.SearchPhraseUpdate{RefreshInterval: &zero}); err != nil || p.NextRunAt != nil {
+		t.Errorf("no interval: %+v %v", p, err)
+	}
+	if at, n := next(); at != nil || n != 0 {
+		t.Errorf("nothing due: %v, %d in flight", at, n)
 	}
 }
 

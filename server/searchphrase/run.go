@@ -46,12 +46,17 @@ const (
 
 type payload struct {
 	PhraseID int64  `json:"phrase_id"`
-	UserID   *int64 `json:"user_id,omitempty"`
+	UserID   *int64 `json:"user_id,omitempty"` // who asked; nil for the scheduler
+	// Scheduled marks a run ScheduleJob queued: its end is told to the
+	// phrase's creator when it found new ideas or failed.
+	Scheduled bool `json:"scheduled,omitempty"`
 }
 
 // Run queues a run of a phrase the scope sees. It is refused (409) when a
 // run is queued or running already, or when there is nothing to ask: no
 // serp credential usable in the phrase's environment and no AI provider.
+// A watched phrase is not due while the run waits or runs; its end makes
+// it due an interval later.
 func (s *Service) Run(ctx context.Context, sc store.Scope, id int64) (*store.SearchPhrase, error) {
 	p, err := s.Get(ctx, sc, id)
 	if err != nil {
@@ -73,6 +78,7 @@ func (s *Service) Run(ctx context.Context, sc store.Scope, id int64) (*store.Sea
 		return nil, err
 	}
 	s.jobs.Signal()
+	s.replan(ctx)
 	return p, nil
 }
 
@@ -113,8 +119,12 @@ func (s *Service) runJob(ctx context.Context, job *store.Job) error {
 	if !found {
 		o.Status = store.PhraseFailed
 	}
-	if _, err := s.db.FinishSearchPhraseRun(context.WithoutCancel(ctx), p.ID, job.ID, o); err != nil {
+	after, added, err := s.db.FinishSearchPhraseRun(context.WithoutCancel(ctx), p.ID, job.ID, o)
+	if err != nil {
 		return err
+	}
+	if pl.Scheduled {
+		s.tell(ctx, after, added)
 	}
 	if !found {
 		return jobs.Permanent(errors.New(o.Error))
@@ -123,8 +133,11 @@ func (s *Service) runJob(ctx context.Context, job *store.Job) error {
 }
 
 // jobFinished ends the run of a job that ended without ending it
-// (cancelled, or failed before it could say so).
+// (cancelled, or failed before it could say so), and plans the scheduler
+// again after every run: a run that ended frees a place for a due phrase.
 func (s *Service) jobFinished(ctx context.Context, job *store.Job) {
+	ctx = context.WithoutCancel(ctx)
+	defer s.replan(ctx)
 	var pl payload
 	if err := json.Unmarshal(job.Payload, &pl); err != nil {
 		s.log.Error("search run job with a bad payload", "job", job.ID, "err", err)
@@ -134,10 +147,15 @@ func (s *Service) jobFinished(ctx context.Context, job *store.Job) {
 	if job.Status == store.JobCancelled {
 		o = store.PhraseRunOutcome{Status: store.PhraseCancelled, Error: "cancelled"}
 	}
-	// Nothing is written when the run ended itself: the phrase no longer
-	// waits for this job.
-	if _, err := s.db.FinishSearchPhraseRun(context.WithoutCancel(ctx), pl.PhraseID, job.ID, o); err != nil {
+	// Nothing is written (after is nil) when the run ended itself: the
+	// phrase no longer waits for this job.
+	after, _, err := s.db.FinishSearchPhraseRun(ctx, pl.PhraseID, job.ID, o)
+	if err != nil {
 		s.log.Error("finish search phrase run", "phrase", pl.PhraseID, "job", job.ID, "err", err)
+		return
+	}
+	if pl.Scheduled {
+		s.tell(ctx, after, 0)
 	}
 }
 

@@ -10,15 +10,22 @@
 // runner (a run asks several remote services, and a model can take
 // minutes): POST …/run answers 202 and the phrase's run_status tells how
 // it went.
+//
+// A phrase with a refresh interval is also watched: the recurring job
+// kind ScheduleJob queues its runs when they are due (schedule.go), a few
+// at a time, and tells the phrase's creator of a scheduled run that found
+// new ideas or failed.
 package searchphrase
 
 import (
 	"context"
 	"log/slog"
 	"strings"
+	"time"
 
 	"github.com/copydesk/copydesk/server/engine"
 	"github.com/copydesk/copydesk/server/jobs"
+	"github.com/copydesk/copydesk/server/notify"
 	"github.com/copydesk/copydesk/server/serp"
 	"github.com/copydesk/copydesk/server/valid"
 	"github.com/copydesk/copydesk/store"
@@ -33,8 +40,10 @@ type Store interface {
 	DeleteSearchPhrase(ctx context.Context, id int64) error
 	DeleteSearchPhrases(ctx context.Context, sc store.Scope, ids []int64) (int, error)
 	QueueSearchPhraseRun(ctx context.Context, id int64, j store.RunJob) (*store.SearchPhrase, error)
+	NextSearchPhraseRun(ctx context.Context) (*time.Time, int, error)
+	QueueDueSearchPhraseRuns(ctx context.Context, now time.Time, maxInFlight int, j store.RunJob) ([]int64, error)
 	StartSearchPhraseRun(ctx context.Context, id, jobID int64) (bool, error)
-	FinishSearchPhraseRun(ctx context.Context, id, jobID int64, o store.PhraseRunOutcome) (int, error)
+	FinishSearchPhraseRun(ctx context.Context, id, jobID int64, o store.PhraseRunOutcome) (*store.SearchPhrase, int, error)
 	ListSearchIdeas(ctx context.Context, phraseID int64, f store.SearchIdeaFilter) ([]*store.SearchIdea, int, error)
 }
 
@@ -52,10 +61,18 @@ type Engine interface {
 	SERP(ctx context.Context, envID *int64) (*serp.Client, error)
 }
 
-// Runner is the job runner (server/jobs) that carries runs out.
+// Runner is the job runner (server/jobs) that carries runs out and plans
+// the scheduled ones.
 type Runner interface {
 	Register(kind string, k jobs.Kind)
 	Signal()
+	Replan(ctx context.Context, kind string) error
+}
+
+// Notifier tells a phrase's creator how a scheduled run went
+// (server/notify).
+type Notifier interface {
+	User(ctx context.Context, userID int64, note notify.Note)
 }
 
 // Deps are what the service works with.
@@ -64,7 +81,9 @@ type Deps struct {
 	Environments Environments
 	Engine       Engine
 	Jobs         Runner
+	Notify       Notifier
 	Log          *slog.Logger
+	Now          func() time.Time // the store's clock
 }
 
 // Service implements the phrase rules and carries out runs.
@@ -73,23 +92,30 @@ type Service struct {
 	envs   Environments
 	engine Engine
 	jobs   Runner
+	notify Notifier
 	log    *slog.Logger
+	now    func() time.Time
 }
 
-// New returns the service and registers its job kind with d.Jobs.
+// New returns the service and registers its job kinds with d.Jobs.
 func New(d Deps) *Service {
-	s := &Service{db: d.Store, envs: d.Environments, engine: d.Engine, jobs: d.Jobs, log: d.Log}
+	s := &Service{db: d.Store, envs: d.Environments, engine: d.Engine, jobs: d.Jobs, notify: d.Notify, log: d.Log, now: d.Now}
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
 	}
 	s.jobs.Register(RunJob, jobs.Kind{Handle: s.runJob, OnFinish: s.jobFinished, Background: true})
+	s.jobs.Register(ScheduleJob, jobs.Kind{Handle: s.queueDue, Next: s.next})
 	return s
 }
 
-// Limits of the fields.
+// Limits of the fields. The refresh interval has the web sources' bounds
+// (websource.MinInterval, MaxInterval), so that both kinds of source read
+// alike; 0 is no schedule.
 const (
-	MaxPhrase = 200
-	maxLocale = 35
+	MaxPhrase   = 200
+	maxLocale   = 35
+	MinInterval = 5 * time.Minute
+	MaxInterval = 30 * 24 * time.Hour
 )
 
 // Key is the one normal form of a phrase or an idea, in which two are the
@@ -124,19 +150,33 @@ func checkLocale(l string) error {
 	return valid.Language("locale", l)
 }
 
+// checkInterval accepts 0 (on demand only) or whole seconds from
+// MinInterval to MaxInterval.
+func checkInterval(d time.Duration) error {
+	if d != 0 && (d < MinInterval || d > MaxInterval || d%time.Second != 0) {
+		return store.Invalid("refresh_interval: must be 0 (no schedule) or whole seconds from %d (5 minutes) to %d (30 days)",
+			int64(MinInterval/time.Second), int64(MaxInterval/time.Second))
+	}
+	return nil
+}
+
 // Input is a phrase to create.
 type Input struct {
 	EnvironmentID int64
 	Phrase        string
 	Locale        string // "": the environment's AI language
 	IsActive      bool
+	// RefreshInterval is the time between scheduled runs; 0 (the
+	// default): on demand only.
+	RefreshInterval time.Duration
 }
 
 // Change holds the fields to change; nil leaves one alone.
 type Change struct {
-	Phrase   *string
-	Locale   *string
-	IsActive *bool
+	Phrase          *string
+	Locale          *string
+	IsActive        *bool
+	RefreshInterval *time.Duration
 }
 
 // ListQuery narrows a list of phrases.
@@ -173,13 +213,16 @@ func (s *Service) Get(ctx context.Context, sc store.Scope, id int64) (*store.Sea
 
 // Create makes a phrase in an environment the scope sees. Without a
 // locale it takes the environment's AI language (the AI content
-// settings').
+// settings'). An active phrase with a refresh interval is due at once.
 func (s *Service) Create(ctx context.Context, sc store.Scope, in Input) (*store.SearchPhrase, error) {
 	if _, err := s.envs.Get(ctx, sc, in.EnvironmentID); err != nil {
 		return nil, err
 	}
 	phrase, key, err := checkPhrase(in.Phrase)
 	if err != nil {
+		return nil, err
+	}
+	if err := checkInterval(in.RefreshInterval); err != nil {
 		return nil, err
 	}
 	locale := strings.TrimSpace(in.Locale)
@@ -193,20 +236,34 @@ func (s *Service) Create(ctx context.Context, sc store.Scope, in Input) (*store.
 	if err := checkLocale(locale); err != nil {
 		return nil, err
 	}
-	n := store.NewSearchPhrase{EnvironmentID: in.EnvironmentID, Phrase: phrase, PhraseKey: key, Locale: locale, IsActive: in.IsActive}
+	n := store.NewSearchPhrase{EnvironmentID: in.EnvironmentID, Phrase: phrase, PhraseKey: key, Locale: locale, IsActive: in.IsActive,
+		RefreshInterval: in.RefreshInterval}
 	if sc.UserID != 0 {
 		n.CreatedBy = &sc.UserID
 	}
-	return s.db.CreateSearchPhrase(ctx, n)
+	p, err := s.db.CreateSearchPhrase(ctx, n)
+	if err != nil {
+		return nil, err
+	}
+	if p.NextRunAt != nil {
+		s.replan(ctx)
+	}
+	return p, nil
 }
 
 // Update changes a phrase the scope sees. Its ideas stay: they were found
 // for the phrase as it was, and the next run adds those of the new one.
+// When it is next due is store.UpdateSearchPhrase's rule.
 func (s *Service) Update(ctx context.Context, sc store.Scope, id int64, ch Change) (*store.SearchPhrase, error) {
 	if _, err := s.Get(ctx, sc, id); err != nil {
 		return nil, err
 	}
-	up := store.SearchPhraseUpdate{IsActive: ch.IsActive}
+	up := store.SearchPhraseUpdate{IsActive: ch.IsActive, RefreshInterval: ch.RefreshInterval}
+	if ch.RefreshInterval != nil {
+		if err := checkInterval(*ch.RefreshInterval); err != nil {
+			return nil, err
+		}
+	}
 	if ch.Phrase != nil {
 		phrase, key, err := checkPhrase(*ch.Phrase)
 		if err != nil {
@@ -221,7 +278,12 @@ func (s *Service) Update(ctx context.Context, sc store.Scope, id int64, ch Chang
 		}
 		up.Locale = &l
 	}
-	return s.db.UpdateSearchPhrase(ctx, id, up)
+	p, err := s.db.UpdateSearchPhrase(ctx, id, up)
+	if err != nil {
+		return nil, err
+	}
+	s.replan(ctx)
+	return p, nil
 }
 
 // Delete deletes a phrase the scope sees, with its ideas.
@@ -229,13 +291,21 @@ func (s *Service) Delete(ctx context.Context, sc store.Scope, id int64) error {
 	if _, err := s.Get(ctx, sc, id); err != nil {
 		return err
 	}
-	return s.db.DeleteSearchPhrase(ctx, id)
+	if err := s.db.DeleteSearchPhrase(ctx, id); err != nil {
+		return err
+	}
+	s.replan(ctx)
+	return nil
 }
 
 // DeleteMany deletes the phrases of ids the scope sees, with their ideas,
 // and says how many; the others are skipped.
 func (s *Service) DeleteMany(ctx context.Context, sc store.Scope, ids []int64) (int, error) {
-	return s.db.DeleteSearchPhrases(ctx, sc, ids)
+	n, err := s.db.DeleteSearchPhrases(ctx, sc, ids)
+	if err == nil && n > 0 {
+		s.replan(ctx)
+	}
+	return n, err
 }
 
 // Ideas lists the ideas of a phrase the scope sees.

@@ -1,0 +1,154 @@
+package searchphrase
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/copydesk/copydesk/server/jobs"
+	"github.com/copydesk/copydesk/server/notify"
+	"github.com/copydesk/copydesk/store"
+	"github.com/copydesk/copydesk/store/storetest"
+)
+
+// fakeRunner keeps the kinds registered and counts replans.
+type fakeRunner struct {
+	mu      sync.Mutex
+	kinds   map[string]jobs.Kind
+	replans int
+}
+
+func (r *fakeRunner) Register(kind string, k jobs.Kind) { r.kinds[kind] = k }
+func (r *fakeRunner) Signal()                           {}
+func (r *fakeRunner) Replan(context.Context, string) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.replans++
+	return nil
+}
+
+// fakeNotifier records each note as "user|kind|title|body|link".
+type fakeNotifier struct{ notes []string }
+
+func (n *fakeNotifier) User(_ context.Context, userID int64, note notify.Note) {
+	n.notes = append(n.notes, fmt.Sprintf("%d|%s|%s|%s|%s", userID, note.Kind, note.Title, note.Body, note.Link))
+}
+
+// The scheduler's plan is the earliest due phrase until the runs in flight
+// fill the batch; a run's end makes room. Each run it queues is a RunJob
+// marked scheduled.
+func TestSchedulePlan(t *testing.T) {
+	t.Parallel()
+	db, clock := storetest.OpenDB(t)
+	ctx := context.Background()
+	env, err := db.CreateEnvironment(ctx, store.NewEnvironment{Name: "A", Slug: "a"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := &fakeRunner{kinds: map[string]jobs.Kind{}}
+	s := New(Deps{Store: db, Jobs: r, Notify: &fakeNotifier{}, Now: clock.Now})
+	if r.kinds[ScheduleJob].Next == nil || r.kinds[RunJob].Next != nil {
+		t.Fatalf("kinds: %v", r.kinds)
+	}
+	plan := func() (time.Time, bool) {
+		t.Helper()
+		at, ok, err := r.kinds[ScheduleJob].Next(ctx, clock.Now())
+		if err != nil {
+			t.Fatal(err)
+		}
+		return at, ok
+	}
+	if _, ok := plan(); ok {
+		t.Error("planned with nothing watched")
+	}
+	first := clock.Now()
+	var ids []int64
+	for i := range batch + 2 {
+		p, err := db.CreateSearchPhrase(ctx, store.NewSearchPhrase{EnvironmentID: env.ID, Phrase: fmt.Sprint("phrase ", i),
+			PhraseKey: fmt.Sprint("phrase ", i), Locale: "en", IsActive: true, RefreshInterval: time.Hour})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, p.ID)
+		clock.Advance(time.Second)
+	}
+	if at, ok := plan(); !ok || !at.Equal(first) {
+		t.Errorf("plan %v %v, want the first phrase's %v", at, ok, first)
+	}
+	if err := r.kinds[ScheduleJob].Handle(ctx, nil); err != nil {
+		t.Fatal(err)
+	}
+	var queued []int64
+	var jobIDs []int64
+	for _, id := range ids {
+		p, _ := db.SearchPhraseByID(ctx, id)
+		if p.RunStatus == store.PhraseQueued {
+			queued = append(queued, id)
+			jobIDs = append(jobIDs, *p.RunJobID)
+		}
+	}
+	if !slices.Equal(queued, ids[:batch]) {
+		t.Fatalf("queued %v, want the %d longest due %v", queued, batch, ids[:batch])
+	}
+	job, err := db.JobByID(ctx, jobIDs[0])
+	var pl payload
+	if err != nil || job.Kind != RunJob || json.Unmarshal(job.Payload, &pl) != nil || !pl.Scheduled || pl.PhraseID != ids[0] || pl.UserID != nil {
+		t.Errorf("the job of a scheduled run: %+v %+v %v", job, pl, err)
+	}
+	if _, ok := plan(); ok {
+		t.Error("planned with the batch full")
+	}
+	// One run ends (its end replans): the next due phrase's turn.
+	if _, _, err := db.FinishSearchPhraseRun(ctx, ids[0], jobIDs[0], store.PhraseRunOutcome{Status: store.PhraseSucceeded}); err != nil {
+		t.Fatal(err)
+	}
+	before := r.replans
+	s.jobFinished(ctx, job)
+	if r.replans != before+1 {
+		t.Errorf("a run's end did not replan")
+	}
+	if at, ok := plan(); !ok || !at.Equal(first.Add(batch*time.Second)) {
+		t.Errorf("plan %v %v after a run ended, want phrase %d's", at, ok, batch)
+	}
+	if err := r.kinds[ScheduleJob].Handle(ctx, nil); err != nil {
+		t.Fatal(err)
+	}
+	if p, _ := db.SearchPhraseByID(ctx, ids[batch]); p.RunStatus != store.PhraseQueued {
+		t.Errorf("phrase %d: %s", batch, p.RunStatus)
+	}
+	if p, _ := db.SearchPhraseByID(ctx, ids[batch+1]); p.RunStatus != store.PhraseIdle {
+		t.Errorf("phrase %d queued past the batch: %s", batch+1, p.RunStatus)
+	}
+}
+
+// Only a scheduled run's news is told, to the phrase's creator: new ideas,
+// or a failure.
+func TestTell(t *testing.T) {
+	t.Parallel()
+	n := &fakeNotifier{}
+	s := &Service{notify: n}
+	by := int64(7)
+	phrase := func(status, lastErr string) *store.SearchPhrase {
+		return &store.SearchPhrase{ID: 3, EnvironmentID: 1, Phrase: "cold brew", RunStatus: status, LastRunError: lastErr, CreatedBy: &by}
+	}
+	ctx := context.Background()
+	s.tell(ctx, phrase(store.PhraseSucceeded, ""), 0)                  // nothing new
+	s.tell(ctx, phrase(store.PhraseCancelled, "cancelled"), 0)         // cancelled
+	s.tell(ctx, nil, 0)                                                // ended by another job
+	s.tell(ctx, &store.SearchPhrase{RunStatus: store.PhraseFailed}, 0) // its creator is gone
+	s.tell(ctx, phrase(store.PhraseSucceeded, "serp search: down"), 3) // news
+	s.tell(ctx, phrase(store.PhraseSucceeded, ""), 1)                  // news
+	s.tell(ctx, phrase(store.PhraseFailed, "ai: model not found"), 0)  // news
+	want := []string{
+		`7|run.succeeded|Scheduled search for "cold brew" found 3 new ideas|serp search: down|/api/search-phrases/3/ideas`,
+		`7|run.succeeded|Scheduled search for "cold brew" found 1 new idea||/api/search-phrases/3/ideas`,
+		`7|run.failed|Scheduled search for "cold brew" failed|ai: model not found|/api/search-phrases/3`,
+	}
+	if !slices.Equal(n.notes, want) {
+		t.Errorf("notes:\n got %q\nwant %q", n.notes, want)
+	}
+}
