@@ -580,6 +580,32 @@ func (db *DB) failOrphans(ctx context.Context, table, unfinished, what, reason s
 	return db.failOrphansAt(ctx, table, "finished_at", unfinished, what, reason)
 }
 
+// deleteFinished deletes row id of table (a run of some kind, with a
+// status) unless it is still queued or running, which is a conflict: its
+// job would go on, paying for calls, for a row that is gone. The status is
+// read in the transaction that deletes. what names the row in errors.
+func (db *DB) deleteFinished(ctx context.Context, table, what string, id int64) error {
+	err := db.tx(ctx, func(tx *sql.Tx) error {
+		var status string
+		err := tx.QueryRowContext(ctx, `SELECT status FROM `+table+` WHERE id = ?`, id).Scan(&status)
+		if errors.Is(err, sql.ErrNoRows) {
+			return NotFound("%s not found", what)
+		}
+		if err != nil {
+			return err
+		}
+		if status == RunQueued || status == RunRunning {
+			return Conflict("%s %d is %s: cancel it first", what, id, status)
+		}
+		_, err = tx.ExecContext(ctx, `DELETE FROM `+table+` WHERE id = ?`, id)
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("store: delete %s: %w", what, err)
+	}
+	return nil
+}
+
 // failOrphansAt is failOrphans for a table whose time of ending is the
 // column ended rather than finished_at.
 func (db *DB) failOrphansAt(ctx context.Context, table, ended, unfinished, what, reason string) (int64, error) {

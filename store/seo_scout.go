@@ -140,25 +140,7 @@ func (db *DB) StartScoutRun(ctx context.Context, id int64) (bool, error) {
 // (its job would finish a run that is gone), checked in the transaction
 // that deletes.
 func (db *DB) DeleteScoutRun(ctx context.Context, id int64) error {
-	err := db.tx(ctx, func(tx *sql.Tx) error {
-		var status string
-		err := tx.QueryRowContext(ctx, `SELECT status FROM seo_scout_runs WHERE id = ?`, id).Scan(&status)
-		if errors.Is(err, sql.ErrNoRows) {
-			return NotFound("scout run not found")
-		}
-		if err != nil {
-			return err
-		}
-		if status == RunQueued || status == RunRunning {
-			return Conflict("scout run %d is %s: cancel it first", id, status)
-		}
-		_, err = tx.ExecContext(ctx, `DELETE FROM seo_scout_runs WHERE id = ?`, id)
-		return err
-	})
-	if err != nil {
-		return fmt.Errorf("store: delete scout run: %w", err)
-	}
-	return nil
+	return db.deleteFinished(ctx, "seo_scout_runs", "scout run", id)
 }
 
 // FailOrphanScoutRuns is FailOrphanRuns for scout runs: those left queued

@@ -422,25 +422,7 @@ func (p prefixed) Scan(dest ...any) error { return p.row.Scan(append(slices.Clon
 // (its job would go on asking paid services for a strategy that is gone),
 // checked in the transaction that deletes.
 func (db *DB) DeleteStrategy(ctx context.Context, id int64) error {
-	err := db.tx(ctx, func(tx *sql.Tx) error {
-		var status string
-		err := tx.QueryRowContext(ctx, `SELECT status FROM seo_strategies WHERE id = ?`, id).Scan(&status)
-		if errors.Is(err, sql.ErrNoRows) {
-			return NotFound("strategy not found")
-		}
-		if err != nil {
-			return err
-		}
-		if status == StrategyQueued || status == StrategyRunning {
-			return Conflict("strategy %d is %s: cancel it first", id, status)
-		}
-		_, err = tx.ExecContext(ctx, `DELETE FROM seo_strategies WHERE id = ?`, id)
-		return err
-	})
-	if err != nil {
-		return fmt.Errorf("store: delete strategy: %w", err)
-	}
-	return nil
+	return db.deleteFinished(ctx, "seo_strategies", "strategy", id)
 }
 
 // FailOrphanStrategies is FailOrphanRuns for strategies: those left

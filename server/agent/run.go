@@ -213,10 +213,8 @@ func (s *Service) end(ctx context.Context, r *store.AgentRun, o store.RunOutcome
 	if err != nil {
 		return nil, err
 	}
-	if r.JobID != nil {
-		if _, err := s.jobs.Cancel(ctx, *r.JobID); err != nil && store.KindOf(err) != store.KindConflict && !store.IsNotFound(err) {
-			return nil, err
-		}
+	if err := jobs.Stop(ctx, s.jobs, r.JobID); err != nil {
+		return nil, err
 	}
 	return finished, nil
 }

@@ -349,11 +349,5 @@ func (s *Service) stopGenerating(ctx context.Context, convID int64) error {
 }
 
 func (s *Service) cancelJob(ctx context.Context, m *store.ChatMessage) error {
-	if m.JobID == nil {
-		return nil
-	}
-	if _, err := s.jobs.Cancel(ctx, *m.JobID); err != nil && store.KindOf(err) != store.KindConflict && !store.IsNotFound(err) {
-		return err
-	}
-	return nil
+	return jobs.Stop(ctx, s.jobs, m.JobID)
 }

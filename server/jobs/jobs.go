@@ -371,6 +371,26 @@ func (r *Runner) Cancel(ctx context.Context, id int64) (*store.Job, error) {
 	return job, err
 }
 
+// Canceller is the part of a Runner that Stop needs.
+type Canceller interface {
+	Cancel(ctx context.Context, id int64) (*store.Job, error)
+}
+
+// Stop cancels the job, if any (id nil: none), of a record whose end its
+// service has just recorded (a run, generation or reply cancelled): a
+// running handler stops and finds the end already recorded, which it
+// keeps; a queued job ends at once. A job that ended already (conflict)
+// or was cleaned up (not found) has nothing left to stop.
+func Stop(ctx context.Context, c Canceller, id *int64) error {
+	if id == nil {
+		return nil
+	}
+	if _, err := c.Cancel(ctx, *id); err != nil && store.KindOf(err) != store.KindConflict && !store.IsNotFound(err) {
+		return err
+	}
+	return nil
+}
+
 // cancel is Cancel under mu; ended says the job is now cancelled.
 func (r *Runner) cancel(ctx context.Context, id int64) (job *store.Job, ended bool, err error) {
 	r.mu.Lock()

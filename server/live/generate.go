@@ -137,10 +137,8 @@ func (s *Service) cancelGeneration(ctx context.Context, g *store.LiveGeneration,
 	if err != nil {
 		return nil, err
 	}
-	if g.JobID != nil {
-		if _, err := s.jobs.Cancel(ctx, *g.JobID); err != nil && store.KindOf(err) != store.KindConflict && !store.IsNotFound(err) {
-			return nil, err
-		}
+	if err := jobs.Stop(ctx, s.jobs, g.JobID); err != nil {
+		return nil, err
 	}
 	if !running {
 		s.end(finished)

@@ -347,12 +347,10 @@ func (s *Service) Cancel(ctx context.Context, sc store.Scope, id int64, by strin
 	if ended.Status != store.RunCancelled { // it finished meanwhile
 		return nil, store.Conflict("scout run %d already %s: only a queued or running run can be cancelled", run.ID, ended.Status)
 	}
-	if run.JobID != nil {
-		// A job that ended already (conflict) or was cleaned up (not
-		// found) has nothing left to stop.
-		if _, err := s.jobs.Cancel(ctx, *run.JobID); err != nil && store.KindOf(err) != store.KindConflict && !store.IsNotFound(err) {
-			return nil, err
-		}
+	// The cancel is recorded: a job that cannot be stopped now finds its
+	// run finished when it starts or ends, and leaves it.
+	if err := jobs.Stop(ctx, s.jobs, run.JobID); err != nil {
+		s.log.Error("scout run cancelled, but its job could not be stopped", "run", run.ID, "err", err)
 	}
 	return ended, nil
 }

@@ -346,12 +346,10 @@ func (s *Service) Cancel(ctx context.Context, sc store.Scope, id int64, by strin
 	if ended.Status != store.StrategyCancelled { // it finished meanwhile
 		return nil, store.Conflict("strategy %d already %s: only a queued or running strategy can be cancelled", st.ID, ended.Status)
 	}
-	if st.JobID != nil {
-		// A job that ended already (conflict) or was cleaned up (not
-		// found) has nothing left to stop.
-		if _, err := s.jobs.Cancel(ctx, *st.JobID); err != nil && store.KindOf(err) != store.KindConflict && !store.IsNotFound(err) {
-			return nil, err
-		}
+	// The cancel is recorded: a job that cannot be stopped now finds its
+	// strategy finished when it starts or ends, and leaves it.
+	if err := jobs.Stop(ctx, s.jobs, st.JobID); err != nil {
+		s.log.Error("strategy cancelled, but its job could not be stopped", "strategy", st.ID, "err", err)
 	}
 	return ended, nil
 }
