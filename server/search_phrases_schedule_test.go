@@ -192,6 +192,29 @@ func TestSearchPhrasesScheduled(t *testing.T) {
 	if len(notes) != 2 || !strings.HasPrefix(notes[0], fmt.Sprintf(`run.failed|Scheduled search for "Cold brew" failed|/api/search-phrases/%d`, id)) {
 		t.Errorf("notes after a failure: %q", notes)
 	}
+	// Failing again is the same streak: no more news, every interval.
+	if got := scheduledRun(); got["run_status"] != "failed" {
+		t.Errorf("fifth run: %v", got)
+	}
+	if again := phraseNotes(t, e, f.edATok, id); len(again) != 2 {
+		t.Errorf("a second failure in a row was told: %q", again)
+	}
+	// It answers again, then fails: a new streak is news again.
+	mu.Lock()
+	answer = func(int, map[string]any) (int, string) { return 200, aiIdeasAnswer }
+	mu.Unlock()
+	if got := scheduledRun(); got["run_status"] != "succeeded" {
+		t.Errorf("sixth run: %v", got)
+	}
+	mu.Lock()
+	answer = func(int, map[string]any) (int, string) { return 400, "model not found" }
+	mu.Unlock()
+	if got := scheduledRun(); got["run_status"] != "failed" {
+		t.Errorf("seventh run: %v", got)
+	}
+	if again := phraseNotes(t, e, f.edATok, id); len(again) != 3 || !strings.HasPrefix(again[0], "run.failed|") {
+		t.Errorf("notes after a new streak of failures: %q", again)
+	}
 
 	// Only the watched phrase was ever asked about.
 	for _, q := range serp.Queries() {

@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/copydesk/copydesk/server"
+	"github.com/copydesk/copydesk/server/notify"
 	"github.com/copydesk/copydesk/store"
 )
 
@@ -285,7 +286,8 @@ func TestStrategyNotifications(t *testing.T) {
 		kind, title, body string
 	}{
 		{ready, "run.succeeded", "Strategy Shoes is ready", "3 clusters"},
-		{failed, "run.failed", "Strategy Shoes SERP failed", failed["error"].(string)},
+		// The error as every note gives one: a preview.
+		{failed, "run.failed", "Strategy Shoes SERP failed", notify.Preview(failed["error"].(string), 200)},
 	} {
 		id := agID(c.st)
 		var n map[string]any

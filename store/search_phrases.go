@@ -299,17 +299,29 @@ func (db *DB) deleteScoped(ctx context.Context, table string, sc Scope, ids []in
 // it, in one transaction. A phrase whose run is queued or running already
 // is a conflict, and nothing is queued. The caller tells the job runner.
 func (db *DB) QueueSearchPhraseRun(ctx context.Context, id int64, j RunJob) (*SearchPhrase, error) {
-	err := db.tx(ctx, func(tx *sql.Tx) error { return db.queuePhraseRunTx(ctx, tx, id, j) })
+	pj := PhraseRunJob{Kind: j.Kind, MaxAttempts: j.MaxAttempts, Payload: func(id int64, _ string) any { return j.Payload(id) }}
+	err := db.tx(ctx, func(tx *sql.Tx) error { return db.queuePhraseRunTx(ctx, tx, id, pj) })
 	if err != nil {
 		return nil, err
 	}
 	return db.SearchPhraseByID(ctx, id)
 }
 
+// PhraseRunJob is RunJob for the runs QueueDueSearchPhraseRuns queues:
+// Payload is made from the phrase's id and the status its previous run
+// ended with (PhraseIdle when it has not run). Queueing overwrites that
+// status (run_status becomes queued), so the job carries it to the run's
+// end, which tells a new failure from one more of a streak by it.
+type PhraseRunJob struct {
+	Kind        string
+	MaxAttempts int // 0: DefaultJobMaxAttempts
+	Payload     func(phraseID int64, previous string) any
+}
+
 // queuePhraseRunTx is QueueSearchPhraseRun within tx. The phrase is not
 // due while its run waits or runs (next_run_at NULL): the run's end says
 // when it is next.
-func (db *DB) queuePhraseRunTx(ctx context.Context, tx *sql.Tx, id int64, j RunJob) error {
+func (db *DB) queuePhraseRunTx(ctx context.Context, tx *sql.Tx, id int64, j PhraseRunJob) error {
 	var status string
 	err := tx.QueryRowContext(ctx, `SELECT run_status FROM search_phrases WHERE id = ?`, id).Scan(&status)
 	if errors.Is(err, sql.ErrNoRows) {
@@ -321,7 +333,7 @@ func (db *DB) queuePhraseRunTx(ctx context.Context, tx *sql.Tx, id int64, j RunJ
 	if status == PhraseQueued || status == PhraseRunning {
 		return Conflict("a run of this phrase is %s already: wait for it to end", status)
 	}
-	job, err := db.insertJobTx(ctx, tx, NewJob{Kind: j.Kind, Payload: j.Payload(id), MaxAttempts: j.MaxAttempts})
+	job, err := db.insertJobTx(ctx, tx, NewJob{Kind: j.Kind, Payload: j.Payload(id, status), MaxAttempts: j.MaxAttempts})
 	if err != nil {
 		return err
 	}
@@ -351,7 +363,7 @@ func (db *DB) NextSearchPhraseRun(ctx context.Context) (*time.Time, int, error) 
 // maxInFlight runs (these and any queued or running already) wait or run
 // at once. It returns the ids of the phrases queued; the caller tells the
 // job runner.
-func (db *DB) QueueDueSearchPhraseRuns(ctx context.Context, now time.Time, maxInFlight int, j RunJob) ([]int64, error) {
+func (db *DB) QueueDueSearchPhraseRuns(ctx context.Context, now time.Time, maxInFlight int, j PhraseRunJob) ([]int64, error) {
 	var queued []int64
 	err := db.tx(ctx, func(tx *sql.Tx) error {
 		queued = nil
@@ -436,13 +448,16 @@ type PhraseRunOutcome struct {
 // FinishSearchPhraseRun stores the ideas of a run of job that the phrase
 // has not got yet (by IdeaKey), and the run's end, in one transaction: an
 // active phrase with an interval is next due that interval from now,
-// whatever the outcome. It returns the phrase as it now is and how many
-// ideas were new; nothing is written, and the phrase is nil, when the
-// phrase is gone or waits for another job.
+// whatever the outcome. It returns the phrase as this transaction left
+// it (read in it: a run queued right after may have changed it by the
+// time the caller looks, and the caller tells of this run's end) and how
+// many ideas were new; nothing is written, and the phrase is nil, when
+// the phrase is gone or waits for another job.
 func (db *DB) FinishSearchPhraseRun(ctx context.Context, id, jobID int64, o PhraseRunOutcome) (*SearchPhrase, int, error) {
-	added, ended := 0, false
+	var ended *SearchPhrase
+	added := 0
 	err := db.tx(ctx, func(tx *sql.Tx) error {
-		added, ended = 0, false
+		ended, added = nil, 0
 		var envID, interval int64
 		var active bool
 		err := tx.QueryRowContext(ctx, `SELECT environment_id, is_active, refresh_interval FROM search_phrases WHERE id = ? AND run_job_id = ?
@@ -470,20 +485,19 @@ func (db *DB) FinishSearchPhraseRun(ctx context.Context, id, jobID int64, o Phra
 		}
 		_, err = tx.ExecContext(ctx, `UPDATE search_phrases SET run_status = ?, last_run_at = ?, last_run_error = ?, last_run_ideas = ?,
 			next_run_at = ? WHERE id = ?`, o.Status, now, o.Error, added, next, id)
-		ended = err == nil
+		if err != nil {
+			return err
+		}
+		ended, err = scanSearchPhrase(tx.QueryRowContext(ctx, `SELECT `+searchPhraseColumns+` FROM search_phrases p WHERE p.id = ?`, id))
 		return err
 	})
 	if err != nil {
 		return nil, 0, fmt.Errorf("store: finish search phrase run: %w", err)
 	}
-	if !ended {
+	if ended == nil {
 		return nil, 0, nil
 	}
-	p, err := db.SearchPhraseByID(ctx, id)
-	if err != nil {
-		return nil, 0, err
-	}
-	return p, added, nil
+	return ended, added, nil
 }
 
 // SearchIdea is a related query found for a phrase.

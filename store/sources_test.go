@@ -2,6 +2,7 @@ package store_test
 
 import (
 	"context"
+	"encoding/json"
 	"testing"
 	"time"
 
@@ -136,6 +137,7 @@ func TestSearchPhraseSchedule(t *testing.T) {
 	}
 
 	job := store.RunJob{Kind: "search.run", MaxAttempts: 1, Payload: func(id int64) any { return map[string]int64{"phrase_id": id} }}
+	due := store.PhraseRunJob{Kind: job.Kind, MaxAttempts: 1, Payload: func(id int64, _ string) any { return job.Payload(id) }}
 	// A run asked for by hand takes a place and is not due meanwhile.
 	byHand, err := db.QueueSearchPhraseRun(ctx, watched.ID, job)
 	if err != nil || byHand.NextRunAt != nil {
@@ -145,14 +147,14 @@ func TestSearchPhraseSchedule(t *testing.T) {
 		t.Errorf("next with a run in flight: %v, %d in flight", at, n)
 	}
 	// The batch is full with the run by hand: nothing is queued.
-	if ids, err := db.QueueDueSearchPhraseRuns(ctx, clock.Now(), 1, job); err != nil || len(ids) != 0 {
+	if ids, err := db.QueueDueSearchPhraseRuns(ctx, clock.Now(), 1, due); err != nil || len(ids) != 0 {
 		t.Errorf("queued past the batch: %v %v", ids, err)
 	}
-	ids, err := db.QueueDueSearchPhraseRuns(ctx, clock.Now(), 5, job)
+	ids, err := db.QueueDueSearchPhraseRuns(ctx, clock.Now(), 5, due)
 	if err != nil || len(ids) != 1 || ids[0] != later.ID {
 		t.Fatalf("due: %v %v", ids, err)
 	}
-	if ids, err := db.QueueDueSearchPhraseRuns(ctx, clock.Now(), 5, job); err != nil || len(ids) != 0 {
+	if ids, err := db.QueueDueSearchPhraseRuns(ctx, clock.Now(), 5, due); err != nil || len(ids) != 0 {
 		t.Errorf("queued twice: %v %v", ids, err)
 	}
 	if at, n := next(); at != nil || n != 2 {
@@ -309,7 +311,7 @@ func TestWebSourceFailures(t *testing.T) {
 	fail := store.WebFetch{URL: src.URL, Status: &failed, Error: "HTTP 500: Internal Server Error", Delay: delay}
 	for n := 1; n <= 3; n++ {
 		rec, err := db.RecordWebSourceFetch(ctx, src.ID, fail)
-		if err != nil || !rec.Recorded || rec.FailuresBefore != n-1 || rec.Source.ConsecutiveFailures != n ||
+		if err != nil || !rec.Recorded || rec.FailuresBefore != n-1 || rec.FailuresAfter != n || rec.Source.ConsecutiveFailures != n ||
 			!rec.Source.NextFetchAt.Equal(clock.Now().Add(time.Duration(n+1)*time.Minute)) || gotInterval != time.Hour {
 			t.Fatalf("failure %d: %+v %+v %v (interval %s)", n, rec, rec.Source, err, gotInterval)
 		}
@@ -341,14 +343,14 @@ func TestWebSourceFailures(t *testing.T) {
 	// A 304 is a success: the count resets.
 	clock.Advance(time.Minute)
 	rec, err := db.RecordWebSourceFetch(ctx, src.ID, store.WebFetch{URL: src.URL, Status: &notModified, NotModified: true, Delay: delay})
-	if err != nil || rec.FailuresBefore != 3 || rec.Source.ConsecutiveFailures != 0 || !rec.Source.NextFetchAt.Equal(clock.Now().Add(time.Minute)) {
+	if err != nil || rec.FailuresBefore != 3 || rec.FailuresAfter != 0 || rec.Source.ConsecutiveFailures != 0 || !rec.Source.NextFetchAt.Equal(clock.Now().Add(time.Minute)) {
 		t.Errorf("304: %+v %+v %v", rec, rec.Source, err)
 	}
 	if _, err := db.RecordWebSourceFetch(ctx, src.ID, fail); err != nil {
 		t.Fatal(err)
 	}
 	rec, err = db.RecordWebSourceFetch(ctx, src.ID, store.WebFetch{URL: src.URL, Status: &ok})
-	if err != nil || rec.FailuresBefore != 1 || rec.Source.ConsecutiveFailures != 0 || !rec.Source.NextFetchAt.Equal(clock.Now().Add(interval)) {
+	if err != nil || rec.FailuresBefore != 1 || rec.FailuresAfter != 0 || rec.Source.ConsecutiveFailures != 0 || !rec.Source.NextFetchAt.Equal(clock.Now().Add(interval)) {
 		t.Errorf("200 without a Delay: %+v %+v %v", rec, rec.Source, err)
 	}
 	// A new URL forgets the failures; a fetch of the old one is not kept.
@@ -362,5 +364,48 @@ func TestWebSourceFailures(t *testing.T) {
 	rec, err = db.RecordWebSourceFetch(ctx, src.ID, fail)
 	if err != nil || rec.Recorded || rec.Source.ConsecutiveFailures != 0 {
 		t.Errorf("a failure of the old address: %+v %+v %v", rec, rec.Source, err)
+	}
+}
+
+// A scheduled run's job carries the status the phrase's previous run
+// ended with, which queueing overwrites: its end tells a new failure
+// from one more of a streak by it.
+func TestQueueDueSearchPhraseRunsPrevious(t *testing.T) {
+	t.Parallel()
+	db, clock := storetest.OpenDB(t)
+	ctx := context.Background()
+	envID := newSourcesEnv(t, db, "a")
+	p, err := db.CreateSearchPhrase(ctx, store.NewSearchPhrase{EnvironmentID: envID, Phrase: "cold brew", PhraseKey: "cold brew", Locale: "en",
+		IsActive: true, RefreshInterval: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	due := store.PhraseRunJob{Kind: "search.run", MaxAttempts: 1, Payload: func(id int64, previous string) any {
+		return map[string]any{"phrase_id": id, "previous": previous}
+	}}
+	for _, c := range []struct{ previous, ends string }{
+		{store.PhraseIdle, store.PhraseFailed},
+		{store.PhraseFailed, store.PhraseFailed},
+		{store.PhraseFailed, store.PhraseSucceeded},
+		{store.PhraseSucceeded, store.PhraseCancelled},
+		{store.PhraseCancelled, store.PhraseSucceeded},
+	} {
+		if ids, err := db.QueueDueSearchPhraseRuns(ctx, clock.Now(), 5, due); err != nil || len(ids) != 1 {
+			t.Fatalf("queue after %s: %v %v", c.previous, ids, err)
+		}
+		q, err := db.SearchPhraseByID(ctx, p.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		job, err := db.JobByID(ctx, *q.RunJobID)
+		var pl struct{ Previous string }
+		if err != nil || json.Unmarshal(job.Payload, &pl) != nil || pl.Previous != c.previous {
+			t.Errorf("payload %s, want previous %q (%v)", job.Payload, c.previous, err)
+		}
+		ended, _, err := db.FinishSearchPhraseRun(ctx, p.ID, job.ID, store.PhraseRunOutcome{Status: c.ends, Error: "x"})
+		if err != nil || ended == nil || ended.RunStatus != c.ends || ended.LastRunError != "x" {
+			t.Fatalf("finish: %+v %v", ended, err)
+		}
+		clock.Advance(time.Hour)
 	}
 }

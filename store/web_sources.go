@@ -319,10 +319,14 @@ type WebFetchRecord struct {
 	// fetched: nothing was kept.
 	Recorded bool
 	NewItems int
-	// FailuresBefore is the source's consecutive failures before this
-	// fetch; Source.ConsecutiveFailures is the count after it.
+	// FailuresBefore and FailuresAfter are the source's consecutive
+	// failures before this fetch and as this fetch wrote them, read in
+	// its transaction: another fetch of the source (the schedule's and a
+	// POST .../fetch) may record its own at any time after, so only these
+	// say which crossing this fetch made.
 	FailuresBefore int
-	Source         *WebSource // as it now is
+	FailuresAfter  int
+	Source         *WebSource // as this fetch left it, read in its transaction
 }
 
 // RecordWebSourceFetch stores what a fetch found, in one transaction: the
@@ -339,7 +343,7 @@ func (db *DB) RecordWebSourceFetch(ctx context.Context, id int64, f WebFetch) (*
 		if err != nil {
 			return err
 		}
-		rec.FailuresBefore = s.ConsecutiveFailures
+		rec.FailuresBefore, rec.FailuresAfter, rec.Source = s.ConsecutiveFailures, s.ConsecutiveFailures, s
 		if s.URL != f.URL {
 			return nil // changed while it was fetched: that fetch is due now
 		}
@@ -369,16 +373,16 @@ func (db *DB) RecordWebSourceFetch(ctx context.Context, id int64, f WebFetch) (*
 		}
 		_, err = tx.ExecContext(ctx, `UPDATE web_sources SET last_fetched_at = ?, last_status = ?, last_error = ?, etag = ?, last_modified = ?,
 			consecutive_failures = ?, next_fetch_at = ? WHERE id = ?`, at, f.Status, f.Error, etag, modified, failures, next, id)
+		if err != nil {
+			return err
+		}
+		rec.FailuresAfter = failures
+		rec.Source, err = scanWebSource(tx.QueryRowContext(ctx, `SELECT `+webSourceColumns+` FROM web_sources s WHERE s.id = ?`, id))
 		return err
 	})
 	if err != nil {
 		return nil, err
 	}
-	s, err := db.WebSourceByID(ctx, id)
-	if err != nil {
-		return nil, err
-	}
-	rec.Source = s
 	return rec, nil
 }
 

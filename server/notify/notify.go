@@ -32,6 +32,11 @@ const (
 	BackupFailed    = "backup.failed"
 	BudgetReached   = "budget.reached"
 	MessageReceived = "message.received"
+	// WebSourceFailing and WebSourceRecovered go to the editors of a web
+	// source's environment (server/websource): once when it has failed
+	// websource.NotifyAfter fetches in a row, once when it answers again.
+	WebSourceFailing   = "websource.failing"
+	WebSourceRecovered = "websource.recovered"
 )
 
 // Event is the name of a notification's stream event.

@@ -50,6 +50,10 @@ type payload struct {
 	// Scheduled marks a run ScheduleJob queued: its end is told to the
 	// phrase's creator when it found new ideas or failed.
 	Scheduled bool `json:"scheduled,omitempty"`
+	// Previous is the status the phrase's previous run ended with, as the
+	// scheduler queued this one (queueing overwrites it): a scheduled
+	// failure is told only when the run before did not fail.
+	Previous string `json:"previous,omitempty"`
 }
 
 // Run queues a run of a phrase the scope sees. It is refused (409) when a
@@ -124,7 +128,7 @@ func (s *Service) runJob(ctx context.Context, job *store.Job) error {
 		return err
 	}
 	if pl.Scheduled {
-		s.tell(ctx, after, added)
+		s.tell(ctx, after, added, pl.Previous)
 	}
 	if !found {
 		return jobs.Permanent(errors.New(o.Error))
@@ -155,7 +159,7 @@ func (s *Service) jobFinished(ctx context.Context, job *store.Job) {
 		return
 	}
 	if pl.Scheduled {
-		s.tell(ctx, after, 0)
+		s.tell(ctx, after, 0, pl.Previous)
 	}
 }
 

@@ -37,8 +37,8 @@ func (s *Service) next(ctx context.Context, _ time.Time) (time.Time, bool, error
 // kind and code as an on-demand run (RunJob). A phrase whose run is
 // queued or running already is not due, so it never runs twice at once.
 func (s *Service) queueDue(ctx context.Context, _ *store.Job) error {
-	ids, err := s.db.QueueDueSearchPhraseRuns(ctx, s.now(), batch, store.RunJob{Kind: RunJob, MaxAttempts: 1,
-		Payload: func(id int64) any { return payload{PhraseID: id, Scheduled: true} }})
+	ids, err := s.db.QueueDueSearchPhraseRuns(ctx, s.now(), batch, store.PhraseRunJob{Kind: RunJob, MaxAttempts: 1,
+		Payload: func(id int64, previous string) any { return payload{PhraseID: id, Scheduled: true, Previous: previous} }})
 	if len(ids) > 0 {
 		s.jobs.Signal()
 		s.log.Info("search phrases: scheduled runs queued", "phrases", ids)
@@ -55,24 +55,29 @@ func (s *Service) replan(ctx context.Context) {
 }
 
 // tell notifies the creator of a phrase how its scheduled run ended, when
-// it is news: new ideas (run.succeeded), or a failure (run.failed). A run
-// that found nothing new, or was cancelled, says nothing: a watched phrase
-// runs every interval, and its notifications should be worth reading.
-// after is the phrase as the run's end left it (nil: the run did not end
-// it); the note is tagged with its environment, so it reaches the
-// creator only while they see it.
-func (s *Service) tell(ctx context.Context, after *store.SearchPhrase, added int) {
-	if after == nil || after.CreatedBy == nil {
+// it is news: new ideas (run.succeeded), or a failure (run.failed) after
+// a run that did not fail (previous: the status the run before ended
+// with). A run that found nothing new, was cancelled, or failed once more
+// says nothing: a watched phrase runs every interval (every 5 minutes at
+// the least), and its notifications should be worth reading; one note per
+// streak of failures, as a web source's, and the phrase's last_run_error
+// says the rest. after is the phrase as the run's end wrote it (nil: the
+// run did not end it), never as read later, when a run queued meanwhile
+// would hide this one's end; the note is tagged with its environment, so
+// it reaches the creator only while they see it.
+func (s *Service) tell(ctx context.Context, after *store.SearchPhrase, added int, previous string) {
+	if s.notify == nil || after == nil || after.CreatedBy == nil {
 		return
 	}
 	note := notify.Note{EnvironmentID: &after.EnvironmentID}
 	switch {
-	case after.RunStatus == store.PhraseFailed:
-		note.Kind, note.Title, note.Body = notify.RunFailed, fmt.Sprintf("Scheduled search for %q failed", after.Phrase), after.LastRunError
+	case after.RunStatus == store.PhraseFailed && previous != store.PhraseFailed:
+		note.Kind, note.Title = notify.RunFailed, fmt.Sprintf("Scheduled search for %q failed", after.Phrase)
+		note.Body = notify.Preview(after.LastRunError, 200)
 		note.Link = fmt.Sprintf("/api/search-phrases/%d", after.ID)
 	case after.RunStatus == store.PhraseSucceeded && added > 0:
 		note.Kind, note.Title = notify.RunSucceeded, fmt.Sprintf("Scheduled search for %q found %s", after.Phrase, ideasCount(added))
-		note.Body = after.LastRunError // a source that failed, if one did
+		note.Body = notify.Preview(after.LastRunError, 200) // a source that failed, if one did
 		note.Link = fmt.Sprintf("/api/search-phrases/%d/ideas", after.ID)
 	default:
 		return

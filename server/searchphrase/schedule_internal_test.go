@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -126,7 +127,8 @@ func TestSchedulePlan(t *testing.T) {
 }
 
 // Only a scheduled run's news is told, to the phrase's creator: new ideas,
-// or a failure.
+// or a failure after a run that did not fail (once per streak); the
+// error is a preview.
 func TestTell(t *testing.T) {
 	t.Parallel()
 	n := &fakeNotifier{}
@@ -136,19 +138,39 @@ func TestTell(t *testing.T) {
 		return &store.SearchPhrase{ID: 3, EnvironmentID: 1, Phrase: "cold brew", RunStatus: status, LastRunError: lastErr, CreatedBy: &by}
 	}
 	ctx := context.Background()
-	s.tell(ctx, phrase(store.PhraseSucceeded, ""), 0)                  // nothing new
-	s.tell(ctx, phrase(store.PhraseCancelled, "cancelled"), 0)         // cancelled
-	s.tell(ctx, nil, 0)                                                // ended by another job
-	s.tell(ctx, &store.SearchPhrase{RunStatus: store.PhraseFailed}, 0) // its creator is gone
-	s.tell(ctx, phrase(store.PhraseSucceeded, "serp search: down"), 3) // news
-	s.tell(ctx, phrase(store.PhraseSucceeded, ""), 1)                  // news
-	s.tell(ctx, phrase(store.PhraseFailed, "ai: model not found"), 0)  // news
+	long := "ai: " + strings.Repeat("model\nnot found ", 30)
+	const idle, ok, failed, cancelled = store.PhraseIdle, store.PhraseSucceeded, store.PhraseFailed, store.PhraseCancelled
+	s.tell(ctx, phrase(ok, ""), 0, idle)                        // nothing new
+	s.tell(ctx, phrase(cancelled, "cancelled"), 0, ok)          // cancelled
+	s.tell(ctx, nil, 0, idle)                                   // ended by another job
+	s.tell(ctx, &store.SearchPhrase{RunStatus: failed}, 0, ok)  // its creator is gone
+	s.tell(ctx, phrase(failed, "ai: still down"), 0, failed)    // the same streak
+	s.tell(ctx, phrase(ok, "serp search: down"), 3, failed)     // news
+	s.tell(ctx, phrase(ok, ""), 1, ok)                          // news
+	s.tell(ctx, phrase(failed, "ai: model not found"), 0, idle) // news
+	s.tell(ctx, phrase(failed, long), 0, cancelled)             // news
 	want := []string{
 		`7|run.succeeded|Scheduled search for "cold brew" found 3 new ideas|serp search: down|/api/search-phrases/3/ideas`,
 		`7|run.succeeded|Scheduled search for "cold brew" found 1 new idea||/api/search-phrases/3/ideas`,
 		`7|run.failed|Scheduled search for "cold brew" failed|ai: model not found|/api/search-phrases/3`,
+		`7|run.failed|Scheduled search for "cold brew" failed|` + notify.Preview(long, 200) + `|/api/search-phrases/3`,
+	}
+	if p := notify.Preview(long, 200); len(p) > 210 || strings.Contains(p, "\n") {
+		t.Errorf("preview %q", p)
 	}
 	if !slices.Equal(n.notes, want) {
 		t.Errorf("notes:\n got %q\nwant %q", n.notes, want)
+	}
+}
+
+// Without a notifier nobody is told, and without a clock the service
+// reads the time.
+func TestNilDeps(t *testing.T) {
+	t.Parallel()
+	s := New(Deps{Jobs: &fakeRunner{kinds: map[string]jobs.Kind{}}})
+	by := int64(7)
+	s.tell(context.Background(), &store.SearchPhrase{ID: 3, RunStatus: store.PhraseFailed, LastRunError: "x", CreatedBy: &by}, 0, store.PhraseIdle)
+	if s.now == nil || s.now().IsZero() {
+		t.Error("no clock")
 	}
 }

@@ -41,7 +41,7 @@ type Store interface {
 	DeleteSearchPhrases(ctx context.Context, sc store.Scope, ids []int64) (int, error)
 	QueueSearchPhraseRun(ctx context.Context, id int64, j store.RunJob) (*store.SearchPhrase, error)
 	NextSearchPhraseRun(ctx context.Context) (*time.Time, int, error)
-	QueueDueSearchPhraseRuns(ctx context.Context, now time.Time, maxInFlight int, j store.RunJob) ([]int64, error)
+	QueueDueSearchPhraseRuns(ctx context.Context, now time.Time, maxInFlight int, j store.PhraseRunJob) ([]int64, error)
 	StartSearchPhraseRun(ctx context.Context, id, jobID int64) (bool, error)
 	FinishSearchPhraseRun(ctx context.Context, id, jobID int64, o store.PhraseRunOutcome) (*store.SearchPhrase, int, error)
 	ListSearchIdeas(ctx context.Context, phraseID int64, f store.SearchIdeaFilter) ([]*store.SearchIdea, int, error)
@@ -81,7 +81,7 @@ type Deps struct {
 	Environments Environments
 	Engine       Engine
 	Jobs         Runner
-	Notify       Notifier
+	Notify       Notifier // nil: nobody is told
 	Log          *slog.Logger
 	Now          func() time.Time // the store's clock
 }
@@ -102,6 +102,9 @@ func New(d Deps) *Service {
 	s := &Service{db: d.Store, envs: d.Environments, engine: d.Engine, jobs: d.Jobs, notify: d.Notify, log: d.Log, now: d.Now}
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
+	}
+	if s.now == nil {
+		s.now = time.Now
 	}
 	s.jobs.Register(RunJob, jobs.Kind{Handle: s.runJob, OnFinish: s.jobFinished, Background: true})
 	s.jobs.Register(ScheduleJob, jobs.Kind{Handle: s.queueDue, Next: s.next})

@@ -385,7 +385,7 @@ func (s *Service) notifyBuilt(ctx context.Context, st *store.Strategy) {
 		}
 		note.Kind, note.Title, note.Body = notify.RunSucceeded, fmt.Sprintf("Strategy %s is ready", st.Name), fmt.Sprintf("%d %s", st.ClusterCount, unit)
 	case store.StrategyFailed:
-		note.Kind, note.Title, note.Body = notify.RunFailed, fmt.Sprintf("Strategy %s failed", st.Name), st.Error
+		note.Kind, note.Title, note.Body = notify.RunFailed, fmt.Sprintf("Strategy %s failed", st.Name), notify.Preview(st.Error, 200)
 	default:
 		return
 	}

@@ -99,12 +99,6 @@ const (
 	NotifyAfter = 5
 )
 
-// Notification kinds, raised for the editors of the source's environment.
-const (
-	NoteFailing   = "websource.failing"
-	NoteRecovered = "websource.recovered"
-)
-
 // Deps are what the service works with.
 type Deps struct {
 	Store        Store
@@ -421,8 +415,11 @@ func (s *Service) fetchOne(ctx context.Context, src *store.WebSource) (*Report, 
 // tell notifies the environment's editors when a fetch made the source
 // reach NotifyAfter failures in a row, and when one succeeded after they
 // were told. The count moves by one per fetch, in the transaction that
-// records it, so each crossing is seen by exactly one fetch: once per
-// streak of failures, however many fetches run at once.
+// records it, and tell judges by the counts before and after this
+// fetch's own write (not by the source as read later, which a fetch of
+// the same source running at once may have moved on): so each crossing
+// is seen by exactly one fetch, once per streak of failures, however
+// many fetches run at once.
 func (s *Service) tell(ctx context.Context, rec *store.WebFetchRecord) {
 	if s.notify == nil {
 		return
@@ -430,17 +427,17 @@ func (s *Service) tell(ctx context.Context, rec *store.WebFetchRecord) {
 	src := rec.Source
 	link := fmt.Sprintf("/api/web-sources/%d", src.ID)
 	switch {
-	case src.ConsecutiveFailures == NotifyAfter:
+	case rec.FailuresBefore < NotifyAfter && rec.FailuresAfter >= NotifyAfter:
 		body := fmt.Sprintf("Its last %d fetches failed, the last with: %s.", NotifyAfter,
 			strings.TrimRight(notify.Preview(src.LastError, 300), "."))
 		if src.NextFetchAt != nil {
 			body += fmt.Sprintf(" It is retried less and less often until it answers (next at %s);"+
 				" you are told again once it recovers.", src.NextFetchAt.UTC().Format(time.RFC3339))
 		}
-		s.notify.EnvironmentRole(ctx, src.EnvironmentID, store.RoleEditor, notify.Note{Kind: NoteFailing,
+		s.notify.EnvironmentRole(ctx, src.EnvironmentID, store.RoleEditor, notify.Note{Kind: notify.WebSourceFailing,
 			Title: "Web source failing: " + notify.Preview(src.URL, 120), Body: body, Link: link})
-	case src.ConsecutiveFailures == 0 && rec.FailuresBefore >= NotifyAfter:
-		s.notify.EnvironmentRole(ctx, src.EnvironmentID, store.RoleEditor, notify.Note{Kind: NoteRecovered,
+	case rec.FailuresAfter == 0 && rec.FailuresBefore >= NotifyAfter:
+		s.notify.EnvironmentRole(ctx, src.EnvironmentID, store.RoleEditor, notify.Note{Kind: notify.WebSourceRecovered,
 			Title: "Web source answering again: " + notify.Preview(src.URL, 120),
 			Body:  fmt.Sprintf("It answered after %d failed fetches; it is fetched every fetch_interval again.", rec.FailuresBefore),
 			Link:  link})

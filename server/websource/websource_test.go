@@ -1,10 +1,15 @@
 package websource_test
 
 import (
+	"context"
+	"errors"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/copydesk/copydesk/server/feed"
+	"github.com/copydesk/copydesk/server/jobs"
+	"github.com/copydesk/copydesk/server/notify"
 	"github.com/copydesk/copydesk/server/websource"
 	"github.com/copydesk/copydesk/store"
 )
@@ -72,6 +77,77 @@ func TestDelay(t *testing.T) {
 	for _, c := range cases {
 		if got := websource.Delay(c.interval, c.failures, c.retryAfter); got != c.want {
 			t.Errorf("%s: Delay(%s, %d, %s) = %s, want %s", c.name, c.interval, c.failures, c.retryAfter, got, c.want)
+		}
+	}
+}
+
+// recordStore is a Store that records every fetch as rec says, and whose
+// source rec.Source is; the other methods are not called.
+type recordStore struct {
+	websource.Store
+	rec store.WebFetchRecord
+}
+
+func (s *recordStore) WebSourceByID(context.Context, int64) (*store.WebSource, error) {
+	return s.rec.Source, nil
+}
+
+func (s *recordStore) RecordWebSourceFetch(context.Context, int64, store.WebFetch) (*store.WebFetchRecord, error) {
+	rec := s.rec
+	return &rec, nil
+}
+
+type failingFetcher struct{}
+
+func (failingFetcher) Fetch(context.Context, feed.Request) (*feed.Result, error) {
+	return nil, errors.New("connection refused")
+}
+
+type quietRunner struct{}
+
+func (quietRunner) Register(string, jobs.Kind)           {}
+func (quietRunner) Replan(context.Context, string) error { return nil }
+
+type kindNotifier struct{ kinds []string }
+
+func (n *kindNotifier) EnvironmentRole(_ context.Context, _ int64, _ store.Role, note notify.Note) {
+	n.kinds = append(n.kinds, note.Kind)
+}
+
+// Whether a fetch tells the editors is decided by the failure counts its
+// own write moved between, never by the source as another fetch of it
+// running at once may have left it: each crossing of NotifyAfter is told
+// by the one fetch that made it.
+func TestTellJudgesThisFetch(t *testing.T) {
+	t.Parallel()
+	cases := []struct {
+		name          string
+		recorded      bool
+		before, after int
+		now           int // the source's count as a later read would see it
+		want          string
+	}{
+		{"Reaches", true, 4, 5, 5, "websource.failing"},
+		{"ReachesThenAnotherFails", true, 4, 5, 6, "websource.failing"},
+		{"ReachesThenAnotherAnswers", true, 4, 5, 0, "websource.failing"},
+		{"Beyond", true, 5, 6, 6, ""},
+		{"AnotherReachedFirst", true, 5, 6, 5, ""},
+		{"Below", true, 3, 4, 5, ""},
+		{"Recovers", true, 5, 0, 0, "websource.recovered"},
+		{"RecoversThenAnotherFails", true, 7, 0, 1, "websource.recovered"},
+		{"AnswersBeforeItWasTold", true, 4, 0, 5, ""},
+		{"NotRecorded", false, 4, 4, 5, ""},
+	}
+	for _, c := range cases {
+		db := &recordStore{rec: store.WebFetchRecord{Recorded: c.recorded, FailuresBefore: c.before, FailuresAfter: c.after,
+			Source: &store.WebSource{ID: 1, EnvironmentID: 2, URL: "https://blog.example/feed", ConsecutiveFailures: c.now}}}
+		n := &kindNotifier{}
+		s := websource.New(websource.Deps{Store: db, Fetcher: failingFetcher{}, Jobs: quietRunner{}, Notify: n})
+		if _, err := s.Fetch(context.Background(), store.Everything, 1); err != nil {
+			t.Fatalf("%s: %v", c.name, err)
+		}
+		if got := strings.Join(n.kinds, ","); got != c.want {
+			t.Errorf("%s: told %q, want %q", c.name, got, c.want)
 		}
 	}
 }
