@@ -307,9 +307,17 @@ func (a *App) Run(ctx context.Context) error {
 		{"strategies", a.DB.FailOrphanStrategies},
 	}
 	for _, o := range orphans {
-		if n, err := o.fail(ctx, "interrupted by a restart"); err != nil {
+		n, err := o.fail(ctx, "interrupted by a restart")
+		if ctx.Err() != nil {
+			// Asked to stop before serving began (a signal during start-up):
+			// a clean stop, with nothing to shut down; the next start
+			// fails what is left.
+			return nil
+		}
+		if err != nil {
 			return err
-		} else if n > 0 {
+		}
+		if n > 0 {
 			a.Log.Warn(o.what+" left unfinished by a restart marked failed", "count", n)
 		}
 	}
