@@ -173,15 +173,8 @@ func agWaitFor(t *testing.T, what string, cond func() bool) {
 // agNotification returns the user's notification that links to a run, or nil.
 func agNotification(t *testing.T, e *env, tok string, runID int64) map[string]any {
 	t.Helper()
-	r := e.do(t, "GET", "/api/notifications?per_page=200", tok, nil)
-	if r.Code != 200 {
-		t.Fatalf("notifications: %d %s", r.Code, r.Body)
-	}
-	link := fmt.Sprintf("/api/agents/runs/%d", runID)
-	for _, n := range agItems(r.Data()) {
-		if n["link"] == link {
-			return n
-		}
+	if ns := notesLinked(t, e, tok, fmt.Sprintf("/api/agents/runs/%d", runID)); len(ns) > 0 {
+		return ns[0]
 	}
 	return nil
 }

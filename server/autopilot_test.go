@@ -165,11 +165,7 @@ func steps(run map[string]any) map[string]map[string]any {
 // notificationOf returns the editor's newest notification of a kind, or nil.
 func (a *apEnv) notificationOf(t *testing.T, kind string) map[string]any {
 	t.Helper()
-	r := a.do(t, "GET", "/api/notifications?per_page=200", a.editor, nil)
-	if r.Code != 200 {
-		t.Fatalf("notifications: %d %s", r.Code, r.Body)
-	}
-	for _, n := range agItems(r.Data()) {
+	for _, n := range myNotes(t, a.env, a.editor) {
 		if n["kind"] == kind {
 			return n
 		}

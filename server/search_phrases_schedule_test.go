@@ -41,12 +41,8 @@ func stamp(v any) time.Time {
 // as "kind|title|link".
 func phraseNotes(t *testing.T, e *env, tok string, id int64) []string {
 	t.Helper()
-	r := e.do(t, "GET", "/api/notifications?per_page=200", tok, nil)
-	if r.Code != 200 {
-		t.Fatalf("notifications: %d %s", r.Code, r.Body)
-	}
 	var out []string
-	for _, n := range agItems(r.Data()) {
+	for _, n := range myNotes(t, e, tok) {
 		link, _ := n["link"].(string)
 		if link == fmt.Sprintf("/api/search-phrases/%d", id) || strings.HasPrefix(link, fmt.Sprintf("/api/search-phrases/%d/", id)) {
 			out = append(out, fmt.Sprintf("%s|%s|%s", n["kind"], n["title"], link))

@@ -73,15 +73,8 @@ func stratJobOf(t *testing.T, e *env, id int64) *store.Job {
 // strategy, or nil.
 func stratNotification(t *testing.T, e *env, tok string, id int64) map[string]any {
 	t.Helper()
-	r := e.do(t, "GET", "/api/notifications?per_page=200", tok, nil)
-	if r.Code != 200 {
-		t.Fatalf("notifications: %d %s", r.Code, r.Body)
-	}
-	link := fmt.Sprintf("/api/seo/strategies/%d", id)
-	for _, n := range agItems(r.Data()) {
-		if n["link"] == link {
-			return n
-		}
+	if ns := notesLinked(t, e, tok, fmt.Sprintf("/api/seo/strategies/%d", id)); len(ns) > 0 {
+		return ns[0]
 	}
 	return nil
 }

@@ -402,15 +402,9 @@ func backoffSetup(t *testing.T) (*agFixture, *flakySite) {
 // oldest first.
 func sourceNotes(t *testing.T, e *env, tok string, id int64) []string {
 	t.Helper()
-	r := e.do(t, "GET", "/api/notifications?per_page=200", tok, nil)
-	if r.Code != 200 {
-		t.Fatalf("notifications: %d %s", r.Code, r.Body)
-	}
 	var kinds []string
-	for _, n := range agItems(r.Data()) {
-		if n["link"] == fmt.Sprintf("/api/web-sources/%d", id) {
-			kinds = append(kinds, n["kind"].(string))
-		}
+	for _, n := range notesLinked(t, e, tok, fmt.Sprintf("/api/web-sources/%d", id)) {
+		kinds = append(kinds, n["kind"].(string))
 	}
 	slices.Reverse(kinds)
 	return kinds

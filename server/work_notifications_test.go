@@ -22,15 +22,22 @@ import (
 // tests count the notifications that link to the thing, so a second one
 // (a retry that notified, a cancel that did) fails them.
 
-// notesLinked is every notification of tok's user that links to link.
-func notesLinked(t *testing.T, e *env, tok, link string) []map[string]any {
+// myNotes is tok's user's notifications, newest first (up to 200).
+func myNotes(t *testing.T, e *env, tok string) []map[string]any {
 	t.Helper()
 	r := e.do(t, "GET", "/api/notifications?per_page=200", tok, nil)
 	if r.Code != 200 {
 		t.Fatalf("notifications: %d %s", r.Code, r.Body)
 	}
+	return agItems(r.Data())
+}
+
+// notesLinked is every notification of tok's user that links to link,
+// newest first.
+func notesLinked(t *testing.T, e *env, tok, link string) []map[string]any {
+	t.Helper()
 	var out []map[string]any
-	for _, n := range agItems(r.Data()) {
+	for _, n := range myNotes(t, e, tok) {
 		if n["link"] == link {
 			out = append(out, n)
 		}
