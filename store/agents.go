@@ -486,13 +486,7 @@ func (db *DB) RunByID(ctx context.Context, id int64) (*AgentRun, error) {
 // StartRun marks a queued run running; false if it is no longer queued
 // (cancelled meanwhile).
 func (db *DB) StartRun(ctx context.Context, id int64) (bool, error) {
-	res, err := db.exec(ctx, `UPDATE agent_runs SET status = 'running', started_at = COALESCE(started_at, ?), error = ''
-		WHERE id = ? AND status IN ('queued', 'running')`, db.now(), id)
-	if err != nil {
-		return false, fmt.Errorf("store: start run: %w", err)
-	}
-	n, _ := res.RowsAffected()
-	return n == 1, nil
+	return db.startRun(ctx, "agent_runs", "run", id, true)
 }
 
 // RunOutcome is how a run ended.
@@ -578,6 +572,25 @@ const runUnfinished = "'queued', 'running'"
 // running; what names them in an error.
 func (db *DB) failOrphans(ctx context.Context, table, unfinished, what, reason string) (int64, error) {
 	return db.failOrphansAt(ctx, table, "finished_at", unfinished, what, reason)
+}
+
+// startRun marks row id of table (a run of some kind) running, with the
+// time it first started; a running one stays so (its job runs again after
+// a restart). False when it is neither queued nor running: cancelled or
+// finished meanwhile, or gone. clearError empties the error an earlier
+// attempt left. what names the row in errors.
+func (db *DB) startRun(ctx context.Context, table, what string, id int64, clearError bool) (bool, error) {
+	set := ""
+	if clearError {
+		set = ", error = ''"
+	}
+	res, err := db.exec(ctx, `UPDATE `+table+` SET status = 'running', started_at = COALESCE(started_at, ?)`+set+`
+		WHERE id = ? AND status IN ('queued', 'running')`, db.now(), id)
+	if err != nil {
+		return false, fmt.Errorf("store: start %s: %w", what, err)
+	}
+	n, _ := res.RowsAffected()
+	return n == 1, nil
 }
 
 // deleteFinished deletes row id of table (a run of some kind, with a

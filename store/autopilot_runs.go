@@ -348,13 +348,7 @@ func (db *DB) ListAutopilotRuns(ctx context.Context, f AutopilotRunFilter) ([]*A
 // StartAutopilotRun marks a queued run running (a running one stays so:
 // its job runs again); false when it is neither.
 func (db *DB) StartAutopilotRun(ctx context.Context, id int64) (bool, error) {
-	res, err := db.exec(ctx, `UPDATE autopilot_runs SET status = 'running', started_at = COALESCE(started_at, ?)
-		WHERE id = ? AND status IN ('queued', 'running')`, db.now(), id)
-	if err != nil {
-		return false, fmt.Errorf("store: start autopilot run: %w", err)
-	}
-	n, _ := res.RowsAffected()
-	return n == 1, nil
+	return db.startRun(ctx, "autopilot_runs", "autopilot run", id, false)
 }
 
 // BeginAutopilotStep records that a step begins (again: one more attempt).

@@ -124,13 +124,7 @@ func (db *DB) CIERunByID(ctx context.Context, id int64) (*CIERun, error) {
 
 // StartCIERun marks a queued run running; false if it is no longer queued.
 func (db *DB) StartCIERun(ctx context.Context, id int64) (bool, error) {
-	res, err := db.exec(ctx, `UPDATE cie_runs SET status = 'running', started_at = COALESCE(started_at, ?), error = ''
-		WHERE id = ? AND status IN ('queued', 'running')`, db.now(), id)
-	if err != nil {
-		return false, fmt.Errorf("store: start cie run: %w", err)
-	}
-	n, _ := res.RowsAffected()
-	return n == 1, nil
+	return db.startRun(ctx, "cie_runs", "cie run", id, true)
 }
 
 // CIEOutcome is how a run ended, with the usage of all its attempts.

@@ -175,13 +175,7 @@ func (db *DB) ListLiveGenerations(ctx context.Context, sessionID int64) ([]*Live
 // StartLiveGeneration marks a queued generation running; false if it is no
 // longer queued.
 func (db *DB) StartLiveGeneration(ctx context.Context, id int64) (bool, error) {
-	res, err := db.exec(ctx, `UPDATE live_generations SET status = 'running', started_at = COALESCE(started_at, ?)
-		WHERE id = ? AND status IN ('queued', 'running')`, db.now(), id)
-	if err != nil {
-		return false, fmt.Errorf("store: start live generation: %w", err)
-	}
-	n, _ := res.RowsAffected()
-	return n == 1, nil
+	return db.startRun(ctx, "live_generations", "live generation", id, false)
 }
 
 // LiveOutcome is how a generation ended. Usage, when Model is set, is the

@@ -125,13 +125,7 @@ func (db *DB) scoutRunByID(ctx context.Context, q querier, id int64) (*ScoutRun,
 // StartScoutRun marks a queued run running (again, after a restart);
 // false if it is finished or gone.
 func (db *DB) StartScoutRun(ctx context.Context, id int64) (bool, error) {
-	res, err := db.exec(ctx, `UPDATE seo_scout_runs SET status = 'running', started_at = COALESCE(started_at, ?), error = ''
-		WHERE id = ? AND status IN ('queued', 'running')`, db.now(), id)
-	if err != nil {
-		return false, fmt.Errorf("store: start scout run: %w", err)
-	}
-	n, _ := res.RowsAffected()
-	return n == 1, nil
+	return db.startRun(ctx, "seo_scout_runs", "scout run", id, true)
 }
 
 // DeleteScoutRun deletes a finished run and, by their foreign key, its
