@@ -17,10 +17,10 @@ func (s *Server) registerAISettingsRoutes() {
 		Summary: "AI content settings: global, an environment's override, and the effective result", Query: aiSettingsQuery{},
 		Data: aiSettingsResponse{}}, s.getAISettings)
 	s.handle(Route{Method: "PUT", Path: "/api/settings/ai-content", Tag: tag, Access: adminOnly, Errors: []int{404},
-		Summary: "Replace the global AI content settings, or an environment's override", Query: aiSettingsQuery{},
+		Summary: "Change the global AI content settings, or an environment's override", Query: aiSettingsQuery{},
 		Body: aiSettingsLevel{}, Data: aiSettingsResponse{},
-		Notes: "The body replaces the whole level: a field left out or null inherits (an environment from the global settings, " +
-			"global from the built-in defaults). Temperature 0 to 2; max_output_tokens 1 to 200000; the credential must be an AI provider " +
+		Notes: "The fields the body holds replace their saved values; a field left out keeps its value, and a field set to null inherits " +
+			"again (an environment from the global settings, global from the built-in defaults). Temperature 0 to 2; max_output_tokens 1 to 200000; the credential must be an AI provider " +
 			"usable at that level. price_overrides maps a model id (or id prefix) to prices in USD per million tokens; " +
 			"context_windows maps one to its context window in tokens (1 to 100000000), by the same lookup."}, s.putAISettings)
 }
@@ -98,11 +98,12 @@ func (s *Server) putAISettings(c *gin.Context) {
 		return
 	}
 	var req aiSettingsLevel
-	if err := decodeJSON(c, &req); err != nil {
+	given, err := decodeJSONFields(c, &req)
+	if err != nil {
 		fail(c, err)
 		return
 	}
-	view, err := s.aiSettings.Put(c.Request.Context(), scope(c), q.EnvironmentID, aisetting.Level(req))
+	view, err := s.aiSettings.Put(c.Request.Context(), scope(c), q.EnvironmentID, aisetting.Level(req), given)
 	if err != nil {
 		fail(c, err)
 		return

@@ -78,6 +78,17 @@ func aisPut(t testing.TB, e *env, tok string, envID int64, body any) resp {
 }
 
 // aisExpect compares the named fields of got with want.
+// aisEvery is a body that sets every field of a level: those of set, and
+// null (inherit) for the others.
+func aisEvery(set map[string]any) map[string]any {
+	body := map[string]any{"credential_id": nil, "model": nil, "temperature": nil, "max_output_tokens": nil, "tone": nil,
+		"language": nil, "target_word_count": nil, "monthly_budget_usd": nil, "price_overrides": nil, "context_windows": nil}
+	for k, v := range set {
+		body[k] = v
+	}
+	return body
+}
+
 func aisExpect(t testing.TB, what string, got map[string]any, want map[string]any) {
 	t.Helper()
 	for k, v := range want {
@@ -114,6 +125,39 @@ func TestAISettingsDefaults(t *testing.T) {
 				t.Errorf("environment_id = %v", d["environment_id"])
 			}
 		}
+	}
+}
+
+// A PUT that leaves a field out keeps its value (the red team's PUT of two
+// fields reset max_output_tokens from 60 to 4096); null inherits again.
+func TestAISettingsPartialPut(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	_, admin := e.user(t, "admin", store.RoleAdmin)
+	envID := cfgEnvironment(t, e, "Blog")
+	for _, id := range []int64{0, envID} {
+		if r := aisPut(t, e, admin, id, map[string]any{"max_output_tokens": 60, "tone": "dry"}); r.Code != 200 {
+			t.Fatalf("%d %s", r.Code, r.Body)
+		}
+		if r := aisPut(t, e, admin, id, map[string]any{"temperature": 0.3, "language": "de"}); r.Code != 200 {
+			t.Fatalf("%d %s", r.Code, r.Body)
+		}
+		d := aisGet(t, e, admin, id)
+		own := d["global"].(map[string]any)
+		if id != 0 {
+			own = d["override"].(map[string]any)
+		}
+		aisExpect(t, "saved", own, map[string]any{"max_output_tokens": 60.0, "tone": "dry", "temperature": 0.3, "language": "de"})
+		aisExpect(t, "effective", d["effective"].(map[string]any), map[string]any{"max_output_tokens": 60.0, "tone": "dry"})
+		if r := aisPut(t, e, admin, id, map[string]any{"tone": nil}); r.Code != 200 {
+			t.Fatalf("%d %s", r.Code, r.Body)
+		}
+		d = aisGet(t, e, admin, id)
+		own = d["global"].(map[string]any)
+		if id != 0 {
+			own = d["override"].(map[string]any)
+		}
+		aisExpect(t, "after null", own, map[string]any{"max_output_tokens": 60.0, "tone": nil, "language": "de"})
 	}
 }
 
@@ -209,8 +253,8 @@ func TestAISettingsMerge(t *testing.T) {
 		t.Errorf("B has no override, updated_at = %v", b["updated_at"])
 	}
 
-	t.Run("PutReplacesTheLevel", func(t *testing.T) {
-		r := aisPut(t, e, admin, 0, map[string]any{"temperature": 0})
+	t.Run("PutOfEveryFieldReplacesTheLevel", func(t *testing.T) {
+		r := aisPut(t, e, admin, 0, aisEvery(map[string]any{"temperature": 0}))
 		if r.Code != 200 {
 			t.Fatalf("%d %s", r.Code, r.Body)
 		}
@@ -223,7 +267,7 @@ func TestAISettingsMerge(t *testing.T) {
 		// The environment still sees its own fields over the new global ones.
 		aisExpect(t, "effective", aisGet(t, e, admin, envA)["effective"].(map[string]any), map[string]any{
 			"credential_id": own.ID, "model": "", "temperature": 1.3, "language": "pt-BR", "tone": "professional"})
-		if r := aisPut(t, e, admin, envA, map[string]any{}); r.Code != 200 {
+		if r := aisPut(t, e, admin, envA, aisEvery(nil)); r.Code != 200 {
 			t.Fatalf("empty override: %d %s", r.Code, r.Body)
 		}
 		aisExpect(t, "effective", aisGet(t, e, admin, envA)["effective"].(map[string]any), map[string]any{

@@ -166,6 +166,28 @@ func decodeJSON(c *gin.Context, dst any) error {
 	return validate(dst)
 }
 
+// decodeJSONFields is decodeJSON that also answers which top-level fields
+// the body holds (a null included), for a PUT whose left-out fields keep
+// their saved values.
+func decodeJSONFields(c *gin.Context, dst any) (map[string]bool, error) {
+	var raw bytes.Buffer
+	if err := decodeBody(io.TeeReader(c.Request.Body, &raw), dst); err != nil {
+		return nil, err
+	}
+	if err := validate(dst); err != nil {
+		return nil, err
+	}
+	var fields map[string]json.RawMessage
+	if err := json.Unmarshal(raw.Bytes(), &fields); err != nil { // read once already: cannot fail
+		return nil, fmt.Errorf("decode fields: %w", err)
+	}
+	given := make(map[string]bool, len(fields))
+	for name := range fields {
+		given[name] = true
+	}
+	return given, nil
+}
+
 func decodeBody(body io.Reader, dst any) error {
 	dec := json.NewDecoder(body)
 	dec.DisallowUnknownFields()

@@ -106,9 +106,20 @@ func (s *Service) Get(ctx context.Context, sc store.Scope, envID *int64) (*View,
 	return v, nil
 }
 
-// Put replaces a whole level, global (envID nil) or an environment's, and
-// returns its view.
-func (s *Service) Put(ctx context.Context, sc store.Scope, envID *int64, lvl Level) (*View, error) {
+// Fields names the fields of a Level a caller set, by their JSON names
+// (those the errors name).
+type Fields map[string]bool
+
+// AllFields sets every field of a level: what lvl leaves nil inherits.
+var AllFields = Fields{"credential_id": true, "model": true, "temperature": true, "max_output_tokens": true,
+	"tone": true, "language": true, "target_word_count": true, "monthly_budget_usd": true,
+	"price_overrides": true, "context_windows": true}
+
+// Put changes a level, global (envID nil) or an environment's, and returns
+// its view. The fields in given take lvl's values (nil: inherit again); the
+// others keep what was saved, so a client that leaves a field out never
+// resets it.
+func (s *Service) Put(ctx context.Context, sc store.Scope, envID *int64, lvl Level, given Fields) (*View, error) {
 	if err := sc.RequireAdmin(); err != nil {
 		return nil, err
 	}
@@ -117,6 +128,11 @@ func (s *Service) Put(ctx context.Context, sc store.Scope, envID *int64, lvl Lev
 			return nil, err
 		}
 	}
+	saved, err := s.db.AISettingsFor(ctx, envID)
+	if err != nil {
+		return nil, err
+	}
+	lvl.keepUnset(levelOf(saved), given)
 	if err := lvl.normalize(); err != nil {
 		return nil, err
 	}
@@ -132,6 +148,26 @@ func (s *Service) Put(ctx context.Context, sc store.Scope, envID *int64, lvl Lev
 		return nil, err
 	}
 	return s.Get(ctx, sc, envID)
+}
+
+// keepUnset gives the fields not in given their saved values.
+func (l *Level) keepUnset(saved Level, given Fields) {
+	keep(given, "credential_id", &l.CredentialID, saved.CredentialID)
+	keep(given, "model", &l.Model, saved.Model)
+	keep(given, "temperature", &l.Temperature, saved.Temperature)
+	keep(given, "max_output_tokens", &l.MaxOutputTokens, saved.MaxOutputTokens)
+	keep(given, "tone", &l.Tone, saved.Tone)
+	keep(given, "language", &l.Language, saved.Language)
+	keep(given, "target_word_count", &l.TargetWordCount, saved.TargetWordCount)
+	keep(given, "monthly_budget_usd", &l.MonthlyBudgetUSD, saved.MonthlyBudgetUSD)
+	keep(given, "price_overrides", &l.PriceOverrides, saved.PriceOverrides)
+	keep(given, "context_windows", &l.ContextWindows, saved.ContextWindows)
+}
+
+func keep[T any](given Fields, field string, dst *T, saved T) {
+	if !given[field] {
+		*dst = saved
+	}
 }
 
 func levelOf(s *store.AISettings) Level {

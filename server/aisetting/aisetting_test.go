@@ -91,7 +91,7 @@ func TestPutAndGet(t *testing.T) {
 		t.Fatalf("never saved: %+v, %v", v, err)
 	}
 	v, err = r.svc.Put(ctx, admin, nil, aisetting.Level{CredentialID: &r.cred, Model: ptr("  gpt-4o-mini "), Temperature: ptr(0.2),
-		PriceOverrides: map[string]store.Price{" llama3.1 ": {Input: 0.1, Output: 0.2}}})
+		PriceOverrides: map[string]store.Price{" llama3.1 ": {Input: 0.1, Output: 0.2}}}, aisetting.AllFields)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -102,7 +102,7 @@ func TestPutAndGet(t *testing.T) {
 		t.Fatalf("price override keys are not trimmed: %v", v.Global.PriceOverrides)
 	}
 
-	v, err = r.svc.Put(ctx, admin, &r.env, aisetting.Level{CredentialID: &r.envCred, Tone: ptr("friendly")})
+	v, err = r.svc.Put(ctx, admin, &r.env, aisetting.Level{CredentialID: &r.envCred, Tone: ptr("friendly")}, aisetting.AllFields)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -110,8 +110,19 @@ func TestPutAndGet(t *testing.T) {
 		v.Effective.Model != fmt.Sprintf("environment %d", r.env) {
 		t.Fatalf("environment: %+v", v)
 	}
-	// A PUT replaces the whole level: what is left out inherits again.
-	v, err = r.svc.Put(ctx, admin, nil, aisetting.Level{Temperature: ptr(1.0)})
+	// Only the fields given change: max_output_tokens and the model stay,
+	// the temperature changes, the tone set to nil inherits again.
+	if _, err := r.svc.Put(ctx, admin, nil, aisetting.Level{MaxOutputTokens: ptr(60), Tone: ptr("dry")},
+		aisetting.Fields{"max_output_tokens": true, "tone": true}); err != nil {
+		t.Fatal(err)
+	}
+	v, err = r.svc.Put(ctx, admin, nil, aisetting.Level{Temperature: ptr(0.7)}, aisetting.Fields{"temperature": true, "tone": true})
+	if err != nil || *v.Global.MaxOutputTokens != 60 || *v.Global.Model != "gpt-4o-mini" || *v.Global.Temperature != 0.7 ||
+		v.Global.Tone != nil {
+		t.Fatalf("a PUT of two fields changed others: %+v, %v", v, err)
+	}
+	// Every field given replaces the whole level: what is nil inherits again.
+	v, err = r.svc.Put(ctx, admin, nil, aisetting.Level{Temperature: ptr(1.0)}, aisetting.AllFields)
 	if err != nil || v.Global.Model != nil || v.Global.CredentialID != nil || len(v.Global.PriceOverrides) != 0 {
 		t.Fatalf("replaced global: %+v, %v", v, err)
 	}
@@ -123,7 +134,7 @@ func TestPutAndGet(t *testing.T) {
 func TestRefused(t *testing.T) {
 	ctx := context.Background()
 	r := newRig(t)
-	if _, err := r.svc.Put(ctx, admin, nil, aisetting.Level{Model: ptr("kept")}); err != nil {
+	if _, err := r.svc.Put(ctx, admin, nil, aisetting.Level{Model: ptr("kept")}, aisetting.AllFields); err != nil {
 		t.Fatal(err)
 	}
 	many := map[string]store.Price{}
@@ -165,7 +176,7 @@ func TestRefused(t *testing.T) {
 		{"OtherEnvironmentsCredential", &r.env, aisetting.Level{CredentialID: &r.otherCreds}, "credential_id"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			_, err := r.svc.Put(ctx, admin, c.env, c.lvl)
+			_, err := r.svc.Put(ctx, admin, c.env, c.lvl, aisetting.AllFields)
 			storetest.WantKind(t, err, store.KindInvalid)
 			if !strings.HasPrefix(store.Message(err), c.field+":") {
 				t.Fatalf("message %q does not name %s", store.Message(err), c.field)
@@ -173,13 +184,13 @@ func TestRefused(t *testing.T) {
 		})
 	}
 	t.Run("UnknownEnvironment", func(t *testing.T) {
-		_, err := r.svc.Put(ctx, admin, ptr(int64(9999)), aisetting.Level{})
+		_, err := r.svc.Put(ctx, admin, ptr(int64(9999)), aisetting.Level{}, aisetting.AllFields)
 		storetest.WantKind(t, err, store.KindNotFound)
 		_, err = r.svc.Get(ctx, admin, ptr(int64(9999)))
 		storetest.WantKind(t, err, store.KindNotFound)
 	})
 	t.Run("NotAdmin", func(t *testing.T) {
-		_, err := r.svc.Put(ctx, editor, nil, aisetting.Level{})
+		_, err := r.svc.Put(ctx, editor, nil, aisetting.Level{}, aisetting.AllFields)
 		storetest.WantKind(t, err, store.KindForbidden)
 		_, err = r.svc.Get(ctx, editor, nil)
 		storetest.WantKind(t, err, store.KindForbidden)
