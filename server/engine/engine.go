@@ -200,8 +200,8 @@ type Result struct {
 	// the error.
 	Partial bool
 	// UsageEstimated says Usage was estimated (EstimateTokens), in part or
-	// whole, because the provider had not reported it when the stream was
-	// cut off; the usage event says so too.
+	// whole, because the provider did not report it (a stream cut off, or
+	// a server that sends no usage); the usage event says so too.
 	UsageEstimated bool
 }
 
@@ -340,9 +340,7 @@ func (e *Engine) run(ctx context.Context, c Call, onDelta func(string) error) (*
 		if resp.Model != "" {
 			res.Model = resp.Model
 		}
-		if resp.Partial {
-			res.Usage, res.UsageEstimated = cutOffUsage(p.req, resp)
-		}
+		res.Usage, res.UsageEstimated = completeUsage(p.req, resp)
 	}
 	// A failed call is priced too: zero for a known model that used no
 	// tokens, null for an unknown one.
@@ -361,19 +359,26 @@ func (e *Engine) run(ctx context.Context, c Call, onDelta func(string) error) (*
 	return res, nil
 }
 
-// cutOffUsage is the usage of a stream cut off after its answer began.
-// Providers report usage at the end (OpenAI) or the input at the start
-// and the output at the end (Anthropic), so a cut-off stream has little or
-// none: each count the provider did not report is estimated from the
-// text sent and received, and the result says whether any was.
-func cutOffUsage(req ai.Request, resp *ai.Response) (ai.Usage, bool) {
+// completeUsage is the usage of a response, with each count the provider
+// did not report estimated from the text sent and received; the result
+// says whether any was. A stream cut off after its answer began has little
+// or none (providers report usage at the end, as OpenAI does, or the input
+// at the start and the output at the end, as Anthropic does), and some
+// OpenAI-compatible servers never report it (they ignore
+// stream_options.include_usage): a call that cost tokens is never
+// recorded as 0, where budgets would not see it.
+func completeUsage(req ai.Request, resp *ai.Response) (ai.Usage, bool) {
 	u, estimated := resp.Usage, false
 	if u.InputTokens == 0 {
 		u.InputTokens, estimated = EstimatePrompt(req.System, req.Messages), true
 	}
-	// Anthropic's message_start says 1 output token: what was streamed
-	// since is more.
-	if out := EstimateTokens(resp.Text); out > u.OutputTokens {
+	out := EstimateTokens(resp.Text)
+	switch {
+	case u.OutputTokens == 0 && out > 0:
+		u.OutputTokens, estimated = out, true
+	case resp.Partial && out > u.OutputTokens:
+		// Anthropic's message_start says 1 output token: what was
+		// streamed since is more.
 		u.OutputTokens, estimated = out, true
 	}
 	return u, estimated

@@ -542,6 +542,55 @@ func TestStream(t *testing.T) {
 	})
 }
 
+// A server that ignores stream_options.include_usage (Ollama without its
+// usage chunk, other OpenAI-compatible servers) ends a stream with no
+// usage: the call is estimated and marked so, never recorded as 0 tokens,
+// for streamed and plain calls alike.
+func TestUsageNotReported(t *testing.T) {
+	r := newRig(t, engine.Options{})
+	f := newLLM(t, func(n int, req map[string]any, w http.ResponseWriter, _ *http.Request) {
+		if stream, _ := req["stream"].(bool); stream {
+			streamChunks(w, "gpt-4o-mini", []string{"Hello ", "streamed ", "world, at some length."}, false)
+			fmt.Fprint(w, "data: [DONE]\n\n")
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		fmt.Fprint(w, `{"id":"c1","object":"chat.completion","created":1,"model":"gpt-4o-mini","choices":[{"index":0,"message":{"role":"assistant","content":"Hello plain world, at some length."},"finish_reason":"stop"}]}`)
+	})
+	cred := r.credential(t, "openai", f.URL(), goodKey, "gpt-4o-mini", nil)
+	call := engine.Call{Source: "chat", CredentialID: &cred, System: "You are terse.", Messages: hello}
+	for _, streamed := range []bool{true, false} {
+		var res *engine.Result
+		var err error
+		if streamed {
+			res, err = r.eng.Stream(context.Background(), call, func(string) error { return nil })
+		} else {
+			res, err = r.eng.Generate(context.Background(), call)
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		wantIn, wantOut := engine.EstimatePrompt(call.System, call.Messages), engine.EstimateTokens(res.Text)
+		if !res.UsageEstimated || res.Usage.InputTokens != wantIn || res.Usage.OutputTokens != wantOut || wantOut == 0 {
+			t.Fatalf("streamed %v: usage %+v estimated %v, want %d in and %d out, estimated", streamed, res.Usage, res.UsageEstimated, wantIn, wantOut)
+		}
+		ev := r.usage(t)[0]
+		if !ev.Estimated || ev.InputTokens != wantIn || ev.OutputTokens != wantOut || ev.Status != "ok" ||
+			ev.CostUSD == nil || *ev.CostUSD <= 0 {
+			t.Fatalf("streamed %v: usage event %+v", streamed, ev)
+		}
+	}
+	// A provider that reports its usage is never second-guessed.
+	g := newLLM(t, func(n int, req map[string]any, w http.ResponseWriter, _ *http.Request) {
+		completion(w, "gpt-4o-mini", "Hello.")
+	})
+	cred = r.credential(t, "openai", g.URL(), goodKey, "gpt-4o-mini", nil)
+	res, err := r.eng.Generate(context.Background(), engine.Call{Source: "chat", CredentialID: &cred, Messages: hello})
+	if err != nil || res.UsageEstimated || res.Usage.InputTokens != 1000 || res.Usage.OutputTokens != 500 {
+		t.Fatalf("reported usage: %+v, %v", res, err)
+	}
+}
+
 func TestUnknownModelHasNoCost(t *testing.T) {
 	r := newRig(t, engine.Options{})
 	f := newLLM(t, func(n int, req map[string]any, w http.ResponseWriter, _ *http.Request) {
