@@ -164,3 +164,25 @@ func TestQueryErrorsNameTheParameter(t *testing.T) {
 		}
 	}
 }
+
+// A deleted resource's id is never given again (the red team deleted live
+// session 2 and the next session got id 2, so old links reached it).
+func TestDeletedIDsAreNotReused(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	_, admin := e.user(t, "admin", store.RoleAdmin)
+	var ids []any
+	for _, name := range []string{"First", "Second"} {
+		r := e.do(t, "POST", "/api/environments", admin, map[string]any{"name": name})
+		if r.Code != 201 {
+			t.Fatalf("create: %d %s", r.Code, r.Body)
+		}
+		ids = append(ids, r.Data()["id"])
+		if r := e.do(t, "DELETE", fmt.Sprintf("/api/environments/%v", r.Data()["id"]), admin, nil); r.Code != 200 {
+			t.Fatalf("delete: %d %s", r.Code, r.Body)
+		}
+	}
+	if ids[0] == ids[1] {
+		t.Fatalf("the deleted environment's id %v was given again", ids[0])
+	}
+}

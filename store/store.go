@@ -17,6 +17,7 @@ import (
 	"os"
 	"regexp"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -432,7 +433,8 @@ func SchemaVersion() int { return migrations.Latest() }
 // folding), by version: each runs in the migrations' transaction, right
 // after its SQL file.
 var goSteps = map[int]func(ctx context.Context, tx *sql.Tx) error{
-	6: keyEmails,
+	6:  keyEmails,
+	22: autoincrementIDs,
 }
 
 func (db *DB) migrate(ctx context.Context) error {
@@ -492,13 +494,32 @@ const createMigrationsTable = `CREATE TABLE IF NOT EXISTS schema_migrations (
 // expectedSchema), so the two cannot drift apart.
 func applyMigrations(ctx context.Context, b interface {
 	BeginTx(context.Context, *sql.TxOptions) (*sql.Tx, error)
-}, ms []migration, now string) error {
+	ExecContext(context.Context, string, ...any) (sql.Result, error)
+}, ms []migration, now string) (err error) {
+	// Foreign keys are off while the migrations run, as SQLite's procedure
+	// for rebuilding a table asks (a table dropped to be made again must
+	// not cascade to its children), and checked whole before the commit;
+	// legacy_alter_table keeps a rename to the renamed table alone. Both
+	// can only change outside a transaction, on this one connection.
+	if _, err := b.ExecContext(ctx, `PRAGMA foreign_keys = OFF; PRAGMA legacy_alter_table = ON`); err != nil {
+		return fmt.Errorf("store: migrate: %w", err)
+	}
+	defer func() {
+		if _, resetErr := b.ExecContext(context.WithoutCancel(ctx), `PRAGMA foreign_keys = ON; PRAGMA legacy_alter_table = OFF`); resetErr != nil {
+			err = errors.Join(err, fmt.Errorf("store: migrate: %w", resetErr))
+		}
+	}()
 	tx, err := b.BeginTx(ctx, nil)
 	if err != nil {
 		return fmt.Errorf("store: migrate: %w", err)
 	}
+	withIDs := slices.ContainsFunc(ms, func(m migration) bool { return m.version == idsMigration })
 	for _, m := range ms {
-		if _, err := tx.ExecContext(ctx, m.sql); err != nil {
+		text := m.sql
+		if withIDs && m.version < idsMigration {
+			text = withAutoincrement(text)
+		}
+		if _, err := tx.ExecContext(ctx, text); err != nil {
 			return errors.Join(fmt.Errorf("store: migration %s: %w", m.name, err), tx.Rollback())
 		}
 		if step := goSteps[m.version]; step != nil {
@@ -511,10 +532,32 @@ func applyMigrations(ctx context.Context, b interface {
 			return errors.Join(fmt.Errorf("store: migration %s: %w", m.name, err), tx.Rollback())
 		}
 	}
+	if err := foreignKeyCheck(ctx, tx); err != nil {
+		return errors.Join(fmt.Errorf("store: migrate: %w", err), tx.Rollback())
+	}
 	if err := tx.Commit(); err != nil {
 		return fmt.Errorf("store: migrate: %w", err)
 	}
 	return nil
+}
+
+// foreignKeyCheck fails if any row references a row that does not exist.
+func foreignKeyCheck(ctx context.Context, tx *sql.Tx) error {
+	rows, err := tx.QueryContext(ctx, `PRAGMA foreign_key_check`)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	if rows.Next() {
+		var table, parent string
+		var rowid sql.NullInt64
+		var fk int
+		if err := rows.Scan(&table, &rowid, &parent, &fk); err != nil {
+			return err
+		}
+		return fmt.Errorf("row %d of %s references a missing row of %s", rowid.Int64, table, parent)
+	}
+	return rows.Err()
 }
 
 // parseTime reads a stored time; a malformed value is a bug, reported as zero.
