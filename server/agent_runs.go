@@ -16,7 +16,7 @@ import (
 
 type executeRequest struct {
 	Input         string            `json:"input" binding:"required,max=100000"`
-	Variables     map[string]string `json:"variables" binding:"max=100"`
+	Variables     map[string]string `json:"variables" binding:"max=100,dive,max=20000"`
 	EnvironmentID *int64            `json:"environment_id" binding:"omitempty,gt=0" doc:"where the run counts; default: the agent's environment"`
 	Stream        bool              `json:"stream"`
 }

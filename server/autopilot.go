@@ -102,7 +102,7 @@ type autopilotConfigRequest struct {
 	MonthlyBudgetUSD *float64          `json:"monthly_budget_usd" binding:"omitempty,gt=0" doc:"null: none"`
 	PostStatus       string            `json:"post_status" binding:"omitempty,oneof=campaign draft publish" doc:"campaign (the default): each campaign's own"`
 	AutoResume       *bool             `json:"auto_resume" doc:"resume by itself the next day or month after a budget or daily limit pause; default true"`
-	Variables        map[string]string `json:"variables" binding:"max=20" doc:"values for every generation, such as audience"`
+	Variables        map[string]string `json:"variables" binding:"max=20,dive,max=5000" doc:"values for every generation, such as audience"`
 }
 
 type autopilotConfigResponse struct {

@@ -127,7 +127,7 @@ type archetypeListQuery struct {
 }
 
 type previewRequest struct {
-	Variables     map[string]string `json:"variables" binding:"max=50"`
+	Variables     map[string]string `json:"variables" binding:"max=50,dive,max=5000"`
 	EnvironmentID *int64            `json:"environment_id" binding:"omitempty,gt=0" doc:"whose AI settings (language, tone) apply; default: the global ones"`
 	AgentID       *int64            `json:"agent_id" binding:"omitempty,gt=0" doc:"its system prompt comes first; needs environment_id"`
 }
@@ -139,7 +139,7 @@ type previewResponse struct {
 }
 
 type generateRequest struct {
-	Variables     map[string]string `json:"variables" binding:"max=50"`
+	Variables     map[string]string `json:"variables" binding:"max=50,dive,max=5000"`
 	AgentID       *int64            `json:"agent_id" binding:"omitempty,gt=0" doc:"its system prompt, credential, model and parameters apply"`
 	EnvironmentID int64             `json:"environment_id" binding:"required,gt=0"`
 	Stream        bool              `json:"stream"`

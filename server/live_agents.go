@@ -84,7 +84,7 @@ type liveSessionRequest struct {
 
 type liveGenerateRequest struct {
 	Prompt    string            `json:"prompt" binding:"required,max=100000"`
-	Variables map[string]string `json:"variables" binding:"max=100" doc:"values of {{name}} placeholders in the prompt and the agent's system prompt"`
+	Variables map[string]string `json:"variables" binding:"max=100,dive,max=20000" doc:"values of {{name}} placeholders in the prompt and the agent's system prompt"`
 }
 
 type liveSessionResponse struct {

@@ -212,7 +212,13 @@ func BuildOpenAPI(routes []*server.Route, version string) ([]byte, error) {
 		}
 		nullableRefs(t, doc.Components.Schemas)
 		inlineTimestamps(t, doc.Components.Schemas)
+		applyBindings(t, doc.Components.Schemas)
 	}
+	seen := map[*openapi3.Schema]bool{}
+	for _, ref := range doc.Components.Schemas {
+		nullEnums(ref.Value, seen)
+	}
+	doc.Servers = openapi3.Servers{{URL: "/", Description: "this server: every path starts with /api"}}
 	delete(doc.Components.Schemas, timestampType.Name())
 	for _, ref := range doc.Components.Schemas {
 		if ref.Value != nil {
@@ -315,33 +321,140 @@ func inlineTimestampFields(t reflect.Type, ref *openapi3.SchemaRef) {
 	}
 }
 
-// customizeSchema adds what struct tags say: doc → description, enum and
-// binding oneof → enum, binding max → maxLength for strings.
-func customizeSchema(_ string, t reflect.Type, tag reflect.StructTag, s *openapi3.Schema) error {
+// customizeSchema adds what struct tags say that is not a rule: doc →
+// description, enum → enum. The `binding` rules are declared by
+// bindingSchema, which knows whether a schema is a field's or its items'.
+func customizeSchema(_ string, _ reflect.Type, tag reflect.StructTag, s *openapi3.Schema) error {
 	if d := tag.Get("doc"); d != "" {
 		s.Description = d
 	}
-	if e := tag.Get("enum"); e != "" {
+	if e := tag.Get("enum"); e != "" && len(s.Enum) == 0 {
 		for _, v := range strings.Split(e, ",") {
 			s.Enum = append(s.Enum, v)
 		}
 	}
-	for _, rule := range strings.Split(tag.Get("binding"), ",") {
-		k, v, _ := strings.Cut(rule, "=")
+	return nil
+}
+
+// bindingSchema declares a field's `binding` rules on its schema s, as the
+// server checks them (server/rules.go): the rules before dive on the field
+// (a slice's or map's size: minItems, maxItems, maxProperties), those
+// after it on each item or map value; min and max are characters for a
+// string and bounds for a number; oneof is an enum.
+func bindingSchema(ft reflect.Type, binding string, s *openapi3.Schema) {
+	if binding == "" || s == nil {
+		return
+	}
+	for ft.Kind() == reflect.Pointer {
+		ft = ft.Elem()
+	}
+	own, items, dive := strings.Cut(binding, ",dive")
+	if !dive {
+		own, items, dive = strings.Cut(binding, "dive")
+	}
+	for _, r := range strings.Split(own, ",") {
+		k, v, _ := strings.Cut(r, "=")
+		declareRule(ft.Kind(), k, v, s)
+	}
+	if !dive {
+		return
+	}
+	items = strings.TrimPrefix(items, ",")
+	switch {
+	case ft.Kind() == reflect.Slice && s.Items != nil && s.Items.Ref == "":
+		bindingSchema(ft.Elem(), items, s.Items.Value)
+	case ft.Kind() == reflect.Map && s.AdditionalProperties.Schema != nil && s.AdditionalProperties.Schema.Ref == "":
+		bindingSchema(ft.Elem(), items, s.AdditionalProperties.Schema.Value)
+	}
+}
+
+func declareRule(kind reflect.Kind, k, v string, s *openapi3.Schema) {
+	n, intErr := strconv.ParseUint(v, 10, 64)
+	f, floatErr := strconv.ParseFloat(v, 64)
+	switch {
+	case k == "oneof":
+		s.Enum = nil
+		for _, x := range strings.Fields(v) {
+			s.Enum = append(s.Enum, x)
+		}
+	case kind == reflect.String && intErr == nil && (k == "min" || k == "max"):
+		if k == "min" {
+			s.MinLength = n
+		} else {
+			s.MaxLength = &n
+		}
+	case kind == reflect.Slice && intErr == nil && (k == "min" || k == "max"):
+		if k == "min" {
+			s.MinItems = n
+		} else {
+			s.MaxItems = &n
+		}
+	case kind == reflect.Map && intErr == nil && (k == "min" || k == "max"):
+		if k == "min" {
+			s.MinProps = n
+		} else {
+			s.MaxProps = &n
+		}
+	case floatErr == nil && (s.Type.Is(openapi3.TypeInteger) || s.Type.Is(openapi3.TypeNumber)):
 		switch k {
-		case "oneof":
-			if len(s.Enum) == 0 {
-				for _, x := range strings.Fields(v) {
-					s.Enum = append(s.Enum, x)
-				}
-			}
-		case "max":
-			if n, err := strconv.ParseUint(v, 10, 64); err == nil && s.Type.Is(openapi3.TypeString) {
-				s.MaxLength = &n
-			}
+		case "min", "gte":
+			s.Min = &f
+		case "max", "lte":
+			s.Max = &f
+		case "gt":
+			yes := true
+			s.Min, s.ExclusiveMin = &f, openapi3.ExclusiveBound{Bool: &yes}
 		}
 	}
-	return nil
+}
+
+// applyBindings declares the binding rules of t's fields on the
+// properties of its component schema (embedded structs' fields included);
+// a property that is a reference (a struct) keeps only its own schema.
+func applyBindings(t reflect.Type, schemas openapi3.Schemas) {
+	if ref := schemas[t.Name()]; ref != nil && ref.Value != nil {
+		applyFieldBindings(t, ref.Value)
+	}
+}
+
+func applyFieldBindings(t reflect.Type, s *openapi3.Schema) {
+	for i := 0; i < t.NumField(); i++ {
+		f := t.Field(i)
+		if f.Anonymous && f.Type.Kind() == reflect.Struct {
+			applyFieldBindings(f.Type, s)
+			continue
+		}
+		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+		prop := s.Properties[name]
+		if name == "" || prop == nil || prop.Ref != "" || prop.Value == nil {
+			continue
+		}
+		bindingSchema(f.Type, f.Tag.Get("binding"), prop.Value)
+	}
+}
+
+// nullEnums lets every nullable enum hold null, as OpenAPI 3.0 wants of a
+// value the server sends or takes as null (strict validators, ajv among
+// them, otherwise refuse the null).
+func nullEnums(s *openapi3.Schema, seen map[*openapi3.Schema]bool) {
+	if s == nil || seen[s] {
+		return
+	}
+	seen[s] = true
+	if s.Nullable && len(s.Enum) > 0 && !slices.Contains(s.Enum, any(nil)) {
+		s.Enum = append(s.Enum, nil)
+	}
+	for _, p := range s.Properties {
+		if p.Ref == "" {
+			nullEnums(p.Value, seen)
+		}
+	}
+	if s.Items != nil && s.Items.Ref == "" {
+		nullEnums(s.Items.Value, seen)
+	}
+	if ap := s.AdditionalProperties.Schema; ap != nil && ap.Ref == "" {
+		nullEnums(ap.Value, seen)
+	}
 }
 
 // requiredForms lists the `form` names of a struct's required fields.
@@ -386,6 +499,7 @@ func queryParams(t reflect.Type) []*openapi3.Parameter {
 			schema = openapi3.NewDateTimeSchema()
 		}
 		_ = customizeSchema(name, ft, f.Tag, schema)
+		bindingSchema(ft, f.Tag.Get("binding"), schema)
 		p := openapi3.NewQueryParameter(name).WithSchema(schema).WithDescription(f.Tag.Get("doc"))
 		out = append(out, p)
 	}

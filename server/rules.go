@@ -3,6 +3,7 @@ package server
 import (
 	"fmt"
 	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -84,8 +85,12 @@ func checkRules(v any) *ruleError {
 type pathSeg struct {
 	parent *pathSeg
 	field  *ruleField
-	index  int // -1: the field itself; else an item of it
+	index  int    // -1: the field itself; mapValue: the value of key; else an item of it
+	key    string // of a map's value
 }
+
+// mapValue is the index of a map's value in a path.
+const mapValue = -2
 
 func (p *pathSeg) jsonPath() string {
 	var segs []*pathSeg
@@ -97,6 +102,8 @@ func (p *pathSeg) jsonPath() string {
 		switch s := segs[i]; {
 		case s.index >= 0:
 			b.WriteString("[" + strconv.Itoa(s.index) + "]")
+		case s.index == mapValue:
+			b.WriteString("." + s.key)
 		case s.field.json == "": // an embedded struct: JSON lifts its fields
 		default:
 			if b.Len() > 0 {
@@ -113,7 +120,11 @@ func (p *pathSeg) jsonPath() string {
 func (p *pathSeg) formName() string {
 	suffix := ""
 	s := p
-	for ; s != nil && s.index >= 0; s = s.parent {
+	for ; s != nil && s.index != -1; s = s.parent {
+		if s.index == mapValue {
+			suffix = "." + s.key + suffix
+			continue
+		}
 		suffix = "[" + strconv.Itoa(s.index) + "]" + suffix
 	}
 	if s == nil {
@@ -168,6 +179,9 @@ func checkField(v reflect.Value, rules []rule, at *pathSeg) *ruleError {
 				return nil
 			}
 		case "dive":
+			if kind == reflect.Map {
+				return checkMapValues(v, rules[i+1:], at)
+			}
 			for j := 0; j < v.Len(); j++ {
 				if err := checkField(v.Index(j), rules[i+1:], &pathSeg{parent: at, index: j}); err != nil {
 					return err
@@ -182,6 +196,19 @@ func checkField(v reflect.Value, rules []rule, at *pathSeg) *ruleError {
 	}
 	if nested {
 		return checkStruct(v, at)
+	}
+	return nil
+}
+
+// checkMapValues applies rules to each value of a map with string keys, in
+// key order, so that the first broken one is always the same.
+func checkMapValues(v reflect.Value, rules []rule, at *pathSeg) *ruleError {
+	keys := v.MapKeys()
+	slices.SortFunc(keys, func(a, b reflect.Value) int { return strings.Compare(a.String(), b.String()) })
+	for _, k := range keys {
+		if err := checkField(v.MapIndex(k), rules, &pathSeg{parent: at, index: mapValue, key: k.String()}); err != nil {
+			return err
+		}
 	}
 	return nil
 }

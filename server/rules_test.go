@@ -45,7 +45,7 @@ type ruleProbe struct {
 	IDs      []int64           `json:"ids" binding:"required,max=3,dive,gt=0"`
 	MoreIDs  *[]int64          `json:"more_ids" binding:"omitempty,max=2,dive,gt=0"`
 	Words    []string          `json:"words" binding:"omitempty,max=3,dive,min=2"`
-	Vars     map[string]string `json:"vars" binding:"max=2"`
+	Vars     map[string]string `json:"vars" binding:"max=2,dive,max=3"`
 	Outline  []ruleSection     `json:"outline" binding:"max=2,dive"`
 	POutline *[]ruleSection    `json:"p_outline" binding:"omitempty,max=2,dive"`
 	Inner    ruleInner         `json:"inner"`
@@ -103,6 +103,8 @@ func TestCheckRules(t *testing.T) {
 		{"dive through a pointer to a slice", func(p *ruleProbe) { p.MoreIDs = &[]int64{0} }, "more_ids[0]: must be greater than 0"},
 		{"dive on strings", func(p *ruleProbe) { p.Words = []string{"ab", "c"} }, "words[1]: must be at least 2 characters"},
 		{"map counts items", func(p *ruleProbe) { p.Vars = map[string]string{"a": "", "b": "", "c": ""} }, "vars: must be at most 2"},
+		{"map value too long", func(p *ruleProbe) { p.Vars = map[string]string{"a": "abc", "b": "abcd"} }, "vars.b: must be at most 3 characters"},
+		{"map values kept", func(p *ruleProbe) { p.Vars = map[string]string{"a": "abc", "b": ""} }, ""},
 		{"slice of structs over max", func(p *ruleProbe) { p.Outline = make([]ruleSection, 3) }, "outline: must have at most 2 items"},
 		{"dive into structs", func(p *ruleProbe) { p.Outline = []ruleSection{{Heading: "h"}, {}} }, "outline[1].heading: is required"},
 		{"second rule of a dived struct", func(p *ruleProbe) {
@@ -174,7 +176,10 @@ func jsonNamespace(t reflect.Type, ns string) string {
 			return ns
 		}
 		jn, _, _ := strings.Cut(f.Tag.Get("json"), ",")
-		if idx != "" {
+		switch {
+		case idx != "" && f.Type.Kind() == reflect.Map: // a map's value: vars.key
+			jn += "." + strings.TrimSuffix(idx, "]")
+		case idx != "":
 			jn += "[" + idx
 		}
 		parts[i] = jn
