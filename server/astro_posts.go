@@ -61,8 +61,8 @@ type astroPostRequest struct {
 	Description   string     `json:"description" binding:"max=1000" doc:"the starter's schema requires it; empty is written as \"\""`
 	Slug          string     `json:"slug" binding:"max=96" doc:"empty: made from the title"`
 	Body          string     `json:"body" doc:"Markdown, at most 2,000,000 characters"`
-	PubDate       *time.Time `json:"pub_date" doc:"default: now"`
-	UpdatedDate   *time.Time `json:"updated_date"`
+	PubDate       *Timestamp `json:"pub_date" doc:"default: now"`
+	UpdatedDate   *Timestamp `json:"updated_date"`
 	HeroImage     string     `json:"hero_image" binding:"max=2000" doc:"an https URL, or a path relative to the post (./hero.jpg) of an image in the project"`
 	Draft         bool       `json:"draft"`
 	CategoryIDs   []int64    `json:"category_ids" binding:"max=100"`
@@ -74,8 +74,8 @@ type astroPostUpdateRequest struct {
 	Description      *string    `json:"description" binding:"omitempty,max=1000"`
 	Slug             *string    `json:"slug" binding:"omitempty,max=96" doc:"a new slug moves the file"`
 	Body             *string    `json:"body"`
-	PubDate          *time.Time `json:"pub_date"`
-	UpdatedDate      *time.Time `json:"updated_date"`
+	PubDate          *Timestamp `json:"pub_date"`
+	UpdatedDate      *Timestamp `json:"updated_date"`
 	ClearUpdatedDate bool       `json:"clear_updated_date" doc:"true: remove updatedDate"`
 	HeroImage        *string    `json:"hero_image" binding:"omitempty,max=2000" doc:"empty: none"`
 	Draft            *bool      `json:"draft"`
@@ -191,7 +191,7 @@ func (s *Server) createAstroPost(c *gin.Context) {
 		return
 	}
 	p, err := s.astroPosts.Create(c.Request.Context(), scope(c), astropost.Input{EnvironmentID: req.EnvironmentID, Title: req.Title,
-		Description: req.Description, Slug: req.Slug, Body: req.Body, PubDate: req.PubDate, UpdatedDate: req.UpdatedDate,
+		Description: req.Description, Slug: req.Slug, Body: req.Body, PubDate: (*time.Time)(req.PubDate), UpdatedDate: (*time.Time)(req.UpdatedDate),
 		HeroImage: req.HeroImage, Draft: req.Draft, CategoryIDs: req.CategoryIDs, TagIDs: req.TagIDs})
 	if err != nil {
 		fail(c, err)
@@ -239,12 +239,12 @@ func (s *Server) updateAstroPost(c *gin.Context) {
 		fail(c, err)
 		return
 	}
-	upd := req.UpdatedDate
+	upd := (*time.Time)(req.UpdatedDate)
 	if req.ClearUpdatedDate {
 		upd = &time.Time{}
 	}
 	p, err := s.astroPosts.Update(c.Request.Context(), scope(c), id, astropost.Change{Title: req.Title, Description: req.Description,
-		Slug: req.Slug, Body: req.Body, PubDate: req.PubDate, UpdatedDate: upd, HeroImage: req.HeroImage, Draft: req.Draft,
+		Slug: req.Slug, Body: req.Body, PubDate: (*time.Time)(req.PubDate), UpdatedDate: upd, HeroImage: req.HeroImage, Draft: req.Draft,
 		CategoryIDs: req.CategoryIDs, TagIDs: req.TagIDs})
 	if err != nil {
 		fail(c, err)

@@ -265,3 +265,30 @@ func TestSaveRunTitleOutsideCode(t *testing.T) {
 		}
 	}
 }
+
+// A date alone is a date (Astro's pubDate is usually one); a time that is
+// neither is a 422 naming the field, in words, not Go's layouts.
+func TestPostDates(t *testing.T) {
+	t.Parallel()
+	e := newCMSEnv(t)
+	astroProject(t, e, e.envA)
+	r := e.do(t, "POST", "/api/astro-posts", e.editor, map[string]any{"environment_id": e.envA, "title": "Dated",
+		"body": "Text.", "pub_date": "2026-11-21", "updated_date": "2026-11-22"})
+	if r.Code != 201 || r.Data()["pub_date"] != "2026-11-21T00:00:00Z" || r.Data()["updated_date"] != "2026-11-22T00:00:00Z" {
+		t.Fatalf("date-only pub_date: %d %s", r.Code, r.Body)
+	}
+	for _, c := range []struct {
+		path string
+		body map[string]any
+		field string
+	}{
+		{"/api/astro-posts", map[string]any{"environment_id": e.envA, "title": "Bad", "body": "x", "pub_date": "21/11/2026"}, "pub_date"},
+		{"/api/astro-posts", map[string]any{"environment_id": e.envA, "title": "Bad", "body": "x", "updated_date": 20261121}, "updated_date"},
+		{"/api/wordpress-posts", map[string]any{"environment_id": e.envA, "title": "Bad", "content": "x", "status": "future", "scheduled_at": "tomorrow"}, "scheduled_at"},
+	} {
+		r := e.do(t, "POST", c.path, e.editor, c.body)
+		if r.Code != 422 || !strings.HasPrefix(r.Detail(), c.field+": must be a time like") || strings.Contains(r.Detail(), "2006") {
+			t.Errorf("%s %v: %d %s", c.path, c.body[c.field], r.Code, r.Detail())
+		}
+	}
+}

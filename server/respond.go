@@ -91,6 +91,48 @@ func (t Timestamp) MarshalJSON() ([]byte, error) {
 	return append(b, '"'), nil
 }
 
+// UnmarshalJSON reads a time a request sends: RFC 3339, or a date alone
+// (2026-11-21, for a post's date: its midnight in UTC). Anything else is a
+// type error, which decodeBody turns into a 422 naming the field, without
+// Go's layout strings.
+func (t *Timestamp) UnmarshalJSON(b []byte) error {
+	if string(b) == "null" {
+		return nil
+	}
+	var s string
+	if err := json.Unmarshal(b, &s); err != nil {
+		return &json.UnmarshalTypeError{Value: jsonValueKind(b), Type: timestampType}
+	}
+	for _, layout := range []string{time.RFC3339Nano, time.DateOnly} {
+		if v, err := time.Parse(layout, s); err == nil {
+			*t = Timestamp(v.UTC())
+			return nil
+		}
+	}
+	if len(s) > 40 {
+		s = s[:40] + "…"
+	}
+	return &json.UnmarshalTypeError{Value: "string " + strconv.Quote(s), Type: timestampType}
+}
+
+var timestampType = reflect.TypeFor[Timestamp]()
+
+// jsonValueKind names the kind of a JSON value, as encoding/json does in
+// its type errors.
+func jsonValueKind(b []byte) string {
+	switch b[0] {
+	case '{':
+		return "object"
+	case '[':
+		return "array"
+	case 't', 'f':
+		return "bool"
+	case '"':
+		return "string"
+	}
+	return "number"
+}
+
 // respondList writes one page of a list with status 200: each item rendered
 // with toJSON, beside the total and the page asked for.
 func respondList[T, R any](c *gin.Context, items []T, total int, pg store.Page, toJSON func(T) R, message string) {
@@ -231,6 +273,9 @@ func decodeBody(body io.Reader, dst any) error {
 func jsonTypeName(t reflect.Type) string {
 	for t.Kind() == reflect.Pointer {
 		t = t.Elem()
+	}
+	if t == timestampType {
+		return "a time like 2026-11-21T09:30:00Z, or a date like 2026-11-21"
 	}
 	switch t.Kind() {
 	case reflect.String:

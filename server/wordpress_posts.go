@@ -70,7 +70,7 @@ type wpPostRequest struct {
 	Excerpt          string     `json:"excerpt" binding:"max=5000"`
 	Slug             string     `json:"slug" binding:"max=96"`
 	Status           string     `json:"status" binding:"omitempty,oneof=draft pending private future publish"`
-	ScheduledAt      *time.Time `json:"scheduled_at" doc:"required for future; the post's date on the site"`
+	ScheduledAt      *Timestamp `json:"scheduled_at" doc:"required for future; the post's date on the site"`
 	FeaturedImageURL string     `json:"featured_image_url" binding:"max=2000"`
 	CategoryIDs      []int64    `json:"category_ids" binding:"max=100,dive,gt=0"`
 	TagIDs           []int64    `json:"tag_ids" binding:"max=100,dive,gt=0"`
@@ -82,7 +82,7 @@ type wpPostUpdateRequest struct {
 	Excerpt          *string    `json:"excerpt" binding:"omitempty,max=5000"`
 	Slug             *string    `json:"slug" binding:"omitempty,max=96"`
 	Status           *string    `json:"status" binding:"omitempty,oneof=draft pending private future publish"`
-	ScheduledAt      *time.Time `json:"scheduled_at"`
+	ScheduledAt      *Timestamp `json:"scheduled_at"`
 	FeaturedImageURL *string    `json:"featured_image_url" binding:"omitempty,max=2000"`
 	CategoryIDs      *[]int64   `json:"category_ids" binding:"omitempty,max=100,dive,gt=0"`
 	TagIDs           *[]int64   `json:"tag_ids" binding:"omitempty,max=100,dive,gt=0"`
@@ -90,7 +90,7 @@ type wpPostUpdateRequest struct {
 
 type wpPublishRequest struct {
 	Status      string     `json:"status" binding:"omitempty,oneof=draft pending private future publish" doc:"default: the post's status"`
-	ScheduledAt *time.Time `json:"scheduled_at"`
+	ScheduledAt *Timestamp `json:"scheduled_at"`
 	Queue       bool       `json:"queue" doc:"hand the publish to the job runner and answer 202 at once"`
 }
 
@@ -169,7 +169,7 @@ func (s *Server) createWPPost(c *gin.Context) {
 		return
 	}
 	p, err := s.wpPosts.Create(c.Request.Context(), scope(c), principal(c).User.ID, wppost.Input{EnvironmentID: req.EnvironmentID,
-		Title: req.Title, Content: req.Content, Excerpt: req.Excerpt, Slug: req.Slug, Status: req.Status, ScheduledAt: req.ScheduledAt,
+		Title: req.Title, Content: req.Content, Excerpt: req.Excerpt, Slug: req.Slug, Status: req.Status, ScheduledAt: (*time.Time)(req.ScheduledAt),
 		FeaturedImageURL: req.FeaturedImageURL, CategoryIDs: req.CategoryIDs, TagIDs: req.TagIDs})
 	if err != nil {
 		fail(c, err)
@@ -204,7 +204,7 @@ func (s *Server) updateWPPost(c *gin.Context) {
 		return
 	}
 	p, err := s.wpPosts.Update(c.Request.Context(), scope(c), id, wppost.Change{Title: req.Title, Content: req.Content, Excerpt: req.Excerpt,
-		Slug: req.Slug, Status: req.Status, ScheduledAt: req.ScheduledAt, FeaturedImageURL: req.FeaturedImageURL,
+		Slug: req.Slug, Status: req.Status, ScheduledAt: (*time.Time)(req.ScheduledAt), FeaturedImageURL: req.FeaturedImageURL,
 		CategoryIDs: req.CategoryIDs, TagIDs: req.TagIDs})
 	if err != nil {
 		fail(c, err)
@@ -244,7 +244,7 @@ func (s *Server) publishWPPost(c *gin.Context) {
 			return
 		}
 	}
-	in := wppost.PublishInput{Status: req.Status, ScheduledAt: req.ScheduledAt}
+	in := wppost.PublishInput{Status: req.Status, ScheduledAt: (*time.Time)(req.ScheduledAt)}
 	if req.Queue {
 		p, job, err := s.wpPosts.QueuePublish(c.Request.Context(), scope(c), id, in)
 		if err != nil {
