@@ -278,8 +278,8 @@ func TestPostDates(t *testing.T) {
 		t.Fatalf("date-only pub_date: %d %s", r.Code, r.Body)
 	}
 	for _, c := range []struct {
-		path string
-		body map[string]any
+		path  string
+		body  map[string]any
 		field string
 	}{
 		{"/api/astro-posts", map[string]any{"environment_id": e.envA, "title": "Bad", "body": "x", "pub_date": "21/11/2026"}, "pub_date"},
