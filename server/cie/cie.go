@@ -233,7 +233,8 @@ func (s *Service) managed(ctx context.Context, sc store.Scope, id int64) (*store
 func (s *Service) checkHome(ctx context.Context, sc store.Scope, envID *int64) error {
 	if envID == nil {
 		if !sc.Admin {
-			return store.Invalid("environment_id: is required (only admins make global archetypes)")
+			// The same answer as changing a global one: the role may not.
+			return store.Forbidden("only admins make global archetypes: give environment_id to make one in your environment")
 		}
 		return nil
 	}
