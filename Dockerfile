@@ -2,9 +2,17 @@
 # non-root user, with its data in the /data volume.
 #
 #   docker build -t copydesk .
-#   docker run -d -p 8080:8080 -v copydesk-data:/data --name copydesk copydesk
+#   docker run -d -p 127.0.0.1:8080:8080 --stop-timeout 40 \
+#       -v copydesk-data:/data --name copydesk copydesk
 #   docker exec -it copydesk /copydesk users create --email you@example.com \
 #       --username admin --role super_admin --password-stdin
+#
+# The port is published on loopback: registration is open until an admin
+# closes it, so put a reverse proxy with TLS in front before publishing it
+# further. --stop-timeout 40 (Compose: stop_grace_period: 40s) gives a stop
+# the 30 s shutdown timeout, within which requests finish and background
+# work stops cleanly; Docker's default of 10 s would kill it first.
+# Exports are rendered under /data/tmp: the image has no /tmp.
 #
 # The build stage fetches only Go modules (through GOPROXY); the final image
 # holds the binary, CA certificates for HTTPS calls to providers and sites,
@@ -37,7 +45,8 @@ VOLUME ["/data"]
 EXPOSE 8080
 HEALTHCHECK --interval=30s --timeout=5s --start-period=10s --retries=3 \
     CMD ["/copydesk", "healthcheck"]
-# The default shutdown timeout (30 s) fits in `docker stop -t 40`.
+# The default shutdown timeout (30 s) fits in `docker run --stop-timeout 40`
+# (or `docker stop -t 40`); see the header.
 STOPSIGNAL SIGTERM
 ENTRYPOINT ["/copydesk"]
 CMD ["serve"]

@@ -224,13 +224,17 @@ func Open(ctx context.Context, cfg Config, log *slog.Logger) (*App, error) {
 		HTTPClient: ob, Timeout: cfg.ProviderTimeout, MaxRetries: retries, OnRecordError: cfg.OnUsageRecordError})
 	a.Jobs = jobs.New(a.DB, log, jobs.Options{Workers: cfg.Workers, Backoff: cfg.JobBackoff})
 	a.registerJobs()
+	spool, err := spoolDir(cfg.DataDir)
+	if err != nil {
+		return nil, errors.Join(err, a.Close())
+	}
 	a.Server, err = New(Deps{DB: a.DB, Auth: a.Auth, Backups: a.Backups, Notify: a.Notify, Events: a.Events, Engine: a.Engine,
 		Jobs: a.Jobs, Keys: a.Keys, Log: log,
 		WordPress: wppost.Options{HTTP: ob, Timeout: cfg.WordPressTimeout, Retries: 2, Backoff: cfg.WordPressBackoff},
 		// Web sources have a client of their own: the same guard, with a
 		// bound fit for a feed rather than a generation.
 		Feeds: feed.New(outbound.NewClient(webSourcesOutbound(cfg)), feed.Options{})},
-		Options{TrustedProxies: cfg.TrustedProxies, Version: cfg.Version, MaxUploadBytes: cfg.MaxUploadBytes})
+		Options{TrustedProxies: cfg.TrustedProxies, Version: cfg.Version, MaxUploadBytes: cfg.MaxUploadBytes, SpoolDir: spool})
 	if err != nil {
 		return nil, errors.Join(err, a.Close())
 	}
@@ -467,4 +471,21 @@ func webSourcesOutbound(cfg Config) outbound.Options {
 		o.RefusePrivate, o.RefusedBy = true, "for web sources; --web-sources-private allows them"
 	}
 	return o
+}
+
+// SpoolFolder is the folder of the data directory where exports are
+// rendered before they are sent.
+const SpoolFolder = "tmp"
+
+// spoolDir makes DATA_DIR/tmp and empties it of what a process that ended
+// mid-export left.
+func spoolDir(dataDir string) (string, error) {
+	dir := filepath.Join(dataDir, SpoolFolder)
+	if err := os.RemoveAll(dir); err != nil {
+		return "", fmt.Errorf("spool folder %s: %w", dir, err)
+	}
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return "", fmt.Errorf("spool folder %s: %w", dir, err)
+	}
+	return dir, nil
 }

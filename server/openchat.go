@@ -352,7 +352,7 @@ func (s *Server) exportChatConversation(c *gin.Context) {
 			return err
 		}
 	}
-	f, size, err := spool(render)
+	f, size, err := s.spool(render)
 	if err != nil {
 		fail(c, err)
 		return

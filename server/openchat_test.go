@@ -1029,3 +1029,23 @@ func TestChatOrphanReplyFailsAtStart(t *testing.T) {
 		t.Fatalf("orphan reply: %v", m)
 	}
 }
+
+// Exports are rendered under the data directory, not in TMPDIR: the
+// container image has no /tmp, where both exports answered 500. Not
+// parallel: it sets TMPDIR for the process while it runs.
+func TestExportsWithoutTMPDIR(t *testing.T) {
+	f := chatSetup(t, func(n int) []string { return []string{"An answer."} })
+	conv := f.chatNew(t, f.edATok, map[string]any{"title": "Export me"})
+	f.send(t, f.edATok, conv, map[string]any{"content": "Question"})
+	t.Setenv("TMPDIR", "/nonexistent")
+	for _, path := range []string{fmt.Sprintf("/api/openchat/conversations/%d/export", conv),
+		fmt.Sprintf("/api/openchat/conversations/%d/export?format=json", conv), "/api/token-analytics/export.csv"} {
+		tok := f.edATok
+		if strings.Contains(path, "token-analytics") {
+			tok = f.adminTok
+		}
+		if r := f.e.do(t, "GET", path, tok, nil); r.Code != 200 || r.Body == "" {
+			t.Errorf("%s with TMPDIR unusable: %d %s", path, r.Code, truncate(r.Body, 200))
+		}
+	}
+}

@@ -89,6 +89,9 @@ type Options struct {
 	Version string
 	// MaxUploadBytes caps backup uploads; DefaultMaxUpload when 0.
 	MaxUploadBytes int64
+	// SpoolDir is where exports are rendered before they are sent (App:
+	// DATA_DIR/tmp); the system's temporary folder when empty.
+	SpoolDir string
 }
 
 // DefaultMaxUpload is the largest backup upload accepted.

@@ -208,7 +208,7 @@ func (s *Server) exportUsage(c *gin.Context) {
 		fail(c, err)
 		return
 	}
-	f, size, err := spool(func(w io.Writer) error {
+	f, size, err := s.spool(func(w io.Writer) error {
 		return s.analytics.ExportCSV(c.Request.Context(), scope(c), q.query(), func() io.Writer { return w })
 	})
 	if err != nil {
@@ -230,10 +230,12 @@ func sendSpooled(c *gin.Context, f *os.File, size int64, contentType, filename s
 	}
 }
 
-// spool renders into a temporary file and returns it rewound, with its
-// size; the caller closes and removes it.
-func spool(render func(io.Writer) error) (*os.File, int64, error) {
-	f, err := os.CreateTemp("", "copydesk-export-*")
+// spool renders into a temporary file of the spool folder (Options.SpoolDir,
+// under the data directory: a container image has no /tmp, and TMPDIR may
+// be anything) and returns it rewound, with its size; the caller closes and
+// removes it.
+func (s *Server) spool(render func(io.Writer) error) (*os.File, int64, error) {
+	f, err := os.CreateTemp(s.opts.SpoolDir, "export-*")
 	if err != nil {
 		return nil, 0, err
 	}
