@@ -399,7 +399,7 @@ func TestAutopilotBudgetStop(t *testing.T) {
 			a.config(t, map[string]any{"variables": map[string]any{"audience": "home bakers"}, "monthly_budget_usd": 4}, 200)
 			for _, verb := range []string{"start", "run-now"} {
 				r := a.do(t, "POST", "/api/autopilot/"+verb, a.editor, map[string]any{"environment_id": a.envA})
-				if r.Code != 409 || !strings.Contains(r.Detail(), "monthly budget is reached: $5.0000 spent of $4.0000 in November 2026") {
+				if r.Code != 409 || !strings.Contains(r.Detail(), "monthly budget is reached: $5.00 spent of $4.00 in November 2026") {
 					t.Fatalf("%s over the monthly budget: %d %s", verb, r.Code, r.Body)
 				}
 			}
@@ -410,7 +410,7 @@ func TestAutopilotBudgetStop(t *testing.T) {
 			a.spend(t, 2, envT0) // today's spend crosses the daily budget before the run generates
 			startJobs(t, a.env)
 			paused := a.waitRun(t, agID(run), "paused")
-			if !strings.Contains(paused["pause_reason"].(string), "daily budget is reached: $2.0000 spent of $1.0000") ||
+			if !strings.Contains(paused["pause_reason"].(string), "daily budget is reached: $2.00 spent of $1.00") ||
 				steps(paused)["generate"]["status"] != "pending" || len(a.llm.Requests()) != 0 {
 				t.Fatalf("paused run: %v; %d provider calls", paused, len(a.llm.Requests()))
 			}

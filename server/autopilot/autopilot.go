@@ -274,16 +274,15 @@ func (s *Service) budgetStop(ctx context.Context, env *store.Environment, c stor
 	}
 	switch {
 	case c.MonthlyBudgetUSD != nil && month >= *c.MonthlyBudgetUSD:
-		return store.PauseMonthlyBudget, fmt.Sprintf("the monthly budget is reached: %s spent of %s in %s", usd(month),
-			usd(*c.MonthlyBudgetUSD), now.In(loc).Format("January 2006")), monthStart(now, loc, 1), nil
+		return store.PauseMonthlyBudget, fmt.Sprintf("the monthly budget is reached: %s spent of %s in %s", store.FormatUSD(month),
+			store.FormatUSD(*c.MonthlyBudgetUSD), now.In(loc).Format("January 2006")), monthStart(now, loc, 1), nil
 	case c.DailyBudgetUSD != nil && day >= *c.DailyBudgetUSD:
-		return store.PauseDailyBudget, fmt.Sprintf("the daily budget is reached: %s spent of %s on %s", usd(day),
-			usd(*c.DailyBudgetUSD), now.In(loc).Format("2 January 2006")), dayStart(now, loc, 1), nil
+		return store.PauseDailyBudget, fmt.Sprintf("the daily budget is reached: %s spent of %s on %s", store.FormatUSD(day),
+			store.FormatUSD(*c.DailyBudgetUSD), now.In(loc).Format("2 January 2006")), dayStart(now, loc, 1), nil
 	}
 	return "", "", time.Time{}, nil
 }
 
-func usd(v float64) string { return fmt.Sprintf("$%.4f", v) }
 
 // ---- config ----
 

@@ -459,7 +459,7 @@ func (e *Engine) watchBudget(ctx context.Context, envID *int64, eff Effective) {
 		}
 		e.notify.Environment(ctx, *envID, notify.Note{Kind: notify.BudgetReached,
 			Title: fmt.Sprintf("%s has used %d%% of its monthly AI budget", name, pct),
-			Body:  fmt.Sprintf("%s of %s in %s.", usd(spent), usd(budget), month.Format("January 2006")),
+			Body:  fmt.Sprintf("%s of %s in %s.", store.FormatUSD(spent), store.FormatUSD(budget), month.Format("January 2006")),
 			Link:  fmt.Sprintf("/api/token-analytics/summary?environment_id=%d", *envID)})
 	}
 }
@@ -585,14 +585,6 @@ func Mask(secret string) string {
 	default:
 		return "..."
 	}
-}
-
-// usd formats dollars with cents, or with more digits below a cent.
-func usd(v float64) string {
-	if v != 0 && v < 0.01 {
-		return fmt.Sprintf("$%.4f", v)
-	}
-	return fmt.Sprintf("$%.2f", v)
 }
 
 func firstNonEmpty(ss ...string) string {

@@ -1027,3 +1027,32 @@ func TestInfiniteCostIsUnknown(t *testing.T) {
 		t.Fatalf("usage: %+v", ev)
 	}
 }
+
+// A tiny budget's notice tells the amounts apart: a $0.0004 call against a
+// $0.000001 budget read "$0.0004 spent of $0.0000".
+func TestBudgetNoticeDigits(t *testing.T) {
+	r := newRig(t, engine.Options{})
+	ctx := context.Background()
+	f := newLLM(t, func(n int, req map[string]any, w http.ResponseWriter, _ *http.Request) {
+		completion(w, "tiny-model", "spent")
+	})
+	env := r.env(t, "Tiny")
+	if _, err := r.db.SetUserEnvironments(ctx, r.user.ID, []int64{env}); err != nil {
+		t.Fatal(err)
+	}
+	cred := r.credential(t, "openai", f.URL(), goodKey, "tiny-model", nil)
+	// 500 output tokens at $0.80 per million: $0.0004.
+	r.settings(t, store.AISettings{CredentialID: &cred,
+		PriceOverrides: map[string]store.Price{"tiny-model": {Input: 0, Output: 0.8, CachedInput: ptr(0.0)}}})
+	r.settings(t, store.AISettings{EnvironmentID: &env, MonthlyBudgetUSD: ptr(0.000001)})
+	if _, err := r.eng.Generate(ctx, engine.Call{Source: "execution", UserID: &r.user.ID, EnvironmentID: &env, Messages: hello}); err != nil {
+		t.Fatal(err)
+	}
+	list, _, err := r.db.ListNotifications(ctx, store.NotificationFilter{UserID: r.user.ID, Page: store.Page{Page: 1, PerPage: 10}})
+	if err != nil || len(list) == 0 {
+		t.Fatalf("no notification (%v)", err)
+	}
+	if !strings.Contains(list[0].Body, "$0.0004 of $0.000001") {
+		t.Fatalf("body %q", list[0].Body)
+	}
+}
