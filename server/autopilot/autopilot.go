@@ -283,7 +283,6 @@ func (s *Service) budgetStop(ctx context.Context, env *store.Environment, c stor
 	return "", "", time.Time{}, nil
 }
 
-
 // ---- config ----
 
 // ConfigInput is a whole config as the owner gives it; what is left out
