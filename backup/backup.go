@@ -481,6 +481,15 @@ func WriteStandalone(ctx context.Context, db *store.DB, out, version string) (*M
 	if exists(out) {
 		return nil, fmt.Errorf("%s exists: choose another name", out)
 	}
+	// Said in words before SQLite says "unable to open database (14)".
+	switch fi, err := os.Stat(filepath.Dir(out)); {
+	case errors.Is(err, fs.ErrNotExist):
+		return nil, fmt.Errorf("the folder %s does not exist: create it first, or choose another --out", filepath.Dir(out))
+	case err != nil:
+		return nil, fmt.Errorf("the folder %s cannot be read: %w", filepath.Dir(out), err)
+	case !fi.IsDir():
+		return nil, fmt.Errorf("%s is not a folder: choose another --out", filepath.Dir(out))
+	}
 	tmp := filepath.Join(filepath.Dir(out), "."+filepath.Base(out)+".tmp")
 	os.Remove(tmp)
 	defer os.Remove(tmp)

@@ -533,6 +533,12 @@ func TestWriteStandalone(t *testing.T) {
 	if _, err := backup.WriteStandalone(context.Background(), f.db, out, "test"); err == nil {
 		t.Fatal("overwrote an existing file")
 	}
+	// A folder that is not there is named, in words.
+	missing := filepath.Join(t.TempDir(), "missing", "dir")
+	if _, err := backup.WriteStandalone(context.Background(), f.db, filepath.Join(missing, "cd.db"), "test"); err == nil ||
+		err.Error() != "the folder "+missing+" does not exist: create it first, or choose another --out" {
+		t.Fatalf("missing folder: %v", err)
+	}
 	// RestoreFile refuses a file whose sidecar disagrees with it.
 	b, _ := os.ReadFile(out)
 	b[len(b)-1] ^= 1
