@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"time"
 
@@ -131,7 +132,7 @@ func (s *Server) executeAgent(c *gin.Context) {
 		s.serveRun(c, run)
 		return
 	}
-	respond(c, http.StatusAccepted, runJSON(run), "run queued")
+	respond(c, http.StatusAccepted, runJSON(run), fmt.Sprintf("run %d queued; follow it with GET /api/agents/runs/%d", run.ID, run.ID))
 }
 
 // runEndGrace is how long a run's stream goes on after its session failed

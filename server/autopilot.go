@@ -1,6 +1,7 @@
 package server
 
 import (
+	"fmt"
 	"net/http"
 
 	"github.com/gin-gonic/gin"
@@ -356,7 +357,7 @@ func (s *Server) autopilotRunNow(c *gin.Context) {
 		fail(c, err)
 		return
 	}
-	respond(c, http.StatusAccepted, autopilotRunJSON(r), "autopilot run queued")
+	respond(c, http.StatusAccepted, autopilotRunJSON(r), fmt.Sprintf("autopilot run %d queued; follow it with GET /api/autopilot/runs/%d", r.ID, r.ID))
 }
 
 // autopilotStream serves the environment's autopilot topic. The topic is

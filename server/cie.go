@@ -1,6 +1,7 @@
 package server
 
 import (
+	"fmt"
 	"net/http"
 
 	"github.com/gin-gonic/gin"
@@ -331,7 +332,7 @@ func (s *Server) generateArticle(c *gin.Context) {
 		s.serve(c, cie.Topic(run.ID), o)
 		return
 	}
-	respond(c, http.StatusAccepted, cieRunJSON(run), "generation queued")
+	respond(c, http.StatusAccepted, cieRunJSON(run), fmt.Sprintf("generation %d queued; follow it with GET /api/cie/runs/%d", run.ID, run.ID))
 }
 
 func (s *Server) getCIERun(c *gin.Context) {

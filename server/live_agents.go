@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 
 	"github.com/gin-gonic/gin"
@@ -273,7 +274,7 @@ func (s *Server) generateLive(c *gin.Context) {
 		fail(c, err)
 		return
 	}
-	respond(c, http.StatusAccepted, liveGenerationJSON(g), "generation queued; watch it with GET /api/live-agents/sessions/{id}/stream")
+	respond(c, http.StatusAccepted, liveGenerationJSON(g), fmt.Sprintf("generation %d queued; watch it with GET /api/live-agents/sessions/%d/stream", g.ID, id))
 }
 
 func (s *Server) cancelLive(c *gin.Context) {

@@ -132,6 +132,11 @@ func (r *lvRig) generate(t *testing.T, id int64, body map[string]any) int64 {
 	if res.Code != 202 || res.Data()["status"] != "queued" {
 		t.Fatalf("generate: %d %s", res.Code, res.Body)
 	}
+	// The message names the real ids, not a path template.
+	want := fmt.Sprintf("generation %d queued; watch it with GET /api/live-agents/sessions/%d/stream", agID(res.Data()), id)
+	if msg := res.JSON()["message"]; msg != want {
+		t.Fatalf("message %q, want %q", msg, want)
+	}
 	return agID(res.Data())
 }
 

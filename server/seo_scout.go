@@ -1,6 +1,7 @@
 package server
 
 import (
+	"fmt"
 	"net/http"
 
 	"github.com/gin-gonic/gin"
@@ -131,7 +132,7 @@ func (s *Server) startScoutRun(c *gin.Context) {
 		fail(c, err)
 		return
 	}
-	respond(c, http.StatusAccepted, scoutRunJSON(run), "scout run queued")
+	respond(c, http.StatusAccepted, scoutRunJSON(run), fmt.Sprintf("scout run %d queued; follow it with GET /api/seo/scout/runs/%d", run.ID, run.ID))
 }
 
 func (s *Server) listScoutRuns(c *gin.Context) {

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"fmt"
 	"net/http"
 
 	"github.com/gin-gonic/gin"
@@ -215,7 +216,7 @@ func (s *Server) createStrategy(c *gin.Context) {
 		fail(c, err)
 		return
 	}
-	respond(c, http.StatusAccepted, strategyJSON(st), "strategy queued")
+	respond(c, http.StatusAccepted, strategyJSON(st), fmt.Sprintf("strategy %d queued; follow it with GET /api/seo/strategies/%d", st.ID, st.ID))
 }
 
 func (s *Server) listStrategies(c *gin.Context) {
