@@ -156,7 +156,7 @@ func New(d Deps, opts Options) (*Server, error) {
 		Log: d.Log})
 	s.chat = chat.New(chat.Deps{Store: d.DB, Environments: s.environments, Engine: d.Engine, Jobs: d.Jobs, Events: d.Events, Log: d.Log})
 	s.live = live.New(live.Deps{Store: d.DB, Environments: s.environments, Engine: d.Engine, Jobs: d.Jobs, Events: d.Events, Log: d.Log})
-	s.wpPosts = wppost.New(wppost.Deps{Store: d.DB, Environments: s.environments, Keys: d.Keys, Runs: s.agents, Generations: s.cie,
+	s.wpPosts = wppost.New(wppost.Deps{Store: d.DB, Environments: s.environments, Credentials: credential.NewOpener(d.DB, d.Keys), Runs: s.agents, Generations: s.cie,
 		Lives: s.live, Jobs: d.Jobs, Notify: d.Notify, Options: d.WordPress})
 	s.searchPhrases = searchphrase.New(searchphrase.Deps{Store: d.DB, Environments: s.environments, Engine: d.Engine, Jobs: d.Jobs,
 		Notify: d.Notify, Log: d.Log, Now: func() time.Time { return d.DB.Now() }})

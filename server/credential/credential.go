@@ -10,7 +10,6 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/copydesk/copydesk/server/engine"
 	"github.com/copydesk/copydesk/store"
 )
 
@@ -37,7 +36,15 @@ type Sealer interface {
 // Tester makes the real, cheap call that tests a credential and records
 // the outcome on it (server/engine).
 type Tester interface {
-	TestCredential(ctx context.Context, cred *store.Credential) (*engine.TestResult, error)
+	TestCredential(ctx context.Context, cred *store.Credential) (*TestResult, error)
+}
+
+// TestResult is the outcome of a credential test.
+type TestResult struct {
+	OK        bool
+	Detail    string
+	Models    []string
+	LatencyMS int64
 }
 
 // Service implements the credential rules.
@@ -118,7 +125,7 @@ func (s *Service) Create(ctx context.Context, sc store.Scope, in Input) (*store.
 		return nil, err
 	}
 	return s.db.CreateCredential(ctx, store.NewCredential{Name: f.name, Provider: in.Provider, BaseURL: f.baseURL,
-		Username: f.username, SecretHint: engine.Mask(secret), DefaultModel: f.defaultModel, EnvironmentID: in.EnvironmentID,
+		Username: f.username, SecretHint: Mask(secret), DefaultModel: f.defaultModel, EnvironmentID: in.EnvironmentID,
 		Seal: func(id int64) ([]byte, error) { return s.keys.Seal([]byte(secret), store.CredentialAAD(id)) }})
 }
 
@@ -180,7 +187,7 @@ func (s *Service) Update(ctx context.Context, sc store.Scope, id int64, ch Chang
 		if err != nil {
 			return nil, err
 		}
-		hint := engine.Mask(*secret)
+		hint := Mask(*secret)
 		up.Secret, up.SecretHint = sealed, &hint
 	}
 	return s.db.UpdateCredential(ctx, cred.ID, up)
@@ -198,7 +205,7 @@ func (s *Service) Delete(ctx context.Context, sc store.Scope, id int64) error {
 // Test makes a real call with a credential: the models of an AI provider,
 // the signed-in user of a WordPress site, the account of a SERP API. A
 // failure of that call is a result with OK false, not an error.
-func (s *Service) Test(ctx context.Context, sc store.Scope, id int64) (*engine.TestResult, error) {
+func (s *Service) Test(ctx context.Context, sc store.Scope, id int64) (*TestResult, error) {
 	cred, err := s.Get(ctx, sc, id)
 	if err != nil {
 		return nil, err
@@ -221,11 +228,8 @@ func (s *Service) CheckAI(ctx context.Context, credID, envID *int64) error {
 	if err != nil {
 		return err
 	}
-	if !store.IsAIProvider(cred.Provider) {
-		return store.Invalid("credential_id: credential %d is a %s credential, not an AI provider", cred.ID, cred.Provider)
-	}
-	if !cred.UsableIn(envID) {
-		return store.Invalid("credential_id: credential %d belongs to environment %d and cannot be used here", cred.ID, *cred.EnvironmentID)
+	if msg := (Need{Kind: AI, EnvironmentID: envID}).Refusal(cred); msg != "" {
+		return store.Invalid("credential_id: %s", msg)
 	}
 	return nil
 }

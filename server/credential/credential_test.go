@@ -6,7 +6,6 @@ import (
 	"testing"
 
 	"github.com/copydesk/copydesk/server/credential"
-	"github.com/copydesk/copydesk/server/engine"
 	"github.com/copydesk/copydesk/server/environment"
 	"github.com/copydesk/copydesk/server/keyring"
 	"github.com/copydesk/copydesk/store"
@@ -23,9 +22,9 @@ func ptr[T any](v T) *T { return &v }
 // tester stands in for the engine's provider calls.
 type tester struct{ tested []int64 }
 
-func (f *tester) TestCredential(_ context.Context, cred *store.Credential) (*engine.TestResult, error) {
+func (f *tester) TestCredential(_ context.Context, cred *store.Credential) (*credential.TestResult, error) {
 	f.tested = append(f.tested, cred.ID)
-	return &engine.TestResult{OK: true, Detail: "fine"}, nil
+	return &credential.TestResult{OK: true, Detail: "fine"}, nil
 }
 
 type rig struct {
@@ -312,4 +311,24 @@ func TestListGetDeleteTest(t *testing.T) {
 		t.Fatal(err)
 	}
 	storetest.WantKind(t, r.svc.Delete(ctx, admin, global.ID), store.KindNotFound)
+}
+
+func TestMask(t *testing.T) {
+	for _, c := range []struct{ in, want string }{
+		{"", ""},
+		{"abc", "..."},
+		{"abcde", "..."},
+		{"abcdef", "..."},
+		{"abcdefghijk", "...jk"},
+		{"sk-abcdefghi", "...hi"},
+		{"sk-proj-0123456789x9Qa", "...x9Qa"},
+		{"sk-proj-0123456789abcdefghijklmnopqrstuvwx9Qa", "sk-...x9Qa"},
+	} {
+		if got := credential.Mask(c.in); got != c.want {
+			t.Errorf("Mask(%q) = %q, want %q", c.in, got, c.want)
+		}
+		if len(c.in) >= 6 && strings.Contains(credential.Mask(c.in), c.in) {
+			t.Errorf("Mask(%q) shows the whole secret", c.in)
+		}
+	}
 }

@@ -134,3 +134,21 @@ func neverCalled(addr string) error {
 	}
 	return outbound.Check(ip, false)
 }
+
+// Mask shows enough of a secret to recognise it, "sk-...x9Qa", and never
+// more than a quarter of it: the hint stored beside a sealed secret, and
+// what replaces a secret an error repeats.
+func Mask(secret string) string {
+	switch n := len(secret); {
+	case n == 0:
+		return ""
+	case n >= 28:
+		return secret[:3] + "..." + secret[n-4:]
+	case n >= 16:
+		return "..." + secret[n-4:]
+	case n >= 8:
+		return "..." + secret[n-2:]
+	default:
+		return "..."
+	}
+}

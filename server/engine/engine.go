@@ -23,7 +23,7 @@ import (
 	"time"
 
 	"github.com/copydesk/copydesk/server/ai"
-	"github.com/copydesk/copydesk/server/keyring"
+	"github.com/copydesk/copydesk/server/credential"
 	"github.com/copydesk/copydesk/server/notify"
 	"github.com/copydesk/copydesk/server/outbound"
 	"github.com/copydesk/copydesk/server/publish/wordpress"
@@ -71,14 +71,15 @@ type Options struct {
 // Engine generates text and accounts for it.
 type Engine struct {
 	db     *store.DB
-	keys   *keyring.Keyring
+	creds  *credential.Opener
 	notify *notify.Notifier
 	log    *slog.Logger
 	opt    Options
 }
 
-// New returns an engine.
-func New(db *store.DB, keys *keyring.Keyring, n *notify.Notifier, log *slog.Logger, opt Options) *Engine {
+// New returns an engine; keys unseal the credentials (server/keyring),
+// through server/credential's opener.
+func New(db *store.DB, keys credential.Unsealer, n *notify.Notifier, log *slog.Logger, opt Options) *Engine {
 	if opt.HTTPClient == nil {
 		opt.HTTPClient = outbound.NewClient(outbound.Options{Timeout: 10 * time.Minute})
 	}
@@ -88,7 +89,7 @@ func New(db *store.DB, keys *keyring.Keyring, n *notify.Notifier, log *slog.Logg
 	if opt.MaxRetries == 0 {
 		opt.MaxRetries = 2
 	}
-	return &Engine{db: db, keys: keys, notify: n, log: log, opt: opt}
+	return &Engine{db: db, creds: credential.NewOpener(db, keys), notify: n, log: log, opt: opt}
 }
 
 // Effective merges the settings of an environment (nil: global only) over
@@ -259,28 +260,16 @@ func (e *Engine) resolve(ctx context.Context, c Call) (*plan, error) {
 		}
 		return nil, store.Conflict("%s", msgNoProvider)
 	}
-	cred, err := e.db.CredentialByID(ctx, *credID)
-	if store.IsNotFound(err) {
-		return nil, store.Conflict("the chosen credential %d no longer exists: %s", *credID, msgNoProvider)
-	}
+	opened, err := e.creds.Open(ctx, *credID, credential.Need{Kind: credential.AI, EnvironmentID: c.EnvironmentID})
 	if err != nil {
 		return nil, err
 	}
-	if !store.IsAIProvider(cred.Provider) {
-		return nil, store.Conflict("credential %d is a %s credential, not an AI provider: %s", cred.ID, cred.Provider, msgNoProvider)
-	}
-	if !cred.UsableIn(c.EnvironmentID) {
-		return nil, store.Conflict("credential %d belongs to another environment and cannot be used here", cred.ID)
-	}
+	cred := opened.Credential
 	model := firstNonEmpty(c.Model, eff.Model, cred.DefaultModel)
 	if model == "" {
 		return nil, store.Conflict("no model is chosen: set default_model on credential %d, or model in PUT /api/settings/ai-content", cred.ID)
 	}
-	secret, err := e.keys.Open(cred.Secret, store.CredentialAAD(cred.ID))
-	if err != nil {
-		return nil, store.Conflict("credential %d cannot be opened with this server's secret.key (restored from another installation?): enter its key again", cred.ID)
-	}
-	prov, err := ai.New(ai.Config{Kind: cred.Provider, APIKey: string(secret), BaseURL: cred.BaseURL,
+	prov, err := ai.New(ai.Config{Kind: cred.Provider, APIKey: opened.Secret, BaseURL: cred.BaseURL,
 		Timeout: e.opt.Timeout, MaxRetries: e.opt.MaxRetries, HTTPClient: e.opt.HTTPClient})
 	if err != nil {
 		return nil, store.Conflict("credential %d is not usable: %s", cred.ID, err.Error())
@@ -464,30 +453,23 @@ func (e *Engine) watchBudget(ctx context.Context, envID *int64, eff Effective) {
 	}
 }
 
-// TestResult is the outcome of a credential test.
-type TestResult struct {
-	OK        bool
-	Detail    string
-	Models    []string
-	LatencyMS int64
-}
-
 // TestCredential makes a real, cheap call with a credential: list the
 // models (AI providers), the signed-in user (WordPress) or the account
 // (SERP). A failure is a result, not an error; the outcome is recorded on
 // the credential.
-func (e *Engine) TestCredential(ctx context.Context, cred *store.Credential) (*TestResult, error) {
-	secret, err := e.keys.Open(cred.Secret, store.CredentialAAD(cred.ID))
+func (e *Engine) TestCredential(ctx context.Context, cred *store.Credential) (*credential.TestResult, error) {
+	opened, err := e.creds.Open(ctx, cred.ID, credential.Need{Kind: credential.Kind(cred.Provider), EnvironmentID: cred.EnvironmentID})
 	if err != nil {
-		return nil, store.Conflict("credential %d cannot be opened with this server's secret.key: enter its secret again", cred.ID)
+		return nil, err
 	}
+	secret := opened.Secret
 	ctx, cancel := context.WithTimeout(ctx, 20*time.Second)
 	defer cancel()
 	start := time.Now()
-	res := &TestResult{}
+	res := &credential.TestResult{}
 	switch {
 	case store.IsAIProvider(cred.Provider):
-		prov, err := ai.New(ai.Config{Kind: cred.Provider, APIKey: string(secret), BaseURL: cred.BaseURL,
+		prov, err := ai.New(ai.Config{Kind: cred.Provider, APIKey: secret, BaseURL: cred.BaseURL,
 			Timeout: 15 * time.Second, MaxRetries: 1, HTTPClient: e.opt.HTTPClient})
 		if err == nil {
 			var models []string
@@ -500,21 +482,21 @@ func (e *Engine) TestCredential(ctx context.Context, cred *store.Credential) (*T
 		}
 		res.OK = err == nil
 		if err != nil {
-			res.Detail = testFailure(err, string(secret))
+			res.Detail = testFailure(err, secret)
 		}
 	case cred.Provider == store.ProviderWordPress:
-		u, err := wordpress.New(cred.BaseURL, cred.Username, string(secret), e.opt.HTTPClient).Me(ctx)
+		u, err := wordpress.New(cred.BaseURL, cred.Username, secret, e.opt.HTTPClient).Me(ctx)
 		res.OK = err == nil
 		if err != nil {
-			res.Detail = testFailure(err, string(secret))
+			res.Detail = testFailure(err, secret)
 		} else {
 			res.Detail = fmt.Sprintf("signed in as %s (%s)", u.Name, strings.Join(u.Roles, ", "))
 		}
 	case cred.Provider == store.ProviderSERP:
-		a, err := serp.New(cred.BaseURL, string(secret), e.opt.HTTPClient).Account(ctx)
+		a, err := serp.New(cred.BaseURL, secret, e.opt.HTTPClient).Account(ctx)
 		res.OK = err == nil
 		if err != nil {
-			res.Detail = testFailure(err, string(secret))
+			res.Detail = testFailure(err, secret)
 		} else {
 			res.Detail = fmt.Sprintf("account %s, plan %s, %d searches left", a.Email, a.PlanName, a.SearchesLeft)
 		}
@@ -565,26 +547,9 @@ func testFailure(err error, secret string) string {
 
 func scrub(s, secret string) string {
 	if len(secret) >= 4 {
-		s = strings.ReplaceAll(s, secret, Mask(secret))
+		s = strings.ReplaceAll(s, secret, credential.Mask(secret))
 	}
 	return s
-}
-
-// Mask shows enough of a secret to recognise it, "sk-...x9Qa", and never
-// more than a quarter of it.
-func Mask(secret string) string {
-	switch n := len(secret); {
-	case n == 0:
-		return ""
-	case n >= 28:
-		return secret[:3] + "..." + secret[n-4:]
-	case n >= 16:
-		return "..." + secret[n-4:]
-	case n >= 8:
-		return "..." + secret[n-2:]
-	default:
-		return "..."
-	}
 }
 
 func firstNonEmpty(ss ...string) string {

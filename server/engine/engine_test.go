@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/copydesk/copydesk/server/ai"
+	"github.com/copydesk/copydesk/server/credential"
 	"github.com/copydesk/copydesk/server/engine"
 	"github.com/copydesk/copydesk/server/keyring"
 	"github.com/copydesk/copydesk/server/notify"
@@ -75,7 +76,7 @@ func (r *rig) env(t *testing.T, name string) int64 {
 func (r *rig) credential(t *testing.T, provider, baseURL, key, model string, envID *int64) int64 {
 	t.Helper()
 	c, err := r.db.CreateCredential(context.Background(), store.NewCredential{Name: provider, Provider: provider, BaseURL: baseURL,
-		SecretHint: engine.Mask(key), DefaultModel: model, EnvironmentID: envID,
+		SecretHint: credential.Mask(key), DefaultModel: model, EnvironmentID: envID,
 		Seal: func(id int64) ([]byte, error) { return r.keys.Seal([]byte(key), store.CredentialAAD(id)) }})
 	if err != nil {
 		t.Fatal(err)
@@ -984,26 +985,6 @@ func TestTestCredential(t *testing.T) {
 	// No usage is recorded for a test.
 	if ev := r.usage(t); len(ev) != 0 {
 		t.Fatalf("usage: %+v", ev)
-	}
-}
-
-func TestMask(t *testing.T) {
-	for _, c := range []struct{ in, want string }{
-		{"", ""},
-		{"abc", "..."},
-		{"abcde", "..."},
-		{"abcdef", "..."},
-		{"abcdefghijk", "...jk"},
-		{"sk-abcdefghi", "...hi"},
-		{"sk-proj-0123456789x9Qa", "...x9Qa"},
-		{"sk-proj-0123456789abcdefghijklmnopqrstuvwx9Qa", "sk-...x9Qa"},
-	} {
-		if got := engine.Mask(c.in); got != c.want {
-			t.Errorf("Mask(%q) = %q, want %q", c.in, got, c.want)
-		}
-		if len(c.in) >= 6 && strings.Contains(engine.Mask(c.in), c.in) {
-			t.Errorf("Mask(%q) shows the whole secret", c.in)
-		}
 	}
 }
 

@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 
+	"github.com/copydesk/copydesk/server/credential"
 	"github.com/copydesk/copydesk/server/serp"
 	"github.com/copydesk/copydesk/store"
 )
@@ -34,9 +35,9 @@ func (e *Engine) SERP(ctx context.Context, envID *int64) (*serp.Client, error) {
 	if chosen == nil {
 		return nil, nil
 	}
-	secret, err := e.keys.Open(chosen.Secret, store.CredentialAAD(chosen.ID))
+	cred, err := e.creds.Open(ctx, chosen.ID, credential.Need{Kind: credential.SERP, EnvironmentID: envID})
 	if err != nil {
-		return nil, store.Conflict("credential %d cannot be opened with this server's secret.key (restored from another installation?): enter its key again", chosen.ID)
+		return nil, err
 	}
-	return serp.New(chosen.BaseURL, string(secret), e.opt.HTTPClient), nil
+	return serp.New(cred.Credential.BaseURL, cred.Secret, e.opt.HTTPClient), nil
 }

@@ -1,8 +1,6 @@
 package environment
 
 import (
-	"fmt"
-	"net/url"
 	"path/filepath"
 	"strings"
 	"time"
@@ -53,40 +51,6 @@ func NormalizeConfig(c *store.EnvironmentConfig) error {
 		return normalizeAstro(c.Astro)
 	}
 	return nil
-}
-
-// CheckWordPressCredential is the one rule for the credential an
-// environment publishes with: a wordpress credential, usable in the
-// environment, for the site the configuration names. It says what is
-// wrong, "" when nothing. envID 0 is an environment being created, where
-// only a global credential is usable.
-func CheckWordPressCredential(cred *store.Credential, envID int64, baseURL string) string {
-	var env *int64
-	if envID > 0 {
-		env = &envID
-	}
-	switch {
-	case cred.Provider != store.ProviderWordPress:
-		return fmt.Sprintf("credential %d is a %s credential, not a wordpress one", cred.ID, cred.Provider)
-	case !cred.UsableIn(env):
-		return fmt.Sprintf("credential %d belongs to environment %d and cannot be used here", cred.ID, *cred.EnvironmentID)
-	case !sameSite(cred.BaseURL, baseURL):
-		return fmt.Sprintf("base_url %s differs from the site of credential %d (%s)", baseURL, cred.ID, cred.BaseURL)
-	}
-	return ""
-}
-
-// sameSite reports whether two base URLs name one site: scheme and host
-// compared without case (as URLs define them), the path as is, a trailing
-// slash ignored.
-func sameSite(a, b string) bool {
-	ua, errA := url.Parse(strings.TrimSpace(a))
-	ub, errB := url.Parse(strings.TrimSpace(b))
-	if errA != nil || errB != nil {
-		return strings.TrimRight(a, "/") == strings.TrimRight(b, "/")
-	}
-	return strings.EqualFold(ua.Scheme, ub.Scheme) && strings.EqualFold(ua.Host, ub.Host) &&
-		strings.TrimRight(ua.EscapedPath(), "/") == strings.TrimRight(ub.EscapedPath(), "/")
 }
 
 func normalizeWordPress(wp *store.WordPressConfig) error {

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"unicode"
 
+	"github.com/copydesk/copydesk/server/credential"
 	"github.com/copydesk/copydesk/server/slug"
 	"github.com/copydesk/copydesk/server/valid"
 	"github.com/copydesk/copydesk/store"
@@ -138,7 +139,11 @@ func (s *Service) checkCredential(ctx context.Context, id int64, cfg *store.Envi
 	if err != nil {
 		return err
 	}
-	if msg := CheckWordPressCredential(cred, id, wp.BaseURL); msg != "" {
+	need := credential.Need{Kind: credential.WordPress, Site: wp.BaseURL}
+	if id > 0 {
+		need.EnvironmentID = &id
+	}
+	if msg := need.Refusal(cred); msg != "" {
 		return store.Invalid("configuration.wordpress: %s", msg)
 	}
 	return nil

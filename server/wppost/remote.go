@@ -12,7 +12,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/copydesk/copydesk/server/environment"
+	"github.com/copydesk/copydesk/server/credential"
 	"github.com/copydesk/copydesk/server/markdown"
 	"github.com/copydesk/copydesk/server/publish/wordpress"
 	"github.com/copydesk/copydesk/server/slug"
@@ -30,21 +30,11 @@ func (s *Service) site(ctx context.Context, sc store.Scope, envID int64) (*wordp
 	if wp == nil || wp.CredentialID == nil {
 		return nil, store.Conflict("environment %d does not publish to WordPress: set configuration.wordpress (base_url and credential_id)", envID)
 	}
-	cred, err := s.db.CredentialByID(ctx, *wp.CredentialID)
-	if store.IsNotFound(err) {
-		return nil, store.Conflict("the WordPress credential %d of environment %d no longer exists: choose another in its configuration", *wp.CredentialID, envID)
-	}
+	cred, err := s.creds.Open(ctx, *wp.CredentialID, credential.Need{Kind: credential.WordPress, EnvironmentID: &envID, Site: wp.BaseURL})
 	if err != nil {
 		return nil, err
 	}
-	if msg := environment.CheckWordPressCredential(cred, envID, wp.BaseURL); msg != "" {
-		return nil, store.Conflict("environment %d: %s", envID, msg)
-	}
-	secret, err := s.keys.Open(cred.Secret, store.CredentialAAD(cred.ID))
-	if err != nil {
-		return nil, store.Conflict("credential %d cannot be opened with this server's secret.key: enter its application password again", cred.ID)
-	}
-	c := wordpress.New(cred.BaseURL, cred.Username, string(secret), s.opt.HTTP)
+	c := wordpress.New(cred.Credential.BaseURL, cred.Credential.Username, cred.Secret, s.opt.HTTP)
 	c.Timeout, c.Retries, c.Backoff = s.opt.Timeout, s.opt.Retries, s.opt.Backoff
 	return c, nil
 }

@@ -14,6 +14,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/copydesk/copydesk/server/credential"
 	"github.com/copydesk/copydesk/server/heading"
 	"github.com/copydesk/copydesk/server/jobs"
 	"github.com/copydesk/copydesk/server/notify"
@@ -39,7 +40,6 @@ type Store interface {
 	CreateTag(ctx context.Context, n store.NewTag) (*store.Tag, error)
 	SetCategoryTerm(ctx context.Context, id int64, termID *int64) error
 	SetTagTerm(ctx context.Context, id int64, termID *int64) error
-	CredentialByID(ctx context.Context, id int64) (*store.Credential, error)
 }
 
 // Environments resolves an environment as a scope sees it.
@@ -47,9 +47,10 @@ type Environments interface {
 	Get(ctx context.Context, sc store.Scope, id int64) (*store.Environment, error)
 }
 
-// Opener opens a credential's sealed secret (server/keyring).
-type Opener interface {
-	Open(sealed []byte, aad string) ([]byte, error)
+// Credentials opens the WordPress credential of an environment
+// (server/credential).
+type Credentials interface {
+	Open(ctx context.Context, id int64, n credential.Need) (*credential.Opened, error)
 }
 
 // Runs reads an agent run as a scope sees it (server/agent).
@@ -94,7 +95,7 @@ type Options struct {
 type Deps struct {
 	Store        Store
 	Environments Environments
-	Keys         Opener
+	Credentials  Credentials
 	Runs         Runs
 	Generations  Generations
 	Lives        Lives
@@ -110,7 +111,7 @@ type Deps struct {
 type Service struct {
 	db    Store
 	envs  Environments
-	keys  Opener
+	creds Credentials
 	runs  Runs
 	gens  Generations
 	lives Lives
@@ -127,7 +128,7 @@ func New(d Deps) *Service {
 	if d.Options.MaxImage <= 0 {
 		d.Options.MaxImage = 10 << 20
 	}
-	s := &Service{db: d.Store, envs: d.Environments, keys: d.Keys, runs: d.Runs, gens: d.Generations, lives: d.Lives, jobs: d.Jobs,
+	s := &Service{db: d.Store, envs: d.Environments, creds: d.Credentials, runs: d.Runs, gens: d.Generations, lives: d.Lives, jobs: d.Jobs,
 		note: d.Notify, opt: d.Options}
 	if s.jobs != nil {
 		s.registerJobs()
