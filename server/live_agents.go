@@ -63,11 +63,7 @@ func (s *Server) registerLiveAgentRoutes() {
 			"first Markdown heading. The post is a draft in the session's environment and records the generation " +
 			"(live_generation_id). target wordpress makes a local WordPress post draft; target astro writes the file into the " +
 			"environment's Astro content folder."},
-		saveAs("id", func(c *gin.Context, id int64, title string) (*store.WordPressPost, error) {
-			return s.wpPosts.FromLive(c.Request.Context(), scope(c), principal(c).User.ID, id, title)
-		}, func(c *gin.Context, id int64, title string) (*store.AstroPost, error) {
-			return s.astroPosts.CreateFromLive(c.Request.Context(), scope(c), id, title)
-		}))
+		saveAs("id", s.posts.FromLive))
 }
 
 type liveSessionListQuery struct {

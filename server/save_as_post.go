@@ -1,18 +1,21 @@
 package server
 
 import (
+	"context"
 	"net/http"
 
 	"github.com/gin-gonic/gin"
 
+	"github.com/copydesk/copydesk/server/posttarget"
 	"github.com/copydesk/copydesk/store"
 )
 
 // From generation to a post: POST /api/agents/runs/{run_id}/save-as-post
 // turns a succeeded run's output into a draft post of the run's
 // environment, and POST /api/cie/runs/{run_id}/save-as-post does the same
-// for an archetype generation's article. Each target is its post group's
-// service; the handlers only pick one.
+// for an archetype generation's article. server/posttarget makes the
+// draft by the same rules for every target; the handlers only name the
+// source.
 func (s *Server) registerSaveAsPostRoutes() {
 	s.handle(Route{Method: "POST", Path: "/api/agents/runs/{run_id}/save-as-post", Tag: "Agents", Access: editorOnly,
 		Status: http.StatusCreated, Errors: []int{409}, Body: saveAsPostRequest{}, Data: savedPostResponse{},
@@ -20,11 +23,7 @@ func (s *Server) registerSaveAsPostRoutes() {
 		Notes: "The title, when absent, is the output's first Markdown heading (a level-1 heading then leaves the body). " +
 			"The post is a draft in the run's environment and records the run (run_id). target wordpress makes a local WordPress post draft " +
 			"(publish it with POST /api/wordpress-posts/{id}/publish); target astro writes the file into the environment's Astro content folder."},
-		saveAs("run_id", func(c *gin.Context, id int64, title string) (*store.WordPressPost, error) {
-			return s.wpPosts.FromRun(c.Request.Context(), scope(c), principal(c).User.ID, id, title)
-		}, func(c *gin.Context, id int64, title string) (*store.AstroPost, error) {
-			return s.astroPosts.CreateFromRun(c.Request.Context(), scope(c), id, title)
-		}))
+		saveAs("run_id", s.posts.FromRun))
 	s.handle(Route{Method: "POST", Path: "/api/cie/runs/{run_id}/save-as-post", Tag: "Content intelligence", Access: editorOnly,
 		Status: http.StatusCreated, Errors: []int{409}, Body: saveAsPostRequest{}, Data: savedPostResponse{},
 		Summary: "Save a succeeded generation's article as a draft post",
@@ -32,11 +31,7 @@ func (s *Server) registerSaveAsPostRoutes() {
 			"Markdown body. It is a draft in the generation's environment and records the generation (cie_run_id); 409 unless the generation " +
 			"succeeded. target wordpress makes a local WordPress post draft (publish it with POST /api/wordpress-posts/{id}/publish); " +
 			"target astro writes the file into the environment's Astro content folder."},
-		saveAs("run_id", func(c *gin.Context, id int64, title string) (*store.WordPressPost, error) {
-			return s.wpPosts.FromGeneration(c.Request.Context(), scope(c), principal(c).User.ID, id, title)
-		}, func(c *gin.Context, id int64, title string) (*store.AstroPost, error) {
-			return s.astroPosts.CreateFromGeneration(c.Request.Context(), scope(c), id, title)
-		}))
+		saveAs("run_id", s.posts.FromGeneration))
 }
 
 type saveAsPostRequest struct {
@@ -50,11 +45,14 @@ type savedPostResponse struct {
 	Astro     *astroPostResponse `json:"astro,omitempty" doc:"the post, for target astro"`
 }
 
+// saveFrom is a posttarget.Service call that makes a draft from one kind
+// of source.
+type saveFrom func(ctx context.Context, sc store.Scope, userID, id int64, target, title string) (*posttarget.Post, error)
+
 // saveAs is the handler of a save-as-post route: it reads the source's id
-// (the path parameter param) and the request, and makes the post of the
-// target with that target's service call.
-func saveAs(param string, wordpress func(c *gin.Context, id int64, title string) (*store.WordPressPost, error),
-	astro func(c *gin.Context, id int64, title string) (*store.AstroPost, error)) gin.HandlerFunc {
+// (the path parameter param) and the request, and makes the post with
+// save.
+func saveAs(param string, save saveFrom) gin.HandlerFunc {
 	return func(c *gin.Context) {
 		id, err := pathID(c, param)
 		if err != nil {
@@ -66,25 +64,21 @@ func saveAs(param string, wordpress func(c *gin.Context, id int64, title string)
 			fail(c, err)
 			return
 		}
-		switch req.Target {
-		case "wordpress":
-			p, err := wordpress(c, id, req.Title)
-			if err != nil {
-				fail(c, err)
-				return
-			}
-			out := wpPostJSON(p)
-			respond(c, http.StatusCreated, savedPostResponse{Target: req.Target, WordPress: &out}, "WordPress draft saved")
-		case "astro":
-			p, err := astro(c, id, req.Title)
-			if err != nil {
-				fail(c, err)
-				return
-			}
-			out := astroPostJSON(p)
-			respond(c, http.StatusCreated, savedPostResponse{Target: req.Target, Astro: &out}, "draft saved; "+p.FileName()+" written")
-		default:
-			fail(c, store.Invalid("target: must be wordpress or astro"))
+		p, err := save(c.Request.Context(), scope(c), principal(c).User.ID, id, req.Target, req.Title)
+		if err != nil {
+			fail(c, err)
+			return
 		}
+		out := savedPostResponse{Target: p.Kind}
+		msg := "WordPress draft saved"
+		if p.WordPress != nil {
+			wp := wpPostJSON(p.WordPress)
+			out.WordPress = &wp
+		}
+		if p.Astro != nil {
+			astro := astroPostJSON(p.Astro)
+			out.Astro, msg = &astro, "draft saved; "+p.Astro.FileName()+" written"
+		}
+		respond(c, http.StatusCreated, out, msg)
 	}
 }

@@ -30,6 +30,7 @@ import (
 	"github.com/copydesk/copydesk/server/live"
 	"github.com/copydesk/copydesk/server/message"
 	"github.com/copydesk/copydesk/server/notify"
+	"github.com/copydesk/copydesk/server/posttarget"
 	"github.com/copydesk/copydesk/server/scout"
 	"github.com/copydesk/copydesk/server/searchphrase"
 	"github.com/copydesk/copydesk/server/seo"
@@ -63,6 +64,7 @@ type Server struct {
 	cms           *cms.Service
 	wpPosts       *wppost.Service
 	astroPosts    *astropost.Service
+	posts         *posttarget.Service
 	cie           *cie.Service
 	chat          *chat.Service
 	live          *live.Service
@@ -156,8 +158,8 @@ func New(d Deps, opts Options) (*Server, error) {
 		Log: d.Log})
 	s.chat = chat.New(chat.Deps{Store: d.DB, Environments: s.environments, Engine: d.Engine, Jobs: d.Jobs, Events: d.Events, Log: d.Log})
 	s.live = live.New(live.Deps{Store: d.DB, Environments: s.environments, Engine: d.Engine, Jobs: d.Jobs, Events: d.Events, Log: d.Log})
-	s.wpPosts = wppost.New(wppost.Deps{Store: d.DB, Environments: s.environments, Credentials: credential.NewOpener(d.DB, d.Keys), Runs: s.agents, Generations: s.cie,
-		Lives: s.live, Jobs: d.Jobs, Notify: d.Notify, Options: d.WordPress})
+	s.wpPosts = wppost.New(wppost.Deps{Store: d.DB, Environments: s.environments, Credentials: credential.NewOpener(d.DB, d.Keys),
+		Jobs: d.Jobs, Notify: d.Notify, Options: d.WordPress})
 	s.searchPhrases = searchphrase.New(searchphrase.Deps{Store: d.DB, Environments: s.environments, Engine: d.Engine, Jobs: d.Jobs,
 		Notify: d.Notify, Log: d.Log, Now: func() time.Time { return d.DB.Now() }})
 	if d.Feeds == nil {
@@ -169,10 +171,9 @@ func New(d Deps, opts Options) (*Server, error) {
 	s.strategies = strategy.New(strategy.Deps{Store: d.DB, Campaigns: s.seo, Environments: s.environments, Engine: d.Engine, Jobs: d.Jobs,
 		Notify: d.Notify, Log: d.Log, Now: func() time.Time { return d.DB.Now() }})
 	e.Use(s.recoverPanics, s.logRequests, securityHeaders, boundWrites, omitHeadBody)
-	s.astroPosts = astropost.New(d.DB, s.environments, astropost.Sources{Runs: s.agents, Generations: s.cie, Lives: s.live},
-		func() time.Time { return d.DB.Now() }, d.Log)
-	s.autopilot = autopilot.New(autopilot.Deps{Store: d.DB, Environments: s.environments, Generator: s.cie, WordPress: s.wpPosts,
-		Astro: s.astroPosts, Jobs: d.Jobs, Notify: d.Notify, Events: d.Events, Now: func() time.Time { return d.DB.Now() }, Log: d.Log})
+	s.astroPosts = astropost.New(d.DB, s.environments, func() time.Time { return d.DB.Now() }, d.Log)
+	s.posts = posttarget.New(posttarget.Sources{Runs: s.agents, Generations: s.cie, Lives: s.live}, s.wpPosts.Target(), s.astroPosts.Target())
+	s.autopilot = autopilot.New(autopilot.Deps{Store: d.DB, Environments: s.environments, Generator: s.cie, Posts: s.posts, Jobs: d.Jobs, Notify: d.Notify, Events: d.Events, Now: func() time.Time { return d.DB.Now() }, Log: d.Log})
 	e.NoRoute(func(c *gin.Context) {
 		abort(c, http.StatusNotFound, "no route for "+c.Request.Method+" "+c.Request.URL.Path)
 	})

@@ -41,45 +41,17 @@ type Environments interface {
 	Get(ctx context.Context, sc store.Scope, id int64) (*store.Environment, error)
 }
 
-// Runs resolves an agent run as a scope sees it (server/agent).
-type Runs interface {
-	Run(ctx context.Context, sc store.Scope, id int64) (*store.AgentRun, error)
-}
-
-// Generations reads a succeeded archetype generation as a scope sees it
-// (server/cie).
-type Generations interface {
-	Succeeded(ctx context.Context, sc store.Scope, id int64) (*store.CIERun, error)
-}
-
-// Lives reads the last output of a live session as a scope sees it
-// (server/live).
-type Lives interface {
-	LastOutput(ctx context.Context, sc store.Scope, id int64) (*store.LiveSession, *store.LiveGeneration, error)
-}
-
-// Sources are where generated posts come from: agent runs, archetype
-// generations and live sessions.
-type Sources struct {
-	Runs        Runs
-	Generations Generations
-	Lives       Lives
-}
-
 // Service implements the Astro post rules.
 type Service struct {
-	db    Store
-	envs  Environments
-	runs  Runs
-	gens  Generations
-	lives Lives
-	now   func() time.Time
-	log   *slog.Logger
+	db   Store
+	envs Environments
+	now  func() time.Time
+	log  *slog.Logger
 }
 
 // New returns the service; now is the clock of default publication dates.
-func New(db Store, envs Environments, src Sources, now func() time.Time, log *slog.Logger) *Service {
-	return &Service{db: db, envs: envs, runs: src.Runs, gens: src.Generations, lives: src.Lives, now: now, log: log}
+func New(db Store, envs Environments, now func() time.Time, log *slog.Logger) *Service {
+	return &Service{db: db, envs: envs, now: now, log: log}
 }
 
 // Limits of the fields.
@@ -371,8 +343,8 @@ func (s *Service) env(ctx context.Context, sc store.Scope, id int64) (*store.Env
 	if err != nil {
 		return nil, err
 	}
-	if env.Configuration.Astro == nil || env.Configuration.Astro.ProjectPath == "" {
-		return nil, noAstro(env)
+	if err := (target{}).Ready(env); err != nil {
+		return nil, err
 	}
 	return env, nil
 }

@@ -21,20 +21,6 @@ import (
 	"github.com/copydesk/copydesk/store/storetest"
 )
 
-// runs stands in for the agent service: a run as the scope sees it.
-type runs struct{ db *store.DB }
-
-func (r runs) Run(ctx context.Context, sc store.Scope, id int64) (*store.AgentRun, error) {
-	run, err := r.db.RunByID(ctx, id)
-	if err != nil {
-		return nil, err
-	}
-	if !sc.SeesOwned(run.EnvironmentID, run.UserID) {
-		return nil, store.NotFound("run not found")
-	}
-	return run, nil
-}
-
 type fixture struct {
 	db      *store.DB
 	svc     *astropost.Service
@@ -59,7 +45,7 @@ func newFixture(t *testing.T) *fixture {
 	if err != nil {
 		t.Fatal(err)
 	}
-	svc := astropost.New(db, envs, astropost.Sources{Runs: runs{db}}, clk.Now, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	svc := astropost.New(db, envs, clk.Now, slog.New(slog.NewTextHandler(io.Discard, nil)))
 	return &fixture{db: db, svc: svc, env: env, project: project, dir: dir}
 }
 
@@ -558,46 +544,4 @@ func TestImportAndReconcile(t *testing.T) {
 	if got, err := f.svc.Get(ctx, store.Everything, p.ID); err != nil || got.Tags[0].Name != "Golang" {
 		t.Errorf("tagged post %+v %v", got, err)
 	}
-}
-
-func TestCreateFromRun(t *testing.T) {
-	t.Parallel()
-	f := newFixture(t)
-	u := storetest.MustUser(t, f.db, "writer", store.RoleEditor)
-	a, err := f.db.CreateAgent(ctx, store.AgentInput{EnvironmentID: &f.env.ID, Name: "W", Kind: "writer", IsActive: true}, u.ID)
-	if err != nil {
-		t.Fatal(err)
-	}
-	run := func(status, output string) int64 {
-		r, err := f.db.CreateRun(ctx, store.NewRun{AgentID: a.ID, EnvironmentID: &f.env.ID, UserID: &u.ID, Input: "x"})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if status != "" {
-			if _, err := f.db.FinishRun(ctx, r.ID, store.RunOutcome{Status: status, Output: output}); err != nil {
-				t.Fatal(err)
-			}
-		}
-		return r.ID
-	}
-	output := "```md\n# Not this\n```\n\n# Ten Tips for Café Owners\n\nRunning a café is *hard*.\nHere is how.\n\n## One\n\nText.\n"
-	p, err := f.svc.CreateFromRun(ctx, store.Everything, run(store.RunSucceeded, output), "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if p.Title != "Ten Tips for Café Owners" || !p.Draft || p.RunID == nil || p.Slug != "ten-tips-for-cafe-owners" ||
-		p.Description != "Running a café is *hard*. Here is how." || strings.Contains(p.Body, "# Ten Tips") || !strings.Contains(p.Body, "# Not this") {
-		t.Errorf("post %+v", p)
-	}
-	frontMatter(t, f.dir, p.FileName(), f.read(t, p.FileName()))
-	p, err = f.svc.CreateFromRun(ctx, store.Everything, run(store.RunSucceeded, "no heading here"), "Given title")
-	if err != nil || p.Title != "Given title" || p.Body != "no heading here" {
-		t.Errorf("given title: %+v %v", p, err)
-	}
-	_, err = f.svc.CreateFromRun(ctx, store.Everything, run(store.RunSucceeded, "no heading here"), "")
-	storetest.WantKind(t, err, store.KindInvalid)
-	_, err = f.svc.CreateFromRun(ctx, store.Everything, run("", ""), "x")
-	storetest.WantKind(t, err, store.KindConflict)
-	_, err = f.svc.CreateFromRun(ctx, store.NewScope(99, false, nil), run(store.RunSucceeded, "# x"), "")
-	storetest.WantKind(t, err, store.KindNotFound)
 }

@@ -39,13 +39,12 @@ import (
 	"sync"
 	"time"
 
-	"github.com/copydesk/copydesk/server/astropost"
 	"github.com/copydesk/copydesk/server/cie"
 	"github.com/copydesk/copydesk/server/jobs"
 	"github.com/copydesk/copydesk/server/notify"
+	"github.com/copydesk/copydesk/server/posttarget"
 	"github.com/copydesk/copydesk/server/stream"
 	"github.com/copydesk/copydesk/server/valid"
-	"github.com/copydesk/copydesk/server/wppost"
 	"github.com/copydesk/copydesk/store"
 )
 
@@ -95,18 +94,12 @@ type Generator interface {
 	Execute(ctx context.Context, id int64, source string) (*store.CIERun, error)
 }
 
-// WordPress makes and publishes WordPress posts (server/wppost).
-type WordPress interface {
-	FromGeneration(ctx context.Context, sc store.Scope, userID, id int64, title string) (*store.WordPressPost, error)
-	Get(ctx context.Context, sc store.Scope, id int64) (*store.WordPressPost, error)
-	Publish(ctx context.Context, sc store.Scope, id int64, in wppost.PublishInput) (*store.WordPressPost, error)
-}
-
-// Astro makes and publishes Astro posts (server/astropost).
-type Astro interface {
-	CreateFromGeneration(ctx context.Context, sc store.Scope, id int64, title string) (*store.AstroPost, error)
-	Get(ctx context.Context, sc store.Scope, id int64) (*store.AstroPost, error)
-	Update(ctx context.Context, sc store.Scope, id int64, ch astropost.Change) (*store.AstroPost, error)
+// Posts makes the runs' posts and publishes them, on the target of each
+// run's campaign (server/posttarget).
+type Posts interface {
+	FromGeneration(ctx context.Context, sc store.Scope, userID, id int64, kind, title string) (*posttarget.Post, error)
+	Target(kind string) (posttarget.Target, error)
+	For(env *store.Environment, kind string) (posttarget.Target, error)
 }
 
 // Runner is the job runner (server/jobs) that carries runs out.
@@ -126,8 +119,7 @@ type Deps struct {
 	Store        Store
 	Environments Environments
 	Generator    Generator
-	WordPress    WordPress
-	Astro        Astro
+	Posts        Posts
 	Jobs         Runner
 	Notify       Notifier
 	Events       *stream.Broker
@@ -140,8 +132,7 @@ type Service struct {
 	db     Store
 	envs   Environments
 	gen    Generator
-	wp     WordPress
-	astro  Astro
+	posts  Posts
 	jobs   Runner
 	notify Notifier
 	events *stream.Broker
@@ -154,7 +145,7 @@ type Service struct {
 
 // New returns the service and registers its job kinds with d.Jobs.
 func New(d Deps) *Service {
-	s := &Service{db: d.Store, envs: d.Environments, gen: d.Generator, wp: d.WordPress, astro: d.Astro, jobs: d.Jobs, notify: d.Notify,
+	s := &Service{db: d.Store, envs: d.Environments, gen: d.Generator, posts: d.Posts, jobs: d.Jobs, notify: d.Notify,
 		events: d.Events, now: d.Now, log: d.Log, topics: map[int64]bool{}}
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
@@ -340,7 +331,7 @@ func (s *Service) PutConfig(ctx context.Context, sc store.Scope, userID, envID i
 		return nil, "", err
 	}
 	s.replan(ctx)
-	s.publish(ctx, env.ID, EventStatus, ap)
+	s.emit(ctx, env.ID, EventStatus, ap)
 	return ap, zone(env).String(), nil
 }
 
@@ -470,7 +461,7 @@ func (s *Service) turnOn(ctx context.Context, sc store.Scope, userID, envID int6
 	if !changed {
 		return nil, wrongState(ap, verb)
 	}
-	s.publish(ctx, env.ID, EventStatus, ap)
+	s.emit(ctx, env.ID, EventStatus, ap)
 	if err := s.resumeRun(ctx, env.ID); err != nil {
 		return nil, err
 	}
@@ -515,7 +506,7 @@ func (s *Service) Pause(ctx context.Context, sc store.Scope, userID, envID int64
 	if err := s.controlRun(ctx, env.ID, store.ControlPause); err != nil {
 		return nil, err
 	}
-	s.publish(ctx, env.ID, EventStatus, ap)
+	s.emit(ctx, env.ID, EventStatus, ap)
 	s.replan(ctx)
 	return s.status(ctx, env)
 }
@@ -537,7 +528,7 @@ func (s *Service) Stop(ctx context.Context, sc store.Scope, userID, envID int64)
 	if err := s.controlRun(ctx, env.ID, store.ControlStop); err != nil {
 		return nil, err
 	}
-	s.publish(ctx, env.ID, EventStatus, ap)
+	s.emit(ctx, env.ID, EventStatus, ap)
 	s.replan(ctx)
 	return s.status(ctx, env)
 }
@@ -557,7 +548,7 @@ func (s *Service) controlRun(ctx context.Context, envID int64, control string) e
 			return err
 		}
 		if changed {
-			s.publish(ctx, envID, EventRun, done)
+			s.emit(ctx, envID, EventRun, done)
 			return nil
 		}
 	}
@@ -627,7 +618,7 @@ func (s *Service) RunNow(ctx context.Context, sc store.Scope, userID, envID int6
 		return nil, err
 	}
 	s.jobs.Signal()
-	s.publish(ctx, env.ID, EventRun, run)
+	s.emit(ctx, env.ID, EventRun, run)
 	s.replan(ctx)
 	return run, nil
 }
@@ -675,7 +666,7 @@ func (s *Service) candidates(ctx context.Context, env *store.Environment, ap *st
 		case c.ArchetypeID == nil:
 			why = append(why, fmt.Sprintf("campaign %q has no archetype", c.Name))
 			continue
-		case !publishesTo(env, c.Target):
+		case s.unready(env, c.Target):
 			why = append(why, fmt.Sprintf("campaign %q publishes to %s, which the environment's configuration does not set up", c.Name, c.Target))
 			continue
 		}
@@ -702,15 +693,11 @@ func (s *Service) candidates(ctx context.Context, env *store.Environment, ap *st
 	return out, strings.Join(why, "; "), nil
 }
 
-// publishesTo reports whether an environment is set up for a target.
-func publishesTo(env *store.Environment, target string) bool {
-	switch target {
-	case store.PostWordPress:
-		return env.Configuration.WordPress != nil && env.Configuration.WordPress.CredentialID != nil
-	case store.PostAstro:
-		return env.Configuration.Astro != nil && env.Configuration.Astro.ProjectPath != ""
-	}
-	return false
+// unready reports whether an environment's configuration does not set
+// up a target.
+func (s *Service) unready(env *store.Environment, target string) bool {
+	_, err := s.posts.For(env, target)
+	return err != nil
 }
 
 // ---- runs ----

@@ -9,12 +9,12 @@ import (
 )
 
 // Live events: each environment's autopilot has a live topic (Topic) on
-// the stream broker, open from the first time anything is published on
+// the stream broker, open from the first time anything is emitted on
 // it or anyone watches it, for as long as the server runs. Its events are
 // `status` with the autopilot (state, pause, config) when that changes,
 // and `run` with the run and its steps each time a step begins or ends
 // and when the run ends. A watcher that joins gets `snapshot` first: the
-// autopilot and the latest run as last published. What the events say is
+// autopilot and the latest run as last emitted. What the events say is
 // stored (GET /api/autopilot/status and /runs): a watcher that loses the
 // stream loses no history.
 
@@ -31,7 +31,7 @@ func Topic(envID int64) string { return "autopilot/" + strconv.FormatInt(envID, 
 // Snapshot is the data of a `snapshot` event.
 type Snapshot struct {
 	Autopilot *store.Autopilot
-	Run       *store.AutopilotRun // nil when no run was published yet
+	Run       *store.AutopilotRun // nil when no run was emitted yet
 }
 
 // snapshot folds the topic's events into a Snapshot.
@@ -71,7 +71,7 @@ func (s *Service) Watch(ctx context.Context, sc store.Scope, envID int64) (topic
 }
 
 // openTopic opens an environment's topic if this process has not, and
-// publishes the autopilot's state as its first event.
+// emits the autopilot's state as its first event.
 func (s *Service) openTopic(ctx context.Context, envID int64) error {
 	if s.events == nil {
 		return nil
@@ -91,10 +91,10 @@ func (s *Service) openTopic(ctx context.Context, envID int64) error {
 	return nil
 }
 
-// publish sends an event on an environment's topic, opening it first.
-// Failing to publish never fails the work: what the event says is
+// emit sends an event on an environment's topic, opening it first.
+// Failing to send it never fails the work: what the event says is
 // stored.
-func (s *Service) publish(ctx context.Context, envID int64, name string, data any) {
+func (s *Service) emit(ctx context.Context, envID int64, name string, data any) {
 	if s.events == nil {
 		return
 	}
@@ -107,11 +107,11 @@ func (s *Service) publish(ctx context.Context, envID int64, name string, data an
 
 func (s *Service) send(envID int64, name string, data any) {
 	if _, err := s.events.Publish(Topic(envID), stream.Event{Name: name, Data: data}); err != nil && !stream.Gone(err) {
-		s.log.Error("autopilot event not published", "environment", envID, "event", name, "err", err)
+		s.log.Error("autopilot event not sent", "environment", envID, "event", name, "err", err)
 	}
 }
 
-// emitRun publishes a run as it is stored now.
+// emitRun emits a run as it is stored now.
 func (s *Service) emitRun(ctx context.Context, runID int64) {
 	if s.events == nil {
 		return
@@ -121,5 +121,5 @@ func (s *Service) emitRun(ctx context.Context, runID int64) {
 		s.log.Error("autopilot: read a run for its event", "run", runID, "err", err)
 		return
 	}
-	s.publish(ctx, run.EnvironmentID, EventRun, run)
+	s.emit(ctx, run.EnvironmentID, EventRun, run)
 }

@@ -8,12 +8,10 @@ import (
 	"strings"
 	"time"
 
-	"github.com/copydesk/copydesk/server/astropost"
 	"github.com/copydesk/copydesk/server/cie"
 	"github.com/copydesk/copydesk/server/engine"
 	"github.com/copydesk/copydesk/server/jobs"
 	"github.com/copydesk/copydesk/server/notify"
-	"github.com/copydesk/copydesk/server/wppost"
 	"github.com/copydesk/copydesk/store"
 )
 
@@ -76,7 +74,7 @@ func (s *Service) carryOut(ctx context.Context, job *store.Job) error {
 		if run, err = s.db.AutopilotRunByID(ctx, run.ID); err != nil || run.Finished() {
 			return err
 		}
-		s.publish(ctx, run.EnvironmentID, EventRun, run)
+		s.emit(ctx, run.EnvironmentID, EventRun, run)
 		next := ""
 		for _, name := range store.AutopilotSteps {
 			if !run.Step(name).Done() {
@@ -248,75 +246,44 @@ func (s *Service) createPost(ctx context.Context, _ *store.Job, run *store.Autop
 		return store.StepEnd{}, err
 	}
 	var detail string
-	switch {
-	case ref != nil:
+	if ref != nil {
 		detail = fmt.Sprintf("%s post %d, made from generation %d by an earlier attempt", run.Target, ref.ID, *run.CIERunID)
-	case run.Target == store.PostWordPress:
-		p, err := s.wp.FromGeneration(ctx, store.Everything, 0, *run.CIERunID, "")
+	} else {
+		p, err := s.posts.FromGeneration(ctx, store.Everything, 0, *run.CIERunID, run.Target, "")
 		if err != nil {
 			return store.StepEnd{}, jobs.Permanent(err)
 		}
-		ref, detail = &store.PostRef{Kind: store.PostWordPress, ID: p.ID}, fmt.Sprintf("WordPress post %d %q made as a draft", p.ID, p.Title)
-	default:
-		p, err := s.astro.CreateFromGeneration(ctx, store.Everything, *run.CIERunID, "")
-		if err != nil {
-			return store.StepEnd{}, jobs.Permanent(err)
-		}
-		ref, detail = &store.PostRef{Kind: store.PostAstro, ID: p.ID}, fmt.Sprintf("Astro post %d written as %s, a draft", p.ID, p.FileName())
+		ref, detail = &store.PostRef{Kind: p.Kind, ID: p.ID}, p.Detail
 	}
 	_, err = s.db.LinkAutopilotPost(ctx, run.ID, *ref, detail)
 	return store.StepEnd{}, err
 }
 
-// publishPost publishes the run's post, or leaves it a draft: a WordPress
-// post is sent to the site with its status (publish or draft: a draft
-// waits there for a person), an Astro post loses its draft flag or keeps
-// it. Sending again after a create that got no answer adopts the post
-// that create made (server/wppost), so no attempt makes a second one.
+// publishPost publishes the run's post, or leaves it a draft, on its
+// target (server/posttarget): a WordPress post is sent to the site with
+// its status (publish or draft: a draft waits there for a person), an
+// Astro post loses its draft flag or keeps it (the step is then skipped).
+// Publishing again after an attempt that was cut off finishes it rather
+// than doubling it (a WordPress create that got no answer is adopted).
 func (s *Service) publishPost(ctx context.Context, _ *store.Job, run *store.AutopilotRun) (store.StepEnd, error) {
 	if run.Post == nil {
 		return store.StepEnd{}, jobs.Permanent(errors.New("the run's post was deleted before it was published"))
+	}
+	t, err := s.posts.Target(run.Post.Kind)
+	if err != nil {
+		return store.StepEnd{}, jobs.Permanent(err)
 	}
 	if err := s.db.BeginAutopilotStep(ctx, run.ID, store.StepPublish); err != nil {
 		return store.StepEnd{}, err
 	}
 	s.emitRun(ctx, run.ID)
-	end := store.StepEnd{Status: store.StepSucceeded}
-	switch run.Post.Kind {
-	case store.PostWordPress:
-		p, err := s.wp.Get(ctx, store.Everything, run.Post.ID)
-		if err != nil {
-			return store.StepEnd{}, jobs.Permanent(err)
-		}
-		if p.SyncStatus != store.SyncSynced || p.RemoteStatus != run.PostStatus {
-			if p, err = s.wp.Publish(ctx, store.Everything, p.ID, wppost.PublishInput{Status: run.PostStatus}); err != nil {
-				return store.StepEnd{}, err
-			}
-		}
-		var remote int64
-		if p.RemoteID != nil {
-			remote = *p.RemoteID
-		}
-		end.Detail = fmt.Sprintf("published on WordPress as post %d: %s", remote, p.RemoteLink)
-		if run.PostStatus != "publish" {
-			end.Detail = fmt.Sprintf("sent to WordPress as draft post %d, for a person to publish", remote)
-		}
-	default:
-		if run.PostStatus != "publish" {
-			end.Status, end.Detail = store.StepSkipped, "left as a draft (draft: true in its front matter)"
-			break
-		}
-		p, err := s.astro.Get(ctx, store.Everything, run.Post.ID)
-		if err != nil {
-			return store.StepEnd{}, jobs.Permanent(err)
-		}
-		if p.Draft {
-			no := false
-			if p, err = s.astro.Update(ctx, store.Everything, p.ID, astropost.Change{Draft: &no}); err != nil {
-				return store.StepEnd{}, jobs.Permanent(err)
-			}
-		}
-		end.Detail = fmt.Sprintf("published: %s no longer a draft", p.FileName())
+	p, err := t.Publish(ctx, store.Everything, run.Post.ID, run.PostStatus)
+	if err != nil {
+		return store.StepEnd{}, err
+	}
+	end := store.StepEnd{Status: store.StepSucceeded, Detail: p.Detail}
+	if p.Skipped {
+		end.Status = store.StepSkipped
 	}
 	return store.StepEnd{}, s.db.FinishAutopilotStep(ctx, run.ID, store.StepPublish, end)
 }
@@ -335,7 +302,7 @@ func (s *Service) stepFailed(ctx context.Context, job *store.Job, run *store.Aut
 	if ferr := s.db.FinishAutopilotStep(wctx, run.ID, name, end); ferr != nil {
 		return errors.Join(err, ferr)
 	}
-	if retryable(name, err) && job.Attempts < job.MaxAttempts {
+	if s.retryable(run, name, err) && job.Attempts < job.MaxAttempts {
 		s.emitRun(wctx, run.ID)
 		return jobs.Retry(err)
 	}
@@ -345,9 +312,8 @@ func (s *Service) stepFailed(ctx context.Context, job *store.Job, run *store.Aut
 
 // retryable tells the failures of a step another try may mend: the
 // provider's that say so (429, 5xx, no answer) for the generation, the
-// site's by the publishing service's rule for the post. A Permanent mark
-// wins.
-func retryable(step string, err error) bool {
+// target's by its own rule for the post. A Permanent mark wins.
+func (s *Service) retryable(run *store.AutopilotRun, step string, err error) bool {
 	var m interface{ Retryable() bool }
 	if errors.As(err, &m) && !m.Retryable() {
 		return false
@@ -355,7 +321,8 @@ func retryable(step string, err error) bool {
 	if step == store.StepGenerate {
 		return engine.Retryable(err)
 	}
-	return wppost.Retryable(err)
+	t, terr := s.posts.Target(run.Target)
+	return terr == nil && t.Retryable(err)
 }
 
 // succeed ends a run whose steps are all done: its keyword published (or
@@ -369,7 +336,7 @@ func (s *Service) succeed(ctx context.Context, run *store.AutopilotRun) error {
 	if err != nil || !changed {
 		return err
 	}
-	s.publish(ctx, run.EnvironmentID, EventRun, run)
+	s.emit(ctx, run.EnvironmentID, EventRun, run)
 	note := notify.Note{Kind: NotePublished, Title: fmt.Sprintf("AutoPilot published a post for %q", run.Keyword), Link: runLink(run)}
 	if run.PostStatus != "publish" {
 		note.Kind, note.Title = NoteDrafted, fmt.Sprintf("AutoPilot wrote a draft for %q", run.Keyword)
@@ -414,7 +381,7 @@ func (s *Service) fail(ctx context.Context, run *store.AutopilotRun, why string)
 	if !changed {
 		return
 	}
-	s.publish(ctx, run.EnvironmentID, EventRun, run)
+	s.emit(ctx, run.EnvironmentID, EventRun, run)
 	s.notify.Environment(ctx, run.EnvironmentID, notify.Note{Kind: NoteFailed, Title: fmt.Sprintf("AutoPilot failed to write %q", run.Keyword),
 		Body: why, Link: runLink(run)})
 	ap, err := s.db.AutopilotOf(ctx, run.EnvironmentID)
@@ -438,7 +405,7 @@ func (s *Service) cancel(ctx context.Context, run *store.AutopilotRun, why strin
 		return
 	}
 	if changed {
-		s.publish(ctx, run.EnvironmentID, EventRun, run)
+		s.emit(ctx, run.EnvironmentID, EventRun, run)
 	}
 }
 
@@ -458,7 +425,7 @@ func (s *Service) pauseSelf(ctx context.Context, env *store.Environment, reason,
 	if !changed {
 		return
 	}
-	s.publish(ctx, env.ID, EventStatus, ap)
+	s.emit(ctx, env.ID, EventStatus, ap)
 	body := detail + ". Resume it with POST /api/autopilot/resume."
 	if autoResume {
 		body = fmt.Sprintf("%s. It resumes by itself at %s (%s).", detail, resume.In(zone(env)).Format("2006-01-02 15:04 MST"), zone(env))

@@ -90,7 +90,7 @@ func (s *Service) tick(ctx context.Context, _ *store.Job) error {
 		return err
 	}
 	for _, run := range orphans {
-		s.publish(ctx, run.EnvironmentID, EventRun, run)
+		s.emit(ctx, run.EnvironmentID, EventRun, run)
 		s.notify.Environment(ctx, run.EnvironmentID, notify.Note{Kind: NoteFailed, Title: fmt.Sprintf("AutoPilot failed to write %q", run.Keyword),
 			Body: run.Error, Link: runLink(run)})
 	}
@@ -156,7 +156,7 @@ func (s *Service) tickOne(ctx context.Context, ap *store.Autopilot, now time.Tim
 		return err
 	}
 	s.jobs.Signal()
-	s.publish(ctx, env.ID, EventRun, run)
+	s.emit(ctx, env.ID, EventRun, run)
 	return nil
 }
 
@@ -179,7 +179,7 @@ func (s *Service) resumeSelf(ctx context.Context, env *store.Environment, ap *st
 	if err != nil || !changed {
 		return err
 	}
-	s.publish(ctx, env.ID, EventStatus, ap)
+	s.emit(ctx, env.ID, EventStatus, ap)
 	if err := s.resumeRun(ctx, env.ID); err != nil {
 		return err
 	}

@@ -28,7 +28,7 @@ func (s *Service) site(ctx context.Context, sc store.Scope, envID int64) (*wordp
 	}
 	wp := env.Configuration.WordPress
 	if wp == nil || wp.CredentialID == nil {
-		return nil, store.Conflict("environment %d does not publish to WordPress: set configuration.wordpress (base_url and credential_id)", envID)
+		return nil, notConfigured(envID)
 	}
 	cred, err := s.creds.Open(ctx, *wp.CredentialID, credential.Need{Kind: credential.WordPress, EnvironmentID: &envID, Site: wp.BaseURL})
 	if err != nil {

@@ -15,7 +15,6 @@ import (
 	"time"
 
 	"github.com/copydesk/copydesk/server/credential"
-	"github.com/copydesk/copydesk/server/heading"
 	"github.com/copydesk/copydesk/server/jobs"
 	"github.com/copydesk/copydesk/server/notify"
 	"github.com/copydesk/copydesk/server/slug"
@@ -53,23 +52,6 @@ type Credentials interface {
 	Open(ctx context.Context, id int64, n credential.Need) (*credential.Opened, error)
 }
 
-// Runs reads an agent run as a scope sees it (server/agent).
-type Runs interface {
-	Run(ctx context.Context, sc store.Scope, id int64) (*store.AgentRun, error)
-}
-
-// Generations reads a succeeded archetype generation as a scope sees it
-// (server/cie).
-type Generations interface {
-	Succeeded(ctx context.Context, sc store.Scope, id int64) (*store.CIERun, error)
-}
-
-// Lives reads the last output of a live session as a scope sees it
-// (server/live).
-type Lives interface {
-	LastOutput(ctx context.Context, sc store.Scope, id int64) (*store.LiveSession, *store.LiveGeneration, error)
-}
-
 // Runner is the job runner (server/jobs) that carries queued publishes
 // out (PublishJob).
 type Runner interface {
@@ -96,9 +78,6 @@ type Deps struct {
 	Store        Store
 	Environments Environments
 	Credentials  Credentials
-	Runs         Runs
-	Generations  Generations
-	Lives        Lives
 	// Jobs, when set, carries out queued publishes (PublishJob): New
 	// registers the kind with it.
 	Jobs Runner
@@ -112,9 +91,6 @@ type Service struct {
 	db    Store
 	envs  Environments
 	creds Credentials
-	runs  Runs
-	gens  Generations
-	lives Lives
 	jobs  Runner
 	note  Notifier
 	opt   Options
@@ -128,7 +104,7 @@ func New(d Deps) *Service {
 	if d.Options.MaxImage <= 0 {
 		d.Options.MaxImage = 10 << 20
 	}
-	s := &Service{db: d.Store, envs: d.Environments, creds: d.Credentials, runs: d.Runs, gens: d.Generations, lives: d.Lives, jobs: d.Jobs,
+	s := &Service{db: d.Store, envs: d.Environments, creds: d.Credentials, jobs: d.Jobs,
 		note: d.Notify, opt: d.Options}
 	if s.jobs != nil {
 		s.registerJobs()
@@ -332,64 +308,4 @@ func normalize(ch *Change, sched *time.Time) error {
 		}
 	}
 	return nil
-}
-
-// FromRun makes a draft of a succeeded run's output in the run's
-// environment. Without a title, the output's first Markdown heading is
-// the title (heading.Title; a level-1 one leaves the content). The post
-// records the run.
-func (s *Service) FromRun(ctx context.Context, sc store.Scope, userID, runID int64, title string) (*store.WordPressPost, error) {
-	run, err := s.runs.Run(ctx, sc, runID)
-	if err != nil {
-		return nil, err
-	}
-	if run.Status != store.RunSucceeded {
-		return nil, store.Conflict("run %d is %s: only the output of a succeeded run becomes a post", run.ID, run.Status)
-	}
-	if run.EnvironmentID == nil {
-		return nil, store.Invalid("run %d belongs to no environment; a post needs one: run the agent in an environment", run.ID)
-	}
-	return s.fromText(ctx, sc, userID, run.Output, title, "the run's output", Input{EnvironmentID: *run.EnvironmentID, RunID: &run.ID})
-}
-
-// FromLive makes a draft of the last output of a live session (its newest
-// succeeded generation) in the session's environment, as FromRun does of
-// a run's. The post records the generation.
-func (s *Service) FromLive(ctx context.Context, sc store.Scope, userID, sessionID int64, title string) (*store.WordPressPost, error) {
-	sess, g, err := s.lives.LastOutput(ctx, sc, sessionID)
-	if err != nil {
-		return nil, err
-	}
-	return s.fromText(ctx, sc, userID, g.Output, title, "the session's last output",
-		Input{EnvironmentID: sess.EnvironmentID, LiveGenerationID: &g.ID})
-}
-
-// fromText makes a draft of a generated Markdown text (what names it in an
-// error), titled by its first heading unless a title is given.
-func (s *Service) fromText(ctx context.Context, sc store.Scope, userID int64, text, title, what string, in Input) (*store.WordPressPost, error) {
-	content := text
-	if strings.TrimSpace(title) == "" {
-		var ok bool
-		if title, content, ok = heading.Title(text); !ok {
-			return nil, store.Invalid("title: is required: %s has no Markdown heading to take it from", what)
-		}
-	}
-	in.Title, in.Content, in.Status = title, content, "draft"
-	return s.Create(ctx, sc, userID, in)
-}
-
-// FromGeneration makes a draft of a succeeded archetype generation's
-// article in its environment: its title (unless one is given), its
-// description as the excerpt and its Markdown body as the content. The
-// post records the generation.
-func (s *Service) FromGeneration(ctx context.Context, sc store.Scope, userID, id int64, title string) (*store.WordPressPost, error) {
-	run, err := s.gens.Succeeded(ctx, sc, id)
-	if err != nil {
-		return nil, err
-	}
-	if strings.TrimSpace(title) == "" {
-		title = run.Title
-	}
-	return s.Create(ctx, sc, userID, Input{EnvironmentID: run.EnvironmentID, Title: title, Content: run.Body, Excerpt: run.Description,
-		Status: "draft", CIERunID: &run.ID})
 }
