@@ -1,0 +1,257 @@
+package wppost_test
+
+import (
+	"context"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/copydesk/copydesk/server/credential"
+	"github.com/copydesk/copydesk/server/environment"
+	"github.com/copydesk/copydesk/server/keyring"
+	"github.com/copydesk/copydesk/server/posttarget"
+	"github.com/copydesk/copydesk/server/publish/wordpress/wptest"
+	"github.com/copydesk/copydesk/server/wppost"
+	"github.com/copydesk/copydesk/store"
+	"github.com/copydesk/copydesk/store/storetest"
+)
+
+var ctx = context.Background()
+
+type rig struct {
+	db     *store.DB
+	keys   *keyring.Keyring
+	envs   *environment.Service
+	site   *wptest.Site
+	svc    *wppost.Service
+	target posttarget.Target
+	env    *store.Environment // publishes to site
+	user   *store.User
+}
+
+func newRig(t *testing.T) *rig {
+	t.Helper()
+	db, _ := storetest.OpenDB(t)
+	keys, err := keyring.New([]byte("wppost-test-secret-0123456789abcdef"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	site := wptest.New()
+	t.Cleanup(site.Close)
+	r := &rig{db: db, keys: keys, envs: environment.New(db), site: site}
+	cred := r.credential(t, keys, site.URL, nil)
+	if r.env, err = r.envs.Create(ctx, store.Everything, store.NewEnvironment{Name: "Blog", Configuration: store.EnvironmentConfig{
+		WordPress: &store.WordPressConfig{BaseURL: site.URL, CredentialID: &cred}}}); err != nil {
+		t.Fatal(err)
+	}
+	r.svc = wppost.New(wppost.Deps{Store: db, Environments: r.envs, Credentials: credential.NewOpener(db, keys),
+		Options: wppost.Options{Timeout: 300 * time.Millisecond, Retries: 2, Backoff: func(int) time.Duration { return time.Millisecond }}})
+	r.target = r.svc.Target()
+	r.user = storetest.MustUser(t, db, "writer", store.RoleEditor)
+	return r
+}
+
+// credential stores the site's application password sealed with keys.
+func (r *rig) credential(t *testing.T, keys *keyring.Keyring, baseURL string, envID *int64) int64 {
+	t.Helper()
+	c, err := r.db.CreateCredential(ctx, store.NewCredential{Name: "blog", Provider: store.ProviderWordPress, BaseURL: baseURL,
+		Username: r.site.User, SecretHint: "...", EnvironmentID: envID,
+		Seal: func(id int64) ([]byte, error) { return keys.Seal([]byte(r.site.Password), store.CredentialAAD(id)) }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c.ID
+}
+
+func (r *rig) draft(t *testing.T, env *store.Environment, title string) *posttarget.Post {
+	t.Helper()
+	p, err := r.target.Draft(ctx, store.Everything, posttarget.Draft{EnvironmentID: env.ID, UserID: r.user.ID, Title: title,
+		Body: "Some *Markdown*."})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func (r *rig) creates() int {
+	n := 0
+	r.site.Set(func(s *wptest.Site) { n = s.Requests["POST /wp/v2/posts"] })
+	return n
+}
+
+// A draft is local until it is published; publishing sends it once, with
+// the status asked for, and publishing it again as it is sends nothing.
+func TestPublish(t *testing.T) {
+	t.Parallel()
+	r := newRig(t)
+	p := r.draft(t, r.env, "Rye bread")
+	if w := p.WordPress; w.Status != "draft" || w.RemoteID != nil || w.SyncStatus == store.SyncSynced || r.site.PostCount() != 0 {
+		t.Fatalf("draft %+v; the site has %d posts", w, r.site.PostCount())
+	}
+	sent, err := r.target.Publish(ctx, store.Everything, p.ID, "draft")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if w := sent.WordPress; w.RemoteID == nil || w.SyncStatus != store.SyncSynced || r.site.PostStatus(*w.RemoteID) != "draft" ||
+		!strings.Contains(sent.Detail, "for a person to publish") {
+		t.Fatalf("sent as a draft: %+v (%s)", w, sent.Detail)
+	}
+	pub, err := r.target.Publish(ctx, store.Everything, p.ID, "publish")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if w := pub.WordPress; *w.RemoteID != *sent.WordPress.RemoteID || w.Status != "publish" || r.site.PostStatus(*w.RemoteID) != "publish" ||
+		!strings.Contains(pub.Detail, "published on WordPress") {
+		t.Fatalf("published: %+v (%s)", w, pub.Detail)
+	}
+	before := 0
+	r.site.Set(func(s *wptest.Site) {
+		for _, n := range s.Requests {
+			before += n
+		}
+	})
+	if _, err := r.target.Publish(ctx, store.Everything, p.ID, "publish"); err != nil {
+		t.Fatal(err)
+	}
+	after := 0
+	r.site.Set(func(s *wptest.Site) {
+		for _, n := range s.Requests {
+			after += n
+		}
+	})
+	if after != before || r.site.PostCount() != 1 || r.creates() != 1 {
+		t.Fatalf("publishing a synced post again: %d requests, %d posts, %d creates", after-before, r.site.PostCount(), r.creates())
+	}
+}
+
+// A create the site made but never answered is a timeout that another try
+// may mend; the next publish finds the post the create made and adopts it
+// instead of making a second one.
+func TestPublishAfterNoAnswer(t *testing.T) {
+	t.Parallel()
+	r := newRig(t)
+	p := r.draft(t, r.env, "Slow site")
+	r.site.Set(func(s *wptest.Site) {
+		s.Hang = func(req *http.Request) bool {
+			return req.Method == "POST" && strings.HasSuffix(req.URL.Path, "/wp/v2/posts")
+		}
+	})
+	_, err := r.target.Publish(ctx, store.Everything, p.ID, "publish")
+	storetest.WantKind(t, err, store.KindTimeout)
+	if !r.target.Retryable(err) || r.site.PostCount() != 1 {
+		t.Fatalf("retryable %v; the site has %d posts", r.target.Retryable(err), r.site.PostCount())
+	}
+	got, err := r.svc.Get(ctx, store.Everything, p.ID)
+	if err != nil || !got.CreatePending || got.SyncStatus != store.SyncFailed {
+		t.Fatalf("after no answer: %+v %v", got, err)
+	}
+	r.site.Set(func(s *wptest.Site) { s.Hang = nil })
+	pub, err := r.target.Publish(ctx, store.Everything, p.ID, "publish")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.site.PostCount() != 1 || pub.WordPress.RemoteID == nil || pub.WordPress.CreatePending || r.creates() != 1 {
+		t.Fatalf("after the retry: %+v; the site has %d posts from %d creates", pub.WordPress, r.site.PostCount(), r.creates())
+	}
+}
+
+// What the site refuses is kept on the post and is not tried again; what
+// it could not do now (503) is.
+func TestPublishRefusedBySite(t *testing.T) {
+	t.Parallel()
+	r := newRig(t)
+	for _, c := range []struct {
+		status    int
+		retryable bool
+	}{{403, false}, {503, true}} {
+		p := r.draft(t, r.env, "Refused "+http.StatusText(c.status))
+		r.site.Set(func(s *wptest.Site) {
+			s.Fail = func(*http.Request) (int, string, string, bool) { return c.status, "nope", "Not now.", true }
+		})
+		_, err := r.target.Publish(ctx, store.Everything, p.ID, "publish")
+		storetest.WantKind(t, err, store.KindRemote)
+		if r.target.Retryable(err) != c.retryable {
+			t.Errorf("%d: retryable %v", c.status, r.target.Retryable(err))
+		}
+		got, gerr := r.svc.Get(ctx, store.Everything, p.ID)
+		if gerr != nil || got.SyncStatus != store.SyncFailed || !strings.Contains(got.LastError, "Not now.") {
+			t.Errorf("%d: post %+v %v", c.status, got, gerr)
+		}
+		r.site.Set(func(s *wptest.Site) { s.Fail = nil })
+	}
+	if r.site.PostCount() != 0 {
+		t.Fatalf("the site has %d posts", r.site.PostCount())
+	}
+}
+
+// Publishing needs the environment's credential as the credential opener
+// gives it: one that is gone, belongs elsewhere or was sealed with another
+// secret.key is a conflict that says so, and nothing reaches the site.
+func TestPublishCredential(t *testing.T) {
+	t.Parallel()
+	r := newRig(t)
+	other, err := keyring.New([]byte("another-installation-secret-0123456789"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	bare, err := r.envs.Create(ctx, store.Everything, store.NewEnvironment{Name: "Bare"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The configuration was valid when it was stored; the credential
+	// changed afterwards.
+	configure := func(t *testing.T, name string, cred int64) *store.Environment {
+		t.Helper()
+		env, err := r.envs.Create(ctx, store.Everything, store.NewEnvironment{Name: name})
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg := store.EnvironmentConfig{WordPress: &store.WordPressConfig{BaseURL: r.site.URL, CredentialID: &cred}}
+		if err := environment.NormalizeConfig(&cfg); err != nil {
+			t.Fatal(err)
+		}
+		if env, err = r.db.UpdateEnvironment(ctx, env.ID, store.EnvironmentUpdate{Configuration: &cfg}); err != nil {
+			t.Fatal(err)
+		}
+		return env
+	}
+	cases := []struct {
+		name   string
+		env    *store.Environment
+		detail string
+	}{
+		{"NotConfigured", bare, "does not publish to WordPress"},
+		{"OtherEnvironmentsCredential", configure(t, "Borrowing", r.credential(t, r.keys, r.site.URL, &bare.ID)), "cannot be used here"},
+		{"SealedWithAnotherKey", configure(t, "Restored", r.credential(t, other, r.site.URL, nil)), "cannot be opened"},
+	}
+	// Deleted last: SQLite would give its id to the next row.
+	gone := r.credential(t, r.keys, r.site.URL, nil)
+	cases = append(cases, struct {
+		name   string
+		env    *store.Environment
+		detail string
+	}{"CredentialGone", configure(t, "Gone", gone), "no longer exists"})
+	if err := r.db.DeleteCredential(ctx, gone); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			p := r.draft(t, c.env, c.name)
+			_, err := r.target.Publish(ctx, store.Everything, p.ID, "publish")
+			storetest.WantKind(t, err, store.KindConflict)
+			if !strings.Contains(store.Message(err), c.detail) {
+				t.Errorf("detail %q lacks %q", store.Message(err), c.detail)
+			}
+			if r.target.Retryable(err) {
+				t.Error("a refused credential is retried")
+			}
+			if (r.target.Ready(c.env) == nil) == (c.name == "NotConfigured") {
+				t.Errorf("Ready: %v", r.target.Ready(c.env))
+			}
+		})
+	}
+	if n := r.creates(); n != 0 {
+		t.Fatalf("%d creates reached the site", n)
+	}
+}
