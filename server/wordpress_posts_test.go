@@ -443,6 +443,9 @@ func TestSaveRunAsPost(t *testing.T) {
 		want int
 	}{
 		{"NoHeading", run(store.RunSucceeded, "just text", &w.envA), map[string]any{"target": "wordpress"}, 422},
+		// An empty output is refused for either target, a title given or
+		// not (docs/DECISIONS.md: save-as-post).
+		{"EmptyOutput", run(store.RunSucceeded, " \n", &w.envA), map[string]any{"target": "wordpress", "title": "T"}, 409},
 		{"NotSucceeded", run(store.RunFailed, "", &w.envA), map[string]any{"target": "wordpress"}, 409},
 		{"Queued", run(store.RunQueued, "", &w.envA), map[string]any{"target": "wordpress"}, 409},
 		{"OtherEnvironment", run(store.RunSucceeded, "# T", &w.envB), map[string]any{"target": "wordpress"}, 404},

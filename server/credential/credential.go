@@ -2,7 +2,9 @@
 // /api/configurations group): what each provider needs, that secrets are
 // sealed at rest and only ever shown masked, that a stored secret never
 // goes to a new address, where a credential may be used, and the test call.
-// Only admins manage credentials.
+// Only admins manage credentials. It is also the one place a stored secret
+// is unsealed: every use opens its credential with Opener.Open (open.go),
+// which says what the credential must be (Need) and refuses it otherwise.
 package credential
 
 import (
