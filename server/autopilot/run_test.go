@@ -161,11 +161,7 @@ func (r *rig) carryOut(t *testing.T, job *store.Job) {
 	}
 }
 
-func (r *rig) creates() int {
-	n := 0
-	r.site.Set(func(s *wptest.Site) { n = s.Requests["POST /wp/v2/posts"] })
-	return n
-}
+func (r *rig) creates() int { return r.site.Requested("POST /wp/v2/posts") }
 
 // A run carried on after it stopped at any point between its steps
 // finishes from its first unfinished step: one generation, one post here,

@@ -74,11 +74,7 @@ func (r *rig) draft(t *testing.T, env *store.Environment, title string) *posttar
 	return p
 }
 
-func (r *rig) creates() int {
-	n := 0
-	r.site.Set(func(s *wptest.Site) { n = s.Requests["POST /wp/v2/posts"] })
-	return n
-}
+func (r *rig) creates() int { return r.site.Requested("POST /wp/v2/posts") }
 
 // A draft is local until it is published; publishing sends it once, with
 // the status asked for, and publishing it again as it is sends nothing.
@@ -105,21 +101,19 @@ func TestPublish(t *testing.T) {
 		!strings.Contains(pub.Detail, "published on WordPress") {
 		t.Fatalf("published: %+v (%s)", w, pub.Detail)
 	}
-	before := 0
-	r.site.Set(func(s *wptest.Site) {
-		for _, n := range s.Requests {
-			before += n
-		}
-	})
+	requests := func() (total int) {
+		r.site.Set(func(s *wptest.Site) {
+			for _, n := range s.Requests {
+				total += n
+			}
+		})
+		return total
+	}
+	before := requests()
 	if _, err := r.target.Publish(ctx, store.Everything, p.ID, "publish"); err != nil {
 		t.Fatal(err)
 	}
-	after := 0
-	r.site.Set(func(s *wptest.Site) {
-		for _, n := range s.Requests {
-			after += n
-		}
-	})
+	after := requests()
 	if after != before || r.site.PostCount() != 1 || r.creates() != 1 {
 		t.Fatalf("publishing a synced post again: %d requests, %d posts, %d creates", after-before, r.site.PostCount(), r.creates())
 	}

@@ -90,6 +90,14 @@ func (s *Site) Set(fn func(s *Site)) {
 	fn(s)
 }
 
+// Requested is how many requests of a "METHOD route" the site got (see
+// Requests), e.g. "POST /wp/v2/posts" for the creates.
+func (s *Site) Requested(key string) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.Requests[key]
+}
+
 // PostCount is the number of posts that are not in the trash.
 func (s *Site) PostCount() int {
 	s.mu.Lock()
