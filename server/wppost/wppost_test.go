@@ -210,24 +210,20 @@ func TestPublishCredential(t *testing.T) {
 		}
 		return env
 	}
+	gone := r.credential(t, r.keys, r.site.URL, nil)
+	goneEnv := configure(t, "Gone", gone)
+	if err := r.db.DeleteCredential(ctx, gone); err != nil {
+		t.Fatal(err)
+	}
 	cases := []struct {
 		name   string
 		env    *store.Environment
 		detail string
 	}{
 		{"NotConfigured", bare, "does not publish to WordPress"},
+		{"CredentialGone", goneEnv, "no longer exists"},
 		{"OtherEnvironmentsCredential", configure(t, "Borrowing", r.credential(t, r.keys, r.site.URL, &bare.ID)), "cannot be used here"},
 		{"SealedWithAnotherKey", configure(t, "Restored", r.credential(t, other, r.site.URL, nil)), "cannot be opened"},
-	}
-	// Deleted last: SQLite would give its id to the next row.
-	gone := r.credential(t, r.keys, r.site.URL, nil)
-	cases = append(cases, struct {
-		name   string
-		env    *store.Environment
-		detail string
-	}{"CredentialGone", configure(t, "Gone", gone), "no longer exists"})
-	if err := r.db.DeleteCredential(ctx, gone); err != nil {
-		t.Fatal(err)
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
