@@ -41,6 +41,11 @@ type WordPressConfig struct {
 	BaseURL       string `json:"base_url"`
 	CredentialID  *int64 `json:"credential_id"`
 	DefaultStatus string `json:"default_status"`
+	// RawHTML sends a post's HTML as its Markdown renders, without the
+	// allow-list cleaning (server/sanitize): script, event handlers and
+	// javascript: links reach the site, which stores them when the
+	// credential's user may post unfiltered HTML (an administrator).
+	RawHTML bool `json:"raw_html"`
 }
 
 // AstroConfig points at an Astro project on this machine.

@@ -15,6 +15,7 @@ import (
 	"github.com/copydesk/copydesk/server/credential"
 	"github.com/copydesk/copydesk/server/markdown"
 	"github.com/copydesk/copydesk/server/publish/wordpress"
+	"github.com/copydesk/copydesk/server/sanitize"
 	"github.com/copydesk/copydesk/server/slug"
 	"github.com/copydesk/copydesk/store"
 )
@@ -244,13 +245,19 @@ func (s *Service) pushOnce(ctx context.Context, c *wordpress.Client, p *store.Wo
 	return r, nil
 }
 
-// postInput is what the site gets for a post: its Markdown as HTML, its
-// terms as the site's term ids (made there when missing), its featured
+// postInput is what the site gets for a post: its Markdown as HTML,
+// cleaned by the allow-list of server/sanitize unless the environment's
+// wordpress.raw_html says otherwise, its terms as the site's term ids (made there when missing), its featured
 // image uploaded once.
 func (s *Service) postInput(ctx context.Context, c *wordpress.Client, p *store.WordPressPost) (wordpress.PostInput, error) {
 	content, err := markdown.Render(p.Content)
 	if err != nil {
 		return wordpress.PostInput{}, store.Invalid("content: cannot be rendered: %v", err)
+	}
+	if raw, err := s.rawHTML(ctx, p.EnvironmentID); err != nil {
+		return wordpress.PostInput{}, err
+	} else if !raw {
+		content = sanitize.HTML(content)
 	}
 	in := wordpress.PostInput{Title: p.Title, Content: content, Excerpt: p.Excerpt, Slug: p.Slug, Status: p.Status,
 		Categories: []int64{}, Tags: []int64{}}
@@ -267,6 +274,16 @@ func (s *Service) postInput(ctx context.Context, c *wordpress.Client, p *store.W
 		return in, err
 	}
 	return in, nil
+}
+
+// rawHTML tells whether an environment sends its posts' HTML uncleaned.
+func (s *Service) rawHTML(ctx context.Context, envID int64) (bool, error) {
+	env, err := s.db.EnvironmentByID(ctx, envID)
+	if err != nil {
+		return false, err
+	}
+	wp := env.Configuration.WordPress
+	return wp != nil && wp.RawHTML, nil
 }
 
 // categoryTerms maps categories to the site's terms, making those it does

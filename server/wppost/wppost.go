@@ -35,6 +35,7 @@ type Store interface {
 	TagsByID(ctx context.Context, ids []int64) ([]*store.Tag, error)
 	CategoryBySlug(ctx context.Context, envID int64, slug string) (*store.Category, error)
 	TagBySlug(ctx context.Context, envID int64, slug string) (*store.Tag, error)
+	EnvironmentByID(ctx context.Context, id int64) (*store.Environment, error)
 	CreateCategory(ctx context.Context, n store.NewCategory) (*store.Category, error)
 	CreateTag(ctx context.Context, n store.NewTag) (*store.Tag, error)
 	SetCategoryTerm(ctx context.Context, id int64, termID *int64) error

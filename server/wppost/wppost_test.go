@@ -245,3 +245,46 @@ func TestPublishCredential(t *testing.T) {
 		t.Fatalf("%d creates reached the site", n)
 	}
 }
+
+// The HTML a post sends is cleaned by default: script, event handlers and
+// javascript: links typed in its Markdown (or written by a model) do not
+// reach the site; an environment with wordpress.raw_html sends them.
+func TestPublishSanitizesHTML(t *testing.T) {
+	t.Parallel()
+	r := newRig(t)
+	body := "Hello <script>alert(1)</script>\n\n<img src=\"x.png\" onerror=\"alert(2)\">\n\n[click](javascript:alert(3)) <a href=\"javascript:alert(4)\">b</a>\n\n## Kept\n\n- a [link](https://example.com/)\n"
+	publish := func(env *store.Environment) string {
+		p, err := r.target.Draft(ctx, store.Everything, posttarget.Draft{EnvironmentID: env.ID, UserID: r.user.ID, Title: "XSS", Body: body})
+		if err != nil {
+			t.Fatal(err)
+		}
+		sent, err := r.target.Publish(ctx, store.Everything, p.ID, "draft")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r.site.PostContent(*sent.WordPress.RemoteID)
+	}
+	got := publish(r.env)
+	for _, bad := range []string{"<script", "onerror", "javascript:"} {
+		if strings.Contains(strings.ToLower(got), bad) {
+			t.Errorf("%q reached the site: %s", bad, got)
+		}
+	}
+	if !strings.Contains(got, "<h2") || !strings.Contains(got, `href="https://example.com/"`) || !strings.Contains(got, "Hello") {
+		t.Errorf("the allowed HTML was lost: %s", got)
+	}
+	cfg := r.env.Configuration
+	wp := *cfg.WordPress
+	wp.RawHTML = true
+	cfg.WordPress = &wp
+	raw, err := r.envs.Create(ctx, store.Everything, store.NewEnvironment{Name: "Raw", Configuration: cfg})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got = publish(raw)
+	for _, bad := range []string{"<script>alert(1)</script>", `onerror="alert(2)"`, "javascript:alert(4)"} {
+		if !strings.Contains(got, bad) {
+			t.Errorf("raw_html: %q did not reach the site: %s", bad, got)
+		}
+	}
+}
