@@ -75,8 +75,8 @@ type Config struct {
 	// non-public addresses (`serve --outbound-private=false`). Link-local
 	// and cloud metadata addresses are refused whatever it says.
 	RefuseOutboundPrivate bool
-	// AllowWebSourcesPrivate lets web sources reach private and loopback
-	// addresses too (`serve --web-sources-private`). Off by default,
+	// AllowWebSourcesPrivate lets web sources (and featured images, the
+	// same kind of address) reach private and loopback addresses too (`serve --web-sources-private`). Off by default,
 	// unlike the other outbound calls: a provider's base URL or a
 	// WordPress site is set by an admin, but a web source is any
 	// editor's address, which the server fetches and then shows the text
@@ -230,7 +230,10 @@ func Open(ctx context.Context, cfg Config, log *slog.Logger) (*App, error) {
 	}
 	a.Server, err = New(Deps{DB: a.DB, Auth: a.Auth, Backups: a.Backups, Notify: a.Notify, Events: a.Events, Engine: a.Engine,
 		Jobs: a.Jobs, Keys: a.Keys, Log: log,
-		WordPress: wppost.Options{HTTP: ob, Timeout: cfg.WordPressTimeout, Retries: 2, Backoff: cfg.WordPressBackoff},
+		// Featured images are addresses any editor types, like web
+		// sources: they go through the web sources' guard.
+		WordPress: wppost.Options{HTTP: ob, ImageHTTP: outbound.NewClient(webSourcesOutbound(cfg)), Timeout: cfg.WordPressTimeout,
+			Retries: 2, Backoff: cfg.WordPressBackoff},
 		// Web sources have a client of their own: the same guard, with a
 		// bound fit for a feed rather than a generation.
 		Feeds: feed.New(outbound.NewClient(webSourcesOutbound(cfg)), feed.Options{})},

@@ -488,7 +488,7 @@ func TestWordPressFeaturedImage(t *testing.T) {
 		t.Fatalf("fetched %d times, uploaded %d: want once each", fetches.Load(), w.site.MediaCount())
 	}
 	big := w.post(t, map[string]any{"title": "Too big", "featured_image_url": images.URL + "/big.png"})
-	if r := w.action(t, big["id"], "publish", nil); r.Code != 422 || !strings.Contains(r.Detail(), "larger than") {
+	if r := w.action(t, big["id"], "publish", nil); r.Code != 502 || !strings.Contains(r.Detail(), "could not fetch the image") {
 		t.Fatalf("a 11 MiB image: %d %s", r.Code, r.Body)
 	}
 	if r := w.do(t, "POST", "/api/wordpress-posts", w.editor, map[string]any{"environment_id": w.envA, "title": "x",

@@ -204,8 +204,9 @@ func TestWordPressDeletePendingCreate(t *testing.T) {
 	})
 }
 
-// A featured image that does not arrive in time is a timeout (504), like
-// a WordPress call that gets no answer.
+// A featured image that does not arrive in time is a 502 saying only that
+// it could not be fetched, as for any other failure (wppost's
+// TestFeaturedImageGuard).
 func TestWordPressFeaturedImageTimeout(t *testing.T) {
 	t.Parallel()
 	w := newWPEnv(t)
@@ -215,7 +216,7 @@ func TestWordPressFeaturedImageTimeout(t *testing.T) {
 	defer slow.Close()
 	p := w.post(t, map[string]any{"title": "Slow image", "featured_image_url": slow.URL + "/a.png"})
 	r := w.action(t, p["id"], "publish", nil)
-	if r.Code != 504 || !strings.Contains(r.Detail(), "featured_image_url") {
+	if r.Code != 502 || !strings.Contains(r.Detail(), "featured_image_url: could not fetch the image") {
 		t.Fatalf("publish: %d %s", r.Code, r.Body)
 	}
 }

@@ -120,6 +120,10 @@ func Retryable(err error) bool { return jobRetryable(err) }
 // answer made (pendingCreate) rather than sending it again. Anything else
 // (a refusal, a post or environment gone, bad content) fails at once.
 func jobRetryable(err error) bool {
+	var ie imageError
+	if errors.As(err, &ie) {
+		return false
+	}
 	switch store.KindOf(err) {
 	case store.KindTimeout:
 		return true

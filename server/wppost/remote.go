@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"path"
 	"slices"
@@ -14,6 +13,7 @@ import (
 
 	"github.com/copydesk/copydesk/server/credential"
 	"github.com/copydesk/copydesk/server/markdown"
+	"github.com/copydesk/copydesk/server/outbound"
 	"github.com/copydesk/copydesk/server/publish/wordpress"
 	"github.com/copydesk/copydesk/server/sanitize"
 	"github.com/copydesk/copydesk/server/slug"
@@ -113,7 +113,7 @@ func (s *Service) push(ctx context.Context, c *wordpress.Client, p *store.WordPr
 	var remote *wordpress.Post
 	var err error
 	for attempt := 0; ; attempt++ {
-		if remote, err = s.pushOnce(ctx, c, p); err == nil || !wordpress.Retryable(err) || attempt >= max(0, s.opt.Retries) {
+		if remote, err = s.pushOnce(ctx, c, p); err == nil || !retryable(err) || attempt >= max(0, s.opt.Retries) {
 			break
 		}
 		wait := 500 * time.Millisecond << attempt
@@ -408,8 +408,13 @@ func (s *Service) featuredMedia(ctx context.Context, c *wordpress.Client, p *sto
 	return m.ID, nil
 }
 
-// fetchImage reads a featured image through the outbound client (and its
-// address guard), at most MaxImage bytes.
+// fetchImage reads a featured image through the image client (the
+// address guard of web sources: private and loopback addresses refused
+// unless --web-sources-private), at most MaxImage bytes. Any editor types
+// the address, so every failure past the guard reads the same, "could
+// not fetch the image" (the real cause only in the error it wraps, for
+// the log): a dial error, a status or a timeout told apart would scan
+// the server's network port by port. It is never retried (imageError).
 func (s *Service) fetchImage(ctx context.Context, addr string) ([]byte, string, error) {
 	tctx := ctx
 	if s.opt.Timeout > 0 {
@@ -421,48 +426,53 @@ func (s *Service) fetchImage(ctx context.Context, addr string) ([]byte, string, 
 	if err != nil {
 		return nil, "", store.Invalid("featured_image_url: %v", err)
 	}
-	res, err := s.opt.HTTP.Do(req)
+	res, err := s.opt.ImageHTTP.Do(req)
 	if err != nil {
-		if timedOut(ctx, err) {
-			return nil, "", store.E(store.KindTimeout, "featured_image_url: fetching the image got no answer in time: %v", err)
+		var refused *outbound.AddressError
+		if errors.As(err, &refused) {
+			return nil, "", &store.Error{Kind: store.KindInvalid, Message: "featured_image_url: " + refused.Error(), Err: imageError{err}}
 		}
-		return nil, "", store.E(store.KindRemote, "featured_image_url: the image could not be fetched: %v", err)
+		return nil, "", imageFailed(err)
 	}
 	defer res.Body.Close()
 	if res.StatusCode != http.StatusOK {
-		return nil, "", store.E(store.KindRemote, "featured_image_url: fetching the image answered %s", res.Status)
+		return nil, "", imageFailed(fmt.Errorf("answered %s", res.Status))
 	}
 	if res.ContentLength > s.opt.MaxImage {
-		return nil, "", store.Invalid("featured_image_url: the image is larger than %d bytes", s.opt.MaxImage)
+		return nil, "", imageFailed(fmt.Errorf("%d bytes, more than %d", res.ContentLength, s.opt.MaxImage))
 	}
 	data, err := io.ReadAll(io.LimitReader(res.Body, s.opt.MaxImage+1))
 	if err != nil {
-		if timedOut(ctx, err) {
-			return nil, "", store.E(store.KindTimeout, "featured_image_url: reading the image took too long: %v", err)
-		}
-		return nil, "", store.E(store.KindRemote, "featured_image_url: reading the image: %v", err)
+		return nil, "", imageFailed(err)
 	}
 	if int64(len(data)) > s.opt.MaxImage {
-		return nil, "", store.Invalid("featured_image_url: the image is larger than %d bytes", s.opt.MaxImage)
+		return nil, "", imageFailed(fmt.Errorf("more than %d bytes", s.opt.MaxImage))
 	}
 	ctype := res.Header.Get("Content-Type")
 	if !strings.HasPrefix(ctype, "image/") {
 		ctype = http.DetectContentType(data)
 	}
 	if !strings.HasPrefix(ctype, "image/") {
-		return nil, "", store.Invalid("featured_image_url: the address does not give an image (%s)", ctype)
+		return nil, "", imageFailed(fmt.Errorf("not an image (%s)", ctype))
 	}
 	return data, ctype, nil
 }
 
-// timedOut reports an error of a call that ran out of time (its own
-// deadline or the HTTP client's timeout), not one the caller cancelled.
-func timedOut(ctx context.Context, err error) bool {
-	if ctx.Err() != nil {
-		return false
-	}
-	var ne net.Error
-	return errors.Is(err, context.DeadlineExceeded) || errors.As(err, &ne) && ne.Timeout()
+// imageError is a failed fetch of a featured image: neither a publish's
+// own retries nor the job runner's try it again.
+type imageError struct{ error }
+
+func (e imageError) Unwrap() error { return e.error }
+
+func imageFailed(err error) error {
+	return &store.Error{Kind: store.KindRemote, Err: imageError{fmt.Errorf("featured image: %w", err)},
+		Message: fmt.Sprintf("featured_image_url: could not fetch the image (an http or https address answering an image of at most %d MiB)", maxImageMiB)}
+}
+
+// retryable tells whether push tries a failed attempt again.
+func retryable(err error) bool {
+	var ie imageError
+	return wordpress.Retryable(err) && !errors.As(err, &ie)
 }
 
 // onSite returns a post the scope sees that is on its environment's site,

@@ -17,6 +17,7 @@ import (
 	"github.com/copydesk/copydesk/server/credential"
 	"github.com/copydesk/copydesk/server/jobs"
 	"github.com/copydesk/copydesk/server/notify"
+	"github.com/copydesk/copydesk/server/outbound"
 	"github.com/copydesk/copydesk/server/slug"
 	"github.com/copydesk/copydesk/server/valid"
 	"github.com/copydesk/copydesk/store"
@@ -65,13 +66,20 @@ type Notifier interface {
 	User(ctx context.Context, userID int64, note notify.Note)
 }
 
+// maxImageMiB is the default bound of a featured image.
+const maxImageMiB = 10
+
 // Options tunes the remote calls.
 type Options struct {
-	HTTP     *http.Client // every outbound call, the featured image's included
-	Timeout  time.Duration
-	Retries  int
-	Backoff  func(n int) time.Duration
-	MaxImage int64 // largest featured image fetched; 10 MiB when 0
+	HTTP *http.Client // every call to the WordPress site
+	// ImageHTTP fetches featured images, addresses any editor types: the
+	// web sources' client (its address guard). Nil: one that refuses
+	// private and loopback addresses.
+	ImageHTTP *http.Client
+	Timeout   time.Duration
+	Retries   int
+	Backoff   func(n int) time.Duration
+	MaxImage  int64 // largest featured image fetched; 10 MiB when 0
 }
 
 // Deps are what the service is built from.
@@ -102,8 +110,11 @@ func New(d Deps) *Service {
 	if d.Options.HTTP == nil {
 		d.Options.HTTP = &http.Client{Timeout: 5 * time.Minute}
 	}
+	if d.Options.ImageHTTP == nil {
+		d.Options.ImageHTTP = outbound.NewClient(outbound.Options{RefusePrivate: true, Timeout: 5 * time.Minute})
+	}
 	if d.Options.MaxImage <= 0 {
-		d.Options.MaxImage = 10 << 20
+		d.Options.MaxImage = maxImageMiB << 20
 	}
 	s := &Service{db: d.Store, envs: d.Environments, creds: d.Credentials, jobs: d.Jobs,
 		note: d.Notify, opt: d.Options}

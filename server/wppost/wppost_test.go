@@ -3,7 +3,9 @@ package wppost_test
 import (
 	"context"
 	"net/http"
+	"net/http/httptest"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -286,5 +288,57 @@ func TestPublishSanitizesHTML(t *testing.T) {
 		if !strings.Contains(got, bad) {
 			t.Errorf("raw_html: %q did not reach the site: %s", bad, got)
 		}
+	}
+}
+
+// A featured image is an address any editor types: a loopback one is
+// refused before any request unless the image client allows it (serve
+// --web-sources-private); allowed, a non-image answer is fetched once,
+// never retried, and a closed port reads the same as that answer, so
+// publishing cannot scan the server's ports.
+func TestFeaturedImageGuard(t *testing.T) {
+	t.Parallel()
+	var hits atomic.Int32
+	internal := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		hits.Add(1)
+		w.Header().Set("Content-Type", "text/html")
+		w.Write([]byte("<p>deleted user 1</p>"))
+	}))
+	defer internal.Close()
+	closed := httptest.NewServer(http.NotFoundHandler())
+	closedURL := closed.URL
+	closed.Close()
+	r := newRig(t)
+	publish := func(svc *wppost.Service, img string) error {
+		p, err := r.target.Draft(ctx, store.Everything, posttarget.Draft{EnvironmentID: r.env.ID, UserID: r.user.ID, Title: "Img " + img, Body: "x"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := svc.Update(ctx, store.Everything, p.ID, wppost.Change{FeaturedImageURL: &img}); err != nil {
+			t.Fatal(err)
+		}
+		_, err = svc.Target().Publish(ctx, store.Everything, p.ID, "draft")
+		return err
+	}
+	err := publish(r.svc, internal.URL+"/admin/delete-user?id=1")
+	if store.KindOf(err) != store.KindInvalid || !strings.Contains(store.Message(err), "private and loopback addresses are refused") || hits.Load() != 0 {
+		t.Fatalf("a loopback image by default: %v, %d requests", err, hits.Load())
+	}
+	open := wppost.New(wppost.Deps{Store: r.db, Environments: r.envs, Credentials: credential.NewOpener(r.db, r.keys),
+		Options: wppost.Options{ImageHTTP: &http.Client{}, Timeout: 2 * time.Second, Retries: 2, Backoff: func(int) time.Duration { return time.Millisecond }}})
+	notImage := publish(open, internal.URL+"/admin/delete-user?id=1")
+	if hits.Load() != 1 {
+		t.Fatalf("a non-image answer was requested %d times, want once", hits.Load())
+	}
+	refused := publish(open, closedURL+"/a.png")
+	const want = "featured_image_url: could not fetch the image"
+	for _, err := range []error{notImage, refused} {
+		if !strings.HasPrefix(store.Message(err), want) || store.Message(notImage) != store.Message(refused) || store.KindOf(notImage) != store.KindOf(refused) {
+			t.Fatalf("the answers tell a port from another: %q (%v) vs %q (%v)", store.Message(notImage), store.KindOf(notImage),
+				store.Message(refused), store.KindOf(refused))
+		}
+	}
+	if strings.Contains(store.Message(refused), "refused") || r.site.MediaCount() != 0 {
+		t.Fatalf("the dial error shows (%q) or something was uploaded (%d)", store.Message(refused), r.site.MediaCount())
 	}
 }
