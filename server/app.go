@@ -83,6 +83,12 @@ type Config struct {
 	// of, so it would let an editor read pages of the server's own
 	// network. RefuseOutboundPrivate refuses them whatever this says.
 	AllowWebSourcesPrivate bool
+	// AstroRoots are the folders Astro projects may live under (`serve
+	// --astro-roots`). None by default: an environment's Astro project
+	// is a folder the server writes and deletes files in, which an admin
+	// names, so the operator says where first. The data directory is
+	// always refused.
+	AstroRoots []string
 	// WordPressTimeout bounds one call to a WordPress site; 30 s when 0.
 	WordPressTimeout time.Duration
 	// WordPressBackoff, when set, replaces the wait between retries of
@@ -237,7 +243,8 @@ func Open(ctx context.Context, cfg Config, log *slog.Logger) (*App, error) {
 		// Web sources have a client of their own: the same guard, with a
 		// bound fit for a feed rather than a generation.
 		Feeds: feed.New(outbound.NewClient(webSourcesOutbound(cfg)), feed.Options{})},
-		Options{TrustedProxies: cfg.TrustedProxies, Version: cfg.Version, MaxUploadBytes: cfg.MaxUploadBytes, SpoolDir: spool})
+		Options{TrustedProxies: cfg.TrustedProxies, Version: cfg.Version, MaxUploadBytes: cfg.MaxUploadBytes, SpoolDir: spool,
+			AstroRoots: cfg.AstroRoots, DataDir: cfg.DataDir})
 	if err != nil {
 		return nil, errors.Join(err, a.Close())
 	}

@@ -159,6 +159,7 @@ type astroReconcileQuery struct {
 	EnvironmentID int64  `form:"environment_id" binding:"required,gt=0"`
 	Apply         bool   `form:"apply" doc:"true: fix the differences; otherwise only report them"`
 	Orphans       string `form:"orphans" binding:"omitempty,oneof=keep import delete" doc:"with apply, what happens to files no post has: keep (default), import, delete"`
+	Confirm       string `form:"confirm" binding:"max=64" doc:"with orphans=delete: the delete_confirmation of a reconcile without apply, which lists the files it would delete"`
 }
 
 type astroReconcileResponse struct {
@@ -167,6 +168,8 @@ type astroReconcileResponse struct {
 	Applied       bool                `json:"applied"`
 	InSync        int                 `json:"in_sync" doc:"posts whose file is as the post says"`
 	Differences   []astroFileResponse `json:"differences"`
+	// DeleteConfirmation is what orphans=delete must be confirmed with.
+	DeleteConfirmation string `json:"delete_confirmation,omitempty" doc:"names the orphan files listed: pass it as confirm to delete them with apply and orphans=delete"`
 }
 
 func (s *Server) listAstroPosts(c *gin.Context) {
@@ -287,11 +290,11 @@ func (s *Server) reconcileAstroPosts(c *gin.Context) {
 		fail(c, err)
 		return
 	}
-	rep, err := s.astroPosts.Reconcile(c.Request.Context(), scope(c), q.EnvironmentID, q.Apply, astropost.Orphans(q.Orphans))
+	rep, err := s.astroPosts.Reconcile(c.Request.Context(), scope(c), q.EnvironmentID, q.Apply, astropost.Orphans(q.Orphans), q.Confirm)
 	if err != nil {
 		fail(c, err)
 		return
 	}
 	respond(c, http.StatusOK, astroReconcileResponse{EnvironmentID: rep.EnvironmentID, Folder: rep.Folder, Applied: rep.Applied,
-		InSync: rep.InSync, Differences: astroFiles(rep.Differences)}, "reconciled")
+		InSync: rep.InSync, Differences: astroFiles(rep.Differences), DeleteConfirmation: rep.DeleteConfirmation}, "reconciled")
 }

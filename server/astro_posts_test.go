@@ -20,6 +20,9 @@ func astroProject(t *testing.T, e *cmsEnv, id int64) string {
 	if err := os.MkdirAll(filepath.Join(project, "src", "content", "blog"), 0o755); err != nil {
 		t.Fatal(err)
 	}
+	if err := os.WriteFile(filepath.Join(project, "package.json"), []byte(`{"dependencies":{"astro":"^5"}}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	r := e.do(t, "PUT", fmt.Sprintf("/api/environments/%d/configuration", id), e.admin, map[string]any{"astro": map[string]any{"project_path": project}})
 	if r.Code != 200 {
 		t.Fatalf("configuration: %d %s", r.Code, r.Body)
@@ -35,6 +38,15 @@ func TestAstroConfigurationFolderNotShared(t *testing.T) {
 	if err := os.Symlink(project, link); err != nil {
 		t.Fatal(err)
 	}
+	// A project folder holding the first one (through a link: the test's
+	// own folder holds the data directory, which is refused).
+	parent := t.TempDir()
+	if err := os.Symlink(project, filepath.Join(parent, "site")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(parent, "astro.config.mjs"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
 	cases := []struct {
 		name   string
 		astro  map[string]any
@@ -42,7 +54,7 @@ func TestAstroConfigurationFolderNotShared(t *testing.T) {
 	}{
 		{"SameFolder", map[string]any{"project_path": project}, 409},
 		{"SameFolderOtherSpelling", map[string]any{"project_path": project + "/src/../", "content_dir": "./src/content/blog/"}, 409},
-		{"SameFolderFromParent", map[string]any{"project_path": filepath.Dir(project), "content_dir": filepath.Base(project) + "/src/content/blog"}, 409},
+		{"SameFolderFromParent", map[string]any{"project_path": parent, "content_dir": "site/src/content/blog"}, 409},
 		{"InsideIt", map[string]any{"project_path": project, "content_dir": "src/content/blog/2026"}, 409},
 		{"AroundIt", map[string]any{"project_path": project, "content_dir": "src/content"}, 409},
 		{"ThroughASymlink", map[string]any{"project_path": link}, 409},

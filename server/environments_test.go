@@ -3,6 +3,8 @@ package server_test
 import (
 	"context"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -16,9 +18,13 @@ func TestEnvironments(t *testing.T) {
 	viewer, viewerTok := e.user(t, "viewer", store.RoleViewer)
 
 	create := func(body any) resp { return e.do(t, "POST", "/api/environments", admin, body) }
+	cafe := t.TempDir()
+	if err := os.WriteFile(filepath.Join(cafe, "astro.config.ts"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
 	r := create(map[string]any{"name": "  Café Blog  ", "description": "food", "configuration": map[string]any{
 		"wordpress": map[string]any{"base_url": "https://cafe.example.com/"},
-		"astro":     map[string]any{"project_path": "/srv/cafe"},
+		"astro":     map[string]any{"project_path": cafe},
 		"language":  "fr", "timezone": "Europe/Paris",
 	}})
 	if r.Code != 201 {

@@ -9,6 +9,7 @@ import (
 	"mime/multipart"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -77,6 +78,7 @@ func openEnv(t testing.TB, dir string, opts ...envOption) *env {
 	// The local servers tests run stand in for public sites, web sources'
 	// included (TestWebSourceFetchRefused checks the default).
 	cfg := server.Config{DataDir: dir, SecretKey: testSecret, Hasher: &cheapHasher, Version: "test", AllowWebSourcesPrivate: true,
+		AstroRoots: []string{os.TempDir()},
 		OnUsageRecordError: func(err error) {
 			usageMu.Lock()
 			defer usageMu.Unlock()

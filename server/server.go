@@ -94,6 +94,11 @@ type Options struct {
 	// SpoolDir is where exports are rendered before they are sent (App:
 	// DATA_DIR/tmp); the system's temporary folder when empty.
 	SpoolDir string
+	// AstroRoots are the folders Astro projects may live under (serve
+	// --astro-roots); none turns Astro projects off. DataDir is always
+	// refused as one.
+	AstroRoots []string
+	DataDir    string
 }
 
 // DefaultMaxUpload is the largest backup upload accepted.
@@ -146,7 +151,7 @@ func New(d Deps, opts Options) (*Server, error) {
 	// The store's clock is read at each call: tests move it after New.
 	s.analytics = analytics.New(d.DB, func() time.Time { return d.DB.Now() })
 	s.messages = message.New(d.DB, d.Notify)
-	s.environments = environment.New(d.DB)
+	s.environments = environment.New(d.DB).ConfineAstro(environment.AstroPlaces{Roots: opts.AstroRoots, DataDir: opts.DataDir})
 	s.credentials = credential.New(d.DB, s.environments, d.Keys, d.Engine)
 	s.aiSettings = aisetting.New(d.DB, s.environments, s.credentials, d.Engine)
 	s.settings = setting.New(d.DB)

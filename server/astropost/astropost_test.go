@@ -39,7 +39,10 @@ func newFixture(t *testing.T) *fixture {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	envs := environment.New(db)
+	if err := os.WriteFile(filepath.Join(project, "package.json"), []byte(`{"dependencies":{"astro":"^5"}}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	envs := environment.New(db).ConfineAstro(environment.AstroPlaces{Roots: []string{os.TempDir()}})
 	env, err := envs.Create(ctx, store.Everything, store.NewEnvironment{Name: "Blog",
 		Configuration: store.EnvironmentConfig{Astro: &store.AstroConfig{ProjectPath: project}}})
 	if err != nil {
@@ -477,7 +480,7 @@ func TestImportAndReconcile(t *testing.T) {
 		t.Errorf("second import %+v %v", rep, err)
 	}
 	// Nothing differs yet.
-	rec, err := f.svc.Reconcile(ctx, store.Everything, f.env.ID, false, "")
+	rec, err := f.svc.Reconcile(ctx, store.Everything, f.env.ID, false, "", "")
 	if err != nil || rec.InSync != 2 || len(rec.Differences) != 2 { // the two skipped files are orphans
 		t.Fatalf("reconcile %+v %v", rec, err)
 	}
@@ -496,7 +499,7 @@ func TestImportAndReconcile(t *testing.T) {
 		t.Fatal(err)
 	}
 	write("stray.md", "---\ntitle: Stray\npubDate: 2025-01-01\n---\n")
-	rec, err = f.svc.Reconcile(ctx, store.Everything, f.env.ID, false, "")
+	rec, err = f.svc.Reconcile(ctx, store.Everything, f.env.ID, false, "", "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -511,7 +514,7 @@ func TestImportAndReconcile(t *testing.T) {
 			t.Errorf("%s: %q, want %q (all: %v)", file, kinds[file], kind, kinds)
 		}
 	}
-	rec, err = f.svc.Reconcile(ctx, store.Everything, f.env.ID, true, astropost.OrphansImport)
+	rec, err = f.svc.Reconcile(ctx, store.Everything, f.env.ID, true, astropost.OrphansImport, "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -537,11 +540,44 @@ func TestImportAndReconcile(t *testing.T) {
 		t.Errorf("rewritten first-post.md lost its keys: %v", fm)
 	}
 	f.read(t, "using-mdx.mdx")
-	rec, err = f.svc.Reconcile(ctx, store.Everything, f.env.ID, false, "")
+	rec, err = f.svc.Reconcile(ctx, store.Everything, f.env.ID, false, "", "")
 	if err != nil || rec.InSync != 4 || len(rec.Differences) != 2 {
 		t.Errorf("after apply: %+v %v (want 4 in sync, the 2 unimportable files left)", rec, err)
 	}
 	if got, err := f.svc.Get(ctx, store.Everything, p.ID); err != nil || got.Tags[0].Name != "Golang" {
 		t.Errorf("tagged post %+v %v", got, err)
+	}
+}
+
+// Deleting orphan files needs the confirmation of a dry run that listed
+// them: orphans=delete alone deleted a folder's README.md and CHANGELOG.md.
+func TestReconcileDeleteNeedsConfirmation(t *testing.T) {
+	f := newFixture(t)
+	for _, n := range []string{"README.md", "CHANGELOG.md"} {
+		if err := os.WriteFile(filepath.Join(f.dir, n), []byte("# keep me\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	_, err := f.svc.Reconcile(ctx, store.Everything, f.env.ID, true, astropost.OrphansDelete, "")
+	if store.KindOf(err) != store.KindInvalid || !strings.Contains(err.Error(), "confirm") || !strings.Contains(err.Error(), "README.md") {
+		t.Fatalf("delete without confirmation: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(f.dir, "README.md")); err != nil {
+		t.Fatalf("deleted without confirmation: %v", err)
+	}
+	dry, err := f.svc.Reconcile(ctx, store.Everything, f.env.ID, false, astropost.OrphansDelete, "")
+	if err != nil || dry.DeleteConfirmation == "" || len(dry.Differences) != 2 {
+		t.Fatalf("dry run: %+v %v", dry, err)
+	}
+	if err := os.WriteFile(filepath.Join(f.dir, "NEW.md"), []byte("x\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.svc.Reconcile(ctx, store.Everything, f.env.ID, true, astropost.OrphansDelete, dry.DeleteConfirmation); store.KindOf(err) != store.KindInvalid {
+		t.Fatalf("a file came since the dry run: %v", err)
+	}
+	os.Remove(filepath.Join(f.dir, "NEW.md"))
+	rep, err := f.svc.Reconcile(ctx, store.Everything, f.env.ID, true, astropost.OrphansDelete, dry.DeleteConfirmation)
+	if err != nil || len(rep.Differences) != 2 || rep.Differences[0].Action != "deleted" {
+		t.Fatalf("confirmed: %+v %v", rep, err)
 	}
 }

@@ -152,6 +152,10 @@ type ReconcileReport struct {
 	Applied       bool
 	InSync        int
 	Differences   []FileOutcome
+	// DeleteConfirmation names the orphan files of this report: a
+	// reconcile that deletes them must be given it (confirm), so it
+	// deletes only what a dry run listed. Empty without orphans.
+	DeleteConfirmation string
 }
 
 // Reconcile compares an environment's posts with its content folder and,
@@ -167,7 +171,9 @@ type ReconcileReport struct {
 //   - orphan_file: a Markdown file no post has (a post made after the
 //     snapshot that was restored, or a file never imported). orphans
 //     says what apply does: keep it (default), import it, or delete it.
-func (s *Service) Reconcile(ctx context.Context, sc store.Scope, envID int64, apply bool, orphans Orphans) (*ReconcileReport, error) {
+//     Deleting needs confirm, the DeleteConfirmation of a report listing
+//     the same orphans (a dry run first): nothing is done otherwise.
+func (s *Service) Reconcile(ctx context.Context, sc store.Scope, envID int64, apply bool, orphans Orphans, confirm string) (*ReconcileReport, error) {
 	switch orphans {
 	case "":
 		orphans = OrphansKeep
@@ -188,9 +194,22 @@ func (s *Service) Reconcile(ctx context.Context, sc store.Scope, envID int64, ap
 	for _, n := range names {
 		files[n] = true
 	}
-	rep := &ReconcileReport{EnvironmentID: env.ID, Folder: f.path, Applied: apply, Differences: []FileOutcome{}}
 	for _, p := range posts {
 		delete(files, p.FileName())
+	}
+	var orphaned []string
+	for _, n := range names {
+		if files[n] {
+			orphaned = append(orphaned, n)
+		}
+	}
+	rep := &ReconcileReport{EnvironmentID: env.ID, Folder: f.path, Applied: apply, Differences: []FileOutcome{},
+		DeleteConfirmation: deleteConfirmation(orphaned)}
+	if apply && orphans == OrphansDelete && len(orphaned) > 0 && confirm != rep.DeleteConfirmation {
+		return nil, store.Invalid("confirm: deleting orphan files needs the delete_confirmation of a reconcile without apply listing the same files (%s), which would delete %s",
+			rep.DeleteConfirmation, strings.Join(orphaned, ", "))
+	}
+	for _, p := range posts {
 		text, ok, err := f.read(p.FileName())
 		if err != nil {
 			return nil, err
@@ -230,6 +249,14 @@ func (s *Service) Reconcile(ctx context.Context, sc store.Scope, envID int64, ap
 		rep.Differences = append(rep.Differences, d)
 	}
 	return rep, nil
+}
+
+// deleteConfirmation is a short digest of the orphan files' names.
+func deleteConfirmation(names []string) string {
+	if len(names) == 0 {
+		return ""
+	}
+	return digest(strings.Join(names, "\n"))[:16]
 }
 
 // fixOrphan does what orphans says with a file no post has, and says what

@@ -29,11 +29,20 @@ type Store interface {
 
 // Service implements the environment rules over a Store.
 type Service struct {
-	db Store
+	db    Store
+	astro AstroPlaces
 }
 
-// New returns the service.
+// New returns the service; Astro projects are off until ConfineAstro
+// names where they may live.
 func New(db Store) *Service { return &Service{db: db} }
+
+// ConfineAstro sets the folders Astro projects may live under (serve
+// --astro-roots) and the data directory, always refused; it returns s.
+func (s *Service) ConfineAstro(p AstroPlaces) *Service {
+	s.astro = p
+	return s
+}
 
 // Get returns environment id as the scope sees it: one outside the scope
 // is "not found", exactly as if it did not exist. Every group that takes an
@@ -67,6 +76,11 @@ func (s *Service) Create(ctx context.Context, sc store.Scope, n store.NewEnviron
 	if err := s.checkCredential(ctx, 0, &n.Configuration); err != nil {
 		return nil, err
 	}
+	if a := n.Configuration.Astro; a != nil {
+		if err := s.astro.checkAstro(a); err != nil {
+			return nil, err
+		}
+	}
 	if n.Slug != "" {
 		return s.db.CreateEnvironment(ctx, n)
 	}
@@ -98,6 +112,11 @@ func (s *Service) Update(ctx context.Context, sc store.Scope, id int64, up store
 	if up.Configuration != nil {
 		if err := s.checkCredential(ctx, id, up.Configuration); err != nil {
 			return nil, err
+		}
+		if a := up.Configuration.Astro; a != nil {
+			if err := s.astro.checkAstro(a); err != nil {
+				return nil, err
+			}
 		}
 	}
 	return s.db.UpdateEnvironment(ctx, id, up)

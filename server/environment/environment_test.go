@@ -2,6 +2,8 @@ package environment_test
 
 import (
 	"context"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -200,7 +202,9 @@ func TestSetConfiguration(t *testing.T) {
 	e := mustCreate(t, s, store.NewEnvironment{Name: "Blog", Configuration: store.EnvironmentConfig{
 		WordPress: &store.WordPressConfig{BaseURL: "https://blog.example"}, Language: "de"}})
 
-	cfg, err := s.SetConfiguration(ctx, admin, e.ID, store.EnvironmentConfig{Astro: &store.AstroConfig{ProjectPath: "/srv/blog"}})
+	project := astroFolder(t, `{"devDependencies":{"astro":"5"}}`)
+	s.ConfineAstro(environment.AstroPlaces{Roots: []string{os.TempDir()}})
+	cfg, err := s.SetConfiguration(ctx, admin, e.ID, store.EnvironmentConfig{Astro: &store.AstroConfig{ProjectPath: project}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -223,4 +227,75 @@ func TestDelete(t *testing.T) {
 	storetest.WantKind(t, s.Delete(ctx, admin, e.ID), store.KindNotFound)
 	_, err := s.Get(ctx, admin, e.ID)
 	storetest.WantKind(t, err, store.KindNotFound)
+}
+
+// astroFolder makes a folder with a package.json (none when pkg is "").
+func astroFolder(t *testing.T, pkg string) string {
+	t.Helper()
+	dir := t.TempDir()
+	if pkg != "" {
+		if err := os.WriteFile(filepath.Join(dir, "package.json"), []byte(pkg), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return dir
+}
+
+// An Astro project is a folder the server writes and deletes *.md files
+// in: an admin may name only an existing Astro project under the folders
+// the operator allows (--astro-roots), never the data directory; the
+// configuration is refused when saved (422 naming the field). /etc was
+// accepted.
+func TestAstroConfined(t *testing.T) {
+	ctx := context.Background()
+	s, _ := newService(t)
+	e := mustCreate(t, s, store.NewEnvironment{Name: "Blog"})
+	set := func(path string) error {
+		_, err := s.SetConfiguration(ctx, admin, e.ID, store.EnvironmentConfig{Astro: &store.AstroConfig{ProjectPath: path}})
+		return err
+	}
+	project := astroFolder(t, `{"dependencies":{"astro":"^5.0.0"}}`)
+	if err := set(project); err == nil || !strings.Contains(err.Error(), "--astro-roots") {
+		t.Fatalf("no roots: %v", err)
+	}
+	roots := t.TempDir()
+	data := filepath.Join(roots, "data")
+	inRoots := filepath.Join(roots, "site")
+	configOnly := filepath.Join(roots, "other")
+	plain := filepath.Join(roots, "plain")
+	for _, d := range []string{data, inRoots, configOnly, plain} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	os.WriteFile(filepath.Join(data, "package.json"), []byte(`{"dependencies":{"astro":"5"}}`), 0o644)
+	os.WriteFile(filepath.Join(inRoots, "package.json"), []byte(`{"dependencies":{"astro":"5"}}`), 0o644)
+	os.WriteFile(filepath.Join(configOnly, "astro.config.mjs"), []byte(`export default {}`), 0o644)
+	os.WriteFile(filepath.Join(plain, "package.json"), []byte(`{"dependencies":{"react":"18"}}`), 0o644)
+	link := filepath.Join(roots, "link")
+	if err := os.Symlink("/etc", link); err != nil {
+		t.Fatal(err)
+	}
+	s.ConfineAstro(environment.AstroPlaces{Roots: []string{roots}, DataDir: data})
+	for _, c := range []struct {
+		name, path, want string
+	}{
+		{"Etc", "/etc", "under one of the folders"},
+		{"OutsideRoots", project, "under one of the folders"},
+		{"Missing", filepath.Join(roots, "nope"), "not an existing folder"},
+		{"DataDir", data, "data directory"},
+		{"HoldsDataDir", roots, "data directory"},
+		{"SymlinkOut", link, "under one of the folders"},
+		{"NotAstro", plain, "not an Astro project"},
+	} {
+		err := set(c.path)
+		if store.KindOf(err) != store.KindInvalid || !strings.Contains(err.Error(), "configuration.astro.project_path") || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: %v, want 422 saying %q", c.name, err, c.want)
+		}
+	}
+	for _, ok := range []string{inRoots, configOnly} {
+		if err := set(ok); err != nil {
+			t.Errorf("%s: %v", ok, err)
+		}
+	}
 }

@@ -67,7 +67,10 @@ func newRig(t *testing.T) *rig {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	envs := environment.New(db)
+	if err := os.WriteFile(filepath.Join(project, "package.json"), []byte(`{"dependencies":{"astro":"^5"}}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	envs := environment.New(db).ConfineAstro(environment.AstroPlaces{Roots: []string{os.TempDir()}})
 	cred, err := db.CreateCredential(ctx, store.NewCredential{Name: "blog", Provider: store.ProviderWordPress, BaseURL: "https://blog.example.com",
 		Username: "ann", SecretHint: "...", Seal: func(int64) ([]byte, error) { return []byte("sealed"), nil }})
 	if err != nil {
