@@ -34,7 +34,8 @@ func (s *Server) registerAstroPostRoutes() {
 		Summary: "Compare the posts with their files; with apply=true, fix the differences", Query: astroReconcileQuery{}, Data: astroReconcileResponse{},
 		Notes: "A restore rolls the database back, not the files. Kinds: missing_file (apply writes it), file_changed (changed outside copydesk or " +
 			"the database was restored: apply writes it from the post), row_changed (a category or tag was renamed or deleted: apply writes it), " +
-			"orphan_file (no post has it: orphans=keep|import|delete)."}, s.reconcileAstroPosts)
+			"orphan_file (no post has it: orphans=keep|import|delete, delete confirmed with the delete_confirmation of a run without apply), " +
+			"skipped_file (a symbolic link: never read nor written; the rest of the folder reconciles)."}, s.reconcileAstroPosts)
 	s.handle(Route{Method: "GET", Path: "/api/astro-posts/{id}", Tag: tag, Access: signedIn,
 		Summary: "Get an Astro post", Data: astroPostResponse{}}, s.getAstroPost)
 	s.handle(Route{Method: "GET", Path: "/api/astro-posts/{id}/file", Tag: tag, Access: signedIn, Binary: "text/markdown", Errors: []int{409},
@@ -135,7 +136,7 @@ type astroFileResponse struct {
 	File   string `json:"file"`
 	PostID *int64 `json:"post_id"`
 	Slug   string `json:"slug,omitempty"`
-	Kind   string `json:"kind,omitempty" enum:"missing_file,file_changed,row_changed,orphan_file"`
+	Kind   string `json:"kind,omitempty" enum:"missing_file,file_changed,row_changed,orphan_file,skipped_file"`
 	Action string `json:"action,omitempty" doc:"what was done, or (without apply) what apply would do"`
 	Reason string `json:"reason,omitempty" doc:"why a file was skipped"`
 }

@@ -581,3 +581,64 @@ func TestReconcileDeleteNeedsConfirmation(t *testing.T) {
 		t.Fatalf("confirmed: %+v %v", rep, err)
 	}
 }
+
+// A planted symbolic link in the content folder blocks only its own post:
+// its file, update and delete are a 409 saying it is a link, reconcile
+// reports and skips it (and a link no post has) while the rest of the
+// folder is reconciled.
+func TestSymlinkPostFile(t *testing.T) {
+	f := newFixture(t)
+	victim, err := f.svc.Create(ctx, store.Everything, astropost.Input{EnvironmentID: f.env.ID, Title: "Victim", Body: "v"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	other, err := f.svc.Create(ctx, store.Everything, astropost.Input{EnvironmentID: f.env.ID, Title: "Other", Body: "o"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	secret := filepath.Join(t.TempDir(), "secret.md")
+	if err := os.WriteFile(secret, []byte("secret\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	vf := filepath.Join(f.dir, victim.FileName())
+	os.Remove(vf)
+	if err := os.Symlink(secret, vf); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(secret, filepath.Join(f.dir, "planted.md")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(f.dir, other.FileName()), []byte("edited by hand\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	rep, err := f.svc.Reconcile(ctx, store.Everything, f.env.ID, true, "", "")
+	if err != nil {
+		t.Fatalf("reconcile: %v", err)
+	}
+	kinds := map[string]string{}
+	for _, d := range rep.Differences {
+		kinds[d.File] = d.Kind + " " + d.Action
+	}
+	if !strings.HasPrefix(kinds[victim.FileName()], "skipped_file skipped:") || !strings.HasPrefix(kinds["planted.md"], "skipped_file") ||
+		kinds[other.FileName()] != "file_changed written" {
+		t.Fatalf("reconcile: %v", kinds)
+	}
+	if b, _ := os.ReadFile(secret); string(b) != "secret\n" {
+		t.Fatalf("the link's target was written: %q", b)
+	}
+	title := "New"
+	_, ferr := f.svc.File(ctx, store.Everything, victim.ID)
+	_, uerr := f.svc.Update(ctx, store.Everything, victim.ID, astropost.Change{Title: &title})
+	derr := f.svc.Delete(ctx, store.Everything, victim.ID)
+	for _, err := range []error{ferr, uerr, derr} {
+		if store.KindOf(err) != store.KindConflict || !strings.Contains(err.Error(), "symbolic link") {
+			t.Fatalf("the linked post: %v", err)
+		}
+	}
+	if _, err := f.svc.Update(ctx, store.Everything, other.ID, astropost.Change{Title: &title}); err != nil {
+		t.Fatalf("another post: %v", err)
+	}
+	if b, _ := os.ReadFile(secret); string(b) != "secret\n" {
+		t.Fatalf("the link's target was written: %q", b)
+	}
+}

@@ -97,6 +97,12 @@ func (f *folder) fail(op, name string, err error) error {
 	return store.Conflict("cannot %s %s in the Astro content folder %s: %v", op, name, f.path, unwrapPath(err))
 }
 
+// linked is the answer to a post file that is a symbolic link.
+func (f *folder) linked(name string) error {
+	return store.Conflict("%s in the Astro content folder %s is a symbolic link: copydesk reads and writes only regular files there; replace it with the file or remove it",
+		name, f.path)
+}
+
 // exists reports whether name is in the folder (as anything: a file, a
 // folder, a link).
 func (f *folder) exists(name string) (bool, error) {
@@ -111,7 +117,12 @@ func (f *folder) exists(name string) (bool, error) {
 }
 
 // read returns the text of name; ok is false when there is no such file.
+// A symbolic link is refused, wherever it leads: a link planted in the
+// folder must not make copydesk read, write or remove another file.
 func (f *folder) read(name string) (text string, ok bool, err error) {
+	if fi, err := f.root.Lstat(name); err == nil && fi.Mode()&fs.ModeSymlink != 0 {
+		return "", false, f.linked(name)
+	}
 	b, err := f.root.ReadFile(name)
 	if errors.Is(err, fs.ErrNotExist) {
 		return "", false, nil
@@ -210,29 +221,33 @@ func (f *folder) remove(name string) error {
 }
 
 // postFiles lists the Markdown and MDX files at the top of the folder
-// (those a post can be: a slug has no slash), by name.
-func (f *folder) postFiles() ([]string, error) {
+// (those a post can be: a slug has no slash), by name; links are the
+// symbolic links with such names, which are never read.
+func (f *folder) postFiles() (names, links []string, err error) {
 	d, err := f.root.Open(".")
 	if err != nil {
-		return nil, f.fail("list", ".", err)
+		return nil, nil, f.fail("list", ".", err)
 	}
 	defer d.Close()
 	entries, err := d.ReadDir(-1)
 	if err != nil {
-		return nil, f.fail("list", ".", err)
+		return nil, nil, f.fail("list", ".", err)
 	}
-	var out []string
 	for _, e := range entries {
 		name := e.Name()
-		if !e.Type().IsRegular() || strings.HasPrefix(name, ".") || strings.HasPrefix(name, "_") {
+		if ext := filepath.Ext(name); strings.HasPrefix(name, ".") || strings.HasPrefix(name, "_") || (ext != ".md" && ext != ".mdx") {
 			continue
 		}
-		if ext := filepath.Ext(name); ext == ".md" || ext == ".mdx" {
-			out = append(out, name)
+		switch {
+		case e.Type().IsRegular():
+			names = append(names, name)
+		case e.Type()&fs.ModeSymlink != 0:
+			links = append(links, name)
 		}
 	}
-	slices.Sort(out)
-	return out, nil
+	slices.Sort(names)
+	slices.Sort(links)
+	return names, links, nil
 }
 
 // relImage checks a relative hero image path: it must name an image file

@@ -23,7 +23,7 @@ type FileOutcome struct {
 	File   string
 	PostID *int64
 	Slug   string
-	Kind   string // reconcile: missing_file, file_changed, row_changed, orphan_file
+	Kind   string // reconcile: missing_file, file_changed, row_changed, orphan_file, skipped_file (a link)
 	Action string // what was done, or what apply would do
 	Reason string // why a file was skipped
 }
@@ -43,11 +43,14 @@ func (s *Service) Import(ctx context.Context, sc store.Scope, envID int64) (*Imp
 	for _, p := range posts {
 		bySlug[p.Slug] = p
 	}
-	names, err := f.postFiles()
+	names, links, err := f.postFiles()
 	if err != nil {
 		return nil, err
 	}
 	rep := &ImportReport{EnvironmentID: env.ID, Folder: f.path, Imported: []FileOutcome{}, Skipped: []FileOutcome{}}
+	for _, name := range links {
+		rep.Skipped = append(rep.Skipped, FileOutcome{File: name, Reason: store.Message(f.linked(name))})
+	}
 	for _, name := range names {
 		base := strings.TrimSuffix(name, filepath.Ext(name))
 		if p := bySlug[base]; p != nil {
@@ -186,7 +189,7 @@ func (s *Service) Reconcile(ctx context.Context, sc store.Scope, envID int64, ap
 		return nil, err
 	}
 	defer f.close()
-	names, err := f.postFiles()
+	names, links, err := f.postFiles()
 	if err != nil {
 		return nil, err
 	}
@@ -194,8 +197,13 @@ func (s *Service) Reconcile(ctx context.Context, sc store.Scope, envID int64, ap
 	for _, n := range names {
 		files[n] = true
 	}
+	linked := map[string]bool{}
+	for _, n := range links {
+		linked[n] = true
+	}
 	for _, p := range posts {
 		delete(files, p.FileName())
+		delete(linked, p.FileName())
 	}
 	var orphaned []string
 	for _, n := range names {
@@ -211,6 +219,13 @@ func (s *Service) Reconcile(ctx context.Context, sc store.Scope, envID int64, ap
 	}
 	for _, p := range posts {
 		text, ok, err := f.read(p.FileName())
+		if store.KindOf(err) == store.KindConflict {
+			// One unreadable file (a planted link) is reported and
+			// skipped; the rest of the folder reconciles.
+			rep.Differences = append(rep.Differences, FileOutcome{File: p.FileName(), PostID: &p.ID, Slug: p.Slug, Kind: "skipped_file",
+				Action: "skipped: " + store.Message(err)})
+			continue
+		}
 		if err != nil {
 			return nil, err
 		}
@@ -247,6 +262,11 @@ func (s *Service) Reconcile(ctx context.Context, sc store.Scope, envID int64, ap
 			d.Action = s.fixOrphan(ctx, f, env, name, orphans, &d)
 		}
 		rep.Differences = append(rep.Differences, d)
+	}
+	for _, name := range links {
+		if linked[name] {
+			rep.Differences = append(rep.Differences, FileOutcome{File: name, Kind: "skipped_file", Action: "skipped: " + store.Message(f.linked(name))})
+		}
 	}
 	return rep, nil
 }
