@@ -862,3 +862,31 @@ func TestAutopilotStream(t *testing.T) {
 		t.Fatalf("steps as streamed: %v, want %v", seen, want)
 	}
 }
+
+// A config that lacks a variable the campaign's archetype needs is
+// refused when saved and when the autopilot starts (422 naming it): a
+// default config once started with 200 and failed every run with
+// "missing audience".
+func TestAutopilotConfigNeedsArchetypeVariables(t *testing.T) {
+	t.Parallel()
+	a := newAPEnv(t, store.PostWordPress, "publish", "sourdough starter")
+	r := a.config(t, map[string]any{"max_posts_per_day": 2}, 422)
+	if !strings.Contains(r.Detail(), "variables.audience") {
+		t.Fatalf("config without audience: %s", r.Body)
+	}
+	// A config saved before the campaign took this archetype (here: put
+	// in the store directly) is judged again at start.
+	c := store.DefaultAutopilotConfig()
+	if _, err := a.app.DB.PutAutopilotConfig(context.Background(), a.envA, c, nil); err != nil {
+		t.Fatal(err)
+	}
+	if r := a.do(t, "POST", "/api/autopilot/start", a.editor, map[string]any{"environment_id": a.envA}); r.Code != 422 ||
+		!strings.Contains(r.Detail(), "variables.audience") {
+		t.Fatalf("start without audience: %d %s", r.Code, r.Body)
+	}
+	if st := a.status(t)["autopilot"].(map[string]any); st["state"] != "stopped" {
+		t.Fatalf("state after a refused start: %v", st)
+	}
+	a.config(t, map[string]any{"variables": map[string]any{"audience": "home bakers"}}, 200)
+	a.control(t, "start", 200)
+}

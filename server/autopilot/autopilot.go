@@ -75,6 +75,7 @@ type Store interface {
 	OrphanAutopilotRuns(ctx context.Context, reason string, settled time.Time) ([]*store.AutopilotRun, error)
 
 	CampaignByID(ctx context.Context, id int64) (*store.Campaign, error)
+	ArchetypeByID(ctx context.Context, id int64) (*store.Archetype, error)
 	KeywordByID(ctx context.Context, id int64) (*store.Keyword, error)
 	ListCampaigns(ctx context.Context, f store.CampaignFilter) ([]*store.Campaign, int, error)
 	EnvironmentByID(ctx context.Context, id int64) (*store.Environment, error)
@@ -326,6 +327,9 @@ func (s *Service) PutConfig(ctx context.Context, sc store.Scope, userID, envID i
 	if err != nil {
 		return nil, "", err
 	}
+	if err := s.checkVariables(ctx, env, c); err != nil {
+		return nil, "", err
+	}
 	ap, err := s.db.PutAutopilotConfig(ctx, env.ID, c, by(userID))
 	if err != nil {
 		return nil, "", err
@@ -333,6 +337,43 @@ func (s *Service) PutConfig(ctx context.Context, sc store.Scope, userID, envID i
 	s.replan(ctx)
 	s.emit(ctx, env.ID, EventStatus, ap)
 	return ap, zone(env).String(), nil
+}
+
+// checkVariables: every variable the archetype of a campaign the config
+// takes keywords from needs is given, by the config's variables or by
+// each keyword (keywordVariables). Without it every run failed with
+// "missing audience" while start answered 200. A 422 naming the first
+// variable missing.
+func (s *Service) checkVariables(ctx context.Context, env *store.Environment, c store.AutopilotConfig) error {
+	given := slices.Clone(keywordVariables)
+	for k := range c.Variables {
+		given = append(given, k)
+	}
+	campaigns, err := s.campaigns(ctx, env, c)
+	if err != nil {
+		return err
+	}
+	for _, camp := range campaigns {
+		if camp.EnvironmentID != env.ID || camp.ArchetypeID == nil {
+			continue
+		}
+		a, err := s.db.ArchetypeByID(ctx, *camp.ArchetypeID)
+		if store.IsNotFound(err) {
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		missing, err := cie.MissingVariables(a, given)
+		if err != nil {
+			return err
+		}
+		if len(missing) > 0 {
+			return store.Invalid("variables.%s: the archetype %q of campaign %q needs it and no keyword gives it: set it in the autopilot's variables (PUT /api/autopilot/config)",
+				missing[0], a.Name, camp.Name)
+		}
+	}
+	return nil
 }
 
 // normalize checks a config and fills its defaults.
@@ -445,6 +486,9 @@ func (s *Service) turnOn(ctx context.Context, sc store.Scope, userID, envID int6
 	}
 	if !slices.Contains(from, ap.State) {
 		return nil, wrongState(ap, verb)
+	}
+	if err := s.checkVariables(ctx, env, ap.Config); err != nil {
+		return nil, err
 	}
 	_, detail, _, err := s.budgetStop(ctx, env, ap.Config)
 	if err != nil {
@@ -629,26 +673,9 @@ func (s *Service) RunNow(ctx context.Context, sc store.Scope, userID, envID int6
 // cadence, each below its posts for the day. note says why none is, when
 // none is.
 func (s *Service) candidates(ctx context.Context, env *store.Environment, ap *store.Autopilot, cadence bool) ([]store.AutopilotCandidate, string, error) {
-	var campaigns []*store.Campaign
-	if len(ap.Config.CampaignIDs) > 0 {
-		for _, id := range ap.Config.CampaignIDs {
-			c, err := s.db.CampaignByID(ctx, id)
-			if store.IsNotFound(err) {
-				continue
-			}
-			if err != nil {
-				return nil, "", err
-			}
-			campaigns = append(campaigns, c)
-		}
-	} else {
-		envID := env.ID
-		list, _, err := s.db.ListCampaigns(ctx, store.CampaignFilter{Scope: store.Everything, EnvironmentID: &envID,
-			Status: store.CampaignActive, Page: store.Page{Page: 1, PerPage: 200}})
-		if err != nil {
-			return nil, "", err
-		}
-		campaigns = list
+	campaigns, err := s.campaigns(ctx, env, ap.Config)
+	if err != nil {
+		return nil, "", err
 	}
 	if len(campaigns) == 0 {
 		return nil, "the environment has no active campaign for the autopilot (see campaign_ids in its config)", nil
@@ -691,6 +718,30 @@ func (s *Service) candidates(ctx context.Context, env *store.Environment, ap *st
 		out = append(out, store.AutopilotCandidate{CampaignID: c.ID, Target: c.Target, PostStatus: status})
 	}
 	return out, strings.Join(why, "; "), nil
+}
+
+// campaigns are the campaigns a config takes keywords from: its
+// campaign_ids (those still there), or every active campaign of the
+// environment.
+func (s *Service) campaigns(ctx context.Context, env *store.Environment, c store.AutopilotConfig) ([]*store.Campaign, error) {
+	if len(c.CampaignIDs) == 0 {
+		envID := env.ID
+		list, _, err := s.db.ListCampaigns(ctx, store.CampaignFilter{Scope: store.Everything, EnvironmentID: &envID,
+			Status: store.CampaignActive, Page: store.Page{Page: 1, PerPage: 200}})
+		return list, err
+	}
+	var out []*store.Campaign
+	for _, id := range c.CampaignIDs {
+		camp, err := s.db.CampaignByID(ctx, id)
+		if store.IsNotFound(err) {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, camp)
+	}
+	return out, nil
 }
 
 // unready reports whether an environment's configuration does not set

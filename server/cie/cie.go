@@ -418,6 +418,24 @@ func render(tmpl string, values map[string]string) string {
 // and target_words, the AI settings' language. A caller may set them.
 var standard = []string{"tone", "target_words", "language"}
 
+// MissingVariables are the variables a's template uses that nobody would
+// give a generation whose caller gives the names in given: not optional,
+// not standard (tone, target_words, language). The autopilot checks its
+// config with it before a run fails on it.
+func MissingVariables(a *store.Archetype, given []string) ([]string, error) {
+	used, err := placeholders(a.PromptTemplate)
+	if err != nil {
+		return nil, err
+	}
+	var missing []string
+	for _, name := range used {
+		if !slices.Contains(given, name) && !slices.Contains(a.OptionalVariables, name) && !slices.Contains(standard, name) {
+			missing = append(missing, name)
+		}
+	}
+	return missing, nil
+}
+
 // variables resolves the values of a generation: the standard ones, then
 // the caller's. A variable the template uses and nobody gives is missing,
 // unless the archetype declares it optional (then it is empty); one the
