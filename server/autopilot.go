@@ -182,6 +182,7 @@ type autopilotStepResponse struct {
 	StartedAt    *Timestamp `json:"started_at" doc:"of its latest attempt"`
 	FinishedAt   *Timestamp `json:"finished_at"`
 	DurationMS   *int64     `json:"duration_ms" doc:"of its latest attempt, once finished"`
+	CIERunID     *int64     `json:"cie_run_id,omitempty" doc:"the generate step's generation, with its raw output (GET /api/cie/runs/{run_id})"`
 }
 
 type autopilotPostRef struct {
@@ -229,6 +230,9 @@ func autopilotRunJSON(r *store.AutopilotRun) autopilotRunResponse {
 		js := autopilotStepResponse{Step: name, Status: st.Status, Detail: st.Detail, Error: st.Error, Attempts: st.Attempts,
 			InputTokens: st.InputTokens, OutputTokens: st.OutputTokens, CostUSD: st.CostUSD, StartedAt: (*Timestamp)(&st.StartedAt),
 			FinishedAt: (*Timestamp)(st.FinishedAt)}
+		if name == store.StepGenerate {
+			js.CIERunID = r.CIERunID
+		}
 		if st.FinishedAt != nil {
 			ms := st.FinishedAt.Sub(st.StartedAt).Milliseconds()
 			js.DurationMS = &ms

@@ -781,6 +781,27 @@ func TestAutopilotFailures(t *testing.T) {
 			t.Fatalf("run %v; %d provider calls; %d posts", run, len(a.llm.Requests()), a.site.PostCount())
 		}
 	})
+	t.Run("TheGenerationsReason", func(t *testing.T) {
+		t.Parallel()
+		// An answer that is not an article, twice: the run, its step and
+		// the notification say so (they said "internal server error"),
+		// and the step links the generation that kept the answer.
+		a := newAPEnv(t, store.PostWordPress, "publish", "sourdough starter")
+		a.reply = func(int) (int, string) { return 200, "no article here, just words" }
+		startJobs(t, a.env)
+		id := agID(a.control(t, "run-now", 202))
+		run := a.waitRun(t, id, "failed")
+		gen := steps(run)["generate"]
+		const why = "did not follow the article format"
+		if !strings.Contains(run["error"].(string), why) || !strings.Contains(gen["error"].(string), why) ||
+			gen["cie_run_id"] == nil || id64(gen["cie_run_id"]) != id64(run["cie_run_id"]) {
+			t.Fatalf("failed run: %v", run)
+		}
+		n := a.waitNotification(t, "autopilot.failed")
+		if !strings.Contains(fmt.Sprint(n["body"]), why) {
+			t.Fatalf("notification: %v", n)
+		}
+	})
 	t.Run("ThreeInARowPause", func(t *testing.T) {
 		t.Parallel()
 		a := newAPEnv(t, store.PostWordPress, "publish", "sourdough starter")

@@ -180,10 +180,27 @@ func (s *Service) generate(ctx context.Context, job *store.Job, run *store.Autop
 		var end store.StepEnd
 		if g != nil {
 			end = generated(g)
+			err = generationFailed(g, err)
 		}
 		return end, err
 	}
 	return store.StepEnd{}, s.db.FinishAutopilotStep(ctx, run.ID, store.StepGenerate, generated(g))
+}
+
+// generationFailed is the error of a generation that did not succeed with
+// its own words, as its run recorded them ("the model's answer did not
+// follow the article format, twice ..."), and its id: the run's error,
+// its generate step and the notification said "internal server error".
+// The cause stays wrapped, for retryable.
+func generationFailed(g *store.CIERun, err error) error {
+	why := g.Error
+	if why == "" {
+		if store.KindOf(err) == store.KindInternal {
+			return err
+		}
+		why = store.Message(err)
+	}
+	return &store.Error{Kind: store.KindRemote, Message: fmt.Sprintf("generation %d: %s", g.ID, why), Err: err}
 }
 
 // generated is the end of a generate step with its generation.
