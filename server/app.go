@@ -89,6 +89,9 @@ type Config struct {
 	// names, so the operator says where first. The data directory is
 	// always refused.
 	AstroRoots []string
+	// MaxQueued bounds the scout runs and strategy builds one environment
+	// may have queued or running (`serve --max-queued`); 3 when 0.
+	MaxQueued int
 	// WordPressTimeout bounds one call to a WordPress site; 30 s when 0.
 	WordPressTimeout time.Duration
 	// WordPressBackoff, when set, replaces the wait between retries of
@@ -244,7 +247,7 @@ func Open(ctx context.Context, cfg Config, log *slog.Logger) (*App, error) {
 		// bound fit for a feed rather than a generation.
 		Feeds: feed.New(outbound.NewClient(webSourcesOutbound(cfg)), feed.Options{})},
 		Options{TrustedProxies: cfg.TrustedProxies, Version: cfg.Version, MaxUploadBytes: cfg.MaxUploadBytes, SpoolDir: spool,
-			AstroRoots: cfg.AstroRoots, DataDir: cfg.DataDir})
+			AstroRoots: cfg.AstroRoots, DataDir: cfg.DataDir, MaxQueued: cfg.MaxQueued})
 	if err != nil {
 		return nil, errors.Join(err, a.Close())
 	}

@@ -724,3 +724,27 @@ func TestScoutOrphanRunFailsAtStart(t *testing.T) {
 		t.Errorf("cancelled run: %v", m)
 	}
 }
+
+// One environment has at most --max-queued (3) scout runs queued or
+// running: the fourth is a 409 naming them (an editor queued 200, each a
+// SerpApi and model spend); another environment is not held up.
+func TestScoutRunsCapped(t *testing.T) {
+	t.Parallel()
+	f := agSetup(t) // no job runner: the runs stay queued
+	body := map[string]any{"environment_id": f.envA, "sources": []string{"ideas"}}
+	var ids []string
+	for i := 0; i < 3; i++ {
+		r := f.e.do(t, "POST", "/api/seo/scout/runs", f.edATok, body)
+		if r.Code != 202 {
+			t.Fatalf("run %d: %d %s", i+1, r.Code, r.Body)
+		}
+		ids = append(ids, fmt.Sprint(agID(r.Data())))
+	}
+	r := f.e.do(t, "POST", "/api/seo/scout/runs", f.edATok, body)
+	if r.Code != 409 || !strings.Contains(r.Detail(), "scout runs "+strings.Join(ids, ", ")+" of this environment are queued or running") {
+		t.Fatalf("a fourth run: %d %s", r.Code, r.Body)
+	}
+	if r := f.e.do(t, "POST", "/api/seo/scout/runs", f.adminTok, map[string]any{"environment_id": f.envB, "sources": []string{"ideas"}}); r.Code != 202 {
+		t.Fatalf("another environment: %d %s", r.Code, r.Body)
+	}
+}

@@ -99,6 +99,9 @@ type Options struct {
 	// refused as one.
 	AstroRoots []string
 	DataDir    string
+	// MaxQueued bounds the scout runs, and the strategy builds, one
+	// environment may have queued or running (serve --max-queued); 3 when 0.
+	MaxQueued int
 }
 
 // DefaultMaxUpload is the largest backup upload accepted.
@@ -172,9 +175,10 @@ func New(d Deps, opts Options) (*Server, error) {
 	}
 	s.webSources = websource.New(websource.Deps{Store: d.DB, Environments: s.environments, Fetcher: d.Feeds, Jobs: d.Jobs, Notify: d.Notify, Log: d.Log,
 		Now: func() time.Time { return d.DB.Now() }})
-	s.scout = scout.New(scout.Deps{Store: d.DB, Environments: s.environments, Engine: d.Engine, Jobs: d.Jobs, Notify: d.Notify, Log: d.Log})
+	s.scout = scout.New(scout.Deps{Store: d.DB, Environments: s.environments, Engine: d.Engine, Jobs: d.Jobs, Notify: d.Notify, Log: d.Log,
+		MaxQueued: opts.MaxQueued})
 	s.strategies = strategy.New(strategy.Deps{Store: d.DB, Campaigns: s.seo, Environments: s.environments, Engine: d.Engine, Jobs: d.Jobs,
-		Notify: d.Notify, Log: d.Log, Now: func() time.Time { return d.DB.Now() }})
+		Notify: d.Notify, Log: d.Log, Now: func() time.Time { return d.DB.Now() }, MaxQueued: opts.MaxQueued})
 	e.Use(s.recoverPanics, s.logRequests, securityHeaders, boundWrites, omitHeadBody)
 	s.astroPosts = astropost.New(d.DB, s.environments, func() time.Time { return d.DB.Now() }, d.Log)
 	s.posts = posttarget.New(posttarget.Sources{Runs: s.agents, Generations: s.cie, Lives: s.live}, s.wpPosts.Target(), s.astroPosts.Target())

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -422,6 +423,39 @@ type RunJob struct {
 	MaxAttempts int // 0: DefaultJobMaxAttempts
 	// Payload is the job's payload, made from the run's id.
 	Payload func(runID int64) any
+	// Limit, when above 0, refuses the run (409) when its environment
+	// has this many of its kind queued or running already (the scout's
+	// runs and the strategies' builds: serve --max-queued).
+	Limit int
+}
+
+// underLimitTx refuses a run of table when environment envID has
+// limit (above 0) queued or running already, naming them.
+func underLimitTx(ctx context.Context, tx *sql.Tx, table, what string, envID int64, limit int) error {
+	if limit <= 0 {
+		return nil
+	}
+	rows, err := tx.QueryContext(ctx, `SELECT id FROM `+table+` WHERE environment_id = ? AND status IN ('queued', 'running') ORDER BY id`, envID)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	var ids []string
+	for rows.Next() {
+		var id int64
+		if err := rows.Scan(&id); err != nil {
+			return err
+		}
+		ids = append(ids, strconv.FormatInt(id, 10))
+	}
+	if err := rows.Err(); err != nil {
+		return err
+	}
+	if len(ids) >= limit {
+		return Conflict("%s %s of this environment are queued or running, the most it may have: wait for one to end or cancel it (serve --max-queued sets the limit)",
+			what, strings.Join(ids, ", "))
+	}
+	return nil
 }
 
 // CreateRunWithJob records a queued run and queues the job that carries it

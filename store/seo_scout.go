@@ -84,6 +84,9 @@ type NewScoutRun struct {
 func (db *DB) CreateScoutRunWithJob(ctx context.Context, n NewScoutRun, j RunJob) (*ScoutRun, error) {
 	var run *ScoutRun
 	err := db.tx(ctx, func(tx *sql.Tx) error {
+		if err := underLimitTx(ctx, tx, "seo_scout_runs", "scout runs", n.EnvironmentID, j.Limit); err != nil {
+			return err
+		}
 		r, err := scanScoutRun(tx.QueryRowContext(ctx, `INSERT INTO seo_scout_runs (environment_id, user_id, seeds, sources, created_at)
 			VALUES (?, ?, ?, ?, ?) RETURNING `+returning(scoutRunColumns), n.EnvironmentID, n.UserID, jsonList(n.Seeds), jsonList(n.Sources), db.now()))
 		if err != nil {

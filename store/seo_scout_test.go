@@ -299,3 +299,36 @@ func TestStrategyStore(t *testing.T) {
 	}
 	storetest.WantKind(t, db.DeleteStrategy(ctx, st.ID), store.KindNotFound)
 }
+
+// RunJob.Limit refuses a strategy build when the environment has that
+// many queued or running, in the transaction that would queue it; one
+// that ended frees its place.
+func TestStrategyBuildsLimited(t *testing.T) {
+	t.Parallel()
+	db, _ := openDB(t)
+	ctx := context.Background()
+	env := mustEnv(t, db, "a")
+	job := store.RunJob{Kind: "seo.strategy", Limit: 2, Payload: func(id int64) any { return map[string]int64{"strategy_id": id} }}
+	build := func() (*store.Strategy, error) {
+		return db.CreateStrategyWithJob(ctx, store.NewStrategy{EnvironmentID: env.ID, Name: "S", StrategyParams: store.StrategyParams{
+			Method: "lexical", MinShared: 3, Similarity: 0.5}}, job)
+	}
+	first, err := build()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := build(); err != nil {
+		t.Fatal(err)
+	}
+	_, err = build()
+	storetest.WantKind(t, err, store.KindConflict)
+	if msg := store.Message(err); len(msg) < 15 || msg[:15] != "strategy builds" {
+		t.Fatalf("refusal: %v", err)
+	}
+	if _, err := db.FinishStrategy(ctx, first.ID, store.StrategyOutcome{Status: store.StrategyFailed, Error: "x"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := build(); err != nil {
+		t.Fatalf("after one ended: %v", err)
+	}
+}

@@ -98,6 +98,9 @@ func (db *DB) CreateStrategyWithJob(ctx context.Context, n NewStrategy, j RunJob
 	}
 	var out *Strategy
 	err := db.tx(ctx, func(tx *sql.Tx) error {
+		if err := underLimitTx(ctx, tx, "seo_strategies", "strategy builds", n.EnvironmentID, j.Limit); err != nil {
+			return err
+		}
 		now := db.now()
 		s, err := scanStrategy(tx.QueryRowContext(ctx, `INSERT INTO seo_strategies (environment_id, name, method, min_shared, similarity,
 			refine, refresh_serp, keyword_ids, created_by, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)

@@ -78,7 +78,15 @@ type Deps struct {
 	Jobs         Runner
 	Notify       Notifier // when set, a run tells whoever started it how it ended
 	Log          *slog.Logger
+	// MaxQueued is how many runs an environment may have queued or
+	// running; 0: DefaultMaxQueued.
+	MaxQueued int
 }
+
+// DefaultMaxQueued bounds the queued or running scout runs and strategy
+// builds of one environment: each spends SerpApi searches and model
+// calls, and one editor once queued 200.
+const DefaultMaxQueued = 3
 
 // Service starts scout runs, carries them out and accepts candidates.
 type Service struct {
@@ -88,11 +96,15 @@ type Service struct {
 	jobs   Runner
 	notify Notifier
 	log    *slog.Logger
+	max    int
 }
 
 // New returns the service and registers its job kind with d.Jobs.
 func New(d Deps) *Service {
-	s := &Service{db: d.Store, envs: d.Environments, engine: d.Engine, jobs: d.Jobs, notify: d.Notify, log: d.Log}
+	s := &Service{db: d.Store, envs: d.Environments, engine: d.Engine, jobs: d.Jobs, notify: d.Notify, log: d.Log, max: d.MaxQueued}
+	if s.max <= 0 {
+		s.max = DefaultMaxQueued
+	}
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
 	}
@@ -167,7 +179,7 @@ func (s *Service) Start(ctx context.Context, sc store.Scope, in StartInput) (*st
 	if sc.UserID != 0 {
 		n.UserID = &sc.UserID
 	}
-	run, err := s.db.CreateScoutRunWithJob(ctx, n, store.RunJob{Kind: RunJob, MaxAttempts: 1,
+	run, err := s.db.CreateScoutRunWithJob(ctx, n, store.RunJob{Kind: RunJob, MaxAttempts: 1, Limit: s.max,
 		Payload: func(id int64) any { return payload{RunID: id} }})
 	if err != nil {
 		return nil, err

@@ -26,6 +26,7 @@ import (
 	"github.com/copydesk/copydesk/server/engine"
 	"github.com/copydesk/copydesk/server/jobs"
 	"github.com/copydesk/copydesk/server/notify"
+	"github.com/copydesk/copydesk/server/scout"
 	"github.com/copydesk/copydesk/server/seo"
 	"github.com/copydesk/copydesk/server/serp"
 	"github.com/copydesk/copydesk/server/valid"
@@ -86,6 +87,9 @@ type Deps struct {
 	Notify       Notifier
 	Log          *slog.Logger
 	Now          func() time.Time // the store's clock
+	// MaxQueued is how many builds an environment may have queued or
+	// running; 0: scout.DefaultMaxQueued.
+	MaxQueued int
 }
 
 // Service holds the strategy rules and builds strategies.
@@ -98,6 +102,7 @@ type Service struct {
 	log    *slog.Logger
 	now    func() time.Time
 	camps  Campaigns
+	max    int
 }
 
 // Campaigns makes the campaign of a strategy: the SEO service, so that it
@@ -110,7 +115,10 @@ type Campaigns interface {
 // New returns the service and registers its job kind with d.Jobs.
 func New(d Deps) *Service {
 	s := &Service{db: d.Store, envs: d.Environments, engine: d.Engine, jobs: d.Jobs, notify: d.Notify, log: d.Log, now: d.Now,
-		camps: d.Campaigns}
+		camps: d.Campaigns, max: d.MaxQueued}
+	if s.max <= 0 {
+		s.max = scout.DefaultMaxQueued
+	}
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
 	}
@@ -208,7 +216,7 @@ func (s *Service) Create(ctx context.Context, sc store.Scope, in CreateInput) (*
 	if sc.UserID != 0 {
 		n.CreatedBy = &sc.UserID
 	}
-	st, err := s.db.CreateStrategyWithJob(ctx, n, store.RunJob{Kind: BuildJob, MaxAttempts: 1,
+	st, err := s.db.CreateStrategyWithJob(ctx, n, store.RunJob{Kind: BuildJob, MaxAttempts: 1, Limit: s.max,
 		Payload: func(id int64) any { return payload{StrategyID: id} }})
 	if err != nil {
 		return nil, err
