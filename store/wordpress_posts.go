@@ -50,6 +50,9 @@ type WordPressPost struct {
 	RemoteLink       string
 	RemoteStatus     string
 	RemoteModified   *time.Time
+	// RemoteHash is a digest of the remote post's raw title and content
+	// as last synced ("" before the first sync that recorded it).
+	RemoteHash string
 	// CreatePending: a create was sent and its outcome is unknown.
 	// CreateFloor is the least id the site can have given a post that
 	// create made: one more than the highest post id it had before. The
@@ -68,7 +71,7 @@ type WordPressPost struct {
 
 const wordpressPostColumns = `p.id, p.environment_id, p.run_id, p.created_by, p.title, p.content, p.excerpt, p.slug, p.status,
 	p.scheduled_at, p.featured_image_url, p.featured_media_id, p.featured_media_src, p.remote_id, p.remote_link, p.remote_status,
-	p.remote_modified, p.create_pending, p.sync_status, p.last_error, p.synced_at, p.created_at, p.updated_at, p.cie_run_id, p.live_generation_id`
+	p.remote_modified, p.create_pending, p.sync_status, p.last_error, p.synced_at, p.created_at, p.updated_at, p.cie_run_id, p.live_generation_id, p.remote_hash`
 
 func scanWordPressPost(row rowScanner) (*WordPressPost, error) {
 	var p WordPressPost
@@ -78,7 +81,7 @@ func scanWordPressPost(row rowScanner) (*WordPressPost, error) {
 	var created, updated string
 	if err := row.Scan(&p.ID, &p.EnvironmentID, &run, &by, &p.Title, &p.Content, &p.Excerpt, &p.Slug, &p.Status, &sched,
 		&p.FeaturedImageURL, &media, &p.FeaturedMediaSrc, &remote, &p.RemoteLink, &p.RemoteStatus, &remoteMod, &pending,
-		&p.SyncStatus, &p.LastError, &synced, &created, &updated, &cieRun, &live); err != nil {
+		&p.SyncStatus, &p.LastError, &synced, &created, &updated, &cieRun, &live, &p.RemoteHash); err != nil {
 		return nil, err
 	}
 	p.RunID, p.CreatedBy, p.FeaturedMediaID, p.RemoteID = nullID(run), nullID(by), nullID(media), nullID(remote)
@@ -378,6 +381,7 @@ type WordPressSync struct {
 	RemoteLink       *string
 	RemoteStatus     *string
 	RemoteModified   *time.Time
+	RemoteHash       *string
 	SyncStatus       *string
 	LastError        *string
 	Synced           bool   // sets synced_at to now
@@ -419,6 +423,9 @@ func applySync(ctx context.Context, tx *sql.Tx, id int64, s WordPressSync, now s
 	}
 	if s.RemoteModified != nil {
 		set("remote_modified", fmtTime(*s.RemoteModified))
+	}
+	if s.RemoteHash != nil {
+		set("remote_hash", *s.RemoteHash)
 	}
 	if s.SyncStatus != nil {
 		set("sync_status", *s.SyncStatus)

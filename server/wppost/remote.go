@@ -2,6 +2,8 @@ package wppost
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -137,10 +139,23 @@ func (s *Service) push(ctx context.Context, c *wordpress.Client, p *store.WordPr
 
 // recordRemote stores what the site answered as the post's sync state.
 func (s *Service) recordRemote(ctx context.Context, id int64, r *wordpress.Post, local *store.WordPressPostUpdate) (*store.WordPressPost, error) {
-	synced, none, mod := store.SyncSynced, "", r.Modified()
+	synced, none, mod, hash := store.SyncSynced, "", r.Modified(), remoteHash(r)
 	var notPending int64
 	return s.db.SyncWordPressPost(context.WithoutCancel(ctx), id, store.WordPressSync{RemoteID: &r.ID, RemoteLink: &r.Link,
-		RemoteStatus: &r.Status, RemoteModified: &mod, SyncStatus: &synced, LastError: &none, Synced: true, CreatePending: &notPending, Local: local})
+		RemoteStatus: &r.Status, RemoteModified: &mod, RemoteHash: &hash, SyncStatus: &synced, LastError: &none, Synced: true, CreatePending: &notPending, Local: local})
+}
+
+// remoteHash is a digest of a remote post's title and content, raw as
+// the site keeps them (rendered when it gives no raw).
+func remoteHash(r *wordpress.Post) string {
+	raw := func(v wordpress.Rendered) string {
+		if v.Raw != "" {
+			return v.Raw
+		}
+		return v.Rendered
+	}
+	h := sha256.Sum256([]byte(raw(r.Title) + "\x00" + raw(r.Content)))
+	return hex.EncodeToString(h[:])
 }
 
 // pendingCreate finds the post a create that got no answer may have made
@@ -552,7 +567,10 @@ func (s *Service) Sync(ctx context.Context, sc store.Scope, id int64, prefer str
 	if err != nil {
 		return nil, s.failed(ctx, p, err)
 	}
-	remoteChanged := p.RemoteModified == nil || !r.Modified().Equal(*p.RemoteModified)
+	// modified has one-second resolution: an edit within the second of
+	// the last sync shows only in the digest.
+	remoteChanged := p.RemoteModified == nil || !r.Modified().Equal(*p.RemoteModified) ||
+		(p.RemoteHash != "" && remoteHash(r) != p.RemoteHash)
 	// Changed here: edited since the last sync (a sync or push that
 	// records the site's state sets synced_at after updated_at). A failed
 	// call is no change: a failed unpublish must not turn the next sync
@@ -742,13 +760,13 @@ func (s *Service) importOne(ctx context.Context, userID, envID int64, r *wordpre
 	if !slices.Contains(store.WordPressStatuses, status) || status == "future" && sched == nil {
 		status = "draft"
 	}
-	synced, none, mod := store.SyncSynced, "", r.Modified()
+	synced, none, mod, hash := store.SyncSynced, "", r.Modified(), remoteHash(r)
 	by := &userID
 	n := store.NewWordPressPost{EnvironmentID: envID, CreatedBy: by, Title: *l.Title, Content: *l.Content,
 		Excerpt: *l.Excerpt, Slug: given, SlugTries: slug.Generated(*l.Title, "post", slug.Max), Status: status, ScheduledAt: sched,
 		CategoryIDs: *l.CategoryIDs, TagIDs: *l.TagIDs,
-		Remote: &store.WordPressSync{RemoteID: &r.ID, RemoteLink: &r.Link, RemoteStatus: &r.Status, RemoteModified: &mod, SyncStatus: &synced,
-			LastError: &none, Synced: true}}
+		Remote: &store.WordPressSync{RemoteID: &r.ID, RemoteLink: &r.Link, RemoteStatus: &r.Status, RemoteModified: &mod, RemoteHash: &hash,
+			SyncStatus: &synced, LastError: &none, Synced: true}}
 	_, err := s.db.CreateWordPressPost(ctx, n)
 	if store.KindOf(err) == store.KindConflict && given != "" {
 		// A post here has the site's slug already: this one gets a made one.

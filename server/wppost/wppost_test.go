@@ -342,3 +342,41 @@ func TestFeaturedImageGuard(t *testing.T) {
 		t.Fatalf("the dial error shows (%q) or something was uploaded (%d)", store.Message(refused), r.site.MediaCount())
 	}
 }
+
+// An edit on the site within the second of the last sync leaves modified
+// as it was: the digest of the remote title and content tells it. With a
+// change here too it is a conflict (it was overwritten with 200); alone,
+// it is pulled here.
+func TestSyncSeesAnEditInTheSameSecond(t *testing.T) {
+	t.Parallel()
+	r := newRig(t)
+	p := r.draft(t, r.env, "Rye bread")
+	sent, err := r.target.Publish(ctx, store.Everything, p.ID, "draft")
+	if err != nil {
+		t.Fatal(err)
+	}
+	remote := *sent.WordPress.RemoteID
+	r.site.EditPostSameSecond(remote, "Rye bread, edited there", "Changed on the site.")
+	title := "Rye bread, edited here"
+	if _, err := r.svc.Update(ctx, store.Everything, p.ID, wppost.Change{Title: &title}); err != nil {
+		t.Fatal(err)
+	}
+	_, err = r.svc.Sync(ctx, store.Everything, p.ID, "")
+	if store.KindOf(err) != store.KindConflict || !strings.Contains(err.Error(), "both sides changed") {
+		t.Fatalf("sync with both changed: %v", err)
+	}
+	if got := r.site.PostContent(remote); got != "Changed on the site." {
+		t.Fatalf("the site's edit was overwritten: %q", got)
+	}
+	// Alone on the site: pulled here.
+	q := r.draft(t, r.env, "Spelt")
+	sent, err = r.target.Publish(ctx, store.Everything, q.ID, "draft")
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.site.EditPostSameSecond(*sent.WordPress.RemoteID, "Spelt, edited there", "There.")
+	got, err := r.svc.Sync(ctx, store.Everything, q.ID, "")
+	if err != nil || got.Title != "Spelt, edited there" {
+		t.Fatalf("sync of a remote edit: %+v %v", got, err)
+	}
+}

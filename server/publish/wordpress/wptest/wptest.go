@@ -162,6 +162,16 @@ func (s *Site) EditPost(id int64, title, content string) {
 	p.Modified = later(p.Modified, s.Now())
 }
 
+// EditPostSameSecond changes a post as someone on the site would within
+// the second its modified time already reads: WordPress keeps seconds, so
+// modified does not move.
+func (s *Site) EditPostSameSecond(id int64, title, content string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	p := s.posts[id]
+	p.Title, p.Content = title, content
+}
+
 // AddTerm makes a term as if someone made it on the site; it returns the id.
 func (s *Site) AddTerm(taxonomy, name, slug string) int64 {
 	s.mu.Lock()
