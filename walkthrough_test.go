@@ -107,7 +107,13 @@ func TestREADMEWalkthrough(t *testing.T) {
 	}
 	dir := t.TempDir()
 	createUser(t, dir, adminEmail, "admin", "super_admin", adminPass)
-	base, _ := startServer(t, dir, nil)
+	// The Astro project of the walk-through, as `npm create astro` makes
+	// it, under a folder the server lets Astro projects live in.
+	blog := t.TempDir()
+	if err := os.WriteFile(filepath.Join(blog, "astro.config.mjs"), []byte("export default {}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	base, _ := startServer(t, dir, []string{"--astro-roots", blog})
 	const model = "llama3.2"
 	llm := fakeOpenAI(t, model)
 
@@ -116,7 +122,6 @@ func TestREADMEWalkthrough(t *testing.T) {
 	defer cancel()
 	cmd := exec.CommandContext(ctx, "bash", "-c", script)
 	cmd.Dir = t.TempDir()
-	blog := t.TempDir()
 	cmd.Env = childEnv("BASE="+base, "EMAIL="+adminEmail, "LLM_URL="+llm.URL+"/v1", "MODEL="+model, "BLOG="+blog)
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
