@@ -491,6 +491,9 @@ func newAuthzFixture(t *testing.T, providerURL string) (*authzFixture, []*server
 		if err := os.MkdirAll(filepath.Join(project, "src", "content", "blog"), 0o755); err != nil {
 			t.Fatal(err)
 		}
+		if err := os.WriteFile(filepath.Join(project, "astro.config.mjs"), nil, 0o644); err != nil {
+			t.Fatal(err)
+		}
 		cfg := store.EnvironmentConfig{Astro: &store.AstroConfig{ProjectPath: project, ContentDir: "src/content/blog"}, Language: "en", Timezone: "UTC"}
 		if _, err := e.app.DB.UpdateEnvironment(ctx, env.ID, store.EnvironmentUpdate{Configuration: &cfg}); err != nil {
 			t.Fatal(err)

@@ -39,6 +39,9 @@ type Store interface {
 // (server/environment).
 type Environments interface {
 	Get(ctx context.Context, sc store.Scope, id int64) (*store.Environment, error)
+	// CheckAstro refuses a project folder the server does not allow
+	// (serve --astro-roots, the data directory, not an Astro project).
+	CheckAstro(a *store.AstroConfig) error
 }
 
 // Service implements the Astro post rules.
@@ -136,7 +139,7 @@ func (s *Service) File(ctx context.Context, sc store.Scope, id int64) (string, e
 	if err != nil {
 		return "", err
 	}
-	f, err := openFolder(env)
+	f, err := s.openFolder(env)
 	if err != nil {
 		return "", err
 	}
@@ -162,7 +165,7 @@ func (s *Service) Create(ctx context.Context, sc store.Scope, in Input) (*store.
 	if err != nil {
 		return nil, err
 	}
-	f, err := openFolder(env)
+	f, err := s.openFolder(env)
 	if err != nil {
 		return nil, err
 	}
@@ -259,7 +262,7 @@ func (s *Service) Update(ctx context.Context, sc store.Scope, id int64, ch Chang
 	if err != nil {
 		return nil, err
 	}
-	f, err := openFolder(env)
+	f, err := s.openFolder(env)
 	if err != nil {
 		return nil, err
 	}
@@ -303,7 +306,7 @@ func (s *Service) Delete(ctx context.Context, sc store.Scope, id int64) error {
 	if err != nil {
 		return err
 	}
-	f, err := openFolder(env)
+	f, err := s.openFolder(env)
 	if err != nil {
 		return err
 	}

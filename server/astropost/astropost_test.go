@@ -642,3 +642,18 @@ func TestSymlinkPostFile(t *testing.T) {
 		t.Fatalf("the link's target was written: %q", b)
 	}
 }
+
+// A project saved before the server confined Astro projects (or outside
+// the roots it names now) is judged again at each use: 409, and no file
+// is read or written.
+func TestAstroProjectJudgedAtUse(t *testing.T) {
+	f := newFixture(t)
+	p, err := f.svc.Create(ctx, store.Everything, astropost.Input{EnvironmentID: f.env.ID, Title: "Kept", Body: "k"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	closed := astropost.New(f.db, environment.New(f.db), time.Now, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	if _, err := closed.File(ctx, store.Everything, p.ID); store.KindOf(err) != store.KindConflict || !strings.Contains(err.Error(), "--astro-roots") {
+		t.Fatalf("a project the server no longer allows: %v", err)
+	}
+}

@@ -35,6 +35,18 @@ func noAstro(env *store.Environment) error {
 		"with PUT /api/environments/%d/configuration", env.ID, env.Name, env.ID)
 }
 
+// openFolder opens an environment's content folder once its project is
+// one the server allows, judged again at each use: a configuration saved
+// before --astro-roots existed, or outside the roots now, is a 409.
+func (s *Service) openFolder(env *store.Environment) (*folder, error) {
+	if a := env.Configuration.Astro; a != nil && a.ProjectPath != "" {
+		if err := s.envs.CheckAstro(a); err != nil {
+			return nil, store.Conflict("the Astro project of environment %d is not allowed here: %s", env.ID, store.Message(err))
+		}
+	}
+	return openFolder(env)
+}
+
 // openFolder locks and opens the content folder of env. A folder that is
 // missing or not a folder is a conflict naming it: the request can succeed
 // once it is there.

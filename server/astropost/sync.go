@@ -80,7 +80,7 @@ func (s *Service) folderPosts(ctx context.Context, sc store.Scope, envID int64) 
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	f, err := openFolder(env)
+	f, err := s.openFolder(env)
 	if err != nil {
 		return nil, nil, nil, err
 	}

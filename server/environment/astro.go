@@ -22,6 +22,11 @@ type AstroPlaces struct {
 	DataDir string
 }
 
+// CheckAstro judges an Astro configuration saved earlier, when it is
+// used: the roots may have changed, or it was saved before there were
+// any (astropost opens no folder it refuses).
+func (s *Service) CheckAstro(a *store.AstroConfig) error { return s.astro.checkAstro(a) }
+
 // checkAstro judges an Astro configuration's project folder where it is
 // on disk (symlinks followed).
 func (p AstroPlaces) checkAstro(a *store.AstroConfig) error {
