@@ -12,7 +12,7 @@ const KEY = "copydesk.session";
 
 // Why there is no session: never signed in (null), signed out on purpose,
 // or ended by the server (revoked, expired, disabled) with its detail.
-export type Ended = { reason: "signed-out" | "ended"; message: string; userId: number | null; email?: string };
+export type Ended = { reason: "signed-out" | "ended"; message: string; userId: number | null; email?: string; user?: User };
 
 type State = { token: Token | null; ended: Ended | null };
 
@@ -66,8 +66,11 @@ class Session {
   get ended(): Ended | null {
     return this.state.ended;
   }
+  // user is the signed-in user, and while the sign-in dialog asks again
+  // after the server ended the session, the user it was: the screen under
+  // the dialog stays as it was (what it shows depends on the role).
   get user(): User | null {
-    return this.state.token?.user ?? null;
+    return this.state.token?.user ?? this.state.ended?.user ?? null;
   }
 
   subscribe(fn: () => void): () => void {
@@ -84,7 +87,7 @@ class Session {
     const prev = this.state.token;
     if (!next.token) {
       if (prev) {
-        this.state = { token: null, ended: { reason: "ended", message: "You were signed out in another tab.", userId: prev.user.id, email: prev.user.email } };
+        this.state = { token: null, ended: { reason: "ended", message: "You were signed out in another tab.", userId: prev.user.id, email: prev.user.email, user: prev.user } };
         this.schedule();
         this.emit();
       }
@@ -119,7 +122,7 @@ class Session {
   end(token: string, detail: string) {
     const cur = this.state.token;
     if (!cur || cur.access_token !== token) return;
-    this.state = { token: null, ended: { reason: "ended", message: sentence(detail), userId: cur.user.id, email: cur.user.email } };
+    this.state = { token: null, ended: { reason: "ended", message: sentence(detail), userId: cur.user.id, email: cur.user.email, user: cur.user } };
     this.save();
     this.schedule();
     this.emit();
