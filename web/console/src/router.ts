@@ -5,14 +5,26 @@ import { useEffect, useState } from "preact/hooks";
 
 const listeners = new Set<() => void>();
 
+// moved says the screen changed in the page (a link, back or forward), not
+// by loading it: only then does a new screen take the focus (on a fresh
+// load, Tab must reach the skip link first).
+export let moved = false;
+
+// focusNextScreen asks the next screen to take the focus (after signing in).
+export function focusNextScreen() {
+  moved = true;
+}
+
 export function navigate(to: string, replace = false) {
   if (to === location.pathname + location.search) return;
+  moved = true;
   if (replace) history.replaceState(null, "", to);
   else history.pushState(null, "", to);
   for (const fn of listeners) fn();
 }
 
 window.addEventListener("popstate", () => {
+  moved = true;
   for (const fn of listeners) fn();
 });
 

@@ -5,6 +5,7 @@
 // stays where it was.
 import { useEffect, useRef, useState } from "preact/hooks";
 import { send, type Schemas } from "./api/client";
+import { focusNextScreen } from "./router";
 import { session, sentence, type Token } from "./session";
 import { Alert, Field, formErrors, noErrors, type FormErrors } from "./ui";
 
@@ -39,6 +40,7 @@ export function SignInForm({ message, email: initialEmail, onSignedIn }: Props) 
     if (step === "code") body.totp_code = code.trim();
     try {
       const t = (await send("post", "/api/auth/login", { body, token: false })) as Token;
+      focusNextScreen();
       session.signedIn(t);
       onSignedIn?.(t);
     } catch (err) {

@@ -4,7 +4,7 @@
 import type { AnchorHTMLAttributes, ComponentChildren, Ref } from "preact";
 import { useCallback, useEffect, useId, useRef, useState } from "preact/hooks";
 import { ApiError, SessionEnded } from "./api/client";
-import { onLinkClick } from "./router";
+import { moved, onLinkClick } from "./router";
 import { sentence } from "./session";
 
 export function Link(props: AnchorHTMLAttributes<HTMLAnchorElement> & { href: string }) {
@@ -113,12 +113,12 @@ export function useResource<T>(fn: (signal: AbortSignal) => Promise<T>, deps: un
   return { data, error, loading, reload, set: setData };
 }
 
-// Heading is a screen's h1; it takes focus when the screen opens, so a
-// screen reader announces the new screen and Tab starts from it.
+// Heading is a screen's h1; it takes focus when the screen opens in the
+// page, so a screen reader announces the new screen and Tab starts from it.
 export function Heading({ children }: { children: ComponentChildren }) {
   const ref = useRef<HTMLHeadingElement>(null);
   useEffect(() => {
-    ref.current?.focus({ preventScroll: true });
+    if (moved) ref.current?.focus({ preventScroll: true });
   }, []);
   return (
     <h1 tabIndex={-1} ref={ref}>
