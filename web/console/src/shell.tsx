@@ -88,7 +88,7 @@ export function NoteList({ notes, onRead }: { notes: Note[]; onRead?: (n: Note) 
         <li key={x.id} class={x.read_at ? "" : "unread"}>
           <p class="note-title">
             {!x.read_at && <span class="visually-hidden">Unread: </span>}
-            {x.title}
+            <span>{x.title}</span>
           </p>
           {x.body && <p class="note-body">{x.body}</p>}
           <p class="muted small">
@@ -96,8 +96,8 @@ export function NoteList({ notes, onRead }: { notes: Note[]; onRead?: (n: Note) 
             {onRead && !x.read_at && (
               <>
                 {" · "}
-                <button type="button" class="link" onClick={() => onRead(x)} aria-label={`Mark “${x.title}” as read`}>
-                  Mark as read
+                <button type="button" class="link" onClick={() => onRead(x)}>
+                  Mark as read<span class="visually-hidden">: {x.title}</span>
                 </button>
               </>
             )}
