@@ -86,6 +86,21 @@ test("choose an environment, move between its screens, open a link in another ta
   assert.deepEqual(problems, []);
 });
 
+test("the dark theme passes the same check", async () => {
+  const context = await browser.newContext({ baseURL: srv.base, colorScheme: "dark" });
+  const page = await newPage(context, problems);
+  await page.goto("/");
+  await page.getByRole("heading", { name: "Sign in to copydesk" }).waitFor();
+  assert.equal(await page.evaluate(() => getComputedStyle(document.body).backgroundColor), "rgb(20, 23, 27)", "dark background");
+  assert.deepEqual(await axeCheck(page), [], "sign-in, dark");
+  await signIn(page, "ann@example.com", `/e/${garden.id}`);
+  await page.getByRole("heading", { name: "Overview of Garden blog" }).waitFor();
+  await page.getByText("Stopped").waitFor();
+  assert.deepEqual(await axeCheck(page), [], "overview, dark");
+  await context.close();
+  assert.deepEqual(problems, []);
+});
+
 test("a link opened before signing in leads to its screen after", async () => {
   const context = await browser.newContext({ baseURL: srv.base });
   const page = await newPage(context, problems);
