@@ -56,9 +56,8 @@ test("a revoked session asks to sign in again and keeps the form", async () => {
   // Revoked from another device, through the API.
   const other = await srv.login("ann@example.com");
   const mine = JSON.parse(await page.evaluate(() => localStorage.getItem("copydesk.session")));
-  const sessions = await srv.api("GET", "/api/auth/sessions", other.access_token);
-  const sid = JSON.parse(Buffer.from(mine.access_token.split(".")[1], "base64url")).sid;
-  assert.ok(sessions.body.data.items.some((s) => s.id === sid), "the console's session is listed");
+  const listed = await srv.api("GET", "/api/auth/sessions", mine.access_token);
+  const sid = listed.body.data.items.find((s) => s.current).id;
   assert.equal((await srv.api("DELETE", `/api/auth/sessions/${sid}`, other.access_token)).status, 200);
 
   await page.getByRole("button", { name: "Create environment" }).click();
@@ -93,6 +92,27 @@ test("a session that expired while the tab was closed", async () => {
   await page.reload();
   await page.getByRole("heading", { name: "Sign in to copydesk" }).waitFor();
   await page.getByText("Your session expired: sign in again.").waitFor();
+  await context.close();
+  assert.deepEqual(problems, []);
+});
+
+test("tabs share the session: signing out in one asks in the other, signing in there serves both", async () => {
+  const context = await browser.newContext({ baseURL: srv.base });
+  const a = await newPage(context, problems);
+  await signIn(a);
+  const b = await newPage(context, problems);
+  await b.goto("/");
+  await b.getByRole("heading", { name: "Environments" }).waitFor();
+
+  await a.getByRole("button", { name: "Sign out" }).click();
+  await a.getByRole("heading", { name: "Sign in to copydesk" }).waitFor();
+  const dialog = b.getByRole("dialog", { name: "Sign in to copydesk" });
+  await dialog.getByText(/signed out in another tab/i).waitFor();
+
+  await dialog.getByLabel("Password").fill(PASSWORD);
+  await dialog.getByRole("button", { name: "Sign in" }).click();
+  await dialog.waitFor({ state: "hidden" });
+  await a.getByRole("heading", { name: "Environments" }).waitFor();
   await context.close();
   assert.deepEqual(problems, []);
 });

@@ -96,6 +96,9 @@ export async function send(method: string, path: string, o: { body?: unknown; si
   if (o.token !== false) {
     token = await session.token();
     if (token) headers.Authorization = "Bearer " + token;
+    // The server ended the session and the sign-in dialog is open: a screen
+    // under it asking for more gets the same answer, without a request.
+    else if (session.ended?.reason === "ended") throw new SessionEnded(401, session.ended.message);
   }
   let body: string | undefined;
   if (o.body !== undefined) {
