@@ -11,6 +11,13 @@ import { Shell } from "./shell";
 import { SessionDialog, SignInPage } from "./signin";
 import { Alert, Heading, Link, useResource } from "./ui";
 
+// useTitle names the tab after the screen; null leaves it to a child.
+function useTitle(title: string | null) {
+  useEffect(() => {
+    if (title !== null) document.title = title;
+  }, [title]);
+}
+
 function useSession() {
   const [, force] = useState(0);
   useEffect(() => session.subscribe(() => force((n) => n + 1)), []);
@@ -32,7 +39,6 @@ export function App() {
 
   if (!token && (!hadScreens.current || ended?.reason !== "ended")) {
     hadScreens.current = false;
-    document.title = "Sign in · copydesk";
     return <SignInPage message={ended?.message} />;
   }
   hadScreens.current = true;
@@ -46,8 +52,8 @@ export function App() {
 
 function Screens({ path }: { path: string }) {
   const r = match(path);
+  useTitle(r.name === "environments" ? "Environments · copydesk" : r.name === "not-found" ? "Not found · copydesk" : null);
   if (r.name === "environments") {
-    document.title = "Environments · copydesk";
     return (
       <Shell>
         <Environments />
@@ -55,7 +61,6 @@ function Screens({ path }: { path: string }) {
     );
   }
   if (r.name === "environment") return <EnvironmentScreens env={r.env} section={r.section} />;
-  document.title = "Not found · copydesk";
   return (
     <Shell>
       <Heading>Page not found</Heading>
@@ -70,9 +75,7 @@ function EnvironmentScreens({ env, section }: { env: number; section: Section })
   const e = useResource((signal) => api.get("/api/environments/{id}", { path: { id: env }, signal }), [env]);
   const name = e.data?.data.name;
   const label = sections.find((x) => x.id === section)?.label ?? "";
-  useEffect(() => {
-    document.title = [label, name, "copydesk"].filter(Boolean).join(" · ");
-  }, [label, name]);
+  useTitle([label, name, "copydesk"].filter(Boolean).join(" · "));
   if (e.error) {
     return (
       <Shell>

@@ -94,6 +94,9 @@ export function SignInForm({ message, email: initialEmail, onSignedIn }: Props) 
 }
 
 export function SignInPage({ message }: { message?: string | undefined }) {
+  useEffect(() => {
+    document.title = "Sign in · copydesk";
+  }, []);
   return (
     <main class="signin-page" id="main">
       <div class="card">

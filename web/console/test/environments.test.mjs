@@ -60,6 +60,7 @@ test("choose an environment, move between its screens, open a link in another ta
   }
   assert.deepEqual(await axeCheck(page), [], "a screen still to come");
   assert.equal(new URL(page.url()).pathname, `/e/${garden.id}/costs`);
+  assert.equal(await page.title(), "Costs · Garden blog · copydesk");
   await page.goBack();
   await page.getByRole("heading", { name: "Autopilot", level: 1 }).waitFor();
 
