@@ -100,6 +100,9 @@ class Notifications {
     }
     if (!res.ok || !res.body) return false;
     this.refreshCount();
+    // With no id to resume from (nothing was listed), the stream replays
+    // nothing: what was raised between the list and now is listed again.
+    if (!this.lastId) void this.catchUp(signal);
     const reader = res.body.pipeThrough(new TextDecoderStream()).getReader();
     let buf = "";
     let ev = { event: "message", id: "", data: [] as string[] };
@@ -125,6 +128,20 @@ class Notifications {
         else if (field === "data") ev.data.push(val);
         else if (field === "id") ev.id = val;
       }
+    }
+  }
+
+  private async catchUp(signal: AbortSignal) {
+    try {
+      const list = await api.get("/api/notifications", { query: { per_page: RECENT }, signal });
+      const known = new Set(this.recent.map((n) => n.id));
+      const added = list.data.items.filter((n) => !known.has(n.id));
+      if (!added.length) return;
+      this.recent = [...this.recent, ...added].sort((a, b) => b.id - a.id).slice(0, RECENT);
+      this.lastId = Math.max(this.lastId, ...added.map((n) => n.id));
+      this.emit();
+    } catch {
+      // the next reconnection lists them
     }
   }
 

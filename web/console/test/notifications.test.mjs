@@ -48,7 +48,6 @@ test("the bell counts notifications live, across token refreshes and a cut strea
   await page.getByRole("button", { name: "Sign in" }).click();
   await page.getByRole("button", { name: "Notifications, 0 unread" }).waitFor();
   await streamOpened;
-  await page.waitForTimeout(300);
   const first = await stored(page);
 
   await message("Draft ready");
