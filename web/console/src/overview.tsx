@@ -1,7 +1,10 @@
 // An environment's overview, from what the API gives cheaply: the
-// autopilot's status and last runs, and the user's latest notifications
-// (live, from the bell's stream).
-import { api } from "./api/client";
+// autopilot's status and last runs (asked again at each event of the
+// autopilot's stream), and the user's latest notifications (live, from the
+// bell's stream).
+import { useEffect } from "preact/hooks";
+import { api, url } from "./api/client";
+import { follow } from "./api/sse";
 import { useNotifications, NoteList } from "./shell";
 import { Alert, Heading, usd, useResource, When } from "./ui";
 
@@ -11,6 +14,26 @@ export function Overview({ env, envName }: { env: number; envName: string | unde
   const status = useResource((signal) => api.get("/api/autopilot/status", { query: { environment_id: env }, signal }), [env]);
   const runs = useResource((signal) => api.get("/api/autopilot/runs", { query: { environment_id: env, per_page: 5 }, signal }), [env]);
   const notes = useNotifications();
+  const { reload: reloadStatus } = status;
+  const { reload: reloadRuns } = runs;
+  useEffect(() => {
+    const ac = new AbortController();
+    let timer: number | undefined;
+    void follow(url("/api/autopilot/stream", undefined, { environment_id: env }), {
+      signal: ac.signal,
+      onEvent: () => {
+        window.clearTimeout(timer);
+        timer = window.setTimeout(() => {
+          reloadStatus();
+          reloadRuns();
+        }, 200);
+      },
+    });
+    return () => {
+      window.clearTimeout(timer);
+      ac.abort();
+    };
+  }, [env, reloadStatus, reloadRuns]);
   const s = status.data?.data;
   return (
     <>

@@ -50,6 +50,18 @@ test("choose an environment, move between its screens, open a link in another ta
   await page.getByRole("heading", { name: "Autopilot" }).waitFor();
   await page.getByText("Stopped").waitFor();
   assert.deepEqual(await axeCheck(page), [], "overview");
+  // The autopilot's state follows its stream: started and paused elsewhere,
+  // the overview shows it without a reload.
+  const tok = (await srv.login("ann@example.com")).access_token;
+  let r = await srv.api("POST", "/api/autopilot/start", tok, { environment_id: garden.id });
+  assert.equal(r.status, 200, JSON.stringify(r.body));
+  await page.getByText("Running", { exact: true }).waitFor();
+  r = await srv.api("POST", "/api/autopilot/pause", tok, { environment_id: garden.id });
+  assert.equal(r.status, 200, JSON.stringify(r.body));
+  await page.getByText("Paused (manual)", { exact: true }).waitFor();
+  r = await srv.api("POST", "/api/autopilot/stop", tok, { environment_id: garden.id });
+  assert.equal(r.status, 200, JSON.stringify(r.body));
+  await page.getByText("Stopped", { exact: true }).waitFor();
 
   const nav = page.getByRole("navigation", { name: "Sections" });
   for (const label of ["Keywords", "Campaigns", "Write", "Posts", "Autopilot", "Costs"]) {
