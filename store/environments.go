@@ -311,3 +311,13 @@ func dedupe(ids []int64) []int64 {
 	sort.Slice(out, func(i, j int) bool { return out[i] < out[j] })
 	return out
 }
+
+// envOf is the environment of row id of table, read in tx.
+func envOf(ctx context.Context, tx *sql.Tx, table string, id int64, what string) (int64, error) {
+	var envID int64
+	err := tx.QueryRowContext(ctx, `SELECT environment_id FROM `+table+` WHERE id = ?`, id).Scan(&envID)
+	if errors.Is(err, sql.ErrNoRows) {
+		return 0, NotFound("%s not found", what)
+	}
+	return envID, err
+}
