@@ -283,8 +283,8 @@ func (s *Service) run(ctx context.Context, sc store.Scope, id int64) (*store.Sco
 	if err != nil {
 		return nil, err
 	}
-	if !sc.Sees(run.EnvironmentID) {
-		return nil, store.NotFound("scout run not found")
+	if err := sc.Require(run.EnvironmentID, "scout run"); err != nil {
+		return nil, err
 	}
 	return run, nil
 }

@@ -298,8 +298,8 @@ func (s *Service) strategy(ctx context.Context, sc store.Scope, id int64) (*stor
 	if err != nil {
 		return nil, err
 	}
-	if !sc.Sees(st.EnvironmentID) {
-		return nil, store.NotFound("strategy not found")
+	if err := sc.Require(st.EnvironmentID, "strategy"); err != nil {
+		return nil, err
 	}
 	return st, nil
 }
