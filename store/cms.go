@@ -139,12 +139,9 @@ func checkParent(ctx context.Context, tx *sql.Tx, envID, id, parent int64) error
 
 // CategoryByID finds a category with its post counts.
 func (db *DB) CategoryByID(ctx context.Context, id int64) (*Category, error) {
-	c, err := scanCategory(db.r.QueryRowContext(ctx, `SELECT `+categoryColumns+` FROM cms_categories c WHERE c.id = ?`, id))
-	if errors.Is(err, sql.ErrNoRows) {
-		return nil, NotFound("category not found")
-	}
+	c, err := findRow(ctx, db, scanCategory, "category", `SELECT `+categoryColumns+` FROM cms_categories c WHERE c.id = ?`, id)
 	if err != nil {
-		return nil, fmt.Errorf("store: find category: %w", err)
+		return nil, err
 	}
 	if err := db.loadTermCounts(ctx, "category_id", []termCounted{c}); err != nil {
 		return nil, err
@@ -413,12 +410,9 @@ func (db *DB) CreateTag(ctx context.Context, n NewTag) (*Tag, error) {
 
 // TagByID finds a tag with its post counts.
 func (db *DB) TagByID(ctx context.Context, id int64) (*Tag, error) {
-	t, err := scanTag(db.r.QueryRowContext(ctx, `SELECT `+tagColumns+` FROM cms_tags c WHERE c.id = ?`, id))
-	if errors.Is(err, sql.ErrNoRows) {
-		return nil, NotFound("tag not found")
-	}
+	t, err := findRow(ctx, db, scanTag, "tag", `SELECT `+tagColumns+` FROM cms_tags c WHERE c.id = ?`, id)
 	if err != nil {
-		return nil, fmt.Errorf("store: find tag: %w", err)
+		return nil, err
 	}
 	if err := db.loadTermCounts(ctx, "tag_id", []termCounted{t}); err != nil {
 		return nil, err

@@ -164,14 +164,7 @@ func within(inner, outer string) bool {
 
 // EnvironmentByID finds an environment.
 func (db *DB) EnvironmentByID(ctx context.Context, id int64) (*Environment, error) {
-	e, err := scanEnvironment(db.r.QueryRowContext(ctx, `SELECT `+environmentColumns+` FROM environments e WHERE e.id = ?`, id))
-	if errors.Is(err, sql.ErrNoRows) {
-		return nil, NotFound("environment not found")
-	}
-	if err != nil {
-		return nil, fmt.Errorf("store: find environment: %w", err)
-	}
-	return e, nil
+	return findRow(ctx, db, scanEnvironment, "environment", `SELECT `+environmentColumns+` FROM environments e WHERE e.id = ?`, id)
 }
 
 // EnvironmentFilter narrows ListEnvironments.

@@ -113,14 +113,7 @@ func (db *DB) CreateSearchPhrase(ctx context.Context, n NewSearchPhrase) (*Searc
 
 // SearchPhraseByID finds a phrase.
 func (db *DB) SearchPhraseByID(ctx context.Context, id int64) (*SearchPhrase, error) {
-	p, err := scanSearchPhrase(db.r.QueryRowContext(ctx, `SELECT `+searchPhraseColumns+` FROM search_phrases p WHERE p.id = ?`, id))
-	if errors.Is(err, sql.ErrNoRows) {
-		return nil, NotFound("search phrase not found")
-	}
-	if err != nil {
-		return nil, fmt.Errorf("store: find search phrase: %w", err)
-	}
-	return p, nil
+	return findRow(ctx, db, scanSearchPhrase, "search phrase", `SELECT `+searchPhraseColumns+` FROM search_phrases p WHERE p.id = ?`, id)
 }
 
 // SearchPhraseFilter narrows ListSearchPhrases.

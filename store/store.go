@@ -275,6 +275,22 @@ func insertRow[T any](ctx context.Context, db *DB, scan func(rowScanner) (T, err
 	return v, err
 }
 
+// findRow reads the one row query selects (by args, on the pool) with
+// scan: no row is what's not-found ("web source not found"), any other
+// failure is wrapped as "store: find web source: ...".
+func findRow[T any](ctx context.Context, db *DB, scan func(rowScanner) (T, error), what, query string, args ...any) (T, error) {
+	v, err := scan(db.r.QueryRowContext(ctx, query, args...))
+	if errors.Is(err, sql.ErrNoRows) {
+		var zero T
+		return zero, NotFound("%s not found", what)
+	}
+	if err != nil {
+		var zero T
+		return zero, fmt.Errorf("store: find %s: %w", what, err)
+	}
+	return v, nil
+}
+
 // writeStmt returns the prepared form of a write statement on the writer.
 func (db *DB) writeStmt(ctx context.Context, query string) (*sql.Stmt, error) {
 	if st, ok := db.wstmts.Load(query); ok {

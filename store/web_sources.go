@@ -105,14 +105,7 @@ func (db *DB) CreateWebSource(ctx context.Context, n NewWebSource) (*WebSource, 
 
 // WebSourceByID finds a source.
 func (db *DB) WebSourceByID(ctx context.Context, id int64) (*WebSource, error) {
-	s, err := scanWebSource(db.r.QueryRowContext(ctx, `SELECT `+webSourceColumns+` FROM web_sources s WHERE s.id = ?`, id))
-	if errors.Is(err, sql.ErrNoRows) {
-		return nil, NotFound("web source not found")
-	}
-	if err != nil {
-		return nil, fmt.Errorf("store: find web source: %w", err)
-	}
-	return s, nil
+	return findRow(ctx, db, scanWebSource, "web source", `SELECT `+webSourceColumns+` FROM web_sources s WHERE s.id = ?`, id)
 }
 
 // WebSourceFilter narrows ListWebSources.
