@@ -601,6 +601,39 @@ type listQuery struct {
 	what    string // for error messages: "users"
 }
 
+// children are the rows of one parent (a phrase's ideas, a source's
+// items) as listChildren lists them.
+type children struct {
+	table, alias string            // "search_ideas", "i"
+	parent       string            // the parent's column: "phrase_id"
+	sorts        map[string]string // sort field to column
+	byDefault    Sort              // the order of a list that asks none
+	indexes      map[string]string // the index each sort field reads; "" for the others
+	columns      string
+	what         string // for error messages: "ideas"
+}
+
+// listChildren lists page p of the rows of parent, in sort's order (c's
+// default when zero) through that order's index, narrowed by the further
+// conditions where with their args.
+func listChildren[T any](ctx context.Context, db *DB, c children, parent int64, sort Sort, where []string, args []any, p Page,
+	scan func(rowScanner) (T, error)) ([]T, int, error) {
+	if sort == (Sort{}) {
+		sort = c.byDefault
+	}
+	order, err := sort.orderBy(c.sorts, "", c.alias+".id")
+	if err != nil {
+		return nil, 0, err
+	}
+	index, ok := c.indexes[sort.Field]
+	if !ok {
+		index = c.indexes[""]
+	}
+	from := c.table + " " + c.alias
+	return listPage(ctx, db, listQuery{from: from + " INDEXED BY " + index, count: from, where: append([]string{c.alias + "." + c.parent + " = ?"}, where...),
+		args: append([]any{parent}, args...), columns: c.columns, order: order, what: c.what}, p, scan)
+}
+
 // listPage counts what matches q and reads page p of it, newest or first
 // as q.order says, scanning each row with scan.
 func listPage[T any](ctx context.Context, db *DB, q listQuery, p Page, scan func(rowScanner) (T, error)) ([]T, int, error) {
