@@ -129,7 +129,7 @@ func TestArchetypeAccess(t *testing.T) {
 
 	// Where a new one goes.
 	_, err = f.s.Create(ctx, f.editor, recipe(nil, "Mine"))
-	wantKind(t, "an editor's global archetype", err, store.KindInvalid, "environment_id: is required (only admins make global archetypes)")
+	wantKind(t, "an editor's global archetype", err, store.KindForbidden, "only admins make global archetypes")
 	_, err = f.s.Create(ctx, f.editor, recipe(&f.b, "Mine"))
 	wantKind(t, "an editor's archetype in B", err, store.KindInvalid, "environment_id: no environment with id")
 
@@ -166,7 +166,7 @@ func TestArchetypeAccess(t *testing.T) {
 		t.Errorf("change the copy: %v", err)
 	}
 	_, err = f.s.Copy(ctx, f.editor, b.ID, nil, "Global copy")
-	wantKind(t, "an editor's global copy", err, store.KindInvalid, "environment_id: is required")
+	wantKind(t, "an editor's global copy", err, store.KindForbidden, "only admins make global archetypes")
 	if err := f.s.Delete(ctx, f.editor, cp.ID); err != nil {
 		t.Errorf("delete the copy: %v", err)
 	}
