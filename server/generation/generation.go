@@ -129,6 +129,9 @@ type Kind[R Row] struct {
 	Queued, Streamed string
 	// Key is the payload's field holding the row's id ("run_id").
 	Key string
+	// Wait bounds the wait for a requester to subscribe (RequesterWait
+	// when 0).
+	Wait time.Duration
 	// AskWait makes the payload say whether a requester waits for the
 	// streamed job (chat replies, whose one job kind serves both); without
 	// it, a streamed job always waits for its requester.

@@ -14,7 +14,11 @@ func (w topicWatchers[R]) Begin(ctx context.Context, r R, wait bool) Feed {
 	k := w.k
 	f := &topicFeed[R]{k: k, topic: k.Topic(k.ID(r))}
 	if wait {
-		wctx, cancel := context.WithTimeout(ctx, RequesterWait)
+		d := k.Wait
+		if d <= 0 {
+			d = RequesterWait
+		}
+		wctx, cancel := context.WithTimeout(ctx, d)
 		k.Events.WaitSubscriber(wctx, f.topic)
 		cancel()
 	}
