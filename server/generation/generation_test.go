@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/copydesk/copydesk/server/ai"
+	"github.com/copydesk/copydesk/server/credential"
 	"github.com/copydesk/copydesk/server/engine"
 	"github.com/copydesk/copydesk/server/generation"
 	"github.com/copydesk/copydesk/server/jobs"
@@ -106,7 +107,7 @@ func newRig(t *testing.T) *rig {
 	eng := engine.New(db, keys, notify.New(db, log), log, engine.Options{})
 	const key = "sk-generation-test-key-0123456789"
 	cred, err := db.CreateCredential(ctx, store.NewCredential{Name: "openai", Provider: "openai", BaseURL: provider(t).URL + "/v1",
-		SecretHint: engine.Mask(key), DefaultModel: "gpt-4o-mini",
+		SecretHint: credential.Mask(key), DefaultModel: "gpt-4o-mini",
 		Seal: func(id int64) ([]byte, error) { return keys.Seal([]byte(key), store.CredentialAAD(id)) }})
 	if err != nil {
 		t.Fatal(err)
