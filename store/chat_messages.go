@@ -236,7 +236,7 @@ func (db *DB) FinishChatMessage(ctx context.Context, id int64, o ChatOutcome) (*
 }
 
 var chatReplyTable = generationTable{table: "chat_messages", unfinished: "'generating'",
-	ending: func(o Outcome) []column { return []column{{"content", o.Output}} },
+	ending: func(o Outcome) []column { return []column{{"content", o.Output}, {"trimmed_messages", o.Trimmed}} },
 	usage: func(o Outcome) []column {
 		return []column{{"usage_estimated", o.UsageEstimated}, {"trimmed_messages", o.Trimmed}}
 	}}

@@ -139,7 +139,7 @@ func (db *DB) FinishCIERun(ctx context.Context, id int64, o CIEOutcome) (*CIERun
 
 var cieRunTable = generationTable{table: "cie_runs", unfinished: runUnfinished,
 	ending: func(o Outcome) []column {
-		return []column{{"title", o.Title}, {"description", o.Description}, {"body", o.Body}, {"raw_output", o.Output}}
+		return []column{{"title", o.Title}, {"description", o.Description}, {"body", o.Body}, {"raw_output", o.Output}, {"attempts", o.Attempts}}
 	},
 	usage: func(o Outcome) []column {
 		return []column{{"usage_estimated", o.UsageEstimated}, {"attempts", o.Attempts}}
