@@ -10,7 +10,7 @@ BUILDFLAGS := -trimpath -tags nomsgpack -ldflags '$(LDFLAGS)'
 # The release platforms of `make dist`.
 PLATFORMS := linux/amd64 linux/arm64 darwin/arm64 windows/amd64
 
-.PHONY: build dist docker test race vet lint fmt-check openapi bench run clean perf-me perf-lists perf-start
+.PHONY: build dist docker test race vet lint fmt-check openapi bench run clean perf-me perf-lists perf-start console console-check
 
 build:
 	CGO_ENABLED=0 go build $(BUILDFLAGS) -o copydesk .
@@ -33,6 +33,15 @@ docker:
 
 run:
 	go run . serve
+
+# The web console (docs/console.md): rebuild web/console/dist from its
+# sources (commit the result: the binary embeds it), and its checks and
+# browser tests (node 20+, Debian's chromium).
+console:
+	cd web/console && npm ci --no-audit --no-fund && npm run build
+
+console-check: console
+	cd web/console && npm run check && npm run budget && npm test
 
 test:
 	go test ./...

@@ -548,7 +548,7 @@ func newAuthzFixture(t *testing.T, providerURL string) (*authzFixture, []*server
 				t.Fatal(err)
 			}
 			if name == "{chat}" {
-				if _, err := e.app.DB.FinishChatMessage(ctx, reply.ID, store.ChatOutcome{Status: store.ChatComplete, Content: "Hi"}); err != nil {
+				if _, err := e.app.DB.FinishChatMessage(ctx, reply.ID, store.ChatOutcome{Status: store.ChatComplete, Output: "Hi"}); err != nil {
 					t.Fatal(err)
 				}
 				ids["{chatuser}"], ids["{chatreply}"] = user.ID, reply.ID

@@ -44,7 +44,7 @@ func TestSaveGenerationAsPost(t *testing.T) {
 	done := cieGeneration(t, e, e.envA, article)
 	queued := cieGeneration(t, e, e.envA, nil)
 	failed := cieGeneration(t, e, e.envA, nil)
-	if _, err := e.app.DB.FinishCIERun(context.Background(), failed, store.CIEOutcome{Status: store.RunFailed, RawOutput: "Sure!",
+	if _, err := e.app.DB.FinishCIERun(context.Background(), failed, store.CIEOutcome{Status: store.RunFailed, Output: "Sure!",
 		Error: "did not follow the article format"}); err != nil {
 		t.Fatal(err)
 	}

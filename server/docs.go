@@ -34,16 +34,16 @@ func (s *Server) registerDocsRoutes() {
 	get("/redoc", page("redoc.html"))
 	s.router.StaticFS("/docs/assets", http.FS(web.Assets))
 	s.router.StaticFS("/redoc/assets", http.FS(web.Assets))
-	get("/", func(c *gin.Context) { c.Redirect(http.StatusFound, "/docs") })
+	s.registerConsoleRoutes()
 
 	s.handle(Route{Method: "GET", Path: "/api/health", Tag: "System", Access: public,
 		Summary: "Liveness and database check", Data: healthResponse{}, Errors: []int{503}}, s.health)
 }
 
-// DocRoutes are the paths served outside the API (documentation pages and
-// their assets); the route-versus-document test skips them.
+// DocRoutes are the paths served outside the API (documentation pages, the
+// console, and their assets); the route-versus-document test skips them.
 func DocRoutes() []string {
-	return []string{"/openapi.json", "/docs", "/redoc", "/docs/assets/*filepath", "/redoc/assets/*filepath", "/"}
+	return append([]string{"/openapi.json", "/docs", "/redoc", "/docs/assets/*filepath", "/redoc/assets/*filepath"}, consolePaths...)
 }
 
 type healthResponse struct {

@@ -548,6 +548,11 @@ func TestChatStop(t *testing.T) {
 	start, _ := s.next(t)
 	id := agID(start.JSON())
 	agWaitChan(t, f.llm.held, "the reply to wait mid-stream")
+	// The first words are stored once their delta is out: on a loaded
+	// machine the provider can hold before the server has read them.
+	if ev, _ := s.next(t); ev.name != "delta" {
+		t.Fatalf("first event after start: %s %s", ev.name, ev.data)
+	}
 
 	busy := f.e.do(t, "POST", fmt.Sprintf("/api/openchat/conversations/%d/messages", conv), f.edATok, map[string]any{"content": "more"})
 	if busy.Code != 409 || !strings.Contains(busy.Detail(), fmt.Sprintf("messages/%d/stop", id)) {
@@ -569,10 +574,10 @@ func TestChatStop(t *testing.T) {
 	}
 	agWaitChan(t, f.llm.gone, "the provider call to be cut")
 	evs := s.rest(t)
-	if got := names(evs); got != "delta,done" {
+	if got := names(evs); got != "done" {
 		t.Fatalf("the stream after stop: %s", got)
 	}
-	if m := evs[1].JSON()["message"].(map[string]any); m["status"] != "incomplete" || m["content"] != "Once " {
+	if m := evs[0].JSON()["message"].(map[string]any); m["status"] != "incomplete" || m["content"] != "Once " {
 		t.Fatalf("done %v", m)
 	}
 	if r := f.e.do(t, "POST", fmt.Sprintf("/api/openchat/messages/%d/stop", id), f.edATok, nil); r.Code != 409 {

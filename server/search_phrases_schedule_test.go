@@ -12,7 +12,8 @@ import (
 )
 
 // phraseSettled waits until a phrase's run has ended and its job too: the
-// job's end comes after the run's notification, if it raises one.
+// job's end comes after the run's notification, if it raises one, and
+// after the scheduler's next plan (searchphrase's runJob makes both).
 func phraseSettled(t *testing.T, e *env, tok string, id int64) map[string]any {
 	t.Helper()
 	p := phraseWait(t, e, tok, id)

@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 )
@@ -417,47 +416,6 @@ func (db *DB) CreateRun(ctx context.Context, n NewRun) (*AgentRun, error) {
 	return run, nil
 }
 
-// RunJob is the job that carries out a new run (CreateRunWithJob).
-type RunJob struct {
-	Kind        string
-	MaxAttempts int // 0: DefaultJobMaxAttempts
-	// Payload is the job's payload, made from the run's id.
-	Payload func(runID int64) any
-	// Limit, when above 0, refuses the run (409) when its environment
-	// has this many of its kind queued or running already (the scout's
-	// runs and the strategies' builds: serve --max-queued).
-	Limit int
-}
-
-// underLimitTx refuses a run of table when environment envID has
-// limit (above 0) queued or running already, naming them.
-func underLimitTx(ctx context.Context, tx *sql.Tx, table, what string, envID int64, limit int) error {
-	if limit <= 0 {
-		return nil
-	}
-	rows, err := tx.QueryContext(ctx, `SELECT id FROM `+table+` WHERE environment_id = ? AND status IN ('queued', 'running') ORDER BY id`, envID)
-	if err != nil {
-		return err
-	}
-	defer rows.Close()
-	var ids []string
-	for rows.Next() {
-		var id int64
-		if err := rows.Scan(&id); err != nil {
-			return err
-		}
-		ids = append(ids, strconv.FormatInt(id, 10))
-	}
-	if err := rows.Err(); err != nil {
-		return err
-	}
-	if len(ids) >= limit {
-		return Conflict("%s %s of this environment are queued or running, the most it may have: wait for one to end or cancel it (serve --max-queued sets the limit)",
-			what, strings.Join(ids, ", "))
-	}
-	return nil
-}
-
 // CreateRunWithJob records a queued run and queues the job that carries it
 // out, in one transaction: there is never a run without its job, nor a job
 // without its run. The caller tells the job runner (jobs.Runner.Signal).
@@ -471,16 +429,9 @@ func (db *DB) CreateRunWithJob(ctx context.Context, n NewRun, j RunJob) (*AgentR
 		if err != nil {
 			return err
 		}
-		job, err := db.insertJobTx(ctx, tx, NewJob{Kind: j.Kind, Payload: j.Payload(r.ID), MaxAttempts: j.MaxAttempts})
-		if err != nil {
-			return err
-		}
-		if _, err := tx.ExecContext(ctx, `UPDATE agent_runs SET job_id = ? WHERE id = ?`, job.ID, r.ID); err != nil {
-			return err
-		}
-		r.JobID = &job.ID
+		r.JobID, err = db.insertRunJobTx(ctx, tx, "agent_runs", r.ID, j)
 		run = r
-		return nil
+		return err
 	})
 	if err != nil {
 		return nil, fmt.Errorf("store: create run: %w", err)
@@ -523,28 +474,22 @@ func (db *DB) StartRun(ctx context.Context, id int64) (bool, error) {
 	return db.startRun(ctx, "agent_runs", "run", id, true)
 }
 
-// RunOutcome is how a run ended.
-type RunOutcome struct {
-	Status       string
-	Output       string
-	Error        string
-	Model        string
-	InputTokens  int64
-	OutputTokens int64
-	CostUSD      *float64
-}
-
 // FinishRun records a run's end. A run already finished keeps its first
-// ending (a cancel that raced with completion).
+// ending (a cancel that raced with completion), and takes the usage (see
+// finishTx).
 func (db *DB) FinishRun(ctx context.Context, id int64, o RunOutcome) (*AgentRun, error) {
-	_, err := db.exec(ctx, `UPDATE agent_runs SET status = ?, output = ?, error = ?, model = ?, input_tokens = ?, output_tokens = ?,
-		cost_usd = ?, finished_at = ? WHERE id = ? AND status IN ('queued', 'running')`,
-		o.Status, o.Output, o.Error, o.Model, o.InputTokens, o.OutputTokens, o.CostUSD, db.now(), id)
+	err := db.tx(ctx, func(tx *sql.Tx) error {
+		_, err := db.finishTx(ctx, tx, agentRunTable, id, o)
+		return err
+	})
 	if err != nil {
 		return nil, fmt.Errorf("store: finish run: %w", err)
 	}
 	return db.runByIDWriter(ctx, id)
 }
+
+var agentRunTable = generationTable{table: "agent_runs", unfinished: runUnfinished,
+	ending: func(o Outcome) []column { return []column{{"output", o.Output}} }}
 
 // RequeueRun puts a run back to queued after a retryable failure.
 func (db *DB) RequeueRun(ctx context.Context, id int64, errText string) error {
@@ -595,72 +540,4 @@ func (db *DB) ListRuns(ctx context.Context, f RunFilter) ([]*AgentRun, int, erro
 // before the server serves, and says how many it ended.
 func (db *DB) FailOrphanRuns(ctx context.Context, reason string) (int64, error) {
 	return db.failOrphans(ctx, "agent_runs", runUnfinished, "runs", reason)
-}
-
-// runUnfinished are the statuses of a run not finished, for failOrphans.
-const runUnfinished = "'queued', 'running'"
-
-// failOrphans fails, with reason, the rows of table (one with status,
-// error, finished_at and job_id columns: a run of some kind) whose status
-// is one of unfinished (SQL literals) and whose job is neither queued nor
-// running; what names them in an error.
-func (db *DB) failOrphans(ctx context.Context, table, unfinished, what, reason string) (int64, error) {
-	return db.failOrphansAt(ctx, table, "finished_at", unfinished, what, reason)
-}
-
-// startRun marks row id of table (a run of some kind) running, with the
-// time it first started; a running one stays so (its job runs again after
-// a restart). False when it is neither queued nor running: cancelled or
-// finished meanwhile, or gone. clearError empties the error an earlier
-// attempt left. what names the row in errors.
-func (db *DB) startRun(ctx context.Context, table, what string, id int64, clearError bool) (bool, error) {
-	set := ""
-	if clearError {
-		set = ", error = ''"
-	}
-	res, err := db.exec(ctx, `UPDATE `+table+` SET status = 'running', started_at = COALESCE(started_at, ?)`+set+`
-		WHERE id = ? AND status IN ('queued', 'running')`, db.now(), id)
-	if err != nil {
-		return false, fmt.Errorf("store: start %s: %w", what, err)
-	}
-	n, _ := res.RowsAffected()
-	return n == 1, nil
-}
-
-// deleteFinished deletes row id of table (a run of some kind, with a
-// status) unless it is still queued or running, which is a conflict: its
-// job would go on, paying for calls, for a row that is gone. The status is
-// read in the transaction that deletes. what names the row in errors.
-func (db *DB) deleteFinished(ctx context.Context, table, what string, id int64) error {
-	err := db.tx(ctx, func(tx *sql.Tx) error {
-		var status string
-		err := tx.QueryRowContext(ctx, `SELECT status FROM `+table+` WHERE id = ?`, id).Scan(&status)
-		if errors.Is(err, sql.ErrNoRows) {
-			return NotFound("%s not found", what)
-		}
-		if err != nil {
-			return err
-		}
-		if status == RunQueued || status == RunRunning {
-			return Conflict("%s %d is %s: cancel it first", what, id, status)
-		}
-		_, err = tx.ExecContext(ctx, `DELETE FROM `+table+` WHERE id = ?`, id)
-		return err
-	})
-	if err != nil {
-		return fmt.Errorf("store: delete %s: %w", what, err)
-	}
-	return nil
-}
-
-// failOrphansAt is failOrphans for a table whose time of ending is the
-// column ended rather than finished_at.
-func (db *DB) failOrphansAt(ctx context.Context, table, ended, unfinished, what, reason string) (int64, error) {
-	res, err := db.exec(ctx, `UPDATE `+table+` SET status = 'failed', error = ?, `+ended+` = ?
-		WHERE status IN (`+unfinished+`)
-		AND (job_id IS NULL OR job_id NOT IN (SELECT id FROM jobs WHERE status IN ('queued', 'running')))`, reason, db.now())
-	if err != nil {
-		return 0, fmt.Errorf("store: fail orphan %s: %w", what, err)
-	}
-	return res.RowsAffected()
 }

@@ -90,14 +90,7 @@ func archetypeJSON(in ArchetypeInput) (outline, optional string, err error) {
 
 // ArchetypeByID finds an archetype.
 func (db *DB) ArchetypeByID(ctx context.Context, id int64) (*Archetype, error) {
-	a, err := scanArchetype(db.r.QueryRowContext(ctx, `SELECT `+archetypeColumns+` FROM archetypes a WHERE a.id = ?`, id))
-	if errors.Is(err, sql.ErrNoRows) {
-		return nil, NotFound("archetype not found")
-	}
-	if err != nil {
-		return nil, fmt.Errorf("store: find archetype: %w", err)
-	}
-	return a, nil
+	return findRow(ctx, db, scanArchetype, "archetype", `SELECT `+archetypeColumns+` FROM archetypes a WHERE a.id = ?`, id)
 }
 
 // CreateArchetype stores a new archetype.

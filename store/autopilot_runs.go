@@ -279,11 +279,7 @@ func (db *DB) CreateAutopilotRun(ctx context.Context, n NewAutopilotRun) (*Autop
 				started, now); err != nil {
 				return err
 			}
-			job, err := db.insertJobTx(ctx, tx, NewJob{Kind: n.Job.Kind, Payload: n.Job.Payload(id), MaxAttempts: n.Job.MaxAttempts})
-			if err != nil {
-				return err
-			}
-			if _, err := tx.ExecContext(ctx, `UPDATE autopilot_runs SET job_id = ? WHERE id = ?`, job.ID, id); err != nil {
+			if _, err := db.insertRunJobTx(ctx, tx, "autopilot_runs", id, n.Job); err != nil {
 				return err
 			}
 			run, err = db.autopilotRunByID(ctx, tx, id)

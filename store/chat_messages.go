@@ -198,14 +198,9 @@ func (db *DB) CreateChatExchange(ctx context.Context, n NewChatExchange, j RunJo
 			}
 			return err
 		}
-		job, err := db.insertJobTx(ctx, tx, NewJob{Kind: j.Kind, Payload: j.Payload(r.ID), MaxAttempts: j.MaxAttempts})
-		if err != nil {
+		if r.JobID, err = db.insertRunJobTx(ctx, tx, "chat_messages", r.ID, j); err != nil {
 			return err
 		}
-		if _, err := tx.ExecContext(ctx, `UPDATE chat_messages SET job_id = ? WHERE id = ?`, job.ID, r.ID); err != nil {
-			return err
-		}
-		r.JobID = &job.ID
 		if _, err := tx.ExecContext(ctx, `UPDATE chat_conversations SET current_message_id = ?, activity_at = ? WHERE id = ?`,
 			r.ID, now, n.ConversationID); err != nil {
 			return err
@@ -219,26 +214,14 @@ func (db *DB) CreateChatExchange(ctx context.Context, n NewChatExchange, j RunJo
 	return user, reply, nil
 }
 
-// ChatOutcome is how a reply's generation ended.
-type ChatOutcome struct {
-	Status          string
-	Content         string
-	Error           string
-	Model           string
-	InputTokens     int64
-	OutputTokens    int64
-	CostUSD         *float64
-	UsageEstimated  bool
-	TrimmedMessages int
-}
-
 // FinishChatMessage records how a reply's generation ended and returns the
-// reply; one already finished keeps its first ending.
+// reply; one already finished keeps its first ending, and takes the usage
+// (see finishTx).
 func (db *DB) FinishChatMessage(ctx context.Context, id int64, o ChatOutcome) (*ChatMessage, error) {
-	_, err := db.exec(ctx, `UPDATE chat_messages SET status = ?, content = ?, error = ?, model = ?, input_tokens = ?,
-		output_tokens = ?, cost_usd = ?, usage_estimated = ?, trimmed_messages = ?, finished_at = ?
-		WHERE id = ? AND status = 'generating'`,
-		o.Status, o.Content, o.Error, o.Model, o.InputTokens, o.OutputTokens, o.CostUSD, o.UsageEstimated, o.TrimmedMessages, db.now(), id)
+	err := db.tx(ctx, func(tx *sql.Tx) error {
+		_, err := db.finishTx(ctx, tx, chatReplyTable, id, o)
+		return err
+	})
 	if err != nil {
 		return nil, fmt.Errorf("store: finish message: %w", translate(err, "message"))
 	}
@@ -251,6 +234,12 @@ func (db *DB) FinishChatMessage(ctx context.Context, id int64, o ChatOutcome) (*
 	}
 	return m, nil
 }
+
+var chatReplyTable = generationTable{table: "chat_messages", unfinished: "'generating'",
+	ending: func(o Outcome) []column { return []column{{"content", o.Output}, {"trimmed_messages", o.Trimmed}} },
+	usage: func(o Outcome) []column {
+		return []column{{"usage_estimated", o.UsageEstimated}, {"trimmed_messages", o.Trimmed}}
+	}}
 
 // DeleteChatMessage deletes a message and every message below it (its
 // replies, and theirs), in one statement, and says how many went.

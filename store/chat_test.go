@@ -20,7 +20,7 @@ func chatExchange(t *testing.T, db *store.DB, convID int64, parent *int64, user,
 	if err != nil {
 		t.Fatal(err)
 	}
-	if r, err = db.FinishChatMessage(ctx, r.ID, store.ChatOutcome{Status: store.ChatComplete, Content: reply}); err != nil {
+	if r, err = db.FinishChatMessage(ctx, r.ID, store.ChatOutcome{Status: store.ChatComplete, Output: reply}); err != nil {
 		t.Fatal(err)
 	}
 	return u, r
@@ -172,11 +172,11 @@ func TestChatExchangeRules(t *testing.T) {
 		t.Fatalf("generating: %v %v", g, err)
 	}
 
-	first, err := db.FinishChatMessage(ctx, reply.ID, store.ChatOutcome{Status: store.ChatIncomplete, Content: "par", Error: "stopped"})
+	first, err := db.FinishChatMessage(ctx, reply.ID, store.ChatOutcome{Status: store.ChatIncomplete, Output: "par", Error: "stopped"})
 	if err != nil || first.Status != store.ChatIncomplete || first.FinishedAt == nil {
 		t.Fatalf("finish: %+v %v", first, err)
 	}
-	again, err := db.FinishChatMessage(ctx, reply.ID, store.ChatOutcome{Status: store.ChatComplete, Content: "partial and more"})
+	again, err := db.FinishChatMessage(ctx, reply.ID, store.ChatOutcome{Status: store.ChatComplete, Output: "partial and more"})
 	if err != nil || again.Status != store.ChatIncomplete || again.Content != "par" {
 		t.Fatalf("a second ending replaced the first: %+v %v", again, err)
 	}

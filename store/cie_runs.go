@@ -93,16 +93,9 @@ func (db *DB) CreateCIERunWithJob(ctx context.Context, n NewCIERun, j RunJob) (*
 		if err != nil {
 			return translate(err, "run")
 		}
-		job, err := db.insertJobTx(ctx, tx, NewJob{Kind: j.Kind, Payload: j.Payload(r.ID), MaxAttempts: j.MaxAttempts})
-		if err != nil {
-			return err
-		}
-		if _, err := tx.ExecContext(ctx, `UPDATE cie_runs SET job_id = ? WHERE id = ?`, job.ID, r.ID); err != nil {
-			return err
-		}
-		r.JobID = &job.ID
+		r.JobID, err = db.insertRunJobTx(ctx, tx, "cie_runs", r.ID, j)
 		run = r
-		return nil
+		return err
 	})
 	if err != nil {
 		return nil, fmt.Errorf("store: create cie run: %w", err)
@@ -127,30 +120,13 @@ func (db *DB) StartCIERun(ctx context.Context, id int64) (bool, error) {
 	return db.startRun(ctx, "cie_runs", "cie run", id, true)
 }
 
-// CIEOutcome is how a run ended, with the usage of all its attempts.
-type CIEOutcome struct {
-	Status         string
-	Title          string
-	Description    string
-	Body           string
-	RawOutput      string
-	Error          string
-	Attempts       int
-	Model          string
-	InputTokens    int64
-	OutputTokens   int64
-	CostUSD        *float64
-	UsageEstimated bool
-}
-
 // FinishCIERun records a run's end; a run already finished keeps its
-// first ending.
+// first ending, and takes the usage of all its attempts (see finishTx).
 func (db *DB) FinishCIERun(ctx context.Context, id int64, o CIEOutcome) (*CIERun, error) {
-	_, err := db.exec(ctx, `UPDATE cie_runs SET status = ?, title = ?, description = ?, body = ?, raw_output = ?, error = ?,
-		attempts = ?, model = ?, input_tokens = ?, output_tokens = ?, cost_usd = ?, usage_estimated = ?, finished_at = ?
-		WHERE id = ? AND status IN ('queued', 'running')`,
-		o.Status, o.Title, o.Description, o.Body, o.RawOutput, o.Error, o.Attempts, o.Model, o.InputTokens, o.OutputTokens,
-		o.CostUSD, o.UsageEstimated, db.now(), id)
+	err := db.tx(ctx, func(tx *sql.Tx) error {
+		_, err := db.finishTx(ctx, tx, cieRunTable, id, o)
+		return err
+	})
 	if err != nil {
 		return nil, fmt.Errorf("store: finish cie run: %w", err)
 	}
@@ -160,6 +136,14 @@ func (db *DB) FinishCIERun(ctx context.Context, id int64, o CIEOutcome) (*CIERun
 	}
 	return r, err
 }
+
+var cieRunTable = generationTable{table: "cie_runs", unfinished: runUnfinished,
+	ending: func(o Outcome) []column {
+		return []column{{"title", o.Title}, {"description", o.Description}, {"body", o.Body}, {"raw_output", o.Output}, {"attempts", o.Attempts}}
+	},
+	usage: func(o Outcome) []column {
+		return []column{{"usage_estimated", o.UsageEstimated}, {"attempts", o.Attempts}}
+	}}
 
 // RequeueCIERun puts a run back to queued after a retryable failure.
 func (db *DB) RequeueCIERun(ctx context.Context, id int64, errText string) error {

@@ -59,61 +59,6 @@ type postLink struct {
 // on delete cover every kind.
 var postLinks []postLink
 
-// maxSlugTries bounds the search for a free generated slug.
-const maxSlugTries = 100
-
-// slugPlaceholder names a row between its insert and its naming, in the
-// same transaction: no slug can contain "~", so it never clashes with one.
-const slugPlaceholder = "~new"
-
-// SlugTries makes the n-th try (from 1) of a generated slug for the row
-// with id: the service's rule (server/slug), which the store applies in the
-// transaction that inserts the row, so a name that slugs to nothing can be
-// named by its id.
-type SlugTries func(id int64, try int) string
-
-// nameRow gives the row id of table the first free slug of tries, within
-// tx; a unique slug index makes a taken one fail, and only that statement
-// is undone.
-func nameRow(ctx context.Context, tx *sql.Tx, table string, id int64, tries SlugTries, what string) error {
-	for try := 1; try <= maxSlugTries; try++ {
-		_, err := tx.ExecContext(ctx, `UPDATE `+table+` SET slug = ? WHERE id = ?`, tries(id, try), id)
-		if err == nil {
-			return nil
-		}
-		if KindOf(translate(err, what)) != KindConflict {
-			return err
-		}
-	}
-	return Conflict("no free slug for this %s after %d tries: give one", what, maxSlugTries)
-}
-
-// insertSlugged inserts a row of table with insert, under the given slug
-// (taken: a conflict), or, when none is given, under the placeholder and
-// then the first free slug of tries (nameRow). tx is the caller's.
-func insertSlugged(ctx context.Context, tx *sql.Tx, table, what, given string, tries SlugTries, insert func(slug string) (int64, error)) (int64, error) {
-	s := given
-	if s == "" {
-		s = slugPlaceholder
-	}
-	id, err := insert(s)
-	if err != nil {
-		return 0, slugTaken(translate(err, what), what)
-	}
-	if given == "" {
-		return id, nameRow(ctx, tx, table, id, tries, what)
-	}
-	return id, nil
-}
-
-// slugTaken is the conflict of a given slug, in the caller's words.
-func slugTaken(err error, what string) error {
-	if KindOf(err) == KindConflict {
-		return &Error{Kind: KindConflict, Message: fmt.Sprintf("slug: another %s of this environment has this slug", what), Err: err}
-	}
-	return err
-}
-
 const categoryColumns = `c.id, c.environment_id, c.parent_id, c.name, c.slug, c.description, c.wp_term_id, c.created_at, c.updated_at`
 
 func scanCategory(row rowScanner) (*Category, error) {
@@ -194,12 +139,9 @@ func checkParent(ctx context.Context, tx *sql.Tx, envID, id, parent int64) error
 
 // CategoryByID finds a category with its post counts.
 func (db *DB) CategoryByID(ctx context.Context, id int64) (*Category, error) {
-	c, err := scanCategory(db.r.QueryRowContext(ctx, `SELECT `+categoryColumns+` FROM cms_categories c WHERE c.id = ?`, id))
-	if errors.Is(err, sql.ErrNoRows) {
-		return nil, NotFound("category not found")
-	}
+	c, err := findRow(ctx, db, scanCategory, "category", `SELECT `+categoryColumns+` FROM cms_categories c WHERE c.id = ?`, id)
 	if err != nil {
-		return nil, fmt.Errorf("store: find category: %w", err)
+		return nil, err
 	}
 	if err := db.loadTermCounts(ctx, "category_id", []termCounted{c}); err != nil {
 		return nil, err
@@ -468,12 +410,9 @@ func (db *DB) CreateTag(ctx context.Context, n NewTag) (*Tag, error) {
 
 // TagByID finds a tag with its post counts.
 func (db *DB) TagByID(ctx context.Context, id int64) (*Tag, error) {
-	t, err := scanTag(db.r.QueryRowContext(ctx, `SELECT `+tagColumns+` FROM cms_tags c WHERE c.id = ?`, id))
-	if errors.Is(err, sql.ErrNoRows) {
-		return nil, NotFound("tag not found")
-	}
+	t, err := findRow(ctx, db, scanTag, "tag", `SELECT `+tagColumns+` FROM cms_tags c WHERE c.id = ?`, id)
 	if err != nil {
-		return nil, fmt.Errorf("store: find tag: %w", err)
+		return nil, err
 	}
 	if err := db.loadTermCounts(ctx, "tag_id", []termCounted{t}); err != nil {
 		return nil, err

@@ -3,7 +3,6 @@ package store
 import (
 	"context"
 	"database/sql"
-	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -120,14 +119,7 @@ func (db *DB) CreateCredential(ctx context.Context, n NewCredential) (*Credentia
 
 // CredentialByID finds a credential.
 func (db *DB) CredentialByID(ctx context.Context, id int64) (*Credential, error) {
-	c, err := scanCredential(db.r.QueryRowContext(ctx, `SELECT `+credentialColumns+` FROM credentials c WHERE c.id = ?`, id))
-	if errors.Is(err, sql.ErrNoRows) {
-		return nil, NotFound("credential not found")
-	}
-	if err != nil {
-		return nil, fmt.Errorf("store: find credential: %w", err)
-	}
-	return c, nil
+	return findRow(ctx, db, scanCredential, "credential", `SELECT `+credentialColumns+` FROM credentials c WHERE c.id = ?`, id)
 }
 
 // CredentialFilter narrows ListCredentials.

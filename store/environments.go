@@ -169,14 +169,7 @@ func within(inner, outer string) bool {
 
 // EnvironmentByID finds an environment.
 func (db *DB) EnvironmentByID(ctx context.Context, id int64) (*Environment, error) {
-	e, err := scanEnvironment(db.r.QueryRowContext(ctx, `SELECT `+environmentColumns+` FROM environments e WHERE e.id = ?`, id))
-	if errors.Is(err, sql.ErrNoRows) {
-		return nil, NotFound("environment not found")
-	}
-	if err != nil {
-		return nil, fmt.Errorf("store: find environment: %w", err)
-	}
-	return e, nil
+	return findRow(ctx, db, scanEnvironment, "environment", `SELECT `+environmentColumns+` FROM environments e WHERE e.id = ?`, id)
 }
 
 // EnvironmentFilter narrows ListEnvironments.
@@ -315,4 +308,14 @@ func dedupe(ids []int64) []int64 {
 	out := firstOfEach(ids)
 	sort.Slice(out, func(i, j int) bool { return out[i] < out[j] })
 	return out
+}
+
+// envOf is the environment of row id of table, read in tx.
+func envOf(ctx context.Context, tx *sql.Tx, table string, id int64, what string) (int64, error) {
+	var envID int64
+	err := tx.QueryRowContext(ctx, `SELECT environment_id FROM `+table+` WHERE id = ?`, id).Scan(&envID)
+	if errors.Is(err, sql.ErrNoRows) {
+		return 0, NotFound("%s not found", what)
+	}
+	return envID, err
 }

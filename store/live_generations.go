@@ -103,17 +103,12 @@ func (db *DB) CreateLiveGenerationWithJob(ctx context.Context, n NewLiveGenerati
 			}
 			return translate(err, "generation")
 		}
-		job, err := db.insertJobTx(ctx, tx, NewJob{Kind: j.Kind, Payload: j.Payload(g.ID), MaxAttempts: j.MaxAttempts})
-		if err != nil {
-			return err
-		}
-		if _, err := tx.ExecContext(ctx, `UPDATE live_generations SET job_id = ? WHERE id = ?`, job.ID, g.ID); err != nil {
+		if g.JobID, err = db.insertRunJobTx(ctx, tx, "live_generations", g.ID, j); err != nil {
 			return err
 		}
 		if _, err := tx.ExecContext(ctx, `UPDATE live_sessions SET updated_at = ? WHERE id = ?`, now, n.SessionID); err != nil {
 			return err
 		}
-		g.JobID = &job.ID
 		gen = g
 		return nil
 	})
@@ -178,42 +173,18 @@ func (db *DB) StartLiveGeneration(ctx context.Context, id int64) (bool, error) {
 	return db.startRun(ctx, "live_generations", "live generation", id, false)
 }
 
-// LiveOutcome is how a generation ended. Usage, when Model is set, is the
-// call's, recorded even when the ending was recorded before (a cancel
-// records the ending at once; the call's usage comes when it stops).
-type LiveOutcome struct {
-	Status         string
-	Output         string
-	Error          string
-	Model          string
-	InputTokens    int64
-	OutputTokens   int64
-	CostUSD        *float64
-	UsageEstimated bool
-	HistoryDropped int
-}
-
 // FinishLiveGeneration records how a generation ended; one already ended
-// keeps its first ending (and takes the usage).
+// keeps its first ending (and takes the usage, see finishTx).
 func (db *DB) FinishLiveGeneration(ctx context.Context, id int64, o LiveOutcome) (*LiveGeneration, error) {
 	var gen *LiveGeneration
 	err := db.tx(ctx, func(tx *sql.Tx) error {
-		now := db.now()
-		res, err := tx.ExecContext(ctx, `UPDATE live_generations SET status = ?, output = ?, error = ?, finished_at = ?
-			WHERE id = ? AND status IN ('queued', 'running')`, o.Status, o.Output, o.Error, now, id)
+		ended, err := db.finishTx(ctx, tx, liveGenerationTable, id, o)
 		if err != nil {
 			return err
 		}
-		if o.Model != "" {
-			if _, err := tx.ExecContext(ctx, `UPDATE live_generations SET model = ?, input_tokens = ?, output_tokens = ?, cost_usd = ?,
-				usage_estimated = ?, history_dropped = ? WHERE id = ?`, o.Model, o.InputTokens, o.OutputTokens, o.CostUSD, o.UsageEstimated,
-				o.HistoryDropped, id); err != nil {
-				return err
-			}
-		}
-		if n, _ := res.RowsAffected(); n == 1 {
+		if ended {
 			if _, err := tx.ExecContext(ctx, `UPDATE live_sessions SET updated_at = ?
-				WHERE id = (SELECT session_id FROM live_generations WHERE id = ?)`, now, id); err != nil {
+				WHERE id = (SELECT session_id FROM live_generations WHERE id = ?)`, db.now(), id); err != nil {
 				return err
 			}
 		}
@@ -225,6 +196,12 @@ func (db *DB) FinishLiveGeneration(ctx context.Context, id int64, o LiveOutcome)
 	}
 	return gen, nil
 }
+
+var liveGenerationTable = generationTable{table: "live_generations", unfinished: runUnfinished,
+	ending: func(o Outcome) []column { return []column{{"output", o.Output}} },
+	usage: func(o Outcome) []column {
+		return []column{{"usage_estimated", o.UsageEstimated}, {"history_dropped", o.Trimmed}}
+	}}
 
 // FailOrphanLiveGenerations is FailOrphanRuns for live generations.
 func (db *DB) FailOrphanLiveGenerations(ctx context.Context, reason string) (int64, error) {

@@ -3,7 +3,6 @@ package store
 import (
 	"context"
 	"database/sql"
-	"errors"
 	"fmt"
 	"time"
 )
@@ -75,14 +74,7 @@ func (db *DB) CreateLiveSession(ctx context.Context, n NewLiveSession) (*LiveSes
 
 // LiveSessionByID finds a session.
 func (db *DB) LiveSessionByID(ctx context.Context, id int64) (*LiveSession, error) {
-	s, err := scanLiveSession(db.r.QueryRowContext(ctx, `SELECT `+liveSessionColumns+` FROM live_sessions s WHERE s.id = ?`, id))
-	if errors.Is(err, sql.ErrNoRows) {
-		return nil, NotFound("live session not found")
-	}
-	if err != nil {
-		return nil, fmt.Errorf("store: find live session: %w", err)
-	}
-	return s, nil
+	return findRow(ctx, db, scanLiveSession, "live session", `SELECT `+liveSessionColumns+` FROM live_sessions s WHERE s.id = ?`, id)
 }
 
 // LiveSessionFilter narrows ListLiveSessions.

@@ -113,14 +113,7 @@ func (db *DB) CreateSearchPhrase(ctx context.Context, n NewSearchPhrase) (*Searc
 
 // SearchPhraseByID finds a phrase.
 func (db *DB) SearchPhraseByID(ctx context.Context, id int64) (*SearchPhrase, error) {
-	p, err := scanSearchPhrase(db.r.QueryRowContext(ctx, `SELECT `+searchPhraseColumns+` FROM search_phrases p WHERE p.id = ?`, id))
-	if errors.Is(err, sql.ErrNoRows) {
-		return nil, NotFound("search phrase not found")
-	}
-	if err != nil {
-		return nil, fmt.Errorf("store: find search phrase: %w", err)
-	}
-	return p, nil
+	return findRow(ctx, db, scanSearchPhrase, "search phrase", `SELECT `+searchPhraseColumns+` FROM search_phrases p WHERE p.id = ?`, id)
 }
 
 // SearchPhraseFilter narrows ListSearchPhrases.
@@ -535,26 +528,19 @@ var searchIdeaSorts = map[string]string{"idea": "i.idea_key", "created_at": "i.c
 
 func (SearchIdeaFilter) sortColumns() map[string]string { return searchIdeaSorts }
 
+// searchIdeas are a phrase's ideas, newest first by default.
+var searchIdeas = children{table: "search_ideas", alias: "i", parent: "phrase_id", sorts: searchIdeaSorts,
+	byDefault: Sort{Field: "created_at", Desc: true}, indexes: map[string]string{"idea": "search_ideas_key", "": "search_ideas_phrase_created"},
+	columns: searchIdeaColumns, what: "ideas"}
+
 // ListSearchIdeas lists a phrase's ideas.
 func (db *DB) ListSearchIdeas(ctx context.Context, phraseID int64, f SearchIdeaFilter) ([]*SearchIdea, int, error) {
-	sort := f.Sort
-	if sort == (Sort{}) {
-		sort = Sort{Field: "created_at", Desc: true}
-	}
-	order, err := sort.orderBy(searchIdeaSorts, "", "i.id")
-	if err != nil {
-		return nil, 0, err
-	}
-	index := "search_ideas_phrase_created"
-	if sort.Field == "idea" {
-		index = "search_ideas_key"
-	}
-	where, args := []string{"i.phrase_id = ?"}, []any{phraseID}
+	var where []string
+	var args []any
 	if f.Source != "" {
 		where, args = append(where, "i.source = ?"), append(args, f.Source)
 	}
-	return listPage(ctx, db, listQuery{from: "search_ideas i INDEXED BY " + index, count: "search_ideas i", where: where, args: args,
-		columns: searchIdeaColumns, order: order, what: "ideas"}, f.Page, scanSearchIdea)
+	return listChildren(ctx, db, searchIdeas, phraseID, f.Sort, where, args, f.Page, scanSearchIdea)
 }
 
 // RecentFilter narrows the lists of what an environment gathered lately

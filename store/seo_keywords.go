@@ -212,14 +212,7 @@ func keywordTaken(err error) error {
 
 // KeywordByID finds a keyword.
 func (db *DB) KeywordByID(ctx context.Context, id int64) (*Keyword, error) {
-	k, err := scanKeyword(db.r.QueryRowContext(ctx, `SELECT `+keywordColumns+` FROM seo_keywords k WHERE k.id = ?`, id))
-	if errors.Is(err, sql.ErrNoRows) {
-		return nil, NotFound("keyword not found")
-	}
-	if err != nil {
-		return nil, fmt.Errorf("store: find keyword: %w", err)
-	}
-	return k, nil
+	return findRow(ctx, db, scanKeyword, "keyword", `SELECT `+keywordColumns+` FROM seo_keywords k WHERE k.id = ?`, id)
 }
 
 // KeywordUpdate holds the fields to change; nil leaves one alone. Metrics

@@ -92,16 +92,9 @@ func (db *DB) CreateScoutRunWithJob(ctx context.Context, n NewScoutRun, j RunJob
 		if err != nil {
 			return translate(err, "scout run")
 		}
-		job, err := db.insertJobTx(ctx, tx, NewJob{Kind: j.Kind, Payload: j.Payload(r.ID), MaxAttempts: j.MaxAttempts})
-		if err != nil {
-			return err
-		}
-		if _, err := tx.ExecContext(ctx, `UPDATE seo_scout_runs SET job_id = ? WHERE id = ?`, job.ID, r.ID); err != nil {
-			return err
-		}
-		r.JobID = &job.ID
+		r.JobID, err = db.insertRunJobTx(ctx, tx, "seo_scout_runs", r.ID, j)
 		run = r
-		return nil
+		return err
 	})
 	if err != nil {
 		return nil, fmt.Errorf("store: create scout run: %w", err)

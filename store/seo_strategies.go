@@ -109,16 +109,9 @@ func (db *DB) CreateStrategyWithJob(ctx context.Context, n NewStrategy, j RunJob
 		if err != nil {
 			return translate(err, "strategy")
 		}
-		job, err := db.insertJobTx(ctx, tx, NewJob{Kind: j.Kind, Payload: j.Payload(s.ID), MaxAttempts: j.MaxAttempts})
-		if err != nil {
-			return err
-		}
-		if _, err := tx.ExecContext(ctx, `UPDATE seo_strategies SET job_id = ? WHERE id = ?`, job.ID, s.ID); err != nil {
-			return err
-		}
-		s.JobID = &job.ID
+		s.JobID, err = db.insertRunJobTx(ctx, tx, "seo_strategies", s.ID, j)
 		out = s
-		return nil
+		return err
 	})
 	if err != nil {
 		return nil, fmt.Errorf("store: create strategy: %w", err)

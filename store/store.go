@@ -276,6 +276,22 @@ func insertRow[T any](ctx context.Context, db *DB, scan func(rowScanner) (T, err
 	return v, err
 }
 
+// findRow reads the one row query selects (by args, on the pool) with
+// scan: no row is what's not-found ("web source not found"), any other
+// failure is wrapped as "store: find web source: ...".
+func findRow[T any](ctx context.Context, db *DB, scan func(rowScanner) (T, error), what, query string, args ...any) (T, error) {
+	v, err := scan(db.r.QueryRowContext(ctx, query, args...))
+	if errors.Is(err, sql.ErrNoRows) {
+		var zero T
+		return zero, NotFound("%s not found", what)
+	}
+	if err != nil {
+		var zero T
+		return zero, fmt.Errorf("store: find %s: %w", what, err)
+	}
+	return v, nil
+}
+
 // writeStmt returns the prepared form of a write statement on the writer.
 func (db *DB) writeStmt(ctx context.Context, query string) (*sql.Stmt, error) {
 	if st, ok := db.wstmts.Load(query); ok {
@@ -626,6 +642,39 @@ type listQuery struct {
 	columns string
 	order   string
 	what    string // for error messages: "users"
+}
+
+// children are the rows of one parent (a phrase's ideas, a source's
+// items) as listChildren lists them.
+type children struct {
+	table, alias string            // "search_ideas", "i"
+	parent       string            // the parent's column: "phrase_id"
+	sorts        map[string]string // sort field to column
+	byDefault    Sort              // the order of a list that asks none
+	indexes      map[string]string // the index each sort field reads; "" for the others
+	columns      string
+	what         string // for error messages: "ideas"
+}
+
+// listChildren lists page p of the rows of parent, in sort's order (c's
+// default when zero) through that order's index, narrowed by the further
+// conditions where with their args.
+func listChildren[T any](ctx context.Context, db *DB, c children, parent int64, sort Sort, where []string, args []any, p Page,
+	scan func(rowScanner) (T, error)) ([]T, int, error) {
+	if sort == (Sort{}) {
+		sort = c.byDefault
+	}
+	order, err := sort.orderBy(c.sorts, "", c.alias+".id")
+	if err != nil {
+		return nil, 0, err
+	}
+	index, ok := c.indexes[sort.Field]
+	if !ok {
+		index = c.indexes[""]
+	}
+	from := c.table + " " + c.alias
+	return listPage(ctx, db, listQuery{from: from + " INDEXED BY " + index, count: from, where: append([]string{c.alias + "." + c.parent + " = ?"}, where...),
+		args: append([]any{parent}, args...), columns: c.columns, order: order, what: c.what}, p, scan)
 }
 
 // listPage counts what matches q and reads page p of it, newest or first

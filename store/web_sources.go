@@ -105,14 +105,7 @@ func (db *DB) CreateWebSource(ctx context.Context, n NewWebSource) (*WebSource, 
 
 // WebSourceByID finds a source.
 func (db *DB) WebSourceByID(ctx context.Context, id int64) (*WebSource, error) {
-	s, err := scanWebSource(db.r.QueryRowContext(ctx, `SELECT `+webSourceColumns+` FROM web_sources s WHERE s.id = ?`, id))
-	if errors.Is(err, sql.ErrNoRows) {
-		return nil, NotFound("web source not found")
-	}
-	if err != nil {
-		return nil, fmt.Errorf("store: find web source: %w", err)
-	}
-	return s, nil
+	return findRow(ctx, db, scanWebSource, "web source", `SELECT `+webSourceColumns+` FROM web_sources s WHERE s.id = ?`, id)
 }
 
 // WebSourceFilter narrows ListWebSources.
@@ -423,23 +416,15 @@ var webItemSorts = map[string]string{"published_at": "w.published_at", "created_
 
 func (WebItemFilter) sortColumns() map[string]string { return webItemSorts }
 
+// webItems are a source's items, the latest published first by default.
+var webItems = children{table: "web_items", alias: "w", parent: "source_id", sorts: webItemSorts,
+	byDefault: Sort{Field: "published_at", Desc: true}, indexes: map[string]string{"created_at": "web_items_created", "": "web_items_published"},
+	columns: webItemColumns, what: "items"}
+
 // ListWebItems lists a source's items. Items without a date come last
 // in the default order (published_at descending).
 func (db *DB) ListWebItems(ctx context.Context, sourceID int64, f WebItemFilter) ([]*WebItem, int, error) {
-	sort := f.Sort
-	if sort == (Sort{}) {
-		sort = Sort{Field: "published_at", Desc: true}
-	}
-	order, err := sort.orderBy(webItemSorts, "", "w.id")
-	if err != nil {
-		return nil, 0, err
-	}
-	index := "web_items_published"
-	if sort.Field == "created_at" {
-		index = "web_items_created"
-	}
-	return listPage(ctx, db, listQuery{from: "web_items w INDEXED BY " + index, count: "web_items w", where: []string{"w.source_id = ?"},
-		args: []any{sourceID}, columns: webItemColumns, order: order, what: "items"}, f.Page, scanWebItem)
+	return listChildren(ctx, db, webItems, sourceID, f.Sort, nil, nil, f.Page, scanWebItem)
 }
 
 // ListRecentWebItems lists the items of an environment's sources, the

@@ -338,16 +338,6 @@ func (up *WordPressPostUpdate) sets(set func(col string, v any)) {
 	}
 }
 
-// envOf is the environment of row id of table, read in tx.
-func envOf(ctx context.Context, tx *sql.Tx, table string, id int64, what string) (int64, error) {
-	var envID int64
-	err := tx.QueryRowContext(ctx, `SELECT environment_id FROM `+table+` WHERE id = ?`, id).Scan(&envID)
-	if errors.Is(err, sql.ErrNoRows) {
-		return 0, NotFound("%s not found", what)
-	}
-	return envID, err
-}
-
 // UpdateWordPressPost changes a post here. A post the site had in sync
 // becomes dirty: the site no longer has what copydesk has.
 func (db *DB) UpdateWordPressPost(ctx context.Context, id int64, up WordPressPostUpdate) (*WordPressPost, error) {

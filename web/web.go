@@ -1,6 +1,8 @@
 // Package web holds the files the binary serves as they are: the OpenAPI
-// document of the API and the vendored Swagger UI and ReDoc assets (see
-// vendor.sh and assets/VERSIONS.txt), so the docs work with no network.
+// document of the API, the vendored Swagger UI and ReDoc assets (see
+// vendor.sh and assets/VERSIONS.txt), so the docs work with no network, and
+// the built web console (console/dist, built from console/src: see
+// docs/console.md).
 package web
 
 import (
@@ -19,3 +21,11 @@ var assets embed.FS
 
 // Assets is the assets folder: docs.html, redoc.html, swagger-ui/, redoc/.
 var Assets, _ = fs.Sub(assets, "assets")
+
+//go:embed console/dist
+var consoleDist embed.FS
+
+// Console is the built console: index.html and the content-hashed files of
+// assets/ it names. It is committed, so `go build` alone gives a working
+// console; CI rebuilds it from console/src and fails on a difference.
+var Console, _ = fs.Sub(consoleDist, "console/dist")

@@ -19,6 +19,7 @@ import (
 	"slices"
 
 	"github.com/copydesk/copydesk/server/engine"
+	"github.com/copydesk/copydesk/server/generation"
 	"github.com/copydesk/copydesk/server/jobs"
 	"github.com/copydesk/copydesk/server/notify"
 	"github.com/copydesk/copydesk/server/stream"
@@ -96,6 +97,7 @@ type Service struct {
 	notify Notifier
 	events *stream.Broker
 	log    *slog.Logger
+	runs   *generation.Kind[*store.AgentRun] // how a run is carried out (run.go)
 }
 
 // New returns the service and registers its job kinds with d.Jobs.

@@ -27,6 +27,7 @@ import (
 	"sync"
 
 	"github.com/copydesk/copydesk/server/engine"
+	"github.com/copydesk/copydesk/server/generation"
 	"github.com/copydesk/copydesk/server/jobs"
 	"github.com/copydesk/copydesk/server/stream"
 	"github.com/copydesk/copydesk/server/valid"
@@ -97,6 +98,8 @@ type Service struct {
 	// ending is stored (Done).
 	mu      sync.Mutex
 	waiting map[int64]chan struct{}
+
+	replies *generation.Kind[*store.ChatMessage] // how a reply is generated (reply.go)
 }
 
 // New returns the service and registers its job kind with d.Jobs.
@@ -106,7 +109,7 @@ func New(d Deps) *Service {
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
 	}
-	s.jobs.Register(ReplyJob, jobs.Kind{Handle: s.runReply, OnFinish: s.jobFinished})
+	s.registerJobs()
 	return s
 }
 

@@ -269,8 +269,7 @@ func (s *Service) exchange(ctx context.Context, sc store.Scope, c *store.ChatCon
 	if _, _, err := s.engine.Plan(ctx, call); err != nil {
 		return Message{}, err
 	}
-	_, reply, err := s.db.CreateChatExchange(ctx, n, store.RunJob{Kind: ReplyJob, MaxAttempts: 1,
-		Payload: func(id int64) any { return payload{MessageID: id, Stream: streamed} }})
+	_, reply, err := s.db.CreateChatExchange(ctx, n, s.replies.Job(streamed))
 	if err != nil {
 		if busy, berr := s.db.GeneratingChatMessage(ctx, c.ID); berr == nil && store.KindOf(err) == store.KindConflict {
 			return Message{}, busyError(busy.ID) // another request came first

@@ -2,17 +2,13 @@ package chat
 
 import (
 	"context"
-	"encoding/json"
-	"errors"
-	"fmt"
 	"strconv"
 	"strings"
-	"time"
 	"unicode/utf8"
 
 	"github.com/copydesk/copydesk/server/ai"
 	"github.com/copydesk/copydesk/server/engine"
-	"github.com/copydesk/copydesk/server/jobs"
+	"github.com/copydesk/copydesk/server/generation"
 	"github.com/copydesk/copydesk/server/stream"
 	"github.com/copydesk/copydesk/store"
 )
@@ -39,20 +35,18 @@ const ReplyJob = "chat.reply"
 // watcher that joins late gets `snapshot` instead of what it missed.
 const (
 	EventMessage  = "message"
-	EventDelta    = "delta"
+	EventDelta    = generation.EventDelta
 	EventTitle    = "title"
-	EventDone     = "done"
-	EventError    = "error"
-	EventSnapshot = "snapshot"
+	EventDone     = generation.EventDone
+	EventError    = generation.EventError
+	EventSnapshot = generation.EventSnapshot
 )
 
 // Topic is the event-stream topic of a reply.
 func Topic(messageID int64) string { return "chat/messages/" + strconv.FormatInt(messageID, 10) }
 
 // Delta is the data of a `delta` event.
-type Delta struct {
-	Text string `json:"text"`
-}
+type Delta = generation.Delta
 
 // Title is the data of a `title` event.
 type Title struct {
@@ -61,9 +55,7 @@ type Title struct {
 }
 
 // Failure is the data of an `error` event.
-type Failure struct {
-	Detail string `json:"detail"`
-}
+type Failure = generation.Failure
 
 // Usage is what a reply cost.
 type Usage struct {
@@ -98,93 +90,59 @@ type Snapshot struct {
 	Detail  string
 }
 
-// requesterWait bounds how long a streamed reply waits for its requester
-// to subscribe before its first event (see agent.requesterWait).
-const requesterWait = 5 * time.Second
-
 // replayEvents is how many events of a reply its topic keeps for
 // Last-Event-ID: enough for the deltas of most replies, so that a client
 // that reconnects gets exactly what it missed rather than a snapshot.
 const replayEvents = 4096
 
-type payload struct {
-	MessageID int64 `json:"message_id"`
-	Stream    bool  `json:"stream"` // the requester serves the topic: wait for it
+// registerJobs registers the reply kind (server/generation). Its one job
+// kind serves a reply streamed to its requester and one that is not: the
+// payload says whether the job waits for the requester to subscribe. A
+// stopped reply keeps what it holds, as incomplete.
+func (s *Service) registerJobs() {
+	s.replies = &generation.Kind[*store.ChatMessage]{Name: "reply", Streamed: ReplyJob, Key: "message_id", AskWait: true,
+		Load:   s.db.ChatMessageByID,
+		Start:  func(context.Context, int64) (bool, error) { return true, nil }, // generating from the start
+		Finish: s.db.FinishChatMessage,
+		ID:     func(m *store.ChatMessage) int64 { return m.ID },
+		Call:   s.reply,
+		After: func(ctx context.Context, f generation.Feed, m *store.ChatMessage) {
+			if m.Status != store.ChatComplete {
+				return
+			}
+			if conv, err := s.db.ChatConversationByID(ctx, m.ConversationID); err == nil && conv.Title == "" {
+				s.autoTitle(ctx, f, conv, m)
+			}
+		},
+		Released:        s.finished,
+		CancelledStatus: store.ChatIncomplete, CancelledWord: "stopped", NotBegun: "stopped before it began",
+		Deleted: "the conversation was deleted",
+		Topic:   Topic,
+		Begin: func(ctx context.Context, m *store.ChatMessage) (stream.Event, bool) {
+			v, err := s.view(ctx, m)
+			return stream.Event{Name: EventMessage, Data: v}, err == nil
+		},
+		Final:    s.doneEvent,
+		Snapshot: func() stream.Snapshot { return &snapshot{} },
+		Replay:   replayEvents,
+		Jobs:     s.jobs, Events: s.events, Log: s.log}
+	s.replies.Register()
 }
 
-// runReply generates a reply and stores how it ended.
-func (s *Service) runReply(ctx context.Context, job *store.Job) error {
-	var p payload
-	if err := json.Unmarshal(job.Payload, &p); err != nil {
-		return jobs.Permanent(fmt.Errorf("chat job %d: bad payload: %w", job.ID, err))
-	}
-	reply, err := s.db.ChatMessageByID(ctx, p.MessageID)
-	if store.IsNotFound(err) {
-		return nil // deleted with its conversation before it began
-	}
-	if err != nil {
-		return err
-	}
-	if reply.Finished() {
-		return nil
-	}
+// reply generates a reply in its conversation.
+func (s *Service) reply(ctx context.Context, reply *store.ChatMessage, f generation.Feed) (store.ChatOutcome, error) {
 	conv, err := s.db.ChatConversationByID(ctx, reply.ConversationID)
 	if err != nil {
-		return jobs.Permanent(err)
+		return store.ChatOutcome{Status: store.ChatFailed, Error: store.Message(err)}, err
 	}
-	topic := Topic(reply.ID)
-	if p.Stream && job.Attempts == 1 {
-		wait, cancel := context.WithTimeout(ctx, requesterWait)
-		s.events.WaitSubscriber(wait, topic)
-		cancel()
-	}
-	s.events.Open(topic, stream.TopicOptions{Snapshot: &snapshot{}, Replay: replayEvents})
-	defer s.events.Finish(topic)
-	defer s.finished(reply.ID)
-	if start, err := s.view(ctx, reply); err == nil {
-		s.publish(topic, EventMessage, start)
-	}
-	var o store.ChatOutcome
-	if ctx.Err() == nil {
-		o, err = s.generate(ctx, conv, reply, func(text string) { s.publish(topic, EventDelta, Delta{Text: text}) })
-	}
-	if ctx.Err() != nil {
-		if errors.Is(context.Cause(ctx), store.ErrReplacing) {
-			// The database is about to be replaced: write nothing. The
-			// restored one says what the reply is.
-			s.publish(topic, EventError, Failure{Detail: "the reply was interrupted by a database restore"})
-			return ctx.Err()
-		}
-		o.Status, o.Error = store.ChatIncomplete, "the server stopped"
-		if errors.Is(context.Cause(ctx), jobs.ErrCancelled) {
-			o.Error = "stopped"
-		}
-	}
-	wctx := context.WithoutCancel(ctx) // the ending is stored even if the job was stopped meanwhile
-	finished, ferr := s.db.FinishChatMessage(wctx, reply.ID, o)
-	if ferr != nil {
-		detail := "the reply could not be recorded"
-		if store.IsNotFound(ferr) {
-			detail, ferr = "the conversation was deleted", nil
-		}
-		s.publish(topic, EventError, Failure{Detail: detail})
-		return errors.Join(err, ferr, ctx.Err())
-	}
-	if ctx.Err() == nil && finished.Status == store.ChatComplete && conv.Title == "" {
-		s.autoTitle(ctx, topic, conv, finished)
-	}
-	s.publishDone(wctx, finished)
-	if ctx.Err() != nil {
-		return ctx.Err()
-	}
-	return jobs.Permanent(err)
+	return s.generate(ctx, conv, reply, f.Delta)
 }
 
 // generate sends the history of the reply's branch, trimmed oldest first
 // to the model's context window, and streams the reply, handing each
 // piece to onDelta. The outcome holds what was generated, however the
 // call ended.
-func (s *Service) generate(ctx context.Context, conv *store.ChatConversation, reply *store.ChatMessage, onDelta func(string)) (store.ChatOutcome, error) {
+func (s *Service) generate(ctx context.Context, conv *store.ChatConversation, reply *store.ChatMessage, onDelta func(string) error) (store.ChatOutcome, error) {
 	o := store.ChatOutcome{Status: store.ChatFailed}
 	failed := func(err error) (store.ChatOutcome, error) {
 		o.Error = store.Message(err)
@@ -217,25 +175,19 @@ func (s *Service) generate(ctx context.Context, conv *store.ChatConversation, re
 	if call.MaxTokens > 0 {
 		maxOut = call.MaxTokens
 	}
-	call.Messages, o.TrimmedMessages = engine.Trim(call.System, history(msgs), engine.PromptBudget(eff.ContextWindow(model), maxOut))
+	call.Messages, o.Trimmed = engine.Trim(call.System, history(msgs), engine.PromptBudget(eff.ContextWindow(model), maxOut))
 	o.Model = model
 	var text strings.Builder
 	res, err := s.engine.Stream(ctx, call, func(piece string) error {
 		text.WriteString(piece)
-		onDelta(piece)
-		return nil
+		return onDelta(piece)
 	})
-	o.Content = text.String()
-	if res != nil {
-		if res.Model != "" {
-			o.Model = res.Model
-		}
-		o.InputTokens, o.OutputTokens, o.CostUSD, o.UsageEstimated = res.Usage.InputTokens, res.Usage.OutputTokens, res.CostUSD, res.UsageEstimated
-	}
+	o.Output = text.String()
+	generation.Usage(&o, res)
 	switch {
 	case err == nil:
 		o.Status = store.ChatComplete
-	case o.Content != "":
+	case o.Output != "":
 		o.Status, o.Error = store.ChatIncomplete, store.Message(err)
 	default:
 		o.Error = store.Message(err)
@@ -292,7 +244,7 @@ const titleSystem = "You name conversations. Answer with a title of at most six 
 // autoTitle gives a conversation without a title one after its first
 // complete reply: a short generation (usage source chat, like the reply),
 // or the start of the user's message when that fails.
-func (s *Service) autoTitle(ctx context.Context, topic string, conv *store.ChatConversation, reply *store.ChatMessage) {
+func (s *Service) autoTitle(ctx context.Context, f generation.Feed, conv *store.ChatConversation, reply *store.ChatMessage) {
 	question := ""
 	if reply.ParentID != nil {
 		if q, err := s.db.ChatMessageByID(ctx, *reply.ParentID); err == nil {
@@ -321,7 +273,7 @@ func (s *Service) autoTitle(ctx context.Context, topic string, conv *store.ChatC
 		return
 	}
 	if set {
-		s.publish(topic, EventTitle, Title{ConversationID: conv.ID, Title: title})
+		f.Send(EventTitle, Title{ConversationID: conv.ID, Title: title})
 	}
 }
 
@@ -369,57 +321,15 @@ func clip(s string, n int) string {
 	return string([]rune(s)[:n]) + "…"
 }
 
-// ---- the job's end ----
-
-// jobFinished closes a reply whose job ended without storing its ending
-// (stopped before it began, failed, or left by a stopped process), tells
-// whoever waits, and ends its stream.
-func (s *Service) jobFinished(ctx context.Context, job *store.Job) {
-	var p payload
-	if err := json.Unmarshal(job.Payload, &p); err != nil {
-		s.log.Error("chat job with a bad payload", "job", job.ID, "err", err)
-		return
-	}
-	ctx = context.WithoutCancel(ctx)
-	defer s.events.Finish(Topic(p.MessageID))
-	defer s.finished(p.MessageID)
-	m, err := s.db.ChatMessageByID(ctx, p.MessageID)
-	if store.IsNotFound(err) {
-		return
-	}
-	if err != nil {
-		s.log.Error("the reply of a finished chat job", "message", p.MessageID, "job", job.ID, "err", err)
-		return
-	}
-	if m.Finished() {
-		return
-	}
-	o := store.ChatOutcome{Status: store.ChatFailed, Error: job.LastError}
-	if job.Status == store.JobCancelled {
-		o = store.ChatOutcome{Status: store.ChatIncomplete, Error: "stopped before it began"}
-	}
-	if m, err = s.db.FinishChatMessage(ctx, m.ID, o); err != nil {
-		s.log.Error("finish chat reply", "message", p.MessageID, "err", err)
-		return
-	}
-	s.publishDone(ctx, m)
-}
-
 // ---- events ----
 
-func (s *Service) publish(topic, name string, data any) {
-	if _, err := s.events.Publish(topic, stream.Event{Name: name, Data: data}); err != nil && !stream.Gone(err) {
-		s.log.Error("chat event not published", "topic", topic, "event", name, "err", err)
-	}
-}
-
-// publishDone publishes the final event of a stored reply.
-func (s *Service) publishDone(ctx context.Context, m *store.ChatMessage) {
+// doneEvent is the final event of a stored reply.
+func (s *Service) doneEvent(ctx context.Context, m *store.ChatMessage) stream.Event {
 	v, err := s.view(ctx, m)
 	if err != nil {
 		v = Message{ChatMessage: m, SiblingIDs: []int64{m.ID}}
 	}
-	s.publish(Topic(m.ID), EventDone, Done{Message: v, Usage: UsageOf(m)})
+	return stream.Event{Name: EventDone, Data: Done{Message: v, Usage: UsageOf(m)}}
 }
 
 // snapshot folds a reply's events into what a late watcher needs (see

@@ -26,6 +26,7 @@ import (
 	"sync"
 
 	"github.com/copydesk/copydesk/server/engine"
+	"github.com/copydesk/copydesk/server/generation"
 	"github.com/copydesk/copydesk/server/jobs"
 	"github.com/copydesk/copydesk/server/notify"
 	"github.com/copydesk/copydesk/server/stream"
@@ -67,6 +68,7 @@ type Engine interface {
 // Runner is the job runner (server/jobs) that carries generations out.
 type Runner interface {
 	Register(kind string, k jobs.Kind)
+	Cancel(ctx context.Context, id int64) (*store.Job, error)
 	Signal()
 }
 
@@ -95,6 +97,7 @@ type Service struct {
 	notify Notifier
 	events *stream.Broker
 	log    *slog.Logger
+	runs   *generation.Kind[*store.CIERun] // how a generation is carried out (run.go)
 }
 
 // New returns the service and registers its job kinds with d.Jobs.

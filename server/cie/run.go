@@ -2,16 +2,14 @@ package cie
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/copydesk/copydesk/server/ai"
 	"github.com/copydesk/copydesk/server/engine"
-	"github.com/copydesk/copydesk/server/jobs"
+	"github.com/copydesk/copydesk/server/generation"
 	"github.com/copydesk/copydesk/server/notify"
 	"github.com/copydesk/copydesk/server/stream"
 	"github.com/copydesk/copydesk/store"
@@ -34,45 +32,30 @@ const (
 	StreamJob = "cie.generate.stream"
 )
 
-// Events of a generation's topic: `run` with the run as it starts,
-// `delta` pieces of text, `retry` when the answer did not parse and the
-// model is asked again (the text so far is to be dropped), then `done`
-// with the finished run, or `error` with its detail. A late watcher gets
-// `snapshot`.
+// Events of a generation's topic (server/generation): `run` with the run
+// as it starts, `delta` pieces of text, `retry` when the answer did not
+// parse and the model is asked again (the text so far is to be dropped),
+// then `done` with the finished run, or `error` with its detail. A late
+// watcher gets `snapshot`.
 const (
 	EventRun      = "run"
-	EventDelta    = "delta"
+	EventDelta    = generation.EventDelta
 	EventRetry    = "retry"
-	EventDone     = "done"
-	EventError    = "error"
-	EventSnapshot = "snapshot"
+	EventDone     = generation.EventDone
+	EventError    = generation.EventError
+	EventSnapshot = generation.EventSnapshot
 )
 
 // Topic is the event-stream topic of a generation.
 func Topic(runID int64) string { return "cie/runs/" + strconv.FormatInt(runID, 10) }
 
-// Delta is the data of a `delta` event.
-type Delta struct {
-	Text string `json:"text"`
-}
-
-// Failure is the data of an `error` or `retry` event.
-type Failure struct {
-	Detail string `json:"detail"`
-}
-
-// Snapshot is the data of a `snapshot` event: the run as last published,
-// the text of the current attempt so far, and the detail of the error
-// that ended it, if one did.
-type Snapshot struct {
-	Run    *store.CIERun
-	Text   string
-	Detail string
-}
-
-// requesterWait bounds how long a streamed generation waits for its
-// requester to subscribe (see agent.requesterWait).
-const requesterWait = 5 * time.Second
+// Delta, Failure (of an `error` or `retry` event) and Snapshot are the
+// data of a generation's events.
+type (
+	Delta    = generation.Delta
+	Failure  = generation.Failure
+	Snapshot = generation.Snapshot[*store.CIERun]
+)
 
 // GenerateInput is what a caller asks for.
 type GenerateInput struct {
@@ -113,11 +96,7 @@ func (s *Service) Generate(ctx context.Context, sc store.Scope, id int64, in Gen
 		SystemPrompt: p.System, UserPrompt: p.User}, ag)); err != nil {
 		return nil, err
 	}
-	j := store.RunJob{Kind: RunJob, Payload: func(id int64) any { return payload{RunID: id} }}
-	if in.Stream {
-		j.Kind, j.MaxAttempts = StreamJob, 1
-	}
-	run, err := s.db.CreateCIERunWithJob(ctx, n, j)
+	run, err := s.db.CreateCIERunWithJob(ctx, n, s.runs.Job(in.Stream))
 	if err != nil {
 		return nil, err
 	}
@@ -234,105 +213,60 @@ func retryPrompt(parseErr error) string {
 
 // ---- the jobs ----
 
-type payload struct {
-	RunID int64 `json:"run_id"`
-}
-
-// registerJobs registers the generation kinds: queued ones are background
-// work, streamed ones are watched and never wait behind them.
+// registerJobs registers the generation kinds (server/generation): queued
+// ones are background work, streamed ones are watched and never wait
+// behind them.
 func (s *Service) registerJobs() {
-	s.jobs.Register(RunJob, jobs.Kind{Handle: s.runQueued, OnFinish: s.jobFinished, Background: true})
-	s.jobs.Register(StreamJob, jobs.Kind{Handle: s.runStreamed, OnFinish: s.jobFinished})
+	s.runs = &generation.Kind[*store.CIERun]{Name: "generation", Queued: RunJob, Streamed: StreamJob, Key: "run_id",
+		Load: s.db.CIERunByID, Start: s.db.StartCIERun, Finish: s.db.FinishCIERun, Requeue: s.db.RequeueCIERun,
+		ID:   func(r *store.CIERun) int64 { return r.ID },
+		Call: s.generate,
+		Notify: func(ctx context.Context, job *store.Job, r *store.CIERun) {
+			if job.Kind == RunJob {
+				s.notifyRun(ctx, r)
+			}
+		},
+		Topic: Topic,
+		Begin: func(_ context.Context, r *store.CIERun) (stream.Event, bool) {
+			return stream.Event{Name: EventRun, Data: r}, true
+		},
+		Final:    func(_ context.Context, r *store.CIERun) stream.Event { return s.runs.Ended(r.Status, r.Error, r) },
+		Snapshot: func() stream.Snapshot { return generation.NewSnapshot[*store.CIERun](EventRetry) },
+		Jobs:     s.jobs, Events: s.events, Log: s.log}
+	s.runs.Register()
 }
 
-// runQueued carries out a queued generation.
-func (s *Service) runQueued(ctx context.Context, job *store.Job) error {
-	run, ag, err := s.start(ctx, job)
-	if err != nil || run == nil {
-		return err
-	}
-	o, err := s.generate(ctx, run, ag, nil)
-	wctx := context.WithoutCancel(ctx)
-	switch {
-	case err != nil && ctx.Err() != nil:
-		return ctx.Err() // cancelled or stopped: jobFinished closes the run, or it runs again
-	case err != nil && engine.Retryable(err) && job.Attempts < job.MaxAttempts:
-		if rerr := s.db.RequeueCIERun(wctx, run.ID, store.Message(err)); rerr != nil {
-			return rerr
-		}
-		return jobs.Retry(err)
-	}
-	if _, ferr := s.db.FinishCIERun(wctx, run.ID, o); ferr != nil {
-		return errors.Join(err, ferr)
-	}
-	return jobs.Permanent(err)
-}
-
-// runStreamed carries out a streamed generation, publishing it on its
-// topic.
-func (s *Service) runStreamed(ctx context.Context, job *store.Job) error {
-	run, ag, err := s.start(ctx, job)
-	if err != nil || run == nil {
-		return err
-	}
-	topic := Topic(run.ID)
-	if job.Attempts == 1 {
-		wait, cancel := context.WithTimeout(ctx, requesterWait)
-		s.events.WaitSubscriber(wait, topic)
-		cancel()
-	}
-	s.events.Open(topic, stream.TopicOptions{Snapshot: &snapshot{}})
-	defer s.events.Finish(topic)
-	s.publish(topic, EventRun, run)
-	o, err := s.generate(ctx, run, ag, func(name string, data any) { s.publish(topic, name, data) })
-	if ctx.Err() != nil {
-		if errors.Is(context.Cause(ctx), store.ErrReplacing) {
-			// The database is about to be replaced: write nothing.
-			s.publish(topic, EventError, Failure{Detail: "the generation was interrupted by a database restore"})
-			return ctx.Err()
-		}
-		o.Status, o.Error = store.RunCancelled, "the server stopped"
-		if errors.Is(context.Cause(ctx), jobs.ErrCancelled) {
-			o.Error = "cancelled"
+// generate asks for a run's article, once more with the parse error when
+// the answer does not parse, and says how the run ends; streamed to f
+// when it is watched.
+func (s *Service) generate(ctx context.Context, run *store.CIERun, f generation.Feed) (store.CIEOutcome, error) {
+	var ag *store.Agent
+	if run.AgentID != nil {
+		// Deleted meanwhile: the run's agent_id is null, and the settings
+		// apply.
+		var err error
+		if ag, err = s.db.AgentByID(ctx, *run.AgentID); err != nil && !store.IsNotFound(err) {
+			return store.CIEOutcome{Status: store.RunFailed, Error: store.Message(err)}, err
 		}
 	}
-	finished, ferr := s.db.FinishCIERun(context.WithoutCancel(ctx), run.ID, o)
-	if ferr != nil {
-		s.publish(topic, EventError, Failure{Detail: "the generation could not be recorded"})
-		return errors.Join(err, ferr)
-	}
-	s.publishEnd(finished)
-	if ctx.Err() != nil {
-		return ctx.Err()
-	}
-	return jobs.Permanent(err)
-}
-
-// generate asks for the article, once more with the parse error when the
-// answer does not parse, and says how the run ends. emit, when set,
-// publishes the deltas and the retry.
-func (s *Service) generate(ctx context.Context, run *store.CIERun, ag *store.Agent, emit func(name string, data any)) (store.CIEOutcome, error) {
-	return s.generateAs(ctx, call(run, ag), emit)
+	return s.generateAs(ctx, call(run, ag), f)
 }
 
 // generateAs is generate with the engine call made: its Source says whom
 // the usage is for.
-func (s *Service) generateAs(ctx context.Context, c engine.Call, emit func(name string, data any)) (store.CIEOutcome, error) {
+func (s *Service) generateAs(ctx context.Context, c engine.Call, f generation.Feed) (store.CIEOutcome, error) {
 	var o store.CIEOutcome
 	for attempt := 1; ; attempt++ {
 		var res *engine.Result
 		var err error
-		if emit != nil {
-			res, err = s.engine.Stream(ctx, c, func(text string) error {
-				emit(EventDelta, Delta{Text: text})
-				return nil
-			})
+		if f != nil {
+			res, err = s.engine.Stream(ctx, c, f.Delta)
 		} else {
 			res, err = s.engine.Generate(ctx, c)
 		}
 		o.Attempts = attempt
 		if res != nil {
-			o.Model, o.RawOutput = res.Model, res.Text
+			o.Model, o.Output, o.StopReason = res.Model, res.Text, res.StopReason
 			o.InputTokens += res.Usage.InputTokens
 			o.OutputTokens += res.Usage.OutputTokens
 			o.UsageEstimated = o.UsageEstimated || res.UsageEstimated
@@ -350,7 +284,7 @@ func (s *Service) generateAs(ctx context.Context, c engine.Call, emit func(name 
 		}
 		art, perr := ParseArticle(res.Text)
 		if perr == nil {
-			o.Status, o.Title, o.Description, o.Body, o.RawOutput = store.RunSucceeded, art.Title, art.Description, art.Body, ""
+			o.Status, o.Title, o.Description, o.Body, o.Output = store.RunSucceeded, art.Title, art.Description, art.Body, ""
 			return o, nil
 		}
 		if attempt == 2 {
@@ -358,72 +292,10 @@ func (s *Service) generateAs(ctx context.Context, c engine.Call, emit func(name 
 			o.Error = "the model's answer did not follow the article format, twice: " + perr.Error() + " (its answer is kept in raw_output)"
 			return o, nil
 		}
-		if emit != nil {
-			emit(EventRetry, Failure{Detail: "the answer could not be read (" + perr.Error() + "): asking the model again"})
+		if f != nil {
+			f.Send(EventRetry, Failure{Detail: "the answer could not be read (" + perr.Error() + "): asking the model again"})
 		}
 		c.Messages = append(c.Messages, ai.Message{Role: "assistant", Content: res.Text}, ai.Message{Role: "user", Content: retryPrompt(perr)})
-	}
-}
-
-// start marks a job's run running and returns it with its agent; nil when
-// it needs no work.
-func (s *Service) start(ctx context.Context, job *store.Job) (*store.CIERun, *store.Agent, error) {
-	var p payload
-	if err := json.Unmarshal(job.Payload, &p); err != nil {
-		return nil, nil, jobs.Permanent(fmt.Errorf("cie job %d: bad payload: %w", job.ID, err))
-	}
-	run, err := s.db.CIERunByID(ctx, p.RunID)
-	if err != nil {
-		return nil, nil, jobs.Permanent(err)
-	}
-	if run.Finished() {
-		return nil, nil, nil
-	}
-	if ok, err := s.db.StartCIERun(ctx, run.ID); err != nil || !ok {
-		return nil, nil, err
-	}
-	if run, err = s.db.CIERunByID(ctx, run.ID); err != nil {
-		return nil, nil, err
-	}
-	var ag *store.Agent
-	if run.AgentID != nil {
-		// Deleted meanwhile: the run's agent_id is null, and the settings
-		// apply.
-		if ag, err = s.db.AgentByID(ctx, *run.AgentID); err != nil && !store.IsNotFound(err) {
-			return nil, nil, err
-		}
-	}
-	return run, ag, nil
-}
-
-// jobFinished closes the run of a job that ended without finishing it and
-// ends its stream.
-func (s *Service) jobFinished(ctx context.Context, job *store.Job) {
-	var p payload
-	if err := json.Unmarshal(job.Payload, &p); err != nil {
-		s.log.Error("cie job with a bad payload", "job", job.ID, "err", err)
-		return
-	}
-	ctx = context.WithoutCancel(ctx)
-	run, err := s.db.CIERunByID(ctx, p.RunID)
-	if err != nil {
-		s.log.Error("the run of a finished cie job", "run", p.RunID, "job", job.ID, "err", err)
-		return
-	}
-	if !run.Finished() {
-		o := store.CIEOutcome{Status: store.RunFailed, Error: job.LastError}
-		if job.Status == store.JobCancelled {
-			o = store.CIEOutcome{Status: store.RunCancelled, Error: "cancelled"}
-		}
-		if run, err = s.db.FinishCIERun(ctx, run.ID, o); err != nil {
-			s.log.Error("finish cie run", "run", p.RunID, "err", err)
-			return
-		}
-	}
-	s.publishEnd(run)
-	s.events.Finish(Topic(run.ID))
-	if job.Kind == RunJob {
-		s.notifyRun(ctx, run)
 	}
 }
 
@@ -462,53 +334,4 @@ func call(r *store.CIERun, ag *store.Agent) engine.Call {
 		}
 	}
 	return c
-}
-
-// ---- events ----
-
-func (s *Service) publish(topic, name string, data any) {
-	if _, err := s.events.Publish(topic, stream.Event{Name: name, Data: data}); err != nil && !stream.Gone(err) {
-		s.log.Error("cie event not published", "topic", topic, "event", name, "err", err)
-	}
-}
-
-func (s *Service) publishEnd(r *store.CIERun) {
-	topic := Topic(r.ID)
-	switch r.Status {
-	case store.RunSucceeded:
-		s.publish(topic, EventDone, r)
-	case store.RunCancelled:
-		s.publish(topic, EventError, Failure{Detail: "the generation was cancelled: " + r.Error})
-	default:
-		s.publish(topic, EventError, Failure{Detail: r.Error})
-	}
-}
-
-// snapshot folds a generation's events into what a late watcher needs.
-type snapshot struct {
-	run    *store.CIERun
-	text   []byte
-	detail string
-}
-
-func (x *snapshot) Apply(ev stream.Event) {
-	switch d := ev.Data.(type) {
-	case *store.CIERun:
-		x.run = d
-	case Delta:
-		x.text = append(x.text, d.Text...)
-	case Failure:
-		if ev.Name == EventRetry {
-			x.text = x.text[:0] // the next attempt starts over
-			return
-		}
-		x.detail = d.Detail
-	}
-}
-
-func (x *snapshot) Event() (stream.Event, bool) {
-	if x.run == nil {
-		return stream.Event{}, false
-	}
-	return stream.Event{Name: EventSnapshot, Data: Snapshot{Run: x.run, Text: string(x.text), Detail: x.detail}}, true
 }

@@ -2,15 +2,12 @@ package live
 
 import (
 	"context"
-	"encoding/json"
-	"errors"
-	"fmt"
 	"strings"
 
 	"github.com/copydesk/copydesk/server/agent"
 	"github.com/copydesk/copydesk/server/ai"
 	"github.com/copydesk/copydesk/server/engine"
-	"github.com/copydesk/copydesk/server/jobs"
+	"github.com/copydesk/copydesk/server/generation"
 	"github.com/copydesk/copydesk/server/valid"
 	"github.com/copydesk/copydesk/store"
 )
@@ -26,11 +23,6 @@ import (
 // GenerateJob is the job kind of a generation. It runs once: a generation
 // someone watches is not tried again behind their back.
 const GenerateJob = "live.generate"
-
-// payload is a generation job's.
-type payload struct {
-	GenerationID int64 `json:"generation_id"`
-}
 
 // GenerateInput is what an editor asks for.
 type GenerateInput struct {
@@ -74,8 +66,7 @@ func (s *Service) Generate(ctx context.Context, sc store.Scope, sessionID int64,
 	if sc.UserID != 0 {
 		n.UserID = &sc.UserID
 	}
-	g, err := s.db.CreateLiveGenerationWithJob(ctx, n, store.RunJob{Kind: GenerateJob, MaxAttempts: 1,
-		Payload: func(id int64) any { return payload{GenerationID: id} }})
+	g, err := s.db.CreateLiveGenerationWithJob(ctx, n, s.gens.Job(true))
 	if err != nil {
 		return nil, err
 	}
@@ -133,11 +124,8 @@ func (s *Service) stopActive(ctx context.Context, sessionID int64, reason string
 // not running yet ends here.
 func (s *Service) cancelGeneration(ctx context.Context, g *store.LiveGeneration, reason string) (*store.LiveGeneration, error) {
 	text, running := s.cancel(g.SessionID, g.ID)
-	finished, err := s.db.FinishLiveGeneration(ctx, g.ID, store.LiveOutcome{Status: store.RunCancelled, Output: text, Error: reason})
+	finished, err := s.gens.Cancel(ctx, g.ID, g.JobID, store.LiveOutcome{Status: store.RunCancelled, Output: text, Error: reason})
 	if err != nil {
-		return nil, err
-	}
-	if err := jobs.Stop(ctx, s.jobs, g.JobID); err != nil {
 		return nil, err
 	}
 	if !running {
@@ -148,109 +136,57 @@ func (s *Service) cancelGeneration(ctx context.Context, g *store.LiveGeneration,
 
 // ---- the job ----
 
-// runGeneration carries out a generation: it sends the session's history
-// and the prompt, publishes each piece of text, and records the output.
-// The runner holds the database for it and ends ctx when the generation
-// is cancelled, the server stops or a restore waits.
-func (s *Service) runGeneration(ctx context.Context, job *store.Job) error {
-	var p payload
-	if err := json.Unmarshal(job.Payload, &p); err != nil {
-		return jobs.Permanent(fmt.Errorf("live generation job %d: bad payload: %w", job.ID, err))
-	}
-	g, err := s.db.LiveGenerationByID(ctx, p.GenerationID)
-	if store.IsNotFound(err) || (err == nil && g.Finished()) {
-		return nil // deleted with its session, or cancelled before it started
-	} else if err != nil {
-		return err
-	}
-	if ok, err := s.db.StartLiveGeneration(ctx, g.ID); err != nil || !ok {
-		return err
-	}
-	if g, err = s.db.LiveGenerationByID(ctx, g.ID); err != nil {
-		return err
-	}
-	c := s.begin(g)
+// registerJobs registers the generation kind (server/generation). Its
+// events go to the session's room (room.go), which every watcher shares,
+// rather than to a topic of the generation's own; nobody is waited for.
+func (s *Service) registerJobs() {
+	s.gens = &generation.Kind[*store.LiveGeneration]{Name: "generation", Streamed: GenerateJob, Key: "generation_id",
+		Load: s.db.LiveGenerationByID, Start: s.db.StartLiveGeneration, Finish: s.db.FinishLiveGeneration,
+		ID:       func(g *store.LiveGeneration) int64 { return g.ID },
+		Call:     s.generate,
+		Watchers: roomWatchers{s},
+		Jobs:     s.jobs, Events: s.events, Log: s.log}
+	s.gens.Register()
+}
+
+// generate sends the session's history and the prompt, and publishes each
+// piece of text in the room. The output kept is the text as published:
+// exactly what the watchers got.
+func (s *Service) generate(ctx context.Context, g *store.LiveGeneration, f generation.Feed) (store.LiveOutcome, error) {
+	c := f.(*roomFeed).cur
 	call, dropped, err := s.call(ctx, g)
 	var res *engine.Result
 	if err == nil {
-		res, err = s.engine.Stream(ctx, call, func(text string) error { return s.delta(c, text) })
+		res, err = s.engine.Stream(ctx, call, f.Delta)
 	}
 	text, cancelled := s.stop(c)
-	if errors.Is(context.Cause(ctx), store.ErrReplacing) {
-		// The database is about to be replaced: write nothing. The
-		// generation is taken up from what the restored database says.
-		s.abort(g.SessionID, g.ID, "the generation was interrupted by a database restore")
-		return ctx.Err()
+	o := generation.Outcome(res, err)
+	o.Output, o.Trimmed = text, dropped
+	if cancelled { // recorded by the cancel; the usage is the call's
+		err = generation.ErrStopped
 	}
-	o := outcome(res, err, text, dropped)
-	switch {
-	case cancelled: // recorded by the cancel; the usage is the call's
-		o.Status, err = store.RunCancelled, nil
-	case ctx.Err() != nil:
-		o.Status, o.Error = store.RunCancelled, "the server stopped"
-		if errors.Is(context.Cause(ctx), jobs.ErrCancelled) {
-			o.Error = "cancelled"
-		}
-	}
-	finished, ferr := s.db.FinishLiveGeneration(context.WithoutCancel(ctx), g.ID, o)
-	if ferr != nil {
-		s.abort(g.SessionID, g.ID, "the generation could not be recorded")
-		if store.IsNotFound(ferr) {
-			return nil // its session was deleted meanwhile
-		}
-		return errors.Join(err, ferr)
-	}
-	s.end(finished)
-	if ctx.Err() != nil {
-		return ctx.Err()
-	}
-	return jobs.Permanent(err)
+	return o, err
 }
 
-// outcome is how a generation's call ended: its text as published, the
-// call's usage, and the error's message when it failed.
-func outcome(res *engine.Result, err error, text string, dropped int) store.LiveOutcome {
-	o := store.LiveOutcome{Status: store.RunSucceeded, Output: text, HistoryDropped: dropped}
-	if res != nil {
-		o.Model, o.InputTokens, o.OutputTokens, o.CostUSD, o.UsageEstimated = res.Model, res.Usage.InputTokens, res.Usage.OutputTokens,
-			res.CostUSD, res.UsageEstimated
-	}
-	if err != nil {
-		o.Status, o.Error = store.RunFailed, store.Message(err)
-	}
-	return o
+// roomWatchers are the watchers of a session's generations: its room.
+type roomWatchers struct{ s *Service }
+
+func (w roomWatchers) Begin(_ context.Context, g *store.LiveGeneration, _ bool) generation.Feed {
+	return &roomFeed{s: w.s, cur: w.s.begin(g)}
 }
 
-// jobFinished closes the generation of a job that ended without finishing
-// it (cancelled while queued, failed for good, or left by a restore) and
-// tells the watchers.
-func (s *Service) jobFinished(ctx context.Context, job *store.Job) {
-	var p payload
-	if err := json.Unmarshal(job.Payload, &p); err != nil {
-		s.log.Error("live generation job with a bad payload", "job", job.ID, "err", err)
-		return
-	}
-	ctx = context.WithoutCancel(ctx) // under its caller's hold: the runner's or a cancel request's
-	g, err := s.db.LiveGenerationByID(ctx, p.GenerationID)
-	if store.IsNotFound(err) {
-		return
-	}
-	if err != nil {
-		s.log.Error("the generation of a finished job", "generation", p.GenerationID, "job", job.ID, "err", err)
-		return
-	}
-	if !g.Finished() {
-		o := store.LiveOutcome{Status: store.RunFailed, Error: job.LastError}
-		if job.Status == store.JobCancelled {
-			o = store.LiveOutcome{Status: store.RunCancelled, Error: "cancelled"}
-		}
-		if g, err = s.db.FinishLiveGeneration(ctx, g.ID, o); err != nil {
-			s.log.Error("finish live generation", "generation", p.GenerationID, "err", err)
-			return
-		}
-	}
-	s.end(g)
+func (w roomWatchers) End(_ context.Context, g *store.LiveGeneration) { w.s.end(g) }
+
+// roomFeed publishes the generation under way in its room.
+type roomFeed struct {
+	s   *Service
+	cur *current
 }
+
+func (f *roomFeed) Delta(text string) error { return f.s.delta(f.cur, text) }
+func (f *roomFeed) Send(string, any)        {}
+func (f *roomFeed) Abort(detail string)     { f.s.abort(f.cur.gen.SessionID, f.cur.gen.ID, detail) }
+func (f *roomFeed) Close()                  {}
 
 // ---- the engine call ----
 

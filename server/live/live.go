@@ -24,6 +24,7 @@ import (
 	"sync"
 
 	"github.com/copydesk/copydesk/server/engine"
+	"github.com/copydesk/copydesk/server/generation"
 	"github.com/copydesk/copydesk/server/jobs"
 	"github.com/copydesk/copydesk/server/stream"
 	"github.com/copydesk/copydesk/server/valid"
@@ -94,6 +95,8 @@ type Service struct {
 
 	mu    sync.Mutex
 	rooms map[int64]*room // by session id: the sessions watched or generating now (room.go)
+
+	gens *generation.Kind[*store.LiveGeneration] // how a generation is carried out (generate.go)
 }
 
 // New returns the service and registers its job kind with d.Jobs.
@@ -106,7 +109,7 @@ func New(d Deps) *Service {
 	if s.max <= 0 {
 		s.max = DefaultMaxGenerations
 	}
-	s.jobs.Register(GenerateJob, jobs.Kind{Handle: s.runGeneration, OnFinish: s.jobFinished})
+	s.registerJobs()
 	return s
 }
 

@@ -3,9 +3,9 @@ package live
 import (
 	"cmp"
 	"context"
-	"errors"
 	"slices"
 
+	"github.com/copydesk/copydesk/server/generation"
 	"github.com/copydesk/copydesk/server/stream"
 	"github.com/copydesk/copydesk/store"
 )
@@ -110,7 +110,7 @@ type current struct {
 }
 
 // errStopped ends a generation's call when it was cancelled meanwhile.
-var errStopped = errors.New("live: the generation was stopped")
+var errStopped = generation.ErrStopped
 
 // roomFor returns a session's room, making it (and opening its topic)
 // when there is none. Called under s.mu.

@@ -295,8 +295,8 @@ func (s *Service) run(ctx context.Context, sc store.Scope, id int64) (*store.Sco
 	if err != nil {
 		return nil, err
 	}
-	if !sc.Sees(run.EnvironmentID) {
-		return nil, store.NotFound("scout run not found")
+	if err := sc.Require(run.EnvironmentID, "scout run"); err != nil {
+		return nil, err
 	}
 	return run, nil
 }
@@ -336,35 +336,24 @@ func (s *Service) Accept(ctx context.Context, sc store.Scope, id int64, candidat
 	return s.db.AcceptScoutCandidates(ctx, run.ID, candidates)
 }
 
+// runs are scout runs as records whose work is one job.
+var runs = jobs.Owned[*store.ScoutRun]{Noun: "scout run", Short: "run", CancelAt: "/api/seo/scout/runs/%d/cancel", Cancelled: store.RunCancelled,
+	Info: func(r *store.ScoutRun) (int64, string, bool, *int64) { return r.ID, r.Status, r.Finished(), r.JobID }}
+
 // Cancel cancels a queued or running run the scope sees, saying who did;
 // a finished one is a conflict. The ending is recorded first, then the
-// job is cancelled: a queued job ends at once, a running one has its
-// context cancelled, which cuts the SerpApi or model call under way, and
-// finds the ending recorded (the first ending is kept, so the job's
-// OnFinish does not turn it into failed). What the run had gathered is
-// dropped with it: candidates are written only when a run succeeds, and
-// half a run's sources would score them differently.
+// job is cancelled (jobs.Owned.Cancel), which cuts the SerpApi or model
+// call under way. What the run had gathered is dropped with it:
+// candidates are written only when a run succeeds, and half a run's
+// sources would score them differently.
 func (s *Service) Cancel(ctx context.Context, sc store.Scope, id int64, by string) (*store.ScoutRun, error) {
 	run, err := s.run(ctx, sc, id)
 	if err != nil {
 		return nil, err
 	}
-	if run.Finished() {
-		return nil, store.Conflict("scout run %d already %s: only a queued or running run can be cancelled", run.ID, run.Status)
-	}
-	ended, err := s.db.FinishScoutRun(ctx, run.ID, store.ScoutOutcome{Status: store.RunCancelled, Error: "cancelled by " + by})
-	if err != nil {
-		return nil, err
-	}
-	if ended.Status != store.RunCancelled { // it finished meanwhile
-		return nil, store.Conflict("scout run %d already %s: only a queued or running run can be cancelled", run.ID, ended.Status)
-	}
-	// The cancel is recorded: a job that cannot be stopped now finds its
-	// run finished when it starts or ends, and leaves it.
-	if err := jobs.Stop(ctx, s.jobs, run.JobID); err != nil {
-		s.log.Error("scout run cancelled, but its job could not be stopped", "run", run.ID, "err", err)
-	}
-	return ended, nil
+	return runs.Cancel(ctx, s.jobs, s.log, run, func() (*store.ScoutRun, error) {
+		return s.db.FinishScoutRun(ctx, run.ID, store.ScoutOutcome{Status: store.RunCancelled, Error: "cancelled by " + by})
+	})
 }
 
 // Delete deletes a finished run the scope sees, with its candidates; the
@@ -375,8 +364,5 @@ func (s *Service) Delete(ctx context.Context, sc store.Scope, id int64) error {
 	if err != nil {
 		return err
 	}
-	if !run.Finished() {
-		return store.Conflict("scout run %d is %s: cancel it first (POST /api/seo/scout/runs/%d/cancel)", run.ID, run.Status, run.ID)
-	}
-	return s.db.DeleteScoutRun(ctx, run.ID)
+	return runs.Delete(run, func(id int64) error { return s.db.DeleteScoutRun(ctx, id) })
 }

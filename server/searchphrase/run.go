@@ -127,6 +127,11 @@ func (s *Service) runJob(ctx context.Context, job *store.Job) error {
 	if err != nil {
 		return err
 	}
+	// The run's end makes the phrase due again and frees a place in the
+	// batch: the scheduler is planned now, before the runner records the
+	// job's end, so that whoever sees the job ended sees the next plan too
+	// (jobFinished's replan then finds nothing to change).
+	s.replan(context.WithoutCancel(ctx))
 	if pl.Scheduled {
 		s.tell(ctx, after, added, pl.Previous)
 	}
@@ -139,6 +144,8 @@ func (s *Service) runJob(ctx context.Context, job *store.Job) error {
 // jobFinished ends the run of a job that ended without ending it
 // (cancelled, or failed before it could say so), and plans the scheduler
 // again after every run: a run that ended frees a place for a due phrase.
+// A run that ended itself planned it already (runJob); the runner calls
+// this after it recorded the job's end.
 func (s *Service) jobFinished(ctx context.Context, job *store.Job) {
 	ctx = context.WithoutCancel(ctx)
 	defer s.replan(ctx)

@@ -10,8 +10,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/copydesk/copydesk/server/engine"
 	"github.com/copydesk/copydesk/server/jobs"
 	"github.com/copydesk/copydesk/server/notify"
+	"github.com/copydesk/copydesk/server/serp"
 	"github.com/copydesk/copydesk/store"
 	"github.com/copydesk/copydesk/store/storetest"
 )
@@ -39,19 +41,26 @@ func (n *fakeNotifier) User(_ context.Context, userID int64, note notify.Note) {
 	n.notes = append(n.notes, fmt.Sprintf("%d|%s|%s|%s|%s", userID, note.Kind, note.Title, note.Body, note.Link))
 }
 
+// openService is a service over a fresh database with one environment,
+// on the database's clock, with eng as its engine.
+func openService(t *testing.T, eng Engine) (*store.DB, *storetest.Clock, *store.Environment, *fakeRunner, *Service) {
+	t.Helper()
+	db, clock := storetest.OpenDB(t)
+	env, err := db.CreateEnvironment(context.Background(), store.NewEnvironment{Name: "A", Slug: "a"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := &fakeRunner{kinds: map[string]jobs.Kind{}}
+	return db, clock, env, r, New(Deps{Store: db, Engine: eng, Jobs: r, Notify: &fakeNotifier{}, Now: clock.Now})
+}
+
 // The scheduler's plan is the earliest due phrase until the runs in flight
 // fill the batch; a run's end makes room. Each run it queues is a RunJob
 // marked scheduled.
 func TestSchedulePlan(t *testing.T) {
 	t.Parallel()
-	db, clock := storetest.OpenDB(t)
+	db, clock, env, r, s := openService(t, nil)
 	ctx := context.Background()
-	env, err := db.CreateEnvironment(ctx, store.NewEnvironment{Name: "A", Slug: "a"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	r := &fakeRunner{kinds: map[string]jobs.Kind{}}
-	s := New(Deps{Store: db, Jobs: r, Notify: &fakeNotifier{}, Now: clock.Now})
 	if r.kinds[ScheduleJob].Next == nil || r.kinds[RunJob].Next != nil {
 		t.Fatalf("kinds: %v", r.kinds)
 	}
@@ -172,5 +181,58 @@ func TestNilDeps(t *testing.T) {
 	s.tell(context.Background(), &store.SearchPhrase{ID: 3, RunStatus: store.PhraseFailed, LastRunError: "x", CreatedBy: &by}, 0, store.PhraseIdle)
 	if s.now == nil || s.now().IsZero() {
 		t.Error("no clock")
+	}
+}
+
+// modelOnly is an engine with no SerpApi credential and a model that
+// answers text.
+type modelOnly struct{ text string }
+
+func (modelOnly) Effective(context.Context, *int64) (engine.Effective, error) {
+	return engine.Effective{}, nil
+}
+func (modelOnly) Plan(context.Context, engine.Call) (string, string, error) {
+	return "openai", "gpt-4o-mini", nil
+}
+func (m modelOnly) Generate(context.Context, engine.Call) (*engine.Result, error) {
+	return &engine.Result{Text: m.text}, nil
+}
+func (modelOnly) SERP(context.Context, *int64) (*serp.Client, error) { return nil, nil }
+
+// A run that ends itself plans the scheduler before its handler returns,
+// that is before the runner records the job's end: whoever sees the job
+// ended sees the phrase's next run planned (the job's end hook, which
+// runs after, used to be the first to plan it).
+func TestRunEndPlansBeforeTheJobEnds(t *testing.T) {
+	t.Parallel()
+	db, clock, env, r, s := openService(t, modelOnly{text: "cold brew ratio\ncold brew at home"})
+	ctx := context.Background()
+	p, err := db.CreateSearchPhrase(ctx, store.NewSearchPhrase{EnvironmentID: env.ID, Phrase: "Cold brew", PhraseKey: "cold brew",
+		Locale: "en", IsActive: true, RefreshInterval: MinInterval})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p, err = s.Run(ctx, store.Everything, p.ID); err != nil {
+		t.Fatal(err)
+	}
+	job, err := db.JobByID(ctx, *p.RunJobID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	clock.Advance(time.Minute)
+	before := r.replans
+	if err := r.kinds[RunJob].Handle(ctx, job); err != nil {
+		t.Fatal(err)
+	}
+	if r.replans != before+1 {
+		t.Errorf("the run's end replanned %d times, want once", r.replans-before)
+	}
+	after, err := db.SearchPhraseByID(ctx, p.ID)
+	if err != nil || after.RunStatus != store.PhraseSucceeded || after.LastRunIdeas != 2 {
+		t.Fatalf("after the run: %+v %v", after, err)
+	}
+	at, ok, err := r.kinds[ScheduleJob].Next(ctx, clock.Now())
+	if want := clock.Now().Add(MinInterval); err != nil || !ok || !at.Equal(want) || after.NextRunAt == nil || !after.NextRunAt.Equal(want) {
+		t.Errorf("the plan at the run's end: %v %v %v, next_run_at %v, want %v", at, ok, err, after.NextRunAt, want)
 	}
 }

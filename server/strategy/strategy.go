@@ -306,8 +306,8 @@ func (s *Service) strategy(ctx context.Context, sc store.Scope, id int64) (*stor
 	if err != nil {
 		return nil, err
 	}
-	if !sc.Sees(st.EnvironmentID) {
-		return nil, store.NotFound("strategy not found")
+	if err := sc.Require(st.EnvironmentID, "strategy"); err != nil {
+		return nil, err
 	}
 	return st, nil
 }
@@ -331,35 +331,28 @@ func (s *Service) List(ctx context.Context, sc store.Scope, q ListQuery) ([]*sto
 	return s.db.ListStrategies(ctx, store.StrategyFilter{Scope: sc, EnvironmentID: q.EnvironmentID, Status: q.Status, Sort: q.Sort, Page: q.Page})
 }
 
+// strategies are strategies as records whose work is one job (a build).
+var strategies = jobs.Owned[*store.Strategy]{Noun: "strategy", Short: "strategy", CancelAt: "/api/seo/strategies/%d/cancel",
+	Cancelled: store.StrategyCancelled,
+	Info: func(st *store.Strategy) (int64, string, bool, *int64) {
+		return st.ID, st.Status, !st.Building(), st.JobID
+	}}
+
 // Cancel cancels a queued or building strategy the scope sees, saying who
 // did; a finished one is a conflict. The ending is recorded first, then
-// the job is cancelled: a queued job ends at once, a running one has its
-// context cancelled, which cuts the SerpApi or model call under way, and
-// finds the ending recorded (FinishStrategy keeps the first ending, so
-// the job's OnFinish does not turn it into failed). A cancelled strategy
-// has no clusters: they are written only when a build succeeds. The SERP
-// data fetched before the cancel stays stored, for the next build.
+// the job is cancelled (jobs.Owned.Cancel), which cuts the SerpApi or
+// model call under way (FinishStrategy keeps the first ending, so the
+// job's OnFinish does not turn it into failed). A cancelled strategy has
+// no clusters: they are written only when a build succeeds. The SERP data
+// fetched before the cancel stays stored, for the next build.
 func (s *Service) Cancel(ctx context.Context, sc store.Scope, id int64, by string) (*store.Strategy, error) {
 	st, err := s.strategy(ctx, sc, id)
 	if err != nil {
 		return nil, err
 	}
-	if !st.Building() {
-		return nil, store.Conflict("strategy %d already %s: only a queued or running strategy can be cancelled", st.ID, st.Status)
-	}
-	ended, err := s.db.FinishStrategy(ctx, st.ID, store.StrategyOutcome{Status: store.StrategyCancelled, Error: "cancelled by " + by})
-	if err != nil {
-		return nil, err
-	}
-	if ended.Status != store.StrategyCancelled { // it finished meanwhile
-		return nil, store.Conflict("strategy %d already %s: only a queued or running strategy can be cancelled", st.ID, ended.Status)
-	}
-	// The cancel is recorded: a job that cannot be stopped now finds its
-	// strategy finished when it starts or ends, and leaves it.
-	if err := jobs.Stop(ctx, s.jobs, st.JobID); err != nil {
-		s.log.Error("strategy cancelled, but its job could not be stopped", "strategy", st.ID, "err", err)
-	}
-	return ended, nil
+	return strategies.Cancel(ctx, s.jobs, s.log, st, func() (*store.Strategy, error) {
+		return s.db.FinishStrategy(ctx, st.ID, store.StrategyOutcome{Status: store.StrategyCancelled, Error: "cancelled by " + by})
+	})
 }
 
 // Delete deletes a finished strategy (ready, failed or cancelled); its
@@ -370,10 +363,7 @@ func (s *Service) Delete(ctx context.Context, sc store.Scope, id int64) error {
 	if err != nil {
 		return err
 	}
-	if st.Building() {
-		return store.Conflict("strategy %d is %s: cancel it first (POST /api/seo/strategies/%d/cancel)", st.ID, st.Status, st.ID)
-	}
-	return s.db.DeleteStrategy(ctx, st.ID)
+	return strategies.Delete(st, func(id int64) error { return s.db.DeleteStrategy(ctx, id) })
 }
 
 // notifyBuilt tells whoever created a strategy how its build ended; a

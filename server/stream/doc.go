@@ -37,44 +37,17 @@
 // and the subscriber goes on from there. Many watchers of one session
 // would otherwise each reconnect for that same snapshot.
 //
-// # Text generations (agent runs, chat replies, live agent sessions)
+// # Text generations
 //
-// The producer of a generation, say run 42:
-//
-//	b.WaitSubscriber(ctx, "runs/42") // when it works for one client (see below)
-//	b.Open("runs/42", stream.TopicOptions{Snapshot: &textSoFar{}})
-//	defer b.Finish("runs/42")
-//	b.Publish("runs/42", stream.Event{Name: "run", Data: run})        // id 1
-//	for each piece of text:
-//	    b.Publish("runs/42", stream.Event{Name: "delta", Data: delta}) // ids 2, 3, ...
-//	record the outcome durably, then
-//	b.Publish("runs/42", stream.Event{Name: "done", Data: finished})  // the final event
-//
-// textSoFar implements Snapshot: Apply appends each delta's text (and keeps
-// the run and the final event), Event returns one `event: snapshot` with the
-// run and the text so far. Every watcher, the requester included, calls
-// b.Serve(w, r, "runs/42", opts) with no Replayer:
-//
-//   - one that joins mid-generation gets the snapshot (with the id of the
-//     last delta folded into it), then the live deltas that follow it,
-//     neither missing nor repeating one;
-//   - one that reconnects with Last-Event-ID gets the deltas it missed from
-//     the replay buffer, or the snapshot when they are no longer there;
-//   - when the producer calls Finish, each stream ends after its last
-//     queued event (the final `done` or `error` event, which the client
-//     takes as the end). For Options.Linger after Finish the topic still
-//     answers late joiners (snapshot, then the end); after that the stored
-//     outcome does, so a watcher checks the run is still going before it
-//     calls Serve.
-//
-// A generation started by one client for itself (an agent run streamed to
-// the request that started it, server/agent) is produced elsewhere (a job),
-// so the request may subscribe after the first events: the producer waits
-// for it first (WaitSubscriber, with a bound in ctx), and the requester gets
-// every event rather than a snapshot.
-//
-// Cancelling a generation is the producer's business: it stops publishing,
-// publishes its final event and calls Finish.
+// A model call run as a job (agent runs, archetype generations, chat
+// replies, live generations) publishes on a live topic through
+// server/generation, which holds the recipe as code: it waits for the
+// requester to subscribe (WaitSubscriber), opens the topic with a snapshot
+// of the text so far, publishes the row, the deltas and the final event
+// once the outcome is stored, and calls Finish. Watchers call Serve with
+// no Replayer, and check the generation is still going before they do:
+// after Options.Linger a finished topic no longer answers, the stored
+// outcome does.
 //
 // # The database
 //

@@ -1,0 +1,140 @@
+// Small pieces every screen uses: links that stay in the page, labelled
+// fields that show the server's detail beside the field it names, and a
+// hook that loads data and ignores answers that came too late.
+import type { AnchorHTMLAttributes, ComponentChildren, Ref } from "preact";
+import { useCallback, useEffect, useId, useRef, useState } from "preact/hooks";
+import { ApiError, SessionEnded } from "./api/client";
+import { moved, onLinkClick } from "./router";
+import { sentence } from "./session";
+
+export function Link(props: AnchorHTMLAttributes<HTMLAnchorElement> & { href: string }) {
+  return <a {...props} onClick={onLinkClick} />;
+}
+
+type FieldProps = {
+  type?: "text" | "email" | "password" | "search" | "url" | "number";
+  autoComplete?: string;
+  required?: boolean;
+  spellcheck?: boolean;
+  label: string;
+  name: string;
+  value: string;
+  onValue: (v: string) => void;
+  error?: string | undefined;
+  hint?: string;
+  inputRef?: Ref<HTMLInputElement>;
+};
+
+// Field is a labelled input; error (the server's words) is read out with it.
+export function Field({ label, name, value, onValue, error, hint, inputRef, type, ...rest }: FieldProps) {
+  const id = useId();
+  const described = [hint ? id + "-hint" : "", error ? id + "-error" : ""].filter(Boolean).join(" ");
+  return (
+    <div class="field">
+      <label for={id}>{label}</label>
+      {hint && (
+        <p class="hint" id={id + "-hint"}>
+          {hint}
+        </p>
+      )}
+      <input
+        {...rest}
+        // Preact types an input by its type; the attributes given here fit them all.
+        type={(type ?? "text") as "text"}
+        ref={inputRef}
+        id={id}
+        name={name}
+        value={value}
+        onInput={(e) => onValue(e.currentTarget.value)}
+        aria-invalid={error ? "true" : undefined}
+        aria-describedby={described || undefined}
+      />
+      {error && (
+        <p class="field-error" id={id + "-error"}>
+          {sentence(error)}
+        </p>
+      )}
+    </div>
+  );
+}
+
+// FormErrors splits an error between the fields it names and the form.
+export type FormErrors = { fields: Record<string, string>; form: string | null };
+
+export function formErrors(err: unknown, fields: readonly string[]): FormErrors {
+  if (err instanceof SessionEnded) return { fields: {}, form: null }; // the sign-in dialog says it
+  if (err instanceof ApiError) {
+    if (err.field && err.fieldMessage && fields.includes(err.field)) return { fields: { [err.field]: err.fieldMessage }, form: null };
+    return { fields: {}, form: err.detail };
+  }
+  return { fields: {}, form: err instanceof Error ? err.message : String(err) };
+}
+
+export const noErrors: FormErrors = { fields: {}, form: null };
+
+export function Alert({ children }: { children: ComponentChildren }) {
+  return (
+    <p class="alert" role="alert">
+      {children}
+    </p>
+  );
+}
+
+export type Resource<T> = { data: T | null; error: string | null; loading: boolean; reload: () => void; set: (v: T) => void };
+
+// useResource loads what fn fetches, again when deps change; a reply to an
+// older call is dropped. A session that ended shows no error here: the
+// sign-in dialog is on screen.
+export function useResource<T>(fn: (signal: AbortSignal) => Promise<T>, deps: unknown[]): Resource<T> {
+  const [data, setData] = useState<T | null>(null);
+  const [error, setError] = useState<string | null>(null);
+  const [loading, setLoading] = useState(true);
+  const [n, setN] = useState(0);
+  useEffect(() => {
+    const ac = new AbortController();
+    setLoading(true);
+    setError(null);
+    fn(ac.signal).then(
+      (v) => {
+        if (ac.signal.aborted) return;
+        setData(v);
+        setLoading(false);
+      },
+      (e: unknown) => {
+        if (ac.signal.aborted || e instanceof SessionEnded) return;
+        setError(e instanceof Error ? sentence(e.message) : String(e));
+        setLoading(false);
+      },
+    );
+    return () => ac.abort();
+    // eslint-disable-next-line react-hooks/exhaustive-deps
+  }, [...deps, n]);
+  const reload = useCallback(() => setN((x) => x + 1), []);
+  return { data, error, loading, reload, set: setData };
+}
+
+// Heading is a screen's h1; it takes focus when the screen opens in the
+// page, so a screen reader announces the new screen and Tab starts from it.
+export function Heading({ children }: { children: ComponentChildren }) {
+  const ref = useRef<HTMLHeadingElement>(null);
+  useEffect(() => {
+    if (moved) ref.current?.focus({ preventScroll: true });
+  }, []);
+  return (
+    <h1 tabIndex={-1} ref={ref}>
+      {children}
+    </h1>
+  );
+}
+
+const dateTime = new Intl.DateTimeFormat(undefined, { dateStyle: "medium", timeStyle: "short" });
+export function When({ at }: { at: string | null | undefined }) {
+  if (!at) return <>—</>;
+  const d = new Date(at);
+  return <time dateTime={at}>{dateTime.format(d)}</time>;
+}
+
+const money = new Intl.NumberFormat(undefined, { style: "currency", currency: "USD", maximumFractionDigits: 2 });
+export function usd(n: number | null | undefined): string {
+  return n == null ? "—" : money.format(n);
+}
