@@ -77,7 +77,7 @@ func serveCmd() *cobra.Command {
 	f.DurationVar(&cfg.ProviderTimeout, "provider-timeout", 5*time.Minute, "limit of one LLM provider attempt, streaming included")
 	f.IntVar(&cfg.MaxQueued, "max-queued", 3, "scout runs, and strategy builds, one environment may have queued or running at once (each spends SerpApi searches and model calls)")
 	f.StringSliceVar(&cfg.AstroRoots, "astro-roots", nil, "folders Astro projects may live under (comma-separated); none by default, so Astro environments are refused until the operator names one; the data directory is always refused")
-	f.BoolVar(&cfg.AllowWebSourcesPrivate, "web-sources-private", false, "let web sources (feeds and pages any editor adds) reach private and loopback addresses; off, an editor could read the server's network through them")
+	f.BoolVar(&cfg.AllowWebSourcesPrivate, "web-sources-private", false, "let web sources and featured images (feeds, pages and image addresses any editor adds) reach private and loopback addresses; off, an editor could read the server's network through them")
 	f.BoolVar(&outboundPrivate, "outbound-private", true, "let outbound calls (providers, WordPress, SERP) reach private and loopback addresses, e.g. a local Ollama; false refuses them for web sources too; link-local and cloud metadata addresses are always refused")
 	return cmd
 }
