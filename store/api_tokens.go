@@ -5,7 +5,6 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"strings"
 	"time"
 )
 
@@ -70,18 +69,8 @@ func (db *DB) CreateAPIToken(ctx context.Context, n NewAPIToken) (*APIToken, err
 	ids := dedupe(n.EnvironmentIDs)
 	var t *APIToken
 	err := db.tx(ctx, func(tx *sql.Tx) error {
-		var missing []string
-		for _, id := range ids {
-			var one int
-			err := tx.QueryRowContext(ctx, `SELECT 1 FROM environments WHERE id = ?`, id).Scan(&one)
-			if errors.Is(err, sql.ErrNoRows) {
-				missing = append(missing, fmt.Sprint(id))
-			} else if err != nil {
-				return err
-			}
-		}
-		if len(missing) > 0 {
-			return Invalid("environment_ids: no environment with id %s", strings.Join(missing, ", "))
+		if err := requireEnvironments(ctx, tx, ids); err != nil {
+			return err
 		}
 		var err error
 		t, err = scanAPIToken(tx.QueryRowContext(ctx, `INSERT INTO api_tokens (user_id, name, prefix, secret_hash, read_only, limited,
