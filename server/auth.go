@@ -26,72 +26,73 @@ func (s *Server) registerAuthRoutes() {
 		Summary: "Sign in and obtain a JWT", Body: loginRequest{}, Bare: tokenResponse{}, Errors: []int{401, 403, 429, 503},
 		Notes: "With two-factor authentication on, send totp_code (or a recovery code); without it the answer is 401 saying a code is required. " +
 			"Repeated failures for one address are slowed down and then locked for a while (429 with Retry-After). " + busyNote}, s.login)
-	s.handle(Route{Method: "POST", Path: "/api/auth/refresh", Tag: tag, Access: signedIn,
+	s.handle(Route{Method: "POST", Path: "/api/auth/refresh", Tag: tag, Access: ownAccount,
 		Summary: "Refresh the current JWT", Bare: tokenResponse{},
 		Notes: "Send no body; the token in the Authorization header must still be valid. The new token belongs to the same session and never outlives the session's absolute lifetime."}, s.refresh)
 	s.handle(Route{Method: "GET", Path: "/api/auth/me", Tag: tag, Access: signedIn,
 		Summary: "The current user's profile", Data: userResponse{}}, s.me)
-	s.handle(Route{Method: "PUT", Path: "/api/auth/me", Tag: tag, Access: signedIn,
+	s.handle(Route{Method: "PUT", Path: "/api/auth/me", Tag: tag, Access: ownAccount,
 		Summary: "Update the current user's profile", Body: profileRequest{}, Data: userResponse{}, Errors: []int{409, 429, 503},
 		Notes: "Changing the e-mail address or the password needs current_password. A new password ends every other session of the user. " + busyNote}, s.updateMe)
-	s.handle(Route{Method: "POST", Path: "/api/auth/me/avatar", Tag: tag, Access: signedIn, Multipart: "file",
+	s.handle(Route{Method: "POST", Path: "/api/auth/me/avatar", Tag: tag, Access: ownAccount, Multipart: "file",
 		MaxBody: auth.MaxAvatarBytes + 64<<10, Summary: "Upload a profile avatar", Data: userResponse{},
 		Notes: "multipart/form-data with the image in the field file: PNG, JPEG, GIF or WebP, at most 2 MiB and 2048×2048 pixels."}, s.uploadAvatar)
-	s.handle(Route{Method: "DELETE", Path: "/api/auth/me/avatar", Tag: tag, Access: signedIn,
+	s.handle(Route{Method: "DELETE", Path: "/api/auth/me/avatar", Tag: tag, Access: ownAccount,
 		Summary: "Delete the profile avatar", Data: userResponse{}}, s.deleteAvatar)
 	s.handle(Route{Method: "GET", Path: "/api/auth/avatars/{user_id}", Tag: tag, Access: signedIn,
 		Summary: "A user's avatar image", Binary: "image/*", Errors: []int{304}, Query: avatarQuery{},
 		Notes: "The image bytes with their content type; avatar_url in user objects points here."}, s.avatar)
-	s.handle(Route{Method: "GET", Path: "/api/auth/2fa", Tag: tag, Access: signedIn,
+	s.handle(Route{Method: "GET", Path: "/api/auth/2fa", Tag: tag, Access: ownAccount,
 		Summary: "Your two-factor authentication: on or off, and how many recovery codes are left", Data: twoFactorResponse{},
 		Notes: "recovery_codes_left counts the unused recovery codes; each works once. When they run low, turn two-factor authentication off and on again for ten new ones."}, s.twoFactor)
-	s.handle(Route{Method: "POST", Path: "/api/auth/2fa/setup", Tag: tag, Access: signedIn, Errors: []int{409},
+	s.handle(Route{Method: "POST", Path: "/api/auth/2fa/setup", Tag: tag, Access: ownAccount, Errors: []int{409},
 		Summary: "Start two-factor setup (TOTP secret and QR code)", Data: totpSetupResponse{},
 		Notes: "Scan qr_code (or type secret) into an authenticator app, then confirm with /api/auth/2fa/verify."}, s.setupTOTP)
-	s.handle(Route{Method: "POST", Path: "/api/auth/2fa/verify", Tag: tag, Access: signedIn, Errors: []int{409, 429, 503},
+	s.handle(Route{Method: "POST", Path: "/api/auth/2fa/verify", Tag: tag, Access: ownAccount, Errors: []int{409, 429, 503},
 		Summary: "Confirm a TOTP code and turn two-factor authentication on", Body: totpVerifyRequest{}, Data: recoveryCodesResponse{},
 		Notes: "Needs current_password as well as the code, like changing the e-mail address. Returns ten one-time recovery codes, shown this once only. " + busyNote}, s.verifyTOTP)
-	s.handle(Route{Method: "POST", Path: "/api/auth/2fa/disable", Tag: tag, Access: signedIn, Errors: []int{409, 429, 503},
+	s.handle(Route{Method: "POST", Path: "/api/auth/2fa/disable", Tag: tag, Access: ownAccount, Errors: []int{409, 429, 503},
 		Summary: "Turn two-factor authentication off", Body: totpDisableRequest{}, Data: userResponse{},
 		Notes: "Prove it with a current code (or a recovery code) or with the password. " + busyNote}, s.disableTOTP)
-	s.handle(Route{Method: "GET", Path: "/api/auth/sessions", Tag: tag, Access: signedIn, List: true,
+	s.handle(Route{Method: "GET", Path: "/api/auth/sessions", Tag: tag, Access: ownAccount, List: true,
 		Summary: "The current user's active sessions, newest first", Query: pageQuery{}, Data: sessionResponse{}}, s.sessions)
-	s.handle(Route{Method: "POST", Path: "/api/auth/logout", Tag: tag, Access: signedIn,
+	s.handle(Route{Method: "POST", Path: "/api/auth/logout", Tag: tag, Access: ownAccount,
 		Summary: "Sign out: end the current session", Data: sessionRevokedResponse{},
 		Notes: "Send no body. Ends the session of the token in the Authorization header, as DELETE /api/auth/sessions/{id} would: " +
 			"its tokens get 401 from the next request on. Other sessions stay; end them with DELETE /api/auth/sessions/{id}."}, s.logout)
-	s.handle(Route{Method: "DELETE", Path: "/api/auth/sessions/{id}", Tag: tag, Access: signedIn,
+	s.handle(Route{Method: "DELETE", Path: "/api/auth/sessions/{id}", Tag: tag, Access: ownAccount,
 		Summary: "Revoke a session", Data: sessionRevokedResponse{},
 		Notes: "A token of the revoked session gets 401 on its next request. Another user's session is 404."}, s.revokeSession)
 	s.handle(Route{Method: "GET", Path: "/api/auth/license", Tag: tag, Access: signedIn,
 		Summary: "License status", Data: licenseResponse{}}, s.license)
-	s.handle(Route{Method: "POST", Path: "/api/auth/license/activate", Tag: tag, Access: signedIn, Errors: []int{409},
+	s.handle(Route{Method: "POST", Path: "/api/auth/license/activate", Tag: tag, Access: ownAccount, Errors: []int{409},
 		Summary: "Activate a license key", Body: licenseActivateRequest{}, Data: licenseResponse{},
 		Notes: "The key's Ed25519 signature, plan, seats and expiry are checked offline. A key active on another account is 409."}, s.activateLicense)
-	s.handle(Route{Method: "POST", Path: "/api/auth/license/deactivate", Tag: tag, Access: signedIn,
+	s.handle(Route{Method: "POST", Path: "/api/auth/license/deactivate", Tag: tag, Access: ownAccount,
 		Summary: "Deactivate the license", Data: licenseResponse{}}, s.deactivateLicense)
-	s.handle(Route{Method: "GET", Path: "/api/auth/users", Tag: tag, Access: adminOnly, List: true,
+	s.handle(Route{Method: "GET", Path: "/api/auth/users", Tag: tag, Access: userAccount, List: true,
 		Summary: "List users", Query: userListQuery{}, Data: userResponse{}}, s.listUsers)
-	s.handle(Route{Method: "PUT", Path: "/api/auth/users/{id}/role", Tag: tag, Access: adminOnly, Errors: []int{409},
+	s.handle(Route{Method: "PUT", Path: "/api/auth/users/{id}/role", Tag: tag, Access: userAccount, Errors: []int{409},
 		Summary: "Change a user's role", Body: roleRequest{}, Data: userResponse{},
 		Notes: "Only a super_admin grants super_admin or changes a super_admin; the last active super_admin keeps the role (409)."}, s.setRole)
-	s.handle(Route{Method: "PUT", Path: "/api/auth/users/{id}/status", Tag: tag, Access: adminOnly, Errors: []int{409},
+	s.handle(Route{Method: "PUT", Path: "/api/auth/users/{id}/status", Tag: tag, Access: userAccount, Errors: []int{409},
 		Summary: "Enable or disable a user", Body: statusRequest{}, Data: userResponse{},
 		Notes: "Disabling ends the user's sessions at once. Nobody disables themselves or the last active super_admin (409)."}, s.setStatus)
-	s.handle(Route{Method: "GET", Path: "/api/auth/users/{id}/environments", Tag: tag, Access: adminOnly,
+	s.handle(Route{Method: "GET", Path: "/api/auth/users/{id}/environments", Tag: tag, Access: userAccount,
 		Summary: "A user's environment access", Data: userEnvironmentsResponse{},
 		Notes: "The environments granted to the user with PUT. Admins and super_admins see every environment whatever this says."}, s.userEnvironments)
-	s.handle(Route{Method: "PUT", Path: "/api/auth/users/{id}/environments", Tag: tag, Access: adminOnly,
+	s.handle(Route{Method: "PUT", Path: "/api/auth/users/{id}/environments", Tag: tag, Access: userAccount,
 		Summary: "Set a user's environment access", Body: userEnvironmentsRequest{}, Data: userEnvironmentsResponse{},
 		Notes: "Replaces the set of environments the user may see. Unknown environment ids are 422."}, s.setUserEnvironments)
-	s.handle(Route{Method: "POST", Path: "/api/auth/users/{id}/reset-2fa", Tag: tag, Access: adminOnly, Errors: []int{409},
+	s.handle(Route{Method: "POST", Path: "/api/auth/users/{id}/reset-2fa", Tag: tag, Access: userAccount, Errors: []int{409},
 		Summary: "Turn off a user's two-factor authentication", Data: userResponse{},
 		Notes: "For a user who lost their authenticator and recovery codes: the secret and the recovery codes are removed; the password and the sessions stay. " +
 			"Only a super_admin acts on a super_admin. Your own is 409 (use /api/auth/2fa/disable); a user without two-factor authentication is 409."}, s.resetTwoFactor)
-	s.handle(Route{Method: "POST", Path: "/api/auth/users/{id}/unlock", Tag: tag, Access: adminOnly, Errors: []int{409},
+	s.handle(Route{Method: "POST", Path: "/api/auth/users/{id}/unlock", Tag: tag, Access: userAccount, Errors: []int{409},
 		Summary: "Unlock a user's sign-in", Data: userResponse{},
 		Notes: "Clears the failed sign-in attempts of the user's e-mail address, which ends a lock or a delay at once. " +
 			"Only a super_admin acts on a super_admin; your own address is 409."}, s.unlockUser)
+	s.registerAPITokenRoutes(tag)
 }
 
 // busyNote says what the routes that check or hash a password answer when

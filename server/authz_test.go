@@ -7,6 +7,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -62,6 +63,17 @@ var authzTable = []authzCase{
 	{route: "PUT /api/auth/users/{id}/environments", path: "/api/auth/users/{target}/environments", body: map[string]any{"environment_ids": []string{"{envA}"}}, want: [5]int{401, 403, 403, 200, 200}},
 	{route: "POST /api/auth/users/{id}/reset-2fa", path: "/api/auth/users/{target}/reset-2fa", want: [5]int{401, 403, 403, 409, 409}}, // target has no 2FA
 	{route: "POST /api/auth/users/{id}/unlock", path: "/api/auth/users/{target}/unlock", want: [5]int{401, 403, 403, 200, 200}},
+	// API tokens: {apitoken} is the caller's own, {targettoken} target's,
+	// {supertoken} that of {super}, the super_admin.
+	{route: "POST /api/auth/tokens", body: map[string]any{"name": "ci", "read_only": true}, want: [5]int{401, 201, 201, 201, 201}},
+	{route: "POST /api/auth/tokens", body: map[string]any{"name": "ci", "environment_ids": []string{"{envB}"}}, want: [5]int{401, 422, 422, 201, 201}},
+	{route: "GET /api/auth/tokens", want: [5]int{401, 200, 200, 200, 200}},
+	{route: "DELETE /api/auth/tokens/{id}", path: "/api/auth/tokens/{apitoken}", want: [5]int{401, 200, 200, 200, 200}},
+	{route: "DELETE /api/auth/tokens/{id}", path: "/api/auth/tokens/{targettoken}", want: [5]int{401, 404, 404, 404, 404}},
+	{route: "GET /api/auth/users/{id}/tokens", path: "/api/auth/users/{target}/tokens", want: [5]int{401, 403, 403, 200, 200}},
+	{route: "GET /api/auth/users/{id}/tokens", path: "/api/auth/users/{super}/tokens", want: [5]int{401, 403, 403, 200, 200}},
+	{route: "DELETE /api/auth/users/{id}/tokens/{token_id}", path: "/api/auth/users/{target}/tokens/{targettoken}", want: [5]int{401, 403, 403, 200, 200}},
+	{route: "DELETE /api/auth/users/{id}/tokens/{token_id}", path: "/api/auth/users/{super}/tokens/{supertoken}", want: [5]int{401, 403, 403, 403, 200}},
 
 	{route: "GET /api/environments", want: [5]int{401, 200, 200, 200, 200}},
 	{route: "POST /api/environments", body: map[string]any{"name": "Fresh site"}, want: [5]int{401, 403, 403, 201, 201}},
@@ -396,9 +408,11 @@ var authzTable = []authzCase{
 // and signing five users in per case took most of the package's test time.
 type authzFixture struct {
 	data   *storetest.Fixture
-	astro  map[int64]string             // environment -> its Astro project, copied for each case
-	tokens map[string]string            // role -> access token ("" for anonymous)
-	fill   map[string]*strings.Replacer // role -> fills {envA}, {target}, ... with that role's ids
+	astro  map[int64]string  // environment -> its Astro project, copied for each case
+	tokens map[string]string // role -> access token ("" for anonymous)
+	// apiTokens: caller (authzTokenCallers) -> an API token (cdk_...)
+	apiTokens map[string]string
+	fill      map[string]*strings.Replacer // role -> fills {envA}, {target}, ... with that role's ids
 }
 
 // newAuthzFixture builds envA (granted to the viewer, the editor and target), envB,
@@ -418,7 +432,7 @@ func newAuthzFixture(t *testing.T, providerURL string) (*authzFixture, []*server
 	if err != nil {
 		t.Fatal(err)
 	}
-	target, _ := e.user(t, "target", store.RoleViewer)
+	target, targetJWT := e.user(t, "target", store.RoleViewer)
 	if _, err := e.app.DB.SetAvatar(ctx, target.ID, "image/png", pngBytes(t, 8, 8)); err != nil {
 		t.Fatal(err)
 	}
@@ -426,10 +440,14 @@ func newAuthzFixture(t *testing.T, providerURL string) (*authzFixture, []*server
 		t.Fatal(err)
 	}
 	tokens := map[string]string{"anonymous": ""}
+	var superID int64
 	own := map[string][2]int64{"anonymous": {1, 1}} // notification, message
 	for _, r := range []store.Role{store.RoleViewer, store.RoleEditor, store.RoleAdmin, store.RoleSuperAdmin} {
 		u, tok := e.user(t, "u-"+strings.ReplaceAll(string(r), "_", "-"), r)
 		tokens[string(r)] = tok
+		if r == store.RoleSuperAdmin {
+			superID = u.ID
+		}
 		if r == store.RoleViewer || r == store.RoleEditor {
 			if _, err := e.app.DB.SetUserEnvironments(ctx, u.ID, []int64{envA.ID}); err != nil {
 				t.Fatal(err)
@@ -645,11 +663,12 @@ func newAuthzFixture(t *testing.T, providerURL string) (*authzFixture, []*server
 		terms["{scout"+env.Name+"}"], terms["{cand"+env.Name+"}"], terms["{strat"+env.Name+"}"] = scoutRun, cand, strat
 		terms["{scoutQ"+env.Name+"}"], terms["{stratQ"+env.Name+"}"] = queued, stratQ
 	}
+	apiTokens, apiTokenIDs := authzAPITokens(t, e, tokens, targetJWT, envA.ID)
 	snap, err := e.app.Backups.Create(ctx, "manual")
 	if err != nil {
 		t.Fatal(err)
 	}
-	f := &authzFixture{tokens: tokens, fill: map[string]*strings.Replacer{}, astro: astro}
+	f := &authzFixture{tokens: tokens, apiTokens: apiTokens, fill: map[string]*strings.Replacer{}, astro: astro}
 	for _, role := range authzRoles {
 		ids := map[string]int64{"{envA}": envA.ID, "{envB}": envB.ID, "{target}": target.ID,
 			"{notification}": own[role][0], "{message}": own[role][1], "{credential}": cred.ID,
@@ -661,6 +680,8 @@ func newAuthzFixture(t *testing.T, providerURL string) (*authzFixture, []*server
 		for k, v := range chats[role] {
 			ids[k] = v
 		}
+		ids["{apitoken}"], ids["{targettoken}"], ids["{super}"], ids["{supertoken}"] = apiTokenIDs[role], apiTokenIDs["target"], superID,
+			apiTokenIDs[string(store.RoleSuperAdmin)]
 		pairs := []string{"{backup}", snap.Name}
 		for k, v := range ids {
 			pairs = append(pairs, `"`+k+`"`, fmt.Sprint(v), k, fmt.Sprint(v)) // numbers in JSON, digits in paths
@@ -695,6 +716,111 @@ func (f *authzFixture) env(t *testing.T) *env {
 	return e
 }
 
+// authzTokenCaller is a caller of TestAuthorizationTable with an API token
+// (cdk_...): what it gets on each route follows from the table's column
+// of its user's role (as) and the rules of tokens (want).
+type authzTokenCaller struct {
+	name string
+	as   string // the role whose column and ids the caller uses
+	// want is the status the caller must get, from the case and the
+	// route's access.
+	want func(c authzCase, a server.Access, method string) int
+	// dead: every route that needs a token is 401, so the cases share one
+	// app (nothing but the public routes runs).
+	dead bool
+}
+
+var authzTokenCallers = func() []authzTokenCaller {
+	col := func(role string) int { return slices.Index(authzRoles, role) }
+	var out []authzTokenCaller
+	for _, role := range authzRoles[1:] {
+		out = append(out, authzTokenCaller{name: "token-" + role, as: role, want: func(c authzCase, a server.Access, _ string) int {
+			if !a.Public && a.Account && c.want[col(role)] != 403 {
+				return 403 // not with an API token
+			}
+			return c.want[col(role)]
+		}})
+	}
+	admin, editor := col("admin"), col("editor")
+	return append(out,
+		// An admin's read-only token: the admin's column where it reads, 403
+		// wherever it would change something.
+		authzTokenCaller{name: "token-read-only", as: "admin", want: func(c authzCase, a server.Access, method string) int {
+			if !a.Public && (a.Account || method != "GET") {
+				return 403
+			}
+			return c.want[admin]
+		}},
+		// An admin's token limited to envA acts as an editor of envA: no
+		// admin route, and envB does not exist for it.
+		authzTokenCaller{name: "token-limited", as: "admin", want: func(c authzCase, a server.Access, _ string) int {
+			switch {
+			case a.Public:
+				return c.want[admin]
+			case a.Account || a.MinRole.AtLeast(store.RoleAdmin):
+				return 403
+			}
+			return c.want[editor]
+		}},
+		authzTokenCaller{name: "token-revoked", as: "editor", dead: true},
+		authzTokenCaller{name: "token-expired", as: "editor", dead: true},
+		authzTokenCaller{name: "token-disabled", as: "editor", dead: true},
+	)
+}()
+
+// authzAccountRoutes are the routes no API token may use, whatever its
+// user's role: they manage accounts (tokens, password, e-mail, two-factor
+// authentication, sessions, a license), users, or restore a backup. The
+// route table must say so (Access.Account) for exactly these.
+var authzAccountRoutes = []string{
+	"POST /api/auth/refresh", "PUT /api/auth/me", "POST /api/auth/me/avatar", "DELETE /api/auth/me/avatar",
+	"GET /api/auth/2fa", "POST /api/auth/2fa/setup", "POST /api/auth/2fa/verify", "POST /api/auth/2fa/disable",
+	"GET /api/auth/sessions", "DELETE /api/auth/sessions/{id}", "POST /api/auth/logout",
+	"POST /api/auth/license/activate", "POST /api/auth/license/deactivate",
+	"POST /api/auth/tokens", "GET /api/auth/tokens", "DELETE /api/auth/tokens/{id}",
+	"GET /api/auth/users", "PUT /api/auth/users/{id}/role", "PUT /api/auth/users/{id}/status",
+	"GET /api/auth/users/{id}/environments", "PUT /api/auth/users/{id}/environments",
+	"POST /api/auth/users/{id}/reset-2fa", "POST /api/auth/users/{id}/unlock",
+	"GET /api/auth/users/{id}/tokens", "DELETE /api/auth/users/{id}/tokens/{token_id}",
+	"POST /api/backup/{name}/restore",
+}
+
+// authzAPITokens makes the API tokens of the callers in authzTokenCallers
+// through the API, and one of target's; tokens are the roles' JWTs. It
+// returns the secrets by caller and the ids by role ("target" for
+// target's).
+func authzAPITokens(t *testing.T, e *env, tokens map[string]string, targetJWT string, envA int64) (map[string]string, map[string]int64) {
+	t.Helper()
+	secrets, ids := map[string]string{}, map[string]int64{}
+	mint := func(jwt string, body map[string]any) (string, int64) {
+		t.Helper()
+		body["name"] = "authz"
+		r := e.do(t, "POST", "/api/auth/tokens", jwt, body)
+		if r.Code != 201 {
+			t.Fatalf("make an API token: %d %s", r.Code, r.Body)
+		}
+		return r.Data()["token"].(string), int64(r.Data()["id"].(float64))
+	}
+	for _, role := range authzRoles[1:] {
+		secrets["token-"+role], ids[role] = mint(tokens[role], map[string]any{})
+	}
+	_, ids["target"] = mint(targetJWT, map[string]any{})
+	secrets["token-read-only"], _ = mint(tokens["admin"], map[string]any{"read_only": true})
+	secrets["token-limited"], _ = mint(tokens["admin"], map[string]any{"environment_ids": []int64{envA}})
+	revoked, id := mint(tokens["editor"], map[string]any{})
+	if r := e.do(t, "DELETE", fmt.Sprintf("/api/auth/tokens/%d", id), tokens["editor"], nil); r.Code != 200 {
+		t.Fatalf("revoke: %d %s", r.Code, r.Body)
+	}
+	secrets["token-revoked"] = revoked
+	secrets["token-expired"], _ = mint(tokens["editor"], map[string]any{"expires_at": e.clock.Now().Add(time.Hour).Format(time.RFC3339)})
+	u, jwt := e.user(t, "u-disabled", store.RoleEditor)
+	secrets["token-disabled"], _ = mint(jwt, map[string]any{})
+	if _, err := e.app.DB.SetUserActive(context.Background(), u.ID, false); err != nil {
+		t.Fatal(err)
+	}
+	return secrets, ids
+}
+
 func TestAuthorizationTable(t *testing.T) {
 	t.Parallel()
 	provider := fakeOpenAI(t, nil)
@@ -708,16 +834,60 @@ func TestAuthorizationTable(t *testing.T) {
 			t.Errorf("route %s %s is missing from authzTable", r.Method, r.Path)
 		}
 	}
+	access := map[string]server.Access{}
+	for _, r := range routes {
+		access[r.Method+" "+r.Path] = r.Access
+		if want := slices.Contains(authzAccountRoutes, r.Method+" "+r.Path); r.Access.Account != want {
+			t.Errorf("%s %s: Access.Account is %v, want %v (authzAccountRoutes)", r.Method, r.Path, r.Access.Account, want)
+		}
+	}
+	// The dead tokens' cases share an app each; the expired token's clock
+	// is past its expiry.
+	dead := map[string]*env{}
+	for _, tc := range authzTokenCallers {
+		if tc.dead {
+			dead[tc.name] = fixture.env(t)
+		}
+	}
+	dead["token-expired"].clock.Advance(2 * time.Hour)
+	type caller struct {
+		name, token string
+		fill        *strings.Replacer
+		want        func(c authzCase, method string) int
+		shared      *env
+	}
+	var callers []caller
+	for i, role := range authzRoles {
+		callers = append(callers, caller{name: role, token: fixture.tokens[role], fill: fixture.fill[role],
+			want: func(c authzCase, _ string) int { return c.want[i] }})
+	}
+	for _, tc := range authzTokenCallers {
+		cl := caller{name: tc.name, token: fixture.apiTokens[tc.name], fill: fixture.fill[tc.as], shared: dead[tc.name]}
+		cl.want = func(c authzCase, method string) int {
+			a := access[c.route]
+			if tc.dead {
+				if a.Public {
+					return c.want[0]
+				}
+				return 401
+			}
+			return tc.want(c, a, method)
+		}
+		callers = append(callers, cl)
+	}
 	for _, c := range authzTable {
 		method, tmpl, _ := strings.Cut(c.route, " ")
 		if c.path != "" {
 			tmpl = c.path
 		}
-		for i, role := range authzRoles {
-			t.Run(strings.ReplaceAll(c.route, "/", "_")+"/"+role, func(t *testing.T) {
+		for _, cl := range callers {
+			t.Run(strings.ReplaceAll(c.route, "/", "_")+"/"+cl.name, func(t *testing.T) {
 				t.Parallel()
-				e := fixture.env(t)
-				token, fill := fixture.tokens[role], fixture.fill[role]
+				e := cl.shared
+				if e == nil {
+					e = fixture.env(t)
+				}
+				token, fill, role := cl.token, cl.fill, cl.name
 				path := fill.Replace(tmpl)
 				var got resp
 				switch {
@@ -743,8 +913,8 @@ func TestAuthorizationTable(t *testing.T) {
 					}
 					got = e.do(t, method, path, token, body)
 				}
-				if got.Code != c.want[i] {
-					t.Errorf("%s %s as %s: got %d, want %d: %s", method, path, role, got.Code, c.want[i], got.Body)
+				if want := cl.want(c, method); got.Code != want {
+					t.Errorf("%s %s as %s: got %d, want %d: %s", method, path, role, got.Code, want, got.Body)
 				}
 			})
 		}

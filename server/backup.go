@@ -41,10 +41,10 @@ func (s *Server) registerBackupRoutes() {
 		Summary: "Check a snapshot again", Data: backupVerifyResponse{},
 		Notes: "Compares the file's SHA-256 with the one recorded when it was made, runs PRAGMA integrity_check and compares its schema with what copydesk's migrations create for its version. " +
 			"A damaged or altered snapshot answers 200 with ok false and the problem."}, s.verifyBackup)
-	s.handle(Route{Method: "POST", Path: "/api/backup/{name}/restore", Tag: tag, Access: superOnly, Errors: []int{409, 422, 429},
+	s.handle(Route{Method: "POST", Path: "/api/backup/{name}/restore", Tag: tag, Access: Access{MinRole: store.RoleSuperAdmin, Account: true}, Errors: []int{409, 422, 429},
 		Summary: "Restore a snapshot while serving", Data: backupRestoreResponse{},
 		Notes: "Checks the snapshot, lets requests in flight finish and holds new ones, keeps a pre-restore safety snapshot, swaps the database and resumes. " +
-			"No restart. Every session ends, yours included (tokens get 401): everyone signs in again."}, s.restoreBackup)
+			"No restart. Every session ends, yours included (tokens get 401): everyone signs in again. Every API token is revoked: make new ones."}, s.restoreBackup)
 	s.handle(Route{Method: "DELETE", Path: "/api/backup/{name}", Tag: tag, Access: superOnly,
 		Summary: "Delete a snapshot", Data: backupDeletedResponse{}}, s.deleteBackup)
 }

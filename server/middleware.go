@@ -138,7 +138,7 @@ func (s *Server) admit(a Access, readBody bool) gin.HandlerFunc {
 			if !a.Public {
 				c.Header("Connection", "close") // kept if refused: see 1. above
 				ctx, release := s.db.Hold(c.Request.Context())
-				ok := s.authorize(ctx, c, a.MinRole)
+				ok := s.authorize(ctx, c, a)
 				release()
 				if !ok {
 					return
@@ -152,7 +152,7 @@ func (s *Server) admit(a Access, readBody bool) gin.HandlerFunc {
 		ctx, release := s.db.Hold(c.Request.Context())
 		defer release()
 		c.Set(releaseKey, release)
-		if !a.Public && !s.authorize(ctx, c, a.MinRole) {
+		if !a.Public && !s.authorize(ctx, c, a) {
 			return
 		}
 		c.Request = c.Request.WithContext(ctx)
@@ -319,18 +319,24 @@ func (s *Server) serveFinished(c *gin.Context, o stream.ServeOptions, events ...
 
 const principalKey = "copydesk.principal"
 
-// authorize checks the bearer token, the session and the user under the
-// hold ctx, then the role: it puts the principal on the context, or
-// answers 401 (any failure of the token) or 403 (min not reached) and
-// reports false.
-func (s *Server) authorize(ctx context.Context, c *gin.Context, min store.Role) bool {
+// authorize checks the bearer token, the session (or API token) and the
+// user under the hold ctx, then the role and, for an API token, what it
+// may do on this route: it puts the principal on the context, or answers
+// 401 (any failure of the token) or 403 (role not reached, or not with
+// this API token) and reports false.
+func (s *Server) authorize(ctx context.Context, c *gin.Context, a Access) bool {
 	p, err := s.authFromHeader(ctx, c)
 	if err != nil {
 		fail(c, err)
 		return false
 	}
-	if !p.User.Role.AtLeast(min) {
-		abort(c, http.StatusForbidden, "this needs the "+string(min)+" role or higher; you are "+string(p.User.Role))
+	if !p.User.Role.AtLeast(a.MinRole) {
+		abort(c, http.StatusForbidden, "this needs the "+string(a.MinRole)+" role or higher; you are "+string(p.User.Role))
+		return false
+	}
+	read := c.Request.Method == http.MethodGet || c.Request.Method == http.MethodHead
+	if err := p.Allows(auth.Use{Write: !read, Account: a.Account, MinRole: a.MinRole}); err != nil {
+		fail(c, err)
 		return false
 	}
 	c.Set(principalKey, p)
@@ -341,7 +347,7 @@ func (s *Server) authFromHeader(ctx context.Context, c *gin.Context) (*auth.Prin
 	h := c.GetHeader("Authorization")
 	scheme, token, ok := strings.Cut(h, " ")
 	if h == "" {
-		return nil, store.Unauthorized("authentication required: send the header Authorization: Bearer <token>")
+		return nil, store.Unauthorized("authentication required: send the header Authorization: Bearer <token> (a token from /api/auth/login, or an API token cdk_...)")
 	}
 	if !ok || !strings.EqualFold(scheme, "Bearer") || strings.TrimSpace(token) == "" {
 		return nil, store.Unauthorized("the Authorization header must be: Bearer <token>")

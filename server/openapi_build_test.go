@@ -28,7 +28,7 @@ import (
 var statusText = map[int]string{
 	400: "The request could not be read (malformed JSON, wrong shape).",
 	401: "Missing, malformed, expired, wrongly signed or revoked token, or bad credentials.",
-	403: "Your role is too low for this, or the action is not allowed.",
+	403: "Your role is too low for this, the action is not allowed, or an API token may not do it (read-only, limited to environments, or a route that needs a password sign-in).",
 	404: "Not found, or not visible to you.",
 	409: "Conflicts with the current state.",
 	413: "The request body is too large.",
@@ -62,7 +62,8 @@ func BuildOpenAPI(routes []*server.Route, version string) ([]byte, error) {
 			Schemas:   openapi3.Schemas{},
 			Responses: openapi3.ResponseBodies{},
 			SecuritySchemes: openapi3.SecuritySchemes{
-				"bearerAuth": &openapi3.SecuritySchemeRef{Value: openapi3.NewJWTSecurityScheme()},
+				"bearerAuth": &openapi3.SecuritySchemeRef{Value: openapi3.NewJWTSecurityScheme().WithDescription(
+					"The access_token of POST /api/auth/login, or a personal API token (cdk_..., POST /api/auth/tokens).")},
 			},
 		},
 	}
@@ -97,6 +98,9 @@ func BuildOpenAPI(routes []*server.Route, version string) ([]byte, error) {
 		} else {
 			op.Security = &openapi3.SecurityRequirements{{"bearerAuth": []string{}}}
 			desc = strings.TrimSpace(desc + "\n\nRequires the " + string(r.Access.MinRole) + " role or higher.")
+			if r.Access.Account {
+				desc += " Not with an API token (403): sign in with your password."
+			}
 		}
 		op.Description = desc
 		// Every route refuses query parameters it does not know (422).
@@ -107,7 +111,9 @@ func BuildOpenAPI(routes []*server.Route, version string) ([]byte, error) {
 		if !r.Access.Public {
 			errs[401] = true
 		}
-		if r.Access.MinRole.Level() > store.RoleViewer.Level() {
+		// Above viewer a role may be too low; an API token may be refused
+		// an account route, or any other than GET as a read-only token.
+		if r.Access.MinRole.Level() > store.RoleViewer.Level() || r.Access.Account || (!r.Access.Public && r.Method != "GET") {
 			errs[403] = true
 		}
 		for _, seg := range strings.Split(r.Path, "/") {
@@ -327,6 +333,9 @@ func inlineTimestampFields(t reflect.Type, ref *openapi3.SchemaRef) {
 func customizeSchema(_ string, _ reflect.Type, tag reflect.StructTag, s *openapi3.Schema) error {
 	if d := tag.Get("doc"); d != "" {
 		s.Description = d
+	}
+	if tag.Get("nullable") == "true" { // a slice or map that may be null, not only empty
+		s.Nullable = true
 	}
 	if e := tag.Get("enum"); e != "" && len(s.Enum) == 0 {
 		for _, v := range strings.Split(e, ",") {

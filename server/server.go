@@ -228,6 +228,11 @@ func (s *Server) Routes() []*Route { return s.routes }
 type Access struct {
 	Public  bool       // no token needed
 	MinRole store.Role // lowest role allowed, when not public
+	// Account: the route manages an account (API tokens, password, e-mail,
+	// two-factor authentication, sessions), users, or restores a backup.
+	// Only a caller signed in with a password may use it; an API token is
+	// refused with 403 (auth.Principal.Allows has the rules of tokens).
+	Account bool
 }
 
 var (
@@ -236,6 +241,9 @@ var (
 	editorOnly = Access{MinRole: store.RoleEditor}
 	adminOnly  = Access{MinRole: store.RoleAdmin}
 	superOnly  = Access{MinRole: store.RoleSuperAdmin}
+	// The Account forms of signedIn and adminOnly.
+	ownAccount  = Access{MinRole: store.RoleViewer, Account: true}
+	userAccount = Access{MinRole: store.RoleAdmin, Account: true}
 )
 
 // Route is one endpoint with everything the OpenAPI document says of it.

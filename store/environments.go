@@ -276,17 +276,8 @@ func (db *DB) SetUserEnvironments(ctx context.Context, userID int64, envIDs []in
 		} else if err != nil {
 			return err
 		}
-		var missing []string
-		for _, id := range ids {
-			err := tx.QueryRowContext(ctx, `SELECT 1 FROM environments WHERE id = ?`, id).Scan(&one)
-			if errors.Is(err, sql.ErrNoRows) {
-				missing = append(missing, fmt.Sprint(id))
-			} else if err != nil {
-				return err
-			}
-		}
-		if len(missing) > 0 {
-			return Invalid("environment_ids: no environment with id %s", strings.Join(missing, ", "))
+		if err := requireEnvironments(ctx, tx, ids); err != nil {
+			return err
 		}
 		if _, err := tx.ExecContext(ctx, `DELETE FROM user_environments WHERE user_id = ?`, userID); err != nil {
 			return err
@@ -302,6 +293,25 @@ func (db *DB) SetUserEnvironments(ctx context.Context, userID int64, envIDs []in
 		return nil, err
 	}
 	return ids, nil
+}
+
+// requireEnvironments refuses ids of environments that do not exist, as
+// invalid environment_ids naming them.
+func requireEnvironments(ctx context.Context, tx *sql.Tx, ids []int64) error {
+	var missing []string
+	for _, id := range ids {
+		var one int
+		err := tx.QueryRowContext(ctx, `SELECT 1 FROM environments WHERE id = ?`, id).Scan(&one)
+		if errors.Is(err, sql.ErrNoRows) {
+			missing = append(missing, fmt.Sprint(id))
+		} else if err != nil {
+			return err
+		}
+	}
+	if len(missing) > 0 {
+		return Invalid("environment_ids: no environment with id %s", strings.Join(missing, ", "))
+	}
+	return nil
 }
 
 func dedupe(ids []int64) []int64 {

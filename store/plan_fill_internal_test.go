@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"crypto/sha256"
 	"database/sql"
 	"fmt"
 	"math/rand/v2"
@@ -148,6 +149,23 @@ func fillPlanData(t testing.TB, db *DB) {
 						revoked = at(i + 1)
 					}
 					return []any{planUser(rnd), at(i), at(i), at(i + 2), at(i + 1000), revoked}
+				})
+			},
+			func() error {
+				err := exec(`INSERT INTO api_tokens (user_id, name, prefix, secret_hash, limited, created_at, revoked_at)
+					VALUES (?, ?, ?, ?, ?, ?, ?)`, planRows, func(i int) []any {
+					var revoked any
+					if rnd.IntN(3) == 0 {
+						revoked = at(i + 1)
+					}
+					h := sha256.Sum256([]byte(fmt.Sprint("token ", i)))
+					return []any{planUser(rnd), fmt.Sprint("token ", i), fmt.Sprintf("cdk_%08d", i), h[:], i % 2, at(i), revoked}
+				})
+				if err != nil {
+					return err
+				}
+				return exec(`INSERT INTO api_token_environments (token_id, environment_id) VALUES (?, ?)`, planRows/2, func(i int) []any {
+					return []any{2*i - 1, 1 + i%planEnvs} // the limited tokens, odd ids
 				})
 			},
 			func() error {

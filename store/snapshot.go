@@ -88,10 +88,14 @@ func (db *DB) sane(ctx context.Context) error {
 	return checkSchema(ctx, db.r, versions)
 }
 
-// endSessions ends every session: see Replace.
+// endSessions ends every session and revokes every API token: see Replace.
 func (db *DB) endSessions(ctx context.Context) error {
-	if _, err := db.w.ExecContext(ctx, `UPDATE sessions SET revoked_at = ? WHERE revoked_at IS NULL`, db.now()); err != nil {
+	now := db.now()
+	if _, err := db.w.ExecContext(ctx, `UPDATE sessions SET revoked_at = ? WHERE revoked_at IS NULL`, now); err != nil {
 		return fmt.Errorf("end the sessions of the restored database: %w", err)
+	}
+	if _, err := db.w.ExecContext(ctx, `UPDATE api_tokens SET revoked_at = ? WHERE revoked_at IS NULL`, now); err != nil {
+		return fmt.Errorf("revoke the API tokens of the restored database: %w", err)
 	}
 	return nil
 }
@@ -179,10 +183,11 @@ func CheckFile(ctx context.Context, path string) (FileInfo, error) {
 // every session, before anyone else may use it. If the new file cannot be
 // opened, the old one is put back. src must have passed CheckFile.
 //
-// Every session ends, the caller's included: sessions live in the restored
-// data, so an older snapshot would otherwise bring back sessions that were
-// revoked, and the tokens of users disabled, since it was taken. Everyone
-// signs in again, against the restored accounts.
+// Every session ends, the caller's included, and every API token is
+// revoked: both live in the restored data, so an older snapshot would
+// otherwise bring back sessions and API tokens that were revoked, and the
+// tokens of users disabled, since it was taken. Everyone signs in again,
+// against the restored accounts, and makes new API tokens.
 //
 // It runs to the end whatever happens to ctx (a client that goes away must
 // not leave the server without a database), and waits at most ReplaceWait

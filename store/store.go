@@ -309,7 +309,8 @@ func (db *DB) writeStmt(ctx context.Context, query string) (*sql.Stmt, error) {
 }
 
 // contentTables are the tables no cache of the database depends on (the
-// principal cache holds sessions, users and their grants): a statement
+// principal cache holds sessions, API tokens and their environments, users
+// and their grants): a statement
 // that writes one of them, and through its foreign keys and triggers only
 // others of them, does not move ChangeMark. Without this, every agent
 // created or run recorded would make every request read its session and

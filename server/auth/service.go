@@ -8,6 +8,7 @@ import (
 	"context"
 	"crypto/ed25519"
 	"crypto/rand"
+	"crypto/sha256"
 	"crypto/subtle"
 	"encoding/base64"
 	"fmt"
@@ -373,6 +374,9 @@ func (s *Service) startSession(ctx context.Context, u *store.User, ip, ua string
 // Refresh issues a new token for the caller's session, never past the
 // session's absolute end.
 func (s *Service) Refresh(ctx context.Context, p *Principal) (*Grant, error) {
+	if err := requireSession(p); err != nil {
+		return nil, err
+	}
 	now := s.now()
 	if !now.Before(p.Session.ExpiresAt) {
 		return nil, store.Unauthorized("the session has reached its maximum lifetime: sign in again")
@@ -389,22 +393,29 @@ func (s *Service) Refresh(ctx context.Context, p *Principal) (*Grant, error) {
 	return &Grant{Token: tok, ExpiresAt: exp, Session: sess, User: p.User}, nil
 }
 
-// Principal is the authenticated caller of a request.
+// Principal is the authenticated caller of a request: a session (signed in
+// with a password) or an API token, never both.
 type Principal struct {
 	User    *store.User
-	Session *store.Session
+	Session *store.Session  // nil for an API token
+	Token   *store.APIToken // nil for a session; see Allows
 	// Scope is what the caller may see, computed with the principal (and
 	// cached with it) so that no handler or service derives it again.
 	Scope store.Scope
 }
 
-// touchEvery bounds how often a session's last_seen_at is written.
+// touchEvery bounds how often a session's last_seen_at, or an API token's
+// last_used_at, is written.
 const touchEvery = time.Minute
 
 // Authenticate checks a bearer token: signature and expiry, then the session
 // (not revoked, within its lifetime) and the user (still enabled). Each of
-// these failures is a 401.
+// these failures is a 401. An API token (cdk_...) is checked by
+// authenticateAPIToken instead.
 func (s *Service) Authenticate(ctx context.Context, token string) (*Principal, error) {
+	if IsAPIToken(token) {
+		return s.authenticateAPIToken(ctx, token)
+	}
 	c, err := s.tokens.Parse(token)
 	if err == ErrExpired {
 		return nil, store.Unauthorized("the token has expired: refresh it before it expires, or sign in again")
@@ -454,6 +465,9 @@ type ProfileUpdate struct {
 // UpdateProfile applies a ProfileUpdate. A new password ends the user's
 // other sessions.
 func (s *Service) UpdateProfile(ctx context.Context, p *Principal, in ProfileUpdate) (*store.User, error) {
+	if err := requireSession(p); err != nil {
+		return nil, err
+	}
 	var up store.UserUpdate
 	var err error
 	if in.Username != nil {
@@ -532,6 +546,9 @@ func (s *Service) confirmPassword(ctx context.Context, principal *store.User, pa
 
 // SetupTOTP makes a new secret for the user, pending until VerifyTOTP.
 func (s *Service) SetupTOTP(ctx context.Context, p *Principal) (*TOTPSetup, error) {
+	if err := requireSession(p); err != nil {
+		return nil, err
+	}
 	if p.User.TOTPEnabled {
 		return nil, store.Conflict("two-factor authentication is already enabled: disable it first to set up a new authenticator")
 	}
@@ -551,6 +568,9 @@ func (s *Service) SetupTOTP(ctx context.Context, p *Principal) (*TOTPSetup, erro
 // (shown this once only). The password is asked for because turning 2FA on
 // with a stolen token alone would lock the owner out of their account.
 func (s *Service) VerifyTOTP(ctx context.Context, p *Principal, code, currentPassword string) ([]string, error) {
+	if err := requireSession(p); err != nil {
+		return nil, err
+	}
 	u, err := s.db.UserByID(ctx, p.User.ID)
 	if err != nil {
 		return nil, err
@@ -596,6 +616,9 @@ type TwoFactorStatus struct {
 // TwoFactor tells the caller the state of their two-factor authentication,
 // with how many recovery codes they have left.
 func (s *Service) TwoFactor(ctx context.Context, p *Principal) (*TwoFactorStatus, error) {
+	if err := requireSession(p); err != nil {
+		return nil, err
+	}
 	u, err := s.db.UserByID(ctx, p.User.ID) // with the pending secret
 	if err != nil {
 		return nil, err
@@ -612,6 +635,9 @@ func (s *Service) TwoFactor(ctx context.Context, p *Principal) (*TwoFactorStatus
 // DisableTOTP turns 2FA off, proven by a current code (or recovery code) or
 // by the password.
 func (s *Service) DisableTOTP(ctx context.Context, p *Principal, code, password string) (*store.User, error) {
+	if err := requireSession(p); err != nil {
+		return nil, err
+	}
 	if err := s.disableTOTP(ctx, p, code, password); err != nil {
 		return nil, err
 	}
@@ -655,17 +681,26 @@ func (s *Service) disableTOTP(ctx context.Context, p *Principal, code, password 
 
 // Sessions lists a page of the caller's active sessions, newest first.
 func (s *Service) Sessions(ctx context.Context, p *Principal, pg store.Page) ([]*store.Session, int, error) {
+	if err := requireSession(p); err != nil {
+		return nil, 0, err
+	}
 	return s.db.ListActiveSessions(ctx, p.User.ID, pg)
 }
 
 // Logout ends the caller's own session: its tokens get 401 from the next
 // request on, and its event streams end at their next re-check.
 func (s *Service) Logout(ctx context.Context, p *Principal) error {
+	if err := requireSession(p); err != nil {
+		return err
+	}
 	return s.db.RevokeSession(ctx, p.User.ID, p.Session.ID)
 }
 
 // RevokeSession ends one of the caller's sessions.
 func (s *Service) RevokeSession(ctx context.Context, p *Principal, id int64) error {
+	if err := requireSession(p); err != nil {
+		return err
+	}
 	return s.db.RevokeSession(ctx, p.User.ID, id)
 }
 
@@ -814,20 +849,29 @@ func minTime(a, b time.Time) time.Time {
 	return b
 }
 
-// principalCache keeps the session and user of recent requests, so a
-// request usually costs no query. An entry is used only while the
-// database's ChangeMark is the one it was loaded under: any committed write
-// (by this process, or announced by the CLI) makes every entry stale, so a
-// revoked session, a disabled user or a changed role is seen on the very
-// next request, exactly as without the cache.
+// principalCache keeps the session or API token, the user and the scope
+// of recent requests, so a request usually costs no query. An entry is
+// used only while the database's ChangeMark is the one it was loaded
+// under: any committed write (by this process, or announced by the CLI)
+// makes every entry stale, so a revoked session or token, a disabled user
+// or a changed role is seen on the very next request, exactly as without
+// the cache. A token that is not found is not kept: a flood of made-up
+// tokens cannot grow the cache.
 type principalCache struct {
 	mu sync.RWMutex
-	m  map[int64]*principalEntry
+	m  map[principalKey]*principalEntry
+}
+
+// principalKey is a session's id, or an API token's hash.
+type principalKey struct {
+	session int64
+	token   [sha256.Size]byte
 }
 
 type principalEntry struct {
 	mark  store.ChangeMark
 	sess  store.Session
+	token store.APIToken // for an API token; its slices are never changed in place
 	user  store.User
 	scope store.Scope // never changed in place: shared by copies
 }
@@ -835,12 +879,28 @@ type principalEntry struct {
 // maxCachedPrincipals bounds the cache; past it, the cache starts afresh.
 const maxCachedPrincipals = 10000
 
+func (pc *principalCache) get(k principalKey, mark store.ChangeMark) *principalEntry {
+	pc.mu.RLock()
+	defer pc.mu.RUnlock()
+	if e := pc.m[k]; e != nil && e.mark == mark {
+		return e
+	}
+	return nil
+}
+
+func (pc *principalCache) put(k principalKey, e *principalEntry) {
+	pc.mu.Lock()
+	defer pc.mu.Unlock()
+	if pc.m == nil || len(pc.m) >= maxCachedPrincipals {
+		pc.m = make(map[principalKey]*principalEntry)
+	}
+	pc.m[k] = e
+}
+
 func (pc *principalCache) load(ctx context.Context, db principalStore, sessionID int64) (*store.Session, *store.User, store.Scope, error) {
 	mark := db.ChangeMark() // taken before the query, so a write during it makes the entry stale
-	pc.mu.RLock()
-	e := pc.m[sessionID]
-	pc.mu.RUnlock()
-	if e != nil && e.mark == mark {
+	k := principalKey{session: sessionID}
+	if e := pc.get(k, mark); e != nil {
 		sess, user := e.sess, e.user // copies: callers may change theirs
 		return &sess, &user, e.scope, nil
 	}
@@ -848,21 +908,44 @@ func (pc *principalCache) load(ctx context.Context, db principalStore, sessionID
 	if err != nil {
 		return nil, nil, store.Scope{}, err
 	}
-	var granted []int64
-	admin := user.Role.AtLeast(store.RoleAdmin)
-	if !admin {
-		if granted, err = db.UserEnvironmentIDs(ctx, user.ID); err != nil {
-			return nil, nil, store.Scope{}, err
-		}
+	granted, err := grantsOf(ctx, db, user)
+	if err != nil {
+		return nil, nil, store.Scope{}, err
 	}
-	scope := store.NewScope(user.ID, admin, granted)
-	pc.mu.Lock()
-	if pc.m == nil || len(pc.m) >= maxCachedPrincipals {
-		pc.m = make(map[int64]*principalEntry)
-	}
-	pc.m[sessionID] = &principalEntry{mark: mark, sess: *sess, user: *user, scope: scope}
-	pc.mu.Unlock()
+	scope := store.NewScope(user.ID, user.Role.AtLeast(store.RoleAdmin), granted)
+	pc.put(k, &principalEntry{mark: mark, sess: *sess, user: *user, scope: scope})
 	return sess, user, scope, nil
+}
+
+// loadToken is load for an API token, by the hash of its secret. The
+// entry it returns is shared: copy its token and user before changing
+// them.
+func (pc *principalCache) loadToken(ctx context.Context, db principalStore, hash [sha256.Size]byte) (*principalEntry, error) {
+	mark := db.ChangeMark()
+	k := principalKey{token: hash}
+	if e := pc.get(k, mark); e != nil {
+		return e, nil
+	}
+	tok, user, err := db.APITokenWithUser(ctx, hash[:])
+	if err != nil {
+		return nil, err
+	}
+	granted, err := grantsOf(ctx, db, user)
+	if err != nil {
+		return nil, err
+	}
+	e := &principalEntry{mark: mark, token: *tok, user: *user, scope: tokenScope(user, tok, granted)}
+	pc.put(k, e)
+	return e, nil
+}
+
+// grantsOf reads the environments granted to a user below admin (admins
+// see every environment).
+func grantsOf(ctx context.Context, db principalStore, u *store.User) ([]int64, error) {
+	if u.Role.AtLeast(store.RoleAdmin) {
+		return nil, nil
+	}
+	return db.UserEnvironmentIDs(ctx, u.ID)
 }
 
 // principalStore is what the principal cache reads. ChangeMark is its
@@ -872,6 +955,7 @@ func (pc *principalCache) load(ctx context.Context, db principalStore, sessionID
 type principalStore interface {
 	ChangeMark() store.ChangeMark
 	SessionWithUser(ctx context.Context, sessionID int64) (*store.Session, *store.User, error)
+	APITokenWithUser(ctx context.Context, hash []byte) (*store.APIToken, *store.User, error)
 	UserEnvironmentIDs(ctx context.Context, userID int64) ([]int64, error)
 }
 
