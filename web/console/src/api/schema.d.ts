@@ -271,7 +271,7 @@ export interface paths {
         put?: never;
         /**
          * Compare the posts with their files; with apply=true, fix the differences
-         * @description A restore rolls the database back, not the files. Kinds: missing_file (apply writes it), file_changed (changed outside copydesk or the database was restored: apply writes it from the post), row_changed (a category or tag was renamed or deleted: apply writes it), orphan_file (no post has it: orphans=keep|import|delete).
+         * @description A restore rolls the database back, not the files. Kinds: missing_file (apply writes it), file_changed (changed outside copydesk or the database was restored: apply writes it from the post), row_changed (a category or tag was renamed or deleted: apply writes it), orphan_file (no post has it: orphans=keep|import|delete, delete confirmed with the delete_confirmation of a run without apply), skipped_file (a symbolic link: never read nor written; the rest of the folder reconciles).
          *
          *     Requires the editor role or higher.
          */
@@ -343,7 +343,7 @@ export interface paths {
          * Your two-factor authentication: on or off, and how many recovery codes are left
          * @description recovery_codes_left counts the unused recovery codes; each works once. When they run low, turn two-factor authentication off and on again for ten new ones.
          *
-         *     Requires the viewer role or higher.
+         *     Requires the viewer role or higher. Not with an API token (403): sign in with your password.
          */
         get: operations["getAuth2fa"];
         put?: never;
@@ -367,7 +367,7 @@ export interface paths {
          * Turn two-factor authentication off
          * @description Prove it with a current code (or a recovery code) or with the password. Password hashing is bounded: when the server is busy with too many at once, the answer is 503 with Retry-After.
          *
-         *     Requires the viewer role or higher.
+         *     Requires the viewer role or higher. Not with an API token (403): sign in with your password.
          */
         post: operations["postAuth2faDisable"];
         delete?: never;
@@ -389,7 +389,7 @@ export interface paths {
          * Start two-factor setup (TOTP secret and QR code)
          * @description Scan qr_code (or type secret) into an authenticator app, then confirm with /api/auth/2fa/verify.
          *
-         *     Requires the viewer role or higher.
+         *     Requires the viewer role or higher. Not with an API token (403): sign in with your password.
          */
         post: operations["postAuth2faSetup"];
         delete?: never;
@@ -411,7 +411,7 @@ export interface paths {
          * Confirm a TOTP code and turn two-factor authentication on
          * @description Needs current_password as well as the code, like changing the e-mail address. Returns ten one-time recovery codes, shown this once only. Password hashing is bounded: when the server is busy with too many at once, the answer is 503 with Retry-After.
          *
-         *     Requires the viewer role or higher.
+         *     Requires the viewer role or higher. Not with an API token (403): sign in with your password.
          */
         post: operations["postAuth2faVerify"];
         delete?: never;
@@ -475,7 +475,7 @@ export interface paths {
          * Activate a license key
          * @description The key's Ed25519 signature, plan, seats and expiry are checked offline. A key active on another account is 409.
          *
-         *     Requires the viewer role or higher.
+         *     Requires the viewer role or higher. Not with an API token (403): sign in with your password.
          */
         post: operations["postAuthLicenseActivate"];
         delete?: never;
@@ -495,7 +495,7 @@ export interface paths {
         put?: never;
         /**
          * Deactivate the license
-         * @description Requires the viewer role or higher.
+         * @description Requires the viewer role or higher. Not with an API token (403): sign in with your password.
          */
         post: operations["postAuthLicenseDeactivate"];
         delete?: never;
@@ -537,7 +537,7 @@ export interface paths {
          * Sign out: end the current session
          * @description Send no body. Ends the session of the token in the Authorization header, as DELETE /api/auth/sessions/{id} would: its tokens get 401 from the next request on. Other sessions stay; end them with DELETE /api/auth/sessions/{id}.
          *
-         *     Requires the viewer role or higher.
+         *     Requires the viewer role or higher. Not with an API token (403): sign in with your password.
          */
         post: operations["postAuthLogout"];
         delete?: never;
@@ -562,7 +562,7 @@ export interface paths {
          * Update the current user's profile
          * @description Changing the e-mail address or the password needs current_password. A new password ends every other session of the user. Password hashing is bounded: when the server is busy with too many at once, the answer is 503 with Retry-After.
          *
-         *     Requires the viewer role or higher.
+         *     Requires the viewer role or higher. Not with an API token (403): sign in with your password.
          */
         put: operations["putAuthMe"];
         post?: never;
@@ -585,12 +585,12 @@ export interface paths {
          * Upload a profile avatar
          * @description multipart/form-data with the image in the field file: PNG, JPEG, GIF or WebP, at most 2 MiB and 2048×2048 pixels.
          *
-         *     Requires the viewer role or higher.
+         *     Requires the viewer role or higher. Not with an API token (403): sign in with your password.
          */
         post: operations["postAuthMeAvatar"];
         /**
          * Delete the profile avatar
-         * @description Requires the viewer role or higher.
+         * @description Requires the viewer role or higher. Not with an API token (403): sign in with your password.
          */
         delete: operations["deleteAuthMeAvatar"];
         options?: never;
@@ -611,7 +611,7 @@ export interface paths {
          * Refresh the current JWT
          * @description Send no body; the token in the Authorization header must still be valid. The new token belongs to the same session and never outlives the session's absolute lifetime.
          *
-         *     Requires the viewer role or higher.
+         *     Requires the viewer role or higher. Not with an API token (403): sign in with your password.
          */
         post: operations["postAuthRefresh"];
         delete?: never;
@@ -649,7 +649,7 @@ export interface paths {
         };
         /**
          * The current user's active sessions, newest first
-         * @description Requires the viewer role or higher.
+         * @description Requires the viewer role or higher. Not with an API token (403): sign in with your password.
          */
         get: operations["getAuthSessions"];
         put?: never;
@@ -674,9 +674,59 @@ export interface paths {
          * Revoke a session
          * @description A token of the revoked session gets 401 on its next request. Another user's session is 404.
          *
-         *     Requires the viewer role or higher.
+         *     Requires the viewer role or higher. Not with an API token (403): sign in with your password.
          */
         delete: operations["deleteAuthSessionsId"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/auth/tokens": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Your API tokens that are not revoked, newest first
+         * @description Expired tokens are listed (expired true) until revoked. The secret is never shown again; prefix tells tokens apart.
+         *
+         *     Requires the viewer role or higher. Not with an API token (403): sign in with your password.
+         */
+        get: operations["getAuthTokens"];
+        put?: never;
+        /**
+         * Make a personal API token
+         * @description The answer holds the token's secret (cdk_...), shown this once only: copy it now. Send it as Authorization: Bearer cdk_... on any route. The token acts as you, with at most your role and environments as they are at each request; environment_ids limits it to some of them, read_only to GET and HEAD. It cannot manage tokens, your password, e-mail, two-factor authentication or sessions, users, or restores. Making one needs a password sign-in, not a token.
+         *
+         *     Requires the viewer role or higher. Not with an API token (403): sign in with your password.
+         */
+        post: operations["postAuthTokens"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/auth/tokens/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        /**
+         * Revoke an API token
+         * @description The token gets 401 from its next request on. Another user's token, or one already revoked, is 404.
+         *
+         *     Requires the viewer role or higher. Not with an API token (403): sign in with your password.
+         */
+        delete: operations["deleteAuthTokensId"];
         options?: never;
         head?: never;
         patch?: never;
@@ -691,7 +741,7 @@ export interface paths {
         };
         /**
          * List users
-         * @description Requires the admin role or higher.
+         * @description Requires the admin role or higher. Not with an API token (403): sign in with your password.
          */
         get: operations["getAuthUsers"];
         put?: never;
@@ -713,14 +763,14 @@ export interface paths {
          * A user's environment access
          * @description The environments granted to the user with PUT. Admins and super_admins see every environment whatever this says.
          *
-         *     Requires the admin role or higher.
+         *     Requires the admin role or higher. Not with an API token (403): sign in with your password.
          */
         get: operations["getAuthUsersIdEnvironments"];
         /**
          * Set a user's environment access
          * @description Replaces the set of environments the user may see. Unknown environment ids are 422.
          *
-         *     Requires the admin role or higher.
+         *     Requires the admin role or higher. Not with an API token (403): sign in with your password.
          */
         put: operations["putAuthUsersIdEnvironments"];
         post?: never;
@@ -743,7 +793,7 @@ export interface paths {
          * Turn off a user's two-factor authentication
          * @description For a user who lost their authenticator and recovery codes: the secret and the recovery codes are removed; the password and the sessions stay. Only a super_admin acts on a super_admin. Your own is 409 (use /api/auth/2fa/disable); a user without two-factor authentication is 409.
          *
-         *     Requires the admin role or higher.
+         *     Requires the admin role or higher. Not with an API token (403): sign in with your password.
          */
         post: operations["postAuthUsersIdReset2fa"];
         delete?: never;
@@ -764,7 +814,7 @@ export interface paths {
          * Change a user's role
          * @description Only a super_admin grants super_admin or changes a super_admin; the last active super_admin keeps the role (409).
          *
-         *     Requires the admin role or higher.
+         *     Requires the admin role or higher. Not with an API token (403): sign in with your password.
          */
         put: operations["putAuthUsersIdRole"];
         post?: never;
@@ -786,11 +836,55 @@ export interface paths {
          * Enable or disable a user
          * @description Disabling ends the user's sessions at once. Nobody disables themselves or the last active super_admin (409).
          *
-         *     Requires the admin role or higher.
+         *     Requires the admin role or higher. Not with an API token (403): sign in with your password.
          */
         put: operations["putAuthUsersIdStatus"];
         post?: never;
         delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/auth/users/{id}/tokens": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * A user's API tokens that are not revoked, newest first
+         * @description Any admin may read any user's list, as with their environments. An unknown user is 404.
+         *
+         *     Requires the admin role or higher. Not with an API token (403): sign in with your password.
+         */
+        get: operations["getAuthUsersIdTokens"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/auth/users/{id}/tokens/{token_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        /**
+         * Revoke a user's API token
+         * @description The token gets 401 from its next request on. Only a super_admin revokes a super_admin's tokens (403). A token that is not the user's, or is already revoked, is 404.
+         *
+         *     Requires the admin role or higher. Not with an API token (403): sign in with your password.
+         */
+        delete: operations["deleteAuthUsersIdTokensTokenId"];
         options?: never;
         head?: never;
         patch?: never;
@@ -809,7 +903,7 @@ export interface paths {
          * Unlock a user's sign-in
          * @description Clears the failed sign-in attempts of the user's e-mail address, which ends a lock or a delay at once. Only a super_admin acts on a super_admin; your own address is 409.
          *
-         *     Requires the admin role or higher.
+         *     Requires the admin role or higher. Not with an API token (403): sign in with your password.
          */
         post: operations["postAuthUsersIdUnlock"];
         delete?: never;
@@ -1169,9 +1263,9 @@ export interface paths {
         put?: never;
         /**
          * Restore a snapshot while serving
-         * @description Checks the snapshot, lets requests in flight finish and holds new ones, keeps a pre-restore safety snapshot, swaps the database and resumes. No restart. Every session ends, yours included (tokens get 401): everyone signs in again.
+         * @description Checks the snapshot, lets requests in flight finish and holds new ones, keeps a pre-restore safety snapshot, swaps the database and resumes. No restart. Every session ends, yours included (tokens get 401): everyone signs in again. Every API token is revoked: make new ones.
          *
-         *     Requires the super_admin role or higher.
+         *     Requires the super_admin role or higher. Not with an API token (403): sign in with your password.
          */
         post: operations["postBackupNameRestore"];
         delete?: never;
@@ -3361,6 +3455,7 @@ export interface components {
             /** Format: int64 */
             credential_id?: number | null;
             default_status?: string;
+            raw_html?: boolean;
         } | null;
         agentRequest: {
             /**
@@ -3482,6 +3577,72 @@ export interface components {
             /** Format: date-time */
             updated_at: string | null;
         };
+        apiTokenCreatedResponse: {
+            /** Format: date-time */
+            created_at: string;
+            /** @description the environments the token is limited to (it sees those its user still has); null: every environment of its user */
+            environment_ids: (number | null)[] | null;
+            expired: boolean;
+            /**
+             * Format: date-time
+             * @description null: never
+             */
+            expires_at: string | null;
+            /** Format: int64 */
+            id: number;
+            /**
+             * Format: date-time
+             * @description written at most once a minute
+             */
+            last_used_at: string | null;
+            name: string;
+            /** @description the token's first characters, to tell tokens apart; never enough to use it */
+            prefix: string;
+            read_only: boolean;
+            /** @description the secret: send it as Authorization: Bearer <token>. Shown this once only */
+            token: string;
+        };
+        apiTokenRequest: {
+            /** @description limit the token to these of your environments; null or left out: every environment you have, now and later */
+            environment_ids?: number[];
+            /**
+             * Format: date-time
+             * @description when the token stops working, any moment in the future (to the second); null or left out: never
+             */
+            expires_at?: string | null;
+            /** @description what the token is for, e.g. n8n publishing */
+            name: string;
+            /** @description only GET and HEAD requests */
+            read_only?: boolean;
+        };
+        apiTokenResponse: {
+            /** Format: date-time */
+            created_at: string;
+            /** @description the environments the token is limited to (it sees those its user still has); null: every environment of its user */
+            environment_ids: (number | null)[] | null;
+            expired: boolean;
+            /**
+             * Format: date-time
+             * @description null: never
+             */
+            expires_at: string | null;
+            /** Format: int64 */
+            id: number;
+            /**
+             * Format: date-time
+             * @description written at most once a minute
+             */
+            last_used_at: string | null;
+            name: string;
+            /** @description the token's first characters, to tell tokens apart; never enough to use it */
+            prefix: string;
+            read_only: boolean;
+        };
+        apiTokenRevokedResponse: {
+            /** Format: int64 */
+            id: number;
+            revoked: boolean;
+        };
         archetypeCopyRequest: {
             /**
              * Format: int64
@@ -3560,7 +3721,7 @@ export interface components {
             action?: string;
             file: string;
             /** @enum {string} */
-            kind?: "missing_file" | "file_changed" | "row_changed" | "orphan_file";
+            kind?: "missing_file" | "file_changed" | "row_changed" | "orphan_file" | "skipped_file";
             /** Format: int64 */
             post_id: number | null;
             /** @description why a file was skipped */
@@ -3662,6 +3823,8 @@ export interface components {
         };
         astroReconcileResponse: {
             applied: boolean;
+            /** @description names the orphan files listed: pass it as confirm to delete them with apply and orphans=delete */
+            delete_confirmation?: string;
             differences: components["schemas"]["astroFileResponse"][];
             /** Format: int64 */
             environment_id: number;
@@ -3845,6 +4008,11 @@ export interface components {
         autopilotStepResponse: {
             /** @description how often it began (a retry, a restart); 0 while pending */
             attempts: number;
+            /**
+             * Format: int64
+             * @description the generate step's generation, with its raw output (GET /api/cie/runs/{run_id})
+             */
+            cie_run_id?: number | null;
             /** Format: double */
             cost_usd: number | null;
             /** @description what it did */
@@ -5637,7 +5805,7 @@ export interface components {
                 "application/json": components["schemas"]["Error"];
             };
         };
-        /** @description Your role is too low for this, or the action is not allowed. */
+        /** @description Your role is too low for this, the action is not allowed, or an API token may not do it (read-only, limited to environments, or a route that needs a password sign-in). */
         403: {
             headers: {
                 [name: string]: unknown;
@@ -6333,6 +6501,8 @@ export interface operations {
                 apply?: boolean;
                 /** @description with apply, what happens to files no post has: keep (default), import, delete */
                 orphans?: "keep" | "import" | "delete";
+                /** @description with orphans=delete: the delete_confirmation of a reconcile without apply, which lists the files it would delete */
+                confirm?: string;
             };
             header?: never;
             path?: never;
@@ -6507,6 +6677,7 @@ export interface operations {
                 };
             };
             401: components["responses"]["401"];
+            403: components["responses"]["403"];
             422: components["responses"]["422"];
             500: components["responses"]["500"];
         };
@@ -6538,6 +6709,7 @@ export interface operations {
             };
             400: components["responses"]["400"];
             401: components["responses"]["401"];
+            403: components["responses"]["403"];
             409: components["responses"]["409"];
             413: components["responses"]["413"];
             415: components["responses"]["415"];
@@ -6569,6 +6741,7 @@ export interface operations {
                 };
             };
             401: components["responses"]["401"];
+            403: components["responses"]["403"];
             409: components["responses"]["409"];
             422: components["responses"]["422"];
             500: components["responses"]["500"];
@@ -6601,6 +6774,7 @@ export interface operations {
             };
             400: components["responses"]["400"];
             401: components["responses"]["401"];
+            403: components["responses"]["403"];
             409: components["responses"]["409"];
             413: components["responses"]["413"];
             415: components["responses"]["415"];
@@ -6699,6 +6873,7 @@ export interface operations {
             };
             400: components["responses"]["400"];
             401: components["responses"]["401"];
+            403: components["responses"]["403"];
             409: components["responses"]["409"];
             413: components["responses"]["413"];
             415: components["responses"]["415"];
@@ -6728,6 +6903,7 @@ export interface operations {
                 };
             };
             401: components["responses"]["401"];
+            403: components["responses"]["403"];
             422: components["responses"]["422"];
             500: components["responses"]["500"];
         };
@@ -6787,6 +6963,7 @@ export interface operations {
                 };
             };
             401: components["responses"]["401"];
+            403: components["responses"]["403"];
             422: components["responses"]["422"];
             500: components["responses"]["500"];
         };
@@ -6844,6 +7021,7 @@ export interface operations {
             };
             400: components["responses"]["400"];
             401: components["responses"]["401"];
+            403: components["responses"]["403"];
             409: components["responses"]["409"];
             413: components["responses"]["413"];
             415: components["responses"]["415"];
@@ -6883,6 +7061,7 @@ export interface operations {
             };
             400: components["responses"]["400"];
             401: components["responses"]["401"];
+            403: components["responses"]["403"];
             413: components["responses"]["413"];
             422: components["responses"]["422"];
             500: components["responses"]["500"];
@@ -6910,6 +7089,7 @@ export interface operations {
                 };
             };
             401: components["responses"]["401"];
+            403: components["responses"]["403"];
             422: components["responses"]["422"];
             500: components["responses"]["500"];
         };
@@ -6933,6 +7113,7 @@ export interface operations {
                 };
             };
             401: components["responses"]["401"];
+            403: components["responses"]["403"];
             422: components["responses"]["422"];
             500: components["responses"]["500"];
         };
@@ -7004,6 +7185,7 @@ export interface operations {
                 };
             };
             401: components["responses"]["401"];
+            403: components["responses"]["403"];
             422: components["responses"]["422"];
             500: components["responses"]["500"];
         };
@@ -7032,6 +7214,108 @@ export interface operations {
                 };
             };
             401: components["responses"]["401"];
+            403: components["responses"]["403"];
+            404: components["responses"]["404"];
+            422: components["responses"]["422"];
+            500: components["responses"]["500"];
+        };
+    };
+    getAuthTokens: {
+        parameters: {
+            query?: {
+                /** @description page number, from 1 */
+                page?: number;
+                /** @description items per page, 1 to 200 (default 50) */
+                per_page?: number;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: {
+                            items: components["schemas"]["apiTokenResponse"][];
+                            page: number;
+                            per_page: number;
+                            total: number;
+                        };
+                        message: string;
+                    };
+                };
+            };
+            401: components["responses"]["401"];
+            403: components["responses"]["403"];
+            422: components["responses"]["422"];
+            500: components["responses"]["500"];
+        };
+    };
+    postAuthTokens: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["apiTokenRequest"];
+            };
+        };
+        responses: {
+            /** @description Created */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["apiTokenCreatedResponse"];
+                        message: string;
+                    };
+                };
+            };
+            400: components["responses"]["400"];
+            401: components["responses"]["401"];
+            403: components["responses"]["403"];
+            413: components["responses"]["413"];
+            415: components["responses"]["415"];
+            422: components["responses"]["422"];
+            500: components["responses"]["500"];
+        };
+    };
+    deleteAuthTokensId: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["apiTokenRevokedResponse"];
+                        message: string;
+                    };
+                };
+            };
+            401: components["responses"]["401"];
+            403: components["responses"]["403"];
             404: components["responses"]["404"];
             422: components["responses"]["422"];
             500: components["responses"]["500"];
@@ -7248,6 +7532,77 @@ export interface operations {
             409: components["responses"]["409"];
             413: components["responses"]["413"];
             415: components["responses"]["415"];
+            422: components["responses"]["422"];
+            500: components["responses"]["500"];
+        };
+    };
+    getAuthUsersIdTokens: {
+        parameters: {
+            query?: {
+                /** @description page number, from 1 */
+                page?: number;
+                /** @description items per page, 1 to 200 (default 50) */
+                per_page?: number;
+            };
+            header?: never;
+            path: {
+                id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: {
+                            items: components["schemas"]["apiTokenResponse"][];
+                            page: number;
+                            per_page: number;
+                            total: number;
+                        };
+                        message: string;
+                    };
+                };
+            };
+            401: components["responses"]["401"];
+            403: components["responses"]["403"];
+            404: components["responses"]["404"];
+            422: components["responses"]["422"];
+            500: components["responses"]["500"];
+        };
+    };
+    deleteAuthUsersIdTokensTokenId: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: number;
+                token_id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["apiTokenRevokedResponse"];
+                        message: string;
+                    };
+                };
+            };
+            401: components["responses"]["401"];
+            403: components["responses"]["403"];
+            404: components["responses"]["404"];
             422: components["responses"]["422"];
             500: components["responses"]["500"];
         };
@@ -8249,6 +8604,7 @@ export interface operations {
             };
             400: components["responses"]["400"];
             401: components["responses"]["401"];
+            403: components["responses"]["403"];
             404: components["responses"]["404"];
             413: components["responses"]["413"];
             415: components["responses"]["415"];
@@ -9461,6 +9817,7 @@ export interface operations {
             };
             400: components["responses"]["400"];
             401: components["responses"]["401"];
+            403: components["responses"]["403"];
             413: components["responses"]["413"];
             415: components["responses"]["415"];
             422: components["responses"]["422"];
@@ -9678,6 +10035,7 @@ export interface operations {
                 };
             };
             401: components["responses"]["401"];
+            403: components["responses"]["403"];
             404: components["responses"]["404"];
             422: components["responses"]["422"];
             500: components["responses"]["500"];
@@ -9707,6 +10065,7 @@ export interface operations {
                 };
             };
             401: components["responses"]["401"];
+            403: components["responses"]["403"];
             404: components["responses"]["404"];
             422: components["responses"]["422"];
             500: components["responses"]["500"];
@@ -9772,6 +10131,7 @@ export interface operations {
                 };
             };
             401: components["responses"]["401"];
+            403: components["responses"]["403"];
             422: components["responses"]["422"];
             500: components["responses"]["500"];
         };
@@ -9849,6 +10209,7 @@ export interface operations {
                 };
             };
             401: components["responses"]["401"];
+            403: components["responses"]["403"];
             404: components["responses"]["404"];
             422: components["responses"]["422"];
             500: components["responses"]["500"];
@@ -9878,6 +10239,7 @@ export interface operations {
                 };
             };
             401: components["responses"]["401"];
+            403: components["responses"]["403"];
             404: components["responses"]["404"];
             422: components["responses"]["422"];
             500: components["responses"]["500"];
