@@ -17,11 +17,12 @@ import (
 // tokens (docs/tokens.md).
 func (s *Server) registerAPITokenRoutes(tag string) {
 	s.handle(Route{Method: "POST", Path: "/api/auth/tokens", Tag: tag, Access: ownAccount, Status: http.StatusCreated,
-		Summary: "Make a personal API token", Body: apiTokenRequest{}, Data: apiTokenCreatedResponse{},
+		Summary: "Make a personal API token", Body: apiTokenRequest{}, Data: apiTokenCreatedResponse{}, Errors: []int{409},
 		Notes: "The answer holds the token's secret (cdk_...), shown this once only: copy it now. Send it as Authorization: Bearer cdk_... " +
 			"on any route. The token acts as you, with at most your role and environments as they are at each request; " +
 			"environment_ids limits it to some of them, read_only to GET and HEAD. It cannot manage tokens, your password, e-mail, " +
-			"two-factor authentication or sessions, users, or restores. Making one needs a password sign-in, not a token."}, s.createAPIToken)
+			"two-factor authentication or sessions, users, or restores. Making one needs a password sign-in, not a token. " +
+			"An account has at most 100 tokens that are not revoked (409 past that)."}, s.createAPIToken)
 	s.handle(Route{Method: "GET", Path: "/api/auth/tokens", Tag: tag, Access: ownAccount, List: true,
 		Summary: "Your API tokens that are not revoked, newest first", Query: pageQuery{}, Data: apiTokenResponse{},
 		Notes: "Expired tokens are listed (expired true) until revoked. The secret is never shown again; prefix tells tokens apart."}, s.apiTokens)

@@ -61,14 +61,28 @@ type NewAPIToken struct {
 	Limited        bool
 	EnvironmentIDs []int64
 	ExpiresAt      *time.Time
+	// Max bounds the user's tokens that are not revoked (0: no bound); one
+	// more is a conflict.
+	Max int
 }
 
 // CreateAPIToken stores a token and its environments in one transaction.
-// An environment that does not exist is invalid, named in the error.
+// An environment that does not exist is invalid, named in the error; a
+// user who has n.Max tokens already is a conflict.
 func (db *DB) CreateAPIToken(ctx context.Context, n NewAPIToken) (*APIToken, error) {
 	ids := dedupe(n.EnvironmentIDs)
 	var t *APIToken
 	err := db.tx(ctx, func(tx *sql.Tx) error {
+		if n.Max > 0 {
+			var count int
+			if err := tx.QueryRowContext(ctx, `SELECT COUNT(*) FROM api_tokens WHERE user_id = ? AND revoked_at IS NULL`, n.UserID).
+				Scan(&count); err != nil {
+				return fmt.Errorf("store: count API tokens: %w", err)
+			}
+			if count >= n.Max {
+				return Conflict("you have %d API tokens, the most one account may have: revoke one you no longer use first", count)
+			}
+		}
 		if err := requireEnvironments(ctx, tx, ids); err != nil {
 			return err
 		}

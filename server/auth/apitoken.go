@@ -39,6 +39,10 @@ const (
 	MaxTokenName = 100
 	// MaxTokenEnvironments bounds the environments of one token.
 	MaxTokenEnvironments = 1000
+	// MaxTokensPerUser bounds a user's tokens that are not revoked (expired
+	// ones count until revoked): a script making tokens in a loop stops
+	// there, not at the disk's end.
+	MaxTokensPerUser = 100
 )
 
 var apiTokenEncoding = base32.NewEncoding("abcdefghijklmnopqrstuvwxyz234567").WithPadding(base32.NoPadding)
@@ -155,7 +159,7 @@ func (s *Service) CreateToken(ctx context.Context, p *Principal, in NewToken) (*
 	if in.ExpiresAt != nil && !in.ExpiresAt.After(s.now()) {
 		return nil, "", store.Invalid("expires_at: must be in the future; leave it out for a token that does not expire")
 	}
-	n := store.NewAPIToken{UserID: p.User.ID, Name: name, ReadOnly: in.ReadOnly, ExpiresAt: in.ExpiresAt}
+	n := store.NewAPIToken{UserID: p.User.ID, Name: name, ReadOnly: in.ReadOnly, ExpiresAt: in.ExpiresAt, Max: MaxTokensPerUser}
 	if in.EnvironmentIDs != nil {
 		if n.EnvironmentIDs, err = s.tokenEnvironments(ctx, p.User, in.EnvironmentIDs); err != nil {
 			return nil, "", err

@@ -163,6 +163,32 @@ func TestCreateToken(t *testing.T) {
 		}
 	})
 
+	t.Run("AtMostMaxTokensPerUser", func(t *testing.T) {
+		f := newFixture(t)
+		f.user(t, "ann", store.RoleViewer)
+		p := f.principal(t, f.login(t, "ann").Token)
+		var first *store.APIToken
+		for i := 0; i < MaxTokensPerUser; i++ {
+			tok, _, err := f.svc.CreateToken(ctx, p, NewToken{Name: "loop"})
+			if err != nil {
+				t.Fatalf("token %d: %v", i+1, err)
+			}
+			if first == nil {
+				first = tok
+			}
+		}
+		_, _, err := f.svc.CreateToken(ctx, p, NewToken{Name: "one more"})
+		if e := wantErr(t, err, store.KindConflict); !strings.Contains(e.Message, "revoke one") {
+			t.Errorf("message %q", e.Message)
+		}
+		if err := f.svc.RevokeToken(ctx, p, first.ID); err != nil {
+			t.Fatal(err)
+		}
+		if _, _, err := f.svc.CreateToken(ctx, p, NewToken{Name: "one more"}); err != nil {
+			t.Errorf("after a revocation: %v", err)
+		}
+	})
+
 	t.Run("ExpiresToTheSecond", func(t *testing.T) {
 		f := newFixture(t)
 		f.user(t, "ann", store.RoleViewer)
