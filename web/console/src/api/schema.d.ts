@@ -699,7 +699,7 @@ export interface paths {
         put?: never;
         /**
          * Make a personal API token
-         * @description The answer holds the token's secret (cdk_...), shown this once only: copy it now. Send it as Authorization: Bearer cdk_... on any route. The token acts as you, with at most your role and environments as they are at each request; environment_ids limits it to some of them, read_only to GET and HEAD. It cannot manage tokens, your password, e-mail, two-factor authentication or sessions, users, or restores. Making one needs a password sign-in, not a token.
+         * @description The answer holds the token's secret (cdk_...), shown this once only: copy it now. Send it as Authorization: Bearer cdk_... on any route. The token acts as you, with at most your role and environments as they are at each request; environment_ids limits it to some of them, read_only to GET and HEAD. It cannot manage tokens, your password, e-mail, two-factor authentication or sessions, users, or restores. Making one needs a password sign-in, not a token. An account has at most 100 tokens that are not revoked (409 past that).
          *
          *     Requires the viewer role or higher. Not with an API token (403): sign in with your password.
          */
@@ -7285,6 +7285,7 @@ export interface operations {
             400: components["responses"]["400"];
             401: components["responses"]["401"];
             403: components["responses"]["403"];
+            409: components["responses"]["409"];
             413: components["responses"]["413"];
             415: components["responses"]["415"];
             422: components["responses"]["422"];
