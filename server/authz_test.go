@@ -413,6 +413,8 @@ type authzFixture struct {
 	// apiTokens: caller (authzTokenCallers) -> an API token (cdk_...)
 	apiTokens map[string]string
 	fill      map[string]*strings.Replacer // role -> fills {envA}, {target}, ... with that role's ids
+	// shared is the app of the cases that change nothing (caseEnv).
+	shared *env
 }
 
 // newAuthzFixture builds envA (granted to the viewer, the editor and target), envB,
@@ -716,6 +718,22 @@ func (f *authzFixture) env(t *testing.T) *env {
 	return e
 }
 
+// caseEnv is the app a case of TestAuthorizationTable runs in: its own
+// copy of the fixture when the request may change something, else one app
+// all such cases share (a copy per case made the table the slowest test by
+// far). A read that is not a stream changes nothing another case sees, and
+// neither does a refused request to a route that is not public: if a bug
+// let it through, its own status already fails the case. Streams and public
+// routes (sign-in counts failures) always get their own copy.
+func (f *authzFixture) caseEnv(t *testing.T, c authzCase, method string, want int, a server.Access) *env {
+	t.Helper()
+	refused := (want == 401 || want == 403) && !a.Public
+	if c.stream || c.file || !(method == "GET" || refused) {
+		return f.env(t)
+	}
+	return f.shared
+}
+
 // authzTokenCaller is a caller of TestAuthorizationTable with an API token
 // (cdk_...): what it gets on each route follows from the table's column
 // of its user's role (as) and the rules of tokens (want).
@@ -850,6 +868,7 @@ func TestAuthorizationTable(t *testing.T) {
 		}
 	}
 	dead["token-expired"].clock.Advance(2 * time.Hour)
+	fixture.shared = fixture.env(t)
 	type caller struct {
 		name, token string
 		fill        *strings.Replacer
@@ -885,7 +904,7 @@ func TestAuthorizationTable(t *testing.T) {
 				t.Parallel()
 				e := cl.shared
 				if e == nil {
-					e = fixture.env(t)
+					e = fixture.caseEnv(t, c, method, cl.want(c, method), access[c.route])
 				}
 				token, fill, role := cl.token, cl.fill, cl.name
 				path := fill.Replace(tmpl)
