@@ -48,8 +48,21 @@ func (s *Server) registerCIERoutes() {
 			"The model answers TITLE:, DESCRIPTION:, a --- line and the Markdown body; an answer that does not parse is retried once with " +
 			"the parse error, then the run fails with the raw answer in raw_output. A client that goes away does not stop the generation. " +
 			"409 when no AI provider is configured."}, s.generateArticle)
+	s.handle(Route{Method: "GET", Path: "/api/cie/runs", Tag: tag, Access: signedIn, List: true, Errors: []int{404},
+		Summary: "List generations in your environments, newest first", Query: cieRunListQuery{}, Data: cieRunResponse{},
+		Notes: "The autopilot's generations are listed too. An environment_id outside your environments is a 404."}, s.listCIERuns)
 	s.handle(Route{Method: "GET", Path: "/api/cie/runs/{run_id}", Tag: tag, Access: signedIn,
 		Summary: "Get a generation", Data: cieRunResponse{}}, s.getCIERun)
+	s.handle(Route{Method: "POST", Path: "/api/cie/runs/{run_id}/cancel", Tag: tag, Access: editorOnly, Errors: []int{409},
+		Summary: "Cancel a queued or running generation", Data: cieRunResponse{},
+		Notes: "A running generation's model call is cut and what it used is recorded. A finished one is a 409."}, s.cancelCIERun)
+}
+
+type cieRunListQuery struct {
+	pageQuery
+	EnvironmentID *int64 `form:"environment_id" binding:"omitempty,gt=0"`
+	ArchetypeID   *int64 `form:"archetype_id" binding:"omitempty,gt=0"`
+	Status        string `form:"status" binding:"omitempty,oneof=queued running succeeded failed cancelled"`
 }
 
 type sectionJSON struct {
@@ -342,6 +355,36 @@ func (s *Server) getCIERun(c *gin.Context) {
 		return
 	}
 	r, err := s.cie.Run(c.Request.Context(), scope(c), id)
+	if err != nil {
+		fail(c, err)
+		return
+	}
+	respond(c, http.StatusOK, cieRunJSON(r), "generation "+r.Status)
+}
+
+func (s *Server) listCIERuns(c *gin.Context) {
+	var q cieRunListQuery
+	if err := bindQuery(c, &q); err != nil {
+		fail(c, err)
+		return
+	}
+	pg := q.page()
+	list, total, err := s.cie.Runs(c.Request.Context(), scope(c),
+		cie.RunFilter{EnvironmentID: q.EnvironmentID, ArchetypeID: q.ArchetypeID, Status: q.Status}, pg)
+	if err != nil {
+		fail(c, err)
+		return
+	}
+	respondList(c, list, total, pg, cieRunJSON, "generations")
+}
+
+func (s *Server) cancelCIERun(c *gin.Context) {
+	id, err := pathID(c, "run_id")
+	if err != nil {
+		fail(c, err)
+		return
+	}
+	r, err := s.cie.Cancel(c.Request.Context(), scope(c), id, principal(c).User.Username)
 	if err != nil {
 		fail(c, err)
 		return

@@ -103,6 +103,45 @@ func (db *DB) CreateCIERunWithJob(ctx context.Context, n NewCIERun, j RunJob) (*
 	return run, nil
 }
 
+// CIERunFilter narrows ListCIERuns.
+type CIERunFilter struct {
+	EnvironmentID *int64
+	ArchetypeID   *int64
+	Status        string
+	Scope         Scope // only runs in its environments
+	Page
+}
+
+// ListCIERuns lists generations, newest first.
+func (db *DB) ListCIERuns(ctx context.Context, f CIERunFilter) ([]*CIERun, int, error) {
+	var where []string
+	var args []any
+	if f.EnvironmentID != nil {
+		where, args = append(where, "r.environment_id = ?"), append(args, *f.EnvironmentID)
+	}
+	if f.ArchetypeID != nil {
+		where, args = append(where, "r.archetype_id = ?"), append(args, *f.ArchetypeID)
+	}
+	if f.Status != "" {
+		where, args = append(where, "r.status = ?"), append(args, f.Status)
+	}
+	if cond, scopeArgs := f.Scope.envIn("r.environment_id"); cond != "" {
+		where, args = append(where, cond), append(args, scopeArgs...)
+	}
+	// The page walks the index of the filter that names one environment or
+	// archetype, else the runs themselves newest first, checking the rest
+	// on the way: the scope's environments have no order of their own.
+	from := "cie_runs r NOT INDEXED"
+	switch {
+	case f.EnvironmentID != nil:
+		from = "cie_runs r INDEXED BY cie_runs_env"
+	case f.ArchetypeID != nil:
+		from = "cie_runs r INDEXED BY cie_runs_archetype"
+	}
+	return listPage(ctx, db, listQuery{from: from, count: "cie_runs r", where: where, args: args, columns: cieRunColumns,
+		order: "r.id DESC", what: "runs"}, f.Page, scanCIERun)
+}
+
 // CIERunByID finds a run.
 func (db *DB) CIERunByID(ctx context.Context, id int64) (*CIERun, error) {
 	r, err := scanCIERun(db.r.QueryRowContext(ctx, `SELECT `+cieRunColumns+` FROM cie_runs r WHERE r.id = ?`, id))

@@ -271,6 +271,7 @@ var planSamples = map[string]any{
 	"EnvironmentFilter.Q":            "site",
 	"CampaignFilter.Q":               "campaign 1",
 	"CampaignFilter.Status":          CampaignActive,
+	"CIERunFilter.Status":            RunSucceeded,
 	"JobFilter.Kind":                 "agent.run",
 	"JobFilter.Status":               JobSucceeded,
 	"LiveSessionFilter.Status":       LiveOpen,

@@ -45,6 +45,7 @@ type Store interface {
 	AgentByID(ctx context.Context, id int64) (*store.Agent, error)
 
 	CIERunByID(ctx context.Context, id int64) (*store.CIERun, error)
+	ListCIERuns(ctx context.Context, f store.CIERunFilter) ([]*store.CIERun, int, error)
 	CreateCIERunWithJob(ctx context.Context, n store.NewCIERun, j store.RunJob) (*store.CIERun, error)
 	StartCIERun(ctx context.Context, id int64) (bool, error)
 	FinishCIERun(ctx context.Context, id int64, o store.CIEOutcome) (*store.CIERun, error)

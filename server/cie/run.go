@@ -117,6 +117,40 @@ func (s *Service) Run(ctx context.Context, sc store.Scope, id int64) (*store.CIE
 	return r, nil
 }
 
+// RunFilter narrows Runs.
+type RunFilter struct {
+	EnvironmentID *int64
+	ArchetypeID   *int64
+	Status        string
+}
+
+// Runs lists the generations the scope sees, newest first: those of its
+// environments, narrowed by f. Asking for an environment outside the
+// scope is not found, as its runs would be.
+func (s *Service) Runs(ctx context.Context, sc store.Scope, f RunFilter, page store.Page) ([]*store.CIERun, int, error) {
+	if f.EnvironmentID != nil {
+		if err := sc.Require(*f.EnvironmentID, "environment"); err != nil {
+			return nil, 0, err
+		}
+	}
+	return s.db.ListCIERuns(ctx, store.CIERunFilter{EnvironmentID: f.EnvironmentID, ArchetypeID: f.ArchetypeID, Status: f.Status,
+		Scope: sc, Page: page})
+}
+
+// Cancel cancels a queued or running generation the scope sees, saying
+// who did; a finished one is a conflict. A running one's provider call is
+// cut, and the usage of what it had answered is recorded.
+func (s *Service) Cancel(ctx context.Context, sc store.Scope, id int64, by string) (*store.CIERun, error) {
+	r, err := s.Run(ctx, sc, id)
+	if err != nil {
+		return nil, err
+	}
+	if r.Finished() {
+		return nil, store.Conflict("generation %d already %s", r.ID, r.Status)
+	}
+	return s.runs.Cancel(ctx, r.ID, r.JobID, store.CIEOutcome{Status: store.RunCancelled, Error: "cancelled by " + by})
+}
+
 // Succeeded returns a generation the scope sees whose article can be
 // saved as a post: one that succeeded (a conflict otherwise), so that its
 // title, description and body are the parsed article.

@@ -1416,6 +1416,28 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/cie/runs": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List generations in your environments, newest first
+         * @description The autopilot's generations are listed too. An environment_id outside your environments is a 404.
+         *
+         *     Requires the viewer role or higher.
+         */
+        get: operations["getCieRuns"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/cie/runs/{run_id}": {
         parameters: {
             query?: never;
@@ -1430,6 +1452,28 @@ export interface paths {
         get: operations["getCieRunsRunId"];
         put?: never;
         post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/cie/runs/{run_id}/cancel": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Cancel a queued or running generation
+         * @description A running generation's model call is cut and what it used is recorded. A finished one is a 409.
+         *
+         *     Requires the editor role or higher.
+         */
+        post: operations["postCieRunsRunIdCancel"];
         delete?: never;
         options?: never;
         head?: never;
@@ -8613,6 +8657,46 @@ export interface operations {
             500: components["responses"]["500"];
         };
     };
+    getCieRuns: {
+        parameters: {
+            query?: {
+                /** @description page number, from 1 */
+                page?: number;
+                /** @description items per page, 1 to 200 (default 50) */
+                per_page?: number;
+                environment_id?: number;
+                archetype_id?: number;
+                status?: "queued" | "running" | "succeeded" | "failed" | "cancelled";
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: {
+                            items: components["schemas"]["cieRunResponse"][];
+                            page: number;
+                            per_page: number;
+                            total: number;
+                        };
+                        message: string;
+                    };
+                };
+            };
+            401: components["responses"]["401"];
+            404: components["responses"]["404"];
+            422: components["responses"]["422"];
+            500: components["responses"]["500"];
+        };
+    };
     getCieRunsRunId: {
         parameters: {
             query?: never;
@@ -8638,6 +8722,37 @@ export interface operations {
             };
             401: components["responses"]["401"];
             404: components["responses"]["404"];
+            422: components["responses"]["422"];
+            500: components["responses"]["500"];
+        };
+    };
+    postCieRunsRunIdCancel: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                run_id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["cieRunResponse"];
+                        message: string;
+                    };
+                };
+            };
+            401: components["responses"]["401"];
+            403: components["responses"]["403"];
+            404: components["responses"]["404"];
+            409: components["responses"]["409"];
             422: components["responses"]["422"];
             500: components["responses"]["500"];
         };
