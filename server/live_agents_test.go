@@ -516,6 +516,11 @@ func TestLiveCancelKeepsPartialOutput(t *testing.T) {
 		res.Data()["error"] != "cancelled by alice" || agID(res.Data()) != genID {
 		t.Fatalf("cancel: %d %s", res.Code, res.Body)
 	}
+	// The answer shows what is stored: the model and the cut call's
+	// (estimated) usage, recorded before the answer.
+	if d := res.Data(); d["model"] == "" || agNum(d["output_tokens"]) == 0 || d["usage_estimated"] != true {
+		t.Fatalf("cancel answers without the call's model and usage: %s", res.Body)
+	}
 	agWaitChan(t, r.prov.gone, "the provider call being cut")
 	for _, ev := range w.until(t, "done") {
 		x.apply(ev)

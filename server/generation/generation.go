@@ -85,7 +85,7 @@ type Row interface {
 // Runner is the job runner (server/jobs) that carries generations out.
 type Runner interface {
 	Register(kind string, k jobs.Kind)
-	Cancel(ctx context.Context, id int64) (*store.Job, error)
+	jobs.Canceller // Cancel, and Wait for a cancelled handler
 	Signal()
 }
 
@@ -236,6 +236,11 @@ func (k *Kind[R]) Cancel(ctx context.Context, id int64, jobID *int64, o store.Ou
 	if err := jobs.Stop(ctx, k.Jobs, jobID); err != nil {
 		var zero R
 		return zero, err
+	}
+	// Read again: a handler that was running has recorded its call's
+	// model and usage by now.
+	if again, err := k.Load(ctx, id); err == nil {
+		return again, nil
 	}
 	return finished, nil
 }

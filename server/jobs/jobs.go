@@ -179,6 +179,8 @@ type activeJob struct {
 	cancel context.CancelCauseFunc
 	// cancelled says Cancel (not a shutdown) ended ctx; guarded by mu.
 	cancelled bool
+	// returned is closed when the handler has returned (Wait).
+	returned chan struct{}
 }
 
 // New returns a Runner over db.
@@ -371,22 +373,54 @@ func (r *Runner) Cancel(ctx context.Context, id int64) (*store.Job, error) {
 	return job, err
 }
 
+// Wait waits until the handler of a job running here has returned, at
+// most max or until ctx ends; for any other job it returns at once. A
+// cancelled handler records what its work used before it returns, so a
+// caller that waits answers with that.
+func (r *Runner) Wait(ctx context.Context, id int64, max time.Duration) {
+	r.mu.Lock()
+	a, ok := r.active[id]
+	r.mu.Unlock()
+	if !ok {
+		return
+	}
+	t := time.NewTimer(max)
+	defer t.Stop()
+	select {
+	case <-a.returned:
+	case <-t.C:
+	case <-ctx.Done():
+	}
+}
+
 // Canceller is the part of a Runner that Stop needs.
 type Canceller interface {
 	Cancel(ctx context.Context, id int64) (*store.Job, error)
+	Wait(ctx context.Context, id int64, max time.Duration)
 }
+
+// stopWait bounds how long Stop waits for a cancelled handler: a provider
+// call is cut at once, so this is only reached by a handler that ignores
+// its context, and the answer then shows the record as it is.
+const stopWait = 5 * time.Second
 
 // Stop cancels the job, if any (id nil: none), of a record whose end its
 // service has just recorded (a run, generation or reply cancelled): a
 // running handler stops and finds the end already recorded, which it
 // keeps; a queued job ends at once. A job that ended already (conflict)
-// or was cleaned up (not found) has nothing left to stop.
+// or was cleaned up (not found) has nothing left to stop. Stop returns
+// once a running handler has returned (at most stopWait), so the record
+// read next holds the usage of the call it cut.
 func Stop(ctx context.Context, c Canceller, id *int64) error {
 	if id == nil {
 		return nil
 	}
-	if _, err := c.Cancel(ctx, *id); err != nil && store.KindOf(err) != store.KindConflict && !store.IsNotFound(err) {
+	job, err := c.Cancel(ctx, *id)
+	if err != nil && store.KindOf(err) != store.KindConflict && !store.IsNotFound(err) {
 		return err
+	}
+	if err == nil && job.Status == store.JobRunning {
+		c.Wait(ctx, *id, stopWait)
 	}
 	return nil
 }
@@ -543,7 +577,7 @@ func (r *Runner) claim(ctx context.Context) (*activeJob, error) {
 	if err != nil {
 		return nil, err
 	}
-	a := &activeJob{job: job, kind: r.kinds[job.Kind]}
+	a := &activeJob{job: job, kind: r.kinds[job.Kind], returned: make(chan struct{})}
 	a.ctx, a.cancel = context.WithCancelCause(ctx)
 	r.active[job.ID] = a
 	return a, nil
@@ -557,6 +591,7 @@ func (r *Runner) execute(ctx, hctx context.Context, a *activeJob) bool {
 	log := r.log.With("job", job.ID, "kind", job.Kind, "attempt", job.Attempts)
 	start := time.Now()
 	err := call(a.ctx, a.kind.Handle, job)
+	close(a.returned)
 	interrupted := a.ctx.Err() != nil // before the handler returned
 	cause := context.Cause(a.ctx)
 	a.cancel(nil)
