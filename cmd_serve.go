@@ -25,6 +25,9 @@ func serveCmd() *cobra.Command {
 		Long: "Run the API server. The first start creates the data directory, the database and secret.key.\n" +
 			"Every flag can also be set with an environment variable: --http is COPYDESK_HTTP, --data-dir is COPYDESK_DATA_DIR, and so on.\n" +
 			"COPYDESK_SECRET_KEY, when set, is used instead of DATA_DIR/secret.key.",
+		Example: "  copydesk serve\n" +
+			"  copydesk serve --http 127.0.0.1:9000 --data-dir /var/lib/copydesk\n" +
+			"  COPYDESK_HTTP=0.0.0.0:8080 copydesk serve --log-format json",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) (err error) {
 			log, err := c.logger(cmd.ErrOrStderr())
