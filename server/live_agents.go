@@ -60,7 +60,7 @@ func (s *Server) registerLiveAgentRoutes() {
 		Status: http.StatusCreated, Errors: []int{409}, Body: saveAsPostRequest{}, Data: savedPostResponse{},
 		Summary: "Save the session's last output as a draft post",
 		Notes: "The last output is the newest generation that succeeded (409 when there is none). The title, when absent, is its " +
-			"first Markdown heading. The post is a draft in the session's environment and records the generation " +
+			"first Markdown heading, or without one its first line of text. The post is a draft in the session's environment and records the generation " +
 			"(live_generation_id). target wordpress makes a local WordPress post draft; target astro writes the file into the " +
 			"environment's Astro content folder."},
 		saveAs("id", s.posts.FromLive))

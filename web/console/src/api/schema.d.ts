@@ -81,7 +81,7 @@ export interface paths {
         put?: never;
         /**
          * Save a succeeded run's output as a draft post
-         * @description The title, when absent, is the output's first Markdown heading (a level-1 heading then leaves the body). The post is a draft in the run's environment and records the run (run_id). target wordpress makes a local WordPress post draft (publish it with POST /api/wordpress-posts/{id}/publish); target astro writes the file into the environment's Astro content folder.
+         * @description The title, when absent, is the output's first Markdown heading (a level-1 heading then leaves the body), or without one its first line of text (cut at 120 characters), which stays in the body. The post is a draft in the run's environment and records the run (run_id). target wordpress makes a local WordPress post draft (publish it with POST /api/wordpress-posts/{id}/publish); target astro writes the file into the environment's Astro content folder.
          *
          *     Requires the editor role or higher.
          */
@@ -1922,7 +1922,7 @@ export interface paths {
         put?: never;
         /**
          * Save the session's last output as a draft post
-         * @description The last output is the newest generation that succeeded (409 when there is none). The title, when absent, is its first Markdown heading. The post is a draft in the session's environment and records the generation (live_generation_id). target wordpress makes a local WordPress post draft; target astro writes the file into the environment's Astro content folder.
+         * @description The last output is the newest generation that succeeded (409 when there is none). The title, when absent, is its first Markdown heading, or without one its first line of text. The post is a draft in the session's environment and records the generation (live_generation_id). target wordpress makes a local WordPress post draft; target astro writes the file into the environment's Astro content folder.
          *
          *     Requires the editor role or higher.
          */
@@ -5096,7 +5096,7 @@ export interface components {
         saveAsPostRequest: {
             /** @enum {string} */
             target: "wordpress" | "astro";
-            /** @description default: the output's first Markdown heading (a run's, a live session's), or the generation's article title */
+            /** @description default: the output's first Markdown heading (a run's, a live session's) or first line, or the generation's article title */
             title?: string;
         };
         savedPostResponse: {
