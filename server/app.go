@@ -70,6 +70,10 @@ type Config struct {
 	// stored (engine.Options.OnRecordError): tests fail on it; the server
 	// logs it as an error.
 	OnUsageRecordError func(error)
+	// OnUndeclaredEvent, when set, is called with a stream's route and an
+	// event it sent that its Route.Events do not name (tests fail on it,
+	// so the document's x-events stay true); unset, nothing is checked.
+	OnUndeclaredEvent func(route, event string)
 	// RefuseOutboundPrivate keeps every outbound call (providers,
 	// WordPress, SERP, web sources, credential tests) from private, loopback and other
 	// non-public addresses (`serve --outbound-private=false`). Link-local
@@ -247,7 +251,7 @@ func Open(ctx context.Context, cfg Config, log *slog.Logger) (*App, error) {
 		// bound fit for a feed rather than a generation.
 		Feeds: feed.New(outbound.NewClient(webSourcesOutbound(cfg)), feed.Options{})},
 		Options{TrustedProxies: cfg.TrustedProxies, Version: cfg.Version, MaxUploadBytes: cfg.MaxUploadBytes, SpoolDir: spool,
-			AstroRoots: cfg.AstroRoots, DataDir: cfg.DataDir, MaxQueued: cfg.MaxQueued})
+			AstroRoots: cfg.AstroRoots, DataDir: cfg.DataDir, MaxQueued: cfg.MaxQueued, OnUndeclaredEvent: cfg.OnUndeclaredEvent})
 	if err != nil {
 		return nil, errors.Join(err, a.Close())
 	}

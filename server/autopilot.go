@@ -67,7 +67,7 @@ func (s *Server) registerAutopilotRoutes() {
 			"GET /api/autopilot/runs/{id} or the stream. 409 when a run is under way, a budget is reached, or no campaign has a keyword left."},
 		s.autopilotRunNow)
 	s.handle(Route{Method: "GET", Path: "/api/autopilot/stream", Tag: tag, Access: signedIn, Query: autopilotEnvQuery{},
-		Binary: "text/event-stream", Errors: []int{404}, Summary: "Server-Sent Events of the autopilot's state and runs",
+		Binary: "text/event-stream", Errors: []int{404}, Summary: "Server-Sent Events of the autopilot's state and runs", Events: autopilotEvents,
 		Notes: "`event: snapshot` first, with {autopilot, run} (the state and the latest run as last published), then `event: status` " +
 			"with the state when it changes and `event: run` with the run and its steps each time a step begins or ends. " +
 			"A comment line is a heartbeat every 15 seconds. Reconnect with Last-Event-ID (a gap the server no longer remembers is " +

@@ -40,6 +40,8 @@ func (s *Server) registerCIERoutes() {
 			"does not use is a 422 too, unless declared optional."}, s.previewArchetype)
 	s.handle(Route{Method: "POST", Path: "/api/cie/archetypes/{id}/generate", Tag: tag, Access: editorOnly, Status: http.StatusAccepted,
 		EventStream: true, Errors: []int{409},
+		Events: generationEvents(cieRunResponse{}, "generation",
+			Event{Name: "retry", Data: streamDetail{}, Doc: "The answer did not follow the article format and the model is asked again: drop the text so far."}),
 		Summary: "Generate an article from the archetype", Body: generateRequest{}, Data: cieRunResponse{},
 		Notes: "Queues a generation and answers 202 with its run; poll GET /api/cie/runs/{run_id}, or wait for the run.succeeded or run.failed " +
 			"notification it raises for the caller when it ends (a streamed one raises none). With stream true the answer is a " +

@@ -45,7 +45,7 @@ func (s *Server) registerLiveAgentRoutes() {
 		Notes: "Its text so far is kept as its output (status cancelled; in the transcript an incomplete output). " +
 			"409 when none is under way."}, s.cancelLive)
 	s.handle(Route{Method: "GET", Path: "/api/live-agents/sessions/{id}/stream", Tag: tag, Access: signedIn, Errors: []int{409},
-		Summary: "Watch a live session: Server-Sent Events", Binary: "text/event-stream",
+		Summary: "Watch a live session: Server-Sent Events", Binary: "text/event-stream", Events: liveEvents,
 		Notes: "Every viewer of the environment may attach; all see the same events. First `event: snapshot` with " +
 			"{session_id, generation, text, watchers}: the generation of the moment (or null) and its text so far. Then " +
 			"`presence` {action: join|leave, user_id, username, watchers} when someone comes or goes; `generation` with the " +

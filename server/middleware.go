@@ -300,9 +300,7 @@ func (s *Server) heldAgain(c *gin.Context, min store.Role, fn func(ctx context.C
 // stream.
 func (s *Server) serve(c *gin.Context, topic string, o stream.ServeOptions) {
 	letGo(c)
-	if w, ok := c.Writer.(*boundWriter); ok {
-		w.stream = true
-	}
+	markStream(c)
 	s.events.Serve(c.Writer, c.Request, topic, o)
 }
 
@@ -311,10 +309,25 @@ func (s *Server) serve(c *gin.Context, topic string, o stream.ServeOptions) {
 // ServeFinished).
 func (s *Server) serveFinished(c *gin.Context, o stream.ServeOptions, events ...stream.Event) {
 	letGo(c)
-	if w, ok := c.Writer.(*boundWriter); ok {
-		w.stream = true
-	}
+	markStream(c)
 	s.events.ServeFinished(c.Writer, c.Request, o, events...)
+}
+
+// markStream tells the request's boundWriter, under any writer that wraps
+// it (checkEvents'), that it carries an event stream.
+func markStream(c *gin.Context) {
+	var w http.ResponseWriter = c.Writer
+	for w != nil {
+		if b, ok := w.(*boundWriter); ok {
+			b.stream = true
+			return
+		}
+		u, ok := w.(interface{ Unwrap() http.ResponseWriter })
+		if !ok {
+			return
+		}
+		w = u.Unwrap()
+	}
 }
 
 const principalKey = "copydesk.principal"

@@ -52,7 +52,7 @@ func (s *Server) registerOpenChatRoutes() {
 			"sibling_ids on each message are the branches at that point; PUT the conversation with current_message_id to show " +
 			"another. all=true lists every message of every branch, each after its parent (parent_id)."}, s.listChatMessages)
 	s.handle(Route{Method: "POST", Path: "/api/openchat/conversations/{id}/messages", Tag: tag, Access: editorOnly,
-		Status: http.StatusCreated, EventStream: true, Errors: []int{409},
+		Status: http.StatusCreated, EventStream: true, Errors: []int{409}, Events: chatReplyEvents(false),
 		Summary: "Send a message and get the reply", Body: chatSendRequest{}, Data: chatMessageResponse{},
 		Notes: "Stores your message after the end of the active branch (or after the reply parent_id), sends the branch's history, " +
 			"oldest messages left out as the model's context window needs (trimmed_messages on the reply says how many), and " +
@@ -63,7 +63,7 @@ func (s *Server) registerOpenChatRoutes() {
 	s.handle(Route{Method: "GET", Path: "/api/openchat/messages/{id}", Tag: tag, Access: signedIn,
 		Summary: "Get a message", Data: chatMessageResponse{}}, s.getChatMessage)
 	s.handle(Route{Method: "PUT", Path: "/api/openchat/messages/{id}", Tag: tag, Access: editorOnly, Status: http.StatusCreated,
-		EventStream: true, Errors: []int{409},
+		EventStream: true, Errors: []int{409}, Events: chatReplyEvents(false),
 		Summary: "Edit a user message: a new branch with the new text and a new reply", Body: chatEditRequest{}, Data: chatMessageResponse{},
 		Notes: "Adds a sibling of the message with the new content, and a reply to it, which become the active branch; the " +
 			"old message and its replies stay on their branch. Answers 201 with the new reply." + streamNotes}, s.editChatMessage)
@@ -71,7 +71,7 @@ func (s *Server) registerOpenChatRoutes() {
 		Summary: "Delete a message and every message below it", Data: chatDeletedResponse{},
 		Notes: "409 while the conversation generates a reply."}, s.deleteChatMessage)
 	s.handle(Route{Method: "POST", Path: "/api/openchat/messages/{id}/regenerate", Tag: tag, Access: editorOnly,
-		Status: http.StatusCreated, EventStream: true, Errors: []int{409},
+		Status: http.StatusCreated, EventStream: true, Errors: []int{409}, Events: chatReplyEvents(false),
 		Summary: "Generate another reply beside this one", Body: chatRegenerateRequest{}, Data: chatMessageResponse{},
 		Notes: "For a reply: a new reply to the same user message (for a user message: a new reply to it). Both are kept; the new " +
 			"one is shown. Answers 201 with the new reply." + streamNotes}, s.regenerateChatMessage)
@@ -79,6 +79,7 @@ func (s *Server) registerOpenChatRoutes() {
 		Summary: "Stop a reply being generated, keeping what it has as incomplete", Data: chatMessageResponse{},
 		Notes: "Answers with the stored reply once its generation has stopped; 409 when it is not being generated."}, s.stopChatMessage)
 	s.handle(Route{Method: "GET", Path: "/api/openchat/messages/{id}/stream", Tag: tag, Access: signedIn, Binary: "text/event-stream",
+		Events:  chatReplyEvents(true),
 		Summary: "Server-Sent Events of a reply: resume a stream with Last-Event-ID",
 		Notes: "The events of POST .../messages with stream true. With Last-Event-ID, the events after it (or, when they are no " +
 			"longer kept, `event: snapshot` with {\"message\", \"text\"} so far), then the live ones. A reply no longer being " +

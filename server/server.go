@@ -102,6 +102,8 @@ type Options struct {
 	// MaxQueued bounds the scout runs, and the strategy builds, one
 	// environment may have queued or running (serve --max-queued); 3 when 0.
 	MaxQueued int
+	// OnUndeclaredEvent: see Config.OnUndeclaredEvent.
+	OnUndeclaredEvent func(route, event string)
 }
 
 // DefaultMaxUpload is the largest backup upload accepted.
@@ -274,6 +276,10 @@ type Route struct {
 	// Accepted documents a 202 with the same body beside Status (publish
 	// with queue true).
 	Accepted bool
+	// Events are the kinds of event of the route's Server-Sent Events
+	// answer (Binary "text/event-stream", or EventStream), documented as
+	// x-events on that content (events.go). Every such route names them.
+	Events []Event
 }
 
 // handle registers a route and its documentation.
@@ -299,6 +305,9 @@ func (s *Server) handle(r Route, h gin.HandlerFunc) {
 	}
 	chain = append(chain, s.admit(r.Access, r.MaxBody >= 0))
 	chain = append(chain, conventions(r)...)
+	if check := s.opts.OnUndeclaredEvent; check != nil && len(r.Events) > 0 {
+		chain = append(chain, checkEvents(r, check))
+	}
 	chain = append(chain, h)
 	s.router.Handle(r.Method, ginPath(r.Path), chain...)
 	if r.Method == http.MethodGet { // uptime monitors ask with HEAD

@@ -3996,6 +3996,10 @@ export interface components {
             /** @enum {string} */
             trigger: "schedule" | "manual";
         } | null;
+        autopilotSnapshotResponse: {
+            autopilot: components["schemas"]["autopilotStateResponse"];
+            run: components["schemas"]["autopilotRunResponse"];
+        };
         autopilotStateResponse: {
             /** Format: int64 */
             changed_by: number | null;
@@ -4348,6 +4352,10 @@ export interface components {
             /** Format: int64 */
             id: number;
         };
+        chatDoneResponse: {
+            message: components["schemas"]["chatMessageResponse"];
+            usage: components["schemas"]["chatUsageResponse"];
+        };
         chatEditRequest: {
             content: string;
             stream?: boolean;
@@ -4401,6 +4409,28 @@ export interface components {
             parent_id?: number | null;
             stream?: boolean;
         };
+        chatSnapshotResponse: {
+            detail?: string;
+            message: components["schemas"]["chatMessageResponse"];
+            text: string;
+            title?: string;
+            usage?: components["schemas"]["chatUsageResponse"];
+        };
+        chatTitleEvent: {
+            /** Format: int64 */
+            conversation_id?: number;
+            title?: string;
+        };
+        chatUsageResponse: {
+            /** Format: double */
+            cost_usd: number | null;
+            estimated: boolean;
+            /** Format: int64 */
+            input_tokens: number;
+            /** Format: int64 */
+            output_tokens: number;
+            trimmed_messages: number;
+        } | null;
         cieRunResponse: {
             /** Format: int64 */
             agent_id: number | null;
@@ -4789,6 +4819,17 @@ export interface components {
             /** @enum {string} */
             state: "inactive" | "active" | "expired" | "invalid";
         };
+        liveClosedEvent: {
+            deleted?: boolean;
+            detail?: string;
+            /** Format: int64 */
+            session_id?: number;
+        };
+        liveDeltaEvent: {
+            /** Format: int64 */
+            generation_id?: number;
+            text?: string;
+        };
         /** @description oldest first */
         liveEntryResponse: {
             content: string;
@@ -4817,6 +4858,11 @@ export interface components {
              * @description who asked
              */
             user_id: number | null;
+        };
+        liveFailureEvent: {
+            detail?: string;
+            /** Format: int64 */
+            generation_id?: number;
         };
         liveGenerateRequest: {
             prompt: string;
@@ -4863,6 +4909,14 @@ export interface components {
                 [key: string]: string;
             };
         } | null;
+        livePresenceEvent: {
+            /** @enum {string} */
+            action?: "join" | "leave";
+            /** Format: int64 */
+            user_id?: number;
+            username?: string;
+            watchers?: components["schemas"]["Watcher"][];
+        };
         liveSessionDetailResponse: {
             generation: components["schemas"]["liveGenerationResponse"];
             session: components["schemas"]["liveSessionResponse"];
@@ -4903,6 +4957,13 @@ export interface components {
              * @description the last change: created, a generation asked for or ended, closed
              */
             updated_at: string;
+        };
+        liveSnapshotResponse: {
+            generation: components["schemas"]["liveGenerationResponse"];
+            /** Format: int64 */
+            session_id: number;
+            text: string;
+            watchers: components["schemas"]["Watcher"][];
         };
         loginRequest: {
             email: string;
@@ -5492,6 +5553,25 @@ export interface components {
             clusters?: components["schemas"]["strategyClusterRequest"][] | null;
             name?: string | null;
         };
+        streamDetail: {
+            detail?: string;
+        };
+        streamLagged: {
+            detail?: string;
+            /**
+             * Format: int64
+             * @description reconnect with this Last-Event-ID: nothing is lost
+             */
+            last_event_id?: number;
+        };
+        streamMissed: {
+            /**
+             * Format: int64
+             * @description the Last-Event-ID asked for
+             */
+            after?: number;
+            detail?: string;
+        };
         systemSettingsRequest: {
             notification_retention_days?: number | null;
             registration_open?: boolean | null;
@@ -5545,6 +5625,10 @@ export interface components {
             id: number;
             name: string;
             slug: string;
+        };
+        textDelta: {
+            /** @description the next piece of the text: append it */
+            text?: string;
         };
         tokenResponse: {
             access_token: string;
