@@ -55,7 +55,9 @@ func BuildOpenAPI(routes []*server.Route, version string) ([]byte, error) {
 				"Bulk actions are POST .../bulk-delete or .../bulk-update with {\"ids\": [...]}, answering {\"changed\": n}. " +
 				"JSON bodies are sent with Content-Type: application/json (or none); another type is 415. " +
 				"A query parameter a route does not list is 422. Times are RFC 3339 in UTC with milliseconds. " +
-				"HEAD is answered wherever GET is, with GET's status and headers and no body.",
+				"HEAD is answered wherever GET is, with GET's status and headers and no body. " +
+				"A text/event-stream answer lists its events and their data under x-events.",
+			License: &openapi3.License{Name: "MIT", URL: "https://opensource.org/license/mit"},
 		},
 		Paths: openapi3.NewPaths(),
 		Components: &openapi3.Components{
