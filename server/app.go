@@ -442,12 +442,18 @@ func (a *App) Prune(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	// API tokens revoked or expired a month ago are of no use and no
+	// longer worth listing.
+	k, err := a.DB.PruneAPITokens(ctx, now.AddDate(0, 0, -30))
+	if err != nil {
+		return err
+	}
 	// A restored older backup may have brought back unkeyed recovery codes.
 	if _, err := a.Auth.KeyRecoveryCodes(ctx); err != nil {
 		return err
 	}
-	if n+m+j > 0 {
-		a.Log.Debug("pruned", "sessions", n, "notifications", m, "jobs", j)
+	if n+m+j+k > 0 {
+		a.Log.Debug("pruned", "sessions", n, "notifications", m, "jobs", j, "api_tokens", k)
 	}
 	return nil
 }
