@@ -47,13 +47,19 @@ func newRootCmd(stdin io.Reader, stdout, stderr io.Writer) *cobra.Command {
 	root.SetOut(stdout)
 	root.SetErr(stderr)
 	root.AddCommand(serveCmd(), usersCmd(), backupCmd(), restoreCmd(), licenseCmd(), healthCmd(), versionCmd())
-	// --version says what `copydesk version` says.
-	var v strings.Builder
-	ver, commit := buildVersion()
-	if err := buildinfo.Write(&v, ver, commit); err == nil {
-		root.Version = ver
-		root.SetVersionTemplate(strings.ReplaceAll(v.String(), "{{", "{{`{{`}}"))
+	// --version says what `copydesk version` says. Not cobra's own
+	// version flag: its template would link text/template, whose use of
+	// reflection keeps every exported method reachable and grows the
+	// binary and its init (TestStartupInitBudget).
+	showVersion := root.Flags().Bool("version", false, "print version, commit and Go version (as copydesk version)")
+	root.RunE = func(cmd *cobra.Command, _ []string) error {
+		if *showVersion {
+			v, c := buildVersion()
+			return buildinfo.Write(cmd.OutOrStdout(), v, c)
+		}
+		return cmd.Help()
 	}
+	root.Args = cobra.NoArgs
 	root.SetFlagErrorFunc(flagError)
 	return root
 }
