@@ -37,6 +37,7 @@ import (
 	"github.com/copydesk/copydesk/server/setting"
 	"github.com/copydesk/copydesk/server/strategy"
 	"github.com/copydesk/copydesk/server/stream"
+	"github.com/copydesk/copydesk/server/webhook"
 	"github.com/copydesk/copydesk/server/websource"
 	"github.com/copydesk/copydesk/server/wppost"
 	"github.com/copydesk/copydesk/store"
@@ -71,6 +72,7 @@ type Server struct {
 	seo           *seo.Service
 	searchPhrases *searchphrase.Service
 	webSources    *websource.Service
+	webhooks      *webhook.Service
 	autopilot     *autopilot.Service
 	scout         *scout.Service
 	strategies    *strategy.Service
@@ -123,6 +125,17 @@ type Deps struct {
 	WordPress wppost.Options
 	// Feeds fetches web sources; nil: one over outbound.Default().
 	Feeds *feed.Fetcher
+	// Webhooks sends webhook deliveries (HTTP: nil is outbound.Default())
+	// and says whether address literals of private networks are refused
+	// when a webhook is saved.
+	Webhooks WebhookOptions
+}
+
+// WebhookOptions are the server's side of webhook deliveries.
+type WebhookOptions struct {
+	HTTP          *http.Client
+	RefusePrivate bool
+	Options       webhook.Options
 }
 
 // DefaultMaxBody is the body limit of JSON endpoints.
@@ -155,6 +168,9 @@ func New(d Deps, opts Options) (*Server, error) {
 	s.analytics = analytics.New(d.DB, func() time.Time { return d.DB.Now() })
 	s.messages = message.New(d.DB, d.Notify)
 	s.environments = environment.New(d.DB).ConfineAstro(environment.AstroPlaces{Roots: opts.AstroRoots, DataDir: opts.DataDir})
+	s.webhooks = webhook.New(webhook.Deps{Store: d.DB, Environments: s.environments, Keys: d.Keys, Jobs: d.Jobs, Notify: d.Notify,
+		HTTP: d.Webhooks.HTTP, RefusePrivate: d.Webhooks.RefusePrivate, Log: d.Log, Now: func() time.Time { return d.DB.Now() },
+		Options: d.Webhooks.Options})
 	s.credentials = credential.New(d.DB, s.environments, d.Keys, d.Engine)
 	s.aiSettings = aisetting.New(d.DB, s.environments, s.credentials, d.Engine)
 	s.settings = setting.New(d.DB)
@@ -212,6 +228,7 @@ func New(d Deps, opts Options) (*Server, error) {
 	s.registerSEOCampaignRoutes()
 	s.registerSearchPhraseRoutes()
 	s.registerWebSourceRoutes()
+	s.registerWebhookRoutes()
 	s.registerAutopilotRoutes()
 	s.registerScoutRoutes()
 	s.registerStrategyRoutes()
