@@ -134,11 +134,13 @@ func (db *DB) ListWebhooks(ctx context.Context, f WebhookFilter) ([]*Webhook, in
 	if scoped, more := f.Scope.envIn("w.environment_id"); scoped != "" {
 		where, args = append(where, scoped), append(args, more...)
 	}
+	index := "webhooks_created"
 	if f.EnvironmentID != nil {
 		where, args = append(where, "w.environment_id = ?"), append(args, *f.EnvironmentID)
+		index = "webhooks_env"
 	}
-	return listPage(ctx, db, listQuery{from: "webhooks w", where: where, args: args, columns: webhookColumns, order: "w.id DESC",
-		what: "webhooks"}, f.Page, scanWebhook)
+	return listPage(ctx, db, listQuery{from: "webhooks w INDEXED BY " + index, count: "webhooks w", where: where, args: args,
+		columns: webhookColumns, order: "w.created_at DESC, w.id DESC", what: "webhooks"}, f.Page, scanWebhook)
 }
 
 // WebhookUpdate holds the fields to change; nil leaves one alone. Enabling

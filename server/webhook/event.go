@@ -111,3 +111,21 @@ func (s *Service) emit(ctx context.Context, e Event, only *int64) ([]*store.Webh
 	}
 	return ds, nil
 }
+
+// RunEnded is the event of a run that ended: run.succeeded or run.failed
+// (with its error), of kind (RunAgent, ...) and id, and the further ids a
+// receiver needs. Another status (cancelled) is no event: ok is false.
+func RunEnded(kind string, envID, runID int64, status, errText string, ids map[string]any) (e Event, ok bool) {
+	data := map[string]any{"kind": kind, "run_id": runID}
+	for k, v := range ids {
+		data[k] = v
+	}
+	switch status {
+	case store.RunSucceeded:
+		return Event{Type: RunSucceeded, EnvironmentID: envID, Data: data}, true
+	case store.RunFailed:
+		data["error"] = errText
+		return Event{Type: RunFailed, EnvironmentID: envID, Data: data}, true
+	}
+	return Event{}, false
+}

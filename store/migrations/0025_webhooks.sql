@@ -26,7 +26,10 @@ CREATE TABLE webhooks (
     created_at           TEXT    NOT NULL,
     updated_at           TEXT    NOT NULL
 );
-CREATE INDEX webhooks_env ON webhooks (environment_id, id);
+-- The list, newest first, over the environments a scope sees and within
+-- one.
+CREATE INDEX webhooks_created ON webhooks (created_at, id, environment_id);
+CREATE INDEX webhooks_env ON webhooks (environment_id, created_at, id);
 CREATE INDEX webhooks_created_by ON webhooks (created_by) WHERE created_by IS NOT NULL;
 
 -- A delivery is one event for one webhook: payload is the exact body
