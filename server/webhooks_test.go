@@ -400,3 +400,57 @@ func TestWebhooksRules(t *testing.T) {
 		t.Errorf("in an environment not granted: %d", r.Code)
 	}
 }
+
+// An autopilot run that publishes on WordPress tells post.published and
+// run.succeeded, and a pause by its owner autopilot.paused; the archetype
+// generation inside the run is told of as the run.
+func TestWebhooksAutopilotEvents(t *testing.T) {
+	t.Parallel()
+	a := newAPEnv(t, store.PostWordPress, "publish", "sourdough starter")
+	recv := newHookReceiver(t)
+	id, secret := hookCreate(t, a.env, a.editor, a.envA, recv.srv.URL, "post.published", "run.succeeded", "run.failed", "autopilot.paused")
+	recv.set(secret, 200, 0)
+	a.control(t, "start", 200)
+	startJobs(t, a.env)
+	var runID int64
+	agWaitFor(t, "a scheduled run", func() bool {
+		if list := a.runs(t); len(list) > 0 {
+			runID = agID(list[0])
+			return true
+		}
+		return false
+	})
+	run := a.waitRun(t, runID, "succeeded")
+	a.control(t, "pause", 200)
+	got := recv.waitRequests(t, 3)
+	time.Sleep(200 * time.Millisecond)
+	if n := len(recv.requests()); n != 3 {
+		t.Errorf("%d deliveries; want 3", n)
+	}
+	byType := map[string]map[string]any{}
+	for _, r := range got {
+		var b struct {
+			Type string         `json:"type"`
+			Data map[string]any `json:"data"`
+		}
+		if err := json.Unmarshal(r.body, &b); err != nil {
+			t.Fatal(err)
+		}
+		byType[b.Type] = b.Data
+	}
+	post := run["post"].(map[string]any)
+	if d := byType["post.published"]; d == nil || d["target"] != "wordpress" || d["post_id"] != post["id"] || d["status"] != "publish" ||
+		d["environment_id"] != float64(a.envA) {
+		t.Errorf("post.published %v", d)
+	}
+	if d := byType["run.succeeded"]; d == nil || d["kind"] != "autopilot" || d["run_id"] != float64(runID) || d["post_id"] != post["id"] ||
+		d["keyword_id"] == nil {
+		t.Errorf("run.succeeded %v", d)
+	}
+	if d := byType["autopilot.paused"]; d == nil || d["by"] != "user" || d["reason"] != "manual" {
+		t.Errorf("autopilot.paused %v", d)
+	}
+	if ds := hookDeliveries(t, a.env, a.editor, id); len(ds) != 3 {
+		t.Errorf("%d deliveries listed", len(ds))
+	}
+}
