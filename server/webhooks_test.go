@@ -454,3 +454,50 @@ func TestWebhooksAutopilotEvents(t *testing.T) {
 		t.Errorf("%d deliveries listed", len(ds))
 	}
 }
+
+// A WordPress publish tells how it ended, in the request or queued: once
+// each, a queued one when its job ends.
+func TestWebhooksWordPressPublish(t *testing.T) {
+	t.Parallel()
+	w := newWPEnv(t)
+	recv := newHookReceiver(t)
+	hookCreate(t, w.env, w.editor, w.envA, recv.srv.URL, "post.published", "post.failed")
+	startJobs(t, w.env)
+	event := func(n int) (string, map[string]any) {
+		t.Helper()
+		got := recv.waitRequests(t, n)
+		var b struct {
+			Type string         `json:"type"`
+			Data map[string]any `json:"data"`
+		}
+		if err := json.Unmarshal(got[n-1].body, &b); err != nil {
+			t.Fatal(err)
+		}
+		return b.Type, b.Data
+	}
+	p := w.post(t, map[string]any{"title": "Rye", "content": "Bread.", "status": "publish"})
+	if r := w.action(t, p["id"], "publish", nil); r.Code != 200 {
+		t.Fatalf("publish: %d %s", r.Code, r.Body)
+	}
+	if typ, d := event(1); typ != "post.published" || d["post_id"] != p["id"] || d["queued"] != false || d["target"] != "wordpress" ||
+		d["remote_id"] == nil || d["status"] != "publish" {
+		t.Errorf("%s %v", typ, d)
+	}
+	w.site.Fail = func(*http.Request) (int, string, string, bool) { return 403, "rest_forbidden", "Sorry, you are not allowed.", true }
+	if r := w.action(t, p["id"], "publish", nil); r.Code < 400 {
+		t.Fatalf("publish to a refusing site: %d %s", r.Code, r.Body)
+	}
+	if typ, d := event(2); typ != "post.failed" || d["queued"] != false || !strings.Contains(fmt.Sprint(d["error"]), "not allowed") {
+		t.Errorf("%s %v", typ, d)
+	}
+	if r := w.action(t, p["id"], "publish", map[string]any{"queue": true}); r.Code != 202 {
+		t.Fatalf("queue: %d %s", r.Code, r.Body)
+	}
+	if typ, d := event(3); typ != "post.failed" || d["queued"] != true {
+		t.Errorf("%s %v", typ, d)
+	}
+	time.Sleep(300 * time.Millisecond)
+	if n := len(recv.requests()); n != 3 {
+		t.Errorf("%d deliveries; want 3", n)
+	}
+}
