@@ -483,7 +483,9 @@ func TestWebhooksWordPressPublish(t *testing.T) {
 		d["remote_id"] == nil || d["status"] != "publish" {
 		t.Errorf("%s %v", typ, d)
 	}
-	w.site.Fail = func(*http.Request) (int, string, string, bool) { return 403, "rest_forbidden", "Sorry, you are not allowed.", true }
+	w.site.Fail = func(*http.Request) (int, string, string, bool) {
+		return 403, "rest_forbidden", "Sorry, you are not allowed.", true
+	}
 	if r := w.action(t, p["id"], "publish", nil); r.Code < 400 {
 		t.Fatalf("publish to a refusing site: %d %s", r.Code, r.Body)
 	}
