@@ -449,12 +449,17 @@ func (a *App) Prune(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	// Webhook deliveries are a log of what was sent: a month of it.
+	w, err := a.DB.PruneWebhookDeliveries(ctx, now.AddDate(0, 0, -30))
+	if err != nil {
+		return err
+	}
 	// A restored older backup may have brought back unkeyed recovery codes.
 	if _, err := a.Auth.KeyRecoveryCodes(ctx); err != nil {
 		return err
 	}
-	if n+m+j > 0 {
-		a.Log.Debug("pruned", "sessions", n, "notifications", m, "jobs", j)
+	if n+m+j+w > 0 {
+		a.Log.Debug("pruned", "sessions", n, "notifications", m, "jobs", j, "webhook_deliveries", w)
 	}
 	return nil
 }

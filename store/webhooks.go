@@ -355,6 +355,18 @@ func (db *DB) ListWebhookDeliveries(ctx context.Context, webhookID int64, p Page
 	return list, total, rows.Err()
 }
 
+// PruneWebhookDeliveries deletes the finished deliveries (succeeded or
+// failed) last changed before cutoff, with their attempts, and says how
+// many.
+func (db *DB) PruneWebhookDeliveries(ctx context.Context, cutoff time.Time) (int64, error) {
+	res, err := db.exec(ctx, `DELETE FROM webhook_deliveries WHERE next_attempt_at IS NULL AND updated_at < ?
+		AND status IN ('succeeded', 'failed')`, fmtTime(cutoff))
+	if err != nil {
+		return 0, fmt.Errorf("store: prune webhook deliveries: %w", err)
+	}
+	return res.RowsAffected()
+}
+
 // ResendWebhookDelivery makes a delivery that is not being sent due now,
 // with a new schedule of attempts; the same msg_id and body. A delivery
 // being sent is a conflict.

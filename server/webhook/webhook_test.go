@@ -390,6 +390,27 @@ func TestClaimOutlivesACrash(t *testing.T) {
 	}
 }
 
+// Housekeeping forgets finished deliveries after a month, never waiting
+// ones.
+func TestPruneFinishedDeliveries(t *testing.T) {
+	t.Parallel()
+	r := newRig(t, webhook.Options{}, false)
+	ctx := context.Background()
+	made := r.create(t, webhook.PostFailed)
+	r.svc.Emit(ctx, webhook.Event{Type: webhook.PostFailed, EnvironmentID: r.env.ID})
+	r.run(t) // succeeded
+	r.recv.answer(500)
+	r.svc.Emit(ctx, webhook.Event{Type: webhook.PostFailed, EnvironmentID: r.env.ID})
+	r.run(t) // pending, due in 30 s
+	r.clock.Advance(31 * 24 * time.Hour)
+	if n, err := r.db.PruneWebhookDeliveries(ctx, r.clock.Now().AddDate(0, 0, -30)); err != nil || n != 1 {
+		t.Fatalf("pruned %d, %v; want 1", n, err)
+	}
+	if ds := r.list(t, made.Webhook.ID); len(ds) != 1 || ds[0].Status != store.DeliveryPending {
+		t.Errorf("left %+v", ds)
+	}
+}
+
 func TestRulesAndScope(t *testing.T) {
 	t.Parallel()
 	r := newRig(t, webhook.Options{}, true)

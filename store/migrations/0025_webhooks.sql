@@ -58,6 +58,8 @@ CREATE INDEX webhook_deliveries_hook ON webhook_deliveries (webhook_id, id);
 CREATE INDEX webhook_deliveries_env ON webhook_deliveries (environment_id);
 -- The sender's search for due work, and the schedule's earliest due time.
 CREATE INDEX webhook_deliveries_due ON webhook_deliveries (next_attempt_at, id) WHERE next_attempt_at IS NOT NULL;
+-- Housekeeping's search for finished deliveries to forget.
+CREATE INDEX webhook_deliveries_done ON webhook_deliveries (updated_at) WHERE next_attempt_at IS NULL;
 
 -- An attempt is one request: started_at is written when it is claimed,
 -- the rest when the answer (or the failure) is recorded. An attempt with no
