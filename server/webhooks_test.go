@@ -503,3 +503,50 @@ func TestWebhooksWordPressPublish(t *testing.T) {
 		t.Errorf("%d deliveries; want 3", n)
 	}
 }
+
+// An agent run tells run.succeeded or run.failed with its ids, streamed
+// or queued alike; a run of another environment tells this webhook nothing.
+func TestWebhooksAgentRuns(t *testing.T) {
+	t.Parallel()
+	f := agSetup(t)
+	e := f.e
+	fake := fakeOpenAI(t, func(n int, req map[string]any) (int, string) {
+		if n == 2 {
+			return 400, "bad request"
+		}
+		return 200, "Done."
+	})
+	agConfigure(t, e, fake.URL+"/v1")
+	recv := newHookReceiver(t)
+	hookCreate(t, e, f.edATok, f.envA, recv.srv.URL, "run.succeeded", "run.failed")
+	agRunJobs(t, e)
+	agentA := agID(agCreate(t, e, f.edATok, map[string]any{"environment_id": f.envA, "name": "Writer", "kind": "writer", "system_prompt": "Write."}))
+	ok := agID(agExecute(t, e, f.edATok, agentA, map[string]any{"input": "one"}))
+	agWaitRun(t, e, f.edATok, ok)
+	failed := agID(agExecute(t, e, f.edATok, agentA, map[string]any{"input": "two"}))
+	agWaitRun(t, e, f.edATok, failed)
+	got := recv.waitRequests(t, 2)
+	want := []struct {
+		typ string
+		run int64
+	}{{"run.succeeded", ok}, {"run.failed", failed}}
+	for i, w := range want {
+		var b struct {
+			Type string         `json:"type"`
+			Data map[string]any `json:"data"`
+		}
+		if err := json.Unmarshal(got[i].body, &b); err != nil {
+			t.Fatal(err)
+		}
+		if b.Type != w.typ || b.Data["kind"] != "agent" || b.Data["run_id"] != float64(w.run) || b.Data["agent_id"] != float64(agentA) {
+			t.Errorf("delivery %d: %s %v", i+1, b.Type, b.Data)
+		}
+		if w.typ == "run.failed" && b.Data["error"] == "" {
+			t.Errorf("run.failed without its error: %v", b.Data)
+		}
+	}
+	time.Sleep(200 * time.Millisecond)
+	if n := len(recv.requests()); n != 2 {
+		t.Errorf("%d deliveries; want 2", n)
+	}
+}
