@@ -550,3 +550,29 @@ func TestWebhooksAgentRuns(t *testing.T) {
 		t.Errorf("%d deliveries; want 2", n)
 	}
 }
+
+// No redirect is followed: a 3xx is the receiver's answer, and a failure
+// (the address it points to could be anything, the guard's included).
+func TestWebhooksRedirectIsAFailure(t *testing.T) {
+	t.Parallel()
+	f := agSetup(t)
+	e := f.e
+	recv := newHookReceiver(t)
+	redirect := httptest.NewServer(http.RedirectHandler(recv.srv.URL, http.StatusFound))
+	t.Cleanup(redirect.Close)
+	agRunJobs(t, e)
+	id, _ := hookCreate(t, e, f.edATok, f.envA, redirect.URL, "post.failed")
+	e.do(t, "POST", fmt.Sprintf("/api/webhooks/%d/ping", id), f.edATok, nil)
+	deadline := time.Now().Add(agBound)
+	d := hookDeliveries(t, e, f.edATok, id)[0]
+	for d["last_status"] == nil && time.Now().Before(deadline) {
+		time.Sleep(20 * time.Millisecond)
+		d = hookDeliveries(t, e, f.edATok, id)[0]
+	}
+	if d["status"] != "pending" || d["last_status"] != float64(302) || !strings.Contains(d["last_error"].(string), "302") {
+		t.Errorf("delivery %v", d)
+	}
+	if n := len(recv.requests()); n != 0 {
+		t.Errorf("the redirect was followed (%d requests)", n)
+	}
+}
