@@ -40,6 +40,8 @@ func serveCmd() *cobra.Command {
 				return fmt.Errorf("--workers must be at least 1")
 			case cfg.ProviderRetries < -1:
 				return fmt.Errorf("--provider-retries must be -1 (none), 0 (none) or more")
+			case cfg.WebhookRetryDelay <= 0:
+				return fmt.Errorf("--webhook-retry-delay must be more than 0")
 			case cfg.ProviderRetries == 0:
 				cfg.ProviderRetries = -1 // 0 in the server's config means "the default"
 			}
@@ -80,7 +82,8 @@ func serveCmd() *cobra.Command {
 	f.DurationVar(&cfg.ProviderTimeout, "provider-timeout", 5*time.Minute, "limit of one LLM provider attempt, streaming included")
 	f.IntVar(&cfg.MaxQueued, "max-queued", 3, "scout runs, and strategy builds, one environment may have queued or running at once (each spends SerpApi searches and model calls)")
 	f.StringSliceVar(&cfg.AstroRoots, "astro-roots", nil, "folders Astro projects may live under (comma-separated); none by default, so Astro environments are refused until the operator names one; the data directory is always refused")
-	f.BoolVar(&cfg.AllowWebSourcesPrivate, "web-sources-private", false, "let web sources and featured images (feeds, pages and image addresses any editor adds) reach private and loopback addresses; off, an editor could read the server's network through them")
+	f.BoolVar(&cfg.AllowWebSourcesPrivate, "web-sources-private", false, "let web sources, featured images and webhooks (feeds, pages, image and webhook addresses any editor adds) reach private and loopback addresses; off, an editor could read the server's network through them")
+	f.DurationVar(&cfg.WebhookRetryDelay, "webhook-retry-delay", 30*time.Second, "wait after a webhook delivery's first failed attempt, doubled after each further one up to 8 hours; 13 attempts in all (about a day with 30s)")
 	f.BoolVar(&outboundPrivate, "outbound-private", true, "let outbound calls (providers, WordPress, SERP) reach private and loopback addresses, e.g. a local Ollama; false refuses them for web sources too; link-local and cloud metadata addresses are always refused")
 	return cmd
 }

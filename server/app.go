@@ -22,6 +22,7 @@ import (
 	"github.com/copydesk/copydesk/server/notify"
 	"github.com/copydesk/copydesk/server/outbound"
 	"github.com/copydesk/copydesk/server/stream"
+	"github.com/copydesk/copydesk/server/webhook"
 	"github.com/copydesk/copydesk/server/wppost"
 	"github.com/copydesk/copydesk/store"
 )
@@ -101,6 +102,13 @@ type Config struct {
 	// WordPressBackoff, when set, replaces the wait between retries of
 	// WordPress calls (tests).
 	WordPressBackoff func(n int) time.Duration
+	// WebhookRetryDelay is the wait after a webhook delivery's first
+	// failed attempt (`serve --webhook-retry-delay`), doubled after each
+	// further one; webhook.DefaultRetryDelay (30 s) when 0.
+	WebhookRetryDelay time.Duration
+	// WebhookTimeout bounds one webhook attempt; webhook.DefaultTimeout
+	// (10 s) when 0 (tests).
+	WebhookTimeout time.Duration
 }
 
 // DBFile is the database file inside the data directory.
@@ -249,7 +257,10 @@ func Open(ctx context.Context, cfg Config, log *slog.Logger) (*App, error) {
 			Retries: 2, Backoff: cfg.WordPressBackoff},
 		// Web sources have a client of their own: the same guard, with a
 		// bound fit for a feed rather than a generation.
-		Feeds: feed.New(outbound.NewClient(webSourcesOutbound(cfg)), feed.Options{})},
+		Feeds: feed.New(outbound.NewClient(webSourcesOutbound(cfg)), feed.Options{}),
+		// Webhook URLs are any editor's addresses too: the same guard.
+		Webhooks: WebhookOptions{HTTP: webhookClient(cfg), RefusePrivate: webhookGuard(cfg).RefusePrivate,
+			Options: webhook.Options{RetryDelay: cfg.WebhookRetryDelay, Timeout: cfg.WebhookTimeout}}},
 		Options{TrustedProxies: cfg.TrustedProxies, Version: cfg.Version, MaxUploadBytes: cfg.MaxUploadBytes, SpoolDir: spool,
 			AstroRoots: cfg.AstroRoots, DataDir: cfg.DataDir, MaxQueued: cfg.MaxQueued, OnUndeclaredEvent: cfg.OnUndeclaredEvent})
 	if err != nil {
@@ -448,12 +459,17 @@ func (a *App) Prune(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	// Webhook deliveries are a log of what was sent: a month of it.
+	w, err := a.DB.PruneWebhookDeliveries(ctx, now.AddDate(0, 0, -30))
+	if err != nil {
+		return err
+	}
 	// A restored older backup may have brought back unkeyed recovery codes.
 	if _, err := a.Auth.KeyRecoveryCodes(ctx); err != nil {
 		return err
 	}
-	if n+m+j+k > 0 {
-		a.Log.Debug("pruned", "sessions", n, "notifications", m, "jobs", j, "api_tokens", k)
+	if n+m+j+k+w > 0 {
+		a.Log.Debug("pruned", "sessions", n, "notifications", m, "jobs", j, "api_tokens", k, "webhook_deliveries", w)
 	}
 	return nil
 }
@@ -494,6 +510,25 @@ func webSourcesOutbound(cfg Config) outbound.Options {
 		o.RefusePrivate, o.RefusedBy = true, "for web sources; --web-sources-private allows them"
 	}
 	return o
+}
+
+// webhookGuard is the address guard of webhook deliveries: the web
+// sources' (Config.AllowWebSourcesPrivate), for the same reason.
+func webhookGuard(cfg Config) outbound.Options {
+	o := webSourcesOutbound(cfg)
+	o.Timeout = 0 // each attempt has its own (webhook.Options.Timeout)
+	if o.RefusedBy != "" {
+		o.RefusedBy = "for webhooks; --web-sources-private allows them"
+	}
+	return o
+}
+
+// webhookClient sends webhook deliveries: through the guard, following
+// no redirect (a 3xx is the receiver's answer, and a failure).
+func webhookClient(cfg Config) *http.Client {
+	c := outbound.NewClient(webhookGuard(cfg))
+	c.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+	return c
 }
 
 // SpoolFolder is the folder of the data directory where exports are

@@ -348,6 +348,26 @@ var authzTable = []authzCase{
 	{route: "POST /api/web-sources/{id}/fetch", path: "/api/web-sources/{sourceB}/fetch", want: [5]int{401, 403, 404, 200, 200}},
 	{route: "GET /api/web-sources/{id}/items", path: "/api/web-sources/{sourceA}/items", want: [5]int{401, 200, 200, 200, 200}},
 	{route: "GET /api/web-sources/{id}/items", path: "/api/web-sources/{sourceB}/items", want: [5]int{401, 404, 404, 200, 200}},
+
+	// Webhooks: {hookA} in envA with the delivery {dlvA}, {hookB} in envB
+	// with {dlvB}; editors and up only (a webhook's URL may carry a token
+	// of its receiver).
+	{route: "GET /api/webhooks", want: [5]int{401, 403, 200, 200, 200}},
+	{route: "POST /api/webhooks", body: map[string]any{"environment_id": "{envA}", "url": "https://hooks.example/in", "events": []string{"post.published"}}, want: [5]int{401, 403, 201, 201, 201}},
+	{route: "GET /api/webhooks/{id}", path: "/api/webhooks/{hookA}", want: [5]int{401, 403, 200, 200, 200}},
+	{route: "GET /api/webhooks/{id}", path: "/api/webhooks/{hookB}", want: [5]int{401, 403, 404, 200, 200}},
+	{route: "PUT /api/webhooks/{id}", path: "/api/webhooks/{hookA}", body: map[string]any{"description": "CRM"}, want: [5]int{401, 403, 200, 200, 200}},
+	{route: "PUT /api/webhooks/{id}", path: "/api/webhooks/{hookB}", body: map[string]any{"description": "CRM"}, want: [5]int{401, 403, 404, 200, 200}},
+	{route: "DELETE /api/webhooks/{id}", path: "/api/webhooks/{hookA}", want: [5]int{401, 403, 200, 200, 200}},
+	{route: "DELETE /api/webhooks/{id}", path: "/api/webhooks/{hookB}", want: [5]int{401, 403, 404, 200, 200}},
+	{route: "POST /api/webhooks/{id}/rotate-secret", path: "/api/webhooks/{hookA}/rotate-secret", want: [5]int{401, 403, 200, 200, 200}},
+	{route: "POST /api/webhooks/{id}/rotate-secret", path: "/api/webhooks/{hookB}/rotate-secret", want: [5]int{401, 403, 404, 200, 200}},
+	{route: "POST /api/webhooks/{id}/ping", path: "/api/webhooks/{hookA}/ping", want: [5]int{401, 403, 202, 202, 202}},
+	{route: "POST /api/webhooks/{id}/ping", path: "/api/webhooks/{hookB}/ping", want: [5]int{401, 403, 404, 202, 202}},
+	{route: "GET /api/webhooks/{id}/deliveries", path: "/api/webhooks/{hookA}/deliveries", want: [5]int{401, 403, 200, 200, 200}},
+	{route: "GET /api/webhooks/{id}/deliveries", path: "/api/webhooks/{hookB}/deliveries", want: [5]int{401, 403, 404, 200, 200}},
+	{route: "POST /api/webhooks/{id}/deliveries/{delivery_id}/resend", path: "/api/webhooks/{hookA}/deliveries/{dlvA}/resend", want: [5]int{401, 403, 202, 202, 202}},
+	{route: "POST /api/webhooks/{id}/deliveries/{delivery_id}/resend", path: "/api/webhooks/{hookB}/deliveries/{dlvB}/resend", want: [5]int{401, 403, 404, 202, 202}},
 	// AutoPilot: envA has an active Astro campaign with a keyword left
 	// and a cancelled run {aprunA}; envB's campaign wrote its one keyword
 	// in run {aprunB}. Both autopilots are stopped.
@@ -632,6 +652,20 @@ func newAuthzFixture(t *testing.T, providerURL string) (*authzFixture, []*server
 			t.Fatal(err)
 		}
 		terms["{phrase"+env.Name+"}"], terms["{source"+env.Name+"}"] = p.ID, src.ID
+	}
+	for _, env := range []*store.Environment{envA, envB} {
+		hook, err := e.app.DB.CreateWebhook(ctx, store.NewWebhook{EnvironmentID: env.ID, URL: "http://127.0.0.1:1/hook",
+			Events: []string{"post.published"}, Enabled: true, SecretPrefix: "whsec_abcd",
+			Seal: func(id int64) ([]byte, error) { return e.app.Keys.Seal([]byte("whsec_YWJjZA=="), store.WebhookAAD(id)) }})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ds, err := e.app.DB.CreateWebhookDeliveries(ctx, store.NewWebhookEvent{EnvironmentID: env.ID, Type: "post.published",
+			Payload: `{"type":"post.published","timestamp":"2026-11-21T12:00:00Z","data":{}}`, WebhookID: &hook.ID})
+		if err != nil || len(ds) != 1 {
+			t.Fatal(len(ds), err)
+		}
+		terms["{hook"+env.Name+"}"], terms["{dlv"+env.Name+"}"] = hook.ID, ds[0].ID
 	}
 	for _, env := range []*store.Environment{envA, envB} {
 		kw, err := e.app.DB.CreateKeyword(ctx, store.NewKeyword{EnvironmentID: env.ID, Keyword: "sourdough " + env.Name, Status: store.KeywordNew, Source: "manual"})

@@ -37,6 +37,7 @@ import (
 	"github.com/copydesk/copydesk/server/setting"
 	"github.com/copydesk/copydesk/server/strategy"
 	"github.com/copydesk/copydesk/server/stream"
+	"github.com/copydesk/copydesk/server/webhook"
 	"github.com/copydesk/copydesk/server/websource"
 	"github.com/copydesk/copydesk/server/wppost"
 	"github.com/copydesk/copydesk/store"
@@ -71,6 +72,7 @@ type Server struct {
 	seo           *seo.Service
 	searchPhrases *searchphrase.Service
 	webSources    *websource.Service
+	webhooks      *webhook.Service
 	autopilot     *autopilot.Service
 	scout         *scout.Service
 	strategies    *strategy.Service
@@ -125,6 +127,17 @@ type Deps struct {
 	WordPress wppost.Options
 	// Feeds fetches web sources; nil: one over outbound.Default().
 	Feeds *feed.Fetcher
+	// Webhooks sends webhook deliveries (HTTP: nil is outbound.Default())
+	// and says whether address literals of private networks are refused
+	// when a webhook is saved.
+	Webhooks WebhookOptions
+}
+
+// WebhookOptions are the server's side of webhook deliveries.
+type WebhookOptions struct {
+	HTTP          *http.Client
+	RefusePrivate bool
+	Options       webhook.Options
 }
 
 // DefaultMaxBody is the body limit of JSON endpoints.
@@ -157,19 +170,26 @@ func New(d Deps, opts Options) (*Server, error) {
 	s.analytics = analytics.New(d.DB, func() time.Time { return d.DB.Now() })
 	s.messages = message.New(d.DB, d.Notify)
 	s.environments = environment.New(d.DB).ConfineAstro(environment.AstroPlaces{Roots: opts.AstroRoots, DataDir: opts.DataDir})
+	s.webhooks = webhook.New(webhook.Deps{Store: d.DB, Environments: s.environments, Keys: d.Keys, Jobs: d.Jobs, Notify: d.Notify,
+		HTTP: d.Webhooks.HTTP, RefusePrivate: d.Webhooks.RefusePrivate, Log: d.Log, Now: func() time.Time { return d.DB.Now() },
+		Options: d.Webhooks.Options})
 	s.credentials = credential.New(d.DB, s.environments, d.Keys, d.Engine)
 	s.aiSettings = aisetting.New(d.DB, s.environments, s.credentials, d.Engine)
 	s.settings = setting.New(d.DB)
 	s.agents = agent.New(agent.Deps{Store: d.DB, Environments: s.environments, Credentials: s.credentials, Engine: d.Engine,
-		Jobs: d.Jobs, Notify: d.Notify, Events: d.Events, Log: d.Log})
+		Jobs: d.Jobs, Notify: d.Notify, Events: d.Events, Hooks: s.webhooks, Log: d.Log})
 	s.cms = cms.New(d.DB, s.environments)
 	s.seo = seo.New(d.DB, s.environments)
+	s.seo.EmitTo(s.webhooks)
+	if d.Engine != nil {
+		d.Engine.EmitTo(s.webhooks)
+	}
 	s.cie = cie.New(cie.Deps{Store: d.DB, Environments: s.environments, Engine: d.Engine, Jobs: d.Jobs, Notify: d.Notify, Events: d.Events,
-		Log: d.Log})
+		Hooks: s.webhooks, Log: d.Log})
 	s.chat = chat.New(chat.Deps{Store: d.DB, Environments: s.environments, Engine: d.Engine, Jobs: d.Jobs, Events: d.Events, Log: d.Log})
 	s.live = live.New(live.Deps{Store: d.DB, Environments: s.environments, Engine: d.Engine, Jobs: d.Jobs, Events: d.Events, Log: d.Log})
 	s.wpPosts = wppost.New(wppost.Deps{Store: d.DB, Environments: s.environments, Credentials: credential.NewOpener(d.DB, d.Keys),
-		Jobs: d.Jobs, Notify: d.Notify, Options: d.WordPress})
+		Jobs: d.Jobs, Notify: d.Notify, Hooks: s.webhooks, Options: d.WordPress})
 	s.searchPhrases = searchphrase.New(searchphrase.Deps{Store: d.DB, Environments: s.environments, Engine: d.Engine, Jobs: d.Jobs,
 		Notify: d.Notify, Log: d.Log, Now: func() time.Time { return d.DB.Now() }})
 	if d.Feeds == nil {
@@ -177,14 +197,17 @@ func New(d Deps, opts Options) (*Server, error) {
 	}
 	s.webSources = websource.New(websource.Deps{Store: d.DB, Environments: s.environments, Fetcher: d.Feeds, Jobs: d.Jobs, Notify: d.Notify, Log: d.Log,
 		Now: func() time.Time { return d.DB.Now() }})
-	s.scout = scout.New(scout.Deps{Store: d.DB, Environments: s.environments, Engine: d.Engine, Jobs: d.Jobs, Notify: d.Notify, Log: d.Log,
+	s.scout = scout.New(scout.Deps{Store: d.DB, Environments: s.environments, Engine: d.Engine, Jobs: d.Jobs, Notify: d.Notify,
+		Hooks: s.webhooks, Log: d.Log,
 		MaxQueued: opts.MaxQueued})
 	s.strategies = strategy.New(strategy.Deps{Store: d.DB, Campaigns: s.seo, Environments: s.environments, Engine: d.Engine, Jobs: d.Jobs,
 		Notify: d.Notify, Log: d.Log, Now: func() time.Time { return d.DB.Now() }, MaxQueued: opts.MaxQueued})
 	e.Use(s.recoverPanics, s.logRequests, securityHeaders, boundWrites, omitHeadBody)
 	s.astroPosts = astropost.New(d.DB, s.environments, func() time.Time { return d.DB.Now() }, d.Log)
+	s.astroPosts.EmitTo(s.webhooks)
 	s.posts = posttarget.New(posttarget.Sources{Runs: s.agents, Generations: s.cie, Lives: s.live}, s.wpPosts.Target(), s.astroPosts.Target())
-	s.autopilot = autopilot.New(autopilot.Deps{Store: d.DB, Environments: s.environments, Generator: s.cie, Posts: s.posts, Jobs: d.Jobs, Notify: d.Notify, Events: d.Events, Now: func() time.Time { return d.DB.Now() }, Log: d.Log})
+	s.autopilot = autopilot.New(autopilot.Deps{Store: d.DB, Environments: s.environments, Generator: s.cie, Posts: s.posts, Jobs: d.Jobs, Notify: d.Notify, Events: d.Events,
+		Hooks: s.webhooks, Now: func() time.Time { return d.DB.Now() }, Log: d.Log})
 	e.NoRoute(func(c *gin.Context) {
 		abort(c, http.StatusNotFound, "no route for "+c.Request.Method+" "+c.Request.URL.Path)
 	})
@@ -214,6 +237,7 @@ func New(d Deps, opts Options) (*Server, error) {
 	s.registerSEOCampaignRoutes()
 	s.registerSearchPhraseRoutes()
 	s.registerWebSourceRoutes()
+	s.registerWebhookRoutes()
 	s.registerAutopilotRoutes()
 	s.registerScoutRoutes()
 	s.registerStrategyRoutes()

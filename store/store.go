@@ -326,6 +326,7 @@ var contentTables = map[string]bool{
 	"autopilots": true, "autopilot_campaigns": true, "autopilot_runs": true, "autopilot_steps": true,
 	"seo_scout_runs": true, "seo_scout_candidates": true, "seo_keyword_serps": true, "seo_strategies": true,
 	"seo_strategy_clusters": true, "seo_strategy_keywords": true,
+	"webhooks": true, "webhook_deliveries": true, "webhook_attempts": true,
 }
 
 // wroteStmt is wrote for one committed write statement, which counts

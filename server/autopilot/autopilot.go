@@ -45,6 +45,7 @@ import (
 	"github.com/copydesk/copydesk/server/posttarget"
 	"github.com/copydesk/copydesk/server/stream"
 	"github.com/copydesk/copydesk/server/valid"
+	"github.com/copydesk/copydesk/server/webhook"
 	"github.com/copydesk/copydesk/store"
 )
 
@@ -124,6 +125,7 @@ type Deps struct {
 	Jobs         Runner
 	Notify       Notifier
 	Events       *stream.Broker
+	Hooks        webhook.Emitter  // run.succeeded, run.failed, autopilot.paused; nil: none
 	Now          func() time.Time // the store's clock
 	Log          *slog.Logger
 }
@@ -137,6 +139,7 @@ type Service struct {
 	jobs   Runner
 	notify Notifier
 	events *stream.Broker
+	hooks  webhook.Emitter
 	now    func() time.Time
 	log    *slog.Logger
 
@@ -147,7 +150,7 @@ type Service struct {
 // New returns the service and registers its job kinds with d.Jobs.
 func New(d Deps) *Service {
 	s := &Service{db: d.Store, envs: d.Environments, gen: d.Generator, posts: d.Posts, jobs: d.Jobs, notify: d.Notify,
-		events: d.Events, now: d.Now, log: d.Log, topics: map[int64]bool{}}
+		events: d.Events, hooks: webhook.Or(d.Hooks), now: d.Now, log: d.Log, topics: map[int64]bool{}}
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
 	}
@@ -551,6 +554,8 @@ func (s *Service) Pause(ctx context.Context, sc store.Scope, userID, envID int64
 		return nil, err
 	}
 	s.emit(ctx, env.ID, EventStatus, ap)
+	s.hooks.Emit(ctx, webhook.Event{Type: webhook.AutopilotPaused, EnvironmentID: env.ID,
+		Data: map[string]any{"by": "user", "user_id": userID, "reason": ap.PauseReason}})
 	s.replan(ctx)
 	return s.status(ctx, env)
 }

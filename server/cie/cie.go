@@ -31,6 +31,7 @@ import (
 	"github.com/copydesk/copydesk/server/notify"
 	"github.com/copydesk/copydesk/server/stream"
 	"github.com/copydesk/copydesk/server/valid"
+	"github.com/copydesk/copydesk/server/webhook"
 	"github.com/copydesk/copydesk/store"
 )
 
@@ -84,8 +85,9 @@ type Deps struct {
 	Environments Environments
 	Engine       Engine
 	Jobs         Runner
-	Notify       Notifier       // when set, queued generations tell their requester how they ended
-	Events       *stream.Broker // where streamed generations are published
+	Notify       Notifier        // when set, queued generations tell their requester how they ended
+	Events       *stream.Broker  // where streamed generations are published
+	Hooks        webhook.Emitter // run.succeeded, run.failed; nil: none
 	Log          *slog.Logger
 }
 
@@ -97,13 +99,15 @@ type Service struct {
 	jobs   Runner
 	notify Notifier
 	events *stream.Broker
+	hooks  webhook.Emitter
 	log    *slog.Logger
 	runs   *generation.Kind[*store.CIERun] // how a generation is carried out (run.go)
 }
 
 // New returns the service and registers its job kinds with d.Jobs.
 func New(d Deps) *Service {
-	s := &Service{db: d.Store, envs: d.Environments, engine: d.Engine, jobs: d.Jobs, notify: d.Notify, events: d.Events, log: d.Log}
+	s := &Service{db: d.Store, envs: d.Environments, engine: d.Engine, jobs: d.Jobs, notify: d.Notify, events: d.Events,
+		hooks: webhook.Or(d.Hooks), log: d.Log}
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
 	}

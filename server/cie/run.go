@@ -12,6 +12,7 @@ import (
 	"github.com/copydesk/copydesk/server/generation"
 	"github.com/copydesk/copydesk/server/notify"
 	"github.com/copydesk/copydesk/server/stream"
+	"github.com/copydesk/copydesk/server/webhook"
 	"github.com/copydesk/copydesk/store"
 )
 
@@ -256,6 +257,12 @@ func (s *Service) registerJobs() {
 		ID:   func(r *store.CIERun) int64 { return r.ID },
 		Call: s.generate,
 		Notify: func(ctx context.Context, job *store.Job, r *store.CIERun) {
+			// Streamed or queued, a generation's end is an event; one run
+			// inside an autopilot run is told of as the autopilot run.
+			if e, ok := webhook.RunEnded(webhook.RunArchetype, r.EnvironmentID, r.ID, r.Status, r.Error,
+				map[string]any{"archetype_id": r.ArchetypeID}); ok {
+				s.hooks.Emit(ctx, e)
+			}
 			if job.Kind == RunJob {
 				s.notifyRun(ctx, r)
 			}

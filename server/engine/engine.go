@@ -28,6 +28,7 @@ import (
 	"github.com/copydesk/copydesk/server/outbound"
 	"github.com/copydesk/copydesk/server/publish/wordpress"
 	"github.com/copydesk/copydesk/server/serp"
+	"github.com/copydesk/copydesk/server/webhook"
 	"github.com/copydesk/copydesk/store"
 )
 
@@ -73,9 +74,15 @@ type Engine struct {
 	db     *store.DB
 	creds  *credential.Opener
 	notify *notify.Notifier
+	hooks  webhook.Emitter
 	log    *slog.Logger
 	opt    Options
 }
+
+// EmitTo makes the engine tell webhooks (budget.reached) besides the
+// environment's users. It is called once, before the engine is used: the
+// webhook service is built after it (server.New).
+func (e *Engine) EmitTo(h webhook.Emitter) { e.hooks = webhook.Or(h) }
 
 // New returns an engine; keys unseal the credentials (server/keyring),
 // through server/credential's opener.
@@ -89,7 +96,7 @@ func New(db *store.DB, keys credential.Unsealer, n *notify.Notifier, log *slog.L
 	if opt.MaxRetries == 0 {
 		opt.MaxRetries = 2
 	}
-	return &Engine{db: db, creds: credential.NewOpener(db, keys), notify: n, log: log, opt: opt}
+	return &Engine{db: db, creds: credential.NewOpener(db, keys), notify: n, hooks: webhook.Discard, log: log, opt: opt}
 }
 
 // Effective merges the settings of an environment (nil: global only) over
@@ -446,6 +453,8 @@ func (e *Engine) watchBudget(ctx context.Context, envID *int64, eff Effective) {
 		if env, err := e.db.EnvironmentByID(ctx, *envID); err == nil {
 			name = env.Name
 		}
+		e.hooks.Emit(ctx, webhook.Event{Type: webhook.BudgetReached, EnvironmentID: *envID, Data: map[string]any{
+			"percent": pct, "month": month.Format("2006-01"), "spent_usd": spent, "budget_usd": budget}})
 		e.notify.Environment(ctx, *envID, notify.Note{Kind: notify.BudgetReached,
 			Title: fmt.Sprintf("%s has used %d%% of its monthly AI budget", name, pct),
 			Body:  fmt.Sprintf("%s of %s in %s.", store.FormatUSD(spent), store.FormatUSD(budget), month.Format("January 2006")),

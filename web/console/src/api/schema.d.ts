@@ -3309,6 +3309,152 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/webhooks": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List webhooks
+         * @description Newest first, of the environments you see (of one with environment_id: one you do not see is a 404). The secret is never shown again.
+         *
+         *     Requires the editor role or higher.
+         */
+        get: operations["getWebhooks"];
+        put?: never;
+        /**
+         * Make a webhook
+         * @description The answer holds the signing secret (whsec_ and base64), shown this once only: copy it now (POST .../rotate-secret makes a new one). Every event of the environment that the webhook wants is POSTed to url as {type, timestamp, data}, signed as the Standard Webhooks specification says (headers webhook-id, webhook-timestamp, webhook-signature). The url must be http or https; it goes through the outbound address guard of web sources when sent (private and loopback addresses only with serve --web-sources-private), and an address literal the guard refuses is a 422 here. A 2xx answer within 10 seconds is a success; anything else is retried with exponential back-off for about a day (docs/webhooks.md). A webhook whose deliveries fail for 3 days is switched off and its creator notified (webhook.disabled).
+         *
+         *     Requires the editor role or higher.
+         */
+        post: operations["postWebhooks"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/webhooks/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Get a webhook
+         * @description Requires the editor role or higher.
+         */
+        get: operations["getWebhooksId"];
+        /**
+         * Change a webhook
+         * @description Fields left out keep their values. enabled true switches a webhook on again and forgets its failures; the deliveries it kept waiting while off are sent then. enabled false keeps new events from it.
+         *
+         *     Requires the editor role or higher.
+         */
+        put: operations["putWebhooksId"];
+        post?: never;
+        /**
+         * Delete a webhook and its deliveries
+         * @description Requires the editor role or higher.
+         */
+        delete: operations["deleteWebhooksId"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/webhooks/{id}/deliveries": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * A webhook's deliveries with their attempts
+         * @description Newest first. Each attempt says its status code, duration and the first 1024 bytes of the answer, or why it failed.
+         *
+         *     Requires the editor role or higher.
+         */
+        get: operations["getWebhooksIdDeliveries"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/webhooks/{id}/deliveries/{delivery_id}/resend": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Send a delivery again
+         * @description Sends it again now with the same webhook-id and body (signed anew), with a new schedule of retries. A delivery being sent, or a webhook switched off, is a 409.
+         *
+         *     Requires the editor role or higher.
+         */
+        post: operations["postWebhooksIdDeliveriesDeliveryIdResend"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/webhooks/{id}/ping": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Send a test event
+         * @description Queues the event webhook.ping (data: environment_id, webhook_id) for this webhook alone, whatever events it wants, due now; it is sent, retried and logged as any delivery. A webhook switched off is a 409.
+         *
+         *     Requires the editor role or higher.
+         */
+        post: operations["postWebhooksIdPing"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/webhooks/{id}/rotate-secret": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Give a webhook a new secret
+         * @description The new secret is shown this once only and signs every attempt from now on, retries of earlier deliveries too; the old one signs nothing more.
+         *
+         *     Requires the editor role or higher.
+         */
+        post: operations["postWebhooksIdRotateSecret"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/wordpress-posts": {
         parameters: {
             query?: never;
@@ -5813,6 +5959,145 @@ export interface components {
             /** Format: int64 */
             id: number;
             username: string;
+        };
+        /** @description every attempt, oldest first (in lists only; empty otherwise) */
+        webhookAttemptResponse: {
+            /** Format: int64 */
+            duration_ms: number | null;
+            /** @description why the attempt failed; empty when it succeeded */
+            error: string;
+            /**
+             * Format: date-time
+             * @description null while under way, or when the server stopped mid-request (error says so)
+             */
+            finished_at: string | null;
+            /** Format: int64 */
+            id: number;
+            /** @description the first 1024 bytes of the answer's body */
+            response: string;
+            /** Format: date-time */
+            started_at: string;
+            /** @description the receiver's HTTP status; null when no answer came */
+            status_code: number | null;
+        };
+        /** @description the body sent */
+        webhookBody: {
+            /** @description the ids a receiver needs (environment_id always; docs/webhooks.md lists each event's) */
+            data?: {
+                [key: string]: unknown;
+            };
+            /** @description when the event happened, RFC 3339 to the second */
+            timestamp?: string;
+            type?: string;
+        };
+        webhookCreatedResponse: {
+            /** @description attempts in a row that failed; 0 after a success */
+            consecutive_failures: number;
+            /** Format: date-time */
+            created_at: string;
+            /** Format: int64 */
+            created_by: number | null;
+            description: string;
+            /** @description why it is switched off; empty while on */
+            disabled_reason: string;
+            enabled: boolean;
+            /** Format: int64 */
+            environment_id: number;
+            events: string[];
+            /**
+             * Format: date-time
+             * @description the first failed attempt since the last success; null when the last one succeeded
+             */
+            failing_since: string | null;
+            /** Format: int64 */
+            id: number;
+            /** Format: date-time */
+            last_failure_at: string | null;
+            /** Format: date-time */
+            last_success_at: string | null;
+            /** @description whsec_ and the base64 of the key: verify signatures with it. Shown this once only */
+            secret: string;
+            /** @description the secret's first characters, to tell secrets apart; never enough to sign */
+            secret_prefix: string;
+            /** Format: date-time */
+            updated_at: string;
+            url: string;
+        };
+        webhookDeliveryResponse: {
+            /** @description every attempt, oldest first (in lists only; empty otherwise) */
+            attempt_list: components["schemas"]["webhookAttemptResponse"][];
+            /** @description attempts of its current schedule (a re-send starts a new one) */
+            attempts: number;
+            /** Format: date-time */
+            created_at: string;
+            /** Format: int64 */
+            environment_id: number;
+            /** Format: int64 */
+            id: number;
+            last_error: string;
+            last_status: number | null;
+            /** @description the webhook-id header, the same on every attempt: receivers de-duplicate by it */
+            message_id: string;
+            /**
+             * Format: date-time
+             * @description when it is tried next (pending), or until when it is claimed (sending); null when done
+             */
+            next_attempt_at: string | null;
+            payload: components["schemas"]["webhookBody"];
+            /** @enum {string} */
+            status: "pending" | "sending" | "succeeded" | "failed";
+            /** @description the event type, or webhook.ping */
+            type: string;
+            /** Format: date-time */
+            updated_at: string;
+            /** Format: int64 */
+            webhook_id: number;
+        };
+        webhookRequest: {
+            description?: string;
+            /** @description default true */
+            enabled?: boolean | null;
+            /** Format: int64 */
+            environment_id: number;
+            events: ("post.published" | "post.failed" | "run.succeeded" | "run.failed" | "autopilot.paused" | "budget.reached" | "keywords.imported")[];
+            url: string;
+        };
+        webhookResponse: {
+            /** @description attempts in a row that failed; 0 after a success */
+            consecutive_failures: number;
+            /** Format: date-time */
+            created_at: string;
+            /** Format: int64 */
+            created_by: number | null;
+            description: string;
+            /** @description why it is switched off; empty while on */
+            disabled_reason: string;
+            enabled: boolean;
+            /** Format: int64 */
+            environment_id: number;
+            events: string[];
+            /**
+             * Format: date-time
+             * @description the first failed attempt since the last success; null when the last one succeeded
+             */
+            failing_since: string | null;
+            /** Format: int64 */
+            id: number;
+            /** Format: date-time */
+            last_failure_at: string | null;
+            /** Format: date-time */
+            last_success_at: string | null;
+            /** @description the secret's first characters, to tell secrets apart; never enough to sign */
+            secret_prefix: string;
+            /** Format: date-time */
+            updated_at: string;
+            url: string;
+        };
+        webhookUpdateRequest: {
+            description?: string | null;
+            enabled?: boolean | null;
+            events?: ("post.published" | "post.failed" | "run.succeeded" | "run.failed" | "autopilot.paused" | "budget.reached" | "keywords.imported")[] | null;
+            url?: string | null;
         };
         wpImportRequest: {
             /** Format: int64 */
@@ -12899,6 +13184,310 @@ export interface operations {
                 };
             };
             401: components["responses"]["401"];
+            404: components["responses"]["404"];
+            422: components["responses"]["422"];
+            500: components["responses"]["500"];
+        };
+    };
+    getWebhooks: {
+        parameters: {
+            query?: {
+                /** @description page number, from 1 */
+                page?: number;
+                /** @description items per page, 1 to 200 (default 50) */
+                per_page?: number;
+                environment_id?: number;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: {
+                            items: components["schemas"]["webhookResponse"][];
+                            page: number;
+                            per_page: number;
+                            total: number;
+                        };
+                        message: string;
+                    };
+                };
+            };
+            401: components["responses"]["401"];
+            403: components["responses"]["403"];
+            404: components["responses"]["404"];
+            422: components["responses"]["422"];
+            500: components["responses"]["500"];
+        };
+    };
+    postWebhooks: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["webhookRequest"];
+            };
+        };
+        responses: {
+            /** @description Created */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["webhookCreatedResponse"];
+                        message: string;
+                    };
+                };
+            };
+            400: components["responses"]["400"];
+            401: components["responses"]["401"];
+            403: components["responses"]["403"];
+            404: components["responses"]["404"];
+            413: components["responses"]["413"];
+            415: components["responses"]["415"];
+            422: components["responses"]["422"];
+            500: components["responses"]["500"];
+        };
+    };
+    getWebhooksId: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["webhookResponse"];
+                        message: string;
+                    };
+                };
+            };
+            401: components["responses"]["401"];
+            403: components["responses"]["403"];
+            404: components["responses"]["404"];
+            422: components["responses"]["422"];
+            500: components["responses"]["500"];
+        };
+    };
+    putWebhooksId: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: number;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["webhookUpdateRequest"];
+            };
+        };
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["webhookResponse"];
+                        message: string;
+                    };
+                };
+            };
+            400: components["responses"]["400"];
+            401: components["responses"]["401"];
+            403: components["responses"]["403"];
+            404: components["responses"]["404"];
+            413: components["responses"]["413"];
+            415: components["responses"]["415"];
+            422: components["responses"]["422"];
+            500: components["responses"]["500"];
+        };
+    };
+    deleteWebhooksId: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["deletedResponse"];
+                        message: string;
+                    };
+                };
+            };
+            401: components["responses"]["401"];
+            403: components["responses"]["403"];
+            404: components["responses"]["404"];
+            422: components["responses"]["422"];
+            500: components["responses"]["500"];
+        };
+    };
+    getWebhooksIdDeliveries: {
+        parameters: {
+            query?: {
+                /** @description page number, from 1 */
+                page?: number;
+                /** @description items per page, 1 to 200 (default 50) */
+                per_page?: number;
+            };
+            header?: never;
+            path: {
+                id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: {
+                            items: components["schemas"]["webhookDeliveryResponse"][];
+                            page: number;
+                            per_page: number;
+                            total: number;
+                        };
+                        message: string;
+                    };
+                };
+            };
+            401: components["responses"]["401"];
+            403: components["responses"]["403"];
+            404: components["responses"]["404"];
+            422: components["responses"]["422"];
+            500: components["responses"]["500"];
+        };
+    };
+    postWebhooksIdDeliveriesDeliveryIdResend: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: number;
+                delivery_id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Accepted */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["webhookDeliveryResponse"];
+                        message: string;
+                    };
+                };
+            };
+            401: components["responses"]["401"];
+            403: components["responses"]["403"];
+            404: components["responses"]["404"];
+            409: components["responses"]["409"];
+            422: components["responses"]["422"];
+            500: components["responses"]["500"];
+        };
+    };
+    postWebhooksIdPing: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Accepted */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["webhookDeliveryResponse"];
+                        message: string;
+                    };
+                };
+            };
+            401: components["responses"]["401"];
+            403: components["responses"]["403"];
+            404: components["responses"]["404"];
+            409: components["responses"]["409"];
+            422: components["responses"]["422"];
+            500: components["responses"]["500"];
+        };
+    };
+    postWebhooksIdRotateSecret: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["webhookCreatedResponse"];
+                        message: string;
+                    };
+                };
+            };
+            401: components["responses"]["401"];
+            403: components["responses"]["403"];
             404: components["responses"]["404"];
             422: components["responses"]["422"];
             500: components["responses"]["500"];
