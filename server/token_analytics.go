@@ -42,7 +42,7 @@ type usageQuery struct {
 	AgentID       *int64 `form:"agent_id" binding:"omitempty,gt=0"`
 	Model         string `form:"model" binding:"max=200"`
 	Source        string `form:"source" binding:"omitempty,oneof=execution chat live scout autopilot cie search test"`
-	Status        string `form:"status" binding:"omitempty,oneof=ok error"`
+	Status        string `form:"status" binding:"omitempty,oneof=ok error cancelled"`
 }
 
 type usageListQuery struct {
@@ -71,7 +71,7 @@ type usageEventResponse struct {
 	CachedTokens  int64     `json:"cached_tokens"`
 	CostUSD       *float64  `json:"cost_usd" doc:"null when the model's price is unknown"`
 	LatencyMS     int64     `json:"latency_ms"`
-	Status        string    `json:"status" enum:"ok,error"`
+	Status        string    `json:"status" enum:"ok,error,cancelled" doc:"cancelled: stopped or cancelled before it finished; its partial usage and cost count as any other"`
 	Error         string    `json:"error"`
 	Source        string    `json:"source"`
 	UserID        *int64    `json:"user_id"`
@@ -91,6 +91,7 @@ func usageJSON(e *store.UsageEvent) usageEventResponse {
 type usageTotalsResponse struct {
 	Calls         int64   `json:"calls"`
 	Errors        int64   `json:"errors"`
+	Cancelled     int64   `json:"cancelled" doc:"calls stopped or cancelled before they finished (their tokens and cost are counted)"`
 	InputTokens   int64   `json:"input_tokens"`
 	OutputTokens  int64   `json:"output_tokens"`
 	CachedTokens  int64   `json:"cached_tokens"`
@@ -100,7 +101,7 @@ type usageTotalsResponse struct {
 }
 
 func totalsJSON(t *store.UsageTotals) usageTotalsResponse {
-	return usageTotalsResponse{Calls: t.Calls, Errors: t.Errors, InputTokens: t.InputTokens, OutputTokens: t.OutputTokens,
+	return usageTotalsResponse{Calls: t.Calls, Errors: t.Errors, Cancelled: t.Cancelled, InputTokens: t.InputTokens, OutputTokens: t.OutputTokens,
 		CachedTokens: t.CachedTokens, CostUSD: t.CostUSD, UnpricedCalls: t.UnpricedCalls, AvgLatencyMS: t.AvgLatencyMS}
 }
 

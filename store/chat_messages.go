@@ -31,6 +31,7 @@ type ChatMessage struct {
 	Model          string
 	InputTokens    int64
 	OutputTokens   int64
+	StopReason     string // why the model stopped (ai.Stop): "" when unknown
 	CostUSD        *float64
 	UsageEstimated bool
 	// TrimmedMessages is how many of the oldest messages of the history
@@ -45,7 +46,7 @@ type ChatMessage struct {
 func (m *ChatMessage) Finished() bool { return m.Status != ChatGenerating }
 
 const chatMessageColumns = `m.id, m.conversation_id, m.parent_id, m.role, m.content, m.status, m.error, m.model, m.input_tokens,
-	m.output_tokens, m.cost_usd, m.usage_estimated, m.trimmed_messages, m.job_id, m.created_at, m.finished_at`
+	m.output_tokens, m.stop_reason, m.cost_usd, m.usage_estimated, m.trimmed_messages, m.job_id, m.created_at, m.finished_at`
 
 func scanChatMessage(row rowScanner) (*ChatMessage, error) {
 	var m ChatMessage
@@ -54,7 +55,7 @@ func scanChatMessage(row rowScanner) (*ChatMessage, error) {
 	var created string
 	var finished sql.NullString
 	if err := row.Scan(&m.ID, &m.ConversationID, &parent, &m.Role, &m.Content, &m.Status, &m.Error, &m.Model, &m.InputTokens,
-		&m.OutputTokens, &cost, &m.UsageEstimated, &m.TrimmedMessages, &job, &created, &finished); err != nil {
+		&m.OutputTokens, &m.StopReason, &cost, &m.UsageEstimated, &m.TrimmedMessages, &job, &created, &finished); err != nil {
 		return nil, err
 	}
 	m.ParentID, m.JobID = nullID(parent), nullID(job)

@@ -91,8 +91,8 @@ type Outcome struct {
 	OutputTokens   int64
 	CostUSD        *float64
 	UsageEstimated bool
-	// StopReason is why the model stopped, as the provider said (not
-	// recorded yet).
+	// StopReason is why the model stopped (ai.Stop's words: stop, length,
+	// cancelled, error, ...), recorded with the ending.
 	StopReason string
 	// Attempts is how many calls the generation made (an archetype
 	// generation asks again once when the answer does not parse).
@@ -132,7 +132,7 @@ type column struct {
 // way: a cancel records the ending at once, the call's usage comes when it
 // stops. It says whether it recorded the ending.
 func (db *DB) finishTx(ctx context.Context, tx *sql.Tx, g generationTable, id int64, o Outcome) (bool, error) {
-	set, args := "status = ?, error = ?, finished_at = ?", []any{o.Status, o.Error, db.now()}
+	set, args := "status = ?, error = ?, stop_reason = ?, finished_at = ?", []any{o.Status, o.Error, o.StopReason, db.now()}
 	for _, c := range g.ending(o) {
 		set, args = set+", "+c.name+" = ?", append(args, c.value)
 	}

@@ -19,7 +19,7 @@ type UsageEvent struct {
 	CachedTokens  int64
 	CostUSD       *float64 // nil: the model's price is unknown
 	LatencyMS     int64
-	Status        string // "ok" or "error"
+	Status        string // UsageOK, UsageError or UsageCancelled
 	Error         string
 	Source        string // one of UsageSources
 	UserID        *int64
@@ -30,6 +30,15 @@ type UsageEvent struct {
 	// provider had not reported them when its stream was cut off.
 	Estimated bool
 }
+
+// Usage event statuses: the call succeeded, failed, or was stopped or
+// cancelled (by someone, or by the server stopping) before it finished; a
+// cancelled call's partial usage counts as any other's.
+const (
+	UsageOK        = "ok"
+	UsageError     = "error"
+	UsageCancelled = "cancelled"
+)
 
 // UsageSources are what a metered call may be for: agent executions,
 // chat, live sessions, scout, autopilot, content intelligence (cie),
@@ -195,6 +204,7 @@ type UsageTotals struct {
 	Label         string // a name for the group, when it has one
 	Calls         int64
 	Errors        int64
+	Cancelled     int64
 	InputTokens   int64
 	OutputTokens  int64
 	CachedTokens  int64
@@ -203,12 +213,12 @@ type UsageTotals struct {
 	AvgLatencyMS  float64
 }
 
-const totalsColumns = `COUNT(*), COALESCE(SUM(u.status = 'error'), 0), COALESCE(SUM(u.input_tokens), 0),
+const totalsColumns = `COUNT(*), COALESCE(SUM(u.status = 'error'), 0), COALESCE(SUM(u.status = 'cancelled'), 0), COALESCE(SUM(u.input_tokens), 0),
 	COALESCE(SUM(u.output_tokens), 0), COALESCE(SUM(u.cached_tokens), 0), COALESCE(SUM(u.cost_usd), 0),
 	COALESCE(SUM(u.cost_usd IS NULL), 0), COALESCE(AVG(u.latency_ms), 0)`
 
 func scanTotals(row rowScanner, t *UsageTotals, extra ...any) error {
-	return row.Scan(append(extra, &t.Calls, &t.Errors, &t.InputTokens, &t.OutputTokens, &t.CachedTokens, &t.CostUSD,
+	return row.Scan(append(extra, &t.Calls, &t.Errors, &t.Cancelled, &t.InputTokens, &t.OutputTokens, &t.CachedTokens, &t.CostUSD,
 		&t.UnpricedCalls, &t.AvgLatencyMS)...)
 }
 

@@ -71,3 +71,28 @@ func TestUsageFilterScope(t *testing.T) {
 		})
 	}
 }
+
+// A call stopped or cancelled is stored as such (the table allows it), and
+// the totals count its tokens and cost, and it apart from the errors.
+func TestUsageCancelled(t *testing.T) {
+	ctx := context.Background()
+	db, _ := openDB(t)
+	cost := 0.5
+	for _, status := range []string{store.UsageOK, store.UsageError, store.UsageCancelled} {
+		if _, err := db.RecordUsage(ctx, store.UsageEvent{Provider: "openai", Model: "m", InputTokens: 10, OutputTokens: 5, CostUSD: &cost,
+			Status: status, Source: "chat"}); err != nil {
+			t.Fatalf("%s: %v", status, err)
+		}
+	}
+	if _, err := db.RecordUsage(ctx, store.UsageEvent{Provider: "openai", Model: "m", Status: "stopped", Source: "chat"}); err == nil {
+		t.Fatal("a status the table does not know was stored")
+	}
+	sum, err := db.UsageSummary(ctx, store.UsageFilter{Scope: store.Everything})
+	if err != nil || sum.Calls != 3 || sum.Errors != 1 || sum.Cancelled != 1 || sum.InputTokens != 30 || sum.OutputTokens != 15 || sum.CostUSD != 1.5 {
+		t.Fatalf("summary %+v (%v)", sum, err)
+	}
+	list, n, err := db.ListUsage(ctx, store.UsageFilter{Status: store.UsageCancelled, Scope: store.Everything}, store.Page{Page: 1, PerPage: 10})
+	if err != nil || n != 1 || list[0].Status != store.UsageCancelled {
+		t.Fatalf("cancelled events: %d (%v)", n, err)
+	}
+}

@@ -195,7 +195,11 @@ type Result struct {
 	Usage        ai.Usage
 	CostUSD      *float64
 	Latency      time.Duration
-	StopReason   string
+	// StopReason is why the model stopped (ai.Stop's words): ai.StopLength
+	// when the answer was cut off at the max tokens limit, ai.StopCancelled
+	// when the call was stopped or cancelled, ai.StopError when it failed;
+	// "" when the provider did not say.
+	StopReason string
 	// Partial marks the result of a stream that failed after its answer
 	// began: Text is what was streamed before the failure, returned with
 	// the error.
@@ -325,7 +329,7 @@ func (e *Engine) run(ctx context.Context, c Call, onDelta func(string) error) (*
 	latency := time.Since(start)
 	res := &Result{Provider: p.cred.Provider, Model: p.req.Model, CredentialID: p.cred.ID, Latency: latency}
 	if resp != nil {
-		res.Text, res.Usage, res.StopReason, res.Partial = resp.Text, resp.Usage, resp.StopReason, resp.Partial
+		res.Text, res.Usage, res.StopReason, res.Partial = resp.Text, resp.Usage, ai.Stop(resp.StopReason), resp.Partial
 		if resp.Model != "" {
 			res.Model = resp.Model
 		}
@@ -338,6 +342,12 @@ func (e *Engine) run(ctx context.Context, c Call, onDelta func(string) error) (*
 		e.log.Error("call cost", "err", costErr)
 	}
 	res.CostUSD = cost
+	switch {
+	case Stopped(ctx, err):
+		res.StopReason = ai.StopCancelled
+	case err != nil:
+		res.StopReason = ai.StopError
+	}
 	// The call happened, whatever became of ctx meanwhile: account for it.
 	wctx := context.WithoutCancel(ctx)
 	e.record(wctx, c, res, err)
@@ -379,10 +389,15 @@ func completeUsage(req ai.Request, resp *ai.Response) (ai.Usage, bool) {
 func (e *Engine) record(ctx context.Context, c Call, res *Result, callErr error) {
 	ev := store.UsageEvent{Provider: res.Provider, Model: res.Model, InputTokens: res.Usage.InputTokens,
 		OutputTokens: res.Usage.OutputTokens, CachedTokens: res.Usage.CachedTokens, CostUSD: res.CostUSD,
-		LatencyMS: res.Latency.Milliseconds(), Status: "ok", Source: c.Source, UserID: c.UserID,
+		LatencyMS: res.Latency.Milliseconds(), Status: store.UsageOK, Source: c.Source, UserID: c.UserID,
 		EnvironmentID: c.EnvironmentID, AgentID: c.AgentID, CredentialID: &res.CredentialID, Estimated: res.UsageEstimated}
-	if callErr != nil {
-		ev.Status, ev.Error = "error", store.Message(providerError(callErr))
+	switch {
+	case res.StopReason == ai.StopCancelled:
+		// Stopped by someone (or by the server stopping), not failed: its
+		// partial usage counts as any other.
+		ev.Status, ev.Error = store.UsageCancelled, "the call was stopped before it finished"
+	case callErr != nil:
+		ev.Status, ev.Error = store.UsageError, store.Message(providerError(callErr))
 	}
 	if _, err := e.db.RecordUsage(ctx, ev); err != nil {
 		e.log.Error("usage event not recorded: its cost is missing from token analytics and budgets", "source", c.Source,
@@ -391,6 +406,18 @@ func (e *Engine) record(ctx context.Context, c Call, res *Result, callErr error)
 			e.opt.OnRecordError(fmt.Errorf("engine: record usage of a %s call: %w", c.Source, err))
 		}
 	}
+}
+
+// ErrStopped is what a stream's onDelta answers to stop the call because
+// its generation was stopped or cancelled (generation.ErrStopped): the
+// call is then cancelled, not failed.
+var ErrStopped = errors.New("generation: stopped")
+
+// Stopped says whether a call that ended with err was stopped on purpose:
+// its onDelta answered ErrStopped, or its context ended (a cancel, a
+// server stopping, a restore), rather than the provider failing.
+func Stopped(ctx context.Context, err error) bool {
+	return err != nil && (errors.Is(err, ErrStopped) || ctx.Err() != nil)
 }
 
 // providerError gives a provider failure its kind: cancellation stays what

@@ -458,8 +458,82 @@ func TestCancelledCall(t *testing.T) {
 	if !errors.Is(err, context.Canceled) || engine.Retryable(err) {
 		t.Fatalf("err = %v", err)
 	}
-	// The usage event is recorded even though the caller's context is done.
-	if ev := r.usage(t); len(ev) != 1 || ev[0].Status != "error" {
+	// The usage event is recorded even though the caller's context is
+	// done: as cancelled, not as an error.
+	if ev := r.usage(t); len(ev) != 1 || ev[0].Status != store.UsageCancelled || ev[0].Error != "the call was stopped before it finished" {
+		t.Fatalf("usage: %+v", ev)
+	}
+}
+
+// A stream its caller stops (onDelta answers engine.ErrStopped: a chat
+// reply stopped, a live generation cancelled) is recorded as cancelled,
+// with the usage of what it streamed (estimated: the provider never said),
+// and its result says cancelled.
+func TestStoppedStreamIsCancelled(t *testing.T) {
+	r := newRig(t, engine.Options{})
+	f := newLLM(t, func(n int, req map[string]any, w http.ResponseWriter, hr *http.Request) {
+		streamChunks(w, "gpt-4o-mini", []string{"One ", "two ", "three ", "four."}, true)
+	})
+	cred := r.credential(t, "openai", f.URL(), goodKey, "gpt-4o-mini", nil)
+	pieces := 0
+	res, err := r.eng.Stream(context.Background(), engine.Call{Source: "chat", CredentialID: &cred, Messages: hello}, func(string) error {
+		if pieces++; pieces == 2 {
+			return engine.ErrStopped
+		}
+		return nil
+	})
+	if !errors.Is(err, engine.ErrStopped) || res == nil || res.StopReason != ai.StopCancelled || res.Text != "One two " {
+		t.Fatalf("res %+v, err %v", res, err)
+	}
+	ev := r.usage(t)
+	if len(ev) != 1 || ev[0].Status != store.UsageCancelled || ev[0].OutputTokens == 0 || ev[0].InputTokens == 0 || !ev[0].Estimated ||
+		ev[0].CostUSD == nil || *ev[0].CostUSD <= 0 {
+		t.Fatalf("usage: %+v", ev[0])
+	}
+	sum, err := r.db.UsageSummary(context.Background(), store.UsageFilter{Scope: store.Everything})
+	if err != nil || sum.Calls != 1 || sum.Cancelled != 1 || sum.Errors != 0 || sum.OutputTokens != ev[0].OutputTokens || sum.CostUSD != *ev[0].CostUSD {
+		t.Fatalf("summary %+v (%v): a cancelled call's tokens and cost count", sum, err)
+	}
+}
+
+// The provider's stop reason comes back in copydesk's words: a reply cut
+// off at max_tokens is "length", plain and streamed, OpenAI's and
+// Anthropic's; a failed call is "error".
+func TestStopReason(t *testing.T) {
+	for _, c := range []struct{ raw, want string }{{"stop", ai.StopEnd}, {"length", ai.StopLength}, {"end_turn", ai.StopEnd},
+		{"max_tokens", ai.StopLength}, {"stop_sequence", ai.StopEnd}, {"content_filter", ai.StopFilter}, {"tool_use", ai.StopToolCalls},
+		{"", ""}, {"something_new", ai.StopOther}} {
+		if got := ai.Stop(c.raw); got != c.want {
+			t.Errorf("ai.Stop(%q) = %q, want %q", c.raw, got, c.want)
+		}
+	}
+	r := newRig(t, engine.Options{})
+	f := newLLM(t, func(n int, req map[string]any, w http.ResponseWriter, hr *http.Request) {
+		if n == 3 {
+			apiError(w, 400, "bad request")
+			return
+		}
+		if stream, _ := req["stream"].(bool); stream {
+			w.Header().Set("Content-Type", "text/event-stream")
+			fmt.Fprint(w, "data: {\"id\":\"c1\",\"object\":\"chat.completion.chunk\",\"created\":1,\"model\":\"gpt-4o-mini\",\"choices\":[{\"index\":0,\"delta\":{\"content\":\"Cut\"},\"finish_reason\":\"length\"}]}\n\n")
+			fmt.Fprint(w, "data: [DONE]\n\n")
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		fmt.Fprint(w, `{"id":"c1","object":"chat.completion","created":1,"model":"gpt-4o-mini","choices":[{"index":0,"message":{"role":"assistant","content":"Cut"},"finish_reason":"length"}],"usage":{"prompt_tokens":10,"completion_tokens":5,"total_tokens":15}}`)
+	})
+	cred := r.credential(t, "openai", f.URL(), goodKey, "gpt-4o-mini", nil)
+	call := engine.Call{Source: "chat", CredentialID: &cred, Messages: hello}
+	if res, err := r.eng.Generate(context.Background(), call); err != nil || res.StopReason != ai.StopLength {
+		t.Fatalf("generate: %+v, %v", res, err)
+	}
+	if res, err := r.eng.Stream(context.Background(), call, func(string) error { return nil }); err != nil || res.StopReason != ai.StopLength {
+		t.Fatalf("stream: %+v, %v", res, err)
+	}
+	if res, err := r.eng.Generate(context.Background(), call); err == nil || res.StopReason != ai.StopError {
+		t.Fatalf("failed: %+v, %v", res, err)
+	}
+	if ev := r.usage(t); len(ev) != 3 || ev[0].Status != store.UsageError {
 		t.Fatalf("usage: %+v", ev)
 	}
 }

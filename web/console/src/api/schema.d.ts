@@ -4340,8 +4340,15 @@ export interface components {
              * @enum {string}
              */
             status: "generating" | "complete" | "incomplete" | "failed";
+            /**
+             * @description why the model stopped: stop (finished), length (cut off at the max tokens limit), content_filter, tool_calls, cancelled (stopped or cancelled), error (the call failed), other; null while it runs, and for generations made before it was recorded
+             * @enum {string|null}
+             */
+            stop_reason: "stop" | "length" | "content_filter" | "tool_calls" | "cancelled" | "error" | "other" | null;
             /** @description how many of the oldest messages were left out of the prompt to fit the context window */
             trimmed_messages: number;
+            /** @description the answer was cut off at the max tokens limit (stop_reason length) */
+            truncated: boolean;
             /** @description the stream was cut off before the provider reported its usage */
             usage_estimated: boolean;
         };
@@ -4395,8 +4402,15 @@ export interface components {
             started_at: string | null;
             /** @enum {string} */
             status: "queued" | "running" | "succeeded" | "failed" | "cancelled";
+            /**
+             * @description why the model stopped: stop (finished), length (cut off at the max tokens limit), content_filter, tool_calls, cancelled (stopped or cancelled), error (the call failed), other; null while it runs, and for generations made before it was recorded
+             * @enum {string|null}
+             */
+            stop_reason: "stop" | "length" | "content_filter" | "tool_calls" | "cancelled" | "error" | "other" | null;
             system_prompt: string;
             title: string;
+            /** @description the answer was cut off at the max tokens limit (stop_reason length) */
+            truncated: boolean;
             /** @description part of the usage is estimated: a stream was cut off before the provider reported it */
             usage_estimated: boolean;
             /** Format: int64 */
@@ -4767,6 +4781,13 @@ export interface components {
              * @enum {string}
              */
             status: "complete" | "incomplete" | "failed";
+            /**
+             * @description why the model stopped: stop (finished), length (cut off at the max tokens limit), content_filter, tool_calls, cancelled (stopped or cancelled), error (the call failed), other; null while it runs, and for generations made before it was recorded
+             * @enum {string|null}
+             */
+            stop_reason: "stop" | "length" | "content_filter" | "tool_calls" | "cancelled" | "error" | "other" | null;
+            /** @description the answer was cut off at the max tokens limit (stop_reason length) */
+            truncated: boolean;
             usage_estimated: boolean;
             /**
              * Format: int64
@@ -4808,6 +4829,13 @@ export interface components {
             started_at: string | null;
             /** @enum {string} */
             status: "queued" | "running" | "succeeded" | "failed" | "cancelled";
+            /**
+             * @description why the model stopped: stop (finished), length (cut off at the max tokens limit), content_filter, tool_calls, cancelled (stopped or cancelled), error (the call failed), other; null while it runs, and for generations made before it was recorded
+             * @enum {string|null}
+             */
+            stop_reason: "stop" | "length" | "content_filter" | "tool_calls" | "cancelled" | "error" | "other" | null;
+            /** @description the answer was cut off at the max tokens limit (stop_reason length) */
+            truncated: boolean;
             /** @description the stream was cut off before the provider reported its usage */
             usage_estimated: boolean;
             /**
@@ -5043,6 +5071,13 @@ export interface components {
             started_at: string | null;
             /** @enum {string} */
             status: "queued" | "running" | "succeeded" | "failed" | "cancelled";
+            /**
+             * @description why the model stopped: stop (finished), length (cut off at the max tokens limit), content_filter, tool_calls, cancelled (stopped or cancelled), error (the call failed), other; null while it runs, and for generations made before it was recorded
+             * @enum {string|null}
+             */
+            stop_reason: "stop" | "length" | "content_filter" | "tool_calls" | "cancelled" | "error" | "other" | null;
+            /** @description the answer was cut off at the max tokens limit (stop_reason length) */
+            truncated: boolean;
             /** Format: int64 */
             user_id: number | null;
             variables: {
@@ -5581,8 +5616,11 @@ export interface components {
             output_tokens: number;
             provider: string;
             source: string;
-            /** @enum {string} */
-            status: "ok" | "error";
+            /**
+             * @description cancelled: stopped or cancelled before it finished; its partial usage and cost count as any other
+             * @enum {string}
+             */
+            status: "ok" | "error" | "cancelled";
             /** Format: int64 */
             user_id: number | null;
         };
@@ -5593,6 +5631,11 @@ export interface components {
             cached_tokens: number;
             /** Format: int64 */
             calls: number;
+            /**
+             * Format: int64
+             * @description calls stopped or cancelled before they finished (their tokens and cost are counted)
+             */
+            cancelled: number;
             /**
              * Format: double
              * @description sum of the known costs
@@ -5636,6 +5679,11 @@ export interface components {
             cached_tokens: number;
             /** Format: int64 */
             calls: number;
+            /**
+             * Format: int64
+             * @description calls stopped or cancelled before they finished (their tokens and cost are counted)
+             */
+            cancelled: number;
             /**
              * Format: double
              * @description sum of the known costs
@@ -12236,7 +12284,7 @@ export interface operations {
                 agent_id?: number;
                 model?: string;
                 source?: "execution" | "chat" | "live" | "scout" | "autopilot" | "cie" | "search" | "test";
-                status?: "ok" | "error";
+                status?: "ok" | "error" | "cancelled";
             };
             header?: never;
             path?: never;
@@ -12274,7 +12322,7 @@ export interface operations {
                 agent_id?: number;
                 model?: string;
                 source?: "execution" | "chat" | "live" | "scout" | "autopilot" | "cie" | "search" | "test";
-                status?: "ok" | "error";
+                status?: "ok" | "error" | "cancelled";
             };
             header?: never;
             path?: never;
@@ -12309,7 +12357,7 @@ export interface operations {
                 agent_id?: number;
                 model?: string;
                 source?: "execution" | "chat" | "live" | "scout" | "autopilot" | "cie" | "search" | "test";
-                status?: "ok" | "error";
+                status?: "ok" | "error" | "cancelled";
                 /** @description day (default), model, agent, environment or user */
                 group_by?: "day" | "model" | "agent" | "environment" | "user";
             };
@@ -12349,7 +12397,7 @@ export interface operations {
                 agent_id?: number;
                 model?: string;
                 source?: "execution" | "chat" | "live" | "scout" | "autopilot" | "cie" | "search" | "test";
-                status?: "ok" | "error";
+                status?: "ok" | "error" | "cancelled";
             };
             header?: never;
             path?: never;
@@ -12391,7 +12439,7 @@ export interface operations {
                 agent_id?: number;
                 model?: string;
                 source?: "execution" | "chat" | "live" | "scout" | "autopilot" | "cie" | "search" | "test";
-                status?: "ok" | "error";
+                status?: "ok" | "error" | "cancelled";
             };
             header?: never;
             path?: never;
