@@ -61,7 +61,7 @@ func truncated(reason string) bool { return reason == ai.StopLength }
 func runJSON(r *store.AgentRun) runResponse {
 	out := runResponse{ID: r.ID, AgentID: r.AgentID, EnvironmentID: r.EnvironmentID, UserID: r.UserID, Status: r.Status, Input: r.Input,
 		Variables: r.Variables, Output: r.Output, Error: r.Error, Model: r.Model, InputTokens: r.InputTokens, OutputTokens: r.OutputTokens,
-		CostUSD: r.CostUSD, StopReason: stopReason(r.StopReason), Truncated: truncated(r.StopReason), QueuedAt: Timestamp(r.QueuedAt), StartedAt: (*Timestamp)(r.StartedAt), FinishedAt: (*Timestamp)(r.FinishedAt)}
+		CostUSD: store.USDOf(r.Cost), StopReason: stopReason(r.StopReason), Truncated: truncated(r.StopReason), QueuedAt: Timestamp(r.QueuedAt), StartedAt: (*Timestamp)(r.StartedAt), FinishedAt: (*Timestamp)(r.FinishedAt)}
 	if out.Variables == nil {
 		out.Variables = map[string]string{}
 	}

@@ -6,6 +6,7 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"github.com/copydesk/copydesk/server/aisetting"
+	"github.com/copydesk/copydesk/server/engine"
 	"github.com/copydesk/copydesk/store"
 )
 
@@ -69,12 +70,18 @@ type aiSettingsResponse struct {
 // so one converts to the other.
 func aiSettingsJSON(v *aisetting.View) aiSettingsResponse {
 	out := aiSettingsResponse{EnvironmentID: v.EnvironmentID, Global: aiSettingsLevel(v.Global),
-		Effective: aiSettingsEffective(v.Effective), UpdatedAt: (*Timestamp)(v.UpdatedAt)}
+		Effective: aiSettingsEffectiveJSON(v.Effective), UpdatedAt: (*Timestamp)(v.UpdatedAt)}
 	if v.Override != nil {
 		own := aiSettingsLevel(*v.Override)
 		out.Override = &own
 	}
 	return out
+}
+
+func aiSettingsEffectiveJSON(e engine.Effective) aiSettingsEffective {
+	return aiSettingsEffective{CredentialID: e.CredentialID, Model: e.Model, Temperature: e.Temperature, MaxOutputTokens: e.MaxOutputTokens,
+		Tone: e.Tone, Language: e.Language, TargetWordCount: e.TargetWordCount, MonthlyBudgetUSD: store.USDOf(e.MonthlyBudget),
+		PriceOverrides: e.PriceOverrides, ContextWindows: e.ContextWindows}
 }
 
 func (s *Server) getAISettings(c *gin.Context) {

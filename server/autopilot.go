@@ -124,8 +124,8 @@ type autopilotConfigResponse struct {
 func autopilotConfigJSON(ap *store.Autopilot, tz string) autopilotConfigResponse {
 	c := ap.Config
 	return autopilotConfigResponse{EnvironmentID: ap.EnvironmentID, CampaignIDs: c.CampaignIDs, WindowStart: autopilot.FormatClock(c.WindowStart),
-		WindowEnd: autopilot.FormatClock(c.WindowEnd), Timezone: tz, MaxPostsPerDay: c.MaxPostsPerDay, DailyBudgetUSD: c.DailyBudgetUSD,
-		MonthlyBudgetUSD: c.MonthlyBudgetUSD, PostStatus: c.PostStatus, AutoResume: c.AutoResume, Variables: c.Variables,
+		WindowEnd: autopilot.FormatClock(c.WindowEnd), Timezone: tz, MaxPostsPerDay: c.MaxPostsPerDay, DailyBudgetUSD: store.USDOf(c.DailyBudget),
+		MonthlyBudgetUSD: store.USDOf(c.MonthlyBudget), PostStatus: c.PostStatus, AutoResume: c.AutoResume, Variables: c.Variables,
 		UpdatedAt: (*Timestamp)(ap.UpdatedAt)}
 }
 
@@ -162,7 +162,7 @@ type autopilotStatusResponse struct {
 
 func autopilotStatusJSON(st *autopilot.Status) autopilotStatusResponse {
 	out := autopilotStatusResponse{Autopilot: autopilotStateJSON(st.Autopilot, st.Timezone), PostsToday: st.PostsToday,
-		SpentTodayUSD: st.SpentTodayUSD, SpentMonthUSD: st.SpentMonthUSD, NextRunAt: (*Timestamp)(st.NextRunAt)}
+		SpentTodayUSD: st.SpentToday.USD(), SpentMonthUSD: st.SpentMonth.USD(), NextRunAt: (*Timestamp)(st.NextRunAt)}
 	if st.ActiveRun != nil {
 		r := autopilotRunJSON(st.ActiveRun)
 		out.ActiveRun = &r
@@ -221,6 +221,7 @@ func autopilotRunJSON(r *store.AutopilotRun) autopilotRunResponse {
 	if r.Post != nil {
 		out.Post = &autopilotPostRef{Kind: r.Post.Kind, ID: r.Post.ID}
 	}
+	var cost *store.Micros // the steps' together
 	for _, name := range store.AutopilotSteps {
 		st := r.Step(name)
 		if st == nil {
@@ -228,7 +229,7 @@ func autopilotRunJSON(r *store.AutopilotRun) autopilotRunResponse {
 			continue
 		}
 		js := autopilotStepResponse{Step: name, Status: st.Status, Detail: st.Detail, Error: st.Error, Attempts: st.Attempts,
-			InputTokens: st.InputTokens, OutputTokens: st.OutputTokens, CostUSD: st.CostUSD, StartedAt: (*Timestamp)(&st.StartedAt),
+			InputTokens: st.InputTokens, OutputTokens: st.OutputTokens, CostUSD: store.USDOf(st.Cost), StartedAt: (*Timestamp)(&st.StartedAt),
 			FinishedAt: (*Timestamp)(st.FinishedAt)}
 		if name == store.StepGenerate {
 			js.CIERunID = r.CIERunID
@@ -237,15 +238,10 @@ func autopilotRunJSON(r *store.AutopilotRun) autopilotRunResponse {
 			ms := st.FinishedAt.Sub(st.StartedAt).Milliseconds()
 			js.DurationMS = &ms
 		}
-		if st.CostUSD != nil {
-			sum := *st.CostUSD
-			if out.CostUSD != nil {
-				sum += *out.CostUSD
-			}
-			out.CostUSD = &sum
-		}
+		cost = store.AddCost(cost, st.Cost)
 		out.Steps = append(out.Steps, js)
 	}
+	out.CostUSD = store.USDOf(cost)
 	return out
 }
 

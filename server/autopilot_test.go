@@ -201,7 +201,7 @@ func (a *apEnv) waitNotification(t *testing.T, kind string) map[string]any {
 // spend records a usage event of environment A costing usd, at time at.
 func (a *apEnv) spend(t *testing.T, usd float64, at time.Time) {
 	t.Helper()
-	if _, err := a.app.DB.RecordUsage(context.Background(), store.UsageEvent{CreatedAt: at, Provider: "openai", Model: "gpt-4o", CostUSD: &usd,
+	if _, err := a.app.DB.RecordUsage(context.Background(), store.UsageEvent{CreatedAt: at, Provider: "openai", Model: "gpt-4o", Cost: store.MicrosOfUSD(&usd),
 		Status: "ok", Source: "chat", EnvironmentID: &a.envA}); err != nil {
 		t.Fatal(err)
 	}

@@ -178,7 +178,7 @@ func cieRunJSON(r *store.CIERun) cieRunResponse {
 	out := cieRunResponse{ID: r.ID, ArchetypeID: r.ArchetypeID, AgentID: r.AgentID, EnvironmentID: r.EnvironmentID, UserID: r.UserID,
 		Status: r.Status, Variables: r.Variables, SystemPrompt: r.SystemPrompt, UserPrompt: r.UserPrompt, Title: r.Title,
 		Description: r.Description, Body: r.Body, RawOutput: r.RawOutput, Error: r.Error, Attempts: r.Attempts, Model: r.Model,
-		InputTokens: r.InputTokens, OutputTokens: r.OutputTokens, CostUSD: r.CostUSD, StopReason: stopReason(r.StopReason),
+		InputTokens: r.InputTokens, OutputTokens: r.OutputTokens, CostUSD: store.USDOf(r.Cost), StopReason: stopReason(r.StopReason),
 		Truncated: truncated(r.StopReason), UsageEstimated: r.UsageEstimated,
 		QueuedAt: Timestamp(r.QueuedAt), StartedAt: (*Timestamp)(r.StartedAt), FinishedAt: (*Timestamp)(r.FinishedAt)}
 	if out.Variables == nil {

@@ -125,7 +125,7 @@ type liveGenerationResponse struct {
 
 func liveGenerationJSON(g *store.LiveGeneration) liveGenerationResponse {
 	out := liveGenerationResponse{ID: g.ID, SessionID: g.SessionID, UserID: g.UserID, Status: g.Status, Prompt: g.Prompt, Variables: g.Variables,
-		Output: g.Output, Error: g.Error, Model: g.Model, InputTokens: g.InputTokens, OutputTokens: g.OutputTokens, CostUSD: g.CostUSD,
+		Output: g.Output, Error: g.Error, Model: g.Model, InputTokens: g.InputTokens, OutputTokens: g.OutputTokens, CostUSD: store.USDOf(g.Cost),
 		StopReason: stopReason(g.StopReason), Truncated: truncated(g.StopReason), UsageEstimated: g.UsageEstimated, HistoryDropped: g.HistoryDropped, QueuedAt: Timestamp(g.QueuedAt),
 		StartedAt: (*Timestamp)(g.StartedAt), FinishedAt: (*Timestamp)(g.FinishedAt)}
 	if out.Variables == nil {
@@ -168,7 +168,7 @@ func transcriptJSON(gens []*store.LiveGeneration) []liveEntryResponse {
 				at = *g.FinishedAt
 			}
 			out = append(out, liveEntryResponse{GenerationID: g.ID, Role: "output", Content: g.Output, Status: outputStatus[g.Status],
-				UserID: g.UserID, Error: g.Error, Model: g.Model, InputTokens: g.InputTokens, OutputTokens: g.OutputTokens, CostUSD: g.CostUSD,
+				UserID: g.UserID, Error: g.Error, Model: g.Model, InputTokens: g.InputTokens, OutputTokens: g.OutputTokens, CostUSD: store.USDOf(g.Cost),
 				StopReason: stopReason(g.StopReason), Truncated: truncated(g.StopReason), UsageEstimated: g.UsageEstimated, CreatedAt: Timestamp(at)})
 		}
 	}

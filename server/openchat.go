@@ -181,7 +181,7 @@ type chatMessageResponse struct {
 
 func chatMessageJSON(m chat.Message) chatMessageResponse {
 	return chatMessageResponse{ID: m.ID, ConversationID: m.ConversationID, ParentID: m.ParentID, Role: m.Role, Content: m.Content,
-		Status: m.Status, Error: m.Error, Model: m.Model, InputTokens: m.InputTokens, OutputTokens: m.OutputTokens, CostUSD: m.CostUSD,
+		Status: m.Status, Error: m.Error, Model: m.Model, InputTokens: m.InputTokens, OutputTokens: m.OutputTokens, CostUSD: store.USDOf(m.Cost),
 		StopReason: stopReason(m.StopReason), Truncated: truncated(m.StopReason), UsageEstimated: m.UsageEstimated, TrimmedMessages: m.TrimmedMessages, SiblingIDs: m.SiblingIDs,
 		CreatedAt: Timestamp(m.CreatedAt), FinishedAt: (*Timestamp)(m.FinishedAt)}
 }
@@ -223,7 +223,8 @@ type chatTranscriptResponse struct {
 }
 
 func chatUsageJSON(u chat.Usage) chatUsageResponse {
-	return chatUsageResponse(u)
+	return chatUsageResponse{InputTokens: u.InputTokens, OutputTokens: u.OutputTokens, CostUSD: store.USDOf(u.Cost), Estimated: u.Estimated,
+		TrimmedMessages: u.TrimmedMessages}
 }
 
 // encodeChat renders a reply's stream events as the API does.

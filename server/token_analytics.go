@@ -83,7 +83,7 @@ type usageEventResponse struct {
 
 func usageJSON(e *store.UsageEvent) usageEventResponse {
 	return usageEventResponse{ID: e.ID, CreatedAt: Timestamp(e.CreatedAt), Provider: e.Provider, Model: e.Model, InputTokens: e.InputTokens,
-		OutputTokens: e.OutputTokens, CachedTokens: e.CachedTokens, CostUSD: e.CostUSD, LatencyMS: e.LatencyMS, Status: e.Status,
+		OutputTokens: e.OutputTokens, CachedTokens: e.CachedTokens, CostUSD: store.USDOf(e.Cost), LatencyMS: e.LatencyMS, Status: e.Status,
 		Error: e.Error, Source: e.Source, UserID: e.UserID, EnvironmentID: e.EnvironmentID, AgentID: e.AgentID, CredentialID: e.CredentialID,
 		Estimated: e.Estimated}
 }
@@ -102,7 +102,7 @@ type usageTotalsResponse struct {
 
 func totalsJSON(t *store.UsageTotals) usageTotalsResponse {
 	return usageTotalsResponse{Calls: t.Calls, Errors: t.Errors, Cancelled: t.Cancelled, InputTokens: t.InputTokens, OutputTokens: t.OutputTokens,
-		CachedTokens: t.CachedTokens, CostUSD: t.CostUSD, UnpricedCalls: t.UnpricedCalls, AvgLatencyMS: t.AvgLatencyMS}
+		CachedTokens: t.CachedTokens, CostUSD: t.Cost.USD(), UnpricedCalls: t.UnpricedCalls, AvgLatencyMS: t.AvgLatencyMS}
 }
 
 type usageSummaryResponse struct {
@@ -194,7 +194,7 @@ func (s *Server) usageCosts(c *gin.Context) {
 		fail(c, err)
 		return
 	}
-	respond(c, http.StatusOK, usageCostsResponse{From: (*Timestamp)(costs.From), To: (*Timestamp)(costs.To), TotalCostUSD: costs.TotalCostUSD,
+	respond(c, http.StatusOK, usageCostsResponse{From: (*Timestamp)(costs.From), To: (*Timestamp)(costs.To), TotalCostUSD: costs.TotalCost.USD(),
 		ByModel: pointsJSON(costs.ByModel), ByEnvironment: pointsJSON(costs.ByEnvironment)}, "costs")
 }
 

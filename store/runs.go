@@ -89,7 +89,7 @@ type Outcome struct {
 	Model          string
 	InputTokens    int64
 	OutputTokens   int64
-	CostUSD        *float64
+	Cost           *Micros
 	UsageEstimated bool
 	// StopReason is why the model stopped (ai.Stop's words: stop, length,
 	// cancelled, error, ...), recorded with the ending.
@@ -141,7 +141,7 @@ func (db *DB) finishTx(ctx context.Context, tx *sql.Tx, g generationTable, id in
 		return false, err
 	}
 	if o.Model != "" {
-		set, args = "model = ?, input_tokens = ?, output_tokens = ?, cost_usd = ?", []any{o.Model, o.InputTokens, o.OutputTokens, o.CostUSD}
+		set, args = "model = ?, input_tokens = ?, output_tokens = ?, cost_micros = ?", []any{o.Model, o.InputTokens, o.OutputTokens, o.Cost}
 		if g.usage != nil {
 			for _, c := range g.usage(o) {
 				set, args = set+", "+c.name+" = ?", append(args, c.value)

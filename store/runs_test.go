@@ -29,7 +29,7 @@ func TestFinishKeepsFirstEndingTakesUsage(t *testing.T) {
 		t.Fatal(err)
 	}
 	late := store.Outcome{Status: store.RunFailed, Output: "late text", Error: "the call ended", Model: "m", InputTokens: 7,
-		OutputTokens: 3, CostUSD: &cost, Attempts: 1, StopReason: "error"}
+		OutputTokens: 3, Cost: store.MicrosOfUSD(&cost), Attempts: 1, StopReason: "error"}
 	// The stop reason is the first ending's too.
 	check := func(t *testing.T, status, errText, stop, model string, in, out int64) {
 		t.Helper()
@@ -52,7 +52,7 @@ func TestFinishKeepsFirstEndingTakesUsage(t *testing.T) {
 			t.Fatal(err)
 		}
 		check(t, r.Status, r.Error, r.StopReason, r.Model, r.InputTokens, r.OutputTokens)
-		if r.Output != "" || r.CostUSD == nil || *r.CostUSD != cost {
+		if r.Output != "" || r.Cost == nil || r.Cost.USD() != cost {
 			t.Fatalf("run: %+v", r)
 		}
 	})

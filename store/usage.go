@@ -17,7 +17,7 @@ type UsageEvent struct {
 	InputTokens   int64
 	OutputTokens  int64
 	CachedTokens  int64
-	CostUSD       *float64 // nil: the model's price is unknown
+	Cost          *Micros // nil: the model's price is unknown
 	LatencyMS     int64
 	Status        string // UsageOK, UsageError or UsageCancelled
 	Error         string
@@ -51,9 +51,9 @@ func (db *DB) RecordUsage(ctx context.Context, e UsageEvent) (int64, error) {
 		e.CreatedAt = db.Now()
 	}
 	id, err := db.insert(ctx, `INSERT INTO usage_events (created_at, provider, model, input_tokens, output_tokens, cached_tokens,
-		cost_usd, latency_ms, status, error, source, user_id, environment_id, agent_id, credential_id, estimated)
+		cost_micros, latency_ms, status, error, source, user_id, environment_id, agent_id, credential_id, estimated)
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id`,
-		fmtTime(e.CreatedAt), e.Provider, e.Model, e.InputTokens, e.OutputTokens, e.CachedTokens, e.CostUSD, e.LatencyMS,
+		fmtTime(e.CreatedAt), e.Provider, e.Model, e.InputTokens, e.OutputTokens, e.CachedTokens, e.Cost, e.LatencyMS,
 		e.Status, e.Error, e.Source, e.UserID, e.EnvironmentID, e.AgentID, e.CredentialID, e.Estimated)
 	if err != nil {
 		return 0, translate(err, "usage event")
@@ -130,31 +130,32 @@ func (f UsageFilter) where() (string, []any) {
 	return " WHERE " + strings.Join(where, " AND "), args
 }
 
-const usageColumns = `u.id, u.created_at, u.provider, u.model, u.input_tokens, u.output_tokens, u.cached_tokens, u.cost_usd,
+const usageColumns = `u.id, u.created_at, u.provider, u.model, u.input_tokens, u.output_tokens, u.cached_tokens, u.cost_micros,
 	u.latency_ms, u.status, u.error, u.source, u.user_id, u.environment_id, u.agent_id, u.credential_id, u.estimated`
 
 func scanUsage(row rowScanner) (*UsageEvent, error) {
 	var e UsageEvent
 	var created string
-	var cost sql.NullFloat64
+	var cost sql.NullInt64
 	var user, env, agent, cred sql.NullInt64
 	if err := row.Scan(&e.ID, &created, &e.Provider, &e.Model, &e.InputTokens, &e.OutputTokens, &e.CachedTokens, &cost,
 		&e.LatencyMS, &e.Status, &e.Error, &e.Source, &user, &env, &agent, &cred, &e.Estimated); err != nil {
 		return nil, err
 	}
 	e.CreatedAt = parseTime(created)
-	e.CostUSD = nullFloat(cost)
+	e.Cost = nullMicros(cost)
 	e.UserID, e.EnvironmentID, e.AgentID, e.CredentialID = nullID(user), nullID(env), nullID(agent), nullID(cred)
 	return &e, nil
 }
 
-// nullFloat is a nullable REAL column as a pointer: nil for NULL (a cost
-// nobody knows, never a cost of zero).
-func nullFloat(n sql.NullFloat64) *float64 {
+// nullMicros is a nullable micro-dollar column as a pointer: nil for NULL
+// (a cost nobody knows, never a cost of zero).
+func nullMicros(n sql.NullInt64) *Micros {
 	if !n.Valid {
 		return nil
 	}
-	return &n.Float64
+	m := Micros(n.Int64)
+	return &m
 }
 
 func nullID(n sql.NullInt64) *int64 {
@@ -197,8 +198,9 @@ func (db *DB) EachUsage(ctx context.Context, f UsageFilter, fn func(*UsageEvent)
 	return nil
 }
 
-// UsageTotals sums a set of events. CostUSD adds the known costs;
-// UnpricedCalls counts the calls whose cost is unknown.
+// UsageTotals sums a set of events. Cost adds the known costs, exactly
+// (integer micro-dollars); UnpricedCalls counts the calls whose cost is
+// unknown.
 type UsageTotals struct {
 	Key           string // the group: a day, a model, an id
 	Label         string // a name for the group, when it has one
@@ -208,17 +210,17 @@ type UsageTotals struct {
 	InputTokens   int64
 	OutputTokens  int64
 	CachedTokens  int64
-	CostUSD       float64
+	Cost          Micros
 	UnpricedCalls int64
 	AvgLatencyMS  float64
 }
 
 const totalsColumns = `COUNT(*), COALESCE(SUM(u.status = 'error'), 0), COALESCE(SUM(u.status = 'cancelled'), 0), COALESCE(SUM(u.input_tokens), 0),
-	COALESCE(SUM(u.output_tokens), 0), COALESCE(SUM(u.cached_tokens), 0), COALESCE(SUM(u.cost_usd), 0),
-	COALESCE(SUM(u.cost_usd IS NULL), 0), COALESCE(AVG(u.latency_ms), 0)`
+	COALESCE(SUM(u.output_tokens), 0), COALESCE(SUM(u.cached_tokens), 0), COALESCE(SUM(u.cost_micros), 0),
+	COALESCE(SUM(u.cost_micros IS NULL), 0), COALESCE(AVG(u.latency_ms), 0)`
 
 func scanTotals(row rowScanner, t *UsageTotals, extra ...any) error {
-	return row.Scan(append(extra, &t.Calls, &t.Errors, &t.Cancelled, &t.InputTokens, &t.OutputTokens, &t.CachedTokens, &t.CostUSD,
+	return row.Scan(append(extra, &t.Calls, &t.Errors, &t.Cancelled, &t.InputTokens, &t.OutputTokens, &t.CachedTokens, &t.Cost,
 		&t.UnpricedCalls, &t.AvgLatencyMS)...)
 }
 
@@ -259,7 +261,7 @@ func (db *DB) UsageSeries(ctx context.Context, f UsageFilter, groupBy string) ([
 		return nil, fmt.Errorf("store: usage series: unknown grouping %q", groupBy)
 	}
 	cond, args := f.where()
-	order := "COALESCE(SUM(u.cost_usd), 0) DESC, 1"
+	order := "COALESCE(SUM(u.cost_micros), 0) DESC, 1"
 	if groupBy == GroupByDay {
 		order = "1"
 	}
@@ -289,9 +291,9 @@ const UsageSeriesQuery = `SELECT substr(u.created_at, 1, 10), ` + totalsColumns 
 
 // EnvironmentCostSince sums the known costs of an environment's events
 // since t.
-func (db *DB) EnvironmentCostSince(ctx context.Context, envID int64, t time.Time) (float64, error) {
-	var cost float64
-	err := db.r.QueryRowContext(ctx, `SELECT COALESCE(SUM(cost_usd), 0) FROM usage_events WHERE environment_id = ? AND created_at >= ?`,
+func (db *DB) EnvironmentCostSince(ctx context.Context, envID int64, t time.Time) (Micros, error) {
+	var cost Micros
+	err := db.r.QueryRowContext(ctx, `SELECT COALESCE(SUM(cost_micros), 0) FROM usage_events WHERE environment_id = ? AND created_at >= ?`,
 		envID, fmtTime(t)).Scan(&cost)
 	if err != nil {
 		return 0, fmt.Errorf("store: environment cost: %w", err)

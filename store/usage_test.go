@@ -79,7 +79,7 @@ func TestUsageCancelled(t *testing.T) {
 	db, _ := openDB(t)
 	cost := 0.5
 	for _, status := range []string{store.UsageOK, store.UsageError, store.UsageCancelled} {
-		if _, err := db.RecordUsage(ctx, store.UsageEvent{Provider: "openai", Model: "m", InputTokens: 10, OutputTokens: 5, CostUSD: &cost,
+		if _, err := db.RecordUsage(ctx, store.UsageEvent{Provider: "openai", Model: "m", InputTokens: 10, OutputTokens: 5, Cost: store.MicrosOfUSD(&cost),
 			Status: status, Source: "chat"}); err != nil {
 			t.Fatalf("%s: %v", status, err)
 		}
@@ -88,7 +88,7 @@ func TestUsageCancelled(t *testing.T) {
 		t.Fatal("a status the table does not know was stored")
 	}
 	sum, err := db.UsageSummary(ctx, store.UsageFilter{Scope: store.Everything})
-	if err != nil || sum.Calls != 3 || sum.Errors != 1 || sum.Cancelled != 1 || sum.InputTokens != 30 || sum.OutputTokens != 15 || sum.CostUSD != 1.5 {
+	if err != nil || sum.Calls != 3 || sum.Errors != 1 || sum.Cancelled != 1 || sum.InputTokens != 30 || sum.OutputTokens != 15 || sum.Cost != 1_500_000 {
 		t.Fatalf("summary %+v (%v)", sum, err)
 	}
 	list, n, err := db.ListUsage(ctx, store.UsageFilter{Status: store.UsageCancelled, Scope: store.Everything}, store.Page{Page: 1, PerPage: 10})

@@ -143,7 +143,7 @@ func (s *Service) Put(ctx context.Context, sc store.Scope, envID *int64, lvl Lev
 	}
 	if _, err := s.db.PutAISettings(ctx, store.AISettings{EnvironmentID: envID, CredentialID: lvl.CredentialID,
 		Model: lvl.Model, Temperature: lvl.Temperature, MaxOutputTokens: lvl.MaxOutputTokens, Tone: lvl.Tone,
-		Language: lvl.Language, TargetWordCount: lvl.TargetWordCount, MonthlyBudgetUSD: lvl.MonthlyBudgetUSD,
+		Language: lvl.Language, TargetWordCount: lvl.TargetWordCount, MonthlyBudget: store.MicrosOfUSD(lvl.MonthlyBudgetUSD),
 		PriceOverrides: lvl.PriceOverrides, ContextWindows: lvl.ContextWindows}); err != nil {
 		return nil, err
 	}
@@ -172,7 +172,7 @@ func keep[T any](given Fields, field string, dst *T, saved T) {
 
 func levelOf(s *store.AISettings) Level {
 	return Level{CredentialID: s.CredentialID, Model: s.Model, Temperature: s.Temperature, MaxOutputTokens: s.MaxOutputTokens,
-		Tone: s.Tone, Language: s.Language, TargetWordCount: s.TargetWordCount, MonthlyBudgetUSD: s.MonthlyBudgetUSD,
+		Tone: s.Tone, Language: s.Language, TargetWordCount: s.TargetWordCount, MonthlyBudgetUSD: store.USDOf(s.MonthlyBudget),
 		PriceOverrides: s.PriceOverrides, ContextWindows: s.ContextWindows}
 }
 
@@ -252,6 +252,8 @@ func (l *Level) checkRanges() error {
 		return store.Invalid("monthly_budget_usd: must be at least 0")
 	case l.MonthlyBudgetUSD != nil && !(*l.MonthlyBudgetUSD <= maxBudget):
 		return store.Invalid("monthly_budget_usd: must be at most %g", float64(maxBudget))
+	case l.MonthlyBudgetUSD != nil && *l.MonthlyBudgetUSD > 0 && store.MicrosOf(*l.MonthlyBudgetUSD) == 0:
+		return store.Invalid("monthly_budget_usd: must be 0 or at least 0.000001 (budgets are counted in millionths of a dollar)")
 	}
 	return nil
 }

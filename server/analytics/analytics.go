@@ -70,7 +70,7 @@ type Series struct {
 // environment.
 type Costs struct {
 	Range
-	TotalCostUSD  float64
+	TotalCost     store.Micros
 	ByModel       []*store.UsageTotals
 	ByEnvironment []*store.UsageTotals
 }
@@ -135,12 +135,13 @@ func (s *Service) Costs(ctx context.Context, sc store.Scope, q Query) (*Costs, e
 		return nil, err
 	}
 	for _, p := range out.ByModel {
-		out.TotalCostUSD += p.CostUSD
+		out.TotalCost += p.Cost
 	}
 	return out, nil
 }
 
-// csvHeader names the export's columns.
+// csvHeader names the export's columns. cost_usd is dollars with six
+// decimals (the micro-dollars stored, exactly), empty when unknown.
 var csvHeader = []string{"id", "created_at", "provider", "model", "input_tokens", "output_tokens", "cached_tokens", "cost_usd",
 	"latency_ms", "status", "error", "source", "user_id", "environment_id", "agent_id", "credential_id", "estimated"}
 
@@ -170,9 +171,9 @@ func (s *Service) ExportCSV(ctx context.Context, sc store.Scope, q Query, open f
 }
 
 func csvRow(e *store.UsageEvent) []string {
-	cost := ""
-	if e.CostUSD != nil {
-		cost = strconv.FormatFloat(*e.CostUSD, 'f', -1, 64)
+	cost := "" // unknown
+	if e.Cost != nil {
+		cost = e.Cost.Decimal()
 	}
 	return []string{itoa(e.ID), e.CreatedAt.UTC().Format(store.TimeFormat), csvSafe(e.Provider), csvSafe(e.Model),
 		itoa(e.InputTokens), itoa(e.OutputTokens), itoa(e.CachedTokens), cost, itoa(e.LatencyMS), e.Status, csvSafe(e.Error), e.Source,

@@ -79,7 +79,7 @@ type Store interface {
 	KeywordByID(ctx context.Context, id int64) (*store.Keyword, error)
 	ListCampaigns(ctx context.Context, f store.CampaignFilter) ([]*store.Campaign, int, error)
 	EnvironmentByID(ctx context.Context, id int64) (*store.Environment, error)
-	EnvironmentCostSince(ctx context.Context, envID int64, t time.Time) (float64, error)
+	EnvironmentCostSince(ctx context.Context, envID int64, t time.Time) (store.Micros, error)
 	CIERunByID(ctx context.Context, id int64) (*store.CIERun, error)
 }
 
@@ -183,9 +183,9 @@ type Status struct {
 	ActiveRun *store.AutopilotRun
 	// PostsToday counts today's runs that count toward the max posts per
 	// day (in the environment's time zone).
-	PostsToday    int
-	SpentTodayUSD float64
-	SpentMonthUSD float64
+	PostsToday int
+	SpentToday store.Micros
+	SpentMonth store.Micros
 	// NextRunAt is when the scheduler means to start the next run: set
 	// while it runs with no run under way.
 	NextRunAt *time.Time
@@ -235,7 +235,7 @@ func (s *Service) status(ctx context.Context, env *store.Environment) (*Status, 
 	if st.PostsToday, last, err = s.db.AutopilotRunsSince(ctx, env.ID, dayStart(now, loc, 0)); err != nil {
 		return nil, err
 	}
-	if st.SpentTodayUSD, st.SpentMonthUSD, err = s.spend(ctx, env.ID, now, loc); err != nil {
+	if st.SpentToday, st.SpentMonth, err = s.spend(ctx, env.ID, now, loc); err != nil {
 		return nil, err
 	}
 	if ap.State == store.AutopilotRunning && st.ActiveRun == nil {
@@ -247,7 +247,7 @@ func (s *Service) status(ctx context.Context, env *store.Environment) (*Status, 
 }
 
 // spend is the environment's spend today and this month.
-func (s *Service) spend(ctx context.Context, envID int64, now time.Time, loc *time.Location) (day, month float64, err error) {
+func (s *Service) spend(ctx context.Context, envID int64, now time.Time, loc *time.Location) (day, month store.Micros, err error) {
 	if day, err = s.db.EnvironmentCostSince(ctx, envID, dayStart(now, loc, 0)); err != nil {
 		return 0, 0, err
 	}
@@ -265,12 +265,12 @@ func (s *Service) budgetStop(ctx context.Context, env *store.Environment, c stor
 		return "", "", time.Time{}, err
 	}
 	switch {
-	case c.MonthlyBudgetUSD != nil && month >= *c.MonthlyBudgetUSD:
-		return store.PauseMonthlyBudget, fmt.Sprintf("the monthly budget is reached: %s spent of %s in %s", store.FormatUSD(month),
-			store.FormatUSD(*c.MonthlyBudgetUSD), now.In(loc).Format("January 2006")), monthStart(now, loc, 1), nil
-	case c.DailyBudgetUSD != nil && day >= *c.DailyBudgetUSD:
-		return store.PauseDailyBudget, fmt.Sprintf("the daily budget is reached: %s spent of %s on %s", store.FormatUSD(day),
-			store.FormatUSD(*c.DailyBudgetUSD), now.In(loc).Format("2 January 2006")), dayStart(now, loc, 1), nil
+	case c.MonthlyBudget != nil && month >= *c.MonthlyBudget:
+		return store.PauseMonthlyBudget, fmt.Sprintf("the monthly budget is reached: %s spent of %s in %s", month,
+			*c.MonthlyBudget, now.In(loc).Format("January 2006")), monthStart(now, loc, 1), nil
+	case c.DailyBudget != nil && day >= *c.DailyBudget:
+		return store.PauseDailyBudget, fmt.Sprintf("the daily budget is reached: %s spent of %s on %s", day,
+			*c.DailyBudget, now.In(loc).Format("2 January 2006")), dayStart(now, loc, 1), nil
 	}
 	return "", "", time.Time{}, nil
 }
@@ -413,8 +413,11 @@ func normalize(in ConfigInput) (store.AutopilotConfig, error) {
 		if b.v != nil && !(*b.v > 0 && *b.v < 1e9) {
 			return c, store.Invalid("%s: must be more than 0 (leave it out or null for no budget)", b.field)
 		}
+		if b.v != nil && store.MicrosOf(*b.v) == 0 {
+			return c, store.Invalid("%s: must be at least 0.000001 (budgets are counted in millionths of a dollar)", b.field)
+		}
 	}
-	c.DailyBudgetUSD, c.MonthlyBudgetUSD = in.DailyBudgetUSD, in.MonthlyBudgetUSD
+	c.DailyBudget, c.MonthlyBudget = store.MicrosOfUSD(in.DailyBudgetUSD), store.MicrosOfUSD(in.MonthlyBudgetUSD)
 	switch in.PostStatus {
 	case "":
 	case "campaign", "draft", "publish":

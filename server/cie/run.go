@@ -270,13 +270,7 @@ func (s *Service) generateAs(ctx context.Context, c engine.Call, f generation.Fe
 			o.InputTokens += res.Usage.InputTokens
 			o.OutputTokens += res.Usage.OutputTokens
 			o.UsageEstimated = o.UsageEstimated || res.UsageEstimated
-			if res.CostUSD != nil {
-				sum := *res.CostUSD
-				if o.CostUSD != nil {
-					sum += *o.CostUSD
-				}
-				o.CostUSD = &sum
-			}
+			o.Cost = store.AddCost(o.Cost, res.Cost)
 		}
 		if err != nil {
 			o.Status, o.Error = store.RunFailed, store.Message(err)

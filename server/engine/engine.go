@@ -36,15 +36,15 @@ var Defaults = Effective{Temperature: 0.7, MaxOutputTokens: 4096, Tone: "profess
 
 // Effective is the merged result of the settings levels.
 type Effective struct {
-	CredentialID     *int64
-	Model            string
-	Temperature      float64
-	MaxOutputTokens  int
-	Tone             string
-	Language         string
-	TargetWordCount  int
-	MonthlyBudgetUSD *float64
-	PriceOverrides   map[string]store.Price
+	CredentialID    *int64
+	Model           string
+	Temperature     float64
+	MaxOutputTokens int
+	Tone            string
+	Language        string
+	TargetWordCount int
+	MonthlyBudget   *store.Micros
+	PriceOverrides  map[string]store.Price
 	// ContextWindows overrides the built-in context windows
 	// (ContextWindow), model id or family to tokens.
 	ContextWindows map[string]int
@@ -132,8 +132,8 @@ func (e *Engine) Effective(ctx context.Context, envID *int64) (Effective, error)
 		if s.TargetWordCount != nil {
 			eff.TargetWordCount = *s.TargetWordCount
 		}
-		if s.MonthlyBudgetUSD != nil {
-			eff.MonthlyBudgetUSD = s.MonthlyBudgetUSD
+		if s.MonthlyBudget != nil {
+			eff.MonthlyBudget = s.MonthlyBudget
 		}
 		for m, p := range s.PriceOverrides {
 			eff.PriceOverrides[m] = p
@@ -193,7 +193,7 @@ type Result struct {
 	Model        string
 	CredentialID int64
 	Usage        ai.Usage
-	CostUSD      *float64
+	Cost         *store.Micros // nil: the model's price is unknown
 	Latency      time.Duration
 	// StopReason is why the model stopped (ai.Stop's words): ai.StopLength
 	// when the answer was cut off at the max tokens limit, ai.StopCancelled
@@ -341,7 +341,7 @@ func (e *Engine) run(ctx context.Context, c Call, onDelta func(string) error) (*
 	if costErr != nil {
 		e.log.Error("call cost", "err", costErr)
 	}
-	res.CostUSD = cost
+	res.Cost = cost
 	switch {
 	case Stopped(ctx, err):
 		res.StopReason = ai.StopCancelled
@@ -388,7 +388,7 @@ func completeUsage(req ai.Request, resp *ai.Response) (ai.Usage, bool) {
 // it is logged as an error and handed to Options.OnRecordError.
 func (e *Engine) record(ctx context.Context, c Call, res *Result, callErr error) {
 	ev := store.UsageEvent{Provider: res.Provider, Model: res.Model, InputTokens: res.Usage.InputTokens,
-		OutputTokens: res.Usage.OutputTokens, CachedTokens: res.Usage.CachedTokens, CostUSD: res.CostUSD,
+		OutputTokens: res.Usage.OutputTokens, CachedTokens: res.Usage.CachedTokens, Cost: res.Cost,
 		LatencyMS: res.Latency.Milliseconds(), Status: store.UsageOK, Source: c.Source, UserID: c.UserID,
 		EnvironmentID: c.EnvironmentID, AgentID: c.AgentID, CredentialID: &res.CredentialID, Estimated: res.UsageEstimated}
 	switch {
@@ -450,7 +450,7 @@ func Retryable(err error) bool {
 // watchBudget raises budget.reached once each when an environment's month
 // crosses 80% and 100% of its monthly budget.
 func (e *Engine) watchBudget(ctx context.Context, envID *int64, eff Effective) {
-	if envID == nil || eff.MonthlyBudgetUSD == nil || *eff.MonthlyBudgetUSD <= 0 {
+	if envID == nil || eff.MonthlyBudget == nil || *eff.MonthlyBudget <= 0 {
 		return
 	}
 	now := e.db.Now().UTC()
@@ -460,9 +460,9 @@ func (e *Engine) watchBudget(ctx context.Context, envID *int64, eff Effective) {
 		e.log.Error("budget check", "err", err)
 		return
 	}
-	budget := *eff.MonthlyBudgetUSD
+	budget := *eff.MonthlyBudget
 	for _, pct := range []int{80, 100} {
-		if spent < budget*float64(pct)/100 {
+		if spent*100 < budget*store.Micros(pct) {
 			continue
 		}
 		fresh, err := e.db.MarkBudgetAlert(ctx, *envID, month.Format("2006-01"), pct)
@@ -475,7 +475,7 @@ func (e *Engine) watchBudget(ctx context.Context, envID *int64, eff Effective) {
 		}
 		e.notify.Environment(ctx, *envID, notify.Note{Kind: notify.BudgetReached,
 			Title: fmt.Sprintf("%s has used %d%% of its monthly AI budget", name, pct),
-			Body:  fmt.Sprintf("%s of %s in %s.", store.FormatUSD(spent), store.FormatUSD(budget), month.Format("January 2006")),
+			Body:  fmt.Sprintf("%s of %s in %s.", spent, budget, month.Format("January 2006")),
 			Link:  fmt.Sprintf("/api/token-analytics/summary?environment_id=%d", *envID)})
 	}
 }

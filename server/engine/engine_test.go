@@ -203,8 +203,8 @@ func TestGenerateRecordsUsage(t *testing.T) {
 		res.Usage != (ai.Usage{InputTokens: 1000, OutputTokens: 500, CachedTokens: 200}) || res.StopReason != "stop" {
 		t.Fatalf("result: %+v", res)
 	}
-	if res.CostUSD == nil || !near(*res.CostUSD, gpt4oMiniCost) {
-		t.Fatalf("cost = %v, want %v", res.CostUSD, gpt4oMiniCost)
+	if res.Cost == nil || !near(res.Cost.USD(), gpt4oMiniCost) {
+		t.Fatalf("cost = %v, want %v", res.Cost, gpt4oMiniCost)
 	}
 	// What was sent: the settings' parameters and the system prompt.
 	reqs := f.Requests()
@@ -229,8 +229,8 @@ func TestGenerateRecordsUsage(t *testing.T) {
 		ev.AgentID == nil || *ev.AgentID != agent.ID || ev.CredentialID == nil || *ev.CredentialID != cred || !ev.CreatedAt.Equal(now) {
 		t.Fatalf("usage event: %+v", ev)
 	}
-	if ev.CostUSD == nil || !near(*ev.CostUSD, gpt4oMiniCost) {
-		t.Fatalf("usage cost = %v, want %v", ev.CostUSD, gpt4oMiniCost)
+	if ev.Cost == nil || !near(ev.Cost.USD(), gpt4oMiniCost) {
+		t.Fatalf("usage cost = %v, want %v", ev.Cost, gpt4oMiniCost)
 	}
 }
 
@@ -312,10 +312,10 @@ func TestAnthropicGenerate(t *testing.T) {
 	// claude-haiku-4-5: $1 input, $0.10 cache reads, $5 output per million;
 	// the input count includes the 200 cached tokens.
 	want := (800*1.0 + 200*0.10 + 500*5.0) / 1e6
-	if res.Text != "Hi." || res.Usage != (ai.Usage{InputTokens: 1000, OutputTokens: 500, CachedTokens: 200}) || res.CostUSD == nil || !near(*res.CostUSD, want) {
-		t.Fatalf("result %+v, cost %v, want %v", res, res.CostUSD, want)
+	if res.Text != "Hi." || res.Usage != (ai.Usage{InputTokens: 1000, OutputTokens: 500, CachedTokens: 200}) || res.Cost == nil || !near(res.Cost.USD(), want) {
+		t.Fatalf("result %+v, cost %v, want %v", res, res.Cost, want)
 	}
-	if ev := r.usage(t); len(ev) != 1 || ev[0].Provider != "anthropic" || ev[0].CostUSD == nil || !near(*ev[0].CostUSD, want) {
+	if ev := r.usage(t); len(ev) != 1 || ev[0].Provider != "anthropic" || ev[0].Cost == nil || !near(ev[0].Cost.USD(), want) {
 		t.Fatalf("usage: %+v", ev)
 	}
 }
@@ -355,7 +355,7 @@ func TestProviderUnauthorized(t *testing.T) {
 	}
 	ev := events[0]
 	if ev.Status != "error" || !strings.Contains(ev.Error, "Incorrect API key provided") || strings.Contains(ev.Error, wrongKey) ||
-		ev.InputTokens != 0 || ev.CostUSD == nil || *ev.CostUSD != 0 || ev.Model != "gpt-4o-mini" || ev.UserID == nil || *ev.UserID != r.user.ID {
+		ev.InputTokens != 0 || ev.Cost == nil || ev.Cost.USD() != 0 || ev.Model != "gpt-4o-mini" || ev.UserID == nil || *ev.UserID != r.user.ID {
 		t.Fatalf("usage event: %+v", ev)
 	}
 	// The event's error is the client-safe message, once.
@@ -390,7 +390,7 @@ func TestRateLimitThenSuccess(t *testing.T) {
 		t.Fatalf("retry-after-ms: 1 was not honoured: %v", d)
 	}
 	events := r.usage(t)
-	if len(events) != 1 || events[0].Status != "ok" || events[0].CostUSD == nil || !near(*events[0].CostUSD, gpt4oMiniCost) {
+	if len(events) != 1 || events[0].Status != "ok" || events[0].Cost == nil || !near(events[0].Cost.USD(), gpt4oMiniCost) {
 		t.Fatalf("usage events: %d %+v", len(events), events)
 	}
 }
@@ -487,11 +487,11 @@ func TestStoppedStreamIsCancelled(t *testing.T) {
 	}
 	ev := r.usage(t)
 	if len(ev) != 1 || ev[0].Status != store.UsageCancelled || ev[0].OutputTokens == 0 || ev[0].InputTokens == 0 || !ev[0].Estimated ||
-		ev[0].CostUSD == nil || *ev[0].CostUSD <= 0 {
+		ev[0].Cost == nil || ev[0].Cost.USD() <= 0 {
 		t.Fatalf("usage: %+v", ev[0])
 	}
 	sum, err := r.db.UsageSummary(context.Background(), store.UsageFilter{Scope: store.Everything})
-	if err != nil || sum.Calls != 1 || sum.Cancelled != 1 || sum.Errors != 0 || sum.OutputTokens != ev[0].OutputTokens || sum.CostUSD != *ev[0].CostUSD {
+	if err != nil || sum.Calls != 1 || sum.Cancelled != 1 || sum.Errors != 0 || sum.OutputTokens != ev[0].OutputTokens || sum.Cost != *ev[0].Cost {
 		t.Fatalf("summary %+v (%v): a cancelled call's tokens and cost count", sum, err)
 	}
 }
@@ -583,7 +583,7 @@ func TestStream(t *testing.T) {
 					t.Fatalf("res %+v, deltas %q, err %v", res, deltas.String(), err)
 				}
 				if ev.Status != "ok" || ev.InputTokens != 1000 || ev.CachedTokens != 200 || ev.OutputTokens != 500 ||
-					ev.CostUSD == nil || !near(*ev.CostUSD, gpt4oMiniCost) || ev.Source != "live" {
+					ev.Cost == nil || !near(ev.Cost.USD(), gpt4oMiniCost) || ev.Source != "live" {
 					t.Fatalf("usage event: %+v", ev)
 				}
 				return
@@ -651,7 +651,7 @@ func TestUsageNotReported(t *testing.T) {
 		}
 		ev := r.usage(t)[0]
 		if !ev.Estimated || ev.InputTokens != wantIn || ev.OutputTokens != wantOut || ev.Status != "ok" ||
-			ev.CostUSD == nil || *ev.CostUSD <= 0 {
+			ev.Cost == nil || ev.Cost.USD() <= 0 {
 			t.Fatalf("streamed %v: usage event %+v", streamed, ev)
 		}
 	}
@@ -676,12 +676,12 @@ func TestUnknownModelHasNoCost(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res.CostUSD != nil {
-		t.Fatalf("cost of an unknown model = %v, want nil", *res.CostUSD)
+	if res.Cost != nil {
+		t.Fatalf("cost of an unknown model = %v, want nil", res.Cost.USD())
 	}
 	ev := r.usage(t)
-	if len(ev) != 1 || ev[0].CostUSD != nil || ev[0].Status != "ok" || ev[0].InputTokens != 1000 {
-		t.Fatalf("usage: %+v (cost %v)", ev, ev[0].CostUSD)
+	if len(ev) != 1 || ev[0].Cost != nil || ev[0].Status != "ok" || ev[0].InputTokens != 1000 {
+		t.Fatalf("usage: %+v (cost %v)", ev, ev[0].Cost)
 	}
 	// Priced by an override, the same model has a cost.
 	r.settings(t, store.AISettings{PriceOverrides: map[string]store.Price{"llama3.1": {Input: 1, Output: 2}}})
@@ -689,8 +689,8 @@ func TestUnknownModelHasNoCost(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res.CostUSD == nil || !near(*res.CostUSD, (1000*1.0+500*2.0)/1e6) {
-		t.Fatalf("overridden cost = %v", res.CostUSD)
+	if res.Cost == nil || !near(res.Cost.USD(), (1000*1.0+500*2.0)/1e6) {
+		t.Fatalf("overridden cost = %v", res.Cost)
 	}
 }
 
@@ -860,12 +860,12 @@ func TestBudgetNotifications(t *testing.T) {
 	// Each call: 500 output tokens at $600 per million = $0.30; input free.
 	r.settings(t, store.AISettings{CredentialID: &cred,
 		PriceOverrides: map[string]store.Price{"budget-model": {Input: 0, Output: 600, CachedInput: ptr(0.0)}}})
-	r.settings(t, store.AISettings{EnvironmentID: &envA, MonthlyBudgetUSD: ptr(1.0)})
+	r.settings(t, store.AISettings{EnvironmentID: &envA, MonthlyBudget: store.MicrosOfUSD(ptr(1.0))})
 	// Spending of another month and of another environment does not count.
 	lastMonth := now.AddDate(0, -1, 0)
 	for _, ev := range []store.UsageEvent{
-		{CreatedAt: lastMonth, Provider: "openai", Model: "budget-model", CostUSD: ptr(5.0), Status: "ok", Source: "chat", EnvironmentID: &envA},
-		{CreatedAt: now, Provider: "openai", Model: "budget-model", CostUSD: ptr(5.0), Status: "ok", Source: "chat", EnvironmentID: &envB},
+		{CreatedAt: lastMonth, Provider: "openai", Model: "budget-model", Cost: store.MicrosOfUSD(ptr(5.0)), Status: "ok", Source: "chat", EnvironmentID: &envA},
+		{CreatedAt: now, Provider: "openai", Model: "budget-model", Cost: store.MicrosOfUSD(ptr(5.0)), Status: "ok", Source: "chat", EnvironmentID: &envB},
 	} {
 		if _, err := r.db.RecordUsage(ctx, ev); err != nil {
 			t.Fatal(err)
@@ -894,8 +894,8 @@ func TestBudgetNotifications(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if res.CostUSD == nil || !near(*res.CostUSD, 0.30) {
-			t.Fatalf("call %d cost %v, want 0.30", i+1, res.CostUSD)
+		if res.Cost == nil || !near(res.Cost.USD(), 0.30) {
+			t.Fatalf("call %d cost %v, want 0.30", i+1, res.Cost)
 		}
 		if got := budgetNotes(r.user.ID); len(got) != want {
 			t.Fatalf("after call %d (spent $%.2f): %d budget notifications, want %d", i+1, 0.3*float64(i+1), len(got), want)
@@ -957,12 +957,12 @@ func TestEffective(t *testing.T) {
 	// nothing chooses one: it is the effective one.
 	if eff.Temperature != 0.7 || eff.MaxOutputTokens != 4096 || eff.Tone != "professional" || eff.Language != "en" ||
 		eff.TargetWordCount != 1200 || eff.CredentialID == nil || *eff.CredentialID != cred || eff.Model != "" ||
-		eff.MonthlyBudgetUSD != nil || eff.PriceOverrides == nil {
+		eff.MonthlyBudget != nil || eff.PriceOverrides == nil {
 		t.Fatalf("defaults: %+v", deref(eff))
 	}
 
 	r.settings(t, store.AISettings{CredentialID: &cred, Model: ptr("gpt-4o"), Temperature: ptr(0.3), Tone: ptr("friendly"),
-		MonthlyBudgetUSD: ptr(10.0), PriceOverrides: map[string]store.Price{"a": {Input: 1, Output: 1}, "b": {Input: 2, Output: 2}}})
+		MonthlyBudget: store.MicrosOfUSD(ptr(10.0)), PriceOverrides: map[string]store.Price{"a": {Input: 1, Output: 1}, "b": {Input: 2, Output: 2}}})
 	r.settings(t, store.AISettings{EnvironmentID: &envA, CredentialID: &credA, Temperature: ptr(0.0), Language: ptr("de"),
 		TargetWordCount: ptr(500), PriceOverrides: map[string]store.Price{"b": {Input: 3, Output: 3}, "c": {Input: 4, Output: 4}}})
 
@@ -972,13 +972,13 @@ func TestEffective(t *testing.T) {
 		want engine.Effective
 	}{
 		{"Global", nil, engine.Effective{CredentialID: &cred, Model: "gpt-4o", Temperature: 0.3, MaxOutputTokens: 4096, Tone: "friendly",
-			Language: "en", TargetWordCount: 1200, MonthlyBudgetUSD: ptr(10.0),
+			Language: "en", TargetWordCount: 1200, MonthlyBudget: store.MicrosOfUSD(ptr(10.0)),
 			PriceOverrides: map[string]store.Price{"a": {Input: 1, Output: 1}, "b": {Input: 2, Output: 2}}}},
 		{"Override", &envA, engine.Effective{CredentialID: &credA, Model: "gpt-4o", Temperature: 0, MaxOutputTokens: 4096, Tone: "friendly",
-			Language: "de", TargetWordCount: 500, MonthlyBudgetUSD: ptr(10.0),
+			Language: "de", TargetWordCount: 500, MonthlyBudget: store.MicrosOfUSD(ptr(10.0)),
 			PriceOverrides: map[string]store.Price{"a": {Input: 1, Output: 1}, "b": {Input: 3, Output: 3}, "c": {Input: 4, Output: 4}}}},
 		{"NoOverride", &envB, engine.Effective{CredentialID: &cred, Model: "gpt-4o", Temperature: 0.3, MaxOutputTokens: 4096, Tone: "friendly",
-			Language: "en", TargetWordCount: 1200, MonthlyBudgetUSD: ptr(10.0),
+			Language: "en", TargetWordCount: 1200, MonthlyBudget: store.MicrosOfUSD(ptr(10.0)),
 			PriceOverrides: map[string]store.Price{"a": {Input: 1, Output: 1}, "b": {Input: 2, Output: 2}}}},
 	}
 	for _, c := range cases {
@@ -1011,8 +1011,8 @@ func deref(e engine.Effective) string {
 	if e.CredentialID != nil {
 		cred = fmt.Sprint(*e.CredentialID)
 	}
-	if e.MonthlyBudgetUSD != nil {
-		budget = fmt.Sprint(*e.MonthlyBudgetUSD)
+	if e.MonthlyBudget != nil {
+		budget = fmt.Sprint(e.MonthlyBudget.USD())
 	}
 	prices, _ := json.Marshal(e.PriceOverrides) // sorted keys
 	return fmt.Sprintf("cred=%s model=%q temp=%v max=%d tone=%q lang=%q words=%d budget=%s prices=%s",
@@ -1075,10 +1075,10 @@ func TestInfiniteCostIsUnknown(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res.CostUSD != nil {
-		t.Fatalf("cost = %v, want nil", *res.CostUSD)
+	if res.Cost != nil {
+		t.Fatalf("cost = %v, want nil", res.Cost.USD())
 	}
-	if ev := r.usage(t); len(ev) != 1 || ev[0].CostUSD != nil {
+	if ev := r.usage(t); len(ev) != 1 || ev[0].Cost != nil {
 		t.Fatalf("usage: %+v", ev)
 	}
 }
@@ -1099,7 +1099,7 @@ func TestBudgetNoticeDigits(t *testing.T) {
 	// 500 output tokens at $0.80 per million: $0.0004.
 	r.settings(t, store.AISettings{CredentialID: &cred,
 		PriceOverrides: map[string]store.Price{"tiny-model": {Input: 0, Output: 0.8, CachedInput: ptr(0.0)}}})
-	r.settings(t, store.AISettings{EnvironmentID: &env, MonthlyBudgetUSD: ptr(0.000001)})
+	r.settings(t, store.AISettings{EnvironmentID: &env, MonthlyBudget: store.MicrosOfUSD(ptr(0.000001))})
 	if _, err := r.eng.Generate(ctx, engine.Call{Source: "execution", UserID: &r.user.ID, EnvironmentID: &env, Messages: hello}); err != nil {
 		t.Fatal(err)
 	}

@@ -443,7 +443,7 @@ func Usage(o *store.Outcome, res *engine.Result) {
 	if res.Model != "" {
 		o.Model = res.Model
 	}
-	o.InputTokens, o.OutputTokens, o.CostUSD, o.UsageEstimated = res.Usage.InputTokens, res.Usage.OutputTokens, res.CostUSD, res.UsageEstimated
+	o.InputTokens, o.OutputTokens, o.Cost, o.UsageEstimated = res.Usage.InputTokens, res.Usage.OutputTokens, res.Cost, res.UsageEstimated
 	o.StopReason = res.StopReason
 }
 

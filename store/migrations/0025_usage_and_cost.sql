@@ -7,6 +7,37 @@ ALTER TABLE cie_runs ADD COLUMN stop_reason TEXT NOT NULL DEFAULT '';
 ALTER TABLE chat_messages ADD COLUMN stop_reason TEXT NOT NULL DEFAULT '';
 ALTER TABLE live_generations ADD COLUMN stop_reason TEXT NOT NULL DEFAULT '';
 
+-- Money is integer micro-dollars (millionths of a US dollar, store.Micros)
+-- everywhere it is stored, so that sums are exact: a REAL sum of small
+-- costs drifted (0.000016349999999999998). Each cost_usd REAL becomes
+-- cost_micros INTEGER, rounded once to the nearest millionth (NULL, an
+-- unknown cost, stays NULL); each budget in dollars becomes one in micros
+-- (at least 1: a budget is more than 0). The API still speaks dollars.
+ALTER TABLE agent_runs ADD COLUMN cost_micros INTEGER;
+UPDATE agent_runs SET cost_micros = CAST(round(cost_usd * 1000000) AS INTEGER) WHERE cost_usd IS NOT NULL;
+ALTER TABLE agent_runs DROP COLUMN cost_usd;
+ALTER TABLE cie_runs ADD COLUMN cost_micros INTEGER;
+UPDATE cie_runs SET cost_micros = CAST(round(cost_usd * 1000000) AS INTEGER) WHERE cost_usd IS NOT NULL;
+ALTER TABLE cie_runs DROP COLUMN cost_usd;
+ALTER TABLE chat_messages ADD COLUMN cost_micros INTEGER;
+UPDATE chat_messages SET cost_micros = CAST(round(cost_usd * 1000000) AS INTEGER) WHERE cost_usd IS NOT NULL;
+ALTER TABLE chat_messages DROP COLUMN cost_usd;
+ALTER TABLE live_generations ADD COLUMN cost_micros INTEGER;
+UPDATE live_generations SET cost_micros = CAST(round(cost_usd * 1000000) AS INTEGER) WHERE cost_usd IS NOT NULL;
+ALTER TABLE live_generations DROP COLUMN cost_usd;
+ALTER TABLE autopilot_steps ADD COLUMN cost_micros INTEGER;
+UPDATE autopilot_steps SET cost_micros = CAST(round(cost_usd * 1000000) AS INTEGER) WHERE cost_usd IS NOT NULL;
+ALTER TABLE autopilot_steps DROP COLUMN cost_usd;
+ALTER TABLE ai_settings ADD COLUMN monthly_budget_micros INTEGER;
+UPDATE ai_settings SET monthly_budget_micros = CAST(round(monthly_budget_usd * 1000000) AS INTEGER) WHERE monthly_budget_usd IS NOT NULL;
+ALTER TABLE ai_settings DROP COLUMN monthly_budget_usd;
+ALTER TABLE autopilots ADD COLUMN daily_budget_micros INTEGER CHECK (daily_budget_micros > 0);
+ALTER TABLE autopilots ADD COLUMN monthly_budget_micros INTEGER CHECK (monthly_budget_micros > 0);
+UPDATE autopilots SET daily_budget_micros = max(1, CAST(round(daily_budget_usd * 1000000) AS INTEGER)) WHERE daily_budget_usd IS NOT NULL;
+UPDATE autopilots SET monthly_budget_micros = max(1, CAST(round(monthly_budget_usd * 1000000) AS INTEGER)) WHERE monthly_budget_usd IS NOT NULL;
+ALTER TABLE autopilots DROP COLUMN daily_budget_usd;
+ALTER TABLE autopilots DROP COLUMN monthly_budget_usd;
+
 -- A call stopped or cancelled before it finished is 'cancelled', not an
 -- error. The status CHECK cannot be altered: the table is rebuilt (the
 -- migrations run with foreign keys off and legacy_alter_table on), its
@@ -19,7 +50,7 @@ CREATE TABLE usage_events_0025 (
     input_tokens   INTEGER NOT NULL DEFAULT 0,
     output_tokens  INTEGER NOT NULL DEFAULT 0,
     cached_tokens  INTEGER NOT NULL DEFAULT 0,
-    cost_usd       REAL,
+    cost_micros    INTEGER,
     latency_ms     INTEGER NOT NULL DEFAULT 0,
     status         TEXT    NOT NULL CHECK (status IN ('ok', 'error', 'cancelled')),
     error          TEXT    NOT NULL DEFAULT '',
@@ -30,9 +61,9 @@ CREATE TABLE usage_events_0025 (
     credential_id  INTEGER REFERENCES credentials (id) ON DELETE SET NULL,
     estimated      INTEGER NOT NULL DEFAULT 0 CHECK (estimated IN (0, 1))
 );
-INSERT INTO usage_events_0025 (id, created_at, provider, model, input_tokens, output_tokens, cached_tokens, cost_usd,
+INSERT INTO usage_events_0025 (id, created_at, provider, model, input_tokens, output_tokens, cached_tokens, cost_micros,
     latency_ms, status, error, source, user_id, environment_id, agent_id, credential_id, estimated)
-    SELECT id, created_at, provider, model, input_tokens, output_tokens, cached_tokens, cost_usd,
+    SELECT id, created_at, provider, model, input_tokens, output_tokens, cached_tokens, CAST(round(cost_usd * 1000000) AS INTEGER),
     latency_ms, status, error, source, user_id, environment_id, agent_id, credential_id, estimated FROM usage_events;
 -- The new table's sequence is the old one's (which is at least its
 -- largest id, and more when the newest events were deleted).
