@@ -89,20 +89,20 @@ func usageJSON(e *store.UsageEvent) usageEventResponse {
 }
 
 type usageTotalsResponse struct {
-	Calls         int64   `json:"calls"`
-	Errors        int64   `json:"errors"`
-	Cancelled     int64   `json:"cancelled" doc:"calls stopped or cancelled before they finished (their tokens and cost are counted)"`
-	InputTokens   int64   `json:"input_tokens"`
-	OutputTokens  int64   `json:"output_tokens"`
-	CachedTokens  int64   `json:"cached_tokens"`
-	CostUSD       float64 `json:"cost_usd" doc:"sum of the known costs"`
-	UnpricedCalls int64   `json:"unpriced_calls" doc:"calls whose cost is unknown (not in cost_usd)"`
-	AvgLatencyMS  float64 `json:"avg_latency_ms"`
+	Calls         int64    `json:"calls"`
+	Errors        int64    `json:"errors"`
+	Cancelled     int64    `json:"cancelled" doc:"calls stopped or cancelled before they finished (their tokens and cost are counted)"`
+	InputTokens   int64    `json:"input_tokens"`
+	OutputTokens  int64    `json:"output_tokens"`
+	CachedTokens  int64    `json:"cached_tokens"`
+	CostUSD       *float64 `json:"cost_usd" doc:"sum of the known costs, in dollars; null when there were calls and none had a known cost (models without a price)"`
+	UnpricedCalls int64    `json:"unpriced_calls" doc:"calls whose cost is unknown (not in cost_usd)"`
+	AvgLatencyMS  float64  `json:"avg_latency_ms"`
 }
 
 func totalsJSON(t *store.UsageTotals) usageTotalsResponse {
 	return usageTotalsResponse{Calls: t.Calls, Errors: t.Errors, Cancelled: t.Cancelled, InputTokens: t.InputTokens, OutputTokens: t.OutputTokens,
-		CachedTokens: t.CachedTokens, CostUSD: t.Cost.USD(), UnpricedCalls: t.UnpricedCalls, AvgLatencyMS: t.AvgLatencyMS}
+		CachedTokens: t.CachedTokens, CostUSD: store.USDOf(t.KnownCost()), UnpricedCalls: t.UnpricedCalls, AvgLatencyMS: t.AvgLatencyMS}
 }
 
 type usageSummaryResponse struct {
@@ -127,7 +127,7 @@ type usageSeriesResponse struct {
 type usageCostsResponse struct {
 	From          *Timestamp           `json:"from"`
 	To            *Timestamp           `json:"to"`
-	TotalCostUSD  float64              `json:"total_cost_usd"`
+	TotalCostUSD  *float64             `json:"total_cost_usd" doc:"null when there were calls and none had a known cost"`
 	ByModel       []usagePointResponse `json:"by_model"`
 	ByEnvironment []usagePointResponse `json:"by_environment"`
 }
@@ -194,7 +194,7 @@ func (s *Server) usageCosts(c *gin.Context) {
 		fail(c, err)
 		return
 	}
-	respond(c, http.StatusOK, usageCostsResponse{From: (*Timestamp)(costs.From), To: (*Timestamp)(costs.To), TotalCostUSD: costs.TotalCost.USD(),
+	respond(c, http.StatusOK, usageCostsResponse{From: (*Timestamp)(costs.From), To: (*Timestamp)(costs.To), TotalCostUSD: store.USDOf(costs.TotalCost),
 		ByModel: pointsJSON(costs.ByModel), ByEnvironment: pointsJSON(costs.ByEnvironment)}, "costs")
 }
 

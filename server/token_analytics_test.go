@@ -172,8 +172,13 @@ func taTotals(evs []*store.UsageEvent) map[string]float64 {
 
 func taCheckTotals(t *testing.T, what string, got map[string]any, evs []*store.UsageEvent) {
 	t.Helper()
-	for k, want := range taTotals(evs) {
+	tot := taTotals(evs)
+	for k, want := range tot {
 		g, ok := got[k].(float64)
+		if k == "cost_usd" && tot["calls"] > 0 && tot["unpriced_calls"] == tot["calls"] {
+			// None had a price: the cost is unknown, not 0.
+			ok, g, want = got[k] == nil, 0, 0
+		}
 		if !ok || math.Abs(g-want) > 1e-9 {
 			t.Errorf("%s: %s = %v, want %v", what, k, got[k], want)
 		}
@@ -488,7 +493,7 @@ func TestTokenAnalyticsCosts(t *testing.T) {
 	byModel := map[string]float64{}
 	for _, p := range d["by_model"].([]any) {
 		pm := p.(map[string]any)
-		byModel[pm["key"].(string)] = pm["cost_usd"].(float64)
+		byModel[pm["key"].(string)], _ = pm["cost_usd"].(float64) // null: a model without a price
 	}
 	wantModel := map[string]float64{}
 	for _, ev := range w.pick(month) {
@@ -794,6 +799,68 @@ func TestTokenAnalyticsNoFloatNoise(t *testing.T) {
 	for i, row := range rows[1:] {
 		if want := []string{"0.100000", "0.200000", "0.016350", "0.016350", "0.016350", "0.000001"}[i]; row[7] != want {
 			t.Errorf("row %d cost %q, want %q", i+1, row[7], want)
+		}
+	}
+}
+
+// Calls of a model without a price have an unknown cost: null in the list,
+// and in the totals when none of the calls had a price, never 0.
+func TestTokenAnalyticsUnpricedIsNull(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	_, admin := e.user(t, "admin", store.RoleAdmin)
+	at := time.Now().UTC().Add(-time.Hour)
+	for i := 0; i < 2; i++ {
+		if _, err := e.app.DB.RecordUsage(context.Background(), store.UsageEvent{CreatedAt: at, Provider: "openai_compatible", Model: "llama3.1:8b",
+			InputTokens: 100, OutputTokens: 50, Status: "ok", Source: "chat"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	costOf := func(path string, get func(map[string]any) map[string]any) (any, bool) {
+		r := e.do(t, "GET", path, admin, nil)
+		if r.Code != 200 {
+			t.Fatalf("%s: %d %s", path, r.Code, r.Body)
+		}
+		v, ok := get(r.Data())["cost_usd"]
+		return v, ok
+	}
+	for path, get := range map[string]func(map[string]any) map[string]any{
+		"/api/token-analytics/usage":                 func(d map[string]any) map[string]any { return agItems(d)[0] },
+		"/api/token-analytics/summary":               func(d map[string]any) map[string]any { return d["totals"].(map[string]any) },
+		"/api/token-analytics/series?group_by=model": func(d map[string]any) map[string]any { return d["points"].([]any)[0].(map[string]any) },
+		"/api/token-analytics/costs":                 func(d map[string]any) map[string]any { return d["by_model"].([]any)[0].(map[string]any) },
+		"/api/token-analytics/costs?from=2026-01-01": func(d map[string]any) map[string]any { return map[string]any{"cost_usd": d["total_cost_usd"]} },
+	} {
+		if v, ok := costOf(path, get); !ok || v != nil {
+			t.Errorf("%s: cost_usd = %#v (present %v), want null", path, v, ok)
+		}
+	}
+	r := e.do(t, "GET", "/api/token-analytics/summary", admin, nil)
+	if tot := r.Data()["totals"].(map[string]any); agNum(tot["unpriced_calls"]) != 2 || agNum(tot["input_tokens"]) != 200 {
+		t.Fatalf("totals %v", tot)
+	}
+}
+
+// The AI settings take a monthly budget in tokens beside the one in
+// dollars: saved, inherited by the effective settings, kept when a PUT
+// leaves it out, refused when negative.
+func TestAISettingsTokenBudget(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	_, admin := e.user(t, "admin", store.RoleAdmin)
+	r := e.do(t, "PUT", "/api/settings/ai-content", admin, map[string]any{"monthly_budget_tokens": 2000000, "monthly_budget_usd": 0.000016})
+	if r.Code != 200 || agNum(r.Data()["global"].(map[string]any)["monthly_budget_tokens"]) != 2000000 ||
+		agNum(r.Data()["effective"].(map[string]any)["monthly_budget_tokens"]) != 2000000 ||
+		r.Data()["effective"].(map[string]any)["monthly_budget_usd"] != 0.000016 {
+		t.Fatalf("put: %d %s", r.Code, r.Body)
+	}
+	r = e.do(t, "PUT", "/api/settings/ai-content", admin, map[string]any{"tone": "warm"})
+	if r.Code != 200 || agNum(r.Data()["global"].(map[string]any)["monthly_budget_tokens"]) != 2000000 {
+		t.Fatalf("a PUT without it: %d %s", r.Code, r.Body)
+	}
+	for _, body := range []map[string]any{{"monthly_budget_tokens": -1}, {"monthly_budget_usd": 0.0000001}} {
+		if r := e.do(t, "PUT", "/api/settings/ai-content", admin, body); r.Code != 422 {
+			t.Errorf("%v: %d %s", body, r.Code, r.Body)
 		}
 	}
 }

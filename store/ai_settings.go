@@ -29,7 +29,10 @@ type AISettings struct {
 	Language        *string
 	TargetWordCount *int
 	MonthlyBudget   *Micros // each environment's monthly budget
-	PriceOverrides  map[string]Price
+	// MonthlyBudgetTokens is each environment's monthly budget in tokens
+	// (input and output).
+	MonthlyBudgetTokens *int64
+	PriceOverrides      map[string]Price
 	// ContextWindows overrides the engine's built-in context windows:
 	// model id or family to tokens.
 	ContextWindows map[string]int
@@ -40,7 +43,7 @@ type AISettings struct {
 // inherited) when none was saved.
 func (db *DB) AISettingsFor(ctx context.Context, envID *int64) (*AISettings, error) {
 	q := `SELECT credential_id, model, temperature, max_output_tokens, tone, language, target_word_count,
-		monthly_budget_micros, price_overrides, context_windows, updated_at FROM ai_settings WHERE `
+		monthly_budget_micros, monthly_budget_tokens, price_overrides, context_windows, updated_at FROM ai_settings WHERE `
 	var row *sql.Row
 	if envID == nil {
 		row = db.r.QueryRowContext(ctx, q+`environment_id IS NULL`)
@@ -51,9 +54,9 @@ func (db *DB) AISettingsFor(ctx context.Context, envID *int64) (*AISettings, err
 	var cred, maxTok, words sql.NullInt64
 	var model, tone, lang sql.NullString
 	var temp sql.NullFloat64
-	var budget sql.NullInt64
+	var budget, budgetTokens sql.NullInt64
 	var prices, windows, updated string
-	err := row.Scan(&cred, &model, &temp, &maxTok, &tone, &lang, &words, &budget, &prices, &windows, &updated)
+	err := row.Scan(&cred, &model, &temp, &maxTok, &tone, &lang, &words, &budget, &budgetTokens, &prices, &windows, &updated)
 	if errors.Is(err, sql.ErrNoRows) {
 		return s, nil
 	}
@@ -85,6 +88,9 @@ func (db *DB) AISettingsFor(ctx context.Context, envID *int64) (*AISettings, err
 	}
 	if budget.Valid {
 		s.MonthlyBudget = nullMicros(budget)
+	}
+	if budgetTokens.Valid {
+		s.MonthlyBudgetTokens = &budgetTokens.Int64
 	}
 	if err := json.Unmarshal([]byte(prices), &s.PriceOverrides); err != nil {
 		return nil, fmt.Errorf("store: ai settings price overrides: %w", err)
@@ -123,10 +129,10 @@ func (db *DB) PutAISettings(ctx context.Context, s AISettings) (*AISettings, err
 			return err
 		}
 		_, err = tx.ExecContext(ctx, `INSERT INTO ai_settings (environment_id, credential_id, model, temperature, max_output_tokens,
-			tone, language, target_word_count, monthly_budget_micros, price_overrides, context_windows, updated_at)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+			tone, language, target_word_count, monthly_budget_micros, monthly_budget_tokens, price_overrides, context_windows, updated_at)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 			s.EnvironmentID, s.CredentialID, s.Model, s.Temperature, s.MaxOutputTokens, s.Tone, s.Language, s.TargetWordCount,
-			s.MonthlyBudget, string(prices), string(windows), db.now())
+			s.MonthlyBudget, s.MonthlyBudgetTokens, string(prices), string(windows), db.now())
 		return translate(err, "AI content setting")
 	})
 	if err != nil {

@@ -224,6 +224,15 @@ func scanTotals(row rowScanner, t *UsageTotals, extra ...any) error {
 		&t.UnpricedCalls, &t.AvgLatencyMS)...)
 }
 
+// KnownCost is the total's cost for the API: nil when there were calls
+// and none of them had a known cost (a local model's), never a cost of 0.
+func (t *UsageTotals) KnownCost() *Micros {
+	if t.Calls > 0 && t.UnpricedCalls == t.Calls {
+		return nil
+	}
+	return &t.Cost
+}
+
 // UsageSummary totals the matching events.
 func (db *DB) UsageSummary(ctx context.Context, f UsageFilter) (*UsageTotals, error) {
 	cond, args := f.where()
@@ -289,20 +298,28 @@ func (db *DB) UsageSeries(ctx context.Context, f UsageFilter, groupBy string) ([
 const UsageSeriesQuery = `SELECT substr(u.created_at, 1, 10), ` + totalsColumns +
 	` FROM usage_events u WHERE u.created_at >= ? AND u.created_at < ? GROUP BY 1 ORDER BY 1`
 
-// EnvironmentCostSince sums the known costs of an environment's events
-// since t.
-func (db *DB) EnvironmentCostSince(ctx context.Context, envID int64, t time.Time) (Micros, error) {
-	var cost Micros
-	err := db.r.QueryRowContext(ctx, `SELECT COALESCE(SUM(cost_micros), 0) FROM usage_events WHERE environment_id = ? AND created_at >= ?`,
-		envID, fmtTime(t)).Scan(&cost)
+// Spend is what an environment's calls used over a time: their known
+// costs, and their tokens (input and output), priced or not.
+type Spend struct {
+	Cost   Micros
+	Tokens int64
+}
+
+// EnvironmentSpendSince sums the known costs and the tokens of an
+// environment's events since t: what its budgets are checked against.
+func (db *DB) EnvironmentSpendSince(ctx context.Context, envID int64, t time.Time) (Spend, error) {
+	var s Spend
+	err := db.r.QueryRowContext(ctx, `SELECT COALESCE(SUM(cost_micros), 0), COALESCE(SUM(input_tokens + output_tokens), 0)
+		FROM usage_events WHERE environment_id = ? AND created_at >= ?`, envID, fmtTime(t)).Scan(&s.Cost, &s.Tokens)
 	if err != nil {
-		return 0, fmt.Errorf("store: environment cost: %w", err)
+		return s, fmt.Errorf("store: environment spend: %w", err)
 	}
-	return cost, nil
+	return s, nil
 }
 
 // MarkBudgetAlert records that an environment crossed threshold percent of
-// its budget in month (YYYY-MM); false when that was already recorded.
+// a budget in month: YYYY-MM for its money budget, "YYYY-MM tokens" for
+// its token budget; false when that was already recorded.
 func (db *DB) MarkBudgetAlert(ctx context.Context, envID int64, month string, threshold int) (bool, error) {
 	res, err := db.exec(ctx, `INSERT INTO budget_alerts (environment_id, month, threshold, created_at) VALUES (?, ?, ?, ?)
 		ON CONFLICT DO NOTHING`, envID, month, threshold, db.now())

@@ -70,7 +70,9 @@ type Series struct {
 // environment.
 type Costs struct {
 	Range
-	TotalCost     store.Micros
+	// TotalCost sums the known costs: nil when there were calls and none
+	// had a known cost (a local model's), never 0.
+	TotalCost     *store.Micros
 	ByModel       []*store.UsageTotals
 	ByEnvironment []*store.UsageTotals
 }
@@ -134,9 +136,11 @@ func (s *Service) Costs(ctx context.Context, sc store.Scope, q Query) (*Costs, e
 	if out.ByEnvironment, err = s.db.UsageSeries(ctx, f, store.GroupByEnvironment); err != nil {
 		return nil, err
 	}
+	var all store.UsageTotals
 	for _, p := range out.ByModel {
-		out.TotalCost += p.Cost
+		all.Calls, all.UnpricedCalls, all.Cost = all.Calls+p.Calls, all.UnpricedCalls+p.UnpricedCalls, all.Cost+p.Cost
 	}
+	out.TotalCost = all.KnownCost()
 	return out, nil
 }
 

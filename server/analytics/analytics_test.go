@@ -268,19 +268,28 @@ func TestScope(t *testing.T) {
 func TestCosts(t *testing.T) {
 	svc, db := newService()
 	db.series = map[string][]*store.UsageTotals{
-		"model":       {{Key: "gpt-4o", Cost: store.MicrosOf(1.25)}, {Key: "llama", Cost: store.MicrosOf(0), UnpricedCalls: 4}, {Key: "claude", Cost: store.MicrosOf(0.5)}},
+		"model": {{Key: "gpt-4o", Calls: 2, Cost: store.MicrosOf(1.25)}, {Key: "llama", Calls: 4, UnpricedCalls: 4},
+			{Key: "claude", Calls: 1, Cost: store.MicrosOf(0.5)}},
 		"environment": {{Key: "2", Label: "Blog", Cost: store.MicrosOf(1.75)}},
 	}
 	costs, err := svc.Costs(context.Background(), store.Everything, Query{From: "2026-01-01"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if costs.TotalCost != store.MicrosOf(1.75) || len(costs.ByModel) != 3 || len(costs.ByEnvironment) != 1 {
+	if costs.TotalCost == nil || *costs.TotalCost != store.MicrosOf(1.75) || len(costs.ByModel) != 3 || len(costs.ByEnvironment) != 1 {
 		t.Fatalf("costs %+v", costs)
 	}
 	if strings.Join(db.groups, ",") != "model,environment" {
 		t.Fatalf("groupings asked: %v", db.groups)
 	}
+	t.Run("OnlyUnpriced", func(t *testing.T) {
+		// Only calls without a price: the total is unknown, not 0.
+		svc, db := newService()
+		db.series = map[string][]*store.UsageTotals{"model": {{Key: "llama", Calls: 4, UnpricedCalls: 4}}, "environment": {}}
+		if costs, err := svc.Costs(context.Background(), store.Everything, Query{From: "2026-01-01"}); err != nil || costs.TotalCost != nil {
+			t.Fatalf("unpriced costs %+v (%v)", costs, err)
+		}
+	})
 	t.Run("StoreError", func(t *testing.T) {
 		svc, db := newService()
 		db.err = errors.New("disk on fire")

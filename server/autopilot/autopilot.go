@@ -40,6 +40,7 @@ import (
 	"time"
 
 	"github.com/copydesk/copydesk/server/cie"
+	"github.com/copydesk/copydesk/server/engine"
 	"github.com/copydesk/copydesk/server/jobs"
 	"github.com/copydesk/copydesk/server/notify"
 	"github.com/copydesk/copydesk/server/posttarget"
@@ -79,7 +80,7 @@ type Store interface {
 	KeywordByID(ctx context.Context, id int64) (*store.Keyword, error)
 	ListCampaigns(ctx context.Context, f store.CampaignFilter) ([]*store.Campaign, int, error)
 	EnvironmentByID(ctx context.Context, id int64) (*store.Environment, error)
-	EnvironmentCostSince(ctx context.Context, envID int64, t time.Time) (store.Micros, error)
+	EnvironmentSpendSince(ctx context.Context, envID int64, t time.Time) (store.Spend, error)
 	CIERunByID(ctx context.Context, id int64) (*store.CIERun, error)
 }
 
@@ -184,8 +185,10 @@ type Status struct {
 	// PostsToday counts today's runs that count toward the max posts per
 	// day (in the environment's time zone).
 	PostsToday int
-	SpentToday store.Micros
-	SpentMonth store.Micros
+	// SpentToday and SpentMonth are the environment's known costs and
+	// tokens today and this month (in its time zone).
+	SpentToday store.Spend
+	SpentMonth store.Spend
 	// NextRunAt is when the scheduler means to start the next run: set
 	// while it runs with no run under way.
 	NextRunAt *time.Time
@@ -247,11 +250,11 @@ func (s *Service) status(ctx context.Context, env *store.Environment) (*Status, 
 }
 
 // spend is the environment's spend today and this month.
-func (s *Service) spend(ctx context.Context, envID int64, now time.Time, loc *time.Location) (day, month store.Micros, err error) {
-	if day, err = s.db.EnvironmentCostSince(ctx, envID, dayStart(now, loc, 0)); err != nil {
-		return 0, 0, err
+func (s *Service) spend(ctx context.Context, envID int64, now time.Time, loc *time.Location) (day, month store.Spend, err error) {
+	if day, err = s.db.EnvironmentSpendSince(ctx, envID, dayStart(now, loc, 0)); err != nil {
+		return day, month, err
 	}
-	month, err = s.db.EnvironmentCostSince(ctx, envID, monthStart(now, loc, 0))
+	month, err = s.db.EnvironmentSpendSince(ctx, envID, monthStart(now, loc, 0))
 	return day, month, err
 }
 
@@ -265,12 +268,18 @@ func (s *Service) budgetStop(ctx context.Context, env *store.Environment, c stor
 		return "", "", time.Time{}, err
 	}
 	switch {
-	case c.MonthlyBudget != nil && month >= *c.MonthlyBudget:
-		return store.PauseMonthlyBudget, fmt.Sprintf("the monthly budget is reached: %s spent of %s in %s", month,
+	case c.MonthlyBudget != nil && month.Cost >= *c.MonthlyBudget:
+		return store.PauseMonthlyBudget, fmt.Sprintf("the monthly budget is reached: %s spent of %s in %s", month.Cost,
 			*c.MonthlyBudget, now.In(loc).Format("January 2006")), monthStart(now, loc, 1), nil
-	case c.DailyBudget != nil && day >= *c.DailyBudget:
-		return store.PauseDailyBudget, fmt.Sprintf("the daily budget is reached: %s spent of %s on %s", day,
+	case c.MonthlyBudgetTokens != nil && month.Tokens >= *c.MonthlyBudgetTokens:
+		return store.PauseMonthlyBudget, fmt.Sprintf("the monthly token budget is reached: %s used of %s in %s", engine.Tokens(month.Tokens),
+			engine.Tokens(*c.MonthlyBudgetTokens), now.In(loc).Format("January 2006")), monthStart(now, loc, 1), nil
+	case c.DailyBudget != nil && day.Cost >= *c.DailyBudget:
+		return store.PauseDailyBudget, fmt.Sprintf("the daily budget is reached: %s spent of %s on %s", day.Cost,
 			*c.DailyBudget, now.In(loc).Format("2 January 2006")), dayStart(now, loc, 1), nil
+	case c.DailyBudgetTokens != nil && day.Tokens >= *c.DailyBudgetTokens:
+		return store.PauseDailyBudget, fmt.Sprintf("the daily token budget is reached: %s used of %s on %s", engine.Tokens(day.Tokens),
+			engine.Tokens(*c.DailyBudgetTokens), now.In(loc).Format("2 January 2006")), dayStart(now, loc, 1), nil
 	}
 	return "", "", time.Time{}, nil
 }
@@ -286,9 +295,12 @@ type ConfigInput struct {
 	MaxPostsPerDay   int    // default 1
 	DailyBudgetUSD   *float64
 	MonthlyBudgetUSD *float64
-	PostStatus       string // campaign (default), draft, publish
-	AutoResume       *bool  // default true
-	Variables        map[string]string
+	// DailyBudgetTokens and MonthlyBudgetTokens bound the tokens (input
+	// and output); nil: none.
+	DailyBudgetTokens, MonthlyBudgetTokens *int64
+	PostStatus                             string // campaign (default), draft, publish
+	AutoResume                             *bool  // default true
+	Variables                              map[string]string
 }
 
 // Limits of a config.
@@ -296,6 +308,9 @@ const (
 	maxCampaigns = 100
 	maxVariables = 20
 	maxValue     = 5000
+	// maxBudgetTokens bounds a budget in tokens: far above any use, far
+	// below an overflow.
+	maxBudgetTokens = 1e15
 	// MaxPostsPerDay bounds the max posts per day.
 	MaxPostsPerDay = 100
 )
@@ -418,6 +433,15 @@ func normalize(in ConfigInput) (store.AutopilotConfig, error) {
 		}
 	}
 	c.DailyBudget, c.MonthlyBudget = store.MicrosOfUSD(in.DailyBudgetUSD), store.MicrosOfUSD(in.MonthlyBudgetUSD)
+	for _, b := range []struct {
+		field string
+		v     *int64
+	}{{"daily_budget_tokens", in.DailyBudgetTokens}, {"monthly_budget_tokens", in.MonthlyBudgetTokens}} {
+		if b.v != nil && !(*b.v > 0 && *b.v <= maxBudgetTokens) {
+			return c, store.Invalid("%s: must be 1 to %d (leave it out or null for no budget)", b.field, int64(maxBudgetTokens))
+		}
+	}
+	c.DailyBudgetTokens, c.MonthlyBudgetTokens = in.DailyBudgetTokens, in.MonthlyBudgetTokens
 	switch in.PostStatus {
 	case "":
 	case "campaign", "draft", "publish":

@@ -19,6 +19,7 @@ import (
 	"net/http"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -44,7 +45,10 @@ type Effective struct {
 	Language        string
 	TargetWordCount int
 	MonthlyBudget   *store.Micros
-	PriceOverrides  map[string]store.Price
+	// MonthlyBudgetTokens is the monthly budget in tokens (input and
+	// output), for models without a price too.
+	MonthlyBudgetTokens *int64
+	PriceOverrides      map[string]store.Price
 	// ContextWindows overrides the built-in context windows
 	// (ContextWindow), model id or family to tokens.
 	ContextWindows map[string]int
@@ -134,6 +138,9 @@ func (e *Engine) Effective(ctx context.Context, envID *int64) (Effective, error)
 		}
 		if s.MonthlyBudget != nil {
 			eff.MonthlyBudget = s.MonthlyBudget
+		}
+		if s.MonthlyBudgetTokens != nil {
+			eff.MonthlyBudgetTokens = s.MonthlyBudgetTokens
 		}
 		for m, p := range s.PriceOverrides {
 			eff.PriceOverrides[m] = p
@@ -351,10 +358,11 @@ func (e *Engine) run(ctx context.Context, c Call, onDelta func(string) error) (*
 	// The call happened, whatever became of ctx meanwhile: account for it.
 	wctx := context.WithoutCancel(ctx)
 	e.record(wctx, c, res, err)
+	// A failed or stopped call's tokens count toward the budgets too.
+	e.watchBudget(wctx, c.EnvironmentID, p.eff)
 	if err != nil {
 		return res, providerError(err)
 	}
-	e.watchBudget(wctx, c.EnvironmentID, p.eff)
 	return res, nil
 }
 
@@ -448,36 +456,67 @@ func Retryable(err error) bool {
 }
 
 // watchBudget raises budget.reached once each when an environment's month
-// crosses 80% and 100% of its monthly budget.
+// crosses 80% and 100% of its monthly budget in dollars, and once each for
+// its budget in tokens (input and output, priced or not: a local model's
+// calls have no cost, only tokens).
 func (e *Engine) watchBudget(ctx context.Context, envID *int64, eff Effective) {
-	if envID == nil || eff.MonthlyBudget == nil || *eff.MonthlyBudget <= 0 {
+	if envID == nil {
+		return
+	}
+	money := eff.MonthlyBudget != nil && *eff.MonthlyBudget > 0
+	tokens := eff.MonthlyBudgetTokens != nil && *eff.MonthlyBudgetTokens > 0
+	if !money && !tokens {
 		return
 	}
 	now := e.db.Now().UTC()
 	month := time.Date(now.Year(), now.Month(), 1, 0, 0, 0, 0, time.UTC)
-	spent, err := e.db.EnvironmentCostSince(ctx, *envID, month)
+	spent, err := e.db.EnvironmentSpendSince(ctx, *envID, month)
 	if err != nil {
 		e.log.Error("budget check", "err", err)
 		return
 	}
-	budget := *eff.MonthlyBudget
-	for _, pct := range []int{80, 100} {
-		if spent*100 < budget*store.Micros(pct) {
-			continue
-		}
-		fresh, err := e.db.MarkBudgetAlert(ctx, *envID, month.Format("2006-01"), pct)
-		if err != nil || !fresh {
-			continue
-		}
-		name := fmt.Sprintf("environment %d", *envID)
-		if env, err := e.db.EnvironmentByID(ctx, *envID); err == nil {
-			name = env.Name
-		}
-		e.notify.Environment(ctx, *envID, notify.Note{Kind: notify.BudgetReached,
-			Title: fmt.Sprintf("%s has used %d%% of its monthly AI budget", name, pct),
-			Body:  fmt.Sprintf("%s of %s in %s.", spent, budget, month.Format("January 2006")),
-			Link:  fmt.Sprintf("/api/token-analytics/summary?environment_id=%d", *envID)})
+	type budget struct {
+		key, what   string // the alert's period key; the budget's name
+		used, limit int64
+		amount      func(int64) string
 	}
+	var budgets []budget
+	if money {
+		budgets = append(budgets, budget{key: month.Format("2006-01"), what: "monthly AI budget", used: int64(spent.Cost),
+			limit: int64(*eff.MonthlyBudget), amount: func(n int64) string { return store.Micros(n).String() }})
+	}
+	if tokens {
+		budgets = append(budgets, budget{key: month.Format("2006-01") + " tokens", what: "monthly AI token budget", used: spent.Tokens,
+			limit: *eff.MonthlyBudgetTokens, amount: Tokens})
+	}
+	for _, b := range budgets {
+		for _, pct := range []int64{80, 100} {
+			if b.used*100 < b.limit*pct {
+				continue
+			}
+			fresh, err := e.db.MarkBudgetAlert(ctx, *envID, b.key, int(pct))
+			if err != nil || !fresh {
+				continue
+			}
+			name := fmt.Sprintf("environment %d", *envID)
+			if env, err := e.db.EnvironmentByID(ctx, *envID); err == nil {
+				name = env.Name
+			}
+			e.notify.Environment(ctx, *envID, notify.Note{Kind: notify.BudgetReached,
+				Title: fmt.Sprintf("%s has used %d%% of its %s", name, pct, b.what),
+				Body:  fmt.Sprintf("%s of %s in %s.", b.amount(b.used), b.amount(b.limit), month.Format("January 2006")),
+				Link:  fmt.Sprintf("/api/token-analytics/summary?environment_id=%d", *envID)})
+		}
+	}
+}
+
+// Tokens writes a token count for a person: "12,345 tokens".
+func Tokens(n int64) string {
+	s := strconv.FormatInt(n, 10)
+	for i := len(s) - 3; i > 0 && s[i-1] != '-'; i -= 3 {
+		s = s[:i] + "," + s[i:]
+	}
+	return s + " tokens"
 }
 
 // TestCredential makes a real, cheap call with a credential: list the

@@ -1111,3 +1111,53 @@ func TestBudgetNoticeDigits(t *testing.T) {
 		t.Fatalf("body %q", list[0].Body)
 	}
 }
+
+// A model without a price costs nothing known, so only a budget in tokens
+// bounds it: each call's 1,500 tokens count, and the token budget notifies
+// at 80% and 100% once each, beside (not instead of) the money budget.
+func TestTokenBudgetNotifications(t *testing.T) {
+	r := newRig(t, engine.Options{})
+	ctx := context.Background()
+	f := newLLM(t, func(n int, req map[string]any, w http.ResponseWriter, _ *http.Request) {
+		completion(w, "llama3.1:8b", "local") // 1000 input and 500 output tokens
+	})
+	env := r.env(t, "Shop")
+	if _, err := r.db.SetUserEnvironments(ctx, r.user.ID, []int64{env}); err != nil {
+		t.Fatal(err)
+	}
+	cred := r.credential(t, "openai_compatible", f.URL(), goodKey, "llama3.1:8b", nil)
+	r.settings(t, store.AISettings{CredentialID: &cred})
+	r.settings(t, store.AISettings{EnvironmentID: &env, MonthlyBudget: store.MicrosOfUSD(ptr(1.0)), MonthlyBudgetTokens: ptr[int64](4000)})
+	notes := func() []string {
+		list, _, err := r.db.ListNotifications(ctx, store.NotificationFilter{UserID: r.user.ID, Page: store.Page{Page: 1, PerPage: 100}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out []string
+		for _, n := range list {
+			if n.Kind == notify.BudgetReached {
+				out = append(out, n.Title+" "+n.Body)
+			}
+		}
+		return out
+	}
+	// Tokens after each call: 1,500, 3,000 (crosses none: 75%), 4,500
+	// (crosses 80% and 100%), 6,000.
+	for i, want := range []int{0, 0, 2, 2} {
+		res, err := r.eng.Generate(ctx, engine.Call{Source: "chat", UserID: &r.user.ID, EnvironmentID: &env, Messages: hello})
+		if err != nil || res.Cost != nil {
+			t.Fatalf("call %d: cost %v, %v; want an unknown cost", i+1, res.Cost, err)
+		}
+		if got := notes(); len(got) != want {
+			t.Fatalf("after call %d: %d budget notifications, want %d: %q", i+1, len(got), want, got)
+		}
+	}
+	got := strings.Join(notes(), "\n")
+	if !strings.Contains(got, "Shop has used 100% of its monthly AI token budget 4,500 tokens of 4,000 tokens in") ||
+		!strings.Contains(got, "Shop has used 80% of its monthly AI token budget") || strings.Contains(got, "$") {
+		t.Fatalf("notifications:\n%s", got)
+	}
+	if s := engine.Tokens(1234567); s != "1,234,567 tokens" {
+		t.Fatalf("Tokens = %q", s)
+	}
+}

@@ -38,6 +38,13 @@ UPDATE autopilots SET monthly_budget_micros = max(1, CAST(round(monthly_budget_u
 ALTER TABLE autopilots DROP COLUMN daily_budget_usd;
 ALTER TABLE autopilots DROP COLUMN monthly_budget_usd;
 
+-- Budgets in tokens beside those in dollars: a model without a price
+-- (a local one) costs nothing anyone knows, so only its tokens can bound
+-- it. Input and output tokens together (cached input included).
+ALTER TABLE ai_settings ADD COLUMN monthly_budget_tokens INTEGER;
+ALTER TABLE autopilots ADD COLUMN daily_budget_tokens INTEGER CHECK (daily_budget_tokens > 0);
+ALTER TABLE autopilots ADD COLUMN monthly_budget_tokens INTEGER CHECK (monthly_budget_tokens > 0);
+
 -- A call stopped or cancelled before it finished is 'cancelled', not an
 -- error. The status CHECK cannot be altered: the table is rebuilt (the
 -- migrations run with foreign keys off and legacy_alter_table on), its

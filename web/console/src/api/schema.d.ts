@@ -926,7 +926,7 @@ export interface paths {
         get: operations["getAutopilotConfig"];
         /**
          * Replace the autopilot's config
-         * @description The whole config: a field left out takes its default (every active campaign, the whole day, 1 post a day, no budgets, each campaign's post status, auto_resume true, no variables). The window is HH:MM in the environment's time zone, [window_start, window_end); an end before the start spans midnight. Budgets are US dollars over every usage of the environment (every source) today and this month. variables are given to every generation beside the keyword's own (keyword, campaign, cluster, parent_keyword, intent, target_url): the built-in archetypes need audience.
+         * @description The whole config: a field left out takes its default (every active campaign, the whole day, 1 post a day, no budgets, each campaign's post status, auto_resume true, no variables). The window is HH:MM in the environment's time zone, [window_start, window_end); an end before the start spans midnight. Budgets are over every usage of the environment (every source) today and this month: *_budget_usd in US dollars (kept to the millionth; calls of a model without a price cost nothing known), *_budget_tokens in input and output tokens (every call, priced or not). variables are given to every generation beside the keyword's own (keyword, campaign, cluster, parent_keyword, intent, target_url): the built-in archetypes need audience.
          *
          *     Requires the editor role or higher.
          */
@@ -3535,6 +3535,8 @@ export interface components {
             language?: string;
             max_output_tokens?: number;
             model?: string;
+            /** Format: int64 */
+            monthly_budget_tokens?: number | null;
             /** Format: double */
             monthly_budget_usd?: number | null;
             price_overrides?: {
@@ -3556,8 +3558,13 @@ export interface components {
             max_output_tokens?: number | null;
             model?: string | null;
             /**
+             * Format: int64
+             * @description each environment's monthly budget in tokens (input and output, every call, priced or not); notifies as monthly_budget_usd does
+             */
+            monthly_budget_tokens?: number | null;
+            /**
              * Format: double
-             * @description each environment's monthly budget (global: the default of every environment); crossing 80% and 100% notifies its users once a month
+             * @description each environment's monthly budget in US dollars, kept to the millionth (global: the default of every environment); crossing 80% and 100% notifies its users once a month; calls of a model without a price count nothing toward it
              */
             monthly_budget_usd?: number | null;
             price_overrides?: {
@@ -3838,6 +3845,11 @@ export interface components {
             /** @description the campaigns it works on, in this order; empty: every active campaign */
             campaign_ids?: number[];
             /**
+             * Format: int64
+             * @description input and output tokens of every usage of the environment today, priced or not (a local model's too); null: none
+             */
+            daily_budget_tokens?: number | null;
+            /**
              * Format: double
              * @description null: none
              */
@@ -3846,6 +3858,11 @@ export interface components {
             environment_id: number;
             /** @description default 1 */
             max_posts_per_day?: number;
+            /**
+             * Format: int64
+             * @description the same over the month; null: none
+             */
+            monthly_budget_tokens?: number | null;
             /**
              * Format: double
              * @description null: none
@@ -3869,11 +3886,15 @@ export interface components {
             auto_resume: boolean;
             /** @description empty: every active campaign of the environment */
             campaign_ids: number[];
+            /** Format: int64 */
+            daily_budget_tokens: number | null;
             /** Format: double */
             daily_budget_usd: number | null;
             /** Format: int64 */
             environment_id: number;
             max_posts_per_day: number;
+            /** Format: int64 */
+            monthly_budget_tokens: number | null;
             /** Format: double */
             monthly_budget_usd: number | null;
             /** @enum {string} */
@@ -4003,6 +4024,16 @@ export interface components {
              * @description every usage of the environment today
              */
             spent_today_usd: number;
+            /**
+             * Format: int64
+             * @description the same this month
+             */
+            tokens_month: number;
+            /**
+             * Format: int64
+             * @description input and output tokens of every usage of the environment today
+             */
+            tokens_today: number;
         };
         /** @description the four steps in order */
         autopilotStepResponse: {
@@ -5583,8 +5614,11 @@ export interface components {
             from: string | null;
             /** Format: date-time */
             to: string | null;
-            /** Format: double */
-            total_cost_usd: number;
+            /**
+             * Format: double
+             * @description null when there were calls and none had a known cost
+             */
+            total_cost_usd: number | null;
         };
         usageEventResponse: {
             /** Format: int64 */
@@ -5638,9 +5672,9 @@ export interface components {
             cancelled: number;
             /**
              * Format: double
-             * @description sum of the known costs
+             * @description sum of the known costs, in dollars; null when there were calls and none had a known cost (models without a price)
              */
-            cost_usd: number;
+            cost_usd: number | null;
             /** Format: int64 */
             errors: number;
             /** Format: int64 */
@@ -5686,9 +5720,9 @@ export interface components {
             cancelled: number;
             /**
              * Format: double
-             * @description sum of the known costs
+             * @description sum of the known costs, in dollars; null when there were calls and none had a known cost (models without a price)
              */
-            cost_usd: number;
+            cost_usd: number | null;
             /** Format: int64 */
             errors: number;
             /** Format: int64 */
