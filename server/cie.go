@@ -181,6 +181,8 @@ type cieRunResponse struct {
 	InputTokens    int64             `json:"input_tokens" doc:"over every attempt"`
 	OutputTokens   int64             `json:"output_tokens"`
 	CostUSD        *float64          `json:"cost_usd"`
+	StopReason     *string           `json:"stop_reason" enum:"stop,length,content_filter,tool_calls,cancelled,error,other" doc:"why the model stopped: stop (finished), length (cut off at the max tokens limit), content_filter, tool_calls, cancelled (stopped or cancelled), error (the call failed), other; null while it runs, and for generations made before it was recorded"`
+	Truncated      bool              `json:"truncated" doc:"the answer was cut off at the max tokens limit (stop_reason length)"`
 	UsageEstimated bool              `json:"usage_estimated" doc:"part of the usage is estimated: a stream was cut off before the provider reported it"`
 	QueuedAt       Timestamp         `json:"queued_at"`
 	StartedAt      *Timestamp        `json:"started_at"`
@@ -191,7 +193,8 @@ func cieRunJSON(r *store.CIERun) cieRunResponse {
 	out := cieRunResponse{ID: r.ID, ArchetypeID: r.ArchetypeID, AgentID: r.AgentID, EnvironmentID: r.EnvironmentID, UserID: r.UserID,
 		Status: r.Status, Variables: r.Variables, SystemPrompt: r.SystemPrompt, UserPrompt: r.UserPrompt, Title: r.Title,
 		Description: r.Description, Body: r.Body, RawOutput: r.RawOutput, Error: r.Error, Attempts: r.Attempts, Model: r.Model,
-		InputTokens: r.InputTokens, OutputTokens: r.OutputTokens, CostUSD: r.CostUSD, UsageEstimated: r.UsageEstimated,
+		InputTokens: r.InputTokens, OutputTokens: r.OutputTokens, CostUSD: store.USDOf(r.Cost), StopReason: stopReason(r.StopReason),
+		Truncated: truncated(r.StopReason), UsageEstimated: r.UsageEstimated,
 		QueuedAt: Timestamp(r.QueuedAt), StartedAt: (*Timestamp)(r.StartedAt), FinishedAt: (*Timestamp)(r.FinishedAt)}
 	if out.Variables == nil {
 		out.Variables = map[string]string{}

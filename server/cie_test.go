@@ -565,3 +565,31 @@ func TestCIERunsListAndCancel(t *testing.T) {
 		t.Fatalf("queued runs %v", got)
 	}
 }
+
+// An article cut off at the max tokens limit fails at once (asking again
+// would be cut off again) saying so and naming the setting to raise, not
+// "did not follow the article format"; the run shows stop_reason length.
+func TestGenerateCutOffAtMaxTokens(t *testing.T) {
+	t.Parallel()
+	f := agSetup(t)
+	fake := fakeOpenAI(t, func(n int, req map[string]any) (int, string) { return 200, "TITLE: Sourdough\nDESCRIPTION: How to" })
+	fake.finish = "length"
+	agConfigure(t, f.e, fake.URL+"/v1")
+	agRunJobs(t, f.e)
+	builtin := cieBuiltin(t, f.e, f.edATok, "listicle")
+	r := f.e.do(t, "POST", fmt.Sprintf("/api/cie/archetypes/%d/generate", builtin), f.edATok,
+		map[string]any{"variables": map[string]any{"keyword": "sourdough", "audience": "beginners"}, "environment_id": f.envA})
+	if r.Code != 202 {
+		t.Fatalf("generate: %d %s", r.Code, r.Body)
+	}
+	run := cieWaitRun(t, f.e, f.edATok, agID(r.Data()))
+	msg, _ := run["error"].(string)
+	if run["status"] != "failed" || run["stop_reason"] != "length" || run["truncated"] != true || agNum(run["attempts"]) != 1 ||
+		!strings.Contains(msg, "cut off at the max tokens limit") || !strings.Contains(msg, "max_output_tokens") ||
+		strings.Contains(msg, "article format") || run["raw_output"] != "TITLE: Sourdough\nDESCRIPTION: How to" {
+		t.Fatalf("cut-off generation: %v", run)
+	}
+	if n := len(fake.Requests()); n != 1 {
+		t.Fatalf("%d provider calls, want 1", n)
+	}
+}

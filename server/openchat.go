@@ -171,6 +171,8 @@ type chatMessageResponse struct {
 	InputTokens     int64      `json:"input_tokens"`
 	OutputTokens    int64      `json:"output_tokens"`
 	CostUSD         *float64   `json:"cost_usd"`
+	StopReason      *string    `json:"stop_reason" enum:"stop,length,content_filter,tool_calls,cancelled,error,other" doc:"why the model stopped: stop (finished), length (cut off at the max tokens limit), content_filter, tool_calls, cancelled (stopped or cancelled), error (the call failed), other; null while it runs, and for generations made before it was recorded"`
+	Truncated       bool       `json:"truncated" doc:"the answer was cut off at the max tokens limit (stop_reason length)"`
 	UsageEstimated  bool       `json:"usage_estimated" doc:"the stream was cut off before the provider reported its usage"`
 	TrimmedMessages int        `json:"trimmed_messages" doc:"how many of the oldest messages were left out of the prompt to fit the context window"`
 	SiblingIDs      []int64    `json:"sibling_ids" doc:"the messages with the same parent, this one included, oldest first: the branches here"`
@@ -180,8 +182,8 @@ type chatMessageResponse struct {
 
 func chatMessageJSON(m chat.Message) chatMessageResponse {
 	return chatMessageResponse{ID: m.ID, ConversationID: m.ConversationID, ParentID: m.ParentID, Role: m.Role, Content: m.Content,
-		Status: m.Status, Error: m.Error, Model: m.Model, InputTokens: m.InputTokens, OutputTokens: m.OutputTokens, CostUSD: m.CostUSD,
-		UsageEstimated: m.UsageEstimated, TrimmedMessages: m.TrimmedMessages, SiblingIDs: m.SiblingIDs,
+		Status: m.Status, Error: m.Error, Model: m.Model, InputTokens: m.InputTokens, OutputTokens: m.OutputTokens, CostUSD: store.USDOf(m.Cost),
+		StopReason: stopReason(m.StopReason), Truncated: truncated(m.StopReason), UsageEstimated: m.UsageEstimated, TrimmedMessages: m.TrimmedMessages, SiblingIDs: m.SiblingIDs,
 		CreatedAt: Timestamp(m.CreatedAt), FinishedAt: (*Timestamp)(m.FinishedAt)}
 }
 
@@ -222,7 +224,8 @@ type chatTranscriptResponse struct {
 }
 
 func chatUsageJSON(u chat.Usage) chatUsageResponse {
-	return chatUsageResponse(u)
+	return chatUsageResponse{InputTokens: u.InputTokens, OutputTokens: u.OutputTokens, CostUSD: store.USDOf(u.Cost), Estimated: u.Estimated,
+		TrimmedMessages: u.TrimmedMessages}
 }
 
 // encodeChat renders a reply's stream events as the API does.

@@ -171,8 +171,8 @@ func fillPlanData(t testing.TB, db *DB) {
 			func() error {
 				models := []string{"gpt-4o", "gpt-4o-mini", "claude-sonnet", "claude-haiku"}
 				sources := []string{"execution", "execution", "chat", "live", "scout", "autopilot", "test"}
-				return exec(`INSERT INTO usage_events (created_at, provider, model, input_tokens, output_tokens, cost_usd, status, source,
-					user_id, environment_id, agent_id) VALUES (?, 'openai', ?, 100, 200, 0.01, ?, ?, ?, ?, ?)`, planRows, func(i int) []any {
+				return exec(`INSERT INTO usage_events (created_at, provider, model, input_tokens, output_tokens, cost_micros, status, source,
+					user_id, environment_id, agent_id) VALUES (?, 'openai', ?, 100, 200, 10000, ?, ?, ?, ?, ?)`, planRows, func(i int) []any {
 					status := "ok"
 					if rnd.IntN(20) == 0 {
 						status = "error"

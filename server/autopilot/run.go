@@ -207,7 +207,7 @@ func generationFailed(g *store.CIERun, err error) error {
 // generated is the end of a generate step with its generation.
 func generated(g *store.CIERun) store.StepEnd {
 	e := store.StepEnd{Status: store.StepSucceeded, Detail: fmt.Sprintf("generation %d: %q", g.ID, g.Title),
-		InputTokens: g.InputTokens, OutputTokens: g.OutputTokens, CostUSD: g.CostUSD}
+		InputTokens: g.InputTokens, OutputTokens: g.OutputTokens, Cost: g.Cost}
 	if g.Status != store.RunSucceeded {
 		e.Detail = fmt.Sprintf("generation %d", g.ID)
 	}

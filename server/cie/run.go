@@ -311,13 +311,7 @@ func (s *Service) generateAs(ctx context.Context, c engine.Call, f generation.Fe
 			o.InputTokens += res.Usage.InputTokens
 			o.OutputTokens += res.Usage.OutputTokens
 			o.UsageEstimated = o.UsageEstimated || res.UsageEstimated
-			if res.CostUSD != nil {
-				sum := *res.CostUSD
-				if o.CostUSD != nil {
-					sum += *o.CostUSD
-				}
-				o.CostUSD = &sum
-			}
+			o.Cost = store.AddCost(o.Cost, res.Cost)
 		}
 		if err != nil {
 			o.Status, o.Error = store.RunFailed, store.Message(err)
@@ -326,6 +320,11 @@ func (s *Service) generateAs(ctx context.Context, c engine.Call, f generation.Fe
 		art, perr := ParseArticle(res.Text)
 		if perr == nil {
 			o.Status, o.Title, o.Description, o.Body, o.Output = store.RunSucceeded, art.Title, art.Description, art.Body, ""
+			return o, nil
+		}
+		if res.StopReason == ai.StopLength {
+			// Asking again would be cut off again, and paid for twice.
+			o.Status, o.Error = store.RunFailed, CutOff(c)
 			return o, nil
 		}
 		if attempt == 2 {
@@ -338,6 +337,18 @@ func (s *Service) generateAs(ctx context.Context, c engine.Call, f generation.Fe
 		}
 		c.Messages = append(c.Messages, ai.Message{Role: "assistant", Content: res.Text}, ai.Message{Role: "user", Content: retryPrompt(perr)})
 	}
+}
+
+// CutOff is the error of a generation whose answer was cut off at the max
+// tokens limit before the article was complete: it names the setting to
+// raise, the agent's when the call used the agent's limit.
+func CutOff(c engine.Call) string {
+	setting := "max_output_tokens in PUT /api/settings/ai-content (the environment's, or the global one)"
+	if c.MaxTokens > 0 && c.AgentID != nil {
+		setting = fmt.Sprintf("the agent's max_tokens (%d) in PUT /api/agents/%d", c.MaxTokens, *c.AgentID)
+	}
+	return "the model's answer was cut off at the max tokens limit before the article was complete: raise " + setting +
+		" (its answer is kept in raw_output)"
 }
 
 // notifyRun tells whoever queued a generation how it ended, as agent runs

@@ -926,7 +926,7 @@ export interface paths {
         get: operations["getAutopilotConfig"];
         /**
          * Replace the autopilot's config
-         * @description The whole config: a field left out takes its default (every active campaign, the whole day, 1 post a day, no budgets, each campaign's post status, auto_resume true, no variables). The window is HH:MM in the environment's time zone, [window_start, window_end); an end before the start spans midnight. Budgets are US dollars over every usage of the environment (every source) today and this month. variables are given to every generation beside the keyword's own (keyword, campaign, cluster, parent_keyword, intent, target_url): the built-in archetypes need audience.
+         * @description The whole config: a field left out takes its default (every active campaign, the whole day, 1 post a day, no budgets, each campaign's post status, auto_resume true, no variables). The window is HH:MM in the environment's time zone, [window_start, window_end); an end before the start spans midnight. Budgets are over every usage of the environment (every source) today and this month: *_budget_usd in US dollars (kept to the millionth; calls of a model without a price cost nothing known), *_budget_tokens in input and output tokens (every call, priced or not). variables are given to every generation beside the keyword's own (keyword, campaign, cluster, parent_keyword, intent, target_url): the built-in archetypes need audience.
          *
          *     Requires the editor role or higher.
          */
@@ -3725,6 +3725,8 @@ export interface components {
             language?: string;
             max_output_tokens?: number;
             model?: string;
+            /** Format: int64 */
+            monthly_budget_tokens?: number | null;
             /** Format: double */
             monthly_budget_usd?: number | null;
             price_overrides?: {
@@ -3746,8 +3748,13 @@ export interface components {
             max_output_tokens?: number | null;
             model?: string | null;
             /**
+             * Format: int64
+             * @description each environment's monthly budget in tokens (input and output, every call, priced or not); notifies as monthly_budget_usd does
+             */
+            monthly_budget_tokens?: number | null;
+            /**
              * Format: double
-             * @description each environment's monthly budget (global: the default of every environment); crossing 80% and 100% notifies its users once a month
+             * @description each environment's monthly budget in US dollars, kept to the millionth (global: the default of every environment); crossing 80% and 100% notifies its users once a month; calls of a model without a price count nothing toward it
              */
             monthly_budget_usd?: number | null;
             price_overrides?: {
@@ -4028,6 +4035,11 @@ export interface components {
             /** @description the campaigns it works on, in this order; empty: every active campaign */
             campaign_ids?: number[];
             /**
+             * Format: int64
+             * @description input and output tokens of every usage of the environment today, priced or not (a local model's too); null: none
+             */
+            daily_budget_tokens?: number | null;
+            /**
              * Format: double
              * @description null: none
              */
@@ -4036,6 +4048,11 @@ export interface components {
             environment_id: number;
             /** @description default 1 */
             max_posts_per_day?: number;
+            /**
+             * Format: int64
+             * @description the same over the month; null: none
+             */
+            monthly_budget_tokens?: number | null;
             /**
              * Format: double
              * @description null: none
@@ -4059,11 +4076,15 @@ export interface components {
             auto_resume: boolean;
             /** @description empty: every active campaign of the environment */
             campaign_ids: number[];
+            /** Format: int64 */
+            daily_budget_tokens: number | null;
             /** Format: double */
             daily_budget_usd: number | null;
             /** Format: int64 */
             environment_id: number;
             max_posts_per_day: number;
+            /** Format: int64 */
+            monthly_budget_tokens: number | null;
             /** Format: double */
             monthly_budget_usd: number | null;
             /** @enum {string} */
@@ -4197,6 +4218,16 @@ export interface components {
              * @description every usage of the environment today
              */
             spent_today_usd: number;
+            /**
+             * Format: int64
+             * @description the same this month
+             */
+            tokens_month: number;
+            /**
+             * Format: int64
+             * @description input and output tokens of every usage of the environment today
+             */
+            tokens_today: number;
         };
         /** @description the four steps in order */
         autopilotStepResponse: {
@@ -4538,8 +4569,15 @@ export interface components {
              * @enum {string}
              */
             status: "generating" | "complete" | "incomplete" | "failed";
+            /**
+             * @description why the model stopped: stop (finished), length (cut off at the max tokens limit), content_filter, tool_calls, cancelled (stopped or cancelled), error (the call failed), other; null while it runs, and for generations made before it was recorded
+             * @enum {string|null}
+             */
+            stop_reason: "stop" | "length" | "content_filter" | "tool_calls" | "cancelled" | "error" | "other" | null;
             /** @description how many of the oldest messages were left out of the prompt to fit the context window */
             trimmed_messages: number;
+            /** @description the answer was cut off at the max tokens limit (stop_reason length) */
+            truncated: boolean;
             /** @description the stream was cut off before the provider reported its usage */
             usage_estimated: boolean;
         };
@@ -4615,8 +4653,15 @@ export interface components {
             started_at: string | null;
             /** @enum {string} */
             status: "queued" | "running" | "succeeded" | "failed" | "cancelled";
+            /**
+             * @description why the model stopped: stop (finished), length (cut off at the max tokens limit), content_filter, tool_calls, cancelled (stopped or cancelled), error (the call failed), other; null while it runs, and for generations made before it was recorded
+             * @enum {string|null}
+             */
+            stop_reason: "stop" | "length" | "content_filter" | "tool_calls" | "cancelled" | "error" | "other" | null;
             system_prompt: string;
             title: string;
+            /** @description the answer was cut off at the max tokens limit (stop_reason length) */
+            truncated: boolean;
             /** @description part of the usage is estimated: a stream was cut off before the provider reported it */
             usage_estimated: boolean;
             /** Format: int64 */
@@ -4998,6 +5043,13 @@ export interface components {
              * @enum {string}
              */
             status: "complete" | "incomplete" | "failed";
+            /**
+             * @description why the model stopped: stop (finished), length (cut off at the max tokens limit), content_filter, tool_calls, cancelled (stopped or cancelled), error (the call failed), other; null while it runs, and for generations made before it was recorded
+             * @enum {string|null}
+             */
+            stop_reason: "stop" | "length" | "content_filter" | "tool_calls" | "cancelled" | "error" | "other" | null;
+            /** @description the answer was cut off at the max tokens limit (stop_reason length) */
+            truncated: boolean;
             usage_estimated: boolean;
             /**
              * Format: int64
@@ -5044,6 +5096,13 @@ export interface components {
             started_at: string | null;
             /** @enum {string} */
             status: "queued" | "running" | "succeeded" | "failed" | "cancelled";
+            /**
+             * @description why the model stopped: stop (finished), length (cut off at the max tokens limit), content_filter, tool_calls, cancelled (stopped or cancelled), error (the call failed), other; null while it runs, and for generations made before it was recorded
+             * @enum {string|null}
+             */
+            stop_reason: "stop" | "length" | "content_filter" | "tool_calls" | "cancelled" | "error" | "other" | null;
+            /** @description the answer was cut off at the max tokens limit (stop_reason length) */
+            truncated: boolean;
             /** @description the stream was cut off before the provider reported its usage */
             usage_estimated: boolean;
             /**
@@ -5294,6 +5353,13 @@ export interface components {
             started_at: string | null;
             /** @enum {string} */
             status: "queued" | "running" | "succeeded" | "failed" | "cancelled";
+            /**
+             * @description why the model stopped: stop (finished), length (cut off at the max tokens limit), content_filter, tool_calls, cancelled (stopped or cancelled), error (the call failed), other; null while it runs, and for generations made before it was recorded
+             * @enum {string|null}
+             */
+            stop_reason: "stop" | "length" | "content_filter" | "tool_calls" | "cancelled" | "error" | "other" | null;
+            /** @description the answer was cut off at the max tokens limit (stop_reason length) */
+            truncated: boolean;
             /** Format: int64 */
             user_id: number | null;
             variables: {
@@ -5822,8 +5888,11 @@ export interface components {
             from: string | null;
             /** Format: date-time */
             to: string | null;
-            /** Format: double */
-            total_cost_usd: number;
+            /**
+             * Format: double
+             * @description null when there were calls and none had a known cost
+             */
+            total_cost_usd: number | null;
         };
         usageEventResponse: {
             /** Format: int64 */
@@ -5855,8 +5924,11 @@ export interface components {
             output_tokens: number;
             provider: string;
             source: string;
-            /** @enum {string} */
-            status: "ok" | "error";
+            /**
+             * @description cancelled: stopped or cancelled before it finished; its partial usage and cost count as any other
+             * @enum {string}
+             */
+            status: "ok" | "error" | "cancelled";
             /** Format: int64 */
             user_id: number | null;
         };
@@ -5868,10 +5940,15 @@ export interface components {
             /** Format: int64 */
             calls: number;
             /**
-             * Format: double
-             * @description sum of the known costs
+             * Format: int64
+             * @description calls stopped or cancelled before they finished (their tokens and cost are counted)
              */
-            cost_usd: number;
+            cancelled: number;
+            /**
+             * Format: double
+             * @description sum of the known costs, in dollars; null when there were calls and none had a known cost (models without a price)
+             */
+            cost_usd: number | null;
             /** Format: int64 */
             errors: number;
             /** Format: int64 */
@@ -5911,10 +5988,15 @@ export interface components {
             /** Format: int64 */
             calls: number;
             /**
-             * Format: double
-             * @description sum of the known costs
+             * Format: int64
+             * @description calls stopped or cancelled before they finished (their tokens and cost are counted)
              */
-            cost_usd: number;
+            cancelled: number;
+            /**
+             * Format: double
+             * @description sum of the known costs, in dollars; null when there were calls and none had a known cost (models without a price)
+             */
+            cost_usd: number | null;
             /** Format: int64 */
             errors: number;
             /** Format: int64 */
@@ -12720,7 +12802,7 @@ export interface operations {
                 agent_id?: number;
                 model?: string;
                 source?: "execution" | "chat" | "live" | "scout" | "autopilot" | "cie" | "search" | "test";
-                status?: "ok" | "error";
+                status?: "ok" | "error" | "cancelled";
             };
             header?: never;
             path?: never;
@@ -12758,7 +12840,7 @@ export interface operations {
                 agent_id?: number;
                 model?: string;
                 source?: "execution" | "chat" | "live" | "scout" | "autopilot" | "cie" | "search" | "test";
-                status?: "ok" | "error";
+                status?: "ok" | "error" | "cancelled";
             };
             header?: never;
             path?: never;
@@ -12793,7 +12875,7 @@ export interface operations {
                 agent_id?: number;
                 model?: string;
                 source?: "execution" | "chat" | "live" | "scout" | "autopilot" | "cie" | "search" | "test";
-                status?: "ok" | "error";
+                status?: "ok" | "error" | "cancelled";
                 /** @description day (default), model, agent, environment or user */
                 group_by?: "day" | "model" | "agent" | "environment" | "user";
             };
@@ -12833,7 +12915,7 @@ export interface operations {
                 agent_id?: number;
                 model?: string;
                 source?: "execution" | "chat" | "live" | "scout" | "autopilot" | "cie" | "search" | "test";
-                status?: "ok" | "error";
+                status?: "ok" | "error" | "cancelled";
             };
             header?: never;
             path?: never;
@@ -12875,7 +12957,7 @@ export interface operations {
                 agent_id?: number;
                 model?: string;
                 source?: "execution" | "chat" | "live" | "scout" | "autopilot" | "cie" | "search" | "test";
-                status?: "ok" | "error";
+                status?: "ok" | "error" | "cancelled";
             };
             header?: never;
             path?: never;
