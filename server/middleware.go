@@ -301,6 +301,7 @@ func (s *Server) heldAgain(c *gin.Context, min store.Role, fn func(ctx context.C
 func (s *Server) serve(c *gin.Context, topic string, o stream.ServeOptions) {
 	letGo(c)
 	markStream(c)
+	defer s.metrics.StreamOpened(c.FullPath())()
 	s.events.Serve(c.Writer, c.Request, topic, o)
 }
 
@@ -310,6 +311,7 @@ func (s *Server) serve(c *gin.Context, topic string, o stream.ServeOptions) {
 func (s *Server) serveFinished(c *gin.Context, o stream.ServeOptions, events ...stream.Event) {
 	letGo(c)
 	markStream(c)
+	defer s.metrics.StreamOpened(c.FullPath())()
 	s.events.ServeFinished(c.Writer, c.Request, o, events...)
 }
 

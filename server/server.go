@@ -29,6 +29,7 @@ import (
 	"github.com/copydesk/copydesk/server/keyring"
 	"github.com/copydesk/copydesk/server/live"
 	"github.com/copydesk/copydesk/server/message"
+	"github.com/copydesk/copydesk/server/metrics"
 	"github.com/copydesk/copydesk/server/notify"
 	"github.com/copydesk/copydesk/server/posttarget"
 	"github.com/copydesk/copydesk/server/scout"
@@ -52,6 +53,7 @@ type Server struct {
 	engine  *engine.Engine
 	jobs    *jobs.Runner
 	log     *slog.Logger
+	metrics *metrics.Registry // nil: metrics are off
 
 	analytics *analytics.Service
 	messages  *message.Service
@@ -104,6 +106,9 @@ type Options struct {
 	MaxQueued int
 	// OnUndeclaredEvent: see Config.OnUndeclaredEvent.
 	OnUndeclaredEvent func(route, event string)
+	// MetricsToken, with Deps.Metrics, serves GET /metrics to this bearer
+	// token (serve --metrics-token); empty: not on this router.
+	MetricsToken string
 }
 
 // DefaultMaxUpload is the largest backup upload accepted.
@@ -125,6 +130,9 @@ type Deps struct {
 	WordPress wppost.Options
 	// Feeds fetches web sources; nil: one over outbound.Default().
 	Feeds *feed.Fetcher
+	// Metrics, when set, counts requests and event streams (serve
+	// --metrics); nil: nothing is measured.
+	Metrics *metrics.Registry
 }
 
 // DefaultMaxBody is the body limit of JSON endpoints.
@@ -152,7 +160,7 @@ func New(d Deps, opts Options) (*Server, error) {
 		return nil, err
 	}
 	s := &Server{db: d.DB, auth: d.Auth, backups: d.Backups, notify: d.Notify, events: d.Events, engine: d.Engine, jobs: d.Jobs,
-		log: d.Log, router: e, opts: opts}
+		log: d.Log, metrics: d.Metrics, router: e, opts: opts}
 	// The store's clock is read at each call: tests move it after New.
 	s.analytics = analytics.New(d.DB, func() time.Time { return d.DB.Now() })
 	s.messages = message.New(d.DB, d.Notify)
@@ -181,6 +189,9 @@ func New(d Deps, opts Options) (*Server, error) {
 		MaxQueued: opts.MaxQueued})
 	s.strategies = strategy.New(strategy.Deps{Store: d.DB, Campaigns: s.seo, Environments: s.environments, Engine: d.Engine, Jobs: d.Jobs,
 		Notify: d.Notify, Log: d.Log, Now: func() time.Time { return d.DB.Now() }, MaxQueued: opts.MaxQueued})
+	if s.metrics != nil {
+		e.Use(s.measure)
+	}
 	e.Use(s.recoverPanics, s.logRequests, securityHeaders, boundWrites, omitHeadBody)
 	s.astroPosts = astropost.New(d.DB, s.environments, func() time.Time { return d.DB.Now() }, d.Log)
 	s.posts = posttarget.New(posttarget.Sources{Runs: s.agents, Generations: s.cie, Lives: s.live}, s.wpPosts.Target(), s.astroPosts.Target())
@@ -193,6 +204,7 @@ func New(d Deps, opts Options) (*Server, error) {
 	})
 
 	s.registerDocsRoutes()
+	s.registerMetricsRoute()
 	s.registerAuthRoutes()
 	s.registerEnvironmentRoutes()
 	s.registerSettingsRoutes()
