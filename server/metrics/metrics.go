@@ -321,7 +321,7 @@ func annotate(src *bytes.Buffer, dst io.Writer) error {
 			}
 		}
 		if !skip {
-			out.WriteString(line)
+			_, _ = out.WriteString(line) // a write error sticks: Flush returns it
 		}
 	}
 	return out.Flush()
