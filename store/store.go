@@ -120,7 +120,7 @@ func (db *DB) open(ctx context.Context) error {
 		w.Close()
 		return fmt.Errorf("store: open %s: %w", db.path, err)
 	}
-	db.setPools(w, nil)
+	db.setPools(w, db.r) // the readers are replaced once the schema is current
 	if err := db.migrate(ctx); err != nil {
 		w.Close()
 		return err
