@@ -35,8 +35,8 @@ const MetricsPath = "/metrics"
 func (s *Server) measure(c *gin.Context) {
 	start := time.Now()
 	c.Next()
-	w, ok := c.Writer.(*boundWriter)
-	s.metrics.Request(c.FullPath(), c.Request.Method, c.Writer.Status(), time.Since(start), ok && w.stream)
+	b := boundOf(c.Writer)
+	s.metrics.Request(c.FullPath(), c.Request.Method, c.Writer.Status(), time.Since(start), b != nil && b.stream)
 }
 
 // registerMetricsRoute serves the metrics on the API's listener when a

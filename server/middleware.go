@@ -318,18 +318,24 @@ func (s *Server) serveFinished(c *gin.Context, o stream.ServeOptions, events ...
 // markStream tells the request's boundWriter, under any writer that wraps
 // it (checkEvents'), that it carries an event stream.
 func markStream(c *gin.Context) {
-	var w http.ResponseWriter = c.Writer
+	if b := boundOf(c.Writer); b != nil {
+		b.stream = true
+	}
+}
+
+// boundOf is the boundWriter under w and the writers that wrap it, or nil.
+func boundOf(w http.ResponseWriter) *boundWriter {
 	for w != nil {
 		if b, ok := w.(*boundWriter); ok {
-			b.stream = true
-			return
+			return b
 		}
 		u, ok := w.(interface{ Unwrap() http.ResponseWriter })
 		if !ok {
-			return
+			return nil
 		}
 		w = u.Unwrap()
 	}
+	return nil
 }
 
 const principalKey = "copydesk.principal"
