@@ -19,6 +19,7 @@ func serveCmd() *cobra.Command {
 	var c common
 	cfg := server.Config{}
 	var outboundPrivate bool
+	var metricsHTTP string
 	cmd := &cobra.Command{
 		Use:   "serve",
 		Short: "Run the API server",
@@ -52,13 +53,25 @@ func serveCmd() *cobra.Command {
 			if err := checkHTTPAddr(cfg.HTTPAddr); err != nil {
 				return err
 			}
+			if err := checkMetrics(cfg, metricsHTTP); err != nil {
+				return err
+			}
 			if cfg.Listener, err = server.Listen(cfg.HTTPAddr); err != nil {
 				return err
+			}
+			if metricsHTTP != "" {
+				if cfg.MetricsListener, err = server.Listen(metricsHTTP); err != nil {
+					return errors.Join(fmt.Errorf("--metrics-http: %w", err), cfg.Listener.Close())
+				}
 			}
 			ctx := cmd.Context()
 			app, err := server.Open(ctx, cfg, log)
 			if err != nil {
-				return errors.Join(err, cfg.Listener.Close())
+				err = errors.Join(err, cfg.Listener.Close())
+				if cfg.MetricsListener != nil {
+					err = errors.Join(err, cfg.MetricsListener.Close())
+				}
+				return err
 			}
 			defer closing(&err, app.Close)
 			if n, err := app.DB.CountActiveSuperAdmins(ctx); err == nil && n == 0 {
@@ -85,7 +98,34 @@ func serveCmd() *cobra.Command {
 	f.BoolVar(&cfg.AllowWebSourcesPrivate, "web-sources-private", false, "let web sources, featured images and webhooks (feeds, pages, image and webhook addresses any editor adds) reach private and loopback addresses; off, an editor could read the server's network through them")
 	f.DurationVar(&cfg.WebhookRetryDelay, "webhook-retry-delay", 30*time.Second, "wait after a webhook delivery's first failed attempt, doubled after each further one up to 8 hours; 13 attempts in all (about a day with 30s)")
 	f.BoolVar(&outboundPrivate, "outbound-private", true, "let outbound calls (providers, WordPress, SERP) reach private and loopback addresses, e.g. a local Ollama; false refuses them for web sources too; link-local and cloud metadata addresses are always refused")
+	f.BoolVar(&cfg.Metrics, "metrics", false, "serve Prometheus metrics at /metrics (docs/metrics.md), on this listener with --metrics-token and/or on --metrics-http")
+	f.StringVar(&cfg.MetricsToken, "metrics-token", "", "bearer token of GET /metrics on the API's listener (at least 16 characters; better set as COPYDESK_METRICS_TOKEN than on the command line)")
+	f.StringVar(&metricsHTTP, "metrics-http", "", "also serve /metrics, without a token, on this address of its own (e.g. 127.0.0.1:9464); keep it private")
 	return cmd
+}
+
+// minMetricsToken is the shortest --metrics-token accepted.
+const minMetricsToken = 16
+
+// checkMetrics refuses metrics flags that do not make a whole: metrics
+// on with no way to reach them but an open one, or a token or address
+// without --metrics.
+func checkMetrics(cfg server.Config, metricsHTTP string) error {
+	switch {
+	case !cfg.Metrics && (cfg.MetricsToken != "" || metricsHTTP != ""):
+		return fmt.Errorf("--metrics-token and --metrics-http need --metrics (or COPYDESK_METRICS=true) to turn the metrics on")
+	case !cfg.Metrics:
+		return nil
+	case cfg.MetricsToken == "" && metricsHTTP == "":
+		return fmt.Errorf("--metrics needs a way to be reached: --metrics-token TOKEN (or COPYDESK_METRICS_TOKEN) to serve /metrics " +
+			"on this listener to that bearer token, and/or --metrics-http 127.0.0.1:9464 to serve it without a token on an address you keep private")
+	case cfg.MetricsToken != "" && len(cfg.MetricsToken) < minMetricsToken:
+		return fmt.Errorf("--metrics-token is %d characters: use at least %d, e.g. the output of: openssl rand -hex 32", len(cfg.MetricsToken), minMetricsToken)
+	}
+	if err := checkHTTPAddr(metricsHTTP); err != nil {
+		return errors.New(strings.Replace(err.Error(), "--http", "--metrics-http", 1))
+	}
+	return nil
 }
 
 // checkHTTPAddr catches the common slip of --http 8080 (a port without a

@@ -19,6 +19,7 @@ import (
 	"github.com/copydesk/copydesk/server/feed"
 	"github.com/copydesk/copydesk/server/jobs"
 	"github.com/copydesk/copydesk/server/keyring"
+	"github.com/copydesk/copydesk/server/metrics"
 	"github.com/copydesk/copydesk/server/notify"
 	"github.com/copydesk/copydesk/server/outbound"
 	"github.com/copydesk/copydesk/server/stream"
@@ -109,6 +110,16 @@ type Config struct {
 	// WebhookTimeout bounds one webhook attempt; webhook.DefaultTimeout
 	// (10 s) when 0 (tests).
 	WebhookTimeout time.Duration
+	// Metrics turns the Prometheus metrics on (`serve --metrics`,
+	// docs/metrics.md); off, nothing is measured and /metrics is a 404.
+	Metrics bool
+	// MetricsToken is the bearer token of GET /metrics on the API's
+	// listener (`--metrics-token`); empty: not served there.
+	MetricsToken string
+	// MetricsListener, when set, is the bound `--metrics-http` address:
+	// Run serves /metrics there without a token, and stops it with the
+	// server.
+	MetricsListener net.Listener
 }
 
 // DBFile is the database file inside the data directory.
@@ -126,6 +137,7 @@ type App struct {
 	Events   *stream.Broker
 	Engine   *engine.Engine
 	Jobs     *jobs.Runner
+	Metrics  *metrics.Registry // nil unless Config.Metrics
 	Server   *Server
 	Log      *slog.Logger
 	listener net.Listener
@@ -241,10 +253,27 @@ func Open(ctx context.Context, cfg Config, log *slog.Logger) (*App, error) {
 	// One outbound client for every remote call (providers, WordPress,
 	// featured images).
 	ob := outbound.NewClient(outbound.Options{RefusePrivate: cfg.RefuseOutboundPrivate, Timeout: 15 * time.Minute})
-	a.Engine = engine.New(a.DB, a.Keys, a.Notify, log, engine.Options{
-		HTTPClient: ob, Timeout: cfg.ProviderTimeout, MaxRetries: retries, OnRecordError: cfg.OnUsageRecordError})
-	a.Jobs = jobs.New(a.DB, log, jobs.Options{Workers: cfg.Workers, Backoff: cfg.JobBackoff})
+	eopt := engine.Options{HTTPClient: ob, Timeout: cfg.ProviderTimeout, MaxRetries: retries, OnRecordError: cfg.OnUsageRecordError}
+	jopt := jobs.Options{Workers: cfg.Workers, Backoff: cfg.JobBackoff}
+	if cfg.Metrics {
+		m := metrics.New(log)
+		a.Metrics = m
+		eopt.OnUsage = func(ev store.UsageEvent) {
+			var cost *float64 // dollars; nil: the model's price is unknown
+			if ev.Cost != nil {
+				usd := ev.Cost.USD()
+				cost = &usd
+			}
+			m.ModelCall(ev.Provider, ev.Model, ev.Source, ev.Status, ev.InputTokens, ev.OutputTokens, cost)
+		}
+		jopt.OnAttempt = func(kind string, o jobs.Outcome, took time.Duration) { m.JobAttempt(kind, string(o), took) }
+	}
+	a.Engine = engine.New(a.DB, a.Keys, a.Notify, log, eopt)
+	a.Jobs = jobs.New(a.DB, log, jopt)
 	a.registerJobs()
+	if a.Metrics != nil {
+		collectMetrics(a.Metrics, a.DB, a.Jobs)
+	}
 	spool, err := spoolDir(cfg.DataDir)
 	if err != nil {
 		return nil, errors.Join(err, a.Close())
@@ -260,9 +289,11 @@ func Open(ctx context.Context, cfg Config, log *slog.Logger) (*App, error) {
 		Feeds: feed.New(outbound.NewClient(webSourcesOutbound(cfg)), feed.Options{}),
 		// Webhook URLs are any editor's addresses too: the same guard.
 		Webhooks: WebhookOptions{HTTP: webhookClient(cfg), RefusePrivate: webhookGuard(cfg).RefusePrivate,
-			Options: webhook.Options{RetryDelay: cfg.WebhookRetryDelay, Timeout: cfg.WebhookTimeout}}},
+			Options: webhook.Options{RetryDelay: cfg.WebhookRetryDelay, Timeout: cfg.WebhookTimeout}},
+		Metrics: a.Metrics},
 		Options{TrustedProxies: cfg.TrustedProxies, Version: cfg.Version, MaxUploadBytes: cfg.MaxUploadBytes, SpoolDir: spool,
-			AstroRoots: cfg.AstroRoots, DataDir: cfg.DataDir, MaxQueued: cfg.MaxQueued, OnUndeclaredEvent: cfg.OnUndeclaredEvent})
+			AstroRoots: cfg.AstroRoots, DataDir: cfg.DataDir, MaxQueued: cfg.MaxQueued, OnUndeclaredEvent: cfg.OnUndeclaredEvent,
+			MetricsToken: cfg.MetricsToken})
 	if err != nil {
 		return nil, errors.Join(err, a.Close())
 	}
@@ -364,14 +395,30 @@ func (a *App) Run(ctx context.Context) error {
 		}
 	})
 
-	errc := make(chan error, 1)
+	errc := make(chan error, 2)
 	go func() { errc <- srv.Serve(a.listener) }()
 	a.Log.Info("copydesk is serving", "addr", "http://"+a.Addr(), "docs", "http://"+a.Addr()+"/docs", "data_dir", a.Config.DataDir)
+	var msrv *http.Server
+	if ml := a.Config.MetricsListener; ml != nil && a.Metrics != nil {
+		msrv = &http.Server{Handler: MetricsHandler(a.Metrics), ReadHeaderTimeout: 10 * time.Second, WriteTimeout: time.Minute,
+			IdleTimeout: 2 * time.Minute, MaxHeaderBytes: 16 << 10, BaseContext: srv.BaseContext, ErrorLog: srv.ErrorLog}
+		go func() { errc <- msrv.Serve(ml) }()
+		a.Log.Info("metrics are served without a token: keep this address private", "addr", "http://"+ml.Addr().String()+MetricsPath)
+	}
 
 	var err error
 	select {
 	case err = <-errc:
+		if msrv != nil {
+			// One of the two listeners failed: the other stops too.
+			err = errors.Join(err, srv.Close(), msrv.Close())
+		}
 	case <-ctx.Done():
+		if msrv != nil {
+			// A scrape is short: no need to drain it, and the listener's
+			// closing error says nothing the shutdown needs.
+			_ = msrv.Close()
+		}
 		a.Log.Info("shutting down: finishing in-flight requests")
 		timeout := a.Config.ShutdownTimeout
 		if timeout <= 0 {
@@ -490,6 +537,9 @@ func (a *App) scheduledBackupRan(ctx context.Context, meta *backup.Meta, err err
 func (a *App) Close() error {
 	if a.listener != nil {
 		a.listener.Close()
+	}
+	if a.Config.MetricsListener != nil {
+		a.Config.MetricsListener.Close()
 	}
 	err := errors.Join(a.DB.Close(), a.lock.Unlock())
 	switch {

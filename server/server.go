@@ -29,6 +29,7 @@ import (
 	"github.com/copydesk/copydesk/server/keyring"
 	"github.com/copydesk/copydesk/server/live"
 	"github.com/copydesk/copydesk/server/message"
+	"github.com/copydesk/copydesk/server/metrics"
 	"github.com/copydesk/copydesk/server/notify"
 	"github.com/copydesk/copydesk/server/posttarget"
 	"github.com/copydesk/copydesk/server/scout"
@@ -53,6 +54,7 @@ type Server struct {
 	engine  *engine.Engine
 	jobs    *jobs.Runner
 	log     *slog.Logger
+	metrics *metrics.Registry // nil: metrics are off
 
 	analytics *analytics.Service
 	messages  *message.Service
@@ -106,6 +108,9 @@ type Options struct {
 	MaxQueued int
 	// OnUndeclaredEvent: see Config.OnUndeclaredEvent.
 	OnUndeclaredEvent func(route, event string)
+	// MetricsToken, with Deps.Metrics, serves GET /metrics to this bearer
+	// token (serve --metrics-token); empty: not on this router.
+	MetricsToken string
 }
 
 // DefaultMaxUpload is the largest backup upload accepted.
@@ -131,6 +136,9 @@ type Deps struct {
 	// and says whether address literals of private networks are refused
 	// when a webhook is saved.
 	Webhooks WebhookOptions
+	// Metrics, when set, counts requests and event streams (serve
+	// --metrics); nil: nothing is measured.
+	Metrics *metrics.Registry
 }
 
 // WebhookOptions are the server's side of webhook deliveries.
@@ -165,7 +173,7 @@ func New(d Deps, opts Options) (*Server, error) {
 		return nil, err
 	}
 	s := &Server{db: d.DB, auth: d.Auth, backups: d.Backups, notify: d.Notify, events: d.Events, engine: d.Engine, jobs: d.Jobs,
-		log: d.Log, router: e, opts: opts}
+		log: d.Log, metrics: d.Metrics, router: e, opts: opts}
 	// The store's clock is read at each call: tests move it after New.
 	s.analytics = analytics.New(d.DB, func() time.Time { return d.DB.Now() })
 	s.messages = message.New(d.DB, d.Notify)
@@ -202,6 +210,9 @@ func New(d Deps, opts Options) (*Server, error) {
 		MaxQueued: opts.MaxQueued})
 	s.strategies = strategy.New(strategy.Deps{Store: d.DB, Campaigns: s.seo, Environments: s.environments, Engine: d.Engine, Jobs: d.Jobs,
 		Notify: d.Notify, Log: d.Log, Now: func() time.Time { return d.DB.Now() }, MaxQueued: opts.MaxQueued})
+	if s.metrics != nil {
+		e.Use(s.measure)
+	}
 	e.Use(s.recoverPanics, s.logRequests, securityHeaders, boundWrites, omitHeadBody)
 	s.astroPosts = astropost.New(d.DB, s.environments, func() time.Time { return d.DB.Now() }, d.Log)
 	s.astroPosts.EmitTo(s.webhooks)
@@ -216,6 +227,7 @@ func New(d Deps, opts Options) (*Server, error) {
 	})
 
 	s.registerDocsRoutes()
+	s.registerMetricsRoute()
 	s.registerAuthRoutes()
 	s.registerEnvironmentRoutes()
 	s.registerSettingsRoutes()

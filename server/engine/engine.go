@@ -71,6 +71,9 @@ type Options struct {
 	// budgets. The call's own answer stands (its text is paid for), so the
 	// caller does not get the error; tests set this to fail.
 	OnRecordError func(error)
+	// OnUsage, when set, is told the usage event of every call, whether
+	// or not it could be stored (server/metrics counts them).
+	OnUsage func(store.UsageEvent)
 }
 
 // Engine generates text and accounts for it.
@@ -413,6 +416,9 @@ func (e *Engine) record(ctx context.Context, c Call, res *Result, callErr error)
 		ev.Status, ev.Error = store.UsageCancelled, "the call was stopped before it finished"
 	case callErr != nil:
 		ev.Status, ev.Error = store.UsageError, store.Message(providerError(callErr))
+	}
+	if e.opt.OnUsage != nil {
+		e.opt.OnUsage(ev)
 	}
 	if _, err := e.db.RecordUsage(ctx, ev); err != nil {
 		e.log.Error("usage event not recorded: its cost is missing from token analytics and budgets", "source", c.Source,

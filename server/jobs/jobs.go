@@ -27,6 +27,7 @@ import (
 	"log/slog"
 	"maps"
 	"runtime/debug"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -112,7 +113,24 @@ type Options struct {
 	// that no worker runs, as a database restore can leave them, and plans
 	// the recurring kinds again (default 1m).
 	SweepInterval time.Duration
+	// OnAttempt, when set, is told each attempt whose outcome was
+	// recorded: its kind, the outcome (succeeded, failed, cancelled,
+	// retried, or interrupted by a shutdown) and how long it ran
+	// (server/metrics counts them).
+	OnAttempt func(kind string, outcome Outcome, took time.Duration)
 }
+
+// Outcome is how one attempt of a job ended.
+type Outcome string
+
+// The outcomes of an attempt.
+const (
+	Succeeded   Outcome = "succeeded"
+	Failed      Outcome = "failed"
+	Cancelled   Outcome = "cancelled"
+	Retried     Outcome = "retried"     // failed, and queued again after a backoff
+	Interrupted Outcome = "interrupted" // stopped by a shutdown, queued again
+)
 
 // DefaultBackoff waits 2s after the first attempt, then 4s, 8s, ...,
 // at most 5 minutes.
@@ -230,6 +248,13 @@ func (r *Runner) Register(kind string, k Kind) {
 		panic("jobs: kind " + kind + " registered twice")
 	}
 	r.kinds[kind] = &k
+}
+
+// Kinds lists the registered kinds, sorted.
+func (r *Runner) Kinds() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return slices.Sorted(maps.Keys(r.kinds))
 }
 
 // kind returns a registered kind, or nil.
@@ -623,26 +648,26 @@ func (r *Runner) execute(ctx, hctx context.Context, a *activeJob) bool {
 		done    *store.Job
 		dbErr   error
 		retryAt time.Time
-		outcome string
+		outcome Outcome
 	)
 	switch {
 	case err == nil:
-		outcome = "succeeded"
+		outcome = Succeeded
 		done, dbErr = r.db.FinishJob(bctx, job.ID, store.JobSucceeded, "")
 	case a.cancelled:
-		outcome = "cancelled"
+		outcome = Cancelled
 		done, dbErr = r.db.FinishJob(bctx, job.ID, store.JobCancelled, reasonCancelled)
 	case interrupted && ctx.Err() != nil && pe == nil:
 		// Stopped by the shutdown, not by its own failure: it runs again
 		// after the restart, the interrupted attempt counted.
-		outcome = "requeued after shutdown"
+		outcome = Interrupted
 		_, dbErr = r.db.RetryJob(bctx, job.ID, reasonShutdown, r.db.Now())
 	case IsRetryable(err) && job.Attempts < job.MaxAttempts:
-		outcome = "retrying"
+		outcome = Retried
 		retryAt = r.db.Now().Add(r.opt.Backoff(job.Attempts))
 		_, dbErr = r.db.RetryJob(bctx, job.ID, errText, retryAt)
 	default:
-		outcome = "failed"
+		outcome = Failed
 		done, dbErr = r.db.FinishJob(bctx, job.ID, store.JobFailed, errText)
 	}
 	r.mu.Unlock()
@@ -653,16 +678,21 @@ func (r *Runner) execute(ctx, hctx context.Context, a *activeJob) bool {
 		log.Error("jobs: cannot record the outcome", "outcome", outcome, "handler_err", errText, "err", dbErr)
 		return true
 	}
+	if r.opt.OnAttempt != nil {
+		r.opt.OnAttempt(job.Kind, outcome, took)
+	}
 	switch outcome {
-	case "succeeded":
+	case Succeeded:
 		log.Info("job succeeded", "took", took)
-	case "retrying":
+	case Retried:
 		log.Warn("job failed, will retry", "err", errText, "retry_at", retryAt, "took", took)
 		r.wakeAt(retryAt)
-	case "failed":
+	case Failed:
 		log.Error("job failed", "err", errText, "took", took)
+	case Interrupted:
+		log.Info("job requeued after shutdown", "took", took)
 	default:
-		log.Info("job "+outcome, "took", took)
+		log.Info("job "+string(outcome), "took", took)
 	}
 	if done != nil {
 		r.ended(context.WithoutCancel(hctx), done)
