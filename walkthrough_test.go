@@ -339,6 +339,9 @@ func runDocPage(t *testing.T, page docPage, env []string) {
 		t.Fatalf("%s failed: %v\nstdout:\n%s\nstderr:\n%s", page.path, err, transcript, stderr.String())
 	}
 	t.Logf("%s: %d blocks in %s", page.path, len(blocks), time.Since(start).Round(time.Millisecond))
+	if testing.Verbose() {
+		t.Logf("transcript:\n%s", transcript)
+	}
 	for _, want := range page.want {
 		if !strings.Contains(transcript, want) {
 			t.Errorf("the transcript of %s lacks %q:\n%s\nstderr:\n%s", page.path, want, transcript, stderr.String())
