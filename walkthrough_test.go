@@ -216,8 +216,8 @@ func TestREADMEWalkthrough(t *testing.T) {
 	t.Cleanup(wp.Close)
 
 	readme := docPage{path: "README.md", astro: true, want: []string{
-		`"email":"` + docEmail + `","role":"super_admin"`, // signed in
-		`{"two_factor_enabled":true,"recovery_codes_left":10}`,       // signed in again, with a code
+		`"email":"` + docEmail + `","role":"super_admin"`,      // signed in
+		`{"two_factor_enabled":true,"recovery_codes_left":10}`, // signed in again, with a code
 		"event: delta", "event: done", // the run streamed
 		`title: "Composting in three sentences"`, "Compost turns kitchen scraps into soil.", // the Astro file
 		`"input_tokens":31,"output_tokens":6`, // and its cost was counted
