@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -52,7 +53,21 @@ func docBlocks(t *testing.T, path string) (run []string, skipped []string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, m := range fenceRE.FindAllStringSubmatch(string(page), -1) {
+	run, skipped, problems := parseDocBlocks(string(page))
+	for _, p := range problems {
+		t.Errorf("%s: %s", path, p)
+	}
+	if len(run) == 0 {
+		t.Errorf("%s has no shell block that runs", path)
+	}
+	return run, skipped
+}
+
+// parseDocBlocks splits a page's fenced blocks: the ```sh ones run, the
+// ```sh no-test=REASON ones are skipped, and any other shell fence is a
+// problem.
+func parseDocBlocks(page string) (run, skipped, problems []string) {
+	for _, m := range fenceRE.FindAllStringSubmatch(page, -1) {
 		info, body := strings.Fields(m[1]), m[2]
 		lang := ""
 		if len(info) > 0 {
@@ -61,13 +76,13 @@ func docBlocks(t *testing.T, path string) (run []string, skipped []string) {
 		switch {
 		case lang == "":
 			if strings.Contains(body, "curl ") || strings.Contains(body, "copydesk ") {
-				t.Errorf("%s: a shell block without a language; write ```sh (or ```sh no-test=REASON):\n%s", path, body)
+				problems = append(problems, "a shell block without a language; write ```sh (or ```sh no-test=REASON):\n"+body)
 			}
 			continue
 		case !shellLangs[lang]:
 			continue
 		case lang != "sh":
-			t.Errorf("%s: a ```%s block; write ```sh so that the walk-through runs it:\n%s", path, lang, body)
+			problems = append(problems, "a ```"+lang+" block; write ```sh so that the walk-through runs it:\n"+body)
 			continue
 		}
 		if len(info) == 1 {
@@ -76,23 +91,41 @@ func docBlocks(t *testing.T, path string) (run []string, skipped []string) {
 		}
 		reason, ok := strings.CutPrefix(info[1], "no-test=")
 		if _, known := noTestReasons[reason]; !ok || !known || len(info) > 2 {
-			t.Errorf("%s: fence %q: the only mark is no-test=REASON, REASON one of %v", path, m[1], reasonNames())
+			problems = append(problems, fmt.Sprintf("fence %q: the only mark is no-test=REASON, REASON one of %v", m[1], reasonNames()))
 			continue
 		}
 		skipped = append(skipped, reason)
 	}
-	if len(run) == 0 {
-		t.Errorf("%s has no shell block that runs", path)
-	}
-	return run, skipped
+	return run, skipped, problems
 }
 
 func reasonNames() []string {
-	var out []string
-	for k := range noTestReasons {
-		out = append(out, k)
-	}
+	out := slices.Collect(maps.Keys(noTestReasons))
+	slices.Sort(out)
 	return out
+}
+
+// TestDocBlocksNothingEscapes: a shell block runs, or says why not with a
+// reason from the list; anything else is a problem, not a silent skip.
+func TestDocBlocksNothingEscapes(t *testing.T) {
+	page := "```sh\necho one\n```\n" +
+		"```sh no-test=docker\ndocker build .\n```\n" +
+		"```sh no-test=flaky\ncurl -s x\n```\n" + // not a reason
+		"```sh no-test\ncurl -s x\n```\n" + // no reason
+		"```bash\ncurl -s x\n```\n" + // another shell
+		"```\ncurl -s x\n```\n" + // unlabelled
+		"```json\n{\"curl \": 1}\n```\n" + // not shell
+		"```text\nevent: done\n```\n"
+	run, skipped, problems := parseDocBlocks(page)
+	if len(run) != 1 || run[0] != "echo one\n" {
+		t.Errorf("run = %q", run)
+	}
+	if len(skipped) != 1 || skipped[0] != "docker" {
+		t.Errorf("skipped = %q", skipped)
+	}
+	if len(problems) != 4 {
+		t.Errorf("%d problems, want 4 (unknown reason, no reason, bash, unlabelled):\n%s", len(problems), strings.Join(problems, "\n"))
+	}
 }
 
 // fakeOpenAI is an OpenAI-compatible server (as Ollama or vLLM are): the
