@@ -200,6 +200,12 @@ func fakeOpenAI(t *testing.T, model string) *httptest.Server {
 	return srv
 }
 
+// pageTimeout bounds one page's shell. A page takes 5 to 40 s when the
+// pages run side by side on 2 cores, most of it starting curl and jq
+// (about 150 of them on the longest page); a machine shared with other
+// builds has made that 60 s.
+const pageTimeout = 3 * time.Minute
+
 // docEmail is the super_admin's address the pages use by default.
 const docEmail = "you@example.com"
 
@@ -316,7 +322,7 @@ func runDocPage(t *testing.T, page docPage, env []string) {
 	base, _ := startServer(t, dataDir, args)
 
 	script := "set -euo pipefail\n" + strings.Join(blocks, "\n")
-	ctx, cancel := context.WithTimeout(context.Background(), cmdTimeout)
+	ctx, cancel := context.WithTimeout(context.Background(), pageTimeout)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, "bash", "-c", script)
 	cmd.Dir = work
