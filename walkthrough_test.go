@@ -398,6 +398,10 @@ func TestGuideIndexListsEveryPage(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// The index is not run: it must hold no shell block.
+	if run, skipped, problems := parseDocBlocks(string(index)); len(run)+len(skipped)+len(problems) != 0 {
+		t.Errorf("docs/guide/README.md holds shell blocks, which the walk-through does not run: put them on a page")
+	}
 	files, _ := filepath.Glob("docs/guide/*.md")
 	run := map[string]bool{}
 	for _, p := range guidePages {
