@@ -6,7 +6,7 @@ import { useEffect } from "preact/hooks";
 import { api, url } from "./api/client";
 import { follow } from "./api/sse";
 import { useNotifications, NoteList } from "./shell";
-import { Alert, Heading, usd, useResource, When } from "./ui";
+import { Alert, Heading, Thead, usd, useResource, When } from "./ui";
 
 const stateWords: Record<string, string> = { stopped: "Stopped", running: "Running", paused: "Paused" };
 
@@ -72,13 +72,7 @@ export function Overview({ env, envName }: { env: number; envName: string | unde
               <p class="muted">The autopilot has not run yet.</p>
             ) : (
               <table>
-                <thead>
-                  <tr>
-                    <th scope="col">Keyword</th>
-                    <th scope="col">Outcome</th>
-                    <th scope="col">Started</th>
-                  </tr>
-                </thead>
+                <Thead cols={["Keyword", "Outcome", "Started"]} />
                 <tbody>
                   {runs.data.data.items.flatMap((r) => (!r ? [] : [
                     <tr key={r.id}>
@@ -105,15 +99,3 @@ export function Overview({ env, envName }: { env: number; envName: string | unde
     </>
   );
 }
-
-export function Coming({ label }: { label: string }) {
-  return (
-    <>
-      <Heading>{label}</Heading>
-      <p>
-        This screen is coming. Until then, everything it will do is in the API: see <a href="/docs">the API documentation</a>.
-      </p>
-    </>
-  );
-}
-

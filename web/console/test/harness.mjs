@@ -164,3 +164,20 @@ export async function waitFor(fn, ms = 10_000, what = "condition") {
     await new Promise((r) => setTimeout(r, 100));
   }
 }
+
+// signIn opens path and signs in there as email.
+export async function signIn(page, email, path = "/") {
+  await page.goto(path);
+  await page.getByLabel("E-mail").fill(email);
+  await page.getByLabel("Password").fill(PASSWORD);
+  await page.getByRole("button", { name: "Sign in" }).click();
+}
+
+// grantAll gives every editor and viewer the environment (admins see them all).
+export async function grantAll(srv, token, envId) {
+  const users = (await srv.api("GET", "/api/auth/users?per_page=50", token)).body.data.items;
+  for (const u of users.filter((u) => u.role === "editor" || u.role === "viewer")) {
+    const r = await srv.api("PUT", `/api/auth/users/${u.id}/environments`, token, { environment_ids: [envId] });
+    if (r.status !== 200) throw new Error(`grant ${u.username}: ${r.status} ${JSON.stringify(r.body)}`);
+  }
+}
