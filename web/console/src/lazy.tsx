@@ -12,6 +12,7 @@ type Loader = () => Promise<FunctionComponent<ScreenProps>>;
 
 const loaders: Partial<Record<Section, Loader>> = {
   keywords: () => import("./screens/keywords").then((m) => m.Keywords),
+  write: () => import("./screens/write").then((m) => m.Write),
 };
 
 const loaded = new Map<Section, FunctionComponent<ScreenProps>>();

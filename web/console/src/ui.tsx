@@ -11,17 +11,22 @@ export function Link(props: AnchorHTMLAttributes<HTMLAnchorElement> & { href: st
   return <a {...props} onClick={onLinkClick} />;
 }
 
-type FieldProps = {
-  type?: "text" | "email" | "password" | "search" | "url" | "number";
-  autoComplete?: string;
-  required?: boolean;
-  spellcheck?: boolean;
+// What every labelled control takes: its label, name and value, and the
+// server's words about it (error).
+export type ValueProps = {
   label: string;
   name: string;
   value: string;
   onValue: (v: string) => void;
   error?: string | undefined;
   hint?: string;
+};
+
+type FieldProps = ValueProps & {
+  type?: "text" | "email" | "password" | "search" | "url" | "number";
+  autoComplete?: string;
+  required?: boolean;
+  spellcheck?: boolean;
   inputRef?: Ref<HTMLInputElement>;
 };
 
@@ -160,15 +165,7 @@ export function canEdit(): boolean {
   return r === "editor" || r === "admin" || r === "super_admin";
 }
 
-type SelectProps = {
-  label: string;
-  name: string;
-  value: string;
-  onValue: (v: string) => void;
-  options: readonly (readonly [string, string])[];
-  error?: string | undefined;
-  hint?: string;
-};
+type SelectProps = ValueProps & { options: readonly (readonly [string, string])[] };
 
 // Select is a labelled choice; like Field, it shows the server's words
 // about it beside it.
@@ -220,5 +217,14 @@ export function Thead({ cols }: { cols: readonly string[] }) {
         ))}
       </tr>
     </thead>
+  );
+}
+
+// TextArea is a labelled multi-line field.
+export function TextArea({ label, name, value, onValue, error, hint, rows = 4, readOnly }: ValueProps & { rows?: number; readOnly?: boolean }) {
+  return (
+    <Labelled label={label} hint={hint} error={error} control={(a) => (
+      <textarea {...a} name={name} rows={rows} value={value} readOnly={readOnly} onInput={(e) => onValue(e.currentTarget.value)} />
+    )} />
   );
 }

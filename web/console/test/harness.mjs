@@ -181,3 +181,82 @@ export async function grantAll(srv, token, envId) {
     if (r.status !== 200) throw new Error(`grant ${u.username}: ${r.status} ${JSON.stringify(r.body)}`);
   }
 }
+
+// startProvider is a local stand-in for an LLM provider speaking the OpenAI
+// API's wire format (GET /v1/models, POST /v1/chat/completions, plain and
+// streamed), as the Go tests' fake provider does. reply(n, request) gives
+// the text of the n-th call; a streamed answer sends it a word at a time,
+// every `every` ms (so a test can watch it arrive, or stop it midway; it
+// can be changed between calls).
+export async function startProvider({ reply = () => "Generated text.", every = 0 } = {}) {
+  const self = { every };
+  const { createServer: createHttp } = await import("node:http");
+  const requests = [];
+  const server = createHttp(async (req, res) => {
+    let raw = "";
+    for await (const chunk of req) raw += chunk;
+    if (req.method === "GET" && req.url.endsWith("/models")) {
+      res.setHeader("Content-Type", "application/json");
+      res.end(JSON.stringify({ object: "list", data: [{ id: "gpt-4o-mini", object: "model", created: 1, owned_by: "openai" }] }));
+      return;
+    }
+    if (req.method !== "POST" || !req.url.endsWith("/chat/completions")) {
+      res.statusCode = 404;
+      res.end();
+      return;
+    }
+    const body = JSON.parse(raw || "{}");
+    requests.push(body);
+    const text = reply(requests.length, body);
+    const model = body.model || "gpt-4o-mini";
+    const usage = { prompt_tokens: 1000, completion_tokens: 500, total_tokens: 1500 };
+    if (!body.stream) {
+      res.setHeader("Content-Type", "application/json");
+      res.end(JSON.stringify({ id: "c1", object: "chat.completion", created: 1, model, choices: [{ index: 0, message: { role: "assistant", content: text }, finish_reason: "stop" }], usage }));
+      return;
+    }
+    res.setHeader("Content-Type", "text/event-stream");
+    const chunk = (delta, finish, extra = {}) =>
+      `data: ${JSON.stringify({ id: "c1", object: "chat.completion.chunk", created: 1, model, choices: delta ? [{ index: 0, delta, finish_reason: finish }] : [], ...extra })}\n\n`;
+    for (const word of text.split(/(?<= )/)) {
+      if (res.destroyed) return;
+      res.write(chunk({ content: word }, null));
+      if (self.every) await new Promise((r) => setTimeout(r, self.every));
+    }
+    res.write(chunk({}, "stop"));
+    res.write(chunk(null, null, { usage }));
+    res.end("data: [DONE]\n\n");
+  });
+  await new Promise((r) => server.listen(0, "127.0.0.1", r));
+  const { port } = server.address();
+  return Object.assign(self, {
+    url: `http://127.0.0.1:${port}/v1`,
+    requests,
+    close: () => new Promise((r) => { server.closeAllConnections(); server.close(r); }),
+  });
+}
+
+// useProvider makes provider the instance's one AI credential (global, so
+// every environment may use it).
+export async function useProvider(srv, token, provider) {
+  const r = await srv.api("POST", "/api/configurations", token, { name: "Stand-in", provider: "openai", api_key: "sk-test-good-key-0001", base_url: provider.url, default_model: "gpt-4o-mini" });
+  if (r.status !== 201) throw new Error(`configuration: ${r.status} ${JSON.stringify(r.body)}`);
+  return r.body.data;
+}
+
+// openAs opens a new browser context signed in as email at path; close()
+// ends it and fails the test on any CSP violation or page error seen.
+export async function openAs(browser, srv, email, path) {
+  const problems = [];
+  const context = await browser.newContext({ baseURL: srv.base });
+  const page = await newPage(context, problems);
+  await signIn(page, email, path);
+  return {
+    page,
+    context,
+    async close() {
+      await context.close();
+      if (problems.length) throw new Error("problems in the page:\n" + problems.join("\n"));
+    },
+  };
+}

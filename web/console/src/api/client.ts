@@ -111,7 +111,7 @@ async function authorized(): Promise<string | null> {
 }
 
 // request is the untyped core: the answer when its status is a success.
-async function request(method: string, path: string, o: { body?: unknown; signal?: AbortSignal; token?: boolean; accept?: string } = {}): Promise<Response> {
+export async function request(method: string, path: string, o: { body?: unknown; signal?: AbortSignal; token?: boolean; accept?: string } = {}): Promise<Response> {
   const headers: Record<string, string> = { Accept: o.accept ?? "application/json" };
   const token = o.token === false ? null : await authorized();
   if (token) headers.Authorization = "Bearer " + token;
