@@ -13,6 +13,7 @@ type Loader = () => Promise<FunctionComponent<ScreenProps>>;
 const loaders: Partial<Record<Section, Loader>> = {
   keywords: () => import("./screens/keywords").then((m) => m.Keywords),
   write: () => import("./screens/write").then((m) => m.Write),
+  posts: () => import("./screens/posts").then((m) => m.Posts),
 };
 
 const loaded = new Map<Section, FunctionComponent<ScreenProps>>();

@@ -228,3 +228,21 @@ export function TextArea({ label, name, value, onValue, error, hint, rows = 4, r
     )} />
   );
 }
+
+// Pager moves between the pages of a list paged by the server.
+export function Pager({ label, page, pages, onPage }: { label: string; page: number; pages: number; onPage: (p: number) => void }) {
+  if (pages <= 1) return null;
+  return (
+    <nav class="pager" aria-label={label}>
+      <button type="button" onClick={() => onPage(page - 1)} disabled={page <= 1}>
+        Previous page
+      </button>
+      <span>
+        Page {page} of {pages}
+      </span>
+      <button type="button" onClick={() => onPage(page + 1)} disabled={page >= pages}>
+        Next page
+      </button>
+    </nav>
+  );
+}

@@ -5,20 +5,14 @@
 // and deletes them. A viewer sees the same table with no action.
 import assert from "node:assert/strict";
 import { after, before, test } from "node:test";
-import { axeCheck, grantAll, launch, openAs, startCopydesk, waitFor } from "./harness.mjs";
+import { axeCheck, grantAll, launch, openAs, startCopydesk, TEAM, waitFor } from "./harness.mjs";
 
 let srv;
 let browser;
 let env;
 let admin;
 before(async () => {
-  srv = await startCopydesk({
-    users: [
-      { email: "ann@example.com", username: "ann", role: "super_admin" },
-      { email: "ed@example.com", username: "eddie", role: "editor" },
-      { email: "vic@example.com", username: "vic", role: "viewer" },
-    ],
-  });
+  srv = await startCopydesk({ users: TEAM });
   browser = await launch();
   admin = (await srv.login("ann@example.com")).access_token;
   env = (await srv.api("POST", "/api/environments", admin, { name: "Garden blog" })).body.data;

@@ -5,7 +5,7 @@
 // it as a WordPress draft; stopping stops watching; a viewer sees no action.
 import assert from "node:assert/strict";
 import { after, before, test } from "node:test";
-import { axeCheck, grantAll, launch, openAs, startCopydesk, startProvider, useProvider, waitFor } from "./harness.mjs";
+import { axeCheck, grantAll, launch, openAs, startCopydesk, TEAM, startProvider, useProvider, waitFor } from "./harness.mjs";
 
 let srv;
 let browser;
@@ -18,13 +18,7 @@ const article = (title, words = 20) =>
   Array.from({ length: words }, (_, i) => `word${i}`).join(" ") + "\n";
 
 before(async () => {
-  srv = await startCopydesk({
-    users: [
-      { email: "ann@example.com", username: "ann", role: "super_admin" },
-      { email: "ed@example.com", username: "eddie", role: "editor" },
-      { email: "vic@example.com", username: "vic", role: "viewer" },
-    ],
-  });
+  srv = await startCopydesk({ users: TEAM });
   provider = await startProvider({ reply: () => article("Growing tomatoes on a balcony"), every: 15 });
   browser = await launch();
   const admin = (await srv.login("ann@example.com")).access_token;

@@ -9,7 +9,7 @@ import type { ScreenProps } from "../lazy";
 import { envPath } from "../router";
 import { sentence } from "../session";
 import {
-  Alert, canEdit, errorText, Field, formErrors, Heading, Labelled, Link, noErrors, num, Select, Thead, useDebounced, useResource, type FormErrors,
+  Alert, canEdit, errorText, Field, formErrors, Heading, Labelled, Link, noErrors, num, Pager, Select, Thead, useDebounced, useResource, type FormErrors,
 } from "../ui";
 
 type Keyword = Schemas["keywordResponse"];
@@ -189,19 +189,7 @@ export function Keywords({ env }: ScreenProps) {
         {list.data && items.length === 0 && (
           <p>{q || status || intent ? "No keyword matches these filters." : "This environment has no keywords yet." + (editor ? " Import an export above." : "")}</p>
         )}
-        {total > perPage && (
-          <nav class="pager" aria-label="Pages of keywords">
-            <button type="button" onClick={() => setPage(page - 1)} disabled={page <= 1}>
-              Previous page
-            </button>
-            <span>
-              Page {page} of {pages}
-            </span>
-            <button type="button" onClick={() => setPage(page + 1)} disabled={page >= pages}>
-              Next page
-            </button>
-          </nav>
-        )}
+        <Pager label="Pages of keywords" page={page} pages={pages} onPage={setPage} />
       </section>
     </div>
   );
