@@ -14,6 +14,7 @@ const loaders: Partial<Record<Section, Loader>> = {
   keywords: () => import("./screens/keywords").then((m) => m.Keywords),
   write: () => import("./screens/write").then((m) => m.Write),
   posts: () => import("./screens/posts").then((m) => m.Posts),
+  autopilot: () => import("./screens/autopilot").then((m) => m.Autopilot),
 };
 
 const loaded = new Map<Section, FunctionComponent<ScreenProps>>();
