@@ -15,6 +15,7 @@ const loaders: Partial<Record<Section, Loader>> = {
   write: () => import("./screens/write").then((m) => m.Write),
   posts: () => import("./screens/posts").then((m) => m.Posts),
   autopilot: () => import("./screens/autopilot").then((m) => m.Autopilot),
+  costs: () => import("./screens/costs").then((m) => m.Costs),
 };
 
 const loaded = new Map<Section, FunctionComponent<ScreenProps>>();

@@ -153,8 +153,12 @@ export function When({ at }: { at: string | null | undefined }) {
 }
 
 const money = new Intl.NumberFormat(undefined, { style: "currency", currency: "USD", maximumFractionDigits: 2 });
+const cents = new Intl.NumberFormat(undefined, { style: "currency", currency: "USD", minimumFractionDigits: 2, maximumFractionDigits: 4 });
+// usd is an amount in dollars; below a dollar it keeps up to four decimals
+// (a model call costs fractions of a cent).
 export function usd(n: number | null | undefined): string {
-  return n == null ? "—" : money.format(n);
+  if (n == null) return "—";
+  return n !== 0 && Math.abs(n) < 1 ? cents.format(n) : money.format(n);
 }
 
 // canEdit says whether the signed-in user's role may change content (an
