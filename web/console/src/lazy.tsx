@@ -16,6 +16,7 @@ const loaders: Partial<Record<Section, Loader>> = {
   posts: () => import("./screens/posts").then((m) => m.Posts),
   autopilot: () => import("./screens/autopilot").then((m) => m.Autopilot),
   costs: () => import("./screens/costs").then((m) => m.Costs),
+  campaigns: () => import("./screens/campaigns").then((m) => m.Campaigns),
 };
 
 const loaded = new Map<Section, FunctionComponent<ScreenProps>>();
