@@ -90,7 +90,7 @@ function EnvironmentScreens({ env, section }: { env: number; section: Section })
   }
   return (
     <Shell env={env} envName={name} section={section}>
-      {section === "" ? <Overview key={env} env={env} envName={name} /> : <LazyScreen key={`${env}/${section}`} section={section} env={env} envName={name} label={label} />}
+      {section === "" ? <Overview key={env} env={env} envName={name} /> : <LazyScreen key={`${env}/${section}${location.search}`} section={section} env={env} envName={name} label={label} />}
     </Shell>
   );
 }

@@ -7,8 +7,16 @@ import { ApiError, SessionEnded } from "./api/client";
 import { moved, onLinkClick } from "./router";
 import { session, sentence } from "./session";
 
-export function Link(props: AnchorHTMLAttributes<HTMLAnchorElement> & { href: string }) {
-  return <a {...props} onClick={onLinkClick} />;
+export function Link({ onFollow, ...props }: AnchorHTMLAttributes<HTMLAnchorElement> & { href: string; onFollow?: () => void }) {
+  return (
+    <a
+      {...props}
+      onClick={(e) => {
+        onFollow?.();
+        onLinkClick(e);
+      }}
+    />
+  );
 }
 
 // What every labelled control takes: its label, name and value, and the

@@ -222,7 +222,7 @@ const strategyWords: Record<string, string> = { queued: "Queued", running: "Bein
 
 function Strategies({ env, editor, onCampaign }: { env: number; editor: boolean; onCampaign: (m: string) => void }) {
   const list = useResource((signal) => api.get("/api/seo/strategies", { query: { environment_id: env, per_page: 50 }, signal }), [env]);
-  const [open, setOpen] = useState<number | null>(null);
+  const [open, setOpen] = useState<number | null>(Number(new URLSearchParams(location.search).get("strategy")) || null);
   const items = list.data?.data.items ?? [];
   const building = items.some((s) => s.status === "queued" || s.status === "running");
   // A build runs on the server: ask again every 2 s while one is under way.

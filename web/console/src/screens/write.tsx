@@ -115,6 +115,15 @@ export function Write({ env }: ScreenProps) {
     setPhase((p) => (p.kind === "writing" ? { kind: "stopped", runId: p.runId } : p));
   }
 
+  // ?run=<id> (a notification's link) opens that generation.
+  useEffect(() => {
+    const id = Number(new URLSearchParams(location.search).get("run"));
+    if (id > 0) {
+      setPhase({ kind: "stopped", runId: id });
+      void check(id);
+    }
+  }, []);
+
   async function check(runId: number) {
     try {
       const r = await api.get("/api/cie/runs/{run_id}", { path: { run_id: runId } });
