@@ -10,7 +10,7 @@ import { Alert, Heading } from "./ui";
 export type ScreenProps = { env: number; envName: string | undefined };
 type Loader = () => Promise<FunctionComponent<ScreenProps>>;
 
-const loaders: Partial<Record<Section, Loader>> = {
+const loaders: Record<Exclude<Section, "">, Loader> = {
   keywords: () => import("./screens/keywords").then((m) => m.Keywords),
   write: () => import("./screens/write").then((m) => m.Write),
   posts: () => import("./screens/posts").then((m) => m.Posts),
@@ -21,12 +21,12 @@ const loaders: Partial<Record<Section, Loader>> = {
 
 const loaded = new Map<Section, FunctionComponent<ScreenProps>>();
 
-export function LazyScreen({ section, env, envName, label }: ScreenProps & { section: Section; label: string }) {
+export function LazyScreen({ section, env, envName, label }: ScreenProps & { section: Exclude<Section, "">; label: string }) {
   const [Screen, setScreen] = useState<FunctionComponent<ScreenProps> | null>(() => loaded.get(section) ?? null);
   const [error, setError] = useState<string | null>(null);
   const load = loaders[section];
   useEffect(() => {
-    if (Screen || !load) return;
+    if (Screen) return;
     let live = true;
     load().then(
       (c) => {
@@ -39,7 +39,6 @@ export function LazyScreen({ section, env, envName, label }: ScreenProps & { sec
       live = false;
     };
   }, [section]);
-  if (!load) return <Coming label={label} />;
   if (error) {
     return (
       <>
@@ -50,15 +49,4 @@ export function LazyScreen({ section, env, envName, label }: ScreenProps & { sec
   }
   if (!Screen) return <p role="status">Loading {label.toLowerCase()}…</p>;
   return <Screen env={env} envName={envName} />;
-}
-
-export function Coming({ label }: { label: string }) {
-  return (
-    <>
-      <Heading>{label}</Heading>
-      <p>
-        This screen is coming. Until then, everything it will do is in the API: see <a href="/docs">the API documentation</a>.
-      </p>
-    </>
-  );
 }

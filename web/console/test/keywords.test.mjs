@@ -124,11 +124,22 @@ test("an editor imports exports, pages, sorts, filters and acts on selected keyw
   await close();
 });
 
-test("an export the server cannot read: its detail beside the file field", async () => {
+test("an upload shows its progress; an export the server cannot read: its detail beside the file field", async () => {
   const { page, close } = await openAs(browser, srv, "ed@example.com", `/e/${env.id}/keywords`);
+  // The upload is held back here, so its progress can be seen on screen.
+  let release;
+  const held = new Promise((r) => (release = r));
+  await page.route("**/api/seo/keywords/import", async (route) => {
+    await held;
+    await route.continue();
+  });
   const file = page.getByLabel("Keyword export (CSV)");
   await file.setInputFiles({ name: "notes.csv", mimeType: "text/csv", buffer: Buffer.from("hello,world\n1,2\n") });
+  await page.getByRole("progressbar", { name: /^Uploading notes\.csv: \d+%$/ }).waitFor();
+  assert.equal(await file.isDisabled(), true, "one upload at a time");
+  release();
   await waitFor(async () => (await file.getAttribute("aria-invalid")) === "true");
+  assert.equal(await page.getByRole("progressbar").count(), 0);
   await page.getByText(/no header with a Keyword column/i).waitFor();
   await close();
 });
