@@ -173,11 +173,12 @@ export async function signIn(page, email, path = "/") {
   await page.getByRole("button", { name: "Sign in" }).click();
 }
 
-// grantAll gives every editor and viewer the environment (admins see them all).
-export async function grantAll(srv, token, envId) {
+// grantAll gives every editor and viewer these environments, and only these
+// (admins see them all).
+export async function grantAll(srv, token, ...envIds) {
   const users = (await srv.api("GET", "/api/auth/users?per_page=50", token)).body.data.items;
   for (const u of users.filter((u) => u.role === "editor" || u.role === "viewer")) {
-    const r = await srv.api("PUT", `/api/auth/users/${u.id}/environments`, token, { environment_ids: [envId] });
+    const r = await srv.api("PUT", `/api/auth/users/${u.id}/environments`, token, { environment_ids: envIds });
     if (r.status !== 200) throw new Error(`grant ${u.username}: ${r.status} ${JSON.stringify(r.body)}`);
   }
 }

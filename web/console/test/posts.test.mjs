@@ -4,8 +4,11 @@
 // stand-in of the site, keeps their version when a sync finds both sides
 // changed, and unpublishes it; a viewer reads it with no action.
 import assert from "node:assert/strict";
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { after, before, test } from "node:test";
-import { axeCheck, grantAll, launch, openAs, startCopydesk, startWordPress, TEAM, useWordPress, waitFor } from "./harness.mjs";
+import { axeCheck, grantAll, launch, openAs, startCopydesk, startWordPress, TEAM, useWordPress } from "./harness.mjs";
 
 let srv;
 let browser;
@@ -13,13 +16,21 @@ let site;
 let env;
 let admin;
 let post;
+let roots;
+let astroEnv;
+let astroPost;
 before(async () => {
-  srv = await startCopydesk({ users: TEAM });
+  // An Astro project under the folder the server may write in.
+  roots = mkdtempSync(join(tmpdir(), "copydesk-astro-"));
+  mkdirSync(join(roots, "site", "src", "content", "blog"), { recursive: true });
+  writeFileSync(join(roots, "site", "astro.config.mjs"), "export default {};\n");
+  srv = await startCopydesk({ users: TEAM, args: ["--astro-roots", roots] });
   site = await startWordPress();
   browser = await launch();
   admin = (await srv.login("ann@example.com")).access_token;
   env = (await srv.api("POST", "/api/environments", admin, { name: "Garden blog" })).body.data;
-  await grantAll(srv, admin, env.id);
+  astroEnv = (await srv.api("POST", "/api/environments", admin, { name: "Astro blog" })).body.data;
+  await grantAll(srv, admin, env.id, astroEnv.id);
   await useWordPress(srv, admin, env.id, site);
   for (const [path, name] of [["/api/cms/categories", "Gardening"], ["/api/cms/tags", "tomatoes"]]) {
     const r = await srv.api("POST", path, admin, { environment_id: env.id, name });
@@ -28,11 +39,17 @@ before(async () => {
   const r = await srv.api("POST", "/api/wordpress-posts", admin, { environment_id: env.id, title: "Tomato diary", content: "First notes." });
   assert.equal(r.status, 201, JSON.stringify(r.body));
   post = r.body.data;
+  let a = await srv.api("PUT", `/api/environments/${astroEnv.id}/configuration`, admin, { astro: { project_path: join(roots, "site"), content_dir: "src/content/blog" } });
+  assert.equal(a.status, 200, JSON.stringify(a.body));
+  a = await srv.api("POST", "/api/astro-posts", admin, { environment_id: astroEnv.id, title: "Basil at home", description: "Sow it warm.", body: "Basil likes **warmth**.", draft: true });
+  assert.equal(a.status, 201, JSON.stringify(a.body));
+  astroPost = a.body.data;
 });
 after(async () => {
   await browser?.close();
   await srv?.stop();
   await site?.close();
+  if (roots) rmSync(roots, { recursive: true, force: true });
 });
 
 const localPost = async () => (await srv.api("GET", `/api/wordpress-posts/${post.id}`, admin)).body.data;
@@ -101,11 +118,27 @@ test("a viewer reads a post with no action", async () => {
   await close();
 });
 
-test("the Astro list says when there is nothing yet", async () => {
-  const { page, close } = await openAs(browser, srv, "ed@example.com", `/e/${env.id}/posts`);
+test("an editor publishes and unpublishes an Astro post; its file follows", async () => {
+  const file = () => readFileSync(join(roots, "site", "src", "content", "blog", astroPost.file), "utf8");
+  assert.match(file(), /^draft: true$/m);
+  const { page, close } = await openAs(browser, srv, "ed@example.com", `/e/${astroEnv.id}/posts`);
   await page.getByLabel("Target").selectOption("astro");
-  await page.getByRole("heading", { name: "Astro posts" }).waitFor();
-  await page.getByText("No post here yet.", { exact: false }).waitFor();
-  await waitFor(async () => (await page.getByRole("table").count()) === 0);
+  const table = page.getByRole("table", { name: "Astro posts" });
+  await table.getByRole("row").filter({ hasText: "Basil at home" }).getByText("Draft").waitFor();
+  await table.getByRole("button", { name: "Basil at home" }).click();
+  await page.getByRole("region", { name: "Preview" }).getByText("warmth").waitFor();
+  await page.getByRole("textbox", { name: "Description" }).fill("Sow it warm, water it little.");
+  await page.getByRole("button", { name: "Save" }).click();
+  await page.getByText("Saved.", { exact: true }).waitFor();
+  assert.match(file(), /Sow it warm, water it little\./);
+  await page.getByRole("button", { name: "Publish" }).click();
+  await page.getByText("Published.", { exact: true }).waitFor();
+  assert.doesNotMatch(file(), /^draft: true$/m);
+  await page.getByRole("button", { name: "Unpublish" }).click();
+  await page.getByText("Turned back into a draft.").waitFor();
+  assert.match(file(), /^draft: true$/m);
+  assert.deepEqual(await axeCheck(page), [], "astro post");
+  await page.getByRole("button", { name: "Back to the posts" }).click();
+  await table.getByRole("row").filter({ hasText: "Basil at home" }).getByText("Draft").waitFor();
   await close();
 });
