@@ -1,6 +1,7 @@
 // Campaigns and strategies: an editor creates a campaign (its name's detail
-// beside the field), edits it, builds a strategy, renames a cluster and
-// makes a campaign of it, its pillar first; a viewer sees no action.
+// beside the field), edits it, builds a strategy, moves a keyword between
+// clusters, renames a cluster and makes a campaign of it, its pillar
+// first; a viewer sees no action.
 import assert from "node:assert/strict";
 import { after, before, test } from "node:test";
 import { axeCheck, grantAll, launch, openAs, startCopydesk, TEAM, waitFor } from "./harness.mjs";
@@ -61,6 +62,16 @@ test("an editor creates and edits a campaign, builds a strategy and makes a camp
   await tomatoes.getByText("tomato pot", { exact: true }).waitFor();
   await page.getByRole("article", { name: "Cluster basil seeds" }).waitFor();
 
+  // Move a keyword to the other cluster, and back.
+  await page.getByRole("combobox", { name: "Cluster of basil seed indoor" }).selectOption({ label: "Move to tomato pots balcony" });
+  await page.getByText("“basil seed indoor” moved.").waitFor();
+  await tomatoes.getByText("basil seed indoor", { exact: true }).waitFor();
+  const strategyId = (await srv.api("GET", `/api/seo/strategies?environment_id=${env.id}`, admin)).body.data.items[0].id;
+  const clusters = (await srv.api("GET", `/api/seo/strategies/${strategyId}`, admin)).body.data.clusters;
+  assert.deepEqual(clusters.map((c) => c.keywords.map((k) => k.keyword)), [["tomato pots balcony", "tomato pot", "basil seed indoor"], ["basil seeds"]]);
+  await page.getByRole("combobox", { name: "Cluster of basil seed indoor" }).selectOption({ label: "Move to basil seeds" });
+  await page.getByRole("article", { name: "Cluster basil seeds" }).getByText("basil seed indoor", { exact: true }).waitFor();
+
   await tomatoes.getByRole("textbox", { name: /^Name of cluster/ }).fill("Tomatoes");
   await page.getByRole("button", { name: "Save cluster names" }).click();
   await page.getByText("Cluster names saved.").waitFor();
@@ -70,7 +81,7 @@ test("an editor creates and edits a campaign, builds a strategy and makes a camp
   await page.getByText("Campaign “Tomatoes” created with 2 keywords, the pillar first.").waitFor();
   await page.getByRole("table", { name: "Campaigns of this environment" }).getByRole("button", { name: "Tomatoes" }).click();
   await page.getByRole("heading", { name: "Tomatoes", level: 3 }).waitFor();
-  const order = await page.getByRole("list").filter({ hasText: "tomato pots balcony" }).getByRole("listitem").allTextContents();
+  const order = await page.getByRole("region", { name: "Tomatoes" }).getByRole("listitem").allTextContents();
   assert.match(order[0], /^tomato pots balcony/);
   assert.match(order[1], /^tomato pot \(/);
   assert.deepEqual(await axeCheck(page), [], "a strategy and a campaign");

@@ -313,26 +313,37 @@ function StrategyDetail({ id, env, editor, onCampaign }: { id: number; env: numb
   if (!st) return <p role="status">Loading the strategy…</p>;
   const renamed = st.clusters.some((c) => names[c.id] !== undefined && names[c.id] !== c.name);
 
-  async function saveNames() {
+  // put sends the clusters as they are on screen, with keyword kw moved
+  // to cluster to when given (a cluster left empty goes; a moved pillar
+  // leaves its cluster's pillar to the pillar rule).
+  async function put(message: string, move?: { kw: number; to: number }) {
     if (!st) return;
     setBusy(true);
     setError(null);
+    const moved = st.clusters.find((c) => c.keywords.some((k) => k.id === move?.kw))?.keywords.find((k) => k.id === move?.kw);
+    const clusters = st.clusters
+      .map((c) => {
+        let ids = c.keywords.map((k) => k.id);
+        if (move && moved) {
+          ids = ids.filter((x) => x !== move.kw);
+          if (c.id === move.to) ids.push(move.kw);
+        }
+        const pillar = c.pillar_keyword_id !== null && ids.includes(c.pillar_keyword_id) ? c.pillar_keyword_id : null;
+        return { id: c.id, name: (names[c.id] ?? c.name).trim(), keyword_ids: ids, pillar_keyword_id: pillar };
+      })
+      .filter((c) => c.keyword_ids.length > 0);
     try {
-      const r = await api.put("/api/seo/strategies/{id}", {
-        path: { id },
-        body: {
-          clusters: st.clusters.map((c) => ({ id: c.id, name: (names[c.id] ?? c.name).trim(), keyword_ids: c.keywords.map((k) => k.id), pillar_keyword_id: c.pillar_keyword_id })),
-        },
-      });
+      const r = await api.put("/api/seo/strategies/{id}", { path: { id }, body: { clusters } });
       s.set({ ...s.data!, data: r.data });
       setNames({});
-      onCampaign("Cluster names saved.");
+      onCampaign(message);
     } catch (e) {
       setError(errorText(e));
     } finally {
       setBusy(false);
     }
   }
+  const saveNames = () => put("Cluster names saved.");
   return (
     <section class="card detail" aria-labelledby="str-detail">
       <h3 id="str-detail">{st.name}</h3>
@@ -343,7 +354,8 @@ function StrategyDetail({ id, env, editor, onCampaign }: { id: number; env: numb
       {error && <Alert>{error}</Alert>}
       <div class="grid">
         {st.clusters.map((c) => (
-          <ClusterCard key={c.id} c={c} env={env} editor={editor} name={names[c.id] ?? c.name} onName={(v) => setNames({ ...names, [c.id]: v })} onCampaign={onCampaign} />
+          <ClusterCard key={c.id} c={c} env={env} editor={editor} name={names[c.id] ?? c.name} onName={(v) => setNames({ ...names, [c.id]: v })} onCampaign={onCampaign}
+            others={st.clusters} busy={busy} onMove={(kw, to, word) => void put(`“${word}” moved.`, { kw, to })} />
         ))}
       </div>
       {editor && (
@@ -357,8 +369,11 @@ function StrategyDetail({ id, env, editor, onCampaign }: { id: number; env: numb
   );
 }
 
-function ClusterCard({ c, env, editor, name, onName, onCampaign }: {
+function ClusterCard({ c, env, editor, name, onName, onCampaign, others, busy, onMove }: {
   c: Cluster;
+  others: Cluster[];
+  busy: boolean;
+  onMove: (kw: number, to: number, word: string) => void;
   env: number;
   editor: boolean;
   name: string;
@@ -386,8 +401,18 @@ function ClusterCard({ c, env, editor, name, onName, onCampaign }: {
       <ul class="cluster-kws">
         {c.keywords.map((k) => (
           <li key={k.id}>
-            {k.id === c.pillar_keyword_id ? <strong>{k.keyword} (pillar)</strong> : k.keyword}
+            {k.id === c.pillar_keyword_id ? <strong>{k.keyword} (pillar)</strong> : <span>{k.keyword}</span>}
             {k.campaign_id ? <span class="muted small"> · in a campaign</span> : null}
+            {editor && others.length > 1 && (
+              <select class="move" aria-label={`Cluster of ${k.keyword}`} value={String(c.id)} disabled={busy}
+                onChange={(e) => onMove(k.id, Number(e.currentTarget.value), k.keyword)}>
+                {others.map((o) => (
+                  <option key={o.id} value={String(o.id)}>
+                    {o.id === c.id ? `In ${o.name}` : `Move to ${o.name}`}
+                  </option>
+                ))}
+              </select>
+            )}
           </li>
         ))}
       </ul>
