@@ -7,9 +7,9 @@ import { Thead, usd } from "./ui";
 export type Day = { day: string; cost: number };
 
 // lastDays is the n days (UTC, YYYY-MM-DD) ending today, with the spend of
-// each from points (days with none are 0).
-export function lastDays(n: number, points: { key: string; cost_usd: number }[], now = new Date()): Day[] {
-  const by = new Map(points.map((p) => [p.key, p.cost_usd]));
+// each from points (days with none, or only unpriced calls, are 0).
+export function lastDays(n: number, points: { key: string; cost_usd: number | null }[], now = new Date()): Day[] {
+  const by = new Map(points.map((p) => [p.key, p.cost_usd ?? 0]));
   const out: Day[] = [];
   for (let i = n - 1; i >= 0; i--) {
     const d = new Date(Date.UTC(now.getUTCFullYear(), now.getUTCMonth(), now.getUTCDate() - i)).toISOString().slice(0, 10);

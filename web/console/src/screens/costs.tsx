@@ -101,7 +101,7 @@ export function Costs({ env, envName }: ScreenProps) {
 }
 
 function Breakdown({ id, title, r, none = "—" }: { id: string; title: string; r: { data: { data: { points: Point[] } } | null; error: string | null }; none?: string }) {
-  const points = [...(r.data?.data.points ?? [])].sort((a, b) => b.cost_usd - a.cost_usd);
+  const points = [...(r.data?.data.points ?? [])].sort((a, b) => (b.cost_usd ?? 0) - (a.cost_usd ?? 0));
   return (
     <section aria-labelledby={id} class="card">
       <h2 id={id}>{title}</h2>
