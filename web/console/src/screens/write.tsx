@@ -50,6 +50,7 @@ type Phase =
   | { kind: "idle" }
   | { kind: "writing"; runId: number | null }
   | { kind: "stopped"; runId: number | null }
+  | { kind: "cancelled" }
   | { kind: "done"; run: Run }
   | { kind: "failed"; detail: string; runId: number | null };
 
@@ -110,9 +111,28 @@ export function Write({ env }: ScreenProps) {
     }
   }
 
-  function stop() {
+  // stop cancels the generation on the server (its call is cut, what it
+  // used is recorded) and stops reading; one that finished meanwhile is
+  // fetched and shown.
+  async function stop() {
+    if (phase.kind !== "writing") return;
+    const runId = phase.runId;
     ac.current?.abort();
-    setPhase((p) => (p.kind === "writing" ? { kind: "stopped", runId: p.runId } : p));
+    if (runId == null) {
+      setPhase({ kind: "stopped", runId });
+      return;
+    }
+    try {
+      await api.post("/api/cie/runs/{run_id}/cancel", { path: { run_id: runId } });
+      setPhase({ kind: "cancelled" });
+    } catch (err) {
+      if (err instanceof ApiError && err.status === 409) {
+        await check(runId);
+        return;
+      }
+      setPhase({ kind: "stopped", runId });
+      setNotice(errorText(err));
+    }
   }
 
   // ?run=<id> (a notification's link) opens that generation.
@@ -176,7 +196,7 @@ export function Write({ env }: ScreenProps) {
                 Generate
               </button>
               {writing && (
-                <button type="button" onClick={stop}>
+                <button type="button" onClick={() => void stop()}>
                   Stop
                 </button>
               )}
@@ -191,7 +211,8 @@ export function Write({ env }: ScreenProps) {
           <p role="status" class="muted">
             {phase.kind === "writing" && "The model is writing…"}
             {phase.kind === "stopped" &&
-              "Stopped watching. The API cannot cancel a generation, so the server may still finish it: check it to save the result."}
+              "Stopped watching. The generation may still finish on the server: check it to save the result."}
+            {phase.kind === "cancelled" && "Stopped. The generation was cancelled; its text so far is below and is not saved."}
             {phase.kind === "done" && `Done: ${phase.run.output_tokens} tokens from ${phase.run.model}.`}
             {phase.kind === "failed" && ""}
           </p>
