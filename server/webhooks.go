@@ -259,22 +259,7 @@ func (s *Server) pingWebhook(c *gin.Context) {
 }
 
 func (s *Server) listWebhookDeliveries(c *gin.Context) {
-	id, err := pathID(c, "id")
-	if err != nil {
-		fail(c, err)
-		return
-	}
-	var q pageQuery
-	if err := bindQuery(c, &q); err != nil {
-		fail(c, err)
-		return
-	}
-	list, total, err := s.webhooks.Deliveries(c.Request.Context(), scope(c), id, q.page())
-	if err != nil {
-		fail(c, err)
-		return
-	}
-	respondList(c, list, total, q.page(), webhookDeliveryJSON, "deliveries")
+	listChildren(c, "id", s.webhooks.Deliveries, webhookDeliveryJSON, "deliveries")
 }
 
 func (s *Server) resendWebhookDelivery(c *gin.Context) {
