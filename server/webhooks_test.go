@@ -525,19 +525,26 @@ func TestWebhooksAgentRuns(t *testing.T) {
 	agWaitRun(t, e, f.edATok, ok)
 	failed := agID(agExecute(t, e, f.edATok, agentA, map[string]any{"input": "two"}))
 	agWaitRun(t, e, f.edATok, failed)
-	got := recv.waitRequests(t, 2)
+	// Due deliveries are sent side by side: they may arrive in any order.
+	type delivery struct {
+		Type string         `json:"type"`
+		Data map[string]any `json:"data"`
+	}
+	byRun := map[float64]delivery{}
+	for _, r := range recv.waitRequests(t, 2) {
+		var b delivery
+		if err := json.Unmarshal(r.body, &b); err != nil {
+			t.Fatal(err)
+		}
+		id, _ := b.Data["run_id"].(float64)
+		byRun[id] = b
+	}
 	want := []struct {
 		typ string
 		run int64
 	}{{"run.succeeded", ok}, {"run.failed", failed}}
 	for i, w := range want {
-		var b struct {
-			Type string         `json:"type"`
-			Data map[string]any `json:"data"`
-		}
-		if err := json.Unmarshal(got[i].body, &b); err != nil {
-			t.Fatal(err)
-		}
+		b := byRun[float64(w.run)]
 		if b.Type != w.typ || b.Data["kind"] != "agent" || b.Data["run_id"] != float64(w.run) || b.Data["agent_id"] != float64(agentA) {
 			t.Errorf("delivery %d: %s %v", i+1, b.Type, b.Data)
 		}
