@@ -575,9 +575,10 @@ func (db *DB) PauseAutopilotRun(ctx context.Context, runID int64, reason string)
 }
 
 // ResumeAutopilotRun queues a paused run again with a new job, in one
-// transaction; nil when the run is not paused.
-func (db *DB) ResumeAutopilotRun(ctx context.Context, runID int64, j RunJob) (*Job, error) {
-	var job *Job
+// transaction (insertRunJobTx, as a new run's job), and answers the job's
+// id; nil when the run is not paused.
+func (db *DB) ResumeAutopilotRun(ctx context.Context, runID int64, j RunJob) (*int64, error) {
+	var jobID *int64
 	err := db.tx(ctx, func(tx *sql.Tx) error {
 		res, err := tx.ExecContext(ctx, `UPDATE autopilot_runs SET status = 'queued', pause_reason = '', control = '' WHERE id = ? AND status = 'paused'`, runID)
 		if err != nil {
@@ -586,16 +587,13 @@ func (db *DB) ResumeAutopilotRun(ctx context.Context, runID int64, j RunJob) (*J
 		if k, _ := res.RowsAffected(); k == 0 {
 			return nil
 		}
-		if job, err = db.insertJobTx(ctx, tx, NewJob{Kind: j.Kind, Payload: j.Payload(runID), MaxAttempts: j.MaxAttempts}); err != nil {
-			return err
-		}
-		_, err = tx.ExecContext(ctx, `UPDATE autopilot_runs SET job_id = ? WHERE id = ?`, job.ID, runID)
+		jobID, err = db.insertRunJobTx(ctx, tx, "autopilot_runs", runID, j)
 		return err
 	})
 	if err != nil {
 		return nil, fmt.Errorf("store: resume autopilot run: %w", err)
 	}
-	return job, nil
+	return jobID, nil
 }
 
 // ControlAutopilotRun asks a run under way (queued or running) to pause

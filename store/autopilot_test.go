@@ -3,6 +3,7 @@ package store_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 	"testing"
 	"time"
@@ -305,5 +306,44 @@ func TestAutopilotOrphanRuns(t *testing.T) {
 	}
 	if k := f.keyword(t, 0); k.Status != store.KeywordPlanned {
 		t.Fatalf("keyword: %+v", k)
+	}
+}
+
+// A paused run is queued again with a new job of its own, recorded as its
+// job the way a new run's is; a run that is not paused is left alone and
+// gets no job.
+func TestAutopilotRunResume(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	f := newAPFixture(t, "first")
+	r, err := f.newRun(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	first := *r.JobID
+	again := store.RunJob{Kind: "autopilot.run", Payload: func(id int64) any { return map[string]int64{"run_id": id} }}
+	if id, err := f.db.ResumeAutopilotRun(ctx, r.ID, again); err != nil || id != nil {
+		t.Fatalf("resume a queued run: %v %v", id, err)
+	}
+	if paused, err := f.db.PauseAutopilotRun(ctx, r.ID, "budget"); err != nil || !paused {
+		t.Fatalf("pause: %v %v", paused, err)
+	}
+	id, err := f.db.ResumeAutopilotRun(ctx, r.ID, again)
+	if err != nil || id == nil || *id == first {
+		t.Fatalf("resume a paused run: %v %v", id, err)
+	}
+	run, err := f.db.AutopilotRunByID(ctx, r.ID)
+	if err != nil || run.Status != store.RunQueued || run.PauseReason != "" || run.JobID == nil || *run.JobID != *id {
+		t.Fatalf("resumed run: %+v %v", run, err)
+	}
+	job, err := f.db.JobByID(ctx, *id)
+	if err != nil || job.Kind != "autopilot.run" || job.Status != store.JobQueued || string(job.Payload) != fmt.Sprintf(`{"run_id":%d}`, r.ID) {
+		t.Fatalf("resumed run's job: %+v %v", job, err)
+	}
+	if id, err := f.db.ResumeAutopilotRun(ctx, r.ID, again); err != nil || id != nil {
+		t.Fatalf("resume twice: %v %v", id, err)
+	}
+	if _, err := f.db.ResumeAutopilotRun(ctx, r.ID, store.RunJob{Payload: again.Payload}); err != nil {
+		t.Fatalf("resume a queued run with a job the store would refuse: %v", err) // not paused: no job is made
 	}
 }

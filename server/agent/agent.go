@@ -19,6 +19,7 @@ import (
 	"slices"
 
 	"github.com/copydesk/copydesk/server/engine"
+	"github.com/copydesk/copydesk/server/environment"
 	"github.com/copydesk/copydesk/server/generation"
 	"github.com/copydesk/copydesk/server/jobs"
 	"github.com/copydesk/copydesk/server/notify"
@@ -47,9 +48,7 @@ type Store interface {
 
 // Environments resolves an environment as a scope sees it
 // (server/environment).
-type Environments interface {
-	Get(ctx context.Context, sc store.Scope, id int64) (*store.Environment, error)
-}
+type Environments = environment.Getter
 
 // Credentials holds the rule for choosing a credential to generate with
 // (server/credential).
@@ -65,16 +64,10 @@ type Engine interface {
 }
 
 // Runner is the job runner (server/jobs) that carries runs out.
-type Runner interface {
-	Register(kind string, k jobs.Kind)
-	jobs.Canceller // Cancel, and Wait for a cancelled handler
-	Signal()
-}
+type Runner = jobs.Queue
 
 // Notifier tells a user how their run ended (server/notify).
-type Notifier interface {
-	User(ctx context.Context, userID int64, note notify.Note)
-}
+type Notifier = notify.ToUser
 
 // Deps are what the service works with.
 type Deps struct {

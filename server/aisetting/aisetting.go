@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/copydesk/copydesk/server/engine"
+	"github.com/copydesk/copydesk/server/environment"
 	"github.com/copydesk/copydesk/server/valid"
 	"github.com/copydesk/copydesk/store"
 )
@@ -23,9 +24,7 @@ type Store interface {
 
 // Environments resolves an environment as a scope sees it
 // (server/environment).
-type Environments interface {
-	Get(ctx context.Context, sc store.Scope, id int64) (*store.Environment, error)
-}
+type Environments = environment.Getter
 
 // Credentials holds the rule for a credential to generate with
 // (server/credential).

@@ -41,6 +41,7 @@ import (
 
 	"github.com/copydesk/copydesk/server/cie"
 	"github.com/copydesk/copydesk/server/engine"
+	"github.com/copydesk/copydesk/server/environment"
 	"github.com/copydesk/copydesk/server/jobs"
 	"github.com/copydesk/copydesk/server/notify"
 	"github.com/copydesk/copydesk/server/posttarget"
@@ -70,7 +71,7 @@ type Store interface {
 	LinkAutopilotPost(ctx context.Context, runID int64, p store.PostRef, detail string) (*store.AutopilotRun, error)
 	FinishAutopilotRun(ctx context.Context, runID int64, end store.AutopilotRunEnd) (*store.AutopilotRun, bool, error)
 	PauseAutopilotRun(ctx context.Context, runID int64, reason string) (bool, error)
-	ResumeAutopilotRun(ctx context.Context, runID int64, j store.RunJob) (*store.Job, error)
+	ResumeAutopilotRun(ctx context.Context, runID int64, j store.RunJob) (jobID *int64, err error)
 	ControlAutopilotRun(ctx context.Context, runID int64, control string) (bool, error)
 	AutopilotRunsSince(ctx context.Context, envID int64, t time.Time) (int, *time.Time, error)
 	CampaignRunsSince(ctx context.Context, campaignID int64, t time.Time) (int, error)
@@ -87,9 +88,7 @@ type Store interface {
 
 // Environments resolves an environment as a scope sees it
 // (server/environment).
-type Environments interface {
-	Get(ctx context.Context, sc store.Scope, id int64) (*store.Environment, error)
-}
+type Environments = environment.Getter
 
 // Generator makes the articles (server/cie).
 type Generator interface {
@@ -648,11 +647,11 @@ func (s *Service) resumeRun(ctx context.Context, envID int64) error {
 		}
 		return err
 	}
-	job, err := s.db.ResumeAutopilotRun(ctx, run.ID, runJob())
+	jobID, err := s.db.ResumeAutopilotRun(ctx, run.ID, runJob())
 	if err != nil {
 		return err
 	}
-	if job != nil {
+	if jobID != nil {
 		s.jobs.Signal()
 		s.emitRun(ctx, run.ID)
 	}

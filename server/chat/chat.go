@@ -27,6 +27,7 @@ import (
 	"sync"
 
 	"github.com/copydesk/copydesk/server/engine"
+	"github.com/copydesk/copydesk/server/environment"
 	"github.com/copydesk/copydesk/server/generation"
 	"github.com/copydesk/copydesk/server/jobs"
 	"github.com/copydesk/copydesk/server/stream"
@@ -56,24 +57,13 @@ type Store interface {
 
 // Environments resolves an environment as a scope sees it
 // (server/environment).
-type Environments interface {
-	Get(ctx context.Context, sc store.Scope, id int64) (*store.Environment, error)
-}
+type Environments = environment.Getter
 
 // Engine generates text and accounts for it (server/engine).
-type Engine interface {
-	Effective(ctx context.Context, envID *int64) (engine.Effective, error)
-	Plan(ctx context.Context, c engine.Call) (provider, model string, err error)
-	Generate(ctx context.Context, c engine.Call) (*engine.Result, error)
-	Stream(ctx context.Context, c engine.Call, onDelta func(string) error) (*engine.Result, error)
-}
+type Engine = engine.Streamer
 
 // Runner is the job runner (server/jobs) that generates replies.
-type Runner interface {
-	Register(kind string, k jobs.Kind)
-	Signal()
-	jobs.Canceller // Cancel, and Wait for a cancelled handler
-}
+type Runner = jobs.Queue
 
 // Deps are what the service works with.
 type Deps struct {

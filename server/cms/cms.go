@@ -9,6 +9,7 @@ package cms
 import (
 	"context"
 
+	"github.com/copydesk/copydesk/server/environment"
 	"github.com/copydesk/copydesk/server/slug"
 	"github.com/copydesk/copydesk/server/valid"
 	"github.com/copydesk/copydesk/store"
@@ -30,9 +31,7 @@ type Store interface {
 
 // Environments resolves an environment as a scope sees it
 // (server/environment).
-type Environments interface {
-	Get(ctx context.Context, sc store.Scope, id int64) (*store.Environment, error)
-}
+type Environments = environment.Getter
 
 // Service implements the taxonomy rules.
 type Service struct {

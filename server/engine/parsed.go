@@ -13,6 +13,22 @@ type Generator interface {
 	Generate(ctx context.Context, c Call) (*Result, error)
 }
 
+// Caller is what a service that makes model calls needs of the engine:
+// the effective settings, the plan of a call (refused as the call would
+// be), and the call.
+type Caller interface {
+	Effective(ctx context.Context, envID *int64) (Effective, error)
+	Plan(ctx context.Context, c Call) (provider, model string, err error)
+	Generator
+}
+
+// Streamer is a Caller that also streams a call's text as it comes (the
+// generations of server/generation).
+type Streamer interface {
+	Caller
+	Stream(ctx context.Context, c Call, onDelta func(string) error) (*Result, error)
+}
+
 // ParseError is the last reason parse gave when the model's answer did
 // not hold twice.
 type ParseError struct{ Err error }

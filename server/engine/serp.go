@@ -41,3 +41,10 @@ func (e *Engine) SERP(ctx context.Context, envID *int64) (*serp.Client, error) {
 	}
 	return serp.New(cred.Credential.BaseURL, cred.Secret, e.opt.HTTPClient), nil
 }
+
+// Searcher is a Caller that also searches the web (SERP): the keyword
+// research services (server/scout, server/searchphrase, server/strategy).
+type Searcher interface {
+	Caller
+	SERP(ctx context.Context, envID *int64) (*serp.Client, error)
+}

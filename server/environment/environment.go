@@ -27,6 +27,12 @@ type Store interface {
 	CredentialByID(ctx context.Context, id int64) (*store.Credential, error)
 }
 
+// Getter is what the other services need of this one: an environment as
+// a scope sees it (one it does not see is not found).
+type Getter interface {
+	Get(ctx context.Context, sc store.Scope, id int64) (*store.Environment, error)
+}
+
 // Service implements the environment rules over a Store.
 type Service struct {
 	db    Store

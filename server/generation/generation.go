@@ -84,11 +84,7 @@ type Row interface {
 }
 
 // Runner is the job runner (server/jobs) that carries generations out.
-type Runner interface {
-	Register(kind string, k jobs.Kind)
-	jobs.Canceller // Cancel, and Wait for a cancelled handler
-	Signal()
-}
+type Runner = jobs.Queue
 
 // Feed is where a running generation's events go.
 type Feed interface {

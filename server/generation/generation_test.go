@@ -8,8 +8,10 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -33,8 +35,10 @@ const bound = 10 * time.Second
 // format. What it does depends on the prompt: "complete" streams (or
 // answers) "Hello streamed world." with its usage; "hang" streams "Hello "
 // then waits until the caller goes away; "cut" streams "Hello wor" and
-// ends without finishing.
-func provider(t *testing.T) *httptest.Server {
+// ends without finishing; "gate" streams "Hello " (answers nothing yet)
+// and waits for p.gate to close, then finishes as "complete". It keeps the messages of the last
+// streamed request.
+func provider(t *testing.T, p *remote) *httptest.Server {
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		var req struct {
 			Stream   bool `json:"stream"`
@@ -47,10 +51,25 @@ func provider(t *testing.T) *httptest.Server {
 			return
 		}
 		mode := req.Messages[len(req.Messages)-1].Content
+		if req.Stream {
+			p.mu.Lock()
+			p.sent = p.sent[:0]
+			for _, m := range req.Messages {
+				p.sent = append(p.sent, m.Content)
+			}
+			p.mu.Unlock()
+		}
 		if !req.Stream {
-			if mode == "hang" {
+			switch mode {
+			case "hang":
 				<-r.Context().Done()
 				return
+			case "gate":
+				select {
+				case <-p.gate:
+				case <-r.Context().Done():
+					return
+				}
 			}
 			w.Header().Set("Content-Type", "application/json")
 			fmt.Fprint(w, `{"id":"c1","object":"chat.completion","created":1,"model":"gpt-4o-mini","choices":[{"index":0,"message":{"role":"assistant","content":"Hello streamed world."},"finish_reason":"stop"}],"usage":{"prompt_tokens":1000,"completion_tokens":500,"total_tokens":1500}}`)
@@ -69,8 +88,18 @@ func provider(t *testing.T) *httptest.Server {
 			chunk("Hello ")
 			chunk("wor")
 		default:
-			for _, p := range []string{"Hello ", "streamed ", "world."} {
-				chunk(p)
+			pieces := []string{"Hello ", "streamed ", "world."}
+			if mode == "gate" {
+				chunk(pieces[0])
+				pieces = pieces[1:]
+				select {
+				case <-p.gate:
+				case <-r.Context().Done():
+					return
+				}
+			}
+			for _, piece := range pieces {
+				chunk(piece)
 			}
 			fmt.Fprint(w, "data: {\"id\":\"c1\",\"object\":\"chat.completion.chunk\",\"created\":1,\"model\":\"gpt-4o-mini\",\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\":\"stop\"}]}\n\n")
 			fmt.Fprint(w, "data: {\"id\":\"c1\",\"object\":\"chat.completion.chunk\",\"created\":1,\"model\":\"gpt-4o-mini\",\"choices\":[],\"usage\":{\"prompt_tokens\":1000,\"completion_tokens\":500,\"total_tokens\":1500}}\n\n")
@@ -79,6 +108,20 @@ func provider(t *testing.T) *httptest.Server {
 	}))
 	t.Cleanup(srv.Close)
 	return srv
+}
+
+// remote is what the provider shares with a test.
+type remote struct {
+	gate chan struct{} // a "gate" call goes on when it closes
+	mu   sync.Mutex
+	sent []string // the messages of the last streamed call
+}
+
+// messages are the messages of the last streamed call.
+func (p *remote) messages() []string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return slices.Clone(p.sent)
 }
 
 // rig is a kind of generation over agent runs (the page of code a kind
@@ -90,6 +133,10 @@ type rig struct {
 	runner   *jobs.Runner
 	events   *stream.Broker
 	agentID  int64
+	user     int64
+	eng      *engine.Engine
+	remote   *remote
+	log      *slog.Logger
 	notified atomic.Int32
 }
 
@@ -106,7 +153,8 @@ func newRig(t *testing.T) *rig {
 	}
 	eng := engine.New(db, keys, notify.New(db, log), log, engine.Options{})
 	const key = "sk-generation-test-key-0123456789"
-	cred, err := db.CreateCredential(ctx, store.NewCredential{Name: "openai", Provider: "openai", BaseURL: provider(t).URL + "/v1",
+	rem := &remote{gate: make(chan struct{})}
+	cred, err := db.CreateCredential(ctx, store.NewCredential{Name: "openai", Provider: "openai", BaseURL: provider(t, rem).URL + "/v1",
 		SecretHint: credential.Mask(key), DefaultModel: "gpt-4o-mini",
 		Seal: func(id int64) ([]byte, error) { return keys.Seal([]byte(key), store.CredentialAAD(id)) }})
 	if err != nil {
@@ -117,7 +165,7 @@ func newRig(t *testing.T) *rig {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := &rig{db: db, agentID: a.ID, events: stream.New(stream.Options{}),
+	r := &rig{db: db, agentID: a.ID, user: u.ID, eng: eng, remote: rem, log: log, events: stream.New(stream.Options{}),
 		runner: jobs.New(db, log, jobs.Options{Workers: 2, PollInterval: 20 * time.Millisecond})}
 	t.Cleanup(r.events.Close)
 	r.kind = &generation.Kind[*store.AgentRun]{Name: "run", Queued: "test.run", Streamed: "test.run.stream", Key: "run_id",
@@ -447,4 +495,53 @@ func TestRestore(t *testing.T) {
 	if _, err := r.db.RunByID(ctx, run.ID); !store.IsNotFound(err) {
 		t.Fatalf("the run after the restore: %v (the restored database has none)", err)
 	}
+}
+
+// A run whose row goes while its call is under way (its agent deleted,
+// which takes its runs along): the call ends, nothing is written for a
+// row that is gone, the watcher is told, the job ends as done (it is not
+// tried again), nobody is notified, and nothing is left queued or
+// running.
+func TestRowDeletedMidRun(t *testing.T) {
+	r := newRig(t)
+	r.start(t)
+	ctx := context.Background()
+	streamed := r.run(t, "gate", true)
+	w := r.watch(streamed.ID)
+	defer w.sub.Close()
+	w.until(t, generation.EventDelta)
+	queued := r.run(t, "gate", false)
+	r.running(t, queued.ID)
+	if err := r.db.DeleteAgent(ctx, r.agentID); err != nil {
+		t.Fatal(err)
+	}
+	close(r.remote.gate)
+	if ev := w.last(t); ev.Name != generation.EventError || detail(ev) != "the run was deleted" {
+		t.Fatalf("last event %s %+v (%s)", ev.Name, ev.Data, w.names())
+	}
+	for _, run := range []*store.AgentRun{streamed, queued} {
+		deadline := time.Now().Add(bound)
+		for {
+			job, err := r.db.JobByID(ctx, *run.JobID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if job.Status == store.JobSucceeded {
+				break
+			}
+			if job.Status != store.JobRunning || time.Now().After(deadline) {
+				t.Fatalf("the job of deleted run %d: %+v", run.ID, job)
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+		if _, err := r.db.RunByID(ctx, run.ID); !store.IsNotFound(err) {
+			t.Fatalf("run %d: %v", run.ID, err)
+		}
+	}
+	for _, st := range []store.JobStatus{store.JobQueued, store.JobRunning} {
+		if _, n, err := r.db.ListJobs(ctx, store.JobFilter{Status: st}); err != nil || n != 0 {
+			t.Fatalf("%s jobs left: %d %v", st, n, err)
+		}
+	}
+	r.notifiedTimes(t, 0)
 }

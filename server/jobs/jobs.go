@@ -424,6 +424,23 @@ type Canceller interface {
 	Wait(ctx context.Context, id int64, max time.Duration)
 }
 
+// Queue is what a service whose records are each carried out by one job
+// (a run, a generation, a build) needs of the Runner: its job kinds
+// registered, a new job signalled, a job cancelled (Stop, Owned.Cancel).
+type Queue interface {
+	Register(kind string, k Kind)
+	Signal()
+	Canceller
+}
+
+// Scheduled is what a service with a scheduled job kind needs of the
+// Runner: its kinds registered, and the schedule asked again when what it
+// depends on changed.
+type Scheduled interface {
+	Register(kind string, k Kind)
+	Replan(ctx context.Context, kind string) error
+}
+
 // stopWait bounds how long Stop waits for a cancelled handler: a provider
 // call is cut at once, so this is only reached by a handler that ignores
 // its context, and the answer then shows the record as it is.

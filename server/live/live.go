@@ -24,6 +24,7 @@ import (
 	"sync"
 
 	"github.com/copydesk/copydesk/server/engine"
+	"github.com/copydesk/copydesk/server/environment"
 	"github.com/copydesk/copydesk/server/generation"
 	"github.com/copydesk/copydesk/server/jobs"
 	"github.com/copydesk/copydesk/server/stream"
@@ -52,9 +53,7 @@ type Store interface {
 
 // Environments resolves an environment as a scope sees it
 // (server/environment).
-type Environments interface {
-	Get(ctx context.Context, sc store.Scope, id int64) (*store.Environment, error)
-}
+type Environments = environment.Getter
 
 // Engine generates text and accounts for it (server/engine).
 type Engine interface {
@@ -64,11 +63,7 @@ type Engine interface {
 }
 
 // Runner is the job runner (server/jobs) that carries generations out.
-type Runner interface {
-	Register(kind string, k jobs.Kind)
-	jobs.Canceller // Cancel, and Wait for a cancelled handler
-	Signal()
-}
+type Runner = jobs.Queue
 
 // Deps are what the service works with.
 type Deps struct {

@@ -47,9 +47,7 @@ type Store interface {
 
 // Notifier tells a user something; *notify.Notifier satisfies it. It never
 // fails the work that raised the note.
-type Notifier interface {
-	User(ctx context.Context, userID int64, note notify.Note)
-}
+type Notifier = notify.ToUser
 
 // Service implements the message rules over the store.
 type Service struct {

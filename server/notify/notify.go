@@ -60,6 +60,12 @@ type Store interface {
 	DeleteNotification(ctx context.Context, userID, id int64) error
 }
 
+// ToUser is what a service that tells one user how their work ended
+// needs of the Notifier.
+type ToUser interface {
+	User(ctx context.Context, userID int64, note Note)
+}
+
 // Notifier stores notifications, publishes them to live streams, and
 // serves each user's own.
 type Notifier struct {

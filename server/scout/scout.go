@@ -20,9 +20,9 @@ import (
 	"strings"
 
 	"github.com/copydesk/copydesk/server/engine"
+	"github.com/copydesk/copydesk/server/environment"
 	"github.com/copydesk/copydesk/server/jobs"
 	"github.com/copydesk/copydesk/server/notify"
-	"github.com/copydesk/copydesk/server/serp"
 	"github.com/copydesk/copydesk/server/valid"
 	"github.com/copydesk/copydesk/server/webhook"
 	"github.com/copydesk/copydesk/store"
@@ -47,29 +47,16 @@ type Store interface {
 
 // Environments resolves an environment as a scope sees it
 // (server/environment).
-type Environments interface {
-	Get(ctx context.Context, sc store.Scope, id int64) (*store.Environment, error)
-}
+type Environments = environment.Getter
 
 // Engine generates text and finds the SERP credential (server/engine).
-type Engine interface {
-	Effective(ctx context.Context, envID *int64) (engine.Effective, error)
-	Plan(ctx context.Context, c engine.Call) (provider, model string, err error)
-	Generate(ctx context.Context, c engine.Call) (*engine.Result, error)
-	SERP(ctx context.Context, envID *int64) (*serp.Client, error)
-}
+type Engine = engine.Searcher
 
 // Runner is the job runner (server/jobs) that carries runs out.
-type Runner interface {
-	Register(kind string, k jobs.Kind)
-	Signal()
-	jobs.Canceller // Cancel, and Wait for a cancelled handler
-}
+type Runner = jobs.Queue
 
 // Notifier tells a user how the run they started ended (server/notify).
-type Notifier interface {
-	User(ctx context.Context, userID int64, note notify.Note)
-}
+type Notifier = notify.ToUser
 
 // Deps are what the service works with.
 type Deps struct {

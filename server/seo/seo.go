@@ -17,6 +17,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/copydesk/copydesk/server/environment"
 	"github.com/copydesk/copydesk/server/valid"
 	"github.com/copydesk/copydesk/server/webhook"
 	"github.com/copydesk/copydesk/store"
@@ -50,9 +51,7 @@ type Store interface {
 
 // Environments resolves an environment as a scope sees it
 // (server/environment).
-type Environments interface {
-	Get(ctx context.Context, sc store.Scope, id int64) (*store.Environment, error)
-}
+type Environments = environment.Getter
 
 // Service implements the SEO rules.
 type Service struct {

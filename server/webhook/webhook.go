@@ -27,6 +27,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/copydesk/copydesk/server/environment"
 	"github.com/copydesk/copydesk/server/jobs"
 	"github.com/copydesk/copydesk/server/notify"
 	"github.com/copydesk/copydesk/server/outbound"
@@ -52,9 +53,7 @@ type Store interface {
 
 // Environments resolves an environment as a scope sees it
 // (server/environment).
-type Environments interface {
-	Get(ctx context.Context, sc store.Scope, id int64) (*store.Environment, error)
-}
+type Environments = environment.Getter
 
 // Sealer seals and opens secrets for their rows (server/keyring).
 type Sealer interface {
@@ -63,15 +62,10 @@ type Sealer interface {
 }
 
 // Notifier tells a webhook's creator it was switched off (server/notify).
-type Notifier interface {
-	User(ctx context.Context, userID int64, note notify.Note)
-}
+type Notifier = notify.ToUser
 
 // Runner is the job runner (server/jobs) that sends deliveries when due.
-type Runner interface {
-	Register(kind string, k jobs.Kind)
-	Replan(ctx context.Context, kind string) error
-}
+type Runner = jobs.Scheduled
 
 // DeliverJob is the recurring job kind that sends the due deliveries. Its
 // schedule is the earliest due delivery of an enabled webhook.

@@ -26,6 +26,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/copydesk/copydesk/server/environment"
 	"github.com/copydesk/copydesk/server/feed"
 	"github.com/copydesk/copydesk/server/jobs"
 	"github.com/copydesk/copydesk/server/notify"
@@ -50,9 +51,7 @@ type Store interface {
 
 // Environments resolves an environment as a scope sees it
 // (server/environment).
-type Environments interface {
-	Get(ctx context.Context, sc store.Scope, id int64) (*store.Environment, error)
-}
+type Environments = environment.Getter
 
 // Fetcher fetches a source (server/feed).
 type Fetcher interface {
@@ -65,10 +64,7 @@ type Notifier interface {
 }
 
 // Runner is the job runner (server/jobs) that fetches sources when due.
-type Runner interface {
-	Register(kind string, k jobs.Kind)
-	Replan(ctx context.Context, kind string) error
-}
+type Runner = jobs.Scheduled
 
 // FetchJob is the recurring job kind that fetches the sources that are
 // due. Its schedule is the earliest next_fetch_at of the active sources.

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/copydesk/copydesk/server/credential"
+	"github.com/copydesk/copydesk/server/environment"
 	"github.com/copydesk/copydesk/server/jobs"
 	"github.com/copydesk/copydesk/server/notify"
 	"github.com/copydesk/copydesk/server/outbound"
@@ -45,9 +46,7 @@ type Store interface {
 }
 
 // Environments resolves an environment as a scope sees it.
-type Environments interface {
-	Get(ctx context.Context, sc store.Scope, id int64) (*store.Environment, error)
-}
+type Environments = environment.Getter
 
 // Credentials opens the WordPress credential of an environment
 // (server/credential).
@@ -63,9 +62,7 @@ type Runner interface {
 }
 
 // Notifier tells a user how a queued publish ended (server/notify).
-type Notifier interface {
-	User(ctx context.Context, userID int64, note notify.Note)
-}
+type Notifier = notify.ToUser
 
 // maxImageMiB is the default bound of a featured image.
 const maxImageMiB = 10
