@@ -21,7 +21,7 @@ before(async () => {
     every: 10,
     reply: (_, body) => {
       const last = String(body.messages?.at(-1)?.content ?? "");
-      if (last.includes("long")) return "# A long piece\n\n" + words(700) + " the end.";
+      if (last.includes("long")) return "# A long piece\n\n" + words(3000) + " the end.";
       return "# Balcony herbs\n\nBasil, thyme and <b>mint</b> grow well.";
     },
   });

@@ -13,7 +13,7 @@ import { follow, post, type SSEvent } from "../api/sse";
 import type { ScreenProps } from "../lazy";
 import { Markdown } from "../markdown";
 import { envPath, navigate } from "../router";
-import { Alert, canEdit, errorText, Field, Heading, Link, TextArea, useDebounced, useResource, When } from "../ui";
+import { Alert, canEdit, errorText, Field, Heading, Link, TextArea, useAction, useDebounced, useResource, When } from "../ui";
 
 type Conversation = Schemas["chatConversationResponse"];
 type Message = Schemas["chatMessageResponse"];
@@ -393,21 +393,8 @@ function Manage({ conv, env, editor, onRenamed, onChanged }: {
 }) {
   const [mode, setMode] = useState<"rename" | "delete" | null>(null);
   const [name, setName] = useState(conv.title);
-  const [error, setError] = useState<string | null>(null);
-  const [busy, setBusy] = useState(false);
+  const { busy, error, act } = useAction();
   const title = conv.title || untitled;
-
-  async function act(fn: () => Promise<void>) {
-    setBusy(true);
-    setError(null);
-    try {
-      await fn();
-    } catch (e) {
-      setError(errorText(e));
-    } finally {
-      setBusy(false);
-    }
-  }
   const rename = () =>
     act(async () => {
       const r = await api.put("/api/openchat/conversations/{id}", { path: { id: conv.id }, body: { title: name.trim() } });

@@ -11,7 +11,8 @@ import { follow } from "../api/sse";
 import type { ScreenProps } from "../lazy";
 import { Markdown } from "../markdown";
 import { envPath, navigate } from "../router";
-import { Alert, canEdit, errorText, Field, Heading, Link, Select, TextArea, useResource, When } from "../ui";
+import { SaveDraft } from "../savedraft";
+import { Alert, canEdit, errorText, Field, Heading, Link, Select, TextArea, useAction, useResource, When } from "../ui";
 
 type Session = Schemas["liveSessionResponse"];
 type Generation = Schemas["liveGenerationResponse"];
@@ -110,9 +111,8 @@ function Watch({ id, env }: { id: number; env: number }) {
   const [now, setNow] = useState<Now>({ generation: null, text: "" });
   const [watchers, setWatchers] = useState<Watcher[]>([]);
   const [closed, setClosed] = useState<string | null>(null);
-  const [error, setError] = useState<string | null>(null);
+  const { busy, error, setError, act } = useAction();
   const [prompt, setPrompt] = useState("");
-  const [busy, setBusy] = useState(false);
   const session: Session | undefined = detail.data?.data.session;
   const isOpen = session?.status === "open" && closed === null;
 
@@ -161,23 +161,13 @@ function Watch({ id, env }: { id: number; env: number }) {
     return () => ac.abort();
   }, [detail.data?.data.session.status ?? null, id]);
 
-  async function act(fn: () => Promise<unknown>) {
-    setBusy(true);
-    setError(null);
-    try {
-      await fn();
-    } catch (e) {
-      setError(errorText(e));
-    } finally {
-      setBusy(false);
-    }
-  }
   const generate = (e: Event) => {
     e.preventDefault();
     if (!prompt.trim()) return;
     void act(async () => {
-      const r = await api.post("/api/live-agents/sessions/{id}/generate", { path: { id }, body: { prompt: prompt.trim() } });
-      setNow((n) => (n.generation ? n : { generation: r.data, text: "" }));
+      // The stream brings the generation (queued, started, its text, done):
+      // taking it from this answer could bring back one already done.
+      await api.post("/api/live-agents/sessions/{id}/generate", { path: { id }, body: { prompt: prompt.trim() } });
       setPrompt("");
     });
   };
@@ -233,7 +223,7 @@ function Watch({ id, env }: { id: number; env: number }) {
             </li>
             <li class="msg assistant">
               <p class="who">Output</p>
-              <div class="stream" role="region" aria-label="Text so far" aria-busy="true">
+              <div class="stream" role="region" aria-label="Text so far" aria-busy="true" tabIndex={0}>
                 {now.text}
               </div>
             </li>
@@ -264,7 +254,9 @@ function Watch({ id, env }: { id: number; env: number }) {
           )}
         </>
       )}
-      {editor && lastOk && !running && <SaveDraft id={id} env={env} />}
+      {editor && lastOk && !running && (
+        <SaveDraft env={env} what="the last output" save={(target) => api.post("/api/live-agents/sessions/{id}/save-as-post", { path: { id }, body: { target } })} />
+      )}
       {editor && (
         <div class="actions">
           {isOpen && (
@@ -276,43 +268,6 @@ function Watch({ id, env }: { id: number; env: number }) {
         </div>
       )}
     </section>
-  );
-}
-
-function SaveDraft({ id, env }: { id: number; env: number }) {
-  const [saved, setSaved] = useState<string | null>(null);
-  const [error, setError] = useState<string | null>(null);
-  const [busy, setBusy] = useState(false);
-  async function save(target: "wordpress" | "astro") {
-    setBusy(true);
-    setError(null);
-    try {
-      const r = await api.post("/api/live-agents/sessions/{id}/save-as-post", { path: { id }, body: { target } });
-      const title = r.data.wordpress?.title ?? r.data.astro?.title ?? "";
-      setSaved(`Saved “${title}” as ${target === "wordpress" ? "a WordPress" : "an Astro"} draft.`);
-    } catch (e) {
-      setError(errorText(e));
-    } finally {
-      setBusy(false);
-    }
-  }
-  return (
-    <div>
-      <div class="actions">
-        <button type="button" onClick={() => void save("wordpress")} disabled={busy}>
-          Save the last output as a WordPress draft
-        </button>
-        <button type="button" onClick={() => void save("astro")} disabled={busy}>
-          Save the last output as an Astro draft
-        </button>
-      </div>
-      {error && <Alert>{error}</Alert>}
-      {saved && (
-        <p class="notice" role="status">
-          {saved} <Link href={envPath(env, "posts")}>Open the posts</Link>
-        </p>
-      )}
-    </div>
   );
 }
 
