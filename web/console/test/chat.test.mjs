@@ -172,6 +172,41 @@ test("a tab closed mid-reply finds the reply finished when it comes back", async
   await again.close();
 });
 
+test("a reply whose stream drops is followed on from its last event (Last-Event-ID)", async () => {
+  const { page, close } = await openAs(browser, srv, "ed@example.com", `/e/${env.id}/chat`);
+  // The stream of the send is cut after its first events (the test reads
+  // them from the server itself and hands the page only those); the reply
+  // goes on on the server.
+  await page.route(/\/api\/openchat\/conversations\/\d+\/messages$/, async (route) => {
+    const req = route.request();
+    if (req.method() !== "POST") return route.continue();
+    const h = await req.allHeaders();
+    const res = await fetch(req.url(), { method: "POST", body: req.postData(), headers: { authorization: h.authorization, "content-type": "application/json", accept: "text/event-stream" } });
+    const reader = res.body.getReader();
+    let buf = "";
+    while ((buf.match(/\n\n/g) ?? []).length < 8) buf += new TextDecoder().decode((await reader.read()).value);
+    await reader.cancel();
+    await route.fulfill({ status: 200, headers: { "content-type": "text/event-stream" }, body: buf.slice(0, buf.lastIndexOf("\n\n") + 2) });
+  });
+  const resumed = [];
+  page.on("request", (r) => {
+    if (/\/api\/openchat\/messages\/\d+\/stream$/.test(r.url())) resumed.push(r.headers()["last-event-id"]);
+  });
+  await page.getByRole("textbox", { name: "Message" }).fill("Answer slowly again");
+  await page.getByRole("button", { name: "Send" }).click();
+  // The rest arrives live through the resumed stream, before the reply is done.
+  const live = page.getByRole("region", { name: "Reply being written" });
+  await live.getByText(/ w100 /).waitFor({ timeout: 15_000 });
+  const reply = page.getByRole("region", { name: "Reply 2" });
+  await reply.getByText(/the end\./).waitFor({ timeout: 20_000 });
+  assert.ok(resumed.length > 0 && resumed.every((id) => Number(id) > 0), `resumed with Last-Event-ID: ${JSON.stringify(resumed)}`);
+  const text = (await reply.textContent()).replace(/\s+/g, " ");
+  assert.equal((text.match(/Slow answer/g) ?? []).length, 1);
+  assert.ok(text.includes("w0 w1 w2") && text.includes("w598 w599 the end."), "the whole reply");
+  assert.equal(await page.getByRole("alert").count(), 0);
+  await close();
+});
+
 test("a viewer reads conversations but has no composer", async () => {
   const { page, close } = await openAs(browser, srv, "vic@example.com", `/e/${env.id}/chat`);
   await page.getByText("Writing in a conversation needs the editor role.").waitFor();

@@ -214,6 +214,8 @@ function Open({ id, env, onChanged }: { id: number; env: number; onChanged: () =
       }, a.signal, method);
     } catch (e) {
       if (a.signal.aborted) return;
+      // A stream cut after the reply was stored: the reply goes on.
+      if (!ended && replyId !== null && !(e instanceof ApiError)) return watch(replyId, lastId || undefined);
       setError(errorText(e));
       setLive(null);
       ac.current = null;
