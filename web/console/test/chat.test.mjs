@@ -207,6 +207,22 @@ test("a reply whose stream drops is followed on from its last event (Last-Event-
   await close();
 });
 
+test("a new conversation may be answered by one of the environment's agents", async () => {
+  const r = await srv.api("POST", "/api/agents", admin, { kind: "writer", name: "Garden helper", environment_id: env.id, system_prompt: "You are the garden agent." });
+  assert.equal(r.status, 201, JSON.stringify(r.body));
+  const { page, close } = await openAs(browser, srv, "ed@example.com", `/e/${env.id}/chat`);
+  await page.getByLabel("Answered by").selectOption({ label: "Garden helper (agent)" });
+  await page.getByRole("textbox", { name: "Message" }).fill("Which herbs for shade?");
+  await page.getByRole("button", { name: "Send" }).click();
+  await page.getByRole("region", { name: "Reply 2" }).getByText(/Answer \d+:/).waitFor();
+  const asked = provider.requests.filter((b) => JSON.stringify(b.messages).includes("Which herbs for shade?"));
+  assert.ok(asked.some((b) => b.messages[0].role === "system" && String(b.messages[0].content).includes("You are the garden agent.")), "the agent's system prompt went with it");
+  const id = Number(new URL(page.url()).searchParams.get("c"));
+  const ed = (await srv.login("ed@example.com")).access_token;
+  assert.equal((await srv.api("GET", `/api/openchat/conversations/${id}`, ed)).body.data.agent_id, r.body.data.id);
+  await close();
+});
+
 test("a viewer reads conversations but has no composer", async () => {
   const { page, close } = await openAs(browser, srv, "vic@example.com", `/e/${env.id}/chat`);
   await page.getByText("Writing in a conversation needs the editor role.").waitFor();

@@ -13,7 +13,7 @@ import { follow, post, type SSEvent } from "../api/sse";
 import type { ScreenProps } from "../lazy";
 import { Markdown } from "../markdown";
 import { envPath, navigate } from "../router";
-import { Alert, canEdit, errorText, Field, Heading, Link, TextArea, useAction, useDebounced, useResource, When } from "../ui";
+import { Alert, canEdit, errorText, Field, Heading, Link, Select, TextArea, useAction, useDebounced, useResource, When } from "../ui";
 
 type Conversation = Schemas["chatConversationResponse"];
 type Message = Schemas["chatMessageResponse"];
@@ -76,11 +76,13 @@ export function Chat({ env }: ScreenProps) {
 function Start({ env }: { env: number }) {
   const [error, setError] = useState<string | null>(null);
   const [busy, setBusy] = useState(false);
+  const agents = useResource((signal) => api.get("/api/agents", { query: { environment_id: env, is_active: true, per_page: 200 }, signal }), [env]);
+  const [agent, setAgent] = useState("");
   async function start(content: string) {
     setBusy(true);
     setError(null);
     try {
-      const c = await api.post("/api/openchat/conversations", { body: { environment_id: env } });
+      const c = await api.post("/api/openchat/conversations", { body: { environment_id: env, ...(agent ? { agent_id: Number(agent) } : {}) } });
       pending = { conversation: c.data.id, content };
       navigate(envPath(env, "chat") + "?c=" + c.data.id);
     } catch (e) {
@@ -91,6 +93,10 @@ function Start({ env }: { env: number }) {
   return (
     <section aria-labelledby="chat-new-h">
       <h2 id="chat-new-h">{untitled}</h2>
+      {canEdit() && (agents.data?.data.items.length ?? 0) > 0 && (
+        <Select label="Answered by" name="agent" value={agent} onValue={setAgent}
+          options={[["", "The default model"] as const, ...(agents.data?.data.items ?? []).map((a) => [String(a.id), `${a.name} (agent)`] as const)]} />
+      )}
       {error && <Alert>{error}</Alert>}
       <Composer busy={busy} onSend={start} />
     </section>
