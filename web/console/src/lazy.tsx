@@ -17,6 +17,8 @@ const loaders: Record<Exclude<Section, "">, Loader> = {
   autopilot: () => import("./screens/autopilot").then((m) => m.Autopilot),
   costs: () => import("./screens/costs").then((m) => m.Costs),
   campaigns: () => import("./screens/campaigns").then((m) => m.Campaigns),
+  chat: () => import("./screens/chat").then((m) => m.Chat),
+  live: () => import("./screens/live").then((m) => m.Live),
 };
 
 const loaded = new Map<Section, FunctionComponent<ScreenProps>>();

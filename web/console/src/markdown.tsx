@@ -6,6 +6,7 @@
 // articles use: headings, paragraphs, lists, quotes, code, rules, emphasis,
 // strong, inline code and links; tables and the rest show as text.
 import type { ComponentChildren, VNode } from "preact";
+import { useState } from "preact/hooks";
 
 export function safeHref(href: string): string | null {
   const h = href.trim();
@@ -55,8 +56,29 @@ export function inline(text: string, key = "i"): ComponentChildren[] {
 
 type Block = VNode;
 
-// blocks parses Markdown into block elements.
-export function blocks(md: string): Block[] {
+// CopyCode copies a code block's text to the clipboard.
+function CopyCode({ text }: { text: string }) {
+  const [done, setDone] = useState<string>("");
+  const copy = () =>
+    navigator.clipboard.writeText(text).then(
+      () => setDone("Copied"),
+      () => setDone("Could not copy: select the code and copy it"),
+    );
+  return (
+    <div class="copy">
+      <button type="button" class="small" onClick={() => void copy()}>
+        Copy code
+      </button>
+      <span role="status" class="muted small">
+        {done}
+      </span>
+    </div>
+  );
+}
+
+// blocks parses Markdown into block elements; with copy, each code block
+// has a "Copy code" button.
+export function blocks(md: string, copy = false): Block[] {
   const lines = md.replace(/\r\n?/g, "\n").split("\n");
   const out: Block[] = [];
   let i = 0;
@@ -73,10 +95,20 @@ export function blocks(md: string): Block[] {
       i++;
       while (i < lines.length && !(lines[i] ?? "").trimStart().startsWith(fence[1] ?? "```")) code.push(lines[i++] ?? "");
       i++;
-      out.push(
+      const pre = (
         <pre key={k()}>
           <code>{code.join("\n")}</code>
-        </pre>,
+        </pre>
+      );
+      out.push(
+        copy ? (
+          <div key={k()} class="code">
+            {pre}
+            <CopyCode text={code.join("\n")} />
+          </div>
+        ) : (
+          pre
+        ),
       );
       continue;
     }
@@ -97,7 +129,7 @@ export function blocks(md: string): Block[] {
     if (/^\s{0,3}>/.test(line)) {
       const quote: string[] = [];
       while (i < lines.length && /^\s{0,3}>/.test(lines[i] ?? "")) quote.push((lines[i++] ?? "").replace(/^\s{0,3}>\s?/, ""));
-      out.push(<blockquote key={k()}>{blocks(quote.join("\n"))}</blockquote>);
+      out.push(<blockquote key={k()}>{blocks(quote.join("\n"), copy)}</blockquote>);
       continue;
     }
     const li = /^\s{0,3}([-*+]|\d{1,9}[.)])\s+/;
@@ -130,10 +162,10 @@ export function blocks(md: string): Block[] {
   return out;
 }
 
-export function Markdown({ text, label }: { text: string; label: string }) {
+export function Markdown({ text, label, copy }: { text: string; label: string; copy?: boolean }) {
   return (
     <section class="preview" aria-label={label}>
-      {blocks(text)}
+      {blocks(text, copy)}
     </section>
   );
 }

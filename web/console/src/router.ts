@@ -54,6 +54,8 @@ export const sections = [
   { id: "posts", label: "Posts" },
   { id: "autopilot", label: "Autopilot" },
   { id: "costs", label: "Costs" },
+  { id: "chat", label: "Chat" },
+  { id: "live", label: "Live sessions" },
 ] as const;
 export type Section = (typeof sections)[number]["id"];
 

@@ -258,3 +258,22 @@ export function Pager({ label, page, pages, onPage }: { label: string; page: num
     </nav>
   );
 }
+
+// useAction runs one action at a time: busy while it runs, and its error
+// (the server's words) when it fails.
+export function useAction(): { busy: boolean; error: string | null; setError: (e: string | null) => void; act: (fn: () => Promise<unknown>) => Promise<void> } {
+  const [busy, setBusy] = useState(false);
+  const [error, setError] = useState<string | null>(null);
+  async function act(fn: () => Promise<unknown>) {
+    setBusy(true);
+    setError(null);
+    try {
+      await fn();
+    } catch (e) {
+      setError(errorText(e));
+    } finally {
+      setBusy(false);
+    }
+  }
+  return { busy, error, setError, act };
+}

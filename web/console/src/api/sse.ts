@@ -85,11 +85,12 @@ async function read(body: ReadableStream<BufferSource>, on: (event: string, id: 
 }
 
 // post sends a JSON body to a route that answers with an event stream
-// (a streamed generation) and reads the events to the stream's end. An
+// (a streamed generation; method "put" for one that is a PUT, as an edited
+// chat message) and reads the events to the stream's end. An
 // error status is thrown as the client's ApiError; aborting signal stops
 // reading (the server decides whether the work goes on).
-export async function post(path: string, body: unknown, onEvent: (e: SSEvent) => void, signal: AbortSignal): Promise<void> {
-  const res = await request("post", path, { body, signal, accept: "text/event-stream" });
+export async function post(path: string, body: unknown, onEvent: (e: SSEvent) => void, signal: AbortSignal, method: "post" | "put" = "post"): Promise<void> {
+  const res = await request(method, path, { body, signal, accept: "text/event-stream" });
   if (!res.body) throw new ApiError(0, "the server sent no stream");
   await read(res.body, (event, id, raw) => {
     let data: unknown;

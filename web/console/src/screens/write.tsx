@@ -10,9 +10,9 @@ import { ApiError, api, url, type Schemas } from "../api/client";
 import { post } from "../api/sse";
 import type { ScreenProps } from "../lazy";
 import { Markdown } from "../markdown";
-import { envPath } from "../router";
+import { SaveDraft } from "../savedraft";
 import { sentence } from "../session";
-import { Alert, canEdit, errorText, Field, formErrors, Heading, Link, Select, TextArea, useResource } from "../ui";
+import { Alert, canEdit, errorText, Field, formErrors, Heading, Select, TextArea, useResource } from "../ui";
 
 type Archetype = Schemas["archetypeResponse"];
 type Run = Schemas["cieRunResponse"];
@@ -239,43 +239,12 @@ export function Write({ env }: ScreenProps) {
 }
 
 function Article({ run, env, editor }: { run: Run; env: number; editor: boolean }) {
-  const [saved, setSaved] = useState<string | null>(null);
-  const [error, setError] = useState<string | null>(null);
-  const [busy, setBusy] = useState(false);
-  async function save(target: Target) {
-    setBusy(true);
-    setError(null);
-    try {
-      const r = await api.post("/api/cie/runs/{run_id}/save-as-post", { path: { run_id: run.id }, body: { target } });
-      const title = r.data.wordpress?.title ?? r.data.astro?.title ?? run.title;
-      setSaved(`Saved “${title}” as ${target === "wordpress" ? "a WordPress" : "an Astro"} draft.`);
-    } catch (e) {
-      setError(errorText(e));
-    } finally {
-      setBusy(false);
-    }
-  }
   return (
     <>
       <h3>{run.title}</h3>
       {run.description && <p class="muted">{run.description}</p>}
       <Markdown text={run.body} label="Article preview" />
-      {editor && (
-        <div class="actions">
-          <button type="button" onClick={() => void save("wordpress")} disabled={busy}>
-            Save as WordPress draft
-          </button>
-          <button type="button" onClick={() => void save("astro")} disabled={busy}>
-            Save as Astro draft
-          </button>
-        </div>
-      )}
-      {error && <Alert>{error}</Alert>}
-      {saved && (
-        <p class="notice" role="status">
-          {saved} <Link href={envPath(env, "posts")}>Open the posts</Link>
-        </p>
-      )}
+      {editor && <SaveDraft env={env} fallbackTitle={run.title} save={(target) => api.post("/api/cie/runs/{run_id}/save-as-post", { path: { run_id: run.id }, body: { target } })} />}
     </>
   );
 }
