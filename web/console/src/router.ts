@@ -44,6 +44,8 @@ export function usePath(): string {
 export type Route =
   | { name: "environments" }
   | { name: "environment"; env: number; section: Section }
+  | { name: "backups" }
+  | { name: "messages" }
   | { name: "not-found" };
 
 export const sections = [
@@ -54,12 +56,16 @@ export const sections = [
   { id: "posts", label: "Posts" },
   { id: "autopilot", label: "Autopilot" },
   { id: "costs", label: "Costs" },
+  { id: "sources", label: "Web sources" },
+  { id: "phrases", label: "Search phrases" },
 ] as const;
 export type Section = (typeof sections)[number]["id"];
 
 export function match(address: string): Route {
   const path = address.split("?")[0] ?? "";
   if (path === "/" || path === "") return { name: "environments" };
+  if (path === backupsPath) return { name: "backups" };
+  if (path === messagesPath) return { name: "messages" };
   const m = /^\/e\/([1-9]\d{0,15})(?:\/([a-z]*))?\/?$/.exec(path);
   if (m) {
     const section = sections.find((s) => s.id === (m[2] ?? ""));
@@ -67,6 +73,11 @@ export function match(address: string): Route {
   }
   return { name: "not-found" };
 }
+
+// The instance's backups (super_admin) and the user's direct messages
+// (?with=<user id> opens a conversation).
+export const backupsPath = "/admin/backups";
+export const messagesPath = "/messages";
 
 export function envPath(env: number, section: Section = ""): string {
   return `/e/${env}` + (section ? "/" + section : "");
