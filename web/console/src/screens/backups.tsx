@@ -79,7 +79,7 @@ export function Backups() {
       setRestored(r.data);
       // The server has ended every session, this one too: say so now
       // rather than at the next request.
-      if (token) session.end(token, `The database was restored from ${b.name}; every session has ended: sign in again`);
+      if (token) session.end(token, `The database was restored from ${b.name}, which ended every session.`);
     } catch (e) {
       setError(errorText(e));
     } finally {
