@@ -7,7 +7,7 @@ import { useEffect, useState } from "preact/hooks";
 import { api, type Schemas } from "../api/client";
 import { Confirm } from "../confirm";
 import type { ScreenProps } from "../lazy";
-import { envPath, navigate } from "../router";
+import { envPath } from "../router";
 import { SendToScout } from "../scout";
 import { Alert, canEdit, errorText, Field, formErrors, type FormErrors, Heading, Link, noErrors, num, Pager, Select, Thead, useResource, When } from "../ui";
 
@@ -115,7 +115,7 @@ function PhraseRow({ p, env, open, onChanged }: { p: Phrase; env: number; open: 
   const remove = async () => {
     if (await act(() => api.del("/api/search-phrases/{id}", { path: { id: p.id } }), `Deleted “${p.phrase}” and its ideas.`)) {
       setAsking(false);
-      if (open) navigate(envPath(env, "phrases"), true);
+      if (open) history.replaceState(null, "", envPath(env, "phrases")); // the screen stays (with its note); the section closes below
     }
   };
   return (

@@ -6,7 +6,7 @@ import { useState } from "preact/hooks";
 import { api, type Schemas } from "../api/client";
 import { Confirm } from "../confirm";
 import type { ScreenProps } from "../lazy";
-import { envPath, navigate } from "../router";
+import { envPath } from "../router";
 import { SendToScout } from "../scout";
 import { Alert, canEdit, errorText, Field, formErrors, type FormErrors, Heading, Link, noErrors, num, Pager, Select, Thead, useResource, When } from "../ui";
 
@@ -107,7 +107,7 @@ function SourceRow({ s, env, open, onChanged }: { s: Source; env: number; open: 
     try {
       await api.del("/api/web-sources/{id}", { path: { id: s.id } });
       setAsking(false);
-      if (open) navigate(envPath(env, "sources"), true);
+      if (open) history.replaceState(null, "", envPath(env, "sources")); // the screen stays (with its note); the section closes below
       onChanged(`${s.url} deleted, with its items.`);
     } catch (e) {
       setError(errorText(e));
@@ -133,7 +133,7 @@ function SourceRow({ s, env, open, onChanged }: { s: Source; env: number; open: 
         {s.last_status !== null && <span class="muted small"> (HTTP {s.last_status})</span>}
       </td>
       <td>
-        {s.consecutive_failures === 0 ? "None" : `${num(s.consecutive_failures)} in a row`}
+        <span>{s.consecutive_failures === 0 ? "None" : `${num(s.consecutive_failures)} in a row`}</span>
         {s.last_error && <p class="field-error small">{s.last_error}</p>}
       </td>
       <td>
@@ -147,8 +147,8 @@ function SourceRow({ s, env, open, onChanged }: { s: Source; env: number; open: 
         )}
         {canEdit() && (
           <div class="actions">
-            <button type="button" onClick={() => void fetchNow()} disabled={busy !== null}>
-              Fetch now<span class="visually-hidden">: {s.url}</span>
+            <button type="button" onClick={() => void fetchNow()} disabled={busy !== null} aria-label={`Fetch now: ${s.url}`}>
+              Fetch now
             </button>
             <button type="button" onClick={() => setAsking(true)} disabled={busy !== null} aria-expanded={asking}>
               Delete…<span class="visually-hidden"> {s.url}</span>
