@@ -258,3 +258,45 @@ export function Pager({ label, page, pages, onPage }: { label: string; page: num
     </nav>
   );
 }
+
+// useSubmit is a form's submit handler: it sends (fn), shows the server's
+// detail beside the field it names among fields (else at the form), and
+// says while it is busy.
+export function useSubmit(fields: readonly string[], fn: () => Promise<void>) {
+  const [errors, setErrors] = useState<FormErrors>(noErrors);
+  const [busy, setBusy] = useState(false);
+  async function submit(e: Event) {
+    e.preventDefault();
+    setBusy(true);
+    setErrors(noErrors);
+    try {
+      await fn();
+    } catch (err) {
+      setErrors(formErrors(err, fields));
+    } finally {
+      setBusy(false);
+    }
+  }
+  return { errors, busy, submit };
+}
+
+// useAction runs one action of a row or a button at a time: which is
+// running (busy), and the server's words when one failed (error).
+export function useAction<K extends string>() {
+  const [busy, setBusy] = useState<K | null>(null);
+  const [error, setError] = useState<string | null>(null);
+  async function run(what: K, fn: () => Promise<unknown>): Promise<boolean> {
+    setBusy(what);
+    setError(null);
+    try {
+      await fn();
+      return true;
+    } catch (e) {
+      setError(errorText(e));
+      return false;
+    } finally {
+      setBusy(null);
+    }
+  }
+  return { busy, error, run };
+}

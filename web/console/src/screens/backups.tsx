@@ -9,7 +9,7 @@ import { useEffect, useState } from "preact/hooks";
 import { api, download, url, type Schemas } from "../api/client";
 import { Confirm } from "../confirm";
 import { session } from "../session";
-import { Alert, errorText, Heading, num, Pager, Thead, useResource, When } from "../ui";
+import { Alert, errorText, Heading, num, Pager, Thead, useAction, useResource, When } from "../ui";
 
 type Backup = Schemas["backupResponse"];
 type Verified = Schemas["backupVerifyResponse"];
@@ -167,19 +167,7 @@ function Row({ b, verified, disabled, onVerified, onRestore, onDeleted }: {
   onDeleted: () => void;
 }) {
   const [asking, setAsking] = useState<"restore" | "delete" | null>(null);
-  const [busy, setBusy] = useState<"verify" | "download" | "delete" | null>(null);
-  const [error, setError] = useState<string | null>(null);
-  async function act(what: "verify" | "download" | "delete", fn: () => Promise<void>) {
-    setBusy(what);
-    setError(null);
-    try {
-      await fn();
-    } catch (e) {
-      setError(errorText(e));
-    } finally {
-      setBusy(null);
-    }
-  }
+  const { busy, error, run: act } = useAction<"verify" | "download" | "delete">();
   const verify = () => act("verify", async () => onVerified((await api.post("/api/backup/{name}/verify", { path: { name: b.name } })).data));
   const get = () => act("download", () => download(url("/api/backup/{name}/download", { name: b.name }), b.name, "application/vnd.sqlite3"));
   const remove = () =>

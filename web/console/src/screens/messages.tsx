@@ -8,7 +8,7 @@ import { api, type Schemas } from "../api/client";
 import { Confirm } from "../confirm";
 import { messagesPath, usePath } from "../router";
 import { session } from "../session";
-import { Alert, errorText, Field, formErrors, type FormErrors, Heading, Link, noErrors, num, TextArea, useDebounced, useResource, When } from "../ui";
+import { Alert, errorText, Field, Heading, Link, num, TextArea, useAction, useDebounced, useResource, useSubmit, When } from "../ui";
 
 type Person = Schemas["userSummaryResponse"];
 type Message = Schemas["messageResponse"];
@@ -114,21 +114,13 @@ function Conversation({ id, other, onChanged }: { id: number; other: Person | un
 
 function MessageItem({ m, mine, name, onDeleted }: { m: Message; mine: boolean; name: string; onDeleted: () => void }) {
   const [asking, setAsking] = useState(false);
-  const [busy, setBusy] = useState(false);
-  const [error, setError] = useState<string | null>(null);
-  async function remove() {
-    setBusy(true);
-    setError(null);
-    try {
+  const { busy, error, run } = useAction<"delete">();
+  const remove = () =>
+    run("delete", async () => {
       await api.del("/api/messages/{id}", { path: { id: m.id } });
       setAsking(false);
       onDeleted();
-    } catch (e) {
-      setError(errorText(e));
-    } finally {
-      setBusy(false);
-    }
-  }
+    });
   const from = mine ? "You" : name;
   return (
     <li class={mine ? "mine" : ""}>
@@ -143,7 +135,7 @@ function MessageItem({ m, mine, name, onDeleted }: { m: Message; mine: boolean; 
       </button>
       {error && <Alert>{error}</Alert>}
       {asking && (
-        <Confirm label="Delete the message" action="Delete for me" busy={busy} onConfirm={() => void remove()} onCancel={() => setAsking(false)}
+        <Confirm label="Delete the message" action="Delete for me" busy={busy !== null} onConfirm={() => void remove()} onCancel={() => setAsking(false)}
           question={<p>Delete {mine ? "your" : `${name}'s`} message “{m.body.length > 60 ? m.body.slice(0, 60) + "…" : m.body}” from your messages? {name} keeps it.</p>} />
       )}
     </li>
@@ -152,22 +144,11 @@ function MessageItem({ m, mine, name, onDeleted }: { m: Message; mine: boolean; 
 
 function Write({ to, name, onSent }: { to: number; name: string; onSent: () => void }) {
   const [body, setBody] = useState("");
-  const [errors, setErrors] = useState<FormErrors>(noErrors);
-  const [sending, setSending] = useState(false);
-  async function submit(e: Event) {
-    e.preventDefault();
-    setSending(true);
-    setErrors(noErrors);
-    try {
-      await api.post("/api/messages", { body: { recipient_id: to, body } });
-      setBody("");
-      onSent();
-    } catch (err) {
-      setErrors(formErrors(err, ["body"]));
-    } finally {
-      setSending(false);
-    }
-  }
+  const { errors, busy: sending, submit } = useSubmit(["body"], async () => {
+    await api.post("/api/messages", { body: { recipient_id: to, body } });
+    setBody("");
+    onSent();
+  });
   return (
     <form onSubmit={submit} aria-label={`Write to ${name}`}>
       <TextArea label={`Message to ${name}`} name="body" value={body} onValue={setBody} error={errors.fields.body} rows={3} />

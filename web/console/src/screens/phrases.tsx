@@ -9,7 +9,7 @@ import { Confirm } from "../confirm";
 import type { ScreenProps } from "../lazy";
 import { envPath } from "../router";
 import { SendToScout } from "../scout";
-import { Alert, canEdit, errorText, Field, formErrors, type FormErrors, Heading, Link, noErrors, num, Pager, Select, Thead, useResource, When } from "../ui";
+import { Alert, canEdit, Field, Heading, Link, num, Pager, Select, Thead, useAction, useResource, useSubmit, When } from "../ui";
 
 type Phrase = Schemas["phraseResponse"];
 const schedules = [["0", "Only when run"], ["86400", "Every day"], ["604800", "Every week"], ["2592000", "Every 30 days"]] as const;
@@ -62,24 +62,13 @@ function AddPhrase({ env, onAdded }: { env: number; onAdded: (p: Phrase) => void
   const [phrase, setPhrase] = useState("");
   const [locale, setLocale] = useState("");
   const [schedule, setSchedule] = useState("0");
-  const [errors, setErrors] = useState<FormErrors>(noErrors);
-  const [sending, setSending] = useState(false);
-  async function submit(e: Event) {
-    e.preventDefault();
-    setSending(true);
-    setErrors(noErrors);
-    try {
-      const r = await api.post("/api/search-phrases", {
-        body: { environment_id: env, phrase, ...(locale.trim() ? { locale: locale.trim() } : {}), refresh_interval: Number(schedule) },
-      });
-      setPhrase("");
-      onAdded(r.data);
-    } catch (err) {
-      setErrors(formErrors(err, ["phrase", "locale", "refresh_interval"]));
-    } finally {
-      setSending(false);
-    }
-  }
+  const { errors, busy: sending, submit } = useSubmit(["phrase", "locale", "refresh_interval"], async () => {
+    const r = await api.post("/api/search-phrases", {
+      body: { environment_id: env, phrase, ...(locale.trim() ? { locale: locale.trim() } : {}), refresh_interval: Number(schedule) },
+    });
+    setPhrase("");
+    onAdded(r.data);
+  });
   return (
     <form class="row" onSubmit={submit} aria-label="Add a search phrase">
       <Field label="Phrase" name="phrase" value={phrase} onValue={setPhrase} error={errors.fields.phrase} required />
@@ -94,30 +83,20 @@ function AddPhrase({ env, onAdded }: { env: number; onAdded: (p: Phrase) => void
 }
 
 function PhraseRow({ p, env, open, onChanged }: { p: Phrase; env: number; open: boolean; onChanged: (message: string | null) => void }) {
-  const [working, setWorking] = useState(false);
+  const { busy: working, error, run: act } = useAction<"run" | "delete">();
   const [asking, setAsking] = useState(false);
-  const [error, setError] = useState<string | null>(null);
-  async function act(fn: () => Promise<unknown>, message: string | null) {
-    setWorking(true);
-    setError(null);
-    try {
-      await fn();
-      onChanged(message);
-      return true;
-    } catch (e) {
-      setError(errorText(e));
-      return false;
-    } finally {
-      setWorking(false);
-    }
-  }
-  const run = () => act(() => api.post("/api/search-phrases/{id}/run", { path: { id: p.id } }), null);
-  const remove = async () => {
-    if (await act(() => api.del("/api/search-phrases/{id}", { path: { id: p.id } }), `Deleted “${p.phrase}” and its ideas.`)) {
+  const run = () =>
+    act("run", async () => {
+      await api.post("/api/search-phrases/{id}/run", { path: { id: p.id } });
+      onChanged(null);
+    });
+  const remove = () =>
+    act("delete", async () => {
+      await api.del("/api/search-phrases/{id}", { path: { id: p.id } });
       setAsking(false);
-      if (open) history.replaceState(null, "", envPath(env, "phrases")); // the screen stays (with its note); the section closes below
-    }
-  };
+      if (open) history.replaceState(null, "", envPath(env, "phrases")); // the screen stays (with its note); the ideas close
+      onChanged(`Deleted “${p.phrase}” and its ideas.`);
+    });
   return (
     <tr>
       <th scope="row">
@@ -158,17 +137,17 @@ function PhraseRow({ p, env, open, onChanged }: { p: Phrase; env: number; open: 
       <td>
         {canEdit() && (
           <div class="actions">
-            <button type="button" onClick={() => void run()} disabled={working || busy(p)}>
+            <button type="button" onClick={() => void run()} disabled={working !== null || busy(p)}>
               Run<span class="visually-hidden"> “{p.phrase}”</span>
             </button>
-            <button type="button" onClick={() => setAsking(true)} disabled={working} aria-expanded={asking}>
+            <button type="button" onClick={() => setAsking(true)} disabled={working !== null} aria-expanded={asking}>
               Delete…<span class="visually-hidden"> “{p.phrase}”</span>
             </button>
           </div>
         )}
         {error && <Alert>{error}</Alert>}
         {asking && (
-          <Confirm label={`Delete “${p.phrase}”`} action="Delete the phrase" busy={working} onConfirm={() => void remove()} onCancel={() => setAsking(false)}
+          <Confirm label={`Delete “${p.phrase}”`} action="Delete the phrase" busy={working === "delete"} onConfirm={() => void remove()} onCancel={() => setAsking(false)}
             question={<p>Delete the phrase “{p.phrase}” and every idea found for it? The keywords already made from them stay.</p>} />
         )}
       </td>

@@ -8,7 +8,7 @@ import { Confirm } from "../confirm";
 import type { ScreenProps } from "../lazy";
 import { envPath } from "../router";
 import { SendToScout } from "../scout";
-import { Alert, canEdit, errorText, Field, formErrors, type FormErrors, Heading, Link, noErrors, num, Pager, Select, Thead, useResource, When } from "../ui";
+import { Alert, canEdit, Field, Heading, Link, num, Pager, Select, Thead, useAction, useResource, useSubmit, When } from "../ui";
 
 type Source = Schemas["sourceResponse"];
 const kinds = [["rss", "RSS feed"], ["atom", "Atom feed"], ["page", "Web page"]] as const;
@@ -56,22 +56,11 @@ function AddSource({ env, onAdded }: { env: number; onAdded: (s: Source) => void
   const [address, setAddress] = useState("");
   const [kind, setKind] = useState("rss");
   const [interval, setInterval] = useState("3600");
-  const [errors, setErrors] = useState<FormErrors>(noErrors);
-  const [busy, setBusy] = useState(false);
-  async function submit(e: Event) {
-    e.preventDefault();
-    setBusy(true);
-    setErrors(noErrors);
-    try {
-      const r = await api.post("/api/web-sources", { body: { environment_id: env, url: address.trim(), kind: kind as Source["kind"], fetch_interval: Number(interval) } });
-      setAddress("");
-      onAdded(r.data);
-    } catch (err) {
-      setErrors(formErrors(err, ["url", "kind", "fetch_interval"]));
-    } finally {
-      setBusy(false);
-    }
-  }
+  const { errors, busy, submit } = useSubmit(["url", "kind", "fetch_interval"], async () => {
+    const r = await api.post("/api/web-sources", { body: { environment_id: env, url: address.trim(), kind: kind as Source["kind"], fetch_interval: Number(interval) } });
+    setAddress("");
+    onAdded(r.data);
+  });
   return (
     <form class="row" onSubmit={submit} aria-label="Add a web source">
       <Field label="Address" name="url" type="url" value={address} onValue={setAddress} error={errors.fields.url} required />
@@ -86,35 +75,20 @@ function AddSource({ env, onAdded }: { env: number; onAdded: (s: Source) => void
 }
 
 function SourceRow({ s, env, open, onChanged }: { s: Source; env: number; open: boolean; onChanged: (message: string) => void }) {
-  const [busy, setBusy] = useState<"fetch" | "delete" | null>(null);
+  const { busy, error, run } = useAction<"fetch" | "delete">();
   const [asking, setAsking] = useState(false);
-  const [error, setError] = useState<string | null>(null);
-  async function fetchNow() {
-    setBusy("fetch");
-    setError(null);
-    try {
-      const r = await api.post("/api/web-sources/{id}/fetch", { path: { id: s.id } });
-      const d = r.data;
+  const fetchNow = () =>
+    run("fetch", async () => {
+      const d = (await api.post("/api/web-sources/{id}/fetch", { path: { id: s.id } })).data;
       onChanged(d.error ? `Fetching ${s.url} failed: ${d.error}` : d.not_modified ? `${s.url} has not changed since the last fetch.` : `${s.url}: ${num(d.new_items)} new item${d.new_items === 1 ? "" : "s"}.`);
-    } catch (e) {
-      setError(errorText(e));
-    } finally {
-      setBusy(null);
-    }
-  }
-  async function remove() {
-    setBusy("delete");
-    try {
+    });
+  const remove = () =>
+    run("delete", async () => {
       await api.del("/api/web-sources/{id}", { path: { id: s.id } });
       setAsking(false);
-      if (open) history.replaceState(null, "", envPath(env, "sources")); // the screen stays (with its note); the section closes below
+      if (open) history.replaceState(null, "", envPath(env, "sources")); // the screen stays (with its note); the items close
       onChanged(`${s.url} deleted, with its items.`);
-    } catch (e) {
-      setError(errorText(e));
-    } finally {
-      setBusy(null);
-    }
-  }
+    });
   return (
     <tr>
       <th scope="row">
