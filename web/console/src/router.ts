@@ -96,6 +96,8 @@ export function onLinkClick(e: MouseEvent) {
 // screenOf is the console's address of what an API path is about (a
 // notification's link), in environment env; null when no screen shows it.
 export function screenOf(link: string | null | undefined, env: number | null | undefined): string | null {
+  const talk = link ? /^\/api\/messages\/conversations\/(\d+)$/.exec(link) : null;
+  if (talk) return `${messagesPath}?with=${talk[1]}`; // a message received: the conversation
   if (!link || !env) return null;
   const at = (section: Section, query = "") => envPath(env, section) + query;
   let m: RegExpExecArray | null;

@@ -41,6 +41,10 @@ test("write to someone from the directory, read, reply and delete", async () => 
   await ed.page.getByRole("region", { name: "Conversations" }).getByRole("link", { name: "vic" }).waitFor();
   assert.deepEqual(await axeCheck(ed.page), [], "a conversation");
 
+  // Away from the conversation, eddie's list counts vic's reply as it comes.
+  await ed.page.getByRole("link", { name: "Messages", exact: true }).click();
+  await thread.waitFor({ state: "detached" });
+
   // The other side: one unread, read when the conversation opens, a reply.
   const vic = await openAs(browser, srv, "vic@example.com", "/messages");
   const convs = vic.page.getByRole("region", { name: "Conversations" });
@@ -52,12 +56,20 @@ test("write to someone from the directory, read, reply and delete", async () => 
   await back.getByRole("button", { name: "Send" }).click();
   await back.getByText("Thanks, reading it now.").waitFor();
 
-  // The sender sees it read, and the reply.
-  await ed.page.goto("/messages");
-  await ed.page.getByRole("region", { name: "Conversations" }).getByRole("link", { name: "vic, 1 unread" }).click();
-  await ed.page.getByRole("region", { name: "Conversations" }).getByRole("link", { name: "vic", exact: true }).waitFor();
+  // Live for the sender: the unread count, and the bell's notification
+  // opens the conversation, which shows the reply and his message read.
+  const edConvs = ed.page.getByRole("region", { name: "Conversations" });
+  await edConvs.getByRole("link", { name: "vic, 1 unread" }).waitFor();
+  await ed.page.getByRole("button", { name: /^Notifications, 1 unread$/ }).click();
+  await ed.page.getByRole("region", { name: "Notifications" }).getByRole("link", { name: "New message from vic" }).click();
   await thread.getByText("Thanks, reading it now.").waitFor();
+  await edConvs.getByRole("link", { name: "vic", exact: true }).waitFor();
   await thread.getByText(/^You, .* · read /).waitFor();
+
+  // While the conversation is open, a new message shows without a reload.
+  await back.getByLabel("Message to eddie").fill("One more thing: the photo.");
+  await back.getByRole("button", { name: "Send" }).click();
+  await thread.getByText("One more thing: the photo.").waitFor();
 
   // Delete his own message, for himself only.
   const mine = thread.getByRole("listitem").filter({ hasText: "The basil post is ready for review." });

@@ -6,6 +6,7 @@
 import { useEffect, useState } from "preact/hooks";
 import { api, type Schemas } from "../api/client";
 import { Confirm } from "../confirm";
+import { notifications } from "../notifications";
 import { messagesPath, usePath } from "../router";
 import { session } from "../session";
 import { Alert, errorText, Field, Heading, Link, num, TextArea, useAction, useDebounced, useResource, useSubmit, When } from "../ui";
@@ -13,11 +14,15 @@ import { Alert, errorText, Field, Heading, Link, num, TextArea, useAction, useDe
 type Person = Schemas["userSummaryResponse"];
 type Message = Schemas["messageResponse"];
 const nameOf = (p: Person) => p.full_name || p.username;
+const newestReceived = () => notifications.recent.find((n) => n.kind === "message.received")?.id ?? 0;
 
 export function Messages() {
   const path = usePath();
   const withId = Number(new URLSearchParams(path.split("?")[1] ?? "").get("with")) || null;
-  const convs = useResource((signal) => api.get("/api/messages/conversations", { query: { per_page: 100 }, signal }), []);
+  // A message received (its notification) reads the conversations again.
+  const [latest, setLatest] = useState(newestReceived);
+  useEffect(() => notifications.subscribe(() => setLatest(newestReceived())), []);
+  const convs = useResource((signal) => api.get("/api/messages/conversations", { query: { per_page: 100 }, signal }), [latest]);
   const [q, setQ] = useState("");
   const query = useDebounced(q.trim());
   const people = useResource((signal) => api.get("/api/messages/recipients", { query: { per_page: 50, ...(query ? { q: query } : {}) }, signal }), [query]);
@@ -73,13 +78,13 @@ export function Messages() {
           </ul>
         </section>
       </div>
-      {withId !== null && <Conversation key={withId} id={withId} other={other} onChanged={convs.reload} />}
+      {withId !== null && <Conversation key={withId} id={withId} other={other} latest={latest} onChanged={convs.reload} />}
     </>
   );
 }
 
-function Conversation({ id, other, onChanged }: { id: number; other: Person | undefined; onChanged: () => void }) {
-  const thread = useResource((signal) => api.get("/api/messages/conversations/{user_id}", { path: { user_id: id }, query: { per_page: 100 }, signal }), [id]);
+function Conversation({ id, other, latest, onChanged }: { id: number; other: Person | undefined; latest: number; onChanged: () => void }) {
+  const thread = useResource((signal) => api.get("/api/messages/conversations/{user_id}", { path: { user_id: id }, query: { per_page: 100 }, signal }), [id, latest]);
   const [error, setError] = useState<string | null>(null);
   const me = session.user?.id;
   const name = other ? nameOf(other) : `user ${id}`;
