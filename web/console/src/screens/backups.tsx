@@ -105,7 +105,7 @@ export function Backups() {
       {taking && (
         <div class="progress" role="status">
           <label for="backup-progress">Taking a backup: copying the database and checking it…</label>
-          <progress id="backup-progress" />
+          <progress id="backup-progress" /> <Elapsed />
         </div>
       )}
       {restoring && (
@@ -113,7 +113,7 @@ export function Backups() {
           <label for="restore-progress">
             Restoring {restoring.name}: checking it, keeping a safety copy of the current database, then putting it in place. Requests wait meanwhile.
           </label>
-          <progress id="restore-progress" />
+          <progress id="restore-progress" /> <Elapsed />
         </div>
       )}
       {restored && (
@@ -156,6 +156,17 @@ export function Backups() {
       <Pager label="Pages of backups" page={page} pages={Math.ceil(total / 50)} onPage={setPage} />
     </>
   );
+}
+
+// Elapsed counts the seconds since it appeared (outside the live region's
+// words: a screen reader is not told each second).
+function Elapsed() {
+  const [n, setN] = useState(0);
+  useEffect(() => {
+    const t = window.setInterval(() => setN((x) => x + 1), 1000);
+    return () => window.clearInterval(t);
+  }, []);
+  return <span class="muted small" aria-hidden="true">{n} s</span>;
 }
 
 function Row({ b, verified, disabled, onVerified, onRestore, onDeleted }: {

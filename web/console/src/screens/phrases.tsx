@@ -9,12 +9,14 @@ import { Confirm } from "../confirm";
 import type { ScreenProps } from "../lazy";
 import { envPath } from "../router";
 import { SendToScout } from "../scout";
+import { session } from "../session";
 import { Alert, canEdit, Field, Heading, Link, num, Pager, Select, Thead, useAction, useResource, useSubmit, When } from "../ui";
 
 type Phrase = Schemas["phraseResponse"];
 const schedules = [["0", "Only when run"], ["86400", "Every day"], ["604800", "Every week"], ["2592000", "Every 30 days"]] as const;
 const kindWord = { related: "Related search", question: "Question", autocomplete: "Autocomplete" } as const;
 const statusWord: Record<Phrase["run_status"], string> = { idle: "Never run", queued: "Waiting to run", running: "Running", succeeded: "Done", failed: "Failed", cancelled: "Cancelled" };
+const isAdmin = () => session.user?.role === "admin" || session.user?.role === "super_admin";
 const busy = (p: Phrase) => p.run_status === "queued" || p.run_status === "running";
 
 export function SearchPhrases({ env }: ScreenProps) {
@@ -34,7 +36,11 @@ export function SearchPhrases({ env }: ScreenProps) {
   return (
     <>
       <Heading>Search phrases</Heading>
-      <p class="muted">Phrases whose related searches, questions and autocompletions this environment collects as ideas for keywords.</p>
+      <p class="muted">
+        Phrases whose related searches, questions and autocompletions this environment collects as ideas for keywords. A run asks Google through SerpApi (with a
+        SerpApi credential) and the AI provider of the environment's AI settings.{" "}
+        {isAdmin() && <Link href="/admin/credentials">Credentials</Link>}
+      </p>
       {canEdit() && <AddPhrase env={env} onAdded={(p) => { setNote(`Added “${p.phrase}”. Run it to find its ideas.`); list.reload(); }} />}
       {note && <p role="status">{note}</p>}
       {list.error && <Alert>{list.error}</Alert>}
