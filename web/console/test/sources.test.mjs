@@ -161,7 +161,7 @@ test("a viewer sees the sources without the actions", async () => {
   await page.getByRole("table", { name: "Web sources" }).waitFor();
   assert.equal(await page.getByRole("form", { name: "Add a web source" }).count(), 0);
   assert.equal(await page.getByRole("button", { name: /^Fetch now/ }).count(), 0);
-  assert.equal(await page.getByRole("button", { name: "Send the items' titles to the scout" }).isDisabled(), true);
+  assert.equal(await page.getByRole("button", { name: "Send the items' titles to the scout" }).count(), 0);
   assert.deepEqual(await axeCheck(page), [], "web sources, viewer");
   await close();
 });

@@ -59,7 +59,7 @@ export function SearchPhrases({ env }: ScreenProps) {
       )}
       <Pager label="Pages of search phrases" page={page} pages={Math.ceil(total / 50)} onPage={setPage} />
       {open !== null && <Ideas env={env} id={open} phrase={items.find((p) => p.id === open)} />}
-      {total > 0 && <SendToScout env={env} source="ideas" what="the ideas" disabled={!canEdit()} />}
+      {total > 0 && canEdit() && <SendToScout env={env} source="ideas" what="the ideas" />}
     </>
   );
 }

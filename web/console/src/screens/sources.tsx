@@ -47,7 +47,7 @@ export function WebSources({ env }: ScreenProps) {
       )}
       <Pager label="Pages of web sources" page={page} pages={Math.ceil(total / 50)} onPage={setPage} />
       {open !== null && <Items env={env} id={open} source={items.find((s) => s.id === open)} />}
-      {total > 0 && <SendToScout env={env} source="web" what="the items' titles" disabled={!canEdit()} />}
+      {total > 0 && canEdit() && <SendToScout env={env} source="web" what="the items' titles" />}
     </>
   );
 }
