@@ -42,9 +42,11 @@ const (
 
 // namePattern is the only form of name copydesk makes; anything else is not
 // a backup, which keeps names from ever being paths.
-var namePattern = sync.OnceValue(func() *regexp.Regexp {
-	return regexp.MustCompile(`^copydesk-[0-9]{8}-[0-9]{6}-(manual|scheduled|pre-restore|uploaded|cli)(-[0-9]{1,4})?\.db$`)
-})
+var namePattern = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(NamePattern) })
+
+// NamePattern is namePattern's expression (the API document's pattern of a
+// backup's name).
+const NamePattern = `^copydesk-[0-9]{8}-[0-9]{6}-(manual|scheduled|pre-restore|uploaded|cli)(-[0-9]{1,4})?\.db$`
 
 // ValidName reports whether name is one copydesk could have made.
 func ValidName(name string) bool { return namePattern().MatchString(name) }

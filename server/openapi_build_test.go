@@ -19,6 +19,7 @@ import (
 	"github.com/getkin/kin-openapi/openapi3"
 	"github.com/getkin/kin-openapi/openapi3gen"
 
+	"github.com/copydesk/copydesk/backup"
 	"github.com/copydesk/copydesk/server"
 	"github.com/copydesk/copydesk/store"
 )
@@ -122,6 +123,9 @@ func BuildOpenAPI(routes []*server.Route, version string) ([]byte, error) {
 			if strings.HasPrefix(seg, "{") {
 				name := strings.Trim(seg, "{}")
 				p := openapi3.NewPathParameter(name).WithSchema(openapi3.NewInt64Schema().WithMin(1))
+				if name == "name" { // a backup's file name (copydesk-20260102-030405-manual.db), the one path parameter that is not an id
+					p = openapi3.NewPathParameter(name).WithSchema(openapi3.NewStringSchema().WithMaxLength(100).WithPattern(backup.NamePattern))
+				}
 				op.AddParameter(p)
 				errs[404] = true
 			}

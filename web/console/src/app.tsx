@@ -10,7 +10,7 @@ import { session } from "./session";
 import { Shell } from "./shell";
 import { SessionDialog, SignInPage } from "./signin";
 import { Alert, Heading, Link, useResource } from "./ui";
-import { LazyScreen } from "./lazy";
+import { LazyPage, LazyScreen } from "./lazy";
 
 // useTitle names the tab after the screen; null leaves it to a child.
 function useTitle(title: string | null) {
@@ -54,10 +54,19 @@ export function App() {
 function Screens({ path }: { path: string }) {
   const r = match(path);
   useTitle(r.name === "environments" ? "Environments · copydesk" : r.name === "not-found" ? "Not found · copydesk" : null);
+  const page = r.name === "backups" ? "Backups" : r.name === "messages" ? "Messages" : null;
+  useTitle(page && page + " · copydesk");
   if (r.name === "environments") {
     return (
       <Shell>
         <Environments />
+      </Shell>
+    );
+  }
+  if (r.name === "backups" || r.name === "messages") {
+    return (
+      <Shell>
+        <LazyPage page={r.name} label={page ?? ""} />
       </Shell>
     );
   }

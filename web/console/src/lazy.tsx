@@ -19,14 +19,25 @@ const loaders: Record<Exclude<Section, "">, Loader> = {
   campaigns: () => import("./screens/campaigns").then((m) => m.Campaigns),
   chat: () => import("./screens/chat").then((m) => m.Chat),
   live: () => import("./screens/live").then((m) => m.Live),
+  sources: () => import("./screens/sources").then((m) => m.WebSources),
+  phrases: () => import("./screens/phrases").then((m) => m.SearchPhrases),
 };
 
-const loaded = new Map<Section, FunctionComponent<ScreenProps>>();
+// Screens outside any environment, loaded the same way.
+const pages = {
+  backups: () => import("./screens/backups").then((m) => m.Backups),
+  messages: () => import("./screens/messages").then((m) => m.Messages),
+} satisfies Record<string, () => Promise<FunctionComponent>>;
 
-export function LazyScreen({ section, env, envName, label }: ScreenProps & { section: Exclude<Section, "">; label: string }) {
+export function LazyPage({ page, label }: { page: keyof typeof pages; label: string }) {
+  return <LazyScreen section={page as never} env={0} envName={undefined} label={label} load={pages[page] as Loader} />;
+}
+
+const loaded = new Map<string, FunctionComponent<ScreenProps>>();
+
+export function LazyScreen({ section, env, envName, label, load = loaders[section] }: ScreenProps & { section: Exclude<Section, "">; label: string; load?: Loader }) {
   const [Screen, setScreen] = useState<FunctionComponent<ScreenProps> | null>(() => loaded.get(section) ?? null);
   const [error, setError] = useState<string | null>(null);
-  const load = loaders[section];
   useEffect(() => {
     if (Screen) return;
     let live = true;

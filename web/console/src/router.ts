@@ -44,6 +44,8 @@ export function usePath(): string {
 export type Route =
   | { name: "environments" }
   | { name: "environment"; env: number; section: Section }
+  | { name: "backups" }
+  | { name: "messages" }
   | { name: "not-found" };
 
 export const sections = [
@@ -56,12 +58,16 @@ export const sections = [
   { id: "costs", label: "Costs" },
   { id: "chat", label: "Chat" },
   { id: "live", label: "Live sessions" },
+  { id: "sources", label: "Web sources" },
+  { id: "phrases", label: "Search phrases" },
 ] as const;
 export type Section = (typeof sections)[number]["id"];
 
 export function match(address: string): Route {
   const path = address.split("?")[0] ?? "";
   if (path === "/" || path === "") return { name: "environments" };
+  if (path === backupsPath) return { name: "backups" };
+  if (path === messagesPath) return { name: "messages" };
   const m = /^\/e\/([1-9]\d{0,15})(?:\/([a-z]*))?\/?$/.exec(path);
   if (m) {
     const section = sections.find((s) => s.id === (m[2] ?? ""));
@@ -69,6 +75,11 @@ export function match(address: string): Route {
   }
   return { name: "not-found" };
 }
+
+// The instance's backups (super_admin) and the user's direct messages
+// (?with=<user id> opens a conversation).
+export const backupsPath = "/admin/backups";
+export const messagesPath = "/messages";
 
 export function envPath(env: number, section: Section = ""): string {
   return `/e/${env}` + (section ? "/" + section : "");
@@ -87,6 +98,8 @@ export function onLinkClick(e: MouseEvent) {
 // screenOf is the console's address of what an API path is about (a
 // notification's link), in environment env; null when no screen shows it.
 export function screenOf(link: string | null | undefined, env: number | null | undefined): string | null {
+  const talk = link ? /^\/api\/messages\/conversations\/(\d+)$/.exec(link) : null;
+  if (talk) return `${messagesPath}?with=${talk[1]}`; // a message received: the conversation
   if (!link || !env) return null;
   const at = (section: Section, query = "") => envPath(env, section) + query;
   let m: RegExpExecArray | null;

@@ -15,7 +15,8 @@ export function SaveDraft({ env, save, what = "", fallbackTitle = "" }: {
   fallbackTitle?: string;
 }) {
   const [saved, setSaved] = useState<string | null>(null);
-  const { busy, error, act } = useAction();
+  const { busy: running, error, act } = useAction();
+  const busy = running !== null;
   const run = (target: Target) =>
     act(async () => {
       const r = await save(target);

@@ -5,7 +5,7 @@ import type { ComponentChildren } from "preact";
 import { useEffect, useRef, useState } from "preact/hooks";
 import { api } from "./api/client";
 import { notifications, type Note } from "./notifications";
-import { envPath, navigate, screenOf, sections, type Section } from "./router";
+import { backupsPath, envPath, messagesPath, navigate, screenOf, sections, type Section } from "./router";
 import { session, sentence } from "./session";
 import { Link, When } from "./ui";
 
@@ -168,6 +168,8 @@ export function Shell({ env, envName, section, children }: { env?: number; envNa
           </span>
         )}
         <span class="spacer" />
+        <Link href={messagesPath}>Messages</Link>
+        {session.user?.role === "super_admin" && <Link href={backupsPath}>Backups</Link>}
         <Bell />
         <UserMenu />
       </header>

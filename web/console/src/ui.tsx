@@ -259,21 +259,47 @@ export function Pager({ label, page, pages, onPage }: { label: string; page: num
   );
 }
 
-// useAction runs one action at a time: busy while it runs, and its error
-// (the server's words) when it fails.
-export function useAction(): { busy: boolean; error: string | null; setError: (e: string | null) => void; act: (fn: () => Promise<unknown>) => Promise<void> } {
+// useSubmit is a form's submit handler: it sends (fn), shows the server's
+// detail beside the field it names among fields (else at the form), and
+// says while it is busy.
+export function useSubmit(fields: readonly string[], fn: () => Promise<void>) {
+  const [errors, setErrors] = useState<FormErrors>(noErrors);
   const [busy, setBusy] = useState(false);
-  const [error, setError] = useState<string | null>(null);
-  async function act(fn: () => Promise<unknown>) {
+  async function submit(e: Event) {
+    e.preventDefault();
     setBusy(true);
-    setError(null);
+    setErrors(noErrors);
     try {
       await fn();
-    } catch (e) {
-      setError(errorText(e));
+    } catch (err) {
+      setErrors(formErrors(err, fields));
     } finally {
       setBusy(false);
     }
   }
-  return { busy, error, setError, act };
+  return { errors, busy, submit };
+}
+
+// useAction runs one action of a row or a button at a time: which is
+// running (busy: the name run was given, or "action" for act), and the
+// server's words when one failed (error).
+export function useAction<K extends string = "action">() {
+  const [busy, setBusy] = useState<K | null>(null);
+  const [error, setError] = useState<string | null>(null);
+  async function run(what: K, fn: () => Promise<unknown>): Promise<boolean> {
+    setBusy(what);
+    setError(null);
+    try {
+      await fn();
+      return true;
+    } catch (e) {
+      setError(errorText(e));
+      return false;
+    } finally {
+      setBusy(null);
+    }
+  }
+  // act runs an action that needs no name.
+  const act = (fn: () => Promise<unknown>) => run("action" as K, fn);
+  return { busy, error, setError, run, act };
 }

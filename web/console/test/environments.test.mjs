@@ -64,7 +64,7 @@ test("choose an environment, move between its screens, open a link in another ta
   await page.getByText("Stopped", { exact: true }).waitFor();
 
   const nav = page.getByRole("navigation", { name: "Sections" });
-  for (const label of ["Keywords", "Campaigns", "Write", "Posts", "Autopilot", "Costs"]) {
+  for (const label of ["Keywords", "Campaigns", "Write", "Posts", "Web sources", "Search phrases", "Autopilot", "Costs"]) {
     await nav.getByRole("link", { name: label }).click();
     await page.getByRole("heading", { name: label, level: 1 }).waitFor();
     assert.equal(await nav.getByRole("link", { name: label }).getAttribute("aria-current"), "page");

@@ -8672,7 +8672,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
-                name: number;
+                name: string;
             };
             cookie?: never;
         };
@@ -8702,7 +8702,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
-                name: number;
+                name: string;
             };
             cookie?: never;
         };
@@ -8732,7 +8732,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
-                name: number;
+                name: string;
             };
             cookie?: never;
         };
@@ -8759,7 +8759,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
-                name: number;
+                name: string;
             };
             cookie?: never;
         };
@@ -8791,7 +8791,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
-                name: number;
+                name: string;
             };
             cookie?: never;
         };

@@ -7,7 +7,7 @@ import { useEffect, useState } from "preact/hooks";
 import { api, type Schemas } from "../api/client";
 import type { ScreenProps } from "../lazy";
 import { sentence } from "../session";
-import { Alert, canEdit, errorText, Field, formErrors, Heading, noErrors, num, Select, Thead, useResource, type FormErrors } from "../ui";
+import { Alert, canEdit, errorText, Field, formErrors, Heading, noErrors, num, Select, Thead, useResource, useSubmit, type FormErrors } from "../ui";
 
 type Campaign = Schemas["campaignResponse"];
 type Strategy = Schemas["strategyDetailResponse"];
@@ -272,22 +272,11 @@ function Strategies({ env, editor, onCampaign }: { env: number; editor: boolean;
 function NewStrategy({ env, onBuilt }: { env: number; onBuilt: () => void }) {
   const [name, setName] = useState("");
   const [method, setMethod] = useState<"auto" | "serp" | "lexical">("auto");
-  const [errors, setErrors] = useState<FormErrors>(noErrors);
-  const [busy, setBusy] = useState(false);
-  async function submit(e: Event) {
-    e.preventDefault();
-    setBusy(true);
-    setErrors(noErrors);
-    try {
-      await api.post("/api/seo/strategies", { body: { environment_id: env, name, method } });
-      setName("");
-      onBuilt();
-    } catch (err) {
-      setErrors(formErrors(err, ["name", "method"]));
-    } finally {
-      setBusy(false);
-    }
-  }
+  const { errors, busy, submit } = useSubmit(["name", "method"], async () => {
+    await api.post("/api/seo/strategies", { body: { environment_id: env, name, method } });
+    setName("");
+    onBuilt();
+  });
   return (
     <form class="card" onSubmit={submit} aria-label="Build a strategy" noValidate>
       <div class="row">

@@ -401,7 +401,8 @@ function Manage({ conv, env, editor, onRenamed, onChanged }: {
 }) {
   const [mode, setMode] = useState<"rename" | "delete" | null>(null);
   const [name, setName] = useState(conv.title);
-  const { busy, error, act } = useAction();
+  const { busy: running, error, act } = useAction();
+  const busy = running !== null;
   const title = conv.title || untitled;
   const rename = () =>
     act(async () => {

@@ -9,7 +9,7 @@ import type { ScreenProps } from "../lazy";
 import { envPath } from "../router";
 import { sentence } from "../session";
 import {
-  Alert, canEdit, errorText, Field, formErrors, Heading, Labelled, Link, noErrors, num, Pager, Select, Thead, useDebounced, useResource, type FormErrors,
+  Alert, canEdit, errorText, Field, formErrors, Heading, Labelled, Link, noErrors, num, Pager, Select, Thead, useDebounced, useResource, useSubmit, type FormErrors,
 } from "../ui";
 
 type Keyword = Schemas["keywordResponse"];
@@ -374,21 +374,10 @@ function Selection({ env, ids, onChanged, onError }: { env: number; ids: number[
 function NewCampaign({ env, ids, onCreated, onCancel }: { env: number; ids: number[]; onCreated: (message: string) => void; onCancel: () => void }) {
   const [name, setName] = useState("");
   const [target, setTarget] = useState<"wordpress" | "astro">("wordpress");
-  const [errors, setErrors] = useState<FormErrors>(noErrors);
-  const [busy, setBusy] = useState(false);
-  async function submit(e: Event) {
-    e.preventDefault();
-    setBusy(true);
-    setErrors(noErrors);
-    try {
-      const r = await api.post("/api/seo/campaigns", { body: { environment_id: env, name, target, keyword_ids: ids } });
-      onCreated(`Campaign “${r.data.name}” created with ${kws(ids.length)}.`);
-    } catch (err) {
-      setErrors(formErrors(err, ["name", "target", "keyword_ids"]));
-    } finally {
-      setBusy(false);
-    }
-  }
+  const { errors, busy, submit } = useSubmit(["name", "target", "keyword_ids"], async () => {
+    const r = await api.post("/api/seo/campaigns", { body: { environment_id: env, name, target, keyword_ids: ids } });
+    onCreated(`Campaign “${r.data.name}” created with ${kws(ids.length)}.`);
+  });
   return (
     <form onSubmit={submit} aria-label="New campaign of the selected keywords" noValidate>
       <Field label="Campaign name" name="name" value={name} onValue={setName} error={errors.fields.name} required />

@@ -111,7 +111,8 @@ function Watch({ id, env }: { id: number; env: number }) {
   const [now, setNow] = useState<Now>({ generation: null, text: "" });
   const [watchers, setWatchers] = useState<Watcher[]>([]);
   const [closed, setClosed] = useState<string | null>(null);
-  const { busy, error, setError, act } = useAction();
+  const { busy: acting, error, setError, act } = useAction();
+  const busy = acting !== null;
   const [prompt, setPrompt] = useState("");
   const session: Session | undefined = detail.data?.data.session;
   const isOpen = session?.status === "open" && closed === null;

@@ -1,0 +1,258 @@
+// Backups (super_admin): take a snapshot of the database (progress while
+// the server copies and checks it), the snapshots with their size and
+// their verification (checked when taken; "Verify" checks a file again),
+// download one (fetched with the Authorization header, handed over as a
+// blob: address: the token is in no URL), delete one, and restore one
+// after typing its name: the restore replaces the whole database and ends
+// every session, so the sign-in dialog follows it.
+import { useEffect, useState } from "preact/hooks";
+import { api, download, url, type Schemas } from "../api/client";
+import { Confirm } from "../confirm";
+import { session } from "../session";
+import { Alert, errorText, Heading, num, Pager, Thead, useAction, useResource, When } from "../ui";
+
+type Backup = Schemas["backupResponse"];
+type Verified = Schemas["backupVerifyResponse"];
+const kindWord: Record<Backup["kind"], string> = { manual: "Taken here", scheduled: "Scheduled", "pre-restore": "Before a restore", uploaded: "Uploaded", cli: "Command line" };
+
+export function size(n: number): string {
+  if (n < 1024) return `${n} B`;
+  const units = ["KB", "MB", "GB", "TB"];
+  let v = n / 1024;
+  let i = 0;
+  for (; v >= 1024 && i < units.length - 1; i++) v /= 1024;
+  return `${v.toFixed(v < 10 ? 1 : 0)} ${units[i]}`;
+}
+
+export function Backups() {
+  const [page, setPage] = useState(1);
+  const list = useResource((signal) => api.get("/api/backup", { query: { page, per_page: 50 }, signal }), [page]);
+  const schedule = useResource((signal) => api.get("/api/backup/schedule", { signal }), []);
+  const [taking, setTaking] = useState(false);
+  const [note, setNote] = useState<string | null>(null);
+  const [error, setError] = useState<string | null>(null);
+  const [restoring, setRestoring] = useState<Backup | null>(null);
+  const [restored, setRestored] = useState<Schemas["backupRestoreResponse"] | null>(null);
+  const [verified, setVerified] = useState<Record<string, Verified>>({});
+
+  // After a restore every session has ended: once signed in again, the
+  // list is read from the restored database.
+  useEffect(
+    () =>
+      session.subscribe(() => {
+        if (session.current) list.reload();
+      }),
+    [],
+  );
+
+  if (session.user?.role !== "super_admin") {
+    return (
+      <>
+        <Heading>Backups</Heading>
+        <p>Backups are kept by super administrators: ask one to take or restore a backup.</p>
+      </>
+    );
+  }
+
+  async function take() {
+    setTaking(true);
+    setError(null);
+    setNote(null);
+    try {
+      const r = await api.post("/api/backup", {});
+      setNote(`Backup ${r.data.name} taken (${size(r.data.size)}) and checked.`);
+      list.reload();
+    } catch (e) {
+      setError(errorText(e));
+    } finally {
+      setTaking(false);
+    }
+  }
+
+  async function restore(b: Backup) {
+    setError(null);
+    setNote(null);
+    setRestoring(b);
+    const token = session.current?.access_token;
+    try {
+      const r = await api.post("/api/backup/{name}/restore", { path: { name: b.name } });
+      setRestored(r.data);
+      // The server has ended every session, this one too: say so now
+      // rather than at the next request.
+      if (token) session.end(token, `The database was restored from ${b.name}, which ended every session.`);
+    } catch (e) {
+      setError(errorText(e));
+    } finally {
+      setRestoring(null);
+    }
+  }
+
+  const items = list.data?.data.items ?? [];
+  const total = list.data?.data.total ?? 0;
+  const s = schedule.data?.data;
+  return (
+    <>
+      <Heading>Backups</Heading>
+      <p class="muted">
+        A backup is a consistent copy of the whole database, checked before it is listed. Keep the server's <code>secret.key</code> with your backups: credentials in
+        them cannot be read without it.
+      </p>
+      <div class="row">
+        <button type="button" onClick={() => void take()} disabled={taking || restoring !== null}>
+          Take a backup
+        </button>
+      </div>
+      {taking && (
+        <div class="progress" role="status">
+          <label for="backup-progress">Taking a backup: copying the database and checking it…</label>
+          <progress id="backup-progress" /> <Elapsed />
+        </div>
+      )}
+      {restoring && (
+        <div class="progress" role="status">
+          <label for="restore-progress">
+            Restoring {restoring.name}: checking it, keeping a safety copy of the current database, then putting it in place. Requests wait meanwhile.
+          </label>
+          <progress id="restore-progress" /> <Elapsed />
+        </div>
+      )}
+      {restored && (
+        <div role="status" class="card">
+          <p>
+            <strong>Restored {restored.restored.name}.</strong> The database as it was just before is kept as {restored.safety_snapshot.name}. Every session and API token
+            has ended: everyone signs in again, and API tokens must be made again.
+          </p>
+        </div>
+      )}
+      {note && <p role="status">{note}</p>}
+      {error && <Alert>{error}</Alert>}
+      {s && (
+        <p class="small muted">
+          {s.enabled ? (
+            <>
+              Scheduled backups: {s.spec} (UTC), keeping the last {num(s.retention)}; next <When at={s.next_run_at} />.
+            </>
+          ) : (
+            "Scheduled backups are off."
+          )}
+          {s.last_error && <span class="field-error"> The last scheduled backup failed: {s.last_error}</span>}
+        </p>
+      )}
+      {list.error && <Alert>{list.error}</Alert>}
+      {list.data && total === 0 && <p class="empty">No backups yet. Take the first one with “Take a backup”: it takes a few seconds.</p>}
+      {items.length > 0 && (
+        <table aria-label="Backups">
+          <Thead cols={["Name", "Taken", "Kind", "Size", "Verification", "Actions"]} />
+          <tbody>
+            {items.map((b) => (
+              <Row key={b.name} b={b} verified={verified[b.name]} disabled={restoring !== null || taking}
+                onVerified={(v) => setVerified({ ...verified, [b.name]: v })}
+                onRestore={() => void restore(b)}
+                onDeleted={() => { setNote(`Backup ${b.name} deleted.`); list.reload(); }} />
+            ))}
+          </tbody>
+        </table>
+      )}
+      <Pager label="Pages of backups" page={page} pages={Math.ceil(total / 50)} onPage={setPage} />
+    </>
+  );
+}
+
+// Elapsed counts the seconds since it appeared (outside the live region's
+// words: a screen reader is not told each second).
+function Elapsed() {
+  const [n, setN] = useState(0);
+  useEffect(() => {
+    const t = window.setInterval(() => setN((x) => x + 1), 1000);
+    return () => window.clearInterval(t);
+  }, []);
+  return <span class="muted small" aria-hidden="true">{n} s</span>;
+}
+
+function Row({ b, verified, disabled, onVerified, onRestore, onDeleted }: {
+  b: Backup;
+  verified: Verified | undefined;
+  disabled: boolean;
+  onVerified: (v: Verified) => void;
+  onRestore: () => void;
+  onDeleted: () => void;
+}) {
+  const [asking, setAsking] = useState<"restore" | "delete" | null>(null);
+  const { busy, error, run: act } = useAction<"verify" | "download" | "delete">();
+  const verify = () => act("verify", async () => onVerified((await api.post("/api/backup/{name}/verify", { path: { name: b.name } })).data));
+  const get = () => act("download", () => download(url("/api/backup/{name}/download", { name: b.name }), b.name, "application/vnd.sqlite3"));
+  const remove = () =>
+    act("delete", async () => {
+      await api.del("/api/backup/{name}", { path: { name: b.name } });
+      setAsking(null);
+      onDeleted();
+    });
+  return (
+    <tr>
+      <th scope="row">
+        {b.name}
+        <br />
+        <span class="muted small">
+          copydesk {b.copydesk_version}, schema {b.schema_version}
+        </span>
+      </th>
+      <td>
+        <When at={b.created_at} />
+      </td>
+      <td>{kindWord[b.kind]}</td>
+      <td class="num">{size(b.size)}</td>
+      <td>
+        {busy === "verify" ? (
+          <span role="status">Verifying…</span>
+        ) : verified ? (
+          verified.ok ? (
+            <span>Verified: intact</span>
+          ) : (
+            <span class="field-error">Damaged: {verified.problem || (verified.sha256_matches ? "the integrity check failed" : "the file changed since it was taken")}</span>
+          )
+        ) : (
+          <span class="muted">Checked when taken</span>
+        )}
+        <br />
+        <span class="muted small" title={b.sha256}>
+          SHA-256 {b.sha256.slice(0, 12)}…
+        </span>
+      </td>
+      <td>
+        <div class="actions">
+          <button type="button" onClick={() => void verify()} disabled={disabled || busy !== null}>
+            Verify<span class="visually-hidden"> {b.name}</span>
+          </button>
+          <button type="button" onClick={() => void get()} disabled={disabled || busy !== null}>
+            Download<span class="visually-hidden"> {b.name}</span>
+          </button>
+          <button type="button" onClick={() => setAsking("restore")} disabled={disabled || busy !== null} aria-expanded={asking === "restore"}>
+            Restore…<span class="visually-hidden"> {b.name}</span>
+          </button>
+          <button type="button" onClick={() => setAsking("delete")} disabled={disabled || busy !== null} aria-expanded={asking === "delete"}>
+            Delete…<span class="visually-hidden"> {b.name}</span>
+          </button>
+        </div>
+        {busy === "download" && <span role="status">Downloading…</span>}
+        {error && <Alert>{error}</Alert>}
+        {asking === "delete" && (
+          <Confirm label={`Delete ${b.name}`} action="Delete the backup" busy={busy === "delete"} onConfirm={() => void remove()} onCancel={() => setAsking(null)}
+            question={<p>Delete the backup {b.name} ({size(b.size)}, taken {new Date(b.created_at).toLocaleString()})? Its file is removed from the server; this cannot be undone.</p>} />
+        )}
+        {asking === "restore" && (
+          <Confirm label={`Restore ${b.name}`} action="Restore this backup" typed={b.name} busy={disabled}
+            onConfirm={() => { setAsking(null); onRestore(); }} onCancel={() => setAsking(null)}
+            question={
+              <>
+                <p>
+                  <strong>This replaces the whole database</strong> — every environment, user, keyword, post, campaign, agent, credential and setting — with its state
+                  of {new Date(b.created_at).toLocaleString()}. Everything changed since then is lost from the live database (a safety backup of it is taken first).
+                </p>
+                <p>Every session ends, yours included, and every API token is revoked. Files written for Astro sites are not rolled back.</p>
+              </>
+            } />
+        )}
+      </td>
+    </tr>
+  );
+}

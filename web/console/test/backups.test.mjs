@@ -1,0 +1,108 @@
+// Backups (super_admin): the empty state, taking one with its progress,
+// verifying, the download (fetched with the Authorization header: the
+// token in no address), deleting after a confirmation that names the
+// backup, and a restore behind a typed confirmation: the database goes back
+// to the backup's state, every session ends and the sign-in dialog asks
+// again over the screen, which then lists the safety backup.
+import assert from "node:assert/strict";
+import { readFile } from "node:fs/promises";
+import { after, before, test } from "node:test";
+import { axeCheck, launch, openAs, PASSWORD, startCopydesk, TEAM } from "./harness.mjs";
+
+let srv;
+let browser;
+before(async () => {
+  srv = await startCopydesk({ users: TEAM });
+  browser = await launch();
+});
+after(async () => {
+  await browser?.close();
+  await srv?.stop();
+});
+
+const envNames = async () => {
+  const t = (await srv.login("ann@example.com")).access_token;
+  return (await srv.api("GET", "/api/environments", t)).body.data.items.map((e) => e.name).sort();
+};
+
+test("take, verify, download, delete and restore a backup", async () => {
+  const admin = (await srv.login("ann@example.com")).access_token;
+  await srv.api("POST", "/api/environments", admin, { name: "Kept blog" });
+  const { page, close } = await openAs(browser, srv, "ann@example.com", "/");
+  const urls = [];
+  page.on("request", (r) => urls.push(r.url()));
+  await page.getByRole("link", { name: "Backups" }).click();
+  await page.getByRole("heading", { name: "Backups", level: 1 }).waitFor();
+  await page.getByText(/No backups yet\. Take the first one/).waitFor();
+  assert.deepEqual(await axeCheck(page), [], "backups, empty");
+
+  // Take one: progress while the server copies and checks it, then the row.
+  await page.getByRole("button", { name: "Take a backup" }).click();
+  await page.getByRole("status").filter({ hasText: /Backup copydesk-\d{8}-\d{6}-manual\.db taken \(\d+(\.\d)? [KMG]?B\) and checked\./ }).waitFor();
+  const table = page.getByRole("table", { name: "Backups" });
+  const row = table.getByRole("row", { name: /copydesk-\d{8}-\d{6}-manual\.db/ });
+  await row.getByText("Checked when taken").waitFor();
+  const name = (await row.getByRole("rowheader").innerText()).split("\n")[0].trim();
+  assert.match(name, /^copydesk-\d{8}-\d{6}-manual\.db$/);
+  await row.getByRole("button", { name: `Verify ${name}` }).click();
+  await row.getByText("Verified: intact").waitFor();
+  assert.deepEqual(await axeCheck(page), [], "backups, listed");
+
+  const [file] = await Promise.all([page.waitForEvent("download"), row.getByRole("button", { name: `Download ${name}` }).click()]);
+  assert.equal(file.suggestedFilename(), name);
+  const bytes = await readFile(await file.path());
+  assert.equal(bytes.subarray(0, 15).toString("latin1"), "SQLite format 3");
+  const token = await page.evaluate(() => JSON.parse(localStorage.getItem("copydesk.session")).access_token);
+  assert.ok(urls.some((u) => u.endsWith(`/api/backup/${name}/download`)), "the download was fetched");
+  assert.deepEqual(urls.filter((u) => u.includes(token)), [], "the token is in no address");
+
+  // Made after the backup: the restore takes it away.
+  await srv.api("POST", "/api/environments", admin, { name: "Lost blog" });
+  assert.deepEqual(await envNames(), ["Kept blog", "Lost blog"]);
+
+  // The restore asks for the backup's name, and says what it replaces.
+  await row.getByRole("button", { name: `Restore… ${name}` }).click();
+  const ask = row.getByRole("alertdialog", { name: `Restore ${name}` });
+  await ask.getByText(/This replaces the whole database/).waitFor();
+  await ask.getByText(/Every session ends, yours included/).waitFor();
+  const go = ask.getByRole("button", { name: "Restore this backup" });
+  assert.equal(await go.isDisabled(), true, "not before the name is typed");
+  await ask.getByLabel(`Type ${name} to confirm`).fill(name.slice(0, -1));
+  assert.equal(await go.isDisabled(), true, "not with another name");
+  assert.deepEqual(await axeCheck(page), [], "restore confirmation");
+  await ask.getByLabel(`Type ${name} to confirm`).fill(name);
+  await go.click();
+
+  // Every session ended: the dialog asks again over the screen, which says
+  // what was restored and where the previous state is kept.
+  const dialog = page.getByRole("dialog", { name: "Sign in to copydesk" });
+  await dialog.getByText(new RegExp(`restored from ${name.replace(/\./g, "\\.")}`)).waitFor();
+  assert.equal(await page.getByText(new RegExp(`Restored ${name.replace(/\./g, "\\.")}\\. The database as it was just before is kept as copydesk-\\d{8}-\\d{6}-pre-restore\\.db`)).count(), 1);
+  assert.deepEqual(await envNames(), ["Kept blog"]);
+  await dialog.getByLabel("Password").fill(PASSWORD);
+  await dialog.getByRole("button", { name: "Sign in" }).click();
+  await dialog.waitFor({ state: "hidden" });
+  const safety = table.getByRole("row", { name: /pre-restore\.db/ });
+  await safety.getByText("Before a restore").waitFor();
+
+  // Delete the safety backup after a confirmation that names it.
+  const safetyName = (await safety.getByRole("rowheader").innerText()).split("\n")[0].trim();
+  await safety.getByRole("button", { name: `Delete… ${safetyName}` }).click();
+  const del = safety.getByRole("alertdialog", { name: `Delete ${safetyName}` });
+  await del.getByText(new RegExp(`Delete the backup ${safetyName.replace(/\./g, "\\.")} \\(`)).waitFor();
+  await del.getByRole("button", { name: "Delete the backup" }).click();
+  await page.getByRole("status").filter({ hasText: `Backup ${safetyName} deleted.` }).waitFor();
+  await table.getByRole("row", { name: /pre-restore\.db/ }).waitFor({ state: "detached" });
+  await table.getByRole("row", { name: new RegExp(name.replace(/\./g, "\\.")) }).waitFor();
+  await close();
+});
+
+test("an editor has no backups", async () => {
+  const { page, close } = await openAs(browser, srv, "ed@example.com", "/admin/backups");
+  await page.getByRole("heading", { name: "Backups", level: 1 }).waitFor();
+  await page.getByText(/Backups are kept by super administrators/).waitFor();
+  assert.equal(await page.getByRole("link", { name: "Backups" }).count(), 0);
+  assert.equal(await page.getByRole("button", { name: "Take a backup" }).count(), 0);
+  assert.deepEqual(await axeCheck(page), [], "backups, editor");
+  await close();
+});
