@@ -10,7 +10,7 @@ import { session } from "./session";
 import { Shell } from "./shell";
 import { SessionDialog, SignInPage } from "./signin";
 import { Alert, Heading, Link, useResource } from "./ui";
-import { LazyScreen } from "./lazy";
+import { LazyPage, LazyScreen } from "./lazy";
 
 // useTitle names the tab after the screen; null leaves it to a child.
 function useTitle(title: string | null) {
@@ -53,11 +53,18 @@ export function App() {
 
 function Screens({ path }: { path: string }) {
   const r = match(path);
-  useTitle(r.name === "environments" ? "Environments · copydesk" : r.name === "not-found" ? "Not found · copydesk" : null);
+  useTitle(r.name === "environments" ? "Environments · copydesk" : r.name === "not-found" ? "Not found · copydesk" : r.name === "account" ? "Your account · copydesk" : null);
   if (r.name === "environments") {
     return (
       <Shell>
         <Environments />
+      </Shell>
+    );
+  }
+  if (r.name === "account") {
+    return (
+      <Shell>
+        <LazyPage page="account" label="Your account" />
       </Shell>
     );
   }

@@ -17,14 +17,23 @@ const loaders: Record<Exclude<Section, "">, Loader> = {
   autopilot: () => import("./screens/autopilot").then((m) => m.Autopilot),
   costs: () => import("./screens/costs").then((m) => m.Costs),
   campaigns: () => import("./screens/campaigns").then((m) => m.Campaigns),
+  agents: () => import("./screens/agents").then((m) => m.Agents),
 };
 
-const loaded = new Map<Section, FunctionComponent<ScreenProps>>();
+// Screens outside any environment, loaded the same way.
+const pages = {
+  account: () => import("./screens/account").then((m) => m.Account),
+} satisfies Record<string, () => Promise<FunctionComponent>>;
 
-export function LazyScreen({ section, env, envName, label }: ScreenProps & { section: Exclude<Section, "">; label: string }) {
+export function LazyPage({ page, label }: { page: keyof typeof pages; label: string }) {
+  return <LazyScreen section={page as never} env={0} envName={undefined} label={label} load={pages[page] as Loader} />;
+}
+
+const loaded = new Map<string, FunctionComponent<ScreenProps>>();
+
+export function LazyScreen({ section, env, envName, label, load = loaders[section] }: ScreenProps & { section: Exclude<Section, "">; label: string; load?: Loader }) {
   const [Screen, setScreen] = useState<FunctionComponent<ScreenProps> | null>(() => loaded.get(section) ?? null);
   const [error, setError] = useState<string | null>(null);
-  const load = loaders[section];
   useEffect(() => {
     if (Screen) return;
     let live = true;

@@ -44,6 +44,7 @@ export function usePath(): string {
 export type Route =
   | { name: "environments" }
   | { name: "environment"; env: number; section: Section }
+  | { name: "account" }
   | { name: "not-found" };
 
 export const sections = [
@@ -54,12 +55,14 @@ export const sections = [
   { id: "posts", label: "Posts" },
   { id: "autopilot", label: "Autopilot" },
   { id: "costs", label: "Costs" },
+  { id: "agents", label: "Agents" },
 ] as const;
 export type Section = (typeof sections)[number]["id"];
 
 export function match(address: string): Route {
   const path = address.split("?")[0] ?? "";
   if (path === "/" || path === "") return { name: "environments" };
+  if (path === accountPath || path === accountPath + "/") return { name: "account" };
   const m = /^\/e\/([1-9]\d{0,15})(?:\/([a-z]*))?\/?$/.exec(path);
   if (m) {
     const section = sections.find((s) => s.id === (m[2] ?? ""));
@@ -67,6 +70,12 @@ export function match(address: string): Route {
   }
   return { name: "not-found" };
 }
+
+// The signed-in user's own screen (profile, two-factor, sessions, license),
+// and the administration's credentials screen (no-credential empty states
+// link there).
+export const accountPath = "/account";
+export const credentialsPath = "/admin/credentials";
 
 export function envPath(env: number, section: Section = ""): string {
   return `/e/${env}` + (section ? "/" + section : "");
