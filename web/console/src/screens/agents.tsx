@@ -294,20 +294,27 @@ function RunAgent({ env, a, editor, onRun }: { env: number; a: Agent; editor: bo
     }
   }
 
+  // stop cancels the run on the server while its stream is still read (a
+  // stream cut first would cancel it by itself), then stops reading; a run
+  // that ended meanwhile is shown as it ended.
   async function stop() {
     if (phase.kind !== "running") return;
     const runId = phase.runId;
+    let r: Run | null = null;
+    let failed: string | null = null;
+    if (runId != null) {
+      try {
+        r = (await api.post("/api/agents/runs/{run_id}/cancel", { path: { run_id: runId } })).data;
+      } catch (err) {
+        if (err instanceof ApiError && err.status === 409) r = (await api.get("/api/agents/runs/{run_id}", { path: { run_id: runId } }).catch(() => null))?.data ?? null;
+        else failed = errorText(err);
+      }
+    }
     ac.current?.abort();
-    if (runId == null) {
-      setPhase({ kind: "cancelled" });
-      return;
-    }
-    try {
-      const r = await api.post("/api/agents/runs/{run_id}/cancel", { path: { run_id: runId } });
-      setPhase(r.data.status === "succeeded" ? { kind: "done", run: r.data } : { kind: "cancelled" });
-    } catch (err) {
-      setPhase({ kind: "failed", detail: errorText(err) ?? "" });
-    }
+    if (failed) setPhase({ kind: "failed", detail: failed });
+    else if (r?.status === "succeeded") setPhase({ kind: "done", run: r });
+    else if (r?.status === "failed") setPhase({ kind: "failed", detail: r.error || "the run failed" });
+    else setPhase({ kind: "cancelled" });
     onRun();
   }
 
@@ -513,7 +520,7 @@ function AgentCampaigns({ env, a, editor }: { env: number; a: Agent; editor: boo
       )}
       {editor && free.length > 0 && (
         <div class="row">
-          <Select label="Campaign" name="campaign" value={pick} onValue={setPick} options={[["", "Choose a campaign"], ...free.map((c) => [String(c.id), c.name] as const)]} />
+          <Select label="Campaign to assign it to" name="campaign" value={pick} onValue={setPick} options={[["", "Choose a campaign"], ...free.map((c) => [String(c.id), c.name] as const)]} />
           <button type="button" onClick={() => pick && void setAgent(Number(pick), a.id)} disabled={busy || !pick}>
             Assign to the campaign
           </button>
