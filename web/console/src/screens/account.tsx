@@ -25,7 +25,7 @@ export function Account() {
       {me.error && <Alert>{me.error}</Alert>}
       {user && (
         <>
-          <Profile key={user.updated_at} user={user} onChanged={changed} />
+          <Profile user={user} onChanged={changed} />
           <Avatar user={user} onChanged={changed} />
           <TwoFactor onChanged={() => me.reload()} />
         </>
@@ -60,6 +60,7 @@ function Profile({ user, onChanged }: { user: User; onChanged: (u: User) => void
       };
       const r = await api.put("/api/auth/me", { body });
       onChanged(r.data);
+      setF({ full_name: r.data.full_name, username: r.data.username, email: r.data.email, current_password: "", new_password: "" });
       setNotice(f.new_password ? "Profile saved. The new password ended your other sessions." : "Profile saved.");
     } catch (err) {
       setErrors(formErrors(err, profileFields));
