@@ -181,8 +181,8 @@ function AgentForm({ env, a, creds, onDone }: { env: number; a?: Agent; creds: C
       <TextArea label="System prompt" name="system_prompt" value={f.system_prompt} onValue={(v) => set({ system_prompt: v })} error={errors.fields.system_prompt} rows={6}
         hint="{{name}} is replaced by the run's variable of that name." />
       <div class="row">
-        <Field label="Temperature" name="temperature" type="number" value={f.temperature} onValue={(v) => set({ temperature: v })} error={errors.fields.temperature} hint="0 to 2; empty: the settings'." />
-        <Field label="Max output tokens" name="max_tokens" type="number" value={f.max_tokens} onValue={(v) => set({ max_tokens: v })} error={errors.fields.max_tokens} hint="Empty: the settings'." />
+        <Field label="Temperature" name="temperature" type="number" value={f.temperature} onValue={(v) => set({ temperature: v })} error={errors.fields.temperature} hint={a ? "0 to 2." : "0 to 2; empty: the settings'."} />
+        <Field label="Max output tokens" name="max_tokens" type="number" value={f.max_tokens} onValue={(v) => set({ max_tokens: v })} error={errors.fields.max_tokens} {...(a ? {} : { hint: "Empty: the settings'." })} />
       </div>
       <Labelled label="Active" error={errors.fields.is_active} control={(c) => (
         <input {...c} type="checkbox" name="is_active" checked={f.is_active} onChange={(e) => set({ is_active: e.currentTarget.checked })} />
