@@ -4,8 +4,8 @@
 // from a local stand-in of the provider, sees the run with its usage and
 // cost, stops a run (cancelled on the server), assigns the agent to
 // another environment and to a campaign, and deletes it after a
-// confirmation that names it; an admin chooses the provider credential;
-// a viewer sees the agents with no action.
+// confirmation that names it; the provider credential is chosen from
+// those usable there; a viewer sees the agents with no action.
 import assert from "node:assert/strict";
 import { after, before, test } from "node:test";
 import { axeCheck, grantAll, launch, openAs, startCopydesk, startProvider, TEAM, useProvider, waitFor } from "./harness.mjs";
@@ -45,6 +45,11 @@ test("with no AI credential, the screen says so and links to the credentials scr
   assert.equal(await link.getAttribute("href"), "/admin/credentials");
   assert.deepEqual(await axeCheck(page), [], "agents, empty");
   await close();
+  // An editor is told who adds one.
+  const ed = await openAs(browser, srv, "ed@example.com", `/e/${env.id}/agents`);
+  await ed.page.getByText(/An administrator adds one on the credentials screen/).waitFor();
+  assert.equal(await ed.page.getByRole("link", { name: "Add a credential" }).count(), 0);
+  await ed.close();
   await useProvider(srv, admin, provider);
 });
 
@@ -57,8 +62,8 @@ test("an editor creates, edits, runs, assigns and deletes an agent", async () =>
   await form.getByRole("textbox", { name: "System prompt" }).fill("You answer questions about {{plant}}.");
   const temperature = form.getByRole("spinbutton", { name: "Temperature" });
   await temperature.fill("3");
-  // The editor cannot list credentials: the form says whose is used.
-  await form.getByText("Provider credential: the AI settings' credential").waitFor();
+  // The credentials an agent here may use (GET /api/agents/credentials).
+  await form.getByLabel("Provider credential").selectOption({ label: "Stand-in (openai, gpt-4o-mini)" });
   assert.deepEqual(await axeCheck(page), [], "new agent form");
   await form.getByRole("button", { name: "Create the agent" }).click();
   await waitFor(async () => (await temperature.getAttribute("aria-invalid")) === "true", 10_000, "temperature marked");
@@ -78,7 +83,9 @@ test("an editor creates, edits, runs, assigns and deletes an agent", async () =>
   const agents = (await srv.api("GET", `/api/agents?environment_id=${env.id}`, admin)).body.data.items;
   assert.equal(agents.length, 1);
   const agent = agents[0];
-  assert.deepEqual([agent.name, agent.kind, agent.model, agent.temperature, agent.max_tokens, agent.environment_id], ["Gardener", "researcher", "gpt-4o-mini", 0.7, 800, env.id]);
+  const cred = (await srv.api("GET", "/api/configurations", admin)).body.data.items[0];
+  assert.deepEqual([agent.name, agent.kind, agent.model, agent.temperature, agent.max_tokens, agent.environment_id, agent.credential_id],
+    ["Gardener", "researcher", "gpt-4o-mini", 0.7, 800, env.id, cred.id]);
 
   // Run it: the output arrives piece by piece, then the usage and cost.
   await detail.getByRole("textbox", { name: "Input" }).fill("When do I sow tomatoes?");
@@ -132,7 +139,7 @@ test("an editor creates, edits, runs, assigns and deletes an agent", async () =>
   await close();
 });
 
-test("an admin chooses the provider credential; a viewer sees the agents with no action", async () => {
+test("an admin chooses the provider credential too; a viewer sees the agents with no action", async () => {
   const a = await srv.api("POST", "/api/agents", admin, { name: "Proofreader", kind: "editor", environment_id: env.id, system_prompt: "Fix the typos." });
   assert.equal(a.status, 201, JSON.stringify(a.body));
   {

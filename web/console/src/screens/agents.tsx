@@ -14,30 +14,24 @@ import { Alert, canEdit, ConfirmBox, errorText, Field, formErrors, Heading, Labe
 
 type Agent = Schemas["agentResponse"];
 type Run = Schemas["runResponse"];
-type Credential = Schemas["credentialResponse"];
+type Credential = Schemas["agentCredentialResponse"];
 type Kind = Agent["kind"];
 
 const kinds = [["writer", "Writer"], ["editor", "Editor"], ["researcher", "Researcher"], ["seo", "SEO"]] as const;
 const kindWord = Object.fromEntries(kinds) as Record<Kind, string>;
-const aiProviders = ["openai", "anthropic", "openai_compatible"];
 
 function isAdmin(): boolean {
   const r = session.user?.role;
   return r === "admin" || r === "super_admin";
 }
 
-// useCredentials is the AI credentials usable in env; only administrators
-// may list credentials, so for others it is null (unknown).
+// useCredentials is the AI credentials an agent of env may use (GET
+// /api/agents/credentials, for editors and up); null for a viewer.
 function useCredentials(env: number) {
-  const admin = isAdmin();
+  const editor = canEdit();
   return useResource(
-    (signal) =>
-      admin
-        ? api.get("/api/configurations", { query: { per_page: 200 }, signal }).then((r) =>
-            r.data.items.filter((c) => aiProviders.includes(c.provider) && (c.environment_id === null || c.environment_id === env)),
-          )
-        : Promise.resolve(null),
-    [env, admin],
+    (signal) => (editor ? api.get("/api/agents/credentials", { query: { environment_id: env, per_page: 200 }, signal }).then((r) => r.data.items) : Promise.resolve(null)),
+    [env, editor],
   );
 }
 
@@ -66,7 +60,7 @@ export function Agents({ env }: ScreenProps) {
       {noCredential && (
         <p class="notice">
           No AI provider credential is configured yet: an agent cannot run without one.{" "}
-          <Link href={credentialsPath}>Add a credential</Link>.
+          {isAdmin() ? <Link href={credentialsPath}>Add a credential</Link> : "An administrator adds one on the credentials screen"}.
         </p>
       )}
       <section aria-labelledby="ag-list">
@@ -174,7 +168,7 @@ function AgentForm({ env, a, creds, onDone }: { env: number; a?: Agent; creds: C
           hint="Which AI provider's credential it calls with." />
       ) : (
         <p class="muted small">
-          Provider credential: {a?.credential_id ? `#${a.credential_id}` : "the AI settings' credential"} (administrators choose another).
+          Provider credential: {a?.credential_id ? `#${a.credential_id}` : "the AI settings' credential"}.
         </p>
       )}
       <Field label="Model" name="model" value={f.model} onValue={(v) => set({ model: v })} error={errors.fields.model} hint="Left empty, the credential's or the settings' model." />
