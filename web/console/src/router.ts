@@ -100,6 +100,8 @@ export function screenOf(link: string | null | undefined, env: number | null | u
   if ((m = /^\/api\/wordpress-posts\/(\d+)$/.exec(link))) return at("posts", `?post=${m[1]}`);
   if ((m = /^\/api\/astro-posts\/(\d+)$/.exec(link))) return at("posts", `?target=astro&post=${m[1]}`);
   if ((m = /^\/api\/cie\/runs\/(\d+)$/.exec(link))) return at("write", `?run=${m[1]}`);
+  if ((m = /^\/api\/agents\/runs\/(\d+)$/.exec(link))) return at("agents", `?run=${m[1]}`);
+  if ((m = /^\/api\/agents\/(\d+)$/.exec(link))) return at("agents", `?id=${m[1]}`);
   if ((m = /^\/api\/seo\/campaigns\/(\d+)/.exec(link))) return at("campaigns", `?id=${m[1]}`);
   if ((m = /^\/api\/seo\/strategies\/(\d+)$/.exec(link))) return at("campaigns", `?strategy=${m[1]}`);
   if (link.startsWith("/api/seo/")) return at("keywords");

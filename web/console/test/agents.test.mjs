@@ -155,9 +155,16 @@ test("an admin chooses the provider credential too; a viewer sees the agents wit
     assert.equal(await page.getByRole("link", { name: "Add a credential" }).count(), 0);
     await close();
   }
-  const { page, close } = await openAs(browser, srv, "vic@example.com", `/e/${env.id}/agents`);
-  await page.getByRole("button", { name: "Proofreader" }).click();
-  await page.getByRole("region", { name: "Proofreader" }).getByText("It has not run yet.").waitFor();
+  // A run's notification links to /e/<id>/agents?run=<run>: its agent opens
+  // with that run's output shown.
+  const x = await srv.api("POST", `/api/agents/${a.body.data.id}/execute`, admin, { input: "Teh cat", environment_id: env.id });
+  assert.equal(x.status, 202, JSON.stringify(x.body));
+  const runId = x.body.data.id;
+  await waitFor(async () => (await srv.api("GET", `/api/agents/runs/${runId}`, admin)).body.data.status === "succeeded", 10_000, "the run done");
+  const { page, close } = await openAs(browser, srv, "vic@example.com", `/e/${env.id}/agents?run=${runId}`);
+  const detail = page.getByRole("region", { name: "Proofreader" });
+  await detail.getByRole("table", { name: "Past runs" }).getByRole("row").filter({ hasText: "Succeeded" }).waitFor();
+  await detail.getByText(/^Reply number \d+:/).waitFor({ state: "visible" });
   assert.equal(await page.getByRole("button", { name: "New agent" }).count(), 0);
   assert.equal(await page.getByRole("button", { name: "Edit the agent" }).count(), 0);
   assert.equal(await page.getByRole("button", { name: "Run" }).count(), 0);

@@ -39,7 +39,14 @@ export function Agents({ env }: ScreenProps) {
   const editor = canEdit();
   const list = useResource((signal) => api.get("/api/agents", { query: { environment_id: env, per_page: 200 }, signal }), [env]);
   const creds = useCredentials(env);
-  const [open, setOpen] = useState<number | null>(Number(new URLSearchParams(location.search).get("id")) || null);
+  const query = new URLSearchParams(location.search);
+  const [open, setOpen] = useState<number | null>(Number(query.get("id")) || null);
+  // ?run=<id> (a run's notification) opens its agent with that run's output.
+  const [run] = useState(() => Number(query.get("run")) || null);
+  useEffect(() => {
+    if (!run) return;
+    api.get("/api/agents/runs/{run_id}", { path: { run_id: run } }).then((r) => setOpen(r.data.agent_id), (e: unknown) => setNotice(errorText(e)));
+  }, [run]);
   const [creating, setCreating] = useState(false);
   const [notice, setNotice] = useState<string | null>(null);
   const items = list.data?.data.items ?? [];
@@ -106,7 +113,7 @@ export function Agents({ env }: ScreenProps) {
           }} />
         )}
       </section>
-      {chosen && <AgentDetail key={chosen.id} env={env} a={chosen} editor={editor} creds={creds.data ?? null} onChanged={changed} onDeleted={(m) => { setOpen(null); changed(m); }} />}
+      {chosen && <AgentDetail key={chosen.id} env={env} a={chosen} run={run} editor={editor} creds={creds.data ?? null} onChanged={changed} onDeleted={(m) => { setOpen(null); changed(m); }} />}
     </>
   );
 }
@@ -194,9 +201,10 @@ function AgentForm({ env, a, creds, onDone }: { env: number; a?: Agent; creds: C
   );
 }
 
-function AgentDetail({ env, a, editor, creds, onChanged, onDeleted }: {
+function AgentDetail({ env, a, run, editor, creds, onChanged, onDeleted }: {
   env: number;
   a: Agent;
+  run: number | null;
   editor: boolean;
   creds: Credential[] | null;
   onChanged: (m: string) => void;
@@ -232,7 +240,7 @@ function AgentDetail({ env, a, editor, creds, onChanged, onDeleted }: {
         }} />
       )}
       <RunAgent env={env} a={a} editor={editor} onRun={() => setRunsKey((n) => n + 1)} />
-      <Runs key={runsKey} a={a} />
+      <Runs key={runsKey} a={a} shown={run} />
       <Assignments a={a} editor={editor} onChanged={onChanged} />
       <AgentCampaigns env={env} a={a} editor={editor} />
       {editor && <DeleteAgent a={a} onDeleted={onDeleted} />}
@@ -359,7 +367,7 @@ function RunAgent({ env, a, editor, onRun }: { env: number; a: Agent; editor: bo
 
 const statusWord: Record<Run["status"], string> = { queued: "Queued", running: "Running", succeeded: "Succeeded", failed: "Failed", cancelled: "Cancelled" };
 
-function Runs({ a }: { a: Agent }) {
+function Runs({ a, shown }: { a: Agent; shown: number | null }) {
   const runs = useResource((signal) => api.get("/api/agents/{id}/runs", { path: { id: a.id }, query: { per_page: 20 }, signal }), [a.id]);
   const items = runs.data?.data.items ?? [];
   const total = runs.data?.data.total ?? 0;
@@ -393,7 +401,7 @@ function Runs({ a }: { a: Agent }) {
           </table>
           {total > items.length && <p class="muted small">The last {items.length} of {num(total)} runs.</p>}
           {items.filter((r) => r.output).map((r) => (
-            <details key={r.id}>
+            <details key={r.id} open={r.id === shown}>
               <summary>
                 Output of the run of <When at={r.queued_at} />
               </summary>
