@@ -21,6 +21,11 @@ func (s *Server) registerAgentRoutes() {
 	s.handle(Route{Method: "POST", Path: "/api/agents", Tag: tag, Access: editorOnly, Status: http.StatusCreated,
 		Summary: "Create an agent", Body: agentRequest{}, Data: agentResponse{},
 		Notes: "Editors create agents in their environments (environment_id required); admins may leave it out for a global agent."}, s.createAgent)
+	s.handle(Route{Method: "GET", Path: "/api/agents/credentials", Tag: tag, Access: editorOnly, List: true, Errors: []int{404},
+		Summary: "AI credentials an agent of an environment may use", Query: agentCredentialQuery{}, Data: agentCredentialResponse{},
+		Notes: "The environment's own AI provider credentials and the global ones, by name, to choose an agent's credential_id: " +
+			"their name, provider and default model, never a secret or an address (administrators manage them in /api/configurations). " +
+			"An environment you cannot see is 404."}, s.listAgentCredentials)
 	s.handle(Route{Method: "GET", Path: "/api/agents/runs/{run_id}", Tag: tag, Access: signedIn,
 		Summary: "Get a run", Data: runResponse{}}, s.getRun)
 	s.handle(Route{Method: "POST", Path: "/api/agents/runs/{run_id}/cancel", Tag: tag, Access: editorOnly, Errors: []int{409},
@@ -106,6 +111,40 @@ type agentListQuery struct {
 	Kind          string `form:"kind" binding:"omitempty,oneof=writer editor researcher seo"`
 	IsActive      *bool  `form:"is_active"`
 	Q             string `form:"q" binding:"max=200"`
+}
+
+type agentCredentialQuery struct {
+	pageQuery
+	EnvironmentID int64 `form:"environment_id" binding:"required,gt=0" doc:"where the agent is to run"`
+}
+
+// agentCredentialResponse is what an editor may know of a credential to
+// choose it: no secret hint, no base URL or username.
+type agentCredentialResponse struct {
+	ID            int64  `json:"id"`
+	Name          string `json:"name"`
+	Provider      string `json:"provider" enum:"openai,anthropic,openai_compatible"`
+	DefaultModel  string `json:"default_model"`
+	EnvironmentID *int64 `json:"environment_id" doc:"null: usable in every environment"`
+}
+
+func agentCredentialJSON(c *store.Credential) agentCredentialResponse {
+	return agentCredentialResponse{ID: c.ID, Name: c.Name, Provider: c.Provider, DefaultModel: c.DefaultModel, EnvironmentID: c.EnvironmentID}
+}
+
+func (s *Server) listAgentCredentials(c *gin.Context) {
+	var q agentCredentialQuery
+	if err := bindQuery(c, &q); err != nil {
+		fail(c, err)
+		return
+	}
+	pg := q.page()
+	list, total, err := s.credentials.ListAI(c.Request.Context(), scope(c), q.EnvironmentID, pg)
+	if err != nil {
+		fail(c, err)
+		return
+	}
+	respondList(c, list, total, pg, agentCredentialJSON, "credentials")
 }
 
 type assignmentsRequest struct {

@@ -1523,3 +1523,55 @@ func TestAgentRunTruncated(t *testing.T) {
 		t.Fatalf("finished run: %v", run)
 	}
 }
+
+// GET /api/agents/credentials: an editor lists the AI credentials an agent
+// of their environment may use, without secrets or addresses; another
+// environment is 404, a viewer 403, a missing environment_id 422.
+func TestAgentCredentials(t *testing.T) {
+	t.Parallel()
+	f := agSetup(t)
+	e := f.e
+	global := e.credential(t, "openai", "", "gpt-4o-mini", nil)
+	ownA := e.credential(t, "anthropic", "", "claude-sonnet", &f.envA)
+	e.credential(t, "openai", "", "", &f.envB)
+	e.credential(t, "wordpress", "https://site.example", "", nil)
+
+	r := e.do(t, "GET", fmt.Sprintf("/api/agents/credentials?environment_id=%d", f.envA), f.edATok, nil)
+	if r.Code != http.StatusOK {
+		t.Fatalf("list: %d %s", r.Code, r.Body)
+	}
+	items, _ := r.Data()["items"].([]any)
+	if len(items) != 2 {
+		t.Fatalf("want environment A's and the global AI credential: %s", r.Body)
+	}
+	ids := []int64{}
+	for _, it := range items {
+		m := it.(map[string]any)
+		ids = append(ids, int64(m["id"].(float64)))
+		for _, k := range []string{"secret_hint", "base_url", "username"} {
+			if _, ok := m[k]; ok {
+				t.Errorf("an editor sees %s: %v", k, m)
+			}
+		}
+	}
+	if !(ids[0] == global.ID && ids[1] == ownA.ID || ids[0] == ownA.ID && ids[1] == global.ID) {
+		t.Fatalf("ids %v, want %d and %d", ids, global.ID, ownA.ID)
+	}
+	if m := items[0].(map[string]any); m["provider"] == "" || m["name"] == "" {
+		t.Fatalf("no name or provider: %v", m)
+	}
+
+	for _, c := range []struct {
+		tok, query string
+		want       int
+	}{
+		{f.edATok, fmt.Sprintf("environment_id=%d", f.envB), http.StatusNotFound},
+		{f.viewATok, fmt.Sprintf("environment_id=%d", f.envA), http.StatusForbidden},
+		{f.edATok, "", http.StatusUnprocessableEntity},
+		{f.edATok, "environment_id=abc", http.StatusUnprocessableEntity},
+	} {
+		if r := e.do(t, "GET", "/api/agents/credentials?"+c.query, c.tok, nil); r.Code != c.want || r.Detail() == "" {
+			t.Errorf("%q: %d %s, want %d", c.query, r.Code, r.Body, c.want)
+		}
+	}
+}

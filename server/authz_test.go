@@ -151,6 +151,8 @@ var authzTable = []authzCase{
 	{route: "POST /api/agents/{id}/execute", path: "/api/agents/{agentB}/execute", body: map[string]any{"input": "Write a haiku"}, want: [5]int{401, 403, 404, 202, 202}},
 	{route: "GET /api/agents/{id}/runs", path: "/api/agents/{agentA}/runs", want: [5]int{401, 200, 200, 200, 200}},
 	{route: "GET /api/agents/runs/{run_id}", path: "/api/agents/runs/{run}", want: [5]int{401, 200, 200, 200, 200}},
+	{route: "GET /api/agents/credentials", path: "/api/agents/credentials?environment_id={envA}", want: [5]int{401, 403, 200, 200, 200}},
+	{route: "GET /api/agents/credentials", path: "/api/agents/credentials?environment_id={envB}", want: [5]int{401, 403, 404, 200, 200}},
 	{route: "POST /api/agents/runs/{run_id}/cancel", path: "/api/agents/runs/{run}/cancel", want: [5]int{401, 403, 200, 200, 200}},
 	{route: "PUT /api/settings/system", body: map[string]any{"registration_open": false}, want: [5]int{401, 403, 403, 200, 200}},
 

@@ -12,9 +12,9 @@ import (
 )
 
 // The web console (web/console, built into web/console/dist and embedded):
-// index.html at / and at every address of an environment's screens, so a
-// deep link or a reload opens the screen it names; its content-hashed
-// files under /assets/. The console is a client of the API like any other
+// index.html at /, at every address of an environment's screens and at
+// /account (the signed-in user's own screen), so a deep link or a reload
+// opens the screen it names; its content-hashed files under /assets/. The console is a client of the API like any other
 // and these routes serve files only: no data, no token.
 
 // consoleCSP is the console's Content-Security-Policy: its own script and
@@ -24,7 +24,7 @@ const consoleCSP = "default-src 'self'; script-src 'self'; style-src 'self'; img
 	"frame-ancestors 'none'; base-uri 'none'; form-action 'self'"
 
 // consolePaths are the console's routes, outside the API and its document.
-var consolePaths = []string{"/", "/e/*path", "/admin/*path", "/messages", "/assets/*filepath"}
+var consolePaths = []string{"/", "/e/*path", "/admin/*path", "/messages", "/account", "/assets/*filepath"}
 
 func (s *Server) registerConsoleRoutes() {
 	index, err := fs.ReadFile(web.Console, "index.html")
@@ -46,6 +46,7 @@ func (s *Server) registerConsoleRoutes() {
 	get("/e/*path", page)
 	get("/admin/*path", page) // the administration's screens (/admin/backups)
 	get("/messages", page)
+	get("/account", page) // the signed-in user's own screen
 
 	files := http.FileServer(http.FS(web.Console))
 	get("/assets/*filepath", func(c *gin.Context) {

@@ -33,7 +33,7 @@ func TestConsole(t *testing.T) {
 	}
 
 	t.Run("Pages", func(t *testing.T) {
-		for _, p := range []string{"/", "/e/3", "/e/3/keywords", "/e/12/posts/", "/e/not-a-number", "/admin/backups", "/messages"} {
+		for _, p := range []string{"/", "/e/3", "/e/3/keywords", "/e/12/posts/", "/e/not-a-number", "/admin/backups", "/messages", "/account"} {
 			for _, method := range []string{"GET", "HEAD"} {
 				r := e.send(t, httptestRequest(method, p))
 				if r.Code != http.StatusOK {

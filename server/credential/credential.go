@@ -19,6 +19,7 @@ import (
 type Store interface {
 	CredentialByID(ctx context.Context, id int64) (*store.Credential, error)
 	ListCredentials(ctx context.Context, f store.CredentialFilter) ([]*store.Credential, int, error)
+	ListAICredentials(ctx context.Context, f store.AICredentialFilter) ([]*store.Credential, int, error)
 	CreateCredential(ctx context.Context, n store.NewCredential) (*store.Credential, error)
 	UpdateCredential(ctx context.Context, id int64, up store.CredentialUpdate) (*store.Credential, error)
 	DeleteCredential(ctx context.Context, id int64) error
@@ -95,6 +96,18 @@ func (s *Service) List(ctx context.Context, sc store.Scope, provider string, env
 		return nil, 0, err
 	}
 	return s.db.ListCredentials(ctx, store.CredentialFilter{Provider: provider, EnvironmentID: envID, Global: true, Page: page})
+}
+
+// ListAI lists, by name, the AI credentials usable in environment envID
+// (its own and the global ones), for whoever chooses one for an agent
+// there: an editor sees those of an environment in their scope (another
+// is not found); what is listed is for choosing, and the callers render
+// no secret hint and no address (server/agents.go).
+func (s *Service) ListAI(ctx context.Context, sc store.Scope, envID int64, page store.Page) ([]*store.Credential, int, error) {
+	if _, err := s.envs.Get(ctx, sc, envID); err != nil {
+		return nil, 0, err
+	}
+	return s.db.ListAICredentials(ctx, store.AICredentialFilter{EnvironmentID: &envID, Page: page})
 }
 
 // Get returns a credential; its secret stays sealed.

@@ -332,3 +332,29 @@ func TestMask(t *testing.T) {
 		}
 	}
 }
+
+// ListAI: the AI credentials usable in one environment (its own and the
+// global ones, by name; no WordPress or SERP one, none of another
+// environment), for an editor of that environment; another environment
+// is not found.
+func TestListAI(t *testing.T) {
+	ctx := context.Background()
+	r := newRig(t)
+	global := r.create(t, credential.Input{Name: "b-global", Provider: "openai", APIKey: key})
+	ownA := r.create(t, credential.Input{Name: "a-own", Provider: "openai_compatible", BaseURL: "https://llm.example/v1", EnvironmentID: &r.envA})
+	r.create(t, credential.Input{Name: "c-other", Provider: "anthropic", APIKey: key, EnvironmentID: &r.envB})
+	r.create(t, credential.Input{Name: "d-site", Provider: "wordpress", BaseURL: "https://b.example", Username: "ann", ApplicationPassword: "pw"})
+	page := store.Page{Page: 1, PerPage: 50}
+	edA := store.NewScope(2, false, []int64{r.envA})
+
+	for _, sc := range []store.Scope{admin, edA} {
+		list, total, err := r.svc.ListAI(ctx, sc, r.envA, page)
+		if err != nil || total != 2 || len(list) != 2 || list[0].ID != ownA.ID || list[1].ID != global.ID {
+			t.Fatalf("scope %+v: %d credentials, %v", sc, total, err)
+		}
+	}
+	_, _, err := r.svc.ListAI(ctx, edA, r.envB, page)
+	storetest.WantKind(t, err, store.KindNotFound)
+	_, _, err = r.svc.ListAI(ctx, admin, 9999, page)
+	storetest.WantKind(t, err, store.KindNotFound)
+}

@@ -54,7 +54,7 @@ export function App() {
 function Screens({ path }: { path: string }) {
   const r = match(path);
   useTitle(r.name === "environments" ? "Environments · copydesk" : r.name === "not-found" ? "Not found · copydesk" : null);
-  const page = r.name === "backups" ? "Backups" : r.name === "messages" ? "Messages" : null;
+  const page = r.name === "backups" ? "Backups" : r.name === "messages" ? "Messages" : r.name === "account" ? "Your account" : null;
   useTitle(page && page + " · copydesk");
   if (r.name === "environments") {
     return (
@@ -63,7 +63,7 @@ function Screens({ path }: { path: string }) {
       </Shell>
     );
   }
-  if (r.name === "backups" || r.name === "messages") {
+  if (r.name === "backups" || r.name === "messages" || r.name === "account") {
     return (
       <Shell>
         <LazyPage page={r.name} label={page ?? ""} />

@@ -21,12 +21,14 @@ const loaders: Record<Exclude<Section, "">, Loader> = {
   live: () => import("./screens/live").then((m) => m.Live),
   sources: () => import("./screens/sources").then((m) => m.WebSources),
   phrases: () => import("./screens/phrases").then((m) => m.SearchPhrases),
+  agents: () => import("./screens/agents").then((m) => m.Agents),
 };
 
 // Screens outside any environment, loaded the same way.
 const pages = {
   backups: () => import("./screens/backups").then((m) => m.Backups),
   messages: () => import("./screens/messages").then((m) => m.Messages),
+  account: () => import("./screens/account").then((m) => m.Account),
 } satisfies Record<string, () => Promise<FunctionComponent>>;
 
 export function LazyPage({ page, label }: { page: keyof typeof pages; label: string }) {

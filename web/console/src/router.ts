@@ -46,6 +46,7 @@ export type Route =
   | { name: "environment"; env: number; section: Section }
   | { name: "backups" }
   | { name: "messages" }
+  | { name: "account" }
   | { name: "not-found" };
 
 export const sections = [
@@ -60,6 +61,7 @@ export const sections = [
   { id: "live", label: "Live sessions" },
   { id: "sources", label: "Web sources" },
   { id: "phrases", label: "Search phrases" },
+  { id: "agents", label: "Agents" },
 ] as const;
 export type Section = (typeof sections)[number]["id"];
 
@@ -68,6 +70,7 @@ export function match(address: string): Route {
   if (path === "/" || path === "") return { name: "environments" };
   if (path === backupsPath) return { name: "backups" };
   if (path === messagesPath) return { name: "messages" };
+  if (path === accountPath || path === accountPath + "/") return { name: "account" };
   const m = /^\/e\/([1-9]\d{0,15})(?:\/([a-z]*))?\/?$/.exec(path);
   if (m) {
     const section = sections.find((s) => s.id === (m[2] ?? ""));
@@ -80,6 +83,11 @@ export function match(address: string): Route {
 // (?with=<user id> opens a conversation).
 export const backupsPath = "/admin/backups";
 export const messagesPath = "/messages";
+// The signed-in user's own screen (profile, two-factor, sessions, license),
+// and the administration's credentials screen (no-credential empty states
+// link there).
+export const accountPath = "/account";
+export const credentialsPath = "/admin/credentials";
 
 export function envPath(env: number, section: Section = ""): string {
   return `/e/${env}` + (section ? "/" + section : "");
@@ -106,6 +114,8 @@ export function screenOf(link: string | null | undefined, env: number | null | u
   if ((m = /^\/api\/wordpress-posts\/(\d+)$/.exec(link))) return at("posts", `?post=${m[1]}`);
   if ((m = /^\/api\/astro-posts\/(\d+)$/.exec(link))) return at("posts", `?target=astro&post=${m[1]}`);
   if ((m = /^\/api\/cie\/runs\/(\d+)$/.exec(link))) return at("write", `?run=${m[1]}`);
+  if ((m = /^\/api\/agents\/runs\/(\d+)$/.exec(link))) return at("agents", `?run=${m[1]}`);
+  if ((m = /^\/api\/agents\/(\d+)$/.exec(link))) return at("agents", `?id=${m[1]}`);
   if ((m = /^\/api\/seo\/campaigns\/(\d+)/.exec(link))) return at("campaigns", `?id=${m[1]}`);
   if ((m = /^\/api\/seo\/strategies\/(\d+)$/.exec(link))) return at("campaigns", `?strategy=${m[1]}`);
   if (link.startsWith("/api/seo/")) return at("keywords");

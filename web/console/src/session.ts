@@ -107,6 +107,16 @@ class Session {
     this.emit();
   }
 
+  // updatedUser keeps the signed-in user's new profile (the account
+  // screen's answer), so the header shows it at once.
+  updatedUser(u: User) {
+    const t = this.state.token;
+    if (!t || t.user.id !== u.id) return;
+    this.state = { token: { ...t, user: u }, ended: null };
+    this.save();
+    this.emit();
+  }
+
   private save() {
     try {
       if (this.state.token) localStorage.setItem(KEY, JSON.stringify(this.state.token));

@@ -5,7 +5,7 @@ import type { ComponentChildren } from "preact";
 import { useEffect, useRef, useState } from "preact/hooks";
 import { api } from "./api/client";
 import { notifications, type Note } from "./notifications";
-import { backupsPath, envPath, messagesPath, navigate, screenOf, sections, type Section } from "./router";
+import { accountPath, backupsPath, envPath, messagesPath, navigate, screenOf, sections, type Section } from "./router";
 import { session, sentence } from "./session";
 import { Link, When } from "./ui";
 
@@ -138,9 +138,10 @@ function UserMenu() {
   }
   return (
     <div class="user">
-      <span class="muted" title={user?.email}>
+      <Link href={accountPath} title={user?.email}>
+        <span class="visually-hidden">Your account: </span>
         {user?.username}
-      </span>
+      </Link>
       <button type="button" onClick={signOut} disabled={busy}>
         Sign out
       </button>

@@ -30,6 +30,28 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/agents/credentials": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * AI credentials an agent of an environment may use
+         * @description The environment's own AI provider credentials and the global ones, by name, to choose an agent's credential_id: their name, provider and default model, never a secret or an address (administrators manage them in /api/configurations). An environment you cannot see is 404.
+         *
+         *     Requires the editor role or higher.
+         */
+        get: operations["getAgentsCredentials"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/agents/runs/{run_id}": {
         parameters: {
             query?: never;
@@ -3647,6 +3669,19 @@ export interface components {
             default_status?: string;
             raw_html?: boolean;
         } | null;
+        agentCredentialResponse: {
+            default_model: string;
+            /**
+             * Format: int64
+             * @description null: usable in every environment
+             */
+            environment_id: number | null;
+            /** Format: int64 */
+            id: number;
+            name: string;
+            /** @enum {string} */
+            provider: "openai" | "anthropic" | "openai_compatible";
+        };
         agentRequest: {
             /**
              * Format: int64
@@ -6479,6 +6514,46 @@ export interface operations {
             403: components["responses"]["403"];
             413: components["responses"]["413"];
             415: components["responses"]["415"];
+            422: components["responses"]["422"];
+            500: components["responses"]["500"];
+        };
+    };
+    getAgentsCredentials: {
+        parameters: {
+            query?: {
+                /** @description page number, from 1 */
+                page?: number;
+                /** @description items per page, 1 to 200 (default 50) */
+                per_page?: number;
+                /** @description where the agent is to run */
+                environment_id?: number;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: {
+                            items: components["schemas"]["agentCredentialResponse"][];
+                            page: number;
+                            per_page: number;
+                            total: number;
+                        };
+                        message: string;
+                    };
+                };
+            };
+            401: components["responses"]["401"];
+            403: components["responses"]["403"];
+            404: components["responses"]["404"];
             422: components["responses"]["422"];
             500: components["responses"]["500"];
         };

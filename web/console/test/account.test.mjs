@@ -1,0 +1,161 @@
+// Your account: the profile saved (the header shows the new username), an
+// avatar uploaded, shown and removed after a confirmation; two-factor
+// authentication turned on by scanning the QR code (a data: image the CSP
+// allows) and confirming with a code, the recovery codes shown once and
+// downloaded, then turned off; the sessions with this device marked, one
+// ended after a confirmation (its token refused from then on) and this
+// device's ending signs out here; the license.
+import assert from "node:assert/strict";
+import { readFile } from "node:fs/promises";
+import { after, before, test } from "node:test";
+import { crc32, deflateSync } from "node:zlib";
+import { axeCheck, launch, openAs, PASSWORD, startCopydesk, TEAM, totp, waitFor } from "./harness.mjs";
+
+let srv;
+let browser;
+
+before(async () => {
+  srv = await startCopydesk({ users: TEAM });
+  browser = await launch();
+});
+after(async () => {
+  await browser?.close();
+  await srv?.stop();
+});
+
+// png is a w×h image of one colour, as a PNG file.
+function png(w, h, [r, g, b]) {
+  const chunk = (type, data) => {
+    const len = Buffer.alloc(4);
+    len.writeUInt32BE(data.length);
+    const td = Buffer.concat([Buffer.from(type, "ascii"), data]);
+    const crc = Buffer.alloc(4);
+    crc.writeUInt32BE(crc32(td));
+    return Buffer.concat([len, td, crc]);
+  };
+  const ihdr = Buffer.alloc(13);
+  ihdr.writeUInt32BE(w, 0);
+  ihdr.writeUInt32BE(h, 4);
+  ihdr[8] = 8; // bit depth
+  ihdr[9] = 2; // RGB
+  const row = Buffer.concat([Buffer.from([0]), Buffer.from(Array.from({ length: w }, () => [r, g, b]).flat())]);
+  const raw = Buffer.concat(Array.from({ length: h }, () => row));
+  return Buffer.concat([Buffer.from([137, 80, 78, 71, 13, 10, 26, 10]), chunk("IHDR", ihdr), chunk("IDAT", deflateSync(raw)), chunk("IEND", Buffer.alloc(0))]);
+}
+
+test("the profile and the avatar", async () => {
+  const { page, close } = await openAs(browser, srv, "ed@example.com", "/");
+  await page.getByRole("link", { name: "Your account: eddie" }).click();
+  await page.getByRole("heading", { name: "Your account", level: 1 }).waitFor();
+  const profile = page.getByRole("region", { name: "Profile" });
+  await profile.getByRole("textbox", { name: "Full name" }).fill("Eddie Editor");
+  await profile.getByRole("textbox", { name: "Username" }).fill("eddie2");
+  // A new e-mail address asks for the password; without it the server's
+  // words are shown beside that field.
+  await profile.getByRole("textbox", { name: "E-mail" }).fill("eddie@example.com");
+  const current = profile.getByLabel("Current password");
+  await profile.getByRole("button", { name: "Save the profile" }).click();
+  await waitFor(async () => (await current.getAttribute("aria-invalid")) === "true", 10_000, "current password marked");
+  await current.fill(PASSWORD);
+  await profile.getByRole("button", { name: "Save the profile" }).click();
+  await profile.getByText("Profile saved.").waitFor();
+  await page.getByRole("link", { name: "Your account: eddie2" }).waitFor();
+  const me = (await srv.login("eddie@example.com")).access_token;
+  const u = (await srv.api("GET", "/api/auth/me", me)).body.data;
+  assert.deepEqual([u.full_name, u.username, u.email], ["Eddie Editor", "eddie2", "eddie@example.com"]);
+  assert.deepEqual(await axeCheck(page), [], "account");
+
+  // The avatar: uploaded, shown (fetched with the token, as a data: image).
+  const avatar = page.getByRole("region", { name: "Avatar" });
+  await avatar.getByText("No avatar yet.").waitFor();
+  await avatar.getByLabel("Upload an avatar").setInputFiles({ name: "me.png", mimeType: "image/png", buffer: png(64, 64, [200, 80, 40]) });
+  const img = avatar.getByRole("img", { name: "Your avatar" });
+  await img.waitFor();
+  await waitFor(() => img.evaluate((e) => e.complete && e.naturalWidth === 64), 10_000, "the avatar drawn");
+  assert.match(await img.getAttribute("src"), /^data:image\/png;base64,/);
+  // Not an image: the server's words.
+  await avatar.getByLabel("Replace the avatar").setInputFiles({ name: "notes.png", mimeType: "image/png", buffer: Buffer.from("not an image at all") });
+  await avatar.getByRole("alert").waitFor();
+  await avatar.getByRole("button", { name: "Remove the avatar…" }).click();
+  const confirm = page.getByRole("alertdialog", { name: "Confirm removal" });
+  assert.match(await confirm.innerText(), /Remove your avatar\?/);
+  await confirm.getByRole("button", { name: "Remove the avatar" }).click();
+  await avatar.getByText("No avatar yet.").waitFor();
+  assert.equal((await srv.api("GET", "/api/auth/me", me)).body.data.avatar_url, null);
+  await close();
+});
+
+test("two-factor authentication on with the QR code, recovery codes downloaded once, then off", async () => {
+  const { page, close } = await openAs(browser, srv, "vic@example.com", "/account");
+  const tf = page.getByRole("region", { name: "Two-factor authentication" });
+  await tf.getByRole("button", { name: "Turn on two-factor authentication" }).click();
+  const qr = tf.getByRole("img", { name: "QR code to scan with an authenticator app" });
+  await qr.waitFor();
+  assert.match(await qr.getAttribute("src"), /^data:image\/png;base64,/);
+  // Drawn: the CSP's img-src allows data: (a refused image would be a
+  // problem the page reports, and would have no size).
+  await waitFor(() => qr.evaluate((e) => e.complete && e.naturalWidth > 0), 10_000, "the QR code drawn");
+  assert.deepEqual(await axeCheck(page), [], "two-factor setup");
+  const secret = (await tf.locator("code").innerText()).trim();
+  const code = tf.getByRole("textbox", { name: "Code from the app" });
+  const wrong = String((Number(totp(secret)) + 500_000) % 1_000_000).padStart(6, "0");
+  await code.fill(wrong);
+  await tf.getByLabel("Your password").fill(PASSWORD);
+  await tf.getByRole("button", { name: "Confirm and turn on" }).click();
+  await tf.getByRole("alert").or(tf.locator("[aria-invalid=true]")).first().waitFor();
+  // The previous step's code (the server takes each step once; the one
+  // after is left for turning it off).
+  await code.fill(totp(secret, Date.now() - 30_000));
+  await tf.getByRole("button", { name: "Confirm and turn on" }).click();
+  const codes = page.getByRole("region", { name: "Your recovery codes" });
+  await codes.waitFor();
+  const shown = (await codes.getByRole("listitem").allInnerTexts()).map((s) => s.trim());
+  assert.equal(shown.length, 10);
+  assert.deepEqual(await axeCheck(page), [], "recovery codes");
+  const [download] = await Promise.all([page.waitForEvent("download"), codes.getByRole("link", { name: "Download the recovery codes" }).click()]);
+  assert.equal(download.suggestedFilename(), "copydesk-recovery-codes.txt");
+  const text = await readFile(await download.path(), "utf8");
+  for (const c of shown) assert.ok(text.includes(c), "the file holds " + c);
+  await codes.getByRole("button", { name: "I have saved them" }).click();
+  await tf.getByText("On. 10 recovery codes left.").waitFor();
+  assert.equal(await page.getByRole("region", { name: "Your recovery codes" }).count(), 0, "shown once");
+  // A sign-in now needs a code; with one, the API says it is on.
+  assert.notEqual((await srv.api("POST", "/api/auth/login", "", { email: "vic@example.com", password: PASSWORD })).body?.data?.access_token ? "token" : "none", "token");
+  const t = (await srv.login("vic@example.com", PASSWORD, totp(secret))).access_token;
+  assert.equal((await srv.api("GET", "/api/auth/2fa", t)).body.data.two_factor_enabled, true);
+
+  // Off, with a recovery code.
+  await tf.getByRole("textbox", { name: "Code or recovery code" }).fill(shown[0]);
+  await tf.getByRole("button", { name: "Turn off two-factor authentication" }).click();
+  await tf.getByRole("button", { name: "Turn on two-factor authentication" }).waitFor();
+  await srv.login("vic@example.com");
+  await close();
+});
+
+test("sessions: this device marked, another ended after a confirmation, ending this one signs out; the license", async () => {
+  const other = (await srv.login("ann@example.com")).access_token;
+  const { page, close } = await openAs(browser, srv, "ann@example.com", "/account");
+  const sessions = page.getByRole("table", { name: "Sessions" });
+  await sessions.getByRole("row").filter({ hasText: "(this device)" }).waitFor();
+  assert.equal(await sessions.getByRole("row").count(), 3, "header and two sessions");
+  const license = page.getByRole("region", { name: "License" });
+  await license.getByText("No license activated").waitFor();
+  assert.deepEqual(await axeCheck(page), [], "sessions and license");
+
+  // The other session (made with node's fetch): ended after a confirmation.
+  const end = sessions.getByRole("button", { name: /^End the session of .*\d$/ });
+  await end.click();
+  const confirm = page.getByRole("alertdialog", { name: "Confirm ending the session" });
+  assert.match(await confirm.innerText(), /That device will have to sign in again/);
+  await confirm.getByRole("button", { name: "End the session" }).click();
+  await page.getByText(/^Ended the session of /).waitFor();
+  await waitFor(async () => (await sessions.getByRole("row").count()) === 2, 10_000, "one session left");
+  assert.equal((await srv.api("GET", "/api/auth/me", other)).status, 401);
+
+  // This device: signed out here.
+  await sessions.getByRole("button", { name: /\(this device\)$/ }).click();
+  assert.match(await confirm.innerText(), /you will be signed out here/);
+  await confirm.getByRole("button", { name: "End the session" }).click();
+  await page.getByRole("button", { name: "Sign in" }).waitFor();
+  await close();
+});
