@@ -24,7 +24,7 @@ const consoleCSP = "default-src 'self'; script-src 'self'; style-src 'self'; img
 	"frame-ancestors 'none'; base-uri 'none'; form-action 'self'"
 
 // consolePaths are the console's routes, outside the API and its document.
-var consolePaths = []string{"/", "/e/*path", "/assets/*filepath"}
+var consolePaths = []string{"/", "/e/*path", "/admin/*path", "/assets/*filepath"}
 
 func (s *Server) registerConsoleRoutes() {
 	index, err := fs.ReadFile(web.Console, "index.html")
@@ -44,6 +44,7 @@ func (s *Server) registerConsoleRoutes() {
 	}
 	get("/", page)
 	get("/e/*path", page)
+	get("/admin/*path", page) // the administration's screens (/admin/users)
 
 	files := http.FileServer(http.FS(web.Console))
 	get("/assets/*filepath", func(c *gin.Context) {

@@ -11,6 +11,7 @@ import { Shell } from "./shell";
 import { SessionDialog, SignInPage } from "./signin";
 import { Alert, Heading, Link, useResource } from "./ui";
 import { LazyScreen } from "./lazy";
+import { AdminScreens } from "./admin";
 
 // useTitle names the tab after the screen; null leaves it to a child.
 function useTitle(title: string | null) {
@@ -61,6 +62,7 @@ function Screens({ path }: { path: string }) {
       </Shell>
     );
   }
+  if (r.name === "admin") return <AdminScreens page={r.page} />;
   if (r.name === "environment") return <EnvironmentScreens env={r.env} section={r.section} />;
   return (
     <Shell>

@@ -44,6 +44,7 @@ export function usePath(): string {
 export type Route =
   | { name: "environments" }
   | { name: "environment"; env: number; section: Section }
+  | { name: "admin"; page: AdminPage }
   | { name: "not-found" };
 
 export const sections = [
@@ -60,6 +61,9 @@ export type Section = (typeof sections)[number]["id"];
 export function match(address: string): Route {
   const path = address.split("?")[0] ?? "";
   if (path === "/" || path === "") return { name: "environments" };
+  const a = /^\/admin\/([a-z]+)\/?$/.exec(path);
+  const admin = a && adminPages.find((p) => p.id === a[1]);
+  if (admin) return { name: "admin", page: admin.id };
   const m = /^\/e\/([1-9]\d{0,15})(?:\/([a-z]*))?\/?$/.exec(path);
   if (m) {
     const section = sections.find((s) => s.id === (m[2] ?? ""));
@@ -67,6 +71,17 @@ export function match(address: string): Route {
   }
   return { name: "not-found" };
 }
+
+// The administration's screens (admins): /admin/users, /admin/environments,
+// /admin/credentials, /admin/ai.
+export const adminPages = [
+  { id: "users", label: "Users" },
+  { id: "environments", label: "Environments" },
+  { id: "credentials", label: "Credentials" },
+  { id: "ai", label: "AI settings" },
+] as const;
+export type AdminPage = (typeof adminPages)[number]["id"];
+export const adminPath = (page: AdminPage) => `/admin/${page}`;
 
 export function envPath(env: number, section: Section = ""): string {
   return `/e/${env}` + (section ? "/" + section : "");

@@ -5,9 +5,9 @@ import type { ComponentChildren } from "preact";
 import { useEffect, useRef, useState } from "preact/hooks";
 import { api } from "./api/client";
 import { notifications, type Note } from "./notifications";
-import { envPath, navigate, screenOf, sections, type Section } from "./router";
+import { adminPath, envPath, navigate, screenOf, sections, type Section } from "./router";
 import { session, sentence } from "./session";
-import { Link, When } from "./ui";
+import { isAdmin, Link, When } from "./ui";
 
 export function useNotifications() {
   const [, force] = useState(0);
@@ -168,6 +168,7 @@ export function Shell({ env, envName, section, children }: { env?: number; envNa
           </span>
         )}
         <span class="spacer" />
+        {isAdmin() && <Link href={adminPath("users")}>Administration</Link>}
         <Bell />
         <UserMenu />
       </header>
