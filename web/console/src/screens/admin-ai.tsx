@@ -38,7 +38,7 @@ function LevelForm({ env }: { env: number | null }) {
   const d = s.data.data;
   const own = (env ? d.override : d.global) ?? {};
   const usable = creds.data.data.items.filter((c) => ai.includes(c.provider) && (c.environment_id === null || c.environment_id === env));
-  return <Editor key={d.updated_at ?? ""} env={env} own={own} effective={d.effective} creds={usable} onSaved={(r) => s.set(r)} />;
+  return <Editor env={env} own={own} effective={d.effective} creds={usable} onSaved={(r) => s.set(r)} />;
 }
 
 type Row = { model: string; input: string; output: string; cached: string };

@@ -92,7 +92,7 @@ function Row({ c, envName, onChanged }: { c: Credential; envName: string; onChan
       <td>
         <div class="row">
           <button type="button" onClick={test} disabled={busy}>Test<span class="visually-hidden"> {c.name}</span></button>
-          <button type="button" onClick={() => setConfirm(true)} disabled={busy} aria-expanded={confirm}>Delete<span class="visually-hidden"> {c.name}</span>…</button>
+          <button type="button" onClick={() => setConfirm(true)} disabled={busy} aria-expanded={confirm} aria-label={`Delete ${c.name}…`}>Delete…</button>
         </div>
         {result && <TestOutcome r={result} name={c.name} />}
         {error && <Alert>{error}</Alert>}

@@ -63,7 +63,7 @@ function Create({ onCreated }: { onCreated: (e: Env) => void }) {
   );
 }
 
-const cfgFields = ["wordpress.base_url", "wordpress.credential_id", "wordpress.default_status", "astro.project_path", "astro.content_dir", "language", "timezone"] as const;
+const cfgFields = ["wordpress.base_url", "wordpress.credential_id", "wordpress.default_status", "astro.project_path", "astro.content_dir", "language", "timezone"].map((f) => "configuration." + f);
 
 function Configure({ env, onSaved, onDeleted }: { env: Env; onSaved: () => void; onDeleted: () => void }) {
   const creds = useResource((signal) => api.get("/api/configurations", { query: { per_page: 100, provider: "wordpress" }, signal }), []);
@@ -137,14 +137,14 @@ function Configure({ env, onSaved, onDeleted }: { env: Env; onSaved: () => void;
       <form onSubmit={save}>
         <fieldset>
           <legend>WordPress</legend>
-          <Field label="Site address" type="url" name="base_url" value={f.base_url} onValue={set("base_url")} error={errors.fields["wordpress.base_url"]} hint="e.g. https://example.com" />
+          <Field label="Site address" type="url" name="base_url" value={f.base_url} onValue={set("base_url")} error={errors.fields["configuration.wordpress.base_url"]} hint="e.g. https://example.com" />
           {creds.data && wpCreds.length === 0 ? (
             <p>No WordPress credential yet: <Link href={adminPath("credentials")}>add an application password under Credentials</Link>, then choose it here.</p>
           ) : (
-            <Select label="WordPress credential" name="credential_id" value={f.credential_id} onValue={set("credential_id")} error={errors.fields["wordpress.credential_id"]}
+            <Select label="WordPress credential" name="credential_id" value={f.credential_id} onValue={set("credential_id")} error={errors.fields["configuration.wordpress.credential_id"]}
               options={[["", "None"], ...wpCreds.map((x) => [String(x.id), `${x.name} (${x.secret_hint})`] as const)]} />
           )}
-          <Select label="New posts on the site are" name="default_status" value={f.default_status} onValue={set("default_status")} error={errors.fields["wordpress.default_status"]}
+          <Select label="New posts on the site are" name="default_status" value={f.default_status} onValue={set("default_status")} error={errors.fields["configuration.wordpress.default_status"]}
             options={[["draft", "Drafts"], ["pending", "Pending review"], ["publish", "Published"]]} />
           <button type="button" onClick={runTest} disabled={busy || !cred}>
             Test the WordPress credential
@@ -154,13 +154,13 @@ function Configure({ env, onSaved, onDeleted }: { env: Env; onSaved: () => void;
         </fieldset>
         <fieldset>
           <legend>Astro</legend>
-          <Field label="Project folder" name="project_path" value={f.project_path} onValue={set("project_path")} error={errors.fields["astro.project_path"]} hint="A folder on the server, e.g. /srv/site." />
-          <Field label="Content folder" name="content_dir" value={f.content_dir} onValue={set("content_dir")} error={errors.fields["astro.content_dir"]} hint="Inside the project, e.g. src/content/blog." />
+          <Field label="Project folder" name="project_path" value={f.project_path} onValue={set("project_path")} error={errors.fields["configuration.astro.project_path"]} hint="A folder on the server, e.g. /srv/site." />
+          <Field label="Content folder" name="content_dir" value={f.content_dir} onValue={set("content_dir")} error={errors.fields["configuration.astro.content_dir"]} hint="Inside the project, e.g. src/content/blog." />
         </fieldset>
         <fieldset>
           <legend>Defaults</legend>
-          <Field label="Language" name="language" value={f.language} onValue={set("language")} error={errors.fields.language} hint="e.g. en or de-CH." />
-          <Field label="Time zone" name="timezone" value={f.timezone} onValue={set("timezone")} error={errors.fields.timezone} hint="e.g. Europe/Paris; the autopilot's days follow it." />
+          <Field label="Language" name="language" value={f.language} onValue={set("language")} error={errors.fields["configuration.language"]} hint="e.g. en or de-CH." />
+          <Field label="Time zone" name="timezone" value={f.timezone} onValue={set("timezone")} error={errors.fields["configuration.timezone"]} hint="e.g. Europe/Paris; the autopilot's days follow it." />
         </fieldset>
         {errors.form && <Alert>{errors.form}</Alert>}
         {done && <p role="status">{done}</p>}

@@ -1,1 +1,0 @@
-import{a,b,c}from"./chunk-BKEEAX7S.js";import"./chunk-HR7VDWJL.js";export{b as Credentials,c as TestOutcome,a as providerWords};
