@@ -7,7 +7,7 @@
 // overrides). A non-admin sees no Administration and, at its address, the
 // server's 403.
 import assert from "node:assert/strict";
-import { mkdirSync, mkdtempSync, rmSync } from "node:fs";
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, test } from "node:test";
@@ -18,8 +18,10 @@ let browser;
 let provider;
 let site;
 let admin;
+let roots;
 before(async () => {
-  srv = await startCopydesk({ users: TEAM });
+  roots = mkdtempSync(join(tmpdir(), "copydesk-astro-roots-"));
+  srv = await startCopydesk({ users: TEAM, args: ["--astro-roots", roots] });
   provider = await startProvider();
   site = await startWordPress();
   browser = await launch();
@@ -30,6 +32,7 @@ after(async () => {
   await srv?.stop();
   await provider?.close();
   await site?.close();
+  rmSync(roots, { recursive: true, force: true });
 });
 
 test("credentials: empty state, add, masked, test, delete after a confirmation naming it", async () => {
@@ -69,8 +72,9 @@ test("credentials: empty state, add, masked, test, delete after a confirmation n
 });
 
 test("environments: create, configure WordPress and Astro, test the site's credential, delete after a confirmation", async () => {
-  const astro = mkdtempSync(join(tmpdir(), "copydesk-astro-"));
+  const astro = join(roots, "herbs");
   mkdirSync(join(astro, "src", "content", "blog"), { recursive: true });
+  writeFileSync(join(astro, "astro.config.mjs"), "export default {};\n");
   const { page, close } = await openAs(browser, srv, "ann@example.com", "/admin/environments");
   await page.getByRole("heading", { name: "Environments", level: 1 }).waitFor();
   await page.getByText(/No environments yet/).waitFor();
@@ -91,10 +95,7 @@ test("environments: create, configure WordPress and Astro, test the site's crede
   await page.getByLabel("Content folder").fill("src/content/blog");
   await page.getByLabel("Time zone").fill("Europe/Paris");
   await page.getByRole("button", { name: "Save the configuration" }).click();
-  await page.getByRole("status").filter({ hasText: "The configuration of Herb blog is saved." }).waitFor().catch(async (e) => {
-    console.log(await page.locator(".field-error, [role=alert]").allTextContents());
-    throw e;
-  });
+  await page.getByRole("status").filter({ hasText: "The configuration of Herb blog is saved." }).waitFor();
   const env = (await srv.api("GET", "/api/environments", admin)).body.data.items[0];
   assert.equal(env.configuration.wordpress.base_url, site.url);
   assert.equal(env.configuration.wordpress.credential_id, cred.body.data.id);
@@ -109,7 +110,6 @@ test("environments: create, configure WordPress and Astro, test the site's crede
   await page.getByLabel("Project folder").fill("herbs");
   await page.getByRole("button", { name: "Save the configuration" }).click();
   await page.getByLabel("Project folder").and(page.locator("[aria-invalid=true]")).waitFor();
-  await page.getByText(/must be the absolute path/).waitFor();
 
   await page.getByRole("button", { name: "Delete Herb blog…" }).click();
   const dialog = page.getByRole("alertdialog", { name: "Confirm deleting Herb blog" });

@@ -99,7 +99,7 @@ function Editor({ env, own, effective, creds, onSaved }: {
   }
   const row = (i: number, k: keyof Row) => (v: string) => setRows(rows.map((r, j) => (j === i ? { ...r, [k]: v } : r)));
   return (
-    <form onSubmit={save} aria-label={env ? "Environment's AI settings" : "Global AI settings"}>
+    <form noValidate onSubmit={save} aria-label={env ? "Environment's AI settings" : "Global AI settings"}>
       {creds.length === 0 ? (
         <p>No AI credential yet: <Link href={adminPath("credentials")}>add one under Credentials</Link> (OpenAI, Anthropic or an OpenAI-compatible server), then choose it here.</p>
       ) : (

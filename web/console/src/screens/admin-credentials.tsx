@@ -153,7 +153,7 @@ function AddCredential({ envs, onAdded }: { envs: Schemas["environmentResponse"]
     }
   }
   return (
-    <form onSubmit={submit} aria-labelledby="add-cred-h">
+    <form noValidate onSubmit={submit} aria-labelledby="add-cred-h">
       <h2 id="add-cred-h">Add a credential</h2>
       <Field label="Name" name="name" value={f.name} onValue={set("name")} error={errors.fields.name} required />
       <Select label="Provider" name="provider" value={f.provider} onValue={set("provider")} error={errors.fields.provider} options={Object.entries(providerWords) as [Provider, string][]} />

@@ -54,7 +54,7 @@ function Create({ onCreated }: { onCreated: (e: Env) => void }) {
     }
   }
   return (
-    <form onSubmit={submit} aria-labelledby="new-env-h" class="panel-box">
+    <form noValidate onSubmit={submit} aria-labelledby="new-env-h" class="panel-box">
       <h2 id="new-env-h">New environment</h2>
       <Field label="Environment name" name="name" value={name} onValue={setName} error={errors.fields.name} required />
       {errors.form && <Alert>{errors.form}</Alert>}
@@ -134,7 +134,7 @@ function Configure({ env, onSaved, onDeleted }: { env: Env; onSaved: () => void;
   return (
     <section class="panel-box" aria-labelledby="cfg-h">
       <h2 id="cfg-h">{env.name}</h2>
-      <form onSubmit={save}>
+      <form noValidate onSubmit={save}>
         <fieldset>
           <legend>WordPress</legend>
           <Field label="Site address" type="url" name="base_url" value={f.base_url} onValue={set("base_url")} error={errors.fields["configuration.wordpress.base_url"]} hint="e.g. https://example.com" />
