@@ -44,7 +44,7 @@ func (s *Server) registerConsoleRoutes() {
 	}
 	get("/", page)
 	get("/e/*path", page)
-	get("/admin/*path", page) // the administration's screens (/admin/backups)
+	get("/admin/*path", page) // the administration's screens (/admin/users, /admin/backups)
 	get("/messages", page)
 	get("/account", page) // the signed-in user's own screen
 

@@ -11,6 +11,7 @@ import { Shell } from "./shell";
 import { SessionDialog, SignInPage } from "./signin";
 import { Alert, Heading, Link, useResource } from "./ui";
 import { LazyPage, LazyScreen } from "./lazy";
+import { AdminScreens } from "./admin";
 
 // useTitle names the tab after the screen; null leaves it to a child.
 function useTitle(title: string | null) {
@@ -63,6 +64,7 @@ function Screens({ path }: { path: string }) {
       </Shell>
     );
   }
+  if (r.name === "admin") return <AdminScreens page={r.page} />;
   if (r.name === "backups" || r.name === "messages" || r.name === "account") {
     return (
       <Shell>

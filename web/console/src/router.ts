@@ -47,6 +47,7 @@ export type Route =
   | { name: "backups" }
   | { name: "messages" }
   | { name: "account" }
+  | { name: "admin"; page: AdminPage }
   | { name: "not-found" };
 
 export const sections = [
@@ -71,6 +72,9 @@ export function match(address: string): Route {
   if (path === backupsPath) return { name: "backups" };
   if (path === messagesPath) return { name: "messages" };
   if (path === accountPath || path === accountPath + "/") return { name: "account" };
+  const a = /^\/admin\/([a-z]+)\/?$/.exec(path);
+  const admin = a && adminPages.find((p) => p.id === a[1]);
+  if (admin) return { name: "admin", page: admin.id };
   const m = /^\/e\/([1-9]\d{0,15})(?:\/([a-z]*))?\/?$/.exec(path);
   if (m) {
     const section = sections.find((s) => s.id === (m[2] ?? ""));
@@ -88,6 +92,16 @@ export const messagesPath = "/messages";
 // link there).
 export const accountPath = "/account";
 export const credentialsPath = "/admin/credentials";
+// The administration's screens (admins): /admin/users, /admin/environments,
+// /admin/credentials, /admin/ai.
+export const adminPages = [
+  { id: "users", label: "Users" },
+  { id: "environments", label: "Environments" },
+  { id: "credentials", label: "Credentials" },
+  { id: "ai", label: "AI settings" },
+] as const;
+export type AdminPage = (typeof adminPages)[number]["id"];
+export const adminPath = (page: AdminPage) => `/admin/${page}`;
 
 export function envPath(env: number, section: Section = ""): string {
   return `/e/${env}` + (section ? "/" + section : "");

@@ -5,9 +5,9 @@ import type { ComponentChildren } from "preact";
 import { useEffect, useRef, useState } from "preact/hooks";
 import { api } from "./api/client";
 import { notifications, type Note } from "./notifications";
-import { accountPath, backupsPath, envPath, messagesPath, navigate, screenOf, sections, type Section } from "./router";
+import { accountPath, adminPath, backupsPath, envPath, messagesPath, navigate, screenOf, sections, type Section } from "./router";
 import { session, sentence } from "./session";
-import { Link, When } from "./ui";
+import { isAdmin, Link, When } from "./ui";
 
 export function useNotifications() {
   const [, force] = useState(0);
@@ -171,6 +171,7 @@ export function Shell({ env, envName, section, children }: { env?: number; envNa
         <span class="spacer" />
         <Link href={messagesPath}>Messages</Link>
         {session.user?.role === "super_admin" && <Link href={backupsPath}>Backups</Link>}
+        {isAdmin() && <Link href={adminPath("users")}>Administration</Link>}
         <Bell />
         <UserMenu />
       </header>

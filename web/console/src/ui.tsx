@@ -177,6 +177,13 @@ export function canEdit(): boolean {
   return r === "editor" || r === "admin" || r === "super_admin";
 }
 
+// isAdmin says whether the signed-in user may use the administration
+// (admin or super_admin); the navigation shows it only to them.
+export function isAdmin(): boolean {
+  const r = session.user?.role;
+  return r === "admin" || r === "super_admin";
+}
+
 type SelectProps = ValueProps & { options: readonly (readonly [string, string])[] };
 
 // Select is a labelled choice; like Field, it shows the server's words
