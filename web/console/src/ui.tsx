@@ -311,28 +311,3 @@ export function useAction<K extends string = "action">() {
   return { busy, error, setError, run, act };
 }
 
-// ConfirmBox asks before an action that deletes or replaces something; the
-// question names what it affects, the action's button says what it does.
-export function ConfirmBox({ label, question, action, busy, onConfirm, onCancel }: {
-  label: string;
-  question: ComponentChildren;
-  action: string;
-  busy?: boolean;
-  onConfirm: () => void;
-  onCancel: () => void;
-}) {
-  const id = useId();
-  return (
-    <div class="confirm" role="alertdialog" aria-label={label} aria-describedby={id}>
-      <p id={id}>{question}</p>
-      <div class="actions">
-        <button type="button" class="danger" onClick={onConfirm} disabled={busy}>
-          {action}
-        </button>
-        <button type="button" onClick={onCancel}>
-          Cancel
-        </button>
-      </div>
-    </div>
-  );
-}

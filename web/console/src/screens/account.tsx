@@ -7,7 +7,8 @@ import { useEffect, useState } from "preact/hooks";
 import { api, request, upload, type Schemas } from "../api/client";
 import { navigate } from "../router";
 import { session, sentence } from "../session";
-import { Alert, ConfirmBox, errorText, Field, formErrors, Heading, noErrors, num, Thead, useResource, When, type FormErrors } from "../ui";
+import { Alert, errorText, Field, formErrors, Heading, noErrors, num, Thead, useResource, When, type FormErrors } from "../ui";
+import { Confirm } from "../confirm";
 
 type User = Schemas["userResponse"];
 type Session = Schemas["sessionResponse"];
@@ -178,7 +179,7 @@ function Avatar({ user, onChanged }: { user: User; onChanged: (u: User) => void 
         </div>
       )}
       {asking && (
-        <ConfirmBox label="Confirm removal" question="Remove your avatar? Your account will have none until you upload another." action="Remove the avatar"
+        <Confirm label="Confirm removal" question="Remove your avatar? Your account will have none until you upload another." action="Remove the avatar"
           onConfirm={() => void remove()} onCancel={() => setAsking(false)} />
       )}
     </section>
@@ -234,13 +235,13 @@ function TwoFactor({ onChanged }: { onChanged: () => void }) {
           </div>
         </>
       )}
-      {setup && <Confirm setup={setup} onDone={done} onCancel={() => setSetup(null)} />}
+      {setup && <TwoFactorSetup setup={setup} onDone={done} onCancel={() => setSetup(null)} />}
       {error && <Alert>{error}</Alert>}
     </section>
   );
 }
 
-function Confirm({ setup, onDone, onCancel }: { setup: Setup; onDone: (codes: string[]) => void; onCancel: () => void }) {
+function TwoFactorSetup({ setup, onDone, onCancel }: { setup: Setup; onDone: (codes: string[]) => void; onCancel: () => void }) {
   const [code, setCode] = useState("");
   const [password, setPassword] = useState("");
   const [errors, setErrors] = useState<FormErrors>(noErrors);
@@ -424,7 +425,7 @@ function Sessions() {
         </table>
       )}
       {asking && (
-        <ConfirmBox label="Confirm ending the session" action="End the session" busy={busy} onConfirm={() => void end(asking)} onCancel={() => setAsking(null)}
+        <Confirm label="Confirm ending the session" action="End the session" busy={busy} onConfirm={() => void end(asking)} onCancel={() => setAsking(null)}
           question={
             <>
               End the session of {name(asking)}, last seen <When at={asking.last_seen_at} />?

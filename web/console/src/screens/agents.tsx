@@ -10,7 +10,8 @@ import { post } from "../api/sse";
 import type { ScreenProps } from "../lazy";
 import { credentialsPath } from "../router";
 import { session, sentence } from "../session";
-import { Alert, canEdit, ConfirmBox, errorText, Field, formErrors, Heading, Labelled, Link, noErrors, num, Select, TextArea, Thead, usd, useResource, When, type FormErrors } from "../ui";
+import { Alert, canEdit, errorText, Field, formErrors, Heading, Labelled, Link, noErrors, num, Select, TextArea, Thead, usd, useResource, When, type FormErrors } from "../ui";
+import { Confirm } from "../confirm";
 
 type Agent = Schemas["agentResponse"];
 type Run = Schemas["runResponse"];
@@ -556,7 +557,7 @@ function DeleteAgent({ a, onDeleted }: { a: Agent; onDeleted: (m: string) => voi
         </button>
       </div>
       {asking && (
-        <ConfirmBox label="Confirm deletion" question={`Delete the agent “${a.name}” and all its past runs? This cannot be undone.`} action={`Delete “${a.name}”`}
+        <Confirm label="Confirm deletion" question={`Delete the agent “${a.name}” and all its past runs? This cannot be undone.`} action={`Delete “${a.name}”`}
           busy={busy} onConfirm={() => void remove()} onCancel={() => setAsking(false)} />
       )}
       {error && <Alert>{error}</Alert>}
