@@ -78,17 +78,7 @@ type runListQuery struct {
 }
 
 func (s *Server) getRun(c *gin.Context) {
-	id, err := pathID(c, "run_id")
-	if err != nil {
-		fail(c, err)
-		return
-	}
-	r, err := s.agents.Run(c.Request.Context(), scope(c), id)
-	if err != nil {
-		fail(c, err)
-		return
-	}
-	respond(c, http.StatusOK, runJSON(r), "run "+r.Status)
+	oneSaying(c, "run_id", s.agents.Run, runJSON, func(r *store.AgentRun) string { return "run " + r.Status })
 }
 
 func (s *Server) listAgentRuns(c *gin.Context) {
@@ -112,17 +102,7 @@ func (s *Server) listAgentRuns(c *gin.Context) {
 }
 
 func (s *Server) cancelRun(c *gin.Context) {
-	id, err := pathID(c, "run_id")
-	if err != nil {
-		fail(c, err)
-		return
-	}
-	r, err := s.agents.Cancel(c.Request.Context(), scope(c), id, principal(c).User.Username)
-	if err != nil {
-		fail(c, err)
-		return
-	}
-	respond(c, http.StatusOK, runJSON(r), "run "+r.Status)
+	oneSaying(c, "run_id", byCaller(c, s.agents.Cancel), runJSON, func(r *store.AgentRun) string { return "run " + r.Status })
 }
 
 // executeAgent records a run with its job: queued, it answers 202 with the

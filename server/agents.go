@@ -190,17 +190,7 @@ func (s *Server) createAgent(c *gin.Context) {
 }
 
 func (s *Server) getAgent(c *gin.Context) {
-	id, err := pathID(c, "id")
-	if err != nil {
-		fail(c, err)
-		return
-	}
-	a, err := s.agents.Get(c.Request.Context(), scope(c), id)
-	if err != nil {
-		fail(c, err)
-		return
-	}
-	respond(c, http.StatusOK, agentJSON(a), "agent")
+	one(c, "id", s.agents.Get, agentJSON, "agent")
 }
 
 func (s *Server) updateAgent(c *gin.Context) {
@@ -238,17 +228,7 @@ func (s *Server) deleteAgent(c *gin.Context) {
 }
 
 func (s *Server) getAssignments(c *gin.Context) {
-	id, err := pathID(c, "id")
-	if err != nil {
-		fail(c, err)
-		return
-	}
-	a, err := s.agents.Get(c.Request.Context(), scope(c), id)
-	if err != nil {
-		fail(c, err)
-		return
-	}
-	respond(c, http.StatusOK, assignmentsJSON(a), "assignments")
+	one(c, "id", s.agents.Get, assignmentsJSON, "assignments")
 }
 
 func (s *Server) putAssignments(c *gin.Context) {

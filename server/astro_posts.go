@@ -205,17 +205,7 @@ func (s *Server) createAstroPost(c *gin.Context) {
 }
 
 func (s *Server) getAstroPost(c *gin.Context) {
-	id, err := pathID(c, "id")
-	if err != nil {
-		fail(c, err)
-		return
-	}
-	p, err := s.astroPosts.Get(c.Request.Context(), scope(c), id)
-	if err != nil {
-		fail(c, err)
-		return
-	}
-	respond(c, http.StatusOK, astroPostJSON(p), "post")
+	one(c, "id", s.astroPosts.Get, astroPostJSON, "post")
 }
 
 func (s *Server) getAstroPostFile(c *gin.Context) {

@@ -234,17 +234,7 @@ func (s *Server) createArchetype(c *gin.Context) {
 }
 
 func (s *Server) getArchetype(c *gin.Context) {
-	id, err := pathID(c, "id")
-	if err != nil {
-		fail(c, err)
-		return
-	}
-	a, err := s.cie.Get(c.Request.Context(), scope(c), id)
-	if err != nil {
-		fail(c, err)
-		return
-	}
-	respond(c, http.StatusOK, archetypeJSON(a), "archetype")
+	one(c, "id", s.cie.Get, archetypeJSON, "archetype")
 }
 
 func (s *Server) updateArchetype(c *gin.Context) {
@@ -354,17 +344,7 @@ func (s *Server) generateArticle(c *gin.Context) {
 }
 
 func (s *Server) getCIERun(c *gin.Context) {
-	id, err := pathID(c, "run_id")
-	if err != nil {
-		fail(c, err)
-		return
-	}
-	r, err := s.cie.Run(c.Request.Context(), scope(c), id)
-	if err != nil {
-		fail(c, err)
-		return
-	}
-	respond(c, http.StatusOK, cieRunJSON(r), "generation "+r.Status)
+	oneSaying(c, "run_id", s.cie.Run, cieRunJSON, func(r *store.CIERun) string { return "generation " + r.Status })
 }
 
 func (s *Server) listCIERuns(c *gin.Context) {
@@ -384,17 +364,7 @@ func (s *Server) listCIERuns(c *gin.Context) {
 }
 
 func (s *Server) cancelCIERun(c *gin.Context) {
-	id, err := pathID(c, "run_id")
-	if err != nil {
-		fail(c, err)
-		return
-	}
-	r, err := s.cie.Cancel(c.Request.Context(), scope(c), id, principal(c).User.Username)
-	if err != nil {
-		fail(c, err)
-		return
-	}
-	respond(c, http.StatusOK, cieRunJSON(r), "generation "+r.Status)
+	oneSaying(c, "run_id", byCaller(c, s.cie.Cancel), cieRunJSON, func(r *store.CIERun) string { return "generation " + r.Status })
 }
 
 // encodeCIERun renders a generation's stream events as the API does.

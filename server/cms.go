@@ -160,17 +160,7 @@ func (s *Server) createCategory(c *gin.Context) {
 }
 
 func (s *Server) getCategory(c *gin.Context) {
-	id, err := pathID(c, "id")
-	if err != nil {
-		fail(c, err)
-		return
-	}
-	cat, err := s.cms.Category(c.Request.Context(), scope(c), id)
-	if err != nil {
-		fail(c, err)
-		return
-	}
-	respond(c, http.StatusOK, categoryJSON(cat), "category")
+	one(c, "id", s.cms.Category, categoryJSON, "category")
 }
 
 func (s *Server) updateCategory(c *gin.Context) {
@@ -237,17 +227,7 @@ func (s *Server) createTag(c *gin.Context) {
 }
 
 func (s *Server) getTag(c *gin.Context) {
-	id, err := pathID(c, "id")
-	if err != nil {
-		fail(c, err)
-		return
-	}
-	t, err := s.cms.Tag(c.Request.Context(), scope(c), id)
-	if err != nil {
-		fail(c, err)
-		return
-	}
-	respond(c, http.StatusOK, tagJSON(t), "tag")
+	one(c, "id", s.cms.Tag, tagJSON, "tag")
 }
 
 func (s *Server) updateTag(c *gin.Context) {

@@ -131,17 +131,7 @@ func (s *Server) createCredential(c *gin.Context) {
 }
 
 func (s *Server) getCredential(c *gin.Context) {
-	id, err := pathID(c, "id")
-	if err != nil {
-		fail(c, err)
-		return
-	}
-	cred, err := s.credentials.Get(c.Request.Context(), scope(c), id)
-	if err != nil {
-		fail(c, err)
-		return
-	}
-	respond(c, http.StatusOK, credentialJSON(cred), "credential")
+	one(c, "id", s.credentials.Get, credentialJSON, "credential")
 }
 
 func (s *Server) updateCredential(c *gin.Context) {

@@ -106,17 +106,7 @@ func (s *Server) createEnvironment(c *gin.Context) {
 }
 
 func (s *Server) getEnvironment(c *gin.Context) {
-	id, err := pathID(c, "id")
-	if err != nil {
-		fail(c, err)
-		return
-	}
-	e, err := s.environments.Get(c.Request.Context(), scope(c), id)
-	if err != nil {
-		fail(c, err)
-		return
-	}
-	respond(c, http.StatusOK, environmentJSON(e), "environment")
+	one(c, "id", s.environments.Get, environmentJSON, "environment")
 }
 
 func (s *Server) updateEnvironment(c *gin.Context) {

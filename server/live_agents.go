@@ -232,17 +232,7 @@ func (s *Server) getLiveSession(c *gin.Context) {
 }
 
 func (s *Server) closeLiveSession(c *gin.Context) {
-	id, err := pathID(c, "id")
-	if err != nil {
-		fail(c, err)
-		return
-	}
-	x, err := s.live.Close(c.Request.Context(), scope(c), id, principal(c).User.Username)
-	if err != nil {
-		fail(c, err)
-		return
-	}
-	respond(c, http.StatusOK, liveSessionJSON(x), "live session closed")
+	one(c, "id", byCaller(c, s.live.Close), liveSessionJSON, "live session closed")
 }
 
 func (s *Server) deleteLiveSession(c *gin.Context) {
@@ -278,17 +268,7 @@ func (s *Server) generateLive(c *gin.Context) {
 }
 
 func (s *Server) cancelLive(c *gin.Context) {
-	id, err := pathID(c, "id")
-	if err != nil {
-		fail(c, err)
-		return
-	}
-	g, err := s.live.Cancel(c.Request.Context(), scope(c), id, principal(c).User.Username)
-	if err != nil {
-		fail(c, err)
-		return
-	}
-	respond(c, http.StatusOK, liveGenerationJSON(g), "generation cancelled; its text so far is kept")
+	one(c, "id", byCaller(c, s.live.Cancel), liveGenerationJSON, "generation cancelled; its text so far is kept")
 }
 
 // watchLive serves a session's topic to one watcher, counted in the

@@ -280,17 +280,7 @@ func (s *Server) createChatConversation(c *gin.Context) {
 }
 
 func (s *Server) getChatConversation(c *gin.Context) {
-	id, err := pathID(c, "id")
-	if err != nil {
-		fail(c, err)
-		return
-	}
-	conv, err := s.chat.Get(c.Request.Context(), scope(c), id)
-	if err != nil {
-		fail(c, err)
-		return
-	}
-	respond(c, http.StatusOK, chatConversationJSON(conv), "conversation")
+	one(c, "id", s.chat.Get, chatConversationJSON, "conversation")
 }
 
 func (s *Server) updateChatConversation(c *gin.Context) {
@@ -396,17 +386,7 @@ func (s *Server) listChatMessages(c *gin.Context) {
 }
 
 func (s *Server) getChatMessage(c *gin.Context) {
-	id, err := pathID(c, "id")
-	if err != nil {
-		fail(c, err)
-		return
-	}
-	m, err := s.chat.Message(c.Request.Context(), scope(c), id)
-	if err != nil {
-		fail(c, err)
-		return
-	}
-	respond(c, http.StatusOK, chatMessageJSON(m), "message "+m.Status)
+	oneSaying(c, "id", s.chat.Message, chatMessageJSON, func(m chat.Message) string { return "message " + m.Status })
 }
 
 func (s *Server) sendChatMessage(c *gin.Context) {

@@ -158,6 +158,38 @@ func listChildren[T, R any](c *gin.Context, param string, list func(context.Cont
 	respondList(c, items, total, q.page(), toJSON, message)
 }
 
+// one answers, with status 200, a route that reads or acts on the one
+// resource the path parameter param names, as the caller's scope sees it
+// (a get, a cancel, a close): the handler of every such route, with the
+// service's call, the resource's rendering and the answer's message.
+func one[T, R any](c *gin.Context, param string, get func(context.Context, store.Scope, int64) (T, error), toJSON func(T) R, message string) {
+	oneSaying(c, param, get, toJSON, func(T) string { return message })
+}
+
+// oneSaying is one with a message made from the resource (its status).
+func oneSaying[T, R any](c *gin.Context, param string, get func(context.Context, store.Scope, int64) (T, error), toJSON func(T) R,
+	message func(T) string) {
+	id, err := pathID(c, param)
+	if err != nil {
+		fail(c, err)
+		return
+	}
+	x, err := get(c.Request.Context(), scope(c), id)
+	if err != nil {
+		fail(c, err)
+		return
+	}
+	respond(c, http.StatusOK, toJSON(x), message(x))
+}
+
+// byCaller is a service call that records who made it (cancelled by,
+// closed by) as one of one's: the caller's username is its last argument.
+func byCaller[T any](c *gin.Context, act func(context.Context, store.Scope, int64, string) (T, error)) func(context.Context, store.Scope, int64) (T, error) {
+	return func(ctx context.Context, sc store.Scope, id int64) (T, error) {
+		return act(ctx, sc, id, principal(c).User.Username)
+	}
+}
+
 // respondList writes one page of a list with status 200: each item rendered
 // with toJSON, beside the total and the page asked for.
 func respondList[T, R any](c *gin.Context, items []T, total int, pg store.Page, toJSON func(T) R, message string) {

@@ -154,17 +154,7 @@ func (s *Server) createSearchPhrase(c *gin.Context) {
 }
 
 func (s *Server) getSearchPhrase(c *gin.Context) {
-	id, err := pathID(c, "id")
-	if err != nil {
-		fail(c, err)
-		return
-	}
-	p, err := s.searchPhrases.Get(c.Request.Context(), scope(c), id)
-	if err != nil {
-		fail(c, err)
-		return
-	}
-	respond(c, http.StatusOK, phraseJSON(p), "search phrase")
+	one(c, "id", s.searchPhrases.Get, phraseJSON, "search phrase")
 }
 
 func (s *Server) updateSearchPhrase(c *gin.Context) {

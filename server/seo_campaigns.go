@@ -179,17 +179,7 @@ func (s *Server) createCampaign(c *gin.Context) {
 }
 
 func (s *Server) getCampaign(c *gin.Context) {
-	id, err := pathID(c, "id")
-	if err != nil {
-		fail(c, err)
-		return
-	}
-	camp, err := s.seo.Campaign(c.Request.Context(), scope(c), id)
-	if err != nil {
-		fail(c, err)
-		return
-	}
-	respond(c, http.StatusOK, campaignJSON(camp), "campaign")
+	one(c, "id", s.seo.Campaign, campaignJSON, "campaign")
 }
 
 func (s *Server) updateCampaign(c *gin.Context) {

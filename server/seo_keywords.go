@@ -282,17 +282,7 @@ func (s *Server) bulkUpdateKeywords(c *gin.Context) {
 }
 
 func (s *Server) getKeyword(c *gin.Context) {
-	id, err := pathID(c, "id")
-	if err != nil {
-		fail(c, err)
-		return
-	}
-	k, err := s.seo.Keyword(c.Request.Context(), scope(c), id)
-	if err != nil {
-		fail(c, err)
-		return
-	}
-	respond(c, http.StatusOK, keywordJSON(k), "keyword")
+	one(c, "id", s.seo.Keyword, keywordJSON, "keyword")
 }
 
 func (s *Server) updateKeyword(c *gin.Context) {

@@ -192,17 +192,7 @@ func (s *Server) acceptScoutCandidates(c *gin.Context) {
 }
 
 func (s *Server) cancelScoutRun(c *gin.Context) {
-	id, err := pathID(c, "id")
-	if err != nil {
-		fail(c, err)
-		return
-	}
-	run, err := s.scout.Cancel(c.Request.Context(), scope(c), id, principal(c).User.Username)
-	if err != nil {
-		fail(c, err)
-		return
-	}
-	respond(c, http.StatusOK, scoutRunJSON(run), "scout run cancelled")
+	one(c, "id", byCaller(c, s.scout.Cancel), scoutRunJSON, "scout run cancelled")
 }
 
 func (s *Server) deleteScoutRun(c *gin.Context) {

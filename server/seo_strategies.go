@@ -276,17 +276,7 @@ func (s *Server) updateStrategy(c *gin.Context) {
 }
 
 func (s *Server) cancelStrategy(c *gin.Context) {
-	id, err := pathID(c, "id")
-	if err != nil {
-		fail(c, err)
-		return
-	}
-	st, err := s.strategies.Cancel(c.Request.Context(), scope(c), id, principal(c).User.Username)
-	if err != nil {
-		fail(c, err)
-		return
-	}
-	respond(c, http.StatusOK, strategyJSON(st), "strategy cancelled")
+	one(c, "id", byCaller(c, s.strategies.Cancel), strategyJSON, "strategy cancelled")
 }
 
 func (s *Server) deleteStrategy(c *gin.Context) {

@@ -165,17 +165,7 @@ func (s *Server) createWebSource(c *gin.Context) {
 }
 
 func (s *Server) getWebSource(c *gin.Context) {
-	id, err := pathID(c, "id")
-	if err != nil {
-		fail(c, err)
-		return
-	}
-	src, err := s.webSources.Get(c.Request.Context(), scope(c), id)
-	if err != nil {
-		fail(c, err)
-		return
-	}
-	respond(c, http.StatusOK, sourceJSON(src), "web source")
+	one(c, "id", s.webSources.Get, sourceJSON, "web source")
 }
 
 func (s *Server) updateWebSource(c *gin.Context) {

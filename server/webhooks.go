@@ -183,17 +183,7 @@ func (s *Server) createWebhook(c *gin.Context) {
 }
 
 func (s *Server) getWebhook(c *gin.Context) {
-	id, err := pathID(c, "id")
-	if err != nil {
-		fail(c, err)
-		return
-	}
-	w, err := s.webhooks.Get(c.Request.Context(), scope(c), id)
-	if err != nil {
-		fail(c, err)
-		return
-	}
-	respond(c, http.StatusOK, webhookJSON(w), "webhook")
+	one(c, "id", s.webhooks.Get, webhookJSON, "webhook")
 }
 
 func (s *Server) updateWebhook(c *gin.Context) {

@@ -179,17 +179,7 @@ func (s *Server) createWPPost(c *gin.Context) {
 }
 
 func (s *Server) getWPPost(c *gin.Context) {
-	id, err := pathID(c, "id")
-	if err != nil {
-		fail(c, err)
-		return
-	}
-	p, err := s.wpPosts.Get(c.Request.Context(), scope(c), id)
-	if err != nil {
-		fail(c, err)
-		return
-	}
-	respond(c, http.StatusOK, wpPostJSON(p), "post")
+	one(c, "id", s.wpPosts.Get, wpPostJSON, "post")
 }
 
 func (s *Server) updateWPPost(c *gin.Context) {
@@ -263,17 +253,7 @@ func (s *Server) publishWPPost(c *gin.Context) {
 }
 
 func (s *Server) unpublishWPPost(c *gin.Context) {
-	id, err := pathID(c, "id")
-	if err != nil {
-		fail(c, err)
-		return
-	}
-	p, err := s.wpPosts.Unpublish(c.Request.Context(), scope(c), id)
-	if err != nil {
-		fail(c, err)
-		return
-	}
-	respond(c, http.StatusOK, wpPostJSON(p), "post is a draft on WordPress")
+	one(c, "id", s.wpPosts.Unpublish, wpPostJSON, "post is a draft on WordPress")
 }
 
 func (s *Server) syncWPPost(c *gin.Context) {
