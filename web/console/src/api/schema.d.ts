@@ -2643,7 +2643,13 @@ export interface paths {
          * @description Requires the viewer role or higher.
          */
         get: operations["getSeoCampaignsIdKeywords"];
-        put?: never;
+        /**
+         * Set the order of a campaign's keywords
+         * @description ids are all the campaign's keywords, each once, in the order the autopilot is to take them (422 naming one missing, repeated or not the campaign's). changed says how many moved. Adding and taking out stay POST .../keywords and .../keywords/remove.
+         *
+         *     Requires the editor role or higher.
+         */
+        put: operations["putSeoCampaignsIdKeywords"];
         /**
          * Add keywords to a campaign
          * @description Appends them in the order given. Each must be a keyword of the campaign's environment (422) in no other campaign (409); one the campaign has stays where it is. changed says how many were added.
@@ -11852,6 +11858,43 @@ export interface operations {
             };
             401: components["responses"]["401"];
             404: components["responses"]["404"];
+            422: components["responses"]["422"];
+            500: components["responses"]["500"];
+        };
+    };
+    putSeoCampaignsIdKeywords: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: number;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["bulkIDs"];
+            };
+        };
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["campaignKeywordsResponse"];
+                        message: string;
+                    };
+                };
+            };
+            400: components["responses"]["400"];
+            401: components["responses"]["401"];
+            403: components["responses"]["403"];
+            404: components["responses"]["404"];
+            413: components["responses"]["413"];
+            415: components["responses"]["415"];
             422: components["responses"]["422"];
             500: components["responses"]["500"];
         };
