@@ -193,6 +193,7 @@ var authzTable = []authzCase{
 	{route: "POST /api/wordpress-posts/{id}/publish", path: "/api/wordpress-posts/{postB}/publish", want: [5]int{401, 403, 404, 409, 409}},
 	{route: "POST /api/wordpress-posts/{id}/unpublish", path: "/api/wordpress-posts/{postA}/unpublish", want: [5]int{401, 403, 409, 409, 409}},
 	{route: "POST /api/wordpress-posts/{id}/sync", path: "/api/wordpress-posts/{postA}/sync", want: [5]int{401, 403, 409, 409, 409}},
+	{route: "GET /api/wordpress-posts/{id}/remote", path: "/api/wordpress-posts/{postA}/remote", want: [5]int{401, 409, 409, 409, 409}},
 	{route: "POST /api/agents/runs/{run_id}/save-as-post", path: "/api/agents/runs/{run}/save-as-post", body: map[string]any{"target": "wordpress"}, want: [5]int{401, 403, 409, 409, 409}},
 	// Astro posts: each case writes into its own copy of the projects.
 	{route: "GET /api/astro-posts", want: [5]int{401, 200, 200, 200, 200}},
@@ -321,6 +322,7 @@ var authzTable = []authzCase{
 	{route: "GET /api/seo/campaigns/{id}/keywords", path: "/api/seo/campaigns/{campB}/keywords", want: [5]int{401, 404, 404, 200, 200}},
 	{route: "POST /api/seo/campaigns/{id}/keywords", path: "/api/seo/campaigns/{campA}/keywords", body: map[string]any{"ids": []string{"{kwA}"}}, want: [5]int{401, 403, 200, 200, 200}},
 	{route: "POST /api/seo/campaigns/{id}/keywords", path: "/api/seo/campaigns/{campB}/keywords", body: map[string]any{"ids": []string{"{kwB}"}}, want: [5]int{401, 403, 404, 200, 200}},
+	{route: "PUT /api/seo/campaigns/{id}/keywords", path: "/api/seo/campaigns/{campA}/keywords", body: map[string]any{"ids": []string{"{kwB}"}}, want: [5]int{401, 403, 422, 422, 422}},
 	{route: "POST /api/seo/campaigns/{id}/keywords/remove", path: "/api/seo/campaigns/{campA}/keywords/remove", body: map[string]any{"ids": []string{"{kwA}"}}, want: [5]int{401, 403, 200, 200, 200}},
 	{route: "GET /api/agents/{id}/campaigns", path: "/api/agents/{agentA}/campaigns", want: [5]int{401, 200, 200, 200, 200}},
 	{route: "GET /api/agents/{id}/campaigns", path: "/api/agents/{agentB}/campaigns", want: [5]int{401, 404, 404, 200, 200}},

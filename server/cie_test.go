@@ -146,6 +146,11 @@ func TestArchetypePreview(t *testing.T) {
 			if r.Code != c.code || !strings.Contains(cieDetail(r), c.detail) {
 				t.Fatalf("%d %s; want %d with %q", r.Code, r.Body, c.code, c.detail)
 			}
+			want := map[string]string{"Missing": "[variables.audience]", "MissingSeveral": "[variables.dish variables.audience]"}[c.name]
+			var body struct{ Fields []string }
+			if err := json.Unmarshal([]byte(r.Body), &body); err != nil || (want != "" && fmt.Sprint(body.Fields) != want) || (want == "" && body.Fields != nil) {
+				t.Fatalf("fields %v, want %s: %s", body.Fields, want, r.Body)
+			}
 		})
 	}
 

@@ -71,9 +71,10 @@ func BuildOpenAPI(routes []*server.Route, version string) ([]byte, error) {
 		},
 	}
 	doc.Components.Schemas["Error"] = &openapi3.SchemaRef{Value: &openapi3.Schema{
-		Type:       &openapi3.Types{openapi3.TypeObject},
-		Required:   []string{"detail"},
-		Properties: openapi3.Schemas{"detail": openapi3.NewStringSchema().NewRef()},
+		Type:     &openapi3.Types{openapi3.TypeObject},
+		Required: []string{"detail"},
+		Properties: openapi3.Schemas{"detail": openapi3.NewStringSchema().NewRef(),
+			"fields": errorFields()},
 	}}
 	for code, text := range statusText {
 		doc.Components.Responses[strconv.Itoa(code)] = &openapi3.ResponseRef{Value: openapi3.NewResponse().
@@ -572,4 +573,12 @@ func documentEvents(op *openapi3.Operation, r *server.Route, schemaOf func(any) 
 	media.Extensions = map[string]any{"x-events": events}
 	media.Schema.Value.Description = "Server-Sent Events: `event:` names one of x-events, `data:` is its JSON, `id:` resumes with Last-Event-ID; a comment line every 15 seconds is a heartbeat."
 	return nil
+}
+
+// errorFields is the Error schema's fields: the request's fields a 422 is
+// about, when it names several.
+func errorFields() *openapi3.SchemaRef {
+	s := openapi3.NewArraySchema().WithItems(openapi3.NewStringSchema())
+	s.Description = "the request's fields a 422 is about, when it names several (variables.<name> for each missing variable); detail says the same in words"
+	return s.NewRef()
 }

@@ -28,7 +28,8 @@ type envelope struct {
 
 // errorBody is the body of every error.
 type errorBody struct {
-	Detail string `json:"detail"`
+	Detail string   `json:"detail"`
+	Fields []string `json:"fields,omitempty"`
 }
 
 // listData is the data of every list endpoint.
@@ -226,7 +227,7 @@ func fail(c *gin.Context, err error) {
 		if e.Kind == store.KindUnauthorized {
 			c.Header("WWW-Authenticate", `Bearer realm="copydesk"`)
 		}
-		abort(c, statusOf[e.Kind], e.Message)
+		abortFields(c, statusOf[e.Kind], e.Message, e.Fields)
 		return
 	}
 	logger(c).ErrorContext(c.Request.Context(), "request failed", "method", c.Request.Method, "path", c.Request.URL.Path, "err", err)
@@ -245,8 +246,13 @@ func logger(c *gin.Context) *slog.Logger {
 
 // abort writes {"detail"} with a status and stops the handler chain.
 func abort(c *gin.Context, status int, detail string) {
+	abortFields(c, status, detail, nil)
+}
+
+// abortFields is abort with the fields the error names (left out when none).
+func abortFields(c *gin.Context, status int, detail string, fields []string) {
 	c.Abort()
-	body, err := encodeJSON(errorBody{Detail: detail})
+	body, err := encodeJSON(errorBody{Detail: detail, Fields: fields})
 	if err != nil { // a string always encodes
 		panic(err)
 	}

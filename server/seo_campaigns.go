@@ -38,6 +38,10 @@ func (s *Server) registerSEOCampaignRoutes() {
 		Summary: "Add keywords to a campaign", Body: bulkIDs{}, Data: campaignKeywordsResponse{},
 		Notes: "Appends them in the order given. Each must be a keyword of the campaign's environment (422) in no other campaign (409); " +
 			"one the campaign has stays where it is. changed says how many were added."}, s.addCampaignKeywords)
+	s.handle(Route{Method: "PUT", Path: "/api/seo/campaigns/{id}/keywords", Tag: tag, Access: editorOnly,
+		Summary: "Set the order of a campaign's keywords", Body: bulkIDs{}, Data: campaignKeywordsResponse{},
+		Notes: "ids are all the campaign's keywords, each once, in the order the autopilot is to take them (422 naming one missing, " +
+			"repeated or not the campaign's). changed says how many moved. Adding and taking out stay POST .../keywords and .../keywords/remove."}, s.orderCampaignKeywords)
 	s.handle(Route{Method: "POST", Path: "/api/seo/campaigns/{id}/keywords/remove", Tag: tag, Access: editorOnly,
 		Summary: "Take keywords out of a campaign", Body: bulkIDs{}, Data: campaignKeywordsResponse{},
 		Notes: "Ids the campaign does not have are skipped; changed says how many were taken out. The keywords stay."}, s.removeCampaignKeywords)
@@ -220,6 +224,9 @@ func (s *Server) listCampaignKeywords(c *gin.Context) {
 
 func (s *Server) addCampaignKeywords(c *gin.Context) {
 	s.changeCampaignKeywords(c, s.seo.AddKeywords, "added")
+}
+func (s *Server) orderCampaignKeywords(c *gin.Context) {
+	s.changeCampaignKeywords(c, s.seo.OrderKeywords, "reordered")
 }
 func (s *Server) removeCampaignKeywords(c *gin.Context) {
 	s.changeCampaignKeywords(c, s.seo.RemoveKeywords, "removed")

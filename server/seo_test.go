@@ -374,6 +374,35 @@ func TestSEOCampaigns(t *testing.T) {
 		if !slices.Equal(got, []int64{kws[2], kws[0], kws[1]}) {
 			t.Fatalf("order: %v", got)
 		}
+		// The whole order is set at once; each keyword once, all of them.
+		order := func() []int64 {
+			var out []int64
+			for _, it := range itemsOf(t, e.do(t, "GET", path+"/keywords", e.viewer, nil)) {
+				out = append(out, int64(it["id"].(float64)))
+			}
+			return out
+		}
+		r = e.do(t, "PUT", path+"/keywords", e.editor, map[string]any{"ids": []int64{kws[2], kws[1], kws[0]}})
+		if r.Code != 200 || r.Data()["changed"] != 2.0 || !slices.Equal(order(), []int64{kws[2], kws[1], kws[0]}) {
+			t.Fatalf("reorder: %d %s; order %v", r.Code, r.Body, order())
+		}
+		for name, ids := range map[string][]int64{
+			"one missing":        {kws[2], kws[1]},
+			"one twice":          {kws[2], kws[1], kws[1]},
+			"one not its own":    {kws[2], kws[1], kws[0], kwB.ID},
+			"one of another env": {kws[2], kwB.ID, kws[0]},
+		} {
+			if r := e.do(t, "PUT", path+"/keywords", e.editor, map[string]any{"ids": ids}); r.Code != 422 || !strings.Contains(r.Detail(), "ids: keyword") {
+				t.Errorf("reorder with %s: %d %s", name, r.Code, r.Body)
+			}
+		}
+		if r := e.do(t, "PUT", path+"/keywords", e.viewer, map[string]any{"ids": []int64{kws[0], kws[1], kws[2]}}); r.Code != 403 {
+			t.Errorf("a viewer reorders: %d", r.Code)
+		}
+		r = e.do(t, "PUT", path+"/keywords", e.editor, map[string]any{"ids": []int64{kws[2], kws[0], kws[1]}})
+		if r.Code != 200 || r.Data()["changed"] != 2.0 || !slices.Equal(order(), []int64{kws[2], kws[0], kws[1]}) {
+			t.Fatalf("reorder back: %d %s; order %v", r.Code, r.Body, order())
+		}
 		// One published, one ignored: 1 of 2 done.
 		for i, status := range []string{"published", "ignored"} {
 			if _, err := e.app.DB.UpdateKeyword(ctx, kws[i], store.KeywordUpdate{Status: &status}); err != nil {

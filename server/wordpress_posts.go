@@ -47,10 +47,15 @@ func (s *Server) registerWordPressPostRoutes() {
 			"post.published or post.failed notification when it ends for good (a publish answered here notifies nobody)."}, s.publishWPPost)
 	s.handle(Route{Method: "POST", Path: "/api/wordpress-posts/{id}/unpublish", Tag: tag, Access: editorOnly, Errors: remote,
 		Summary: "Turn the post back into a draft on the site", Data: wpPostResponse{}}, s.unpublishWPPost)
+	s.handle(Route{Method: "GET", Path: "/api/wordpress-posts/{id}/remote", Tag: tag, Access: signedIn, Errors: remote,
+		Summary: "Read the post's version on the site", Data: wpRemoteResponse{},
+		Notes: "What the site has now (title, raw content and excerpt, status, modified time), and which sides changed since the last sync: " +
+			"a sync's 409 names the two change times, this gives the site's text to show beside the kept one before choosing prefer=local or prefer=remote. " +
+			"It changes nothing here (a failed read leaves the sync state as it was); 409 when the post is not on the site yet."}, s.getWPPostRemote)
 	s.handle(Route{Method: "POST", Path: "/api/wordpress-posts/{id}/sync", Tag: tag, Access: editorOnly, Errors: remote, Query: wpSyncQuery{},
 		Summary: "Bring the post and the site together", Data: wpPostResponse{},
 		Notes: "Changes on the site since the last sync are pulled here; changes here are sent there. When both sides changed, it is a 409 naming both " +
-			"change times and nothing is overwritten; prefer=local or prefer=remote says which side wins."}, s.syncWPPost)
+			"change times and nothing is overwritten (GET .../remote gives the site's version to compare); prefer=local or prefer=remote says which side wins."}, s.syncWPPost)
 }
 
 type wpPostListQuery struct {
@@ -130,6 +135,18 @@ type wpPostResponse struct {
 	SyncedAt         *time.Time `json:"synced_at"`
 	CreatedAt        time.Time  `json:"created_at"`
 	UpdatedAt        time.Time  `json:"updated_at"`
+}
+
+type wpRemoteResponse struct {
+	Title       string    `json:"title"`
+	Content     string    `json:"content" doc:"as the site keeps it (HTML, raw): what prefer=remote brings here"`
+	Excerpt     string    `json:"excerpt"`
+	Slug        string    `json:"slug"`
+	Status      string    `json:"status" doc:"the status on the site"`
+	Link        string    `json:"link"`
+	ModifiedAt  time.Time `json:"modified_at" doc:"when WordPress last changed it"`
+	Changed     bool      `json:"changed" doc:"the site changed it since the last sync"`
+	ChangedHere bool      `json:"changed_here" doc:"it was changed here since the last sync"`
 }
 
 func wpPostJSON(p *store.WordPressPost) wpPostResponse {
@@ -273,6 +290,21 @@ func (s *Server) syncWPPost(c *gin.Context) {
 		return
 	}
 	respond(c, http.StatusOK, wpPostJSON(p), "post synced")
+}
+
+func (s *Server) getWPPostRemote(c *gin.Context) {
+	id, err := pathID(c, "id")
+	if err != nil {
+		fail(c, err)
+		return
+	}
+	v, err := s.wpPosts.Remote(c.Request.Context(), scope(c), id)
+	if err != nil {
+		fail(c, err)
+		return
+	}
+	respond(c, http.StatusOK, wpRemoteResponse{Title: v.Title, Content: v.Content, Excerpt: v.Excerpt, Slug: v.Slug, Status: v.Status,
+		Link: v.Link, ModifiedAt: v.Modified, Changed: v.Changed, ChangedHere: v.ChangedHere}, "the post on the site")
 }
 
 func (s *Server) importWPPosts(c *gin.Context) {

@@ -222,6 +222,15 @@ func TestWordPressPublishing(t *testing.T) {
 		if got := w.do(t, "GET", fmt.Sprintf("/api/wordpress-posts/%v", id), w.viewer, nil).Data()["title"]; got != "Edited here" {
 			t.Fatalf("a conflict overwrote the post: %v", got)
 		}
+		// The site's version, to show beside this one: read by anyone, it changes nothing.
+		r = w.do(t, "GET", fmt.Sprintf("/api/wordpress-posts/%v/remote", id), w.viewer, nil)
+		if d := r.Data(); r.Code != 200 || d["title"] != "Edited there again" || d["content"] != "<p>again</p>" ||
+			d["changed"] != true || d["changed_here"] != true || d["status"] != "draft" || d["link"] == "" || d["modified_at"] == nil {
+			t.Fatalf("remote version: %d %s", r.Code, r.Body)
+		}
+		if got := w.do(t, "GET", fmt.Sprintf("/api/wordpress-posts/%v", id), w.viewer, nil).Data(); got["title"] != "Edited here" || got["sync_status"] != "dirty" {
+			t.Fatalf("reading the remote version changed the post: %v", got)
+		}
 		r = w.do(t, "POST", fmt.Sprintf("/api/wordpress-posts/%v/sync?prefer=local", id), w.editor, nil)
 		if r.Code != 200 || r.Data()["title"] != "Edited here" {
 			t.Fatalf("prefer local: %d %s", r.Code, r.Body)
@@ -231,6 +240,18 @@ func TestWordPressPublishing(t *testing.T) {
 		r = w.do(t, "POST", fmt.Sprintf("/api/wordpress-posts/%v/sync?prefer=remote", id), w.editor, nil)
 		if r.Code != 200 || r.Data()["title"] != "Theirs" || r.Data()["content"] != "<p>theirs</p>" {
 			t.Fatalf("prefer remote: %d %s", r.Code, r.Body)
+		}
+		r = w.do(t, "GET", fmt.Sprintf("/api/wordpress-posts/%v/remote", id), w.viewer, nil)
+		if d := r.Data(); r.Code != 200 || d["title"] != "Theirs" || d["changed"] != false || d["changed_here"] != false {
+			t.Fatalf("remote version after the sync: %d %s", r.Code, r.Body)
+		}
+		// A post not on the site has no remote version.
+		local := w.post(t, map[string]any{"title": "Only here"})
+		if r := w.do(t, "GET", fmt.Sprintf("/api/wordpress-posts/%v/remote", local["id"]), w.viewer, nil); r.Code != 409 || !strings.Contains(r.Detail(), "publish it first") {
+			t.Fatalf("remote of a local post: %d %s", r.Code, r.Body)
+		}
+		if r := w.do(t, "DELETE", fmt.Sprintf("/api/wordpress-posts/%v", local["id"]), w.editor, nil); r.Code != 200 {
+			t.Fatalf("delete: %d %s", r.Code, r.Body)
 		}
 	})
 
@@ -340,6 +361,26 @@ func TestWordPressFailures(t *testing.T) {
 		// the lookup by slug that finds the post the create made.
 		if w.site.Requests["POST /wp/v2/posts"] != 1 || w.site.Requests["GET /wp/v2/posts"] != 2 {
 			t.Fatalf("requests: %v", w.site.Requests)
+		}
+	})
+	t.Run("RemoteVersionReadFailsAndChangesNothing", func(t *testing.T) {
+		t.Parallel()
+		w := newWPEnv(t)
+		p := w.post(t, map[string]any{"title": "Read there"})
+		if r := w.action(t, p["id"], "publish", nil); r.Code != 200 {
+			t.Fatalf("publish: %d %s", r.Code, r.Body)
+		}
+		w.site.Set(func(s *wptest.Site) {
+			s.Fail = func(r *http.Request) (int, string, string, bool) {
+				return 403, "rest_forbidden", "WordPress says: not yours", r.Method == "GET"
+			}
+		})
+		r := w.do(t, "GET", fmt.Sprintf("/api/wordpress-posts/%v/remote", p["id"]), w.viewer, nil)
+		if r.Code != 502 || !strings.Contains(r.Detail(), "WordPress says: not yours") {
+			t.Fatalf("remote version from a failing site: %d %s", r.Code, r.Body)
+		}
+		if got := w.do(t, "GET", fmt.Sprintf("/api/wordpress-posts/%v", p["id"]), w.viewer, nil).Data(); got["sync_status"] != "synced" || got["last_error"] != "" {
+			t.Fatalf("a failed read changed the post: %v", got)
 		}
 	})
 	t.Run("UnusableApplicationPasswords", func(t *testing.T) {

@@ -35,6 +35,9 @@ type Error struct {
 	Message    string
 	Err        error
 	RetryAfter int // seconds, for KindRetryLater and KindUnavailable
+	// Fields names the request's fields the error is about, when it is
+	// about several (a 422's "fields" beside its detail).
+	Fields []string
 }
 
 func (e *Error) Error() string {
@@ -54,7 +57,14 @@ func E(kind Kind, format string, args ...any) *Error {
 }
 
 // Invalid, NotFound, Conflict, ... are shorthands for E.
-func Invalid(format string, args ...any) *Error  { return E(KindInvalid, format, args...) }
+func Invalid(format string, args ...any) *Error { return E(KindInvalid, format, args...) }
+
+// InvalidFields is Invalid naming the fields it is about.
+func InvalidFields(fields []string, format string, args ...any) *Error {
+	e := E(KindInvalid, format, args...)
+	e.Fields = fields
+	return e
+}
 func NotFound(format string, args ...any) *Error { return E(KindNotFound, format, args...) }
 func Conflict(format string, args ...any) *Error { return E(KindConflict, format, args...) }
 func Forbidden(format string, args ...any) *Error {

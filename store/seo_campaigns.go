@@ -417,6 +417,77 @@ func (db *DB) RemoveCampaignKeywords(ctx context.Context, campaignID int64, ids 
 	return removed, nil
 }
 
+// SetCampaignKeywordOrder puts a campaign's keywords in the order of ids,
+// which must name each of them exactly once (invalid otherwise: a keyword
+// missing, repeated or not the campaign's). It returns how many moved.
+func (db *DB) SetCampaignKeywordOrder(ctx context.Context, campaignID int64, ids []int64) (int, error) {
+	var moved int
+	err := db.tx(ctx, func(tx *sql.Tx) error {
+		if _, err := envOf(ctx, tx, "seo_campaigns", campaignID, "campaign"); err != nil {
+			return err
+		}
+		rows, err := tx.QueryContext(ctx, `SELECT id FROM seo_keywords WHERE campaign_id = ? ORDER BY campaign_position, id`, campaignID)
+		if err != nil {
+			return err
+		}
+		var current []int64
+		for rows.Next() {
+			var id int64
+			if err := rows.Scan(&id); err != nil {
+				rows.Close()
+				return err
+			}
+			current = append(current, id)
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return err
+		}
+		has := make(map[int64]bool, len(current))
+		for _, id := range current {
+			has[id] = true
+		}
+		seen := make(map[int64]bool, len(ids))
+		for _, id := range ids {
+			switch {
+			case !has[id]:
+				return Invalid("ids: keyword %d is not in the campaign", id)
+			case seen[id]:
+				return Invalid("ids: keyword %d is named twice", id)
+			}
+			seen[id] = true
+		}
+		if len(ids) != len(current) {
+			for _, id := range current {
+				if !seen[id] {
+					return Invalid("ids: keyword %d of the campaign is missing: give all %d of its keywords in their new order", id, len(current))
+				}
+			}
+		}
+		// Positions become 1..n (gaps left by removals close); a keyword
+		// that kept its place keeps its updated_at.
+		now := db.now()
+		for i, id := range ids {
+			q, args := `UPDATE seo_keywords SET campaign_position = ? WHERE id = ?`, []any{i + 1, id}
+			if current[i] != id {
+				moved++
+				q, args = `UPDATE seo_keywords SET campaign_position = ?, updated_at = ? WHERE id = ?`, []any{i + 1, now, id}
+			}
+			if _, err := tx.ExecContext(ctx, q, args...); err != nil {
+				return err
+			}
+		}
+		if moved > 0 {
+			_, err = tx.ExecContext(ctx, `UPDATE seo_campaigns SET updated_at = ? WHERE id = ?`, now, campaignID)
+		}
+		return err
+	})
+	if err != nil {
+		return 0, err
+	}
+	return moved, nil
+}
+
 // ListCampaignKeywords lists a campaign's keywords in its order.
 func (db *DB) ListCampaignKeywords(ctx context.Context, campaignID int64, p Page) ([]*Keyword, int, error) {
 	return listPage(ctx, db, listQuery{from: "seo_keywords k INDEXED BY seo_keywords_campaign", count: "seo_keywords k",

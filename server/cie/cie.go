@@ -487,7 +487,11 @@ func variables(a *store.Archetype, given map[string]string, eff engine.Effective
 		missing = append(missing, name)
 	}
 	if len(missing) > 0 {
-		return nil, store.Invalid("variables: missing %s: the archetype's template needs a value for each (or declares it optional)", quoteList(missing))
+		fields := make([]string, len(missing))
+		for i, name := range missing {
+			fields[i] = "variables." + name
+		}
+		return nil, store.InvalidFields(fields, "variables: missing %s: the archetype's template needs a value for each (or declares it optional)", quoteList(missing))
 	}
 	return values, nil
 }

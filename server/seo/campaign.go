@@ -230,6 +230,13 @@ func (s *Service) RemoveKeywords(ctx context.Context, sc store.Scope, id int64, 
 	return s.changeKeywords(ctx, sc, id, ids, s.db.RemoveCampaignKeywords)
 }
 
+// OrderKeywords puts a campaign's keywords in the order of ids (each of
+// them once), and returns it with how many moved: the autopilot takes
+// them in that order.
+func (s *Service) OrderKeywords(ctx context.Context, sc store.Scope, id int64, ids []int64) (*store.Campaign, int, error) {
+	return s.changeKeywords(ctx, sc, id, ids, s.db.SetCampaignKeywordOrder)
+}
+
 func (s *Service) changeKeywords(ctx context.Context, sc store.Scope, id int64, ids []int64,
 	change func(context.Context, int64, []int64) (int, error)) (*store.Campaign, int, error) {
 	if _, err := s.Campaign(ctx, sc, id); err != nil {

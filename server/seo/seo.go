@@ -41,6 +41,7 @@ type Store interface {
 	DeleteCampaign(ctx context.Context, id int64) error
 	AddCampaignKeywords(ctx context.Context, campaignID int64, ids []int64) (int, error)
 	RemoveCampaignKeywords(ctx context.Context, campaignID int64, ids []int64) (int, error)
+	SetCampaignKeywordOrder(ctx context.Context, campaignID int64, ids []int64) (int, error)
 	ListCampaignKeywords(ctx context.Context, campaignID int64, p store.Page) ([]*store.Keyword, int, error)
 
 	WordPressPostByID(ctx context.Context, id int64) (*store.WordPressPost, error)

@@ -593,18 +593,10 @@ func (s *Service) Sync(ctx context.Context, sc store.Scope, id int64, prefer str
 	if err != nil {
 		return nil, s.failed(ctx, p, err)
 	}
-	// modified has one-second resolution: an edit within the second of
-	// the last sync shows only in the digest.
-	remoteChanged := p.RemoteModified == nil || !r.Modified().Equal(*p.RemoteModified) ||
-		(p.RemoteHash != "" && remoteHash(r) != p.RemoteHash)
-	// Changed here: edited since the last sync (a sync or push that
-	// records the site's state sets synced_at after updated_at). A failed
-	// call is no change: a failed unpublish must not turn the next sync
-	// into a conflict.
-	localChanged := p.SyncStatus == store.SyncDirty || p.SyncedAt == nil || p.UpdatedAt.After(*p.SyncedAt)
+	remoteChanged, localChanged := changes(p, r)
 	switch {
 	case remoteChanged && localChanged && prefer == "":
-		return nil, store.Conflict("both sides changed since the last sync: here at %s, on WordPress at %s; sync again with ?prefer=local or ?prefer=remote",
+		return nil, store.Conflict("both sides changed since the last sync: here at %s, on WordPress at %s; compare them (GET .../remote gives the site's version), then sync again with ?prefer=local or ?prefer=remote",
 			p.UpdatedAt.Format(time.RFC3339), r.Modified().Format(time.RFC3339))
 	case localChanged && (!remoteChanged || prefer == "local"):
 		return s.push(ctx, c, p)
@@ -619,6 +611,47 @@ func (s *Service) Sync(ctx context.Context, sc store.Scope, id int64, prefer str
 		return s.recordRemote(ctx, p.ID, r, local)
 	}
 	return s.recordRemote(ctx, p.ID, r, nil)
+}
+
+// RemoteVersion is the post as the site has it now, beside the kept
+// one: what a sync conflict would overwrite on either side. Content and
+// excerpt are raw, as the site keeps them (what prefer=remote brings here).
+type RemoteVersion struct {
+	Title, Content, Excerpt, Slug, Status, Link string
+	Modified                                    time.Time
+	// Changed: the site's post changed since the last sync here;
+	// ChangedHere: this side did.
+	Changed, ChangedHere bool
+}
+
+// Remote reads the post's version on the site, changing nothing (a failed
+// read leaves the sync state as it was).
+func (s *Service) Remote(ctx context.Context, sc store.Scope, id int64) (*RemoteVersion, error) {
+	p, c, err := s.onSite(ctx, sc, id)
+	if err != nil {
+		return nil, err
+	}
+	r, err := c.Post(ctx, *p.RemoteID)
+	if err != nil {
+		return nil, remoteError(err)
+	}
+	remoteChanged, localChanged := changes(p, r)
+	return &RemoteVersion{Title: r.Title.Text(), Content: r.Content.Text(), Excerpt: r.Excerpt.Text(), Slug: r.Slug, Status: r.Status,
+		Link: r.Link, Modified: r.Modified(), Changed: remoteChanged, ChangedHere: localChanged}, nil
+}
+
+// changes says which sides changed since the last sync.
+func changes(p *store.WordPressPost, r *wordpress.Post) (remoteChanged, localChanged bool) {
+	// modified has one-second resolution: an edit within the second of
+	// the last sync shows only in the digest.
+	remoteChanged = p.RemoteModified == nil || !r.Modified().Equal(*p.RemoteModified) ||
+		(p.RemoteHash != "" && remoteHash(r) != p.RemoteHash)
+	// Changed here: edited since the last sync (a sync or push that
+	// records the site's state sets synced_at after updated_at). A failed
+	// call is no change: a failed unpublish must not turn the next sync
+	// into a conflict.
+	localChanged = p.SyncStatus == store.SyncDirty || p.SyncedAt == nil || p.UpdatedAt.After(*p.SyncedAt)
+	return remoteChanged, localChanged
 }
 
 // localFromRemote is a remote post in local terms: its raw fields, and its

@@ -1,12 +1,12 @@
 // A Markdown preview that cannot run script: the text is parsed here into
-// Preact elements (never HTML strings, never innerHTML), so raw HTML in a
+// Preact elements (never HTML strings, never innerHTML on the page), so raw HTML in a
 // model's article or a WordPress post stays characters, and only links to
 // http(s), mailto, a path or an anchor become links. Images are shown as
 // links to them (the page loads nothing from elsewhere). It covers what
 // articles use: headings, paragraphs, lists, quotes, code, rules, emphasis,
 // strong, inline code and links; tables and the rest show as text.
 import type { ComponentChildren, VNode } from "preact";
-import { useState } from "preact/hooks";
+import { useMemo, useState } from "preact/hooks";
 
 export function safeHref(href: string): string | null {
   const h = href.trim();
@@ -166,6 +166,62 @@ export function Markdown({ text, label, copy }: { text: string; label: string; c
   return (
     <section class="preview" aria-label={label}>
       {blocks(text, copy)}
+    </section>
+  );
+}
+
+// HTML from elsewhere (a WordPress site's post) as elements: it is parsed
+// into an inert template (no script runs, nothing loads), and
+// only an allow-list of text elements is rebuilt as Preact elements, with
+// no attribute but a link's safe href. Anything else keeps its text and
+// loses its element; script, style and embeds lose everything.
+const keepTags = new Set([
+  "p", "h1", "h2", "h3", "h4", "h5", "h6", "ul", "ol", "li", "blockquote", "pre", "code", "em", "strong", "b", "i", "s", "del",
+  "br", "hr", "table", "thead", "tbody", "tr", "th", "td", "figure", "figcaption", "sub", "sup",
+]);
+const dropTags = new Set(["script", "style", "iframe", "object", "embed", "noscript", "template", "svg", "math", "form", "input", "button", "select", "textarea"]);
+
+function fromNodes(nodes: NodeListOf<ChildNode>, key: string): ComponentChildren[] {
+  const out: ComponentChildren[] = [];
+  nodes.forEach((n, i) => {
+    const k = `${key}.${i}`;
+    if (n.nodeType === Node.TEXT_NODE) out.push(n.textContent ?? "");
+    if (n.nodeType !== Node.ELEMENT_NODE) return;
+    const el = n as Element;
+    const tag = el.tagName.toLowerCase();
+    if (dropTags.has(tag)) return;
+    if (tag === "img") {
+      const src = safeHref(el.getAttribute("src") ?? "");
+      const label = `image: ${el.getAttribute("alt") || el.getAttribute("src") || ""}`;
+      out.push(src ? <a key={k} href={src} rel="noopener noreferrer nofollow" target="_blank">{label}</a> : <span key={k}>{label}</span>);
+      return;
+    }
+    const children = fromNodes(el.childNodes, k);
+    if (tag === "a") {
+      const href = safeHref(el.getAttribute("href") ?? "");
+      out.push(href ? <a key={k} href={href} rel="noopener noreferrer nofollow" target="_blank">{children}</a> : <span key={k}>{children}</span>);
+    } else if (keepTags.has(tag)) {
+      const Tag = tag as "p";
+      out.push(<Tag key={k}>{children.length ? children : undefined}</Tag>);
+    } else out.push(...children);
+  });
+  return out;
+}
+
+export function Html({ html, label }: { html: string; label: string }) {
+  const nodes = useMemo(() => {
+    // A template's content belongs to a document with no browsing context:
+    // nothing in it loads or runs, not even an image's error handler.
+    // Chromium still checks an on* attribute against the CSP as it is
+    // parsed (and reports the blocked handler), so inside tags they are
+    // renamed first; none would run, and none is kept anyway.
+    const t = document.createElement("template");
+    t.innerHTML = html.replace(/<[^<>]*>/g, (tag) => tag.replace(/([\s/"'])on([a-z]+\s*=)/gi, "$1data-was-on$2"));
+    return fromNodes(t.content.childNodes, "h");
+  }, [html]);
+  return (
+    <section class="preview" aria-label={label}>
+      {nodes}
     </section>
   );
 }

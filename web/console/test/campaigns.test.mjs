@@ -1,7 +1,8 @@
 // Campaigns and strategies: an editor creates a campaign (its name's detail
 // beside the field), edits it, builds a strategy, moves a keyword between
 // clusters, renames a cluster and makes a campaign of it, its pillar
-// first; a viewer sees no action.
+// first, then reorders its keywords from the keyboard; a viewer sees no
+// action.
 import assert from "node:assert/strict";
 import { after, before, test } from "node:test";
 import { axeCheck, grantAll, launch, openAs, startCopydesk, TEAM, waitFor } from "./harness.mjs";
@@ -85,6 +86,21 @@ test("an editor creates and edits a campaign, builds a strategy and makes a camp
   assert.match(order[0], /^tomato pots balcony/);
   assert.match(order[1], /^tomato pot \(/);
   assert.deepEqual(await axeCheck(page), [], "a strategy and a campaign");
+
+  // The order changes from the keyboard: move a keyword up with Enter; the focus stays on it.
+  const region = page.getByRole("region", { name: "Tomatoes" });
+  assert.equal(await region.getByRole("button", { name: "Move up tomato pots balcony" }).isDisabled(), true, "the first cannot go up");
+  await region.getByRole("button", { name: "Move up tomato pot", exact: true }).focus();
+  await page.keyboard.press("Enter");
+  await page.getByText("“tomato pot” moved up to place 1.").waitFor();
+  assert.match((await region.getByRole("listitem").allTextContents())[0], /^tomato pot \(/);
+  const tomatoesId = (await srv.api("GET", `/api/seo/campaigns?environment_id=${env.id}`, admin)).body.data.items.find((c) => c.name === "Tomatoes").id;
+  const saved = (await srv.api("GET", `/api/seo/campaigns/${tomatoesId}/keywords`, admin)).body.data.items.map((k) => k.keyword);
+  assert.deepEqual(saved, ["tomato pot", "tomato pots balcony"]);
+  assert.equal(await page.evaluate(() => document.activeElement?.textContent), "Move down tomato pot", "the focus follows the keyword");
+  await page.keyboard.press("Enter");
+  await page.getByText("“tomato pot” moved down to place 2.").waitFor();
+  assert.deepEqual((await srv.api("GET", `/api/seo/campaigns/${tomatoesId}/keywords`, admin)).body.data.items.map((k) => k.keyword), ["tomato pots balcony", "tomato pot"]);
   await close();
 });
 

@@ -1,8 +1,9 @@
 // Posts: an editor opens a WordPress post from the list with its sync
 // state, edits its Markdown beside a live preview that runs none of its
 // markup, files it under a category and a tag, publishes it on a local
-// stand-in of the site, keeps their version when a sync finds both sides
-// changed, and unpublishes it; a viewer reads it with no action.
+// stand-in of the site, sees both versions side by side when a sync finds
+// both sides changed (the site's HTML rendered inert) and keeps one, then
+// the other, and unpublishes it; a viewer reads it with no action.
 import assert from "node:assert/strict";
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -90,15 +91,42 @@ test("an editor edits a post beside its preview, publishes, resolves a conflict 
   await md.fill("# Ripe tomatoes\n\nPicked today.\n");
   await page.getByRole("button", { name: "Save" }).click();
   await page.getByText("Published · Changed here").waitFor();
-  site.edit(remote, { content: "<p>Changed on the site.</p>" });
+  // The site's version is HTML from elsewhere: shown as elements, its script and handlers inert.
+  site.edit(remote, {
+    title: "Tomatoes (site)",
+    content: '<h2>From the site</h2><p>Changed on the <strong>site</strong>.</p><script>window.__pwned=2</script><img src="x" onerror="window.__pwned=3" alt="a tomato"><a href="javascript:window.__pwned=4">bad link</a>',
+  });
   await page.getByRole("button", { name: "Sync" }).click();
   const conflict = page.getByRole("alertdialog", { name: "Both versions changed" });
   await conflict.getByText(/both sides changed since the last sync/i).waitFor();
-  await conflict.getByRole("region", { name: "This version" }).getByText("Picked today.").waitFor();
+  const mine = conflict.getByRole("region", { name: "This version's text" });
+  const theirs = conflict.getByRole("region", { name: "The site's text" });
+  await mine.getByText("Picked today.").waitFor();
+  await theirs.getByRole("heading", { name: "From the site" }).waitFor();
+  await conflict.getByText("Tomatoes (site)").waitFor();
+  assert.equal(await theirs.getByText("Changed on the site.").count(), 1);
+  assert.equal(await theirs.locator("strong").textContent(), "site");
+  assert.equal(await theirs.getByRole("link", { name: "image: a tomato" }).count(), 1, "an image is a link to it, not loaded");
+  assert.equal(await theirs.getByRole("link", { name: "bad link" }).count(), 0, "a javascript: link is no link");
+  assert.equal(await theirs.getByText("window.__pwned").count(), 0, "a script's text is dropped");
+  assert.equal(await page.evaluate(() => window.__pwned), undefined);
   assert.deepEqual(await axeCheck(page), [], "conflict");
   await conflict.getByRole("button", { name: "Keep this version" }).click();
   await page.getByText("This version was kept and sent to the site.").waitFor();
   assert.match(site.posts.get(remote).content, /Picked today/);
+  assert.equal(await page.getByRole("alertdialog").count(), 0);
+
+  // Again, and this time the site's version is kept here.
+  await md.fill("# Ripe tomatoes\n\nPicked yesterday.\n");
+  await page.getByRole("button", { name: "Save" }).click();
+  await page.getByText("Published · Changed here").waitFor();
+  site.edit(remote, { title: "Tomato diary", content: "<p>The site wins.</p>" });
+  await page.getByRole("button", { name: "Sync" }).click();
+  await conflict.getByRole("region", { name: "The site's text" }).getByText("The site wins.").waitFor();
+  await conflict.getByRole("button", { name: "Keep the site's version" }).click();
+  await page.getByText("The site's version was kept.").waitFor();
+  assert.equal((await localPost()).content, "<p>The site wins.</p>");
+  assert.match(site.posts.get(remote).content, /The site wins/);
 
   await page.getByRole("button", { name: "Unpublish" }).click();
   await page.getByText("Turned back into a draft on the site.").waitFor();

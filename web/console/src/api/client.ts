@@ -52,10 +52,13 @@ export class ApiError extends Error {
   readonly detail: string;
   readonly field: string | undefined;
   readonly fieldMessage: string | undefined;
-  constructor(status: number, detail: string) {
+  // fields: the request's fields a 422 names when it is about several.
+  readonly fields: string[];
+  constructor(status: number, detail: string, fields: string[] = []) {
     super(detail);
     this.status = status;
     this.detail = detail;
+    this.fields = fields;
     const m = /^([a-z][a-z0-9_]*(?:\.[a-z0-9_]+|\[\d+\])*): (.+)$/s.exec(detail);
     this.field = m?.[1];
     this.fieldMessage = m?.[2];
@@ -79,24 +82,30 @@ export function url(path: string, params?: Record<string, unknown>, query?: Reco
   return p;
 }
 
-async function detailOf(res: Response): Promise<string> {
+// fieldsOf is what an error body's "fields" names (strings only).
+function fieldsOf(body: unknown): string[] {
+  if (!body || typeof body !== "object" || !("fields" in body) || !Array.isArray(body.fields)) return [];
+  return body.fields.filter((f): f is string => typeof f === "string");
+}
+
+async function errorOf(res: Response): Promise<{ detail: string; fields: string[] }> {
   try {
     const body: unknown = await res.json();
-    if (body && typeof body === "object" && "detail" in body && typeof body.detail === "string") return body.detail;
+    if (body && typeof body === "object" && "detail" in body && typeof body.detail === "string") return { detail: body.detail, fields: fieldsOf(body) };
   } catch {
     // not JSON: fall through to the status line
   }
-  return `the server answered ${res.status} ${res.statusText}`.trim();
+  return { detail: `the server answered ${res.status} ${res.statusText}`.trim(), fields: [] };
 }
 
 // failure is the error of an answer with an error status; a 401 to a
 // signed-in request ends the session (once, for every screen).
-function failure(status: number, detail: string, token: string | null): ApiError {
+function failure(status: number, detail: string, token: string | null, fields: string[] = []): ApiError {
   if (status === 401 && token) {
     session.end(token, detail);
     return new SessionEnded(401, detail);
   }
-  return new ApiError(status, detail);
+  return new ApiError(status, detail, fields);
 }
 
 const unreachable = "the server cannot be reached: check the connection and try again";
@@ -127,7 +136,10 @@ export async function request(method: string, path: string, o: { body?: unknown;
     if (e instanceof DOMException && e.name === "AbortError") throw e;
     throw new ApiError(0, unreachable);
   }
-  if (!res.ok) throw failure(res.status, await detailOf(res), token);
+  if (!res.ok) {
+    const e = await errorOf(res);
+    throw failure(res.status, e.detail, token, e.fields);
+  }
   return res;
 }
 

@@ -2665,7 +2665,13 @@ export interface paths {
          * @description Requires the viewer role or higher.
          */
         get: operations["getSeoCampaignsIdKeywords"];
-        put?: never;
+        /**
+         * Set the order of a campaign's keywords
+         * @description ids are all the campaign's keywords, each once, in the order the autopilot is to take them (422 naming one missing, repeated or not the campaign's). changed says how many moved. Adding and taking out stay POST .../keywords and .../keywords/remove.
+         *
+         *     Requires the editor role or higher.
+         */
+        put: operations["putSeoCampaignsIdKeywords"];
         /**
          * Add keywords to a campaign
          * @description Appends them in the order given. Each must be a keyword of the campaign's environment (422) in no other campaign (409); one the campaign has stays where it is. changed says how many were added.
@@ -3579,6 +3585,28 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/wordpress-posts/{id}/remote": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Read the post's version on the site
+         * @description What the site has now (title, raw content and excerpt, status, modified time), and which sides changed since the last sync: a sync's 409 names the two change times, this gives the site's text to show beside the kept one before choosing prefer=local or prefer=remote. It changes nothing here (a failed read leaves the sync state as it was); 409 when the post is not on the site yet.
+         *
+         *     Requires the viewer role or higher.
+         */
+        get: operations["getWordpressPostsIdRemote"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/wordpress-posts/{id}/sync": {
         parameters: {
             query?: never;
@@ -3590,7 +3618,7 @@ export interface paths {
         put?: never;
         /**
          * Bring the post and the site together
-         * @description Changes on the site since the last sync are pulled here; changes here are sent there. When both sides changed, it is a 409 naming both change times and nothing is overwritten; prefer=local or prefer=remote says which side wins.
+         * @description Changes on the site since the last sync are pulled here; changes here are sent there. When both sides changed, it is a 409 naming both change times and nothing is overwritten (GET .../remote gives the site's version to compare); prefer=local or prefer=remote says which side wins.
          *
          *     Requires the editor role or higher.
          */
@@ -3641,6 +3669,8 @@ export interface components {
         } | null;
         Error: {
             detail: string;
+            /** @description the request's fields a 422 is about, when it names several (variables.<name> for each missing variable); detail says the same in words */
+            fields?: string[];
         };
         ImportResult: {
             imported?: number;
@@ -6314,6 +6344,25 @@ export interface components {
              * @enum {string}
              */
             status?: "draft" | "pending" | "private" | "future" | "publish";
+        };
+        wpRemoteResponse: {
+            /** @description the site changed it since the last sync */
+            changed: boolean;
+            /** @description it was changed here since the last sync */
+            changed_here: boolean;
+            /** @description as the site keeps it (HTML, raw): what prefer=remote brings here */
+            content: string;
+            excerpt: string;
+            link: string;
+            /**
+             * Format: date-time
+             * @description when WordPress last changed it
+             */
+            modified_at: string;
+            slug: string;
+            /** @description the status on the site */
+            status: string;
+            title: string;
         };
     };
     responses: {
@@ -11890,6 +11939,43 @@ export interface operations {
             500: components["responses"]["500"];
         };
     };
+    putSeoCampaignsIdKeywords: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: number;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["bulkIDs"];
+            };
+        };
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["campaignKeywordsResponse"];
+                        message: string;
+                    };
+                };
+            };
+            400: components["responses"]["400"];
+            401: components["responses"]["401"];
+            403: components["responses"]["403"];
+            404: components["responses"]["404"];
+            413: components["responses"]["413"];
+            415: components["responses"]["415"];
+            422: components["responses"]["422"];
+            500: components["responses"]["500"];
+        };
+    };
     postSeoCampaignsIdKeywords: {
         parameters: {
             query?: never;
@@ -13915,6 +14001,38 @@ export interface operations {
             409: components["responses"]["409"];
             413: components["responses"]["413"];
             415: components["responses"]["415"];
+            422: components["responses"]["422"];
+            500: components["responses"]["500"];
+            502: components["responses"]["502"];
+            504: components["responses"]["504"];
+        };
+    };
+    getWordpressPostsIdRemote: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["wpRemoteResponse"];
+                        message: string;
+                    };
+                };
+            };
+            401: components["responses"]["401"];
+            404: components["responses"]["404"];
+            409: components["responses"]["409"];
             422: components["responses"]["422"];
             500: components["responses"]["500"];
             502: components["responses"]["502"];

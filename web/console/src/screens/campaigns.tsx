@@ -176,7 +176,36 @@ function CampaignDetail({ env, c, editor, onChanged, onClose }: { env: number; c
       setError(errorText(e));
     }
   }
-  const items = kws.data?.data.items ?? [];
+  const all = kws.data?.data.items ?? [];
+  // The order as last moved here, shown at once while the server saves it.
+  const [order, setOrder] = useState<number[] | null>(null);
+  const [focus, setFocus] = useState<string | null>(null);
+  useEffect(() => setOrder(null), [kws.data]);
+  useEffect(() => {
+    if (focus) document.getElementById(focus)?.focus();
+  }, [focus, order]);
+  const items = order ? order.map((id) => all.find((k) => k.id === id)).filter((k): k is (typeof all)[number] => !!k) : all;
+  const movable = editor && !!kws.data && kws.data.data.total === all.length && all.length > 1;
+  async function move(at: number, by: -1 | 1) {
+    const ids = items.map((k) => k.id);
+    const [k] = items.slice(at, at + 1);
+    if (!k || at + by < 0 || at + by >= ids.length) return;
+    ids.splice(at, 1);
+    ids.splice(at + by, 0, k.id);
+    setError(null);
+    setOrder(ids);
+    // Keep the focus on the moved keyword's button (the other one when it reached an end).
+    const to = at + by;
+    const dir = to === 0 ? "down" : to === ids.length - 1 ? "up" : by < 0 ? "up" : "down";
+    setFocus(`kw-${dir}-${k.id}`);
+    try {
+      await api.put("/api/seo/campaigns/{id}/keywords", { path: { id: c.id }, body: { ids } });
+      onChanged(`“${k.keyword}” moved ${by < 0 ? "up" : "down"} to place ${at + by + 1}.`);
+    } catch (e) {
+      setOrder(null);
+      setError(errorText(e));
+    }
+  }
   return (
     <section class="card detail" aria-labelledby="cmp-detail">
       <h3 id="cmp-detail">{c.name}</h3>
@@ -200,11 +229,22 @@ function CampaignDetail({ env, c, editor, onChanged, onClose }: { env: number; c
       {error && <Alert>{error}</Alert>}
       {kws.data && items.length === 0 && <p class="muted">No keyword yet: select some on the Keywords screen.</p>}
       <ol class="kw-order">
-        {items.map((k) => (
+        {items.map((k, i) => (
           <li key={k.id}>
             {k.keyword} <span class="muted small">({k.status.replace("_", " ")})</span>
             {editor && (
               <>
+                {movable && (
+                  <>
+                    {" "}
+                    <button type="button" class="link" id={`kw-up-${k.id}`} disabled={i === 0} onClick={() => void move(i, -1)}>
+                      Move up<span class="visually-hidden"> {k.keyword}</span>
+                    </button>{" "}
+                    <button type="button" class="link" id={`kw-down-${k.id}`} disabled={i === items.length - 1} onClick={() => void move(i, 1)}>
+                      Move down<span class="visually-hidden"> {k.keyword}</span>
+                    </button>
+                  </>
+                )}
                 {" "}
                 <button type="button" class="link" onClick={() => void remove(k.id, k.keyword)}>
                   Take out<span class="visually-hidden"> {k.keyword}</span>

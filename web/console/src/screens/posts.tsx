@@ -2,11 +2,12 @@
 // opening one edits its Markdown beside a live preview (the preview builds
 // elements, never HTML), its categories and tags, and publishes,
 // unpublishes or syncs it. When a sync finds that both sides changed, the
-// server's words and this side's version are shown, and the user keeps one.
+// server's words and both versions are shown side by side, and the user
+// keeps one.
 import { useEffect, useState } from "preact/hooks";
 import { api, ApiError, type Schemas } from "../api/client";
 import type { ScreenProps } from "../lazy";
-import { Markdown } from "../markdown";
+import { Html, Markdown } from "../markdown";
 import { sentence } from "../session";
 import {
   Alert, canEdit, Field, formErrors, Heading, noErrors, Pager, Select, TextArea, Thead, useDebounced, useResource, When, type FormErrors,
@@ -214,7 +215,7 @@ function Editor({ kind, id, terms, onClose }: { kind: Kind; id: number; terms: {
           </a>
         </p>
       )}
-      {conflict && wp && <Conflict detail={conflict} mine={saved?.body ?? ""} busy={busy}
+      {conflict && wp && <Conflict id={id} detail={conflict} mine={{ title: saved?.title ?? "", body: saved?.body ?? "" }} busy={busy}
         onKeep={(prefer) => void act(prefer === "local" ? "This version was kept and sent to the site." : "The site's version was kept.",
           () => api.post("/api/wordpress-posts/{id}/sync", { path: { id }, query: { prefer } }))}
         onCancel={() => setConflict(null)} />}
@@ -296,17 +297,37 @@ function Terms({ legend, all, chosen, onChange, error }: { legend: string; all: 
   );
 }
 
-// Conflict shows what the server said and this side's version, and lets
-// the user keep one (sync with prefer). The API does not give the site's
-// version (docs/console.md, known gaps): its link is on the screen.
-function Conflict({ detail, mine, busy, onKeep, onCancel }: { detail: string; mine: string; busy: boolean; onKeep: (prefer: "local" | "remote") => void; onCancel: () => void }) {
+// Conflict shows what the server said and both versions side by side:
+// this side's Markdown through the preview, and the site's HTML (read with
+// GET .../remote) through Html's allow-list; both build elements, never
+// HTML strings. The user keeps one (sync with prefer).
+function Conflict({ id, detail, mine, busy, onKeep, onCancel }: { id: number; detail: string; mine: { title: string; body: string }; busy: boolean; onKeep: (prefer: "local" | "remote") => void; onCancel: () => void }) {
+  const theirs = useResource(async (signal) => (await api.get("/api/wordpress-posts/{id}/remote", { path: { id }, signal })).data, [id, detail]);
+  const t = theirs.data;
   return (
     <div class="card conflict" role="alertdialog" aria-labelledby="conflict-h" aria-describedby="conflict-d">
       <h3 id="conflict-h">Both versions changed</h3>
       <p id="conflict-d">{sentence(detail)}</p>
       <div class="two">
-        <Markdown text={mine} label="This version" />
-        <p class="muted">The site's version is on the site (the API does not send it here): open the post on the site to compare.</p>
+        <section aria-labelledby="conflict-mine">
+          <h4 id="conflict-mine">This version</h4>
+          <p class="version-title">{mine.title || "(untitled)"}</p>
+          <Markdown text={mine.body} label="This version's text" />
+        </section>
+        <section aria-labelledby="conflict-theirs">
+          <h4 id="conflict-theirs">The site's version</h4>
+          {theirs.error && <Alert>{theirs.error}</Alert>}
+          {!t && !theirs.error && <p role="status">Reading the site's version…</p>}
+          {t && (
+            <>
+              <p class="version-title">{t.title || "(untitled)"}</p>
+              <p class="muted small">
+                Changed on the site <When at={t.modified_at} />
+              </p>
+              <Html html={t.content} label="The site's text" />
+            </>
+          )}
+        </section>
       </div>
       <div class="actions">
         <button type="button" disabled={busy} onClick={() => onKeep("local")}>

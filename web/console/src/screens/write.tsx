@@ -35,11 +35,11 @@ export function fieldsOf(a: Archetype): { name: string; required: boolean }[] {
 }
 
 // variableErrors places a 422 about variables at the fields it names:
-// "variables.keyword: ..." at that field, "variables: missing "a", "b": ..."
-// at each field it lists.
+// "variables.keyword: ..." at that field, and a missing-variables 422's
+// "fields" (variables.a, variables.b) at each of them.
 export function variableErrors(e: unknown, names: string[]): { fields: Record<string, string>; form: string | null } {
-  if (e instanceof ApiError && e.detail.startsWith("variables: missing ")) {
-    const missing = [...e.detail.matchAll(/"([^"]+)"/g)].map((m) => m[1] ?? "").filter((n) => names.includes(n));
+  if (e instanceof ApiError && e.fields.length) {
+    const missing = e.fields.filter((f) => f.startsWith("variables.")).map((f) => f.slice("variables.".length)).filter((n) => names.includes(n));
     if (missing.length) return { fields: Object.fromEntries(missing.map((n) => [n, "needs a value"])), form: null };
   }
   const fe = formErrors(e, names.map((n) => "variables." + n));
