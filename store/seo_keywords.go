@@ -507,17 +507,20 @@ func (db *DB) ImportKeywords(ctx context.Context, envID int64, source string, ro
 		// writer's page cache holds (2 MiB); spilling them to the WAL in
 		// the middle of the transaction and reading them back took half of
 		// its time. The import gets a larger cache for its own duration.
-		var cache int64
-		if err := tx.QueryRowContext(ctx, `PRAGMA cache_size`).Scan(&cache); err != nil {
-			return err
+		// (SQLite's page cache; PostgreSQL's shared buffers are the server's.)
+		if !db.OnPostgres() {
+			var cache int64
+			if err := tx.QueryRowContext(ctx, `PRAGMA cache_size`).Scan(&cache); err != nil {
+				return err
+			}
+			if _, err := tx.ExecContext(ctx, fmt.Sprintf(`PRAGMA cache_size = %d`, -importCacheKiB)); err != nil {
+				return err
+			}
+			defer func() {
+				// Failing to shrink it back leaves a larger cache, no harm.
+				_, _ = tx.ExecContext(context.WithoutCancel(ctx), fmt.Sprintf(`PRAGMA cache_size = %d`, cache))
+			}()
 		}
-		if _, err := tx.ExecContext(ctx, fmt.Sprintf(`PRAGMA cache_size = %d`, -importCacheKiB)); err != nil {
-			return err
-		}
-		defer func() {
-			// Failing to shrink it back leaves a larger cache, no harm.
-			_, _ = tx.ExecContext(context.WithoutCancel(ctx), fmt.Sprintf(`PRAGMA cache_size = %d`, cache))
-		}()
 		now := db.now()
 		ins, err := tx.PrepareContext(ctx, `INSERT INTO seo_keywords (environment_id, keyword, keyword_key, search_volume,
 			search_volume_high, difficulty, cpc, currency, intent, parent_keyword, source, created_at, updated_at)
