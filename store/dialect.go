@@ -3,7 +3,7 @@ package store
 import (
 	"context"
 	"database/sql"
-		"regexp"
+	"regexp"
 	"strconv"
 	"strings"
 	"sync"
@@ -94,7 +94,9 @@ func (sqliteDialect) lockMigrations(ctx context.Context, conn migrator) (func() 
 	}, nil
 }
 
-func (sqliteDialect) finishMigrations(ctx context.Context, tx *sql.Tx) error { return foreignKeyCheck(ctx, tx) }
+func (sqliteDialect) finishMigrations(ctx context.Context, tx *sql.Tx) error {
+	return foreignKeyCheck(ctx, tx)
+}
 
 func (sqliteDialect) goStep(version int) func(ctx context.Context, tx *sql.Tx) error {
 	return goSteps[version]

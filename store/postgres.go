@@ -127,6 +127,23 @@ func (*postgresDialect) migrationSQL(m migration) (string, error) {
 	return pgDDL(m.sql), nil
 }
 
+// PostgresMigrations are the texts of the migrations on PostgreSQL, in
+// order (what the tests' template database is keyed by).
+func PostgresMigrations() ([]string, error) {
+	ms, err := allMigrations()
+	if err != nil {
+		return nil, err
+	}
+	out := make([]string, len(ms))
+	d := &postgresDialect{}
+	for i, m := range ms {
+		if out[i], err = d.migrationSQL(m); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
 var (
 	ddlPragma   = regexp.MustCompile(`(?m)^\s*PRAGMA\b[^;]*;`)
 	ddlIdentity = regexp.MustCompile(`(?i)\bid\s+INTEGER\s+PRIMARY\s+KEY(\s+AUTOINCREMENT)?\b`)
