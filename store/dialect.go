@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 )
 
 // Dialect is the seam between the store's SQL and the engine that runs it.
@@ -114,6 +115,16 @@ func (sqliteDialect) readSchema(ctx context.Context, q queryer) (map[string]sche
 // postgresDialect runs the store on PostgreSQL (15 or newer).
 type postgresDialect struct {
 	queries sync.Map // SQLite text -> PostgreSQL text
+	// nullable are the names of the columns that may be NULL in some
+	// table (see nullsAsSQLite); set once the schema is migrated.
+	nullable atomic.Pointer[map[string]bool]
+}
+
+// setNullable records the nullable column names and forgets the queries
+// translated without them.
+func (d *postgresDialect) setNullable(names map[string]bool) {
+	d.nullable.Store(&names)
+	d.queries.Clear()
 }
 
 func (*postgresDialect) Name() string { return "postgres" }
@@ -125,6 +136,9 @@ func (d *postgresDialect) Query(query string) string {
 		return q.(string)
 	}
 	q := pgQuery(query)
+	if n := d.nullable.Load(); n != nil {
+		q = nullsAsSQLite(q, *n)
+	}
 	d.queries.Store(query, q)
 	return q
 }
@@ -142,6 +156,7 @@ var (
 
 // pgQuery is the PostgreSQL text of a query written for SQLite.
 func pgQuery(q string) string {
+	q = ddlPragma.ReplaceAllString(q, "") // SQLite's settings: nothing to set on PostgreSQL
 	q = indexHint.ReplaceAllString(q, "")
 	q = likeOp.ReplaceAllStringFunc(q, func(m string) string {
 		sub := likeOp.FindStringSubmatch(m)
@@ -161,7 +176,73 @@ func pgQuery(q string) string {
 	return numberPlaceholders(q)
 }
 
+var (
+	orderBy   = regexp.MustCompile(`(?i)\bORDER\s+BY\s`)
+	orderEnd  = regexp.MustCompile(`(?i)\s(LIMIT|OFFSET)\s`)
+	orderTerm = regexp.MustCompile(`(?i)^\s*([\w.]+)(\s+COLLATE\s+\w+)?(\s+(ASC|DESC))?\s*$`)
+)
+
+// nullsAsSQLite makes the order of NULLs SQLite's: first going up, last
+// going down (PostgreSQL's is the reverse), for the ORDER BY terms that
+// are a column that may be NULL. Other terms keep their order as written,
+// so that an index in that order still serves it.
+func nullsAsSQLite(q string, nullable map[string]bool) string {
+	locs := orderBy.FindAllStringIndex(q, -1)
+	for k := len(locs) - 1; k >= 0; k-- {
+		start := locs[k][1]
+		end := len(q)
+		if m := orderEnd.FindStringIndex(q[start:]); m != nil {
+			end = start + m[0]
+		}
+		depth, changed := 0, false
+		var terms []string
+		last := start
+		for i := start; i < end; i++ {
+			switch q[i] {
+			case '(':
+				depth++
+			case ')':
+				depth--
+			case ',':
+				if depth == 0 {
+					terms = append(terms, q[last:i])
+					last = i + 1
+				}
+			}
+			if depth < 0 { // the ORDER BY of a subquery ends here
+				end = i
+				break
+			}
+		}
+		terms = append(terms, q[last:end])
+		for i, t := range terms {
+			m := orderTerm.FindStringSubmatch(t)
+			if m == nil {
+				continue
+			}
+			col := m[1][strings.LastIndexByte(m[1], '.')+1:]
+			if !nullable[col] {
+				continue
+			}
+			if strings.EqualFold(m[4], "DESC") {
+				terms[i] = strings.TrimRight(t, " \t\n") + " NULLS LAST"
+			} else {
+				terms[i] = strings.TrimRight(t, " \t\n") + " NULLS FIRST"
+			}
+			if strings.HasSuffix(t, " ") {
+				terms[i] += " "
+			}
+			changed = true
+		}
+		if changed {
+			q = q[:start] + strings.Join(terms, ",") + q[end:]
+		}
+	}
+	return q
+}
+
 // numberPlaceholders turns each ? outside quotes and comments into $1, $2...
+// and each ?NNN into $NNN.
 func numberPlaceholders(q string) string {
 	if !strings.Contains(q, "?") {
 		return q
@@ -187,6 +268,18 @@ func numberPlaceholders(q string) string {
 			b.WriteString(q[i : i+j])
 			i += j - 1
 		case c == '?':
+			j := i + 1
+			for j < len(q) && q[j] >= '0' && q[j] <= '9' {
+				j++
+			}
+			if j > i+1 { // ?NNN: the NNNth argument, as $NNN
+				k, _ := strconv.Atoi(q[i+1 : j])
+				n = max(n, k)
+				b.WriteByte('$')
+				b.WriteString(q[i+1 : j])
+				i = j - 1
+				continue
+			}
 			n++
 			b.WriteByte('$')
 			b.WriteString(strconv.Itoa(n))
@@ -202,8 +295,8 @@ func (*postgresDialect) ChatSearch(q string) (string, []any) {
 	if tq == "" {
 		return "", nil
 	}
-	return `(c.title_search @@ to_tsquery('simple', ?)
-			OR c.id IN (SELECT m.conversation_id FROM chat_messages m WHERE m.content_search @@ to_tsquery('simple', ?)))`, []any{tq, tq}
+	return `(c.title_search @@ to_tsquery('simple', copydesk_unaccent(?))
+			OR c.id IN (SELECT m.conversation_id FROM chat_messages m WHERE m.content_search @@ to_tsquery('simple', copydesk_unaccent(?))))`, []any{tq, tq}
 }
 
 // tsQuery is ftsQuery for PostgreSQL: every word a quoted prefix, all

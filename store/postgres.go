@@ -11,6 +11,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgtype"
 	"github.com/jackc/pgx/v5/stdlib"
 
 	"github.com/copydesk/copydesk/store/migrations"
@@ -64,11 +65,37 @@ func (db *DB) openPostgres(ctx context.Context) error {
 		w.Close()
 		return err
 	}
+	nullable, err := nullableColumns(ctx, w)
+	if err != nil {
+		w.Close()
+		return fmt.Errorf("store: read the schema: %w", err)
+	}
+	d.setNullable(nullable)
 	r := sql.OpenDB(pgConnector{stdlib.GetConnector(*rcfg), d})
 	r.SetMaxOpenConns(db.opt.Readers)
 	r.SetMaxIdleConns(db.opt.Readers)
 	db.r = r
 	return nil
+}
+
+// nullableColumns are the names of the columns that may be NULL in some
+// table of the schema.
+func nullableColumns(ctx context.Context, w *sql.DB) (map[string]bool, error) {
+	rows, err := w.QueryContext(ctx, `SELECT DISTINCT column_name FROM information_schema.columns
+		WHERE table_schema = current_schema() AND is_nullable = 'YES'`)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	out := map[string]bool{}
+	for rows.Next() {
+		var name string
+		if err := rows.Scan(&name); err != nil {
+			return nil, err
+		}
+		out[name] = true
+	}
+	return out, rows.Err()
 }
 
 // pgConnector makes the connections of a pool, each translating the
@@ -95,6 +122,35 @@ type pgConn struct {
 	*stdlib.Conn
 	d *postgresDialect
 }
+
+// CheckNamedValue passes a Go bool as pgBool, which pgx writes into an
+// INTEGER column (0 or 1, the store's booleans) as into a boolean
+// parameter (CASE WHEN ? THEN ...).
+func (c *pgConn) CheckNamedValue(nv *driver.NamedValue) error {
+	switch v := nv.Value.(type) {
+	case bool:
+		nv.Value = pgBool(v)
+		return nil
+	case *bool:
+		if v == nil {
+			nv.Value = nil
+		} else {
+			nv.Value = pgBool(*v)
+		}
+		return nil
+	}
+	return c.Conn.CheckNamedValue(nv)
+}
+
+// pgBool is a bool argument, written as an integer or a boolean as its
+// parameter's type asks.
+type pgBool bool
+
+func (b pgBool) Int64Value() (pgtype.Int8, error) {
+	return pgtype.Int8{Int64: int64(boolInt(bool(b))), Valid: true}, nil
+}
+
+func (b pgBool) BoolValue() (pgtype.Bool, error) { return pgtype.Bool{Bool: bool(b), Valid: true}, nil }
 
 func (c *pgConn) Prepare(query string) (driver.Stmt, error) {
 	return c.Conn.Prepare(c.d.Query(query))

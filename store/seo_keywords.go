@@ -532,10 +532,10 @@ func (db *DB) ImportKeywords(ctx context.Context, envID int64, source string, ro
 		// A volume in the row replaces the old one with its range (or none);
 		// a currency comes with its CPC.
 		upd, err := tx.PrepareContext(ctx, `UPDATE seo_keywords SET
-			search_volume_high = CASE WHEN ?1 IS NULL THEN search_volume_high ELSE ?2 END,
+			search_volume_high = CASE WHEN CAST(?1 AS BIGINT) IS NULL THEN search_volume_high ELSE ?2 END,
 			search_volume = COALESCE(?1, search_volume),
 			difficulty = COALESCE(?3, difficulty),
-			currency = CASE WHEN ?4 IS NULL THEN currency ELSE ?5 END,
+			currency = CASE WHEN CAST(?4 AS DOUBLE PRECISION) IS NULL THEN currency ELSE ?5 END,
 			cpc = COALESCE(?4, cpc),
 			intent = CASE WHEN ?6 = 0 THEN intent ELSE ?6 END,
 			parent_keyword = CASE WHEN ?7 = '' THEN parent_keyword ELSE ?7 END,

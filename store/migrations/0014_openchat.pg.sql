@@ -70,9 +70,16 @@ CREATE INDEX chat_messages_job ON chat_messages (job_id) WHERE job_id IS NOT NUL
 CREATE UNIQUE INDEX chat_messages_generating ON chat_messages (conversation_id) WHERE status = 'generating';
 ALTER TABLE chat_conversations ADD FOREIGN KEY (current_message_id) REFERENCES chat_messages (id) ON DELETE SET NULL;
 
--- Search by title and message text (store.Dialect.ChatSearch): words as
--- they are, lower-cased ('simple'), matched by prefix.
-ALTER TABLE chat_conversations ADD COLUMN title_search tsvector GENERATED ALWAYS AS (to_tsvector('simple', title)) STORED;
-ALTER TABLE chat_messages ADD COLUMN content_search tsvector GENERATED ALWAYS AS (to_tsvector('simple', content)) STORED;
+-- Search by title and message text (store.Dialect.ChatSearch): words
+-- lower-cased ('simple') and without their accents, as FTS5's
+-- remove_diacritics, matched by prefix. unaccent is a trusted extension of
+-- PostgreSQL's own (contrib): the database's owner may install it.
+CREATE EXTENSION IF NOT EXISTS unaccent;
+CREATE FUNCTION copydesk_unaccent(text) RETURNS text LANGUAGE sql IMMUTABLE PARALLEL SAFE STRICT
+    SET search_path FROM CURRENT AS $$ SELECT unaccent('unaccent', $1) $$;
+ALTER TABLE chat_conversations ADD COLUMN title_search tsvector
+    GENERATED ALWAYS AS (to_tsvector('simple', copydesk_unaccent(title))) STORED;
+ALTER TABLE chat_messages ADD COLUMN content_search tsvector
+    GENERATED ALWAYS AS (to_tsvector('simple', copydesk_unaccent(content))) STORED;
 CREATE INDEX chat_conversations_search ON chat_conversations USING gin (title_search);
 CREATE INDEX chat_messages_search ON chat_messages USING gin (content_search);
