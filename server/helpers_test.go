@@ -51,11 +51,17 @@ type env struct {
 type envOption func(*server.Config)
 
 // newEnv opens an app on a fresh data directory whose database is already
-// migrated (a copy of storetest's template).
+// migrated (a copy of storetest's template); with COPYDESK_TEST_DATABASE
+// set, on a fresh PostgreSQL database of the test's own instead.
 func newEnv(t testing.TB, opts ...envOption) *env {
 	t.Helper()
 	dir := t.TempDir()
-	storetest.WriteDB(t, filepath.Join(dir, server.DBFile))
+	if storetest.Postgres() {
+		url := storetest.NewPostgres(t)
+		opts = append([]envOption{func(c *server.Config) { c.Database = url }}, opts...)
+	} else {
+		storetest.WriteDB(t, filepath.Join(dir, server.DBFile))
+	}
 	return openEnv(t, dir, opts...)
 }
 
