@@ -150,6 +150,8 @@ var (
 	// "C" collation is the same on PostgreSQL (and works on a column whose
 	// collation is nocase, which LIKE refuses).
 	likeOp = regexp.MustCompile(`([\w.]+)\s+LIKE\s`)
+	// blobLiteral is SQLite's x'00ff', a bit string on PostgreSQL.
+	blobLiteral = regexp.MustCompile(`\b[xX]'([0-9a-fA-F]*)'`)
 	// insertOrIgnore is SQLite's INSERT OR IGNORE.
 	insertOrIgnore = regexp.MustCompile(`^(\s*)INSERT\s+OR\s+IGNORE\s+`)
 )
@@ -158,6 +160,7 @@ var (
 func pgQuery(q string) string {
 	q = ddlPragma.ReplaceAllString(q, "") // SQLite's settings: nothing to set on PostgreSQL
 	q = indexHint.ReplaceAllString(q, "")
+	q = blobLiteral.ReplaceAllString(q, `'\x$1'::bytea`)
 	q = likeOp.ReplaceAllStringFunc(q, func(m string) string {
 		sub := likeOp.FindStringSubmatch(m)
 		if strings.EqualFold(sub[1], "NOT") {

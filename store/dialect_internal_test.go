@@ -12,6 +12,7 @@ func TestPostgresQueryText(t *testing.T) {
 		{`UPDATE m SET x = CASE WHEN s = ?1 THEN ?2 END WHERE id = ?3 AND s = ?1`, `UPDATE m SET x = CASE WHEN s = $1 THEN $2 END WHERE id = $3 AND s = $1`},
 		{`SELECT 1 FROM u WHERE (u.email LIKE ? ESCAPE '\' OR u.name NOT LIKE ?)`,
 			`SELECT 1 FROM u WHERE (u.email COLLATE "C" ILIKE $1 ESCAPE '\' OR u.name NOT LIKE $2)`},
+		{`INSERT INTO c (s, n) VALUES (x'', ?)`, `INSERT INTO c (s, n) VALUES ('\x'::bytea, $1)`},
 		{`INSERT OR IGNORE INTO t (a) VALUES (?) RETURNING id`, `INSERT INTO t (a) VALUES ($1) ON CONFLICT DO NOTHING RETURNING id`},
 		{`PRAGMA foreign_keys = ON; DELETE FROM users WHERE id = ?`, ` DELETE FROM users WHERE id = $1`},
 		{`SELECT w.id FROM web_items w WHERE w.source_id = ? ORDER BY w.published_at DESC, w.id DESC LIMIT ? OFFSET ?`,
