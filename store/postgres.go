@@ -304,7 +304,8 @@ func syncIdentities(ctx context.Context, tx *sql.Tx) error {
 
 // readSchema reads the schema of the current schema from PostgreSQL's
 // catalogs, in the shape of sqlite_master: tables (their columns and
-// types), indexes (their definitions) and triggers.
+// types), indexes (their definitions; not those of constraints, which come
+// with their table as SQLite's autoindexes do) and triggers.
 func (*postgresDialect) readSchema(ctx context.Context, q queryer) (map[string]schemaObject, error) {
 	rows, err := q.QueryContext(ctx, `
 		SELECT 'table', c.relname, c.relname, string_agg(a.attname || ' ' || format_type(a.atttypid, a.atttypmod)
@@ -312,7 +313,9 @@ func (*postgresDialect) readSchema(ctx context.Context, q queryer) (map[string]s
 		FROM pg_class c JOIN pg_attribute a ON a.attrelid = c.oid AND a.attnum > 0 AND NOT a.attisdropped
 		WHERE c.relnamespace = current_schema()::regnamespace AND c.relkind = 'r' GROUP BY c.relname
 		UNION ALL
-		SELECT 'index', indexname, tablename, indexdef FROM pg_indexes WHERE schemaname = current_schema()
+		SELECT 'index', i.indexname, i.tablename, i.indexdef FROM pg_indexes i
+		WHERE i.schemaname = current_schema() AND NOT EXISTS (SELECT 1 FROM pg_constraint k
+			WHERE k.conindid = format('%I.%I', i.schemaname, i.indexname)::regclass)
 		UNION ALL
 		SELECT 'trigger', t.tgname, c.relname, pg_get_triggerdef(t.oid)
 		FROM pg_trigger t JOIN pg_class c ON c.oid = t.tgrelid
