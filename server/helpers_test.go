@@ -57,17 +57,24 @@ func newEnv(t testing.TB, opts ...envOption) *env {
 	t.Helper()
 	dir := t.TempDir()
 	if storetest.Postgres() {
-		url := storetest.NewPostgres(t)
-		opts = append([]envOption{func(c *server.Config) { c.Database = url }}, opts...)
+		pgDirs.Store(dir, storetest.NewPostgres(t))
 	} else {
 		storetest.WriteDB(t, filepath.Join(dir, server.DBFile))
 	}
 	return openEnv(t, dir, opts...)
 }
 
+// pgDirs are the PostgreSQL databases of the data directories newEnv made
+// (COPYDESK_TEST_DATABASE), so that an app opened again on one (a restart)
+// finds its database.
+var pgDirs sync.Map // data directory -> database address
+
 // openEnv opens an app on the data directory dir, as it is.
 func openEnv(t testing.TB, dir string, opts ...envOption) *env {
 	t.Helper()
+	if url, ok := pgDirs.Load(dir); ok {
+		opts = append([]envOption{func(c *server.Config) { c.Database = url.(string) }}, opts...)
+	}
 	// A usage event that cannot be stored fails the test: the cost would
 	// leave analytics and budgets unseen. Checked when the test ends
 	// (registered first, so it runs after the app is closed): jobs may
@@ -402,6 +409,14 @@ func serveApp(t *testing.T, e *env) (stop func(what string) bool) {
 	}
 	t.Cleanup(func() { stop("at the end of the test") })
 	return stop
+}
+
+// sqliteOnly skips a test that works on SQLite's files on PostgreSQL.
+func sqliteOnly(t testing.TB, why string) {
+	t.Helper()
+	if storetest.Postgres() {
+		t.Skip("SQLite only for now: " + why)
+	}
 }
 
 // backupsOnSQLite skips a test of backups or restores on PostgreSQL, where

@@ -98,6 +98,22 @@ func nullableColumns(ctx context.Context, w *sql.DB) (map[string]bool, error) {
 	return out, rows.Err()
 }
 
+// OpenRaw opens another pool on the database, outside the store: for
+// tests and tools that read or write rows behind its back. Its statements
+// are written as the store's are (SQLite's dialect) and translated the
+// same way on PostgreSQL; on SQLite it has foreign keys on and waits for
+// the writer as the store's connections do.
+func (db *DB) OpenRaw() (*sql.DB, error) {
+	if !db.OnPostgres() {
+		return sql.Open("sqlite", dsn(db.path, ""))
+	}
+	cfg, err := pgx.ParseConfig(db.url)
+	if err != nil {
+		return nil, err
+	}
+	return sql.OpenDB(pgConnector{stdlib.GetConnector(*cfg), &postgresDialect{}}), nil
+}
+
 // pgConnector makes the connections of a pool, each translating the
 // store's queries (Dialect.Query) before pgx sees them.
 type pgConnector struct {

@@ -179,3 +179,15 @@ func NewPostgres(t testing.TB) string {
 	}
 	return u
 }
+
+// Raw opens another pool on db's database (store.DB.OpenRaw), closed when
+// the test ends: for a test that writes rows as a crash would leave them.
+func Raw(t testing.TB, db *store.DB) *sql.DB {
+	t.Helper()
+	raw, err := db.OpenRaw()
+	if err != nil {
+		t.Fatalf("storetest: %v", err)
+	}
+	t.Cleanup(func() { raw.Close() })
+	return raw
+}
