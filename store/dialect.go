@@ -143,35 +143,41 @@ func (d *postgresDialect) Query(query string) string {
 	return q
 }
 
+// lazyRegexp compiles expr on first use: most starts translate nothing
+// (SQLite), and init stays cheap (footprint_e2e_test.go).
+func lazyRegexp(expr string) func() *regexp.Regexp {
+	return sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(expr) })
+}
+
 var (
 	// indexHint is SQLite's INDEXED BY: PostgreSQL's planner takes no hints.
-	indexHint = regexp.MustCompile(`\s+INDEXED\s+BY\s+\w+`)
+	indexHint = lazyRegexp(`\s+INDEXED\s+BY\s+\w+`)
 	// likeOp is a LIKE, ASCII case-insensitive on SQLite: ILIKE under the
 	// "C" collation is the same on PostgreSQL (and works on a column whose
 	// collation is nocase, which LIKE refuses).
-	likeOp = regexp.MustCompile(`([\w.]+)\s+LIKE\s`)
+	likeOp = lazyRegexp(`([\w.]+)\s+LIKE\s`)
 	// blobLiteral is SQLite's x'00ff', a bit string on PostgreSQL.
-	blobLiteral = regexp.MustCompile(`\b[xX]'([0-9a-fA-F]*)'`)
+	blobLiteral = lazyRegexp(`\b[xX]'([0-9a-fA-F]*)'`)
 	// insertOrIgnore is SQLite's INSERT OR IGNORE.
-	insertOrIgnore = regexp.MustCompile(`^(\s*)INSERT\s+OR\s+IGNORE\s+`)
+	insertOrIgnore = lazyRegexp(`^(\s*)INSERT\s+OR\s+IGNORE\s+`)
 )
 
 // pgQuery is the PostgreSQL text of a query written for SQLite.
 func pgQuery(q string) string {
-	q = ddlPragma.ReplaceAllString(q, "") // SQLite's settings: nothing to set on PostgreSQL
-	q = indexHint.ReplaceAllString(q, "")
-	q = blobLiteral.ReplaceAllString(q, `'\x$1'::bytea`)
-	q = scalarMin.ReplaceAllString(q, "LEAST($1,$2)")
-	q = scalarMax.ReplaceAllString(q, "GREATEST($1,$2)")
-	q = likeOp.ReplaceAllStringFunc(q, func(m string) string {
-		sub := likeOp.FindStringSubmatch(m)
+	q = ddlPragma().ReplaceAllString(q, "") // SQLite's settings: nothing to set on PostgreSQL
+	q = indexHint().ReplaceAllString(q, "")
+	q = blobLiteral().ReplaceAllString(q, `'\x$1'::bytea`)
+	q = scalarMin().ReplaceAllString(q, "LEAST($1,$2)")
+	q = scalarMax().ReplaceAllString(q, "GREATEST($1,$2)")
+	q = likeOp().ReplaceAllStringFunc(q, func(m string) string {
+		sub := likeOp().FindStringSubmatch(m)
 		if strings.EqualFold(sub[1], "NOT") {
 			return m
 		}
 		return sub[1] + ` COLLATE "C" ILIKE `
 	})
-	if insertOrIgnore.MatchString(q) {
-		q = insertOrIgnore.ReplaceAllString(q, "${1}INSERT ")
+	if insertOrIgnore().MatchString(q) {
+		q = insertOrIgnore().ReplaceAllString(q, "${1}INSERT ")
 		if i := strings.LastIndex(strings.ToUpper(q), " RETURNING "); i >= 0 {
 			q = q[:i] + " ON CONFLICT DO NOTHING" + q[i:]
 		} else {
@@ -182,9 +188,9 @@ func pgQuery(q string) string {
 }
 
 var (
-	orderBy   = regexp.MustCompile(`(?i)\bORDER\s+BY\s`)
-	orderEnd  = regexp.MustCompile(`(?i)\s(LIMIT|OFFSET)\s`)
-	orderTerm = regexp.MustCompile(`(?i)^\s*([\w.]+)(\s+COLLATE\s+\w+)?(\s+(ASC|DESC))?\s*$`)
+	orderBy   = lazyRegexp(`(?i)\bORDER\s+BY\s`)
+	orderEnd  = lazyRegexp(`(?i)\s(LIMIT|OFFSET)\s`)
+	orderTerm = lazyRegexp(`(?i)^\s*([\w.]+)(\s+COLLATE\s+\w+)?(\s+(ASC|DESC))?\s*$`)
 )
 
 // nullsAsSQLite makes the order of NULLs SQLite's: first going up, last
@@ -192,11 +198,11 @@ var (
 // are a column that may be NULL. Other terms keep their order as written,
 // so that an index in that order still serves it.
 func nullsAsSQLite(q string, nullable map[string]bool) string {
-	locs := orderBy.FindAllStringIndex(q, -1)
+	locs := orderBy().FindAllStringIndex(q, -1)
 	for k := len(locs) - 1; k >= 0; k-- {
 		start := locs[k][1]
 		end := len(q)
-		if m := orderEnd.FindStringIndex(q[start:]); m != nil {
+		if m := orderEnd().FindStringIndex(q[start:]); m != nil {
 			end = start + m[0]
 		}
 		depth, changed := 0, false
@@ -221,7 +227,7 @@ func nullsAsSQLite(q string, nullable map[string]bool) string {
 		}
 		terms = append(terms, q[last:end])
 		for i, t := range terms {
-			m := orderTerm.FindStringSubmatch(t)
+			m := orderTerm().FindStringSubmatch(t)
 			if m == nil {
 				continue
 			}
