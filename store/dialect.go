@@ -167,8 +167,7 @@ func pgQuery(q string) string {
 	q = ddlPragma().ReplaceAllString(q, "") // SQLite's settings: nothing to set on PostgreSQL
 	q = indexHint().ReplaceAllString(q, "")
 	q = blobLiteral().ReplaceAllString(q, `'\x$1'::bytea`)
-	q = scalarMin().ReplaceAllString(q, "LEAST($1,$2)")
-	q = scalarMax().ReplaceAllString(q, "GREATEST($1,$2)")
+	q = scalarMinMax(q)
 	q = likeOp().ReplaceAllStringFunc(q, func(m string) string {
 		sub := likeOp().FindStringSubmatch(m)
 		if strings.EqualFold(sub[1], "NOT") {

@@ -12,6 +12,8 @@ func TestPostgresQueryText(t *testing.T) {
 		{`UPDATE m SET x = CASE WHEN s = ?1 THEN ?2 END WHERE id = ?3 AND s = ?1`, `UPDATE m SET x = CASE WHEN s = $1 THEN $2 END WHERE id = $3 AND s = $1`},
 		{`SELECT 1 FROM u WHERE (u.email LIKE ? ESCAPE '\' OR u.name NOT LIKE ?)`,
 			`SELECT 1 FROM u WHERE (u.email COLLATE "C" ILIKE $1 ESCAPE '\' OR u.name NOT LIKE $2)`},
+		{`UPDATE a SET b = max(1, CAST(round(c * 10) AS INTEGER)), d = MAX(d), e = MIN(?, ?)`,
+			`UPDATE a SET b = GREATEST(1, CAST(round(c * 10) AS INTEGER)), d = MAX(d), e = LEAST($1, $2)`},
 		{`INSERT INTO c (s, n) VALUES (x'', ?)`, `INSERT INTO c (s, n) VALUES ('\x'::bytea, $1)`},
 		{`INSERT OR IGNORE INTO t (a) VALUES (?) RETURNING id`, `INSERT INTO t (a) VALUES ($1) ON CONFLICT DO NOTHING RETURNING id`},
 		{`PRAGMA foreign_keys = ON; DELETE FROM users WHERE id = ?`, ` DELETE FROM users WHERE id = $1`},

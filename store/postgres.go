@@ -223,10 +223,8 @@ var (
 	ddlBlob     = lazyRegexp(`\bBLOB\b`)
 	ddlNoRowid  = lazyRegexp(`\)\s*WITHOUT\s+ROWID`)
 	ddlText     = lazyRegexp(`\bTEXT\b`)
-	// scalarMin and scalarMax are SQLite's MIN(a, b) and MAX(a, b), of two
-	// arguments (an aggregate has one): LEAST and GREATEST.
-	scalarMin = lazyRegexp(`\bMIN\(([^(),]+),([^(),]+)\)`)
-	scalarMax = lazyRegexp(`\bMAX\(([^(),]+),([^(),]+)\)`)
+	// minMax starts a call of MIN or MAX, any case.
+	minMax = lazyRegexp(`(?i)\b(MIN|MAX)\(`)
 )
 
 // pgDDL translates a migration written for SQLite: integer keys become
@@ -244,8 +242,7 @@ func pgDDL(s string) string {
 	s = ddlBlob().ReplaceAllString(s, "BYTEA")
 	s = ddlNoRowid().ReplaceAllString(s, ")")
 	s = strings.ReplaceAll(s, sqliteNow, pgNow)
-	s = scalarMin().ReplaceAllString(s, "LEAST($1,$2)")
-	s = scalarMax().ReplaceAllString(s, "GREATEST($1,$2)")
+	s = scalarMinMax(s)
 	lines := strings.Split(s, "\n")
 	for i, l := range lines {
 		if code, _, _ := strings.Cut(l, "--"); ddlText().MatchString(code) && !strings.Contains(strings.ToUpper(code), "COLLATE") {
@@ -253,6 +250,37 @@ func pgDDL(s string) string {
 		}
 	}
 	return strings.Join(lines, "\n")
+}
+
+// scalarMinMax turns SQLite's MIN(a, b, ...) and MAX(a, b, ...), of
+// several arguments (the aggregates have one), into LEAST and GREATEST.
+func scalarMinMax(s string) string {
+	locs := minMax().FindAllStringSubmatchIndex(s, -1)
+	for k := len(locs) - 1; k >= 0; k-- {
+		name, open := s[locs[k][2]:locs[k][3]], locs[k][1]-1
+		depth, comma := 0, false
+		for i := open; i < len(s); i++ {
+			switch s[i] {
+			case '(':
+				depth++
+			case ')':
+				depth--
+			case ',':
+				comma = comma || depth == 1
+			}
+			if depth == 0 {
+				break
+			}
+		}
+		if comma {
+			with := "LEAST"
+			if strings.EqualFold(name, "MAX") {
+				with = "GREATEST"
+			}
+			s = s[:locs[k][0]] + with + s[open:]
+		}
+	}
+	return s
 }
 
 // sqliteNow is the current time in TimeFormat in SQLite's SQL, and pgNow
