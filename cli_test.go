@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/copydesk/copydesk/server"
 	"github.com/copydesk/copydesk/store"
 )
 
@@ -120,5 +121,34 @@ func TestVersionUnstamped(t *testing.T) {
 	if len(lines) != 4 || !strings.HasPrefix(lines[0], "copydesk ") || len(lines[0]) == len("copydesk ") ||
 		!strings.HasPrefix(lines[1], "commit ") || lines[3] != fmt.Sprintf("schema %d", store.SchemaVersion()) {
 		t.Errorf("copydesk version printed:\n%s", out.String())
+	}
+}
+
+// serve's metrics flags make a whole or are refused, naming the fix.
+func TestCheckMetrics(t *testing.T) {
+	const token = "0123456789abcdef"
+	for _, c := range []struct {
+		name    string
+		cfg     server.Config
+		http    string
+		refusal string // "" when accepted
+	}{
+		{"off", server.Config{}, "", ""},
+		{"token without --metrics", server.Config{MetricsToken: token}, "", "need --metrics"},
+		{"address without --metrics", server.Config{}, "127.0.0.1:9464", "need --metrics"},
+		{"on with no way in", server.Config{Metrics: true}, "", "--metrics-token TOKEN"},
+		{"short token", server.Config{Metrics: true, MetricsToken: "abc"}, "", "at least 16"},
+		{"token", server.Config{Metrics: true, MetricsToken: token}, "", ""},
+		{"private address", server.Config{Metrics: true}, "127.0.0.1:9464", ""},
+		{"both", server.Config{Metrics: true, MetricsToken: token}, "127.0.0.1:9464", ""},
+		{"a port alone", server.Config{Metrics: true}, "9464", "--metrics-http 9464 is not an address"},
+	} {
+		err := checkMetrics(c.cfg, c.http)
+		switch {
+		case c.refusal == "" && err != nil:
+			t.Errorf("%s: refused: %v", c.name, err)
+		case c.refusal != "" && (err == nil || !strings.Contains(err.Error(), c.refusal)):
+			t.Errorf("%s: %v, want a refusal saying %q", c.name, err, c.refusal)
+		}
 	}
 }

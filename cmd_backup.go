@@ -25,7 +25,8 @@ func backupCmd() *cobra.Command {
 		Long: "Write a consistent snapshot of the database. Without --out it goes to DATA_DIR/backups and is listed by the API.\n" +
 			"The snapshot is checked (PRAGMA integrity_check) and described by a sidecar FILE.json with its SHA-256.\n" +
 			"Keep DATA_DIR/secret.key with your backups: without it the stored secrets in a backup cannot be read.",
-		Args: cobra.NoArgs,
+		Example: "  copydesk backup\n  copydesk backup --out /mnt/backups/copydesk-$(date +%F).db",
+		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return withData(cmd, &c, func(ctx context.Context, app *server.App) error {
 				var meta *backup.Meta
@@ -62,7 +63,8 @@ func restoreCmd() *cobra.Command {
 			"against FILE.json when present), keep a snapshot of the current database in DATA_DIR/backups, then put FILE in\n" +
 			"place and end every session in it: everyone signs in again. While a server holds the data directory this\n" +
 			"refuses: restore through the API (POST /api/backup/{name}/restore) instead, or stop the server.",
-		Args: cobra.ExactArgs(1),
+		Example: "  copydesk restore ./copydesk-2026-11-28.db\n  copydesk restore --data-dir /var/lib/copydesk /mnt/backups/copydesk.db",
+		Args:    cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) (err error) {
 			if err := requireRestoreTarget(c.dataDir); err != nil {
 				return err

@@ -19,9 +19,10 @@ func healthCmd() *cobra.Command {
 	var addr string
 	var timeout time.Duration
 	cmd := &cobra.Command{
-		Use:   "healthcheck",
-		Short: "Ask a running server's /api/health; exit 0 when it answers healthy (for container health checks)",
-		Args:  cobra.NoArgs,
+		Use:     "healthcheck",
+		Short:   "Ask a running server's /api/health; exit 0 when it answers healthy (for container health checks)",
+		Example: "  copydesk healthcheck\n  copydesk healthcheck --http 127.0.0.1:9000 --timeout 2s",
+		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			u := healthURL(addr)
 			client := &http.Client{Timeout: timeout}

@@ -20,9 +20,10 @@ func licenseCmd() *cobra.Command {
 
 	var out string
 	keygen := &cobra.Command{
-		Use:   "keygen",
-		Short: "Create an Ed25519 signing key pair for issuing license keys",
-		Args:  cobra.NoArgs,
+		Use:     "keygen",
+		Short:   "Create an Ed25519 signing key pair for issuing license keys",
+		Example: "  copydesk license keygen --out license-signing.pem",
+		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			pub, priv, err := ed25519.GenerateKey(rand.Reader)
 			if err != nil {
@@ -54,9 +55,10 @@ func licenseCmd() *cobra.Command {
 	var seats, days int
 	var expires string
 	issue := &cobra.Command{
-		Use:   "issue",
-		Short: "Sign a license key with a private key file",
-		Args:  cobra.NoArgs,
+		Use:     "issue",
+		Short:   "Sign a license key with a private key file",
+		Example: "  copydesk license issue --licensee \"Acme Content\" --seats 5 --days 365",
+		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			pemBytes, err := os.ReadFile(keyFile)
 			if err != nil {

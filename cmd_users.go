@@ -36,6 +36,8 @@ func usersCmd() *cobra.Command {
 		Short: "Create an account (the way to make the first super_admin)",
 		Long: "Create an account. On a data directory without a database this prepares a new instance, but only at the\n" +
 			"default path or with --init: a mistyped --data-dir is an error, not a new empty instance.",
+		Example: "  copydesk users create --email you@example.com --username you --role super_admin\n" +
+			"  printf '%s' \"$PASSWORD\" | copydesk users create --email ed@example.com --username ed --role editor --password-stdin",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := prepareData(cc.dataDir, initData, cmd.ErrOrStderr()); err != nil {
@@ -70,9 +72,10 @@ func usersCmd() *cobra.Command {
 	var spEmail string
 	var spStdin bool
 	setPassword := &cobra.Command{
-		Use:   "set-password",
-		Short: "Set an account's password (account recovery); ends all its sessions",
-		Args:  cobra.NoArgs,
+		Use:     "set-password",
+		Example: "  copydesk users set-password --email you@example.com",
+		Short:   "Set an account's password (account recovery); ends all its sessions",
+		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			pw, err := newPassword(cmd, spStdin)
 			if err != nil {
@@ -112,9 +115,10 @@ func usersCmd() *cobra.Command {
 
 	var lc common
 	list := &cobra.Command{
-		Use:   "list",
-		Short: "List accounts",
-		Args:  cobra.NoArgs,
+		Use:     "list",
+		Example: "  copydesk users list\n  copydesk users list --data-dir /var/lib/copydesk",
+		Short:   "List accounts",
+		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return withData(cmd, &lc, func(ctx context.Context, app *server.App) error {
 				tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', 0)
@@ -146,9 +150,10 @@ func emailCommand(use, short string, do func(ctx context.Context, app *server.Ap
 	var c common
 	var email string
 	cmd := &cobra.Command{
-		Use:   use,
-		Short: short,
-		Args:  cobra.NoArgs,
+		Use:     use,
+		Example: "  copydesk users " + use + " --email you@example.com",
+		Short:   short,
+		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return withData(cmd, &c, func(ctx context.Context, app *server.App) error {
 				out, err := do(ctx, app, email)

@@ -17,6 +17,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"github.com/copydesk/copydesk/internal/buildinfo"
 	"github.com/copydesk/copydesk/server"
 )
 
@@ -46,7 +47,40 @@ func newRootCmd(stdin io.Reader, stdout, stderr io.Writer) *cobra.Command {
 	root.SetOut(stdout)
 	root.SetErr(stderr)
 	root.AddCommand(serveCmd(), usersCmd(), backupCmd(), restoreCmd(), licenseCmd(), healthCmd(), versionCmd())
+	// --version says what `copydesk version` says. Not cobra's own
+	// version flag: its template would link text/template, whose use of
+	// reflection keeps every exported method reachable and grows the
+	// binary and its init (TestStartupInitBudget).
+	showVersion := root.Flags().Bool("version", false, "print version, commit and Go version (as copydesk version)")
+	root.RunE = func(cmd *cobra.Command, _ []string) error {
+		if *showVersion {
+			v, c := buildVersion()
+			return buildinfo.Write(cmd.OutOrStdout(), v, c)
+		}
+		return cmd.Help()
+	}
+	root.Args = cobra.NoArgs
+	root.SetFlagErrorFunc(flagError)
 	return root
+}
+
+// flagError is what a command says of a flag it does not know: the error,
+// then where to look, listing the subcommands of a command that has them
+// (`copydesk users --data-dir X` means `copydesk users list --data-dir X`).
+func flagError(cmd *cobra.Command, err error) error {
+	var hint strings.Builder
+	if cmd.HasAvailableSubCommands() {
+		fmt.Fprintf(&hint, "%q takes its flags after a subcommand:", cmd.CommandPath())
+		for _, sub := range cmd.Commands() {
+			if sub.IsAvailableCommand() {
+				fmt.Fprintf(&hint, "\n  %s %-13s %s", cmd.CommandPath(), sub.Name(), sub.Short)
+			}
+		}
+		fmt.Fprintf(&hint, "\nRun '%s SUBCOMMAND --help' for its flags.", cmd.CommandPath())
+	} else {
+		fmt.Fprintf(&hint, "Run '%s --help' for its flags.", cmd.CommandPath())
+	}
+	return fmt.Errorf("%w\n%s", err, hint.String())
 }
 
 // common holds the flags every command that touches the data takes.

@@ -903,10 +903,29 @@ func TestVersion(t *testing.T) {
 	// `version` alone is answered before the program initialises
 	// (internal/buildinfo); `version --` goes through the command line
 	// parser. Both must say the same.
-	for _, args := range [][]string{{"version"}, {"version", "--"}} {
+	for _, args := range [][]string{{"version"}, {"version", "--"}, {"--version"}} {
 		if out := mustRun(t, "", args...); out != want {
 			t.Errorf("copydesk %s:\n%s\nwant:\n%s", strings.Join(args, " "), out, want)
 		}
+	}
+}
+
+// A flag a command does not know is named, with where to look: the
+// subcommands of a command that has them, else the command's help.
+func TestUnknownFlagSaysWhereToLook(t *testing.T) {
+	t.Parallel()
+	_, errOut, code := run(t, "", "users", "--data-dir", t.TempDir())
+	if code == 0 || !strings.Contains(errOut, "unknown flag: --data-dir") ||
+		!strings.Contains(errOut, `"copydesk users" takes its flags after a subcommand`) ||
+		!strings.Contains(errOut, "copydesk users list") || !strings.Contains(errOut, "copydesk users create") {
+		t.Fatalf("users --data-dir: exit %d\n%s", code, errOut)
+	}
+	_, errOut, code = run(t, "", "serve", "--no-such-flag")
+	if code == 0 || !strings.Contains(errOut, "unknown flag: --no-such-flag") || !strings.Contains(errOut, "Run 'copydesk serve --help'") {
+		t.Fatalf("serve --no-such-flag: exit %d\n%s", code, errOut)
+	}
+	if out := mustRun(t, "", "backup", "--help"); !strings.Contains(out, "Examples:") {
+		t.Fatalf("backup --help has no examples:\n%s", out)
 	}
 }
 

@@ -9,6 +9,7 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"github.com/copydesk/copydesk/server/agent"
+	"github.com/copydesk/copydesk/server/ai"
 	"github.com/copydesk/copydesk/store"
 )
 
@@ -36,16 +37,31 @@ type runResponse struct {
 	InputTokens   int64             `json:"input_tokens"`
 	OutputTokens  int64             `json:"output_tokens"`
 	CostUSD       *float64          `json:"cost_usd"`
+	StopReason    *string           `json:"stop_reason" enum:"stop,length,content_filter,tool_calls,cancelled,error,other" doc:"why the model stopped: stop (finished), length (cut off at the max tokens limit), content_filter, tool_calls, cancelled (stopped or cancelled), error (the call failed), other; null while it runs, and for generations made before it was recorded"`
+	Truncated     bool              `json:"truncated" doc:"the answer was cut off at the max tokens limit (stop_reason length)"`
 	QueuedAt      Timestamp         `json:"queued_at"`
 	StartedAt     *Timestamp        `json:"started_at"`
 	FinishedAt    *Timestamp        `json:"finished_at"`
 	DurationMS    *int64            `json:"duration_ms"`
 }
 
+// stopReason is a generation's stop reason as the API shows it: null when
+// unknown.
+func stopReason(reason string) *string {
+	if reason == "" {
+		return nil
+	}
+	return &reason
+}
+
+// truncated says whether a generation's answer was cut off at the max
+// tokens limit.
+func truncated(reason string) bool { return reason == ai.StopLength }
+
 func runJSON(r *store.AgentRun) runResponse {
 	out := runResponse{ID: r.ID, AgentID: r.AgentID, EnvironmentID: r.EnvironmentID, UserID: r.UserID, Status: r.Status, Input: r.Input,
 		Variables: r.Variables, Output: r.Output, Error: r.Error, Model: r.Model, InputTokens: r.InputTokens, OutputTokens: r.OutputTokens,
-		CostUSD: r.CostUSD, QueuedAt: Timestamp(r.QueuedAt), StartedAt: (*Timestamp)(r.StartedAt), FinishedAt: (*Timestamp)(r.FinishedAt)}
+		CostUSD: store.USDOf(r.Cost), StopReason: stopReason(r.StopReason), Truncated: truncated(r.StopReason), QueuedAt: Timestamp(r.QueuedAt), StartedAt: (*Timestamp)(r.StartedAt), FinishedAt: (*Timestamp)(r.FinishedAt)}
 	if out.Variables == nil {
 		out.Variables = map[string]string{}
 	}

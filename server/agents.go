@@ -38,6 +38,7 @@ func (s *Server) registerAgentRoutes() {
 		Summary: "Set the environments that may use the agent", Body: assignmentsRequest{}, Data: assignmentsResponse{},
 		Notes: "409 when it would take an environment from the agent while an SEO campaign there has it (GET /api/agents/{id}/campaigns)."}, s.putAssignments)
 	s.handle(Route{Method: "POST", Path: "/api/agents/{id}/execute", Tag: tag, Access: editorOnly, Status: http.StatusAccepted, EventStream: true,
+		Events:  generationEvents(runResponse{}, "run"),
 		Summary: "Run the agent", Body: executeRequest{}, Data: runResponse{}, Errors: []int{409},
 		Notes: "Queues a run and answers 202 with it; poll GET /api/agents/runs/{run_id}, or wait for the run.succeeded / run.failed notification. " +
 			"With stream true the answer is instead a Server-Sent Events stream: `event: run` with the run, `event: delta` with {\"text\"} pieces, then " +

@@ -1001,7 +1001,8 @@ func TestAgentRunCancel(t *testing.T) {
 		if job := agWaitJob(t, e, runID); job.Status != store.JobCancelled {
 			t.Errorf("job: %+v", job)
 		}
-		if r := e.do(t, "GET", fmt.Sprintf("/api/agents/runs/%d", runID), f.edATok, nil); r.Data()["status"] != "cancelled" || r.Data()["output"] != "" {
+		if r := e.do(t, "GET", fmt.Sprintf("/api/agents/runs/%d", runID), f.edATok, nil); r.Data()["status"] != "cancelled" || r.Data()["output"] != "" ||
+			r.Data()["stop_reason"] != "cancelled" {
 			t.Errorf("after the handler returned: %s", r.Body)
 		}
 		if r := e.do(t, "POST", fmt.Sprintf("/api/agents/runs/%d/cancel", runID), f.edATok, nil); r.Code != 409 {
@@ -1013,11 +1014,16 @@ func TestAgentRunCancel(t *testing.T) {
 		if n := b.requests.Load(); n != 1 {
 			t.Errorf("a cancelled call was retried: %d calls", n)
 		}
-		// The call that was cut short is accounted for too.
+		// The call that was cut short is accounted for too, as cancelled.
+		var usage []map[string]any
 		agWaitFor(t, "a usage event for the cancelled call", func() bool {
-			total, _ := agUsage(t, e, f.adminTok, fmt.Sprintf("&agent_id=%d", agentID))
+			var total int
+			total, usage = agUsage(t, e, f.adminTok, fmt.Sprintf("&agent_id=%d", agentID))
 			return total == 1
 		})
+		if usage[0]["status"] != "cancelled" {
+			t.Errorf("usage of the cancelled call: %v", usage[0])
+		}
 	})
 
 	t.Run("Queued", func(t *testing.T) {
@@ -1488,5 +1494,29 @@ func TestAgentRunSurvivesShutdown(t *testing.T) {
 	}
 	if n := calls.Load(); n != 2 {
 		t.Errorf("provider calls: %d", n)
+	}
+}
+
+// A run whose answer the provider cut off at max_tokens (finish_reason
+// length, and no usage: a server that ignores include_usage) says so:
+// stop_reason length, truncated, usage estimated; one that finished says
+// stop.
+func TestAgentRunTruncated(t *testing.T) {
+	t.Parallel()
+	f := agSetup(t)
+	fake := fakeOpenAI(t, func(n int, req map[string]any) (int, string) { return 200, "Tea is a drink made" })
+	fake.finish, fake.noUsage = "length", true
+	agConfigure(t, f.e, fake.URL+"/v1")
+	agRunJobs(t, f.e)
+	agentID := agID(agCreate(t, f.e, f.edATok, map[string]any{"environment_id": f.envA, "name": "Tea writer", "kind": "writer",
+		"system_prompt": "You write.", "max_tokens": 4}))
+	run := agWaitRun(t, f.e, f.edATok, agID(agExecute(t, f.e, f.edATok, agentID, map[string]any{"input": "Write about tea."})))
+	if run["status"] != "succeeded" || run["stop_reason"] != "length" || run["truncated"] != true || agNum(run["output_tokens"]) == 0 {
+		t.Fatalf("cut-off run: %v", run)
+	}
+	fake.finish, fake.noUsage = "", false
+	run = agWaitRun(t, f.e, f.edATok, agID(agExecute(t, f.e, f.edATok, agentID, map[string]any{"input": "Write about tea."})))
+	if run["status"] != "succeeded" || run["stop_reason"] != "stop" || run["truncated"] != false {
+		t.Fatalf("finished run: %v", run)
 	}
 }

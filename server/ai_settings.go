@@ -6,6 +6,7 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"github.com/copydesk/copydesk/server/aisetting"
+	"github.com/copydesk/copydesk/server/engine"
 	"github.com/copydesk/copydesk/store"
 )
 
@@ -31,29 +32,31 @@ type aiSettingsQuery struct {
 
 // aiSettingsLevel is one level's saved settings; null fields inherit.
 type aiSettingsLevel struct {
-	CredentialID     *int64                 `json:"credential_id" binding:"omitempty,gt=0"`
-	Model            *string                `json:"model" binding:"omitempty,max=200"`
-	Temperature      *float64               `json:"temperature" binding:"omitempty,gte=0,lte=2"`
-	MaxOutputTokens  *int                   `json:"max_output_tokens" binding:"omitempty,gte=1,lte=200000"`
-	Tone             *string                `json:"tone" binding:"omitempty,max=100"`
-	Language         *string                `json:"language" binding:"omitempty,max=35"`
-	TargetWordCount  *int                   `json:"target_word_count" binding:"omitempty,gte=50,lte=20000"`
-	MonthlyBudgetUSD *float64               `json:"monthly_budget_usd" binding:"omitempty,gte=0" doc:"each environment's monthly budget (global: the default of every environment); crossing 80% and 100% notifies its users once a month"`
-	PriceOverrides   map[string]store.Price `json:"price_overrides"`
-	ContextWindows   map[string]int         `json:"context_windows" doc:"model id (or family) to its context window in tokens, over the built-in table; a model found nowhere is assumed to have 8192"`
+	CredentialID        *int64                 `json:"credential_id" binding:"omitempty,gt=0"`
+	Model               *string                `json:"model" binding:"omitempty,max=200"`
+	Temperature         *float64               `json:"temperature" binding:"omitempty,gte=0,lte=2"`
+	MaxOutputTokens     *int                   `json:"max_output_tokens" binding:"omitempty,gte=1,lte=200000"`
+	Tone                *string                `json:"tone" binding:"omitempty,max=100"`
+	Language            *string                `json:"language" binding:"omitempty,max=35"`
+	TargetWordCount     *int                   `json:"target_word_count" binding:"omitempty,gte=50,lte=20000"`
+	MonthlyBudgetUSD    *float64               `json:"monthly_budget_usd" binding:"omitempty,gte=0" doc:"each environment's monthly budget in US dollars, kept to the millionth (global: the default of every environment); crossing 80% and 100% notifies its users once a month; calls of a model without a price count nothing toward it"`
+	MonthlyBudgetTokens *int64                 `json:"monthly_budget_tokens" binding:"omitempty,gte=0" doc:"each environment's monthly budget in tokens (input and output, every call, priced or not); notifies as monthly_budget_usd does"`
+	PriceOverrides      map[string]store.Price `json:"price_overrides"`
+	ContextWindows      map[string]int         `json:"context_windows" doc:"model id (or family) to its context window in tokens, over the built-in table; a model found nowhere is assumed to have 8192"`
 }
 
 type aiSettingsEffective struct {
-	CredentialID     *int64                 `json:"credential_id" doc:"chosen by a level, or, when none chooses one, the only AI credential usable here; null: none, or several and none chosen"`
-	Model            string                 `json:"model"`
-	Temperature      float64                `json:"temperature"`
-	MaxOutputTokens  int                    `json:"max_output_tokens"`
-	Tone             string                 `json:"tone"`
-	Language         string                 `json:"language"`
-	TargetWordCount  int                    `json:"target_word_count"`
-	MonthlyBudgetUSD *float64               `json:"monthly_budget_usd"`
-	PriceOverrides   map[string]store.Price `json:"price_overrides"`
-	ContextWindows   map[string]int         `json:"context_windows" doc:"model id (or family) to its context window in tokens, over the built-in table; a model found nowhere is assumed to have 8192"`
+	CredentialID        *int64                 `json:"credential_id" doc:"chosen by a level, or, when none chooses one, the only AI credential usable here; null: none, or several and none chosen"`
+	Model               string                 `json:"model"`
+	Temperature         float64                `json:"temperature"`
+	MaxOutputTokens     int                    `json:"max_output_tokens"`
+	Tone                string                 `json:"tone"`
+	Language            string                 `json:"language"`
+	TargetWordCount     int                    `json:"target_word_count"`
+	MonthlyBudgetUSD    *float64               `json:"monthly_budget_usd"`
+	MonthlyBudgetTokens *int64                 `json:"monthly_budget_tokens"`
+	PriceOverrides      map[string]store.Price `json:"price_overrides"`
+	ContextWindows      map[string]int         `json:"context_windows" doc:"model id (or family) to its context window in tokens, over the built-in table; a model found nowhere is assumed to have 8192"`
 }
 
 type aiSettingsResponse struct {
@@ -69,12 +72,19 @@ type aiSettingsResponse struct {
 // so one converts to the other.
 func aiSettingsJSON(v *aisetting.View) aiSettingsResponse {
 	out := aiSettingsResponse{EnvironmentID: v.EnvironmentID, Global: aiSettingsLevel(v.Global),
-		Effective: aiSettingsEffective(v.Effective), UpdatedAt: (*Timestamp)(v.UpdatedAt)}
+		Effective: aiSettingsEffectiveJSON(v.Effective), UpdatedAt: (*Timestamp)(v.UpdatedAt)}
 	if v.Override != nil {
 		own := aiSettingsLevel(*v.Override)
 		out.Override = &own
 	}
 	return out
+}
+
+func aiSettingsEffectiveJSON(e engine.Effective) aiSettingsEffective {
+	return aiSettingsEffective{CredentialID: e.CredentialID, Model: e.Model, Temperature: e.Temperature, MaxOutputTokens: e.MaxOutputTokens,
+		Tone: e.Tone, Language: e.Language, TargetWordCount: e.TargetWordCount, MonthlyBudgetUSD: store.USDOf(e.MonthlyBudget),
+		MonthlyBudgetTokens: e.MonthlyBudgetTokens,
+		PriceOverrides:      e.PriceOverrides, ContextWindows: e.ContextWindows}
 }
 
 func (s *Server) getAISettings(c *gin.Context) {

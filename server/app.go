@@ -19,9 +19,11 @@ import (
 	"github.com/copydesk/copydesk/server/feed"
 	"github.com/copydesk/copydesk/server/jobs"
 	"github.com/copydesk/copydesk/server/keyring"
+	"github.com/copydesk/copydesk/server/metrics"
 	"github.com/copydesk/copydesk/server/notify"
 	"github.com/copydesk/copydesk/server/outbound"
 	"github.com/copydesk/copydesk/server/stream"
+	"github.com/copydesk/copydesk/server/webhook"
 	"github.com/copydesk/copydesk/server/wppost"
 	"github.com/copydesk/copydesk/store"
 )
@@ -74,6 +76,10 @@ type Config struct {
 	// stored (engine.Options.OnRecordError): tests fail on it; the server
 	// logs it as an error.
 	OnUsageRecordError func(error)
+	// OnUndeclaredEvent, when set, is called with a stream's route and an
+	// event it sent that its Route.Events do not name (tests fail on it,
+	// so the document's x-events stay true); unset, nothing is checked.
+	OnUndeclaredEvent func(route, event string)
 	// RefuseOutboundPrivate keeps every outbound call (providers,
 	// WordPress, SERP, web sources, credential tests) from private, loopback and other
 	// non-public addresses (`serve --outbound-private=false`). Link-local
@@ -101,6 +107,23 @@ type Config struct {
 	// WordPressBackoff, when set, replaces the wait between retries of
 	// WordPress calls (tests).
 	WordPressBackoff func(n int) time.Duration
+	// WebhookRetryDelay is the wait after a webhook delivery's first
+	// failed attempt (`serve --webhook-retry-delay`), doubled after each
+	// further one; webhook.DefaultRetryDelay (30 s) when 0.
+	WebhookRetryDelay time.Duration
+	// WebhookTimeout bounds one webhook attempt; webhook.DefaultTimeout
+	// (10 s) when 0 (tests).
+	WebhookTimeout time.Duration
+	// Metrics turns the Prometheus metrics on (`serve --metrics`,
+	// docs/metrics.md); off, nothing is measured and /metrics is a 404.
+	Metrics bool
+	// MetricsToken is the bearer token of GET /metrics on the API's
+	// listener (`--metrics-token`); empty: not served there.
+	MetricsToken string
+	// MetricsListener, when set, is the bound `--metrics-http` address:
+	// Run serves /metrics there without a token, and stops it with the
+	// server.
+	MetricsListener net.Listener
 }
 
 // DBFile is the database file inside the data directory.
@@ -118,6 +141,7 @@ type App struct {
 	Events   *stream.Broker
 	Engine   *engine.Engine
 	Jobs     *jobs.Runner
+	Metrics  *metrics.Registry // nil unless Config.Metrics
 	Server   *Server
 	Log      *slog.Logger
 	listener net.Listener
@@ -247,10 +271,27 @@ func Open(ctx context.Context, cfg Config, log *slog.Logger) (*App, error) {
 	// One outbound client for every remote call (providers, WordPress,
 	// featured images).
 	ob := outbound.NewClient(outbound.Options{RefusePrivate: cfg.RefuseOutboundPrivate, Timeout: 15 * time.Minute})
-	a.Engine = engine.New(a.DB, a.Keys, a.Notify, log, engine.Options{
-		HTTPClient: ob, Timeout: cfg.ProviderTimeout, MaxRetries: retries, OnRecordError: cfg.OnUsageRecordError})
-	a.Jobs = jobs.New(a.DB, log, jobs.Options{Workers: cfg.Workers, Backoff: cfg.JobBackoff})
+	eopt := engine.Options{HTTPClient: ob, Timeout: cfg.ProviderTimeout, MaxRetries: retries, OnRecordError: cfg.OnUsageRecordError}
+	jopt := jobs.Options{Workers: cfg.Workers, Backoff: cfg.JobBackoff}
+	if cfg.Metrics {
+		m := metrics.New(log)
+		a.Metrics = m
+		eopt.OnUsage = func(ev store.UsageEvent) {
+			var cost *float64 // dollars; nil: the model's price is unknown
+			if ev.Cost != nil {
+				usd := ev.Cost.USD()
+				cost = &usd
+			}
+			m.ModelCall(ev.Provider, ev.Model, ev.Source, ev.Status, ev.InputTokens, ev.OutputTokens, cost)
+		}
+		jopt.OnAttempt = func(kind string, o jobs.Outcome, took time.Duration) { m.JobAttempt(kind, string(o), took) }
+	}
+	a.Engine = engine.New(a.DB, a.Keys, a.Notify, log, eopt)
+	a.Jobs = jobs.New(a.DB, log, jopt)
 	a.registerJobs()
+	if a.Metrics != nil {
+		collectMetrics(a.Metrics, a.DB, a.Jobs)
+	}
 	spool, err := spoolDir(cfg.DataDir)
 	if err != nil {
 		return nil, errors.Join(err, a.Close())
@@ -263,9 +304,14 @@ func Open(ctx context.Context, cfg Config, log *slog.Logger) (*App, error) {
 			Retries: 2, Backoff: cfg.WordPressBackoff},
 		// Web sources have a client of their own: the same guard, with a
 		// bound fit for a feed rather than a generation.
-		Feeds: feed.New(outbound.NewClient(webSourcesOutbound(cfg)), feed.Options{})},
+		Feeds: feed.New(outbound.NewClient(webSourcesOutbound(cfg)), feed.Options{}),
+		// Webhook URLs are any editor's addresses too: the same guard.
+		Webhooks: WebhookOptions{HTTP: webhookClient(cfg), RefusePrivate: webhookGuard(cfg).RefusePrivate,
+			Options: webhook.Options{RetryDelay: cfg.WebhookRetryDelay, Timeout: cfg.WebhookTimeout}},
+		Metrics: a.Metrics},
 		Options{TrustedProxies: cfg.TrustedProxies, Version: cfg.Version, MaxUploadBytes: cfg.MaxUploadBytes, SpoolDir: spool,
-			AstroRoots: cfg.AstroRoots, DataDir: cfg.DataDir, MaxQueued: cfg.MaxQueued})
+			AstroRoots: cfg.AstroRoots, DataDir: cfg.DataDir, MaxQueued: cfg.MaxQueued, OnUndeclaredEvent: cfg.OnUndeclaredEvent,
+			MetricsToken: cfg.MetricsToken})
 	if err != nil {
 		return nil, errors.Join(err, a.Close())
 	}
@@ -367,14 +413,30 @@ func (a *App) Run(ctx context.Context) error {
 		}
 	})
 
-	errc := make(chan error, 1)
+	errc := make(chan error, 2)
 	go func() { errc <- srv.Serve(a.listener) }()
 	a.Log.Info("copydesk is serving", "addr", "http://"+a.Addr(), "docs", "http://"+a.Addr()+"/docs", "data_dir", a.Config.DataDir)
+	var msrv *http.Server
+	if ml := a.Config.MetricsListener; ml != nil && a.Metrics != nil {
+		msrv = &http.Server{Handler: MetricsHandler(a.Metrics), ReadHeaderTimeout: 10 * time.Second, WriteTimeout: time.Minute,
+			IdleTimeout: 2 * time.Minute, MaxHeaderBytes: 16 << 10, BaseContext: srv.BaseContext, ErrorLog: srv.ErrorLog}
+		go func() { errc <- msrv.Serve(ml) }()
+		a.Log.Info("metrics are served without a token: keep this address private", "addr", "http://"+ml.Addr().String()+MetricsPath)
+	}
 
 	var err error
 	select {
 	case err = <-errc:
+		if msrv != nil {
+			// One of the two listeners failed: the other stops too.
+			err = errors.Join(err, srv.Close(), msrv.Close())
+		}
 	case <-ctx.Done():
+		if msrv != nil {
+			// A scrape is short: no need to drain it, and the listener's
+			// closing error says nothing the shutdown needs.
+			_ = msrv.Close()
+		}
 		a.Log.Info("shutting down: finishing in-flight requests")
 		timeout := a.Config.ShutdownTimeout
 		if timeout <= 0 {
@@ -456,12 +518,23 @@ func (a *App) Prune(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	// API tokens revoked or expired a month ago are of no use and no
+	// longer worth listing.
+	k, err := a.DB.PruneAPITokens(ctx, now.AddDate(0, 0, -30))
+	if err != nil {
+		return err
+	}
+	// Webhook deliveries are a log of what was sent: a month of it.
+	w, err := a.DB.PruneWebhookDeliveries(ctx, now.AddDate(0, 0, -30))
+	if err != nil {
+		return err
+	}
 	// A restored older backup may have brought back unkeyed recovery codes.
 	if _, err := a.Auth.KeyRecoveryCodes(ctx); err != nil {
 		return err
 	}
-	if n+m+j > 0 {
-		a.Log.Debug("pruned", "sessions", n, "notifications", m, "jobs", j)
+	if n+m+j+k+w > 0 {
+		a.Log.Debug("pruned", "sessions", n, "notifications", m, "jobs", j, "api_tokens", k, "webhook_deliveries", w)
 	}
 	return nil
 }
@@ -483,6 +556,9 @@ func (a *App) Close() error {
 	if a.listener != nil {
 		a.listener.Close()
 	}
+	if a.Config.MetricsListener != nil {
+		a.Config.MetricsListener.Close()
+	}
 	err := errors.Join(a.DB.Close(), a.lock.Unlock())
 	switch {
 	case a.Server == nil: // a one-shot command (OpenData), or Open failed
@@ -502,6 +578,25 @@ func webSourcesOutbound(cfg Config) outbound.Options {
 		o.RefusePrivate, o.RefusedBy = true, "for web sources; --web-sources-private allows them"
 	}
 	return o
+}
+
+// webhookGuard is the address guard of webhook deliveries: the web
+// sources' (Config.AllowWebSourcesPrivate), for the same reason.
+func webhookGuard(cfg Config) outbound.Options {
+	o := webSourcesOutbound(cfg)
+	o.Timeout = 0 // each attempt has its own (webhook.Options.Timeout)
+	if o.RefusedBy != "" {
+		o.RefusedBy = "for webhooks; --web-sources-private allows them"
+	}
+	return o
+}
+
+// webhookClient sends webhook deliveries: through the guard, following
+// no redirect (a 3xx is the receiver's answer, and a failure).
+func webhookClient(cfg Config) *http.Client {
+	c := outbound.NewClient(webhookGuard(cfg))
+	c.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+	return c
 }
 
 // SpoolFolder is the folder of the data directory where exports are

@@ -230,7 +230,9 @@ var authzTable = []authzCase{
 	{route: "POST /api/cie/archetypes/{id}/preview", path: "/api/cie/archetypes/{archB}/preview", body: map[string]any{"variables": map[string]any{"keyword": "x"}}, want: [5]int{401, 404, 404, 200, 200}},
 	{route: "POST /api/cie/archetypes/{id}/generate", path: "/api/cie/archetypes/{builtin}/generate", body: map[string]any{"variables": map[string]any{"keyword": "sourdough", "audience": "beginners"}, "environment_id": "{envA}"}, want: [5]int{401, 403, 202, 202, 202}},
 	{route: "POST /api/cie/archetypes/{id}/generate", path: "/api/cie/archetypes/{archB}/generate", body: map[string]any{"variables": map[string]any{"keyword": "x"}, "environment_id": "{envB}"}, want: [5]int{401, 403, 404, 202, 202}},
+	{route: "GET /api/cie/runs", want: [5]int{401, 200, 200, 200, 200}},
 	{route: "GET /api/cie/runs/{run_id}", path: "/api/cie/runs/{cierun}", want: [5]int{401, 200, 200, 200, 200}},
+	{route: "POST /api/cie/runs/{run_id}/cancel", path: "/api/cie/runs/{cierun}/cancel", want: [5]int{401, 403, 200, 200, 200}},
 	{route: "POST /api/cie/runs/{run_id}/save-as-post", path: "/api/cie/runs/{cierun}/save-as-post", body: map[string]any{"target": "wordpress"}, want: [5]int{401, 403, 409, 409, 409}},
 	{route: "POST /api/cie/runs/{run_id}/save-as-post", path: "/api/cie/runs/{cierun}/save-as-post", body: map[string]any{"target": "astro"}, want: [5]int{401, 403, 409, 409, 409}},
 
@@ -346,6 +348,26 @@ var authzTable = []authzCase{
 	{route: "POST /api/web-sources/{id}/fetch", path: "/api/web-sources/{sourceB}/fetch", want: [5]int{401, 403, 404, 200, 200}},
 	{route: "GET /api/web-sources/{id}/items", path: "/api/web-sources/{sourceA}/items", want: [5]int{401, 200, 200, 200, 200}},
 	{route: "GET /api/web-sources/{id}/items", path: "/api/web-sources/{sourceB}/items", want: [5]int{401, 404, 404, 200, 200}},
+
+	// Webhooks: {hookA} in envA with the delivery {dlvA}, {hookB} in envB
+	// with {dlvB}; editors and up only (a webhook's URL may carry a token
+	// of its receiver).
+	{route: "GET /api/webhooks", want: [5]int{401, 403, 200, 200, 200}},
+	{route: "POST /api/webhooks", body: map[string]any{"environment_id": "{envA}", "url": "https://hooks.example/in", "events": []string{"post.published"}}, want: [5]int{401, 403, 201, 201, 201}},
+	{route: "GET /api/webhooks/{id}", path: "/api/webhooks/{hookA}", want: [5]int{401, 403, 200, 200, 200}},
+	{route: "GET /api/webhooks/{id}", path: "/api/webhooks/{hookB}", want: [5]int{401, 403, 404, 200, 200}},
+	{route: "PUT /api/webhooks/{id}", path: "/api/webhooks/{hookA}", body: map[string]any{"description": "CRM"}, want: [5]int{401, 403, 200, 200, 200}},
+	{route: "PUT /api/webhooks/{id}", path: "/api/webhooks/{hookB}", body: map[string]any{"description": "CRM"}, want: [5]int{401, 403, 404, 200, 200}},
+	{route: "DELETE /api/webhooks/{id}", path: "/api/webhooks/{hookA}", want: [5]int{401, 403, 200, 200, 200}},
+	{route: "DELETE /api/webhooks/{id}", path: "/api/webhooks/{hookB}", want: [5]int{401, 403, 404, 200, 200}},
+	{route: "POST /api/webhooks/{id}/rotate-secret", path: "/api/webhooks/{hookA}/rotate-secret", want: [5]int{401, 403, 200, 200, 200}},
+	{route: "POST /api/webhooks/{id}/rotate-secret", path: "/api/webhooks/{hookB}/rotate-secret", want: [5]int{401, 403, 404, 200, 200}},
+	{route: "POST /api/webhooks/{id}/ping", path: "/api/webhooks/{hookA}/ping", want: [5]int{401, 403, 202, 202, 202}},
+	{route: "POST /api/webhooks/{id}/ping", path: "/api/webhooks/{hookB}/ping", want: [5]int{401, 403, 404, 202, 202}},
+	{route: "GET /api/webhooks/{id}/deliveries", path: "/api/webhooks/{hookA}/deliveries", want: [5]int{401, 403, 200, 200, 200}},
+	{route: "GET /api/webhooks/{id}/deliveries", path: "/api/webhooks/{hookB}/deliveries", want: [5]int{401, 403, 404, 200, 200}},
+	{route: "POST /api/webhooks/{id}/deliveries/{delivery_id}/resend", path: "/api/webhooks/{hookA}/deliveries/{dlvA}/resend", want: [5]int{401, 403, 202, 202, 202}},
+	{route: "POST /api/webhooks/{id}/deliveries/{delivery_id}/resend", path: "/api/webhooks/{hookB}/deliveries/{dlvB}/resend", want: [5]int{401, 403, 404, 202, 202}},
 	// AutoPilot: envA has an active Astro campaign with a keyword left
 	// and a cancelled run {aprunA}; envB's campaign wrote its one keyword
 	// in run {aprunB}. Both autopilots are stopped.
@@ -413,6 +435,8 @@ type authzFixture struct {
 	// apiTokens: caller (authzTokenCallers) -> an API token (cdk_...)
 	apiTokens map[string]string
 	fill      map[string]*strings.Replacer // role -> fills {envA}, {target}, ... with that role's ids
+	// shared is the app of the cases that change nothing (caseEnv).
+	shared *env
 }
 
 // newAuthzFixture builds envA (granted to the viewer, the editor and target), envB,
@@ -630,6 +654,20 @@ func newAuthzFixture(t *testing.T, providerURL string) (*authzFixture, []*server
 		terms["{phrase"+env.Name+"}"], terms["{source"+env.Name+"}"] = p.ID, src.ID
 	}
 	for _, env := range []*store.Environment{envA, envB} {
+		hook, err := e.app.DB.CreateWebhook(ctx, store.NewWebhook{EnvironmentID: env.ID, URL: "http://127.0.0.1:1/hook",
+			Events: []string{"post.published"}, Enabled: true, SecretPrefix: "whsec_abcd",
+			Seal: func(id int64) ([]byte, error) { return e.app.Keys.Seal([]byte("whsec_YWJjZA=="), store.WebhookAAD(id)) }})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ds, err := e.app.DB.CreateWebhookDeliveries(ctx, store.NewWebhookEvent{EnvironmentID: env.ID, Type: "post.published",
+			Payload: `{"type":"post.published","timestamp":"2026-11-21T12:00:00Z","data":{}}`, WebhookID: &hook.ID})
+		if err != nil || len(ds) != 1 {
+			t.Fatal(len(ds), err)
+		}
+		terms["{hook"+env.Name+"}"], terms["{dlv"+env.Name+"}"] = hook.ID, ds[0].ID
+	}
+	for _, env := range []*store.Environment{envA, envB} {
 		kw, err := e.app.DB.CreateKeyword(ctx, store.NewKeyword{EnvironmentID: env.ID, Keyword: "sourdough " + env.Name, Status: store.KeywordNew, Source: "manual"})
 		if err != nil {
 			t.Fatal(err)
@@ -714,6 +752,22 @@ func (f *authzFixture) env(t *testing.T) *env {
 		}
 	}
 	return e
+}
+
+// caseEnv is the app a case of TestAuthorizationTable runs in: its own
+// copy of the fixture when the request may change something, else one app
+// all such cases share (a copy per case made the table the slowest test by
+// far). A read that is not a stream changes nothing another case sees, and
+// neither does a refused request to a route that is not public: if a bug
+// let it through, its own status already fails the case. Streams and public
+// routes (sign-in counts failures) always get their own copy.
+func (f *authzFixture) caseEnv(t *testing.T, c authzCase, method string, want int, a server.Access) *env {
+	t.Helper()
+	refused := (want == 401 || want == 403) && !a.Public
+	if c.stream || c.file || !(method == "GET" || refused) {
+		return f.env(t)
+	}
+	return f.shared
 }
 
 // authzTokenCaller is a caller of TestAuthorizationTable with an API token
@@ -851,6 +905,7 @@ func TestAuthorizationTable(t *testing.T) {
 		}
 	}
 	dead["token-expired"].clock.Advance(2 * time.Hour)
+	fixture.shared = fixture.env(t)
 	type caller struct {
 		name, token string
 		fill        *strings.Replacer
@@ -886,7 +941,7 @@ func TestAuthorizationTable(t *testing.T) {
 				t.Parallel()
 				e := cl.shared
 				if e == nil {
-					e = fixture.env(t)
+					e = fixture.caseEnv(t, c, method, cl.want(c, method), access[c.route])
 				}
 				token, fill, role := cl.token, cl.fill, cl.name
 				path := fill.Replace(tmpl)

@@ -53,8 +53,9 @@ func (s *Server) registerAutopilotRoutes() {
 		Errors: []int{404}, Data: autopilotConfigResponse{}, Summary: "Replace the autopilot's config",
 		Notes: "The whole config: a field left out takes its default (every active campaign, the whole day, 1 post a day, no budgets, " +
 			"each campaign's post status, auto_resume true, no variables). The window is HH:MM in the environment's time zone, " +
-			"[window_start, window_end); an end before the start spans midnight. Budgets are US dollars over every usage of the " +
-			"environment (every source) today and this month. variables are given to every generation beside the keyword's own " +
+			"[window_start, window_end); an end before the start spans midnight. Budgets are over every usage of the environment (every " +
+			"source) today and this month: *_budget_usd in US dollars (kept to the millionth; calls of a model without a price cost " +
+			"nothing known), *_budget_tokens in input and output tokens (every call, priced or not). variables are given to every generation beside the keyword's own " +
 			"(keyword, campaign, cluster, parent_keyword, intent, target_url): the built-in archetypes need audience."}, s.putAutopilotConfig)
 	s.handle(Route{Method: "GET", Path: "/api/autopilot/runs", Tag: tag, Access: signedIn, Query: autopilotRunsQuery{}, List: true, Errors: []int{404},
 		Data: autopilotRunResponse{}, Summary: "List the autopilot's runs with their steps, newest first"}, s.listAutopilotRuns)
@@ -67,7 +68,7 @@ func (s *Server) registerAutopilotRoutes() {
 			"GET /api/autopilot/runs/{id} or the stream. 409 when a run is under way, a budget is reached, or no campaign has a keyword left."},
 		s.autopilotRunNow)
 	s.handle(Route{Method: "GET", Path: "/api/autopilot/stream", Tag: tag, Access: signedIn, Query: autopilotEnvQuery{},
-		Binary: "text/event-stream", Errors: []int{404}, Summary: "Server-Sent Events of the autopilot's state and runs",
+		Binary: "text/event-stream", Errors: []int{404}, Summary: "Server-Sent Events of the autopilot's state and runs", Events: autopilotEvents,
 		Notes: "`event: snapshot` first, with {autopilot, run} (the state and the latest run as last published), then `event: status` " +
 			"with the state when it changes and `event: run` with the run and its steps each time a step begins or ends. " +
 			"A comment line is a heartbeat every 15 seconds. Reconnect with Last-Event-ID (a gap the server no longer remembers is " +
@@ -94,38 +95,42 @@ type autopilotRunQuery struct {
 }
 
 type autopilotConfigRequest struct {
-	EnvironmentID    int64             `json:"environment_id" binding:"required,gt=0"`
-	CampaignIDs      []int64           `json:"campaign_ids" binding:"max=100,dive,gt=0" doc:"the campaigns it works on, in this order; empty: every active campaign"`
-	WindowStart      string            `json:"window_start" binding:"max=5" doc:"HH:MM, default 00:00"`
-	WindowEnd        string            `json:"window_end" binding:"max=5" doc:"HH:MM up to 24:00, default 24:00"`
-	MaxPostsPerDay   int               `json:"max_posts_per_day" binding:"omitempty,gte=1,lte=100" doc:"default 1"`
-	DailyBudgetUSD   *float64          `json:"daily_budget_usd" binding:"omitempty,gt=0" doc:"null: none"`
-	MonthlyBudgetUSD *float64          `json:"monthly_budget_usd" binding:"omitempty,gt=0" doc:"null: none"`
-	PostStatus       string            `json:"post_status" binding:"omitempty,oneof=campaign draft publish" doc:"campaign (the default): each campaign's own"`
-	AutoResume       *bool             `json:"auto_resume" doc:"resume by itself the next day or month after a budget or daily limit pause; default true"`
-	Variables        map[string]string `json:"variables" binding:"max=20,dive,max=5000" doc:"values for every generation, such as audience"`
+	EnvironmentID       int64             `json:"environment_id" binding:"required,gt=0"`
+	CampaignIDs         []int64           `json:"campaign_ids" binding:"max=100,dive,gt=0" doc:"the campaigns it works on, in this order; empty: every active campaign"`
+	WindowStart         string            `json:"window_start" binding:"max=5" doc:"HH:MM, default 00:00"`
+	WindowEnd           string            `json:"window_end" binding:"max=5" doc:"HH:MM up to 24:00, default 24:00"`
+	MaxPostsPerDay      int               `json:"max_posts_per_day" binding:"omitempty,gte=1,lte=100" doc:"default 1"`
+	DailyBudgetUSD      *float64          `json:"daily_budget_usd" binding:"omitempty,gt=0" doc:"null: none"`
+	MonthlyBudgetUSD    *float64          `json:"monthly_budget_usd" binding:"omitempty,gt=0" doc:"null: none"`
+	DailyBudgetTokens   *int64            `json:"daily_budget_tokens" binding:"omitempty,gt=0" doc:"input and output tokens of every usage of the environment today, priced or not (a local model's too); null: none"`
+	MonthlyBudgetTokens *int64            `json:"monthly_budget_tokens" binding:"omitempty,gt=0" doc:"the same over the month; null: none"`
+	PostStatus          string            `json:"post_status" binding:"omitempty,oneof=campaign draft publish" doc:"campaign (the default): each campaign's own"`
+	AutoResume          *bool             `json:"auto_resume" doc:"resume by itself the next day or month after a budget or daily limit pause; default true"`
+	Variables           map[string]string `json:"variables" binding:"max=20,dive,max=5000" doc:"values for every generation, such as audience"`
 }
 
 type autopilotConfigResponse struct {
-	EnvironmentID    int64             `json:"environment_id"`
-	CampaignIDs      []int64           `json:"campaign_ids" doc:"empty: every active campaign of the environment"`
-	WindowStart      string            `json:"window_start"`
-	WindowEnd        string            `json:"window_end"`
-	Timezone         string            `json:"timezone" doc:"the environment's: the window's and the days'"`
-	MaxPostsPerDay   int               `json:"max_posts_per_day"`
-	DailyBudgetUSD   *float64          `json:"daily_budget_usd"`
-	MonthlyBudgetUSD *float64          `json:"monthly_budget_usd"`
-	PostStatus       string            `json:"post_status" enum:"campaign,draft,publish"`
-	AutoResume       bool              `json:"auto_resume"`
-	Variables        map[string]string `json:"variables"`
-	UpdatedAt        *Timestamp        `json:"updated_at" doc:"null: never configured (the defaults)"`
+	EnvironmentID       int64             `json:"environment_id"`
+	CampaignIDs         []int64           `json:"campaign_ids" doc:"empty: every active campaign of the environment"`
+	WindowStart         string            `json:"window_start"`
+	WindowEnd           string            `json:"window_end"`
+	Timezone            string            `json:"timezone" doc:"the environment's: the window's and the days'"`
+	MaxPostsPerDay      int               `json:"max_posts_per_day"`
+	DailyBudgetUSD      *float64          `json:"daily_budget_usd"`
+	MonthlyBudgetUSD    *float64          `json:"monthly_budget_usd"`
+	DailyBudgetTokens   *int64            `json:"daily_budget_tokens"`
+	MonthlyBudgetTokens *int64            `json:"monthly_budget_tokens"`
+	PostStatus          string            `json:"post_status" enum:"campaign,draft,publish"`
+	AutoResume          bool              `json:"auto_resume"`
+	Variables           map[string]string `json:"variables"`
+	UpdatedAt           *Timestamp        `json:"updated_at" doc:"null: never configured (the defaults)"`
 }
 
 func autopilotConfigJSON(ap *store.Autopilot, tz string) autopilotConfigResponse {
 	c := ap.Config
 	return autopilotConfigResponse{EnvironmentID: ap.EnvironmentID, CampaignIDs: c.CampaignIDs, WindowStart: autopilot.FormatClock(c.WindowStart),
-		WindowEnd: autopilot.FormatClock(c.WindowEnd), Timezone: tz, MaxPostsPerDay: c.MaxPostsPerDay, DailyBudgetUSD: c.DailyBudgetUSD,
-		MonthlyBudgetUSD: c.MonthlyBudgetUSD, PostStatus: c.PostStatus, AutoResume: c.AutoResume, Variables: c.Variables,
+		WindowEnd: autopilot.FormatClock(c.WindowEnd), Timezone: tz, MaxPostsPerDay: c.MaxPostsPerDay, DailyBudgetUSD: store.USDOf(c.DailyBudget),
+		MonthlyBudgetUSD: store.USDOf(c.MonthlyBudget), DailyBudgetTokens: c.DailyBudgetTokens, MonthlyBudgetTokens: c.MonthlyBudgetTokens, PostStatus: c.PostStatus, AutoResume: c.AutoResume, Variables: c.Variables,
 		UpdatedAt: (*Timestamp)(ap.UpdatedAt)}
 }
 
@@ -157,12 +162,15 @@ type autopilotStatusResponse struct {
 	PostsToday    int                    `json:"posts_today" doc:"runs of today that count toward max_posts_per_day"`
 	SpentTodayUSD float64                `json:"spent_today_usd" doc:"every usage of the environment today"`
 	SpentMonthUSD float64                `json:"spent_month_usd" doc:"every usage of the environment this month"`
+	TokensToday   int64                  `json:"tokens_today" doc:"input and output tokens of every usage of the environment today"`
+	TokensMonth   int64                  `json:"tokens_month" doc:"the same this month"`
 	NextRunAt     *Timestamp             `json:"next_run_at" doc:"when the next run is due; null unless running with no run under way"`
 }
 
 func autopilotStatusJSON(st *autopilot.Status) autopilotStatusResponse {
 	out := autopilotStatusResponse{Autopilot: autopilotStateJSON(st.Autopilot, st.Timezone), PostsToday: st.PostsToday,
-		SpentTodayUSD: st.SpentTodayUSD, SpentMonthUSD: st.SpentMonthUSD, NextRunAt: (*Timestamp)(st.NextRunAt)}
+		SpentTodayUSD: st.SpentToday.Cost.USD(), SpentMonthUSD: st.SpentMonth.Cost.USD(),
+		TokensToday: st.SpentToday.Tokens, TokensMonth: st.SpentMonth.Tokens, NextRunAt: (*Timestamp)(st.NextRunAt)}
 	if st.ActiveRun != nil {
 		r := autopilotRunJSON(st.ActiveRun)
 		out.ActiveRun = &r
@@ -221,6 +229,7 @@ func autopilotRunJSON(r *store.AutopilotRun) autopilotRunResponse {
 	if r.Post != nil {
 		out.Post = &autopilotPostRef{Kind: r.Post.Kind, ID: r.Post.ID}
 	}
+	var cost *store.Micros // the steps' together
 	for _, name := range store.AutopilotSteps {
 		st := r.Step(name)
 		if st == nil {
@@ -228,7 +237,7 @@ func autopilotRunJSON(r *store.AutopilotRun) autopilotRunResponse {
 			continue
 		}
 		js := autopilotStepResponse{Step: name, Status: st.Status, Detail: st.Detail, Error: st.Error, Attempts: st.Attempts,
-			InputTokens: st.InputTokens, OutputTokens: st.OutputTokens, CostUSD: st.CostUSD, StartedAt: (*Timestamp)(&st.StartedAt),
+			InputTokens: st.InputTokens, OutputTokens: st.OutputTokens, CostUSD: store.USDOf(st.Cost), StartedAt: (*Timestamp)(&st.StartedAt),
 			FinishedAt: (*Timestamp)(st.FinishedAt)}
 		if name == store.StepGenerate {
 			js.CIERunID = r.CIERunID
@@ -237,15 +246,10 @@ func autopilotRunJSON(r *store.AutopilotRun) autopilotRunResponse {
 			ms := st.FinishedAt.Sub(st.StartedAt).Milliseconds()
 			js.DurationMS = &ms
 		}
-		if st.CostUSD != nil {
-			sum := *st.CostUSD
-			if out.CostUSD != nil {
-				sum += *out.CostUSD
-			}
-			out.CostUSD = &sum
-		}
+		cost = store.AddCost(cost, st.Cost)
 		out.Steps = append(out.Steps, js)
 	}
+	out.CostUSD = store.USDOf(cost)
 	return out
 }
 
@@ -302,7 +306,8 @@ func (s *Server) putAutopilotConfig(c *gin.Context) {
 	}
 	ap, tz, err := s.autopilot.PutConfig(c.Request.Context(), scope(c), principal(c).User.ID, req.EnvironmentID, autopilot.ConfigInput{
 		CampaignIDs: req.CampaignIDs, WindowStart: req.WindowStart, WindowEnd: req.WindowEnd, MaxPostsPerDay: req.MaxPostsPerDay,
-		DailyBudgetUSD: req.DailyBudgetUSD, MonthlyBudgetUSD: req.MonthlyBudgetUSD, PostStatus: req.PostStatus, AutoResume: req.AutoResume,
+		DailyBudgetUSD: req.DailyBudgetUSD, MonthlyBudgetUSD: req.MonthlyBudgetUSD, DailyBudgetTokens: req.DailyBudgetTokens,
+		MonthlyBudgetTokens: req.MonthlyBudgetTokens, PostStatus: req.PostStatus, AutoResume: req.AutoResume,
 		Variables: req.Variables})
 	if err != nil {
 		fail(c, err)

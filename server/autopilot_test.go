@@ -201,7 +201,7 @@ func (a *apEnv) waitNotification(t *testing.T, kind string) map[string]any {
 // spend records a usage event of environment A costing usd, at time at.
 func (a *apEnv) spend(t *testing.T, usd float64, at time.Time) {
 	t.Helper()
-	if _, err := a.app.DB.RecordUsage(context.Background(), store.UsageEvent{CreatedAt: at, Provider: "openai", Model: "gpt-4o", CostUSD: &usd,
+	if _, err := a.app.DB.RecordUsage(context.Background(), store.UsageEvent{CreatedAt: at, Provider: "openai", Model: "gpt-4o", Cost: store.MicrosOfUSD(&usd),
 		Status: "ok", Source: "chat", EnvironmentID: &a.envA}); err != nil {
 		t.Fatal(err)
 	}
@@ -910,4 +910,41 @@ func TestAutopilotConfigNeedsArchetypeVariables(t *testing.T) {
 	}
 	a.config(t, map[string]any{"variables": map[string]any{"audience": "home bakers"}}, 200)
 	a.control(t, "start", 200)
+}
+
+// Budgets in tokens bound a model without a price, whose calls cost
+// nothing known: its tokens reach the monthly and the daily token
+// budgets, which refuse a start and say so; the status shows the tokens.
+func TestAutopilotTokenBudget(t *testing.T) {
+	t.Parallel()
+	a := newAPEnv(t, store.PostWordPress, "publish", "sourdough starter")
+	// A local model's call: tokens, no cost.
+	if _, err := a.app.DB.RecordUsage(context.Background(), store.UsageEvent{CreatedAt: envT0.AddDate(0, 0, -1), Provider: "openai_compatible",
+		Model: "llama3.1:8b", InputTokens: 9000, OutputTokens: 3000, Status: "ok", Source: "chat", EnvironmentID: &a.envA}); err != nil {
+		t.Fatal(err)
+	}
+	cfg := a.config(t, map[string]any{"variables": map[string]any{"audience": "home bakers"}, "monthly_budget_usd": 4,
+		"monthly_budget_tokens": 10000}, 200).Data()
+	if agNum(cfg["monthly_budget_tokens"]) != 10000 || cfg["daily_budget_tokens"] != nil {
+		t.Fatalf("config: %v", cfg)
+	}
+	r := a.do(t, "POST", "/api/autopilot/start", a.editor, map[string]any{"environment_id": a.envA})
+	if r.Code != 409 || !strings.Contains(r.Detail(), "monthly token budget is reached: 12,000 tokens used of 10,000 tokens in November 2026") {
+		t.Fatalf("start over the monthly token budget: %d %s", r.Code, r.Body)
+	}
+	// Yesterday's tokens are not today's.
+	a.config(t, map[string]any{"variables": map[string]any{"audience": "home bakers"}, "daily_budget_tokens": 5000}, 200)
+	st := a.do(t, "GET", fmt.Sprintf("/api/autopilot/status?environment_id=%d", a.envA), a.editor, nil)
+	if st.Code != 200 || agNum(st.Data()["tokens_month"]) != 12000 || agNum(st.Data()["tokens_today"]) != 0 || st.Data()["spent_month_usd"] != 0.0 {
+		t.Fatalf("status: %d %s", st.Code, st.Body)
+	}
+	if _, err := a.app.DB.RecordUsage(context.Background(), store.UsageEvent{CreatedAt: envT0, Provider: "openai_compatible",
+		Model: "llama3.1:8b", InputTokens: 4000, OutputTokens: 1000, Status: "ok", Source: "chat", EnvironmentID: &a.envA}); err != nil {
+		t.Fatal(err)
+	}
+	r = a.do(t, "POST", "/api/autopilot/start", a.editor, map[string]any{"environment_id": a.envA})
+	if r.Code != 409 || !strings.Contains(r.Detail(), "daily token budget is reached: 5,000 tokens used of 5,000 tokens on") {
+		t.Fatalf("start over the daily token budget: %d %s", r.Code, r.Body)
+	}
+	a.config(t, map[string]any{"variables": map[string]any{"audience": "home bakers"}, "daily_budget_tokens": 0}, 422)
 }

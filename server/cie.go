@@ -40,6 +40,8 @@ func (s *Server) registerCIERoutes() {
 			"does not use is a 422 too, unless declared optional."}, s.previewArchetype)
 	s.handle(Route{Method: "POST", Path: "/api/cie/archetypes/{id}/generate", Tag: tag, Access: editorOnly, Status: http.StatusAccepted,
 		EventStream: true, Errors: []int{409},
+		Events: generationEvents(cieRunResponse{}, "generation",
+			Event{Name: "retry", Data: streamDetail{}, Doc: "The answer did not follow the article format and the model is asked again: drop the text so far."}),
 		Summary: "Generate an article from the archetype", Body: generateRequest{}, Data: cieRunResponse{},
 		Notes: "Queues a generation and answers 202 with its run; poll GET /api/cie/runs/{run_id}, or wait for the run.succeeded or run.failed " +
 			"notification it raises for the caller when it ends (a streamed one raises none). With stream true the answer is a " +
@@ -48,8 +50,21 @@ func (s *Server) registerCIERoutes() {
 			"The model answers TITLE:, DESCRIPTION:, a --- line and the Markdown body; an answer that does not parse is retried once with " +
 			"the parse error, then the run fails with the raw answer in raw_output. A client that goes away does not stop the generation. " +
 			"409 when no AI provider is configured."}, s.generateArticle)
+	s.handle(Route{Method: "GET", Path: "/api/cie/runs", Tag: tag, Access: signedIn, List: true, Errors: []int{404},
+		Summary: "List generations in your environments, newest first", Query: cieRunListQuery{}, Data: cieRunResponse{},
+		Notes: "The autopilot's generations are listed too. An environment_id outside your environments is a 404."}, s.listCIERuns)
 	s.handle(Route{Method: "GET", Path: "/api/cie/runs/{run_id}", Tag: tag, Access: signedIn,
 		Summary: "Get a generation", Data: cieRunResponse{}}, s.getCIERun)
+	s.handle(Route{Method: "POST", Path: "/api/cie/runs/{run_id}/cancel", Tag: tag, Access: editorOnly, Errors: []int{409},
+		Summary: "Cancel a queued or running generation", Data: cieRunResponse{},
+		Notes: "A running generation's model call is cut and what it used is recorded. A finished one is a 409."}, s.cancelCIERun)
+}
+
+type cieRunListQuery struct {
+	pageQuery
+	EnvironmentID *int64 `form:"environment_id" binding:"omitempty,gt=0"`
+	ArchetypeID   *int64 `form:"archetype_id" binding:"omitempty,gt=0"`
+	Status        string `form:"status" binding:"omitempty,oneof=queued running succeeded failed cancelled"`
 }
 
 type sectionJSON struct {
@@ -166,6 +181,8 @@ type cieRunResponse struct {
 	InputTokens    int64             `json:"input_tokens" doc:"over every attempt"`
 	OutputTokens   int64             `json:"output_tokens"`
 	CostUSD        *float64          `json:"cost_usd"`
+	StopReason     *string           `json:"stop_reason" enum:"stop,length,content_filter,tool_calls,cancelled,error,other" doc:"why the model stopped: stop (finished), length (cut off at the max tokens limit), content_filter, tool_calls, cancelled (stopped or cancelled), error (the call failed), other; null while it runs, and for generations made before it was recorded"`
+	Truncated      bool              `json:"truncated" doc:"the answer was cut off at the max tokens limit (stop_reason length)"`
 	UsageEstimated bool              `json:"usage_estimated" doc:"part of the usage is estimated: a stream was cut off before the provider reported it"`
 	QueuedAt       Timestamp         `json:"queued_at"`
 	StartedAt      *Timestamp        `json:"started_at"`
@@ -176,7 +193,8 @@ func cieRunJSON(r *store.CIERun) cieRunResponse {
 	out := cieRunResponse{ID: r.ID, ArchetypeID: r.ArchetypeID, AgentID: r.AgentID, EnvironmentID: r.EnvironmentID, UserID: r.UserID,
 		Status: r.Status, Variables: r.Variables, SystemPrompt: r.SystemPrompt, UserPrompt: r.UserPrompt, Title: r.Title,
 		Description: r.Description, Body: r.Body, RawOutput: r.RawOutput, Error: r.Error, Attempts: r.Attempts, Model: r.Model,
-		InputTokens: r.InputTokens, OutputTokens: r.OutputTokens, CostUSD: r.CostUSD, UsageEstimated: r.UsageEstimated,
+		InputTokens: r.InputTokens, OutputTokens: r.OutputTokens, CostUSD: store.USDOf(r.Cost), StopReason: stopReason(r.StopReason),
+		Truncated: truncated(r.StopReason), UsageEstimated: r.UsageEstimated,
 		QueuedAt: Timestamp(r.QueuedAt), StartedAt: (*Timestamp)(r.StartedAt), FinishedAt: (*Timestamp)(r.FinishedAt)}
 	if out.Variables == nil {
 		out.Variables = map[string]string{}
@@ -342,6 +360,36 @@ func (s *Server) getCIERun(c *gin.Context) {
 		return
 	}
 	r, err := s.cie.Run(c.Request.Context(), scope(c), id)
+	if err != nil {
+		fail(c, err)
+		return
+	}
+	respond(c, http.StatusOK, cieRunJSON(r), "generation "+r.Status)
+}
+
+func (s *Server) listCIERuns(c *gin.Context) {
+	var q cieRunListQuery
+	if err := bindQuery(c, &q); err != nil {
+		fail(c, err)
+		return
+	}
+	pg := q.page()
+	list, total, err := s.cie.Runs(c.Request.Context(), scope(c),
+		cie.RunFilter{EnvironmentID: q.EnvironmentID, ArchetypeID: q.ArchetypeID, Status: q.Status}, pg)
+	if err != nil {
+		fail(c, err)
+		return
+	}
+	respondList(c, list, total, pg, cieRunJSON, "generations")
+}
+
+func (s *Server) cancelCIERun(c *gin.Context) {
+	id, err := pathID(c, "run_id")
+	if err != nil {
+		fail(c, err)
+		return
+	}
+	r, err := s.cie.Cancel(c.Request.Context(), scope(c), id, principal(c).User.Username)
 	if err != nil {
 		fail(c, err)
 		return

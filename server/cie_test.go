@@ -489,3 +489,107 @@ func TestGenerateCutOffStream(t *testing.T) {
 		t.Fatalf("usage %v", items)
 	}
 }
+
+// Generations are listed newest first within the caller's environments,
+// by environment, archetype and status, and a queued or running one can be
+// cancelled by an editor; a finished one cannot.
+func TestCIERunsListAndCancel(t *testing.T) {
+	t.Parallel()
+	f := agSetup(t)
+	llm := newCIELLM(t, func(int) (string, bool) { return goodArticle, false })
+	agConfigure(t, f.e, llm.srv.URL+"/v1") // no job runner: the runs stay queued
+	listicle, howTo := cieBuiltin(t, f.e, f.edATok, "listicle"), cieBuiltin(t, f.e, f.edATok, "how-to")
+	generate := func(tok string, arch, envID int64) int64 {
+		t.Helper()
+		r := f.e.do(t, "POST", fmt.Sprintf("/api/cie/archetypes/%d/generate", arch), tok,
+			map[string]any{"variables": map[string]any{"keyword": "sourdough", "audience": "beginners"}, "environment_id": envID})
+		if r.Code != 202 {
+			t.Fatalf("generate: %d %s", r.Code, r.Body)
+		}
+		return agID(r.Data())
+	}
+	a1, a2 := generate(f.edATok, listicle, f.envA), generate(f.edATok, howTo, f.envA)
+	b1 := generate(f.edBTok, listicle, f.envB)
+	list := func(tok, query string) []int64 {
+		t.Helper()
+		r := f.e.do(t, "GET", "/api/cie/runs?per_page=50"+query, tok, nil)
+		if r.Code != 200 {
+			t.Fatalf("list %s: %d %s", query, r.Code, r.Body)
+		}
+		var ids []int64
+		for _, it := range agItems(r.Data()) {
+			ids = append(ids, agID(it))
+		}
+		return ids
+	}
+	same := func(got []int64, want ...int64) bool { return fmt.Sprint(got) == fmt.Sprint(want) }
+	if got := list(f.viewATok, ""); !same(got, a2, a1) {
+		t.Fatalf("viewer A lists %v, want %v", got, []int64{a2, a1})
+	}
+	if got := list(f.adminTok, ""); !same(got, b1, a2, a1) {
+		t.Fatalf("admin lists %v", got)
+	}
+	if got := list(f.edATok, fmt.Sprintf("&archetype_id=%d", listicle)); !same(got, a1) {
+		t.Fatalf("editor A lists listicles %v", got)
+	}
+	if got := list(f.adminTok, fmt.Sprintf("&environment_id=%d", f.envB)); !same(got, b1) {
+		t.Fatalf("admin lists B %v", got)
+	}
+	if r := f.e.do(t, "GET", fmt.Sprintf("/api/cie/runs?environment_id=%d", f.envB), f.edATok, nil); r.Code != 404 {
+		t.Fatalf("editor A lists B's runs: %d %s", r.Code, r.Body)
+	}
+	if r := f.e.do(t, "GET", "/api/cie/runs?status=done", f.edATok, nil); r.Code != 422 {
+		t.Fatalf("an unknown status: %d %s", r.Code, r.Body)
+	}
+
+	cancel := func(tok string, id int64) resp {
+		return f.e.do(t, "POST", fmt.Sprintf("/api/cie/runs/%d/cancel", id), tok, nil)
+	}
+	if r := cancel(f.viewATok, a1); r.Code != 403 {
+		t.Fatalf("viewer cancels: %d %s", r.Code, r.Body)
+	}
+	if r := cancel(f.edBTok, a1); r.Code != 404 {
+		t.Fatalf("editor B cancels A's: %d %s", r.Code, r.Body)
+	}
+	r := cancel(f.edATok, a1)
+	if r.Code != 200 || r.Data()["status"] != "cancelled" || r.Data()["error"] != "cancelled by alice" {
+		t.Fatalf("cancel: %d %s", r.Code, r.Body)
+	}
+	if r := cancel(f.edATok, a1); r.Code != 409 || !strings.Contains(r.Detail(), "already cancelled") {
+		t.Fatalf("cancel again: %d %s", r.Code, r.Body)
+	}
+	if got := list(f.edATok, "&status=cancelled"); !same(got, a1) {
+		t.Fatalf("cancelled runs %v", got)
+	}
+	if got := list(f.edATok, "&status=queued"); !same(got, a2) {
+		t.Fatalf("queued runs %v", got)
+	}
+}
+
+// An article cut off at the max tokens limit fails at once (asking again
+// would be cut off again) saying so and naming the setting to raise, not
+// "did not follow the article format"; the run shows stop_reason length.
+func TestGenerateCutOffAtMaxTokens(t *testing.T) {
+	t.Parallel()
+	f := agSetup(t)
+	fake := fakeOpenAI(t, func(n int, req map[string]any) (int, string) { return 200, "TITLE: Sourdough\nDESCRIPTION: How to" })
+	fake.finish = "length"
+	agConfigure(t, f.e, fake.URL+"/v1")
+	agRunJobs(t, f.e)
+	builtin := cieBuiltin(t, f.e, f.edATok, "listicle")
+	r := f.e.do(t, "POST", fmt.Sprintf("/api/cie/archetypes/%d/generate", builtin), f.edATok,
+		map[string]any{"variables": map[string]any{"keyword": "sourdough", "audience": "beginners"}, "environment_id": f.envA})
+	if r.Code != 202 {
+		t.Fatalf("generate: %d %s", r.Code, r.Body)
+	}
+	run := cieWaitRun(t, f.e, f.edATok, agID(r.Data()))
+	msg, _ := run["error"].(string)
+	if run["status"] != "failed" || run["stop_reason"] != "length" || run["truncated"] != true || agNum(run["attempts"]) != 1 ||
+		!strings.Contains(msg, "cut off at the max tokens limit") || !strings.Contains(msg, "max_output_tokens") ||
+		strings.Contains(msg, "article format") || run["raw_output"] != "TITLE: Sourdough\nDESCRIPTION: How to" {
+		t.Fatalf("cut-off generation: %v", run)
+	}
+	if n := len(fake.Requests()); n != 1 {
+		t.Fatalf("%d provider calls, want 1", n)
+	}
+}

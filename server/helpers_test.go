@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"log/slog"
 	"mime/multipart"
@@ -76,26 +77,33 @@ func openEnv(t testing.TB, dir string, opts ...envOption) *env {
 		opts = append([]envOption{func(c *server.Config) { c.Database = url.(string) }}, opts...)
 	}
 	// A usage event that cannot be stored fails the test: the cost would
-	// leave analytics and budgets unseen. Checked when the test ends
+	// leave analytics and budgets unseen; so does an event a stream sends
+	// that the document does not name. Checked when the test ends
 	// (registered first, so it runs after the app is closed): jobs may
 	// record after the test's own goroutine is done.
-	var usageMu sync.Mutex
-	var usageErrs []error
+	var reportMu sync.Mutex
+	var reported []error
 	t.Cleanup(func() {
-		usageMu.Lock()
-		defer usageMu.Unlock()
-		for _, err := range usageErrs {
-			t.Errorf("usage not recorded: %v", err)
+		reportMu.Lock()
+		defer reportMu.Unlock()
+		for _, err := range reported {
+			t.Error(err)
 		}
 	})
 	// The local servers tests run stand in for public sites, web sources'
 	// included (TestWebSourceFetchRefused checks the default).
 	cfg := server.Config{DataDir: dir, SecretKey: testSecret, Hasher: &cheapHasher, Version: "test", AllowWebSourcesPrivate: true,
 		AstroRoots: []string{os.TempDir()},
+		// Every event a stream sends is one its route documents.
+		OnUndeclaredEvent: func(route, event string) {
+			reportMu.Lock()
+			defer reportMu.Unlock()
+			reported = append(reported, fmt.Errorf("%s sent event %q, which its Route.Events (server/events.go) do not name", route, event))
+		},
 		OnUsageRecordError: func(err error) {
-			usageMu.Lock()
-			defer usageMu.Unlock()
-			usageErrs = append(usageErrs, err)
+			reportMu.Lock()
+			defer reportMu.Unlock()
+			reported = append(reported, fmt.Errorf("usage not recorded: %w", err))
 		}}
 	for _, o := range opts {
 		o(&cfg)

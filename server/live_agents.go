@@ -45,7 +45,7 @@ func (s *Server) registerLiveAgentRoutes() {
 		Notes: "Its text so far is kept as its output (status cancelled; in the transcript an incomplete output). " +
 			"409 when none is under way."}, s.cancelLive)
 	s.handle(Route{Method: "GET", Path: "/api/live-agents/sessions/{id}/stream", Tag: tag, Access: signedIn, Errors: []int{409},
-		Summary: "Watch a live session: Server-Sent Events", Binary: "text/event-stream",
+		Summary: "Watch a live session: Server-Sent Events", Binary: "text/event-stream", Events: liveEvents,
 		Notes: "Every viewer of the environment may attach; all see the same events. First `event: snapshot` with " +
 			"{session_id, generation, text, watchers}: the generation of the moment (or null) and its text so far. Then " +
 			"`presence` {action: join|leave, user_id, username, watchers} when someone comes or goes; `generation` with the " +
@@ -60,7 +60,7 @@ func (s *Server) registerLiveAgentRoutes() {
 		Status: http.StatusCreated, Errors: []int{409}, Body: saveAsPostRequest{}, Data: savedPostResponse{},
 		Summary: "Save the session's last output as a draft post",
 		Notes: "The last output is the newest generation that succeeded (409 when there is none). The title, when absent, is its " +
-			"first Markdown heading. The post is a draft in the session's environment and records the generation " +
+			"first Markdown heading, or without one its first line of text. The post is a draft in the session's environment and records the generation " +
 			"(live_generation_id). target wordpress makes a local WordPress post draft; target astro writes the file into the " +
 			"environment's Astro content folder."},
 		saveAs("id", s.posts.FromLive))
@@ -114,6 +114,8 @@ type liveGenerationResponse struct {
 	InputTokens    int64             `json:"input_tokens"`
 	OutputTokens   int64             `json:"output_tokens"`
 	CostUSD        *float64          `json:"cost_usd"`
+	StopReason     *string           `json:"stop_reason" enum:"stop,length,content_filter,tool_calls,cancelled,error,other" doc:"why the model stopped: stop (finished), length (cut off at the max tokens limit), content_filter, tool_calls, cancelled (stopped or cancelled), error (the call failed), other; null while it runs, and for generations made before it was recorded"`
+	Truncated      bool              `json:"truncated" doc:"the answer was cut off at the max tokens limit (stop_reason length)"`
 	UsageEstimated bool              `json:"usage_estimated" doc:"the stream was cut off before the provider reported its usage"`
 	HistoryDropped int               `json:"history_dropped" doc:"earlier messages of the session left out to fit the model's context window"`
 	QueuedAt       Timestamp         `json:"queued_at"`
@@ -123,8 +125,8 @@ type liveGenerationResponse struct {
 
 func liveGenerationJSON(g *store.LiveGeneration) liveGenerationResponse {
 	out := liveGenerationResponse{ID: g.ID, SessionID: g.SessionID, UserID: g.UserID, Status: g.Status, Prompt: g.Prompt, Variables: g.Variables,
-		Output: g.Output, Error: g.Error, Model: g.Model, InputTokens: g.InputTokens, OutputTokens: g.OutputTokens, CostUSD: g.CostUSD,
-		UsageEstimated: g.UsageEstimated, HistoryDropped: g.HistoryDropped, QueuedAt: Timestamp(g.QueuedAt),
+		Output: g.Output, Error: g.Error, Model: g.Model, InputTokens: g.InputTokens, OutputTokens: g.OutputTokens, CostUSD: store.USDOf(g.Cost),
+		StopReason: stopReason(g.StopReason), Truncated: truncated(g.StopReason), UsageEstimated: g.UsageEstimated, HistoryDropped: g.HistoryDropped, QueuedAt: Timestamp(g.QueuedAt),
 		StartedAt: (*Timestamp)(g.StartedAt), FinishedAt: (*Timestamp)(g.FinishedAt)}
 	if out.Variables == nil {
 		out.Variables = map[string]string{}
@@ -145,6 +147,8 @@ type liveEntryResponse struct {
 	InputTokens    int64     `json:"input_tokens"`
 	OutputTokens   int64     `json:"output_tokens"`
 	CostUSD        *float64  `json:"cost_usd"`
+	StopReason     *string   `json:"stop_reason" enum:"stop,length,content_filter,tool_calls,cancelled,error,other" doc:"why the model stopped: stop (finished), length (cut off at the max tokens limit), content_filter, tool_calls, cancelled (stopped or cancelled), error (the call failed), other; null while it runs, and for generations made before it was recorded"`
+	Truncated      bool      `json:"truncated" doc:"the answer was cut off at the max tokens limit (stop_reason length)"`
 	UsageEstimated bool      `json:"usage_estimated"`
 	CreatedAt      Timestamp `json:"created_at"`
 }
@@ -164,8 +168,8 @@ func transcriptJSON(gens []*store.LiveGeneration) []liveEntryResponse {
 				at = *g.FinishedAt
 			}
 			out = append(out, liveEntryResponse{GenerationID: g.ID, Role: "output", Content: g.Output, Status: outputStatus[g.Status],
-				UserID: g.UserID, Error: g.Error, Model: g.Model, InputTokens: g.InputTokens, OutputTokens: g.OutputTokens, CostUSD: g.CostUSD,
-				UsageEstimated: g.UsageEstimated, CreatedAt: Timestamp(at)})
+				UserID: g.UserID, Error: g.Error, Model: g.Model, InputTokens: g.InputTokens, OutputTokens: g.OutputTokens, CostUSD: store.USDOf(g.Cost),
+				StopReason: stopReason(g.StopReason), Truncated: truncated(g.StopReason), UsageEstimated: g.UsageEstimated, CreatedAt: Timestamp(at)})
 		}
 	}
 	return out

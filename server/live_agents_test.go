@@ -516,6 +516,11 @@ func TestLiveCancelKeepsPartialOutput(t *testing.T) {
 		res.Data()["error"] != "cancelled by alice" || agID(res.Data()) != genID {
 		t.Fatalf("cancel: %d %s", res.Code, res.Body)
 	}
+	// The answer shows what is stored: the model and the cut call's
+	// (estimated) usage, recorded before the answer.
+	if d := res.Data(); d["model"] == "" || agNum(d["output_tokens"]) == 0 || d["usage_estimated"] != true {
+		t.Fatalf("cancel answers without the call's model and usage: %s", res.Body)
+	}
 	agWaitChan(t, r.prov.gone, "the provider call being cut")
 	for _, ev := range w.until(t, "done") {
 		x.apply(ev)
@@ -524,17 +529,23 @@ func TestLiveCancelKeepsPartialOutput(t *testing.T) {
 		t.Fatalf("watcher: %+v", x)
 	}
 	entries := r.waitIdle(t, r.session)
-	if out := entries[1]; out["status"] != "incomplete" || out["content"] != "Half a story" || out["error"] != "cancelled by alice" {
+	if out := entries[1]; out["status"] != "incomplete" || out["content"] != "Half a story" || out["error"] != "cancelled by alice" ||
+		out["stop_reason"] != "cancelled" || out["truncated"] != false {
 		t.Fatalf("transcript: %v", entries)
 	}
 	if res := r.e.do(t, "POST", r.path(r.session, "/cancel"), r.edATok, nil); res.Code != 409 || !strings.Contains(res.Detail(), "no generation") {
 		t.Fatalf("cancel again: %d %s", res.Code, res.Body)
 	}
-	// The usage of the cut call is recorded, estimated from its text.
+	// The usage of the cut call is recorded, estimated from its text, as
+	// cancelled: not as an error.
+	var usage []map[string]any
 	agWaitFor(t, "the cut call's usage", func() bool {
-		_, usage := agUsage(t, r.e, r.adminTok, "&source=live")
+		_, usage = agUsage(t, r.e, r.adminTok, "&source=live")
 		return len(usage) == 1
 	})
+	if u := usage[0]; u["status"] != "cancelled" || u["estimated"] != true || agNum(u["output_tokens"]) == 0 {
+		t.Fatalf("usage of the cancelled call: %v", u)
+	}
 
 	// The next generation gets the session's history: only exchanges that
 	// succeeded, so not the cancelled one.
@@ -822,5 +833,30 @@ func TestLiveGenerationStopsWithTheServer(t *testing.T) {
 	g, err := f.e.app.DB.LiveGenerationByID(context.Background(), genID)
 	if err != nil || g.Status != store.RunCancelled || g.Output != "So far" || g.Error != "the server stopped" {
 		t.Fatalf("generation after the stop: %+v %v", g, err)
+	}
+}
+
+// Deleting a session mid-generation stops the call; its usage is recorded
+// as cancelled with the partial usage, not as an internal server error.
+func TestLiveDeleteMidGenerationIsCancelled(t *testing.T) {
+	t.Parallel()
+	r := newLVRig(t)
+	w := lvWatch(t, r.srv.URL+r.path(r.session, "/stream"), r.viewATok)
+	r.generate(t, r.session, map[string]any{"prompt": "Write."})
+	r.prov.send("Begun ", "here")
+	var x lvText
+	for x.text != "Begun here" {
+		x.apply(w.next(t))
+	}
+	if res := r.e.do(t, "DELETE", r.path(r.session, ""), r.edATok, nil); res.Code != 200 {
+		t.Fatalf("delete: %d %s", res.Code, res.Body)
+	}
+	var usage []map[string]any
+	agWaitFor(t, "the stopped call's usage", func() bool {
+		_, usage = agUsage(t, r.e, r.adminTok, "&source=live")
+		return len(usage) == 1
+	})
+	if u := usage[0]; u["status"] != "cancelled" || u["error"] == "internal server error" || agNum(u["output_tokens"]) == 0 {
+		t.Fatalf("usage of the call of a deleted session: %v", u)
 	}
 }

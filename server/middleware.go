@@ -300,9 +300,8 @@ func (s *Server) heldAgain(c *gin.Context, min store.Role, fn func(ctx context.C
 // stream.
 func (s *Server) serve(c *gin.Context, topic string, o stream.ServeOptions) {
 	letGo(c)
-	if w, ok := c.Writer.(*boundWriter); ok {
-		w.stream = true
-	}
+	markStream(c)
+	defer s.metrics.StreamOpened(c.FullPath())()
 	s.events.Serve(c.Writer, c.Request, topic, o)
 }
 
@@ -311,10 +310,32 @@ func (s *Server) serve(c *gin.Context, topic string, o stream.ServeOptions) {
 // ServeFinished).
 func (s *Server) serveFinished(c *gin.Context, o stream.ServeOptions, events ...stream.Event) {
 	letGo(c)
-	if w, ok := c.Writer.(*boundWriter); ok {
-		w.stream = true
-	}
+	markStream(c)
+	defer s.metrics.StreamOpened(c.FullPath())()
 	s.events.ServeFinished(c.Writer, c.Request, o, events...)
+}
+
+// markStream tells the request's boundWriter, under any writer that wraps
+// it (checkEvents'), that it carries an event stream.
+func markStream(c *gin.Context) {
+	if b := boundOf(c.Writer); b != nil {
+		b.stream = true
+	}
+}
+
+// boundOf is the boundWriter under w and the writers that wrap it, or nil.
+func boundOf(w http.ResponseWriter) *boundWriter {
+	for w != nil {
+		if b, ok := w.(*boundWriter); ok {
+			return b
+		}
+		u, ok := w.(interface{ Unwrap() http.ResponseWriter })
+		if !ok {
+			return nil
+		}
+		w = u.Unwrap()
+	}
+	return nil
 }
 
 const principalKey = "copydesk.principal"

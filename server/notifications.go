@@ -20,7 +20,7 @@ func (s *Server) registerNotificationRoutes() {
 	s.handle(Route{Method: "POST", Path: "/api/notifications/read-all", Tag: tag, Access: signedIn,
 		Summary: "Mark all your notifications read", Data: markedReadResponse{}}, s.readAllNotifications)
 	s.handle(Route{Method: "GET", Path: "/api/notifications/stream", Tag: tag, Access: signedIn,
-		Summary: "Server-Sent Events stream of your new notifications", Binary: "text/event-stream",
+		Summary: "Server-Sent Events stream of your new notifications", Binary: "text/event-stream", Events: notificationEvents,
 		Notes: "Each new notification arrives as `event: notification` with `id:` its id and `data:` its JSON. " +
 			"A comment line is sent as a heartbeat every 15 seconds. Send Last-Event-ID to receive what was raised since that id. " +
 			"A client that falls behind gets `event: lagged` with `{\"last_event_id\": N, \"detail\": ...}` and the stream ends: " +

@@ -51,25 +51,25 @@ func newLoggedEnv(t *testing.T) (*env, *syncBuffer) {
 	return &env{t: t, app: app, clock: c, h: app.Server.Handler()}, logs
 }
 
-// A response JSON cannot hold (a row with an infinite cost, as one run
-// stored before prices were bounded) was an empty 200 that nobody heard
-// about; it is a logged 500 with a detail.
+// A response JSON cannot hold (a row with an infinite number, as a cost
+// stored before prices were bounded; costs are integers now, so here a
+// temperature the service would refuse, stored directly) was an empty 200
+// that nobody heard about; it is a logged 500 with a detail.
 func TestUnencodableResponseIsLogged500(t *testing.T) {
 	e, logs := newLoggedEnv(t)
 	_, admin := e.user(t, "admin", store.RoleAdmin)
 	inf := math.Inf(1)
-	if _, err := e.app.DB.RecordUsage(context.Background(), store.UsageEvent{Provider: "openai", Model: "m", CostUSD: &inf,
-		Status: "ok", Source: "chat"}); err != nil {
+	if _, err := e.app.DB.PutAISettings(context.Background(), store.AISettings{Temperature: &inf}); err != nil {
 		t.Fatal(err)
 	}
-	r := e.do(t, "GET", "/api/token-analytics/usage", admin, nil)
+	r := e.do(t, "GET", "/api/settings/ai-content", admin, nil)
 	if r.Code != http.StatusInternalServerError || r.Detail() == "" {
 		t.Fatalf("got %d %q, want 500 with a detail", r.Code, r.Body)
 	}
 	if got := r.Header.Get("Content-Type"); !strings.HasPrefix(got, "application/json") {
 		t.Fatalf("Content-Type = %q", got)
 	}
-	if l := logs.String(); !strings.Contains(l, "encoding the response") || !strings.Contains(l, "/api/token-analytics/usage") {
+	if l := logs.String(); !strings.Contains(l, "encoding the response") || !strings.Contains(l, "/api/settings/ai-content") {
 		t.Fatalf("not logged: %s", l)
 	}
 }

@@ -55,7 +55,9 @@ func BuildOpenAPI(routes []*server.Route, version string) ([]byte, error) {
 				"Bulk actions are POST .../bulk-delete or .../bulk-update with {\"ids\": [...]}, answering {\"changed\": n}. " +
 				"JSON bodies are sent with Content-Type: application/json (or none); another type is 415. " +
 				"A query parameter a route does not list is 422. Times are RFC 3339 in UTC with milliseconds. " +
-				"HEAD is answered wherever GET is, with GET's status and headers and no body.",
+				"HEAD is answered wherever GET is, with GET's status and headers and no body. " +
+				"A text/event-stream answer lists its events and their data under x-events.",
+			License: &openapi3.License{Name: "MIT", URL: "https://opensource.org/license/mit"},
 		},
 		Paths: openapi3.NewPaths(),
 		Components: &openapi3.Components{
@@ -197,6 +199,9 @@ func BuildOpenAPI(routes []*server.Route, version string) ([]byte, error) {
 			op.Responses.Set("200", &openapi3.ResponseRef{Value: openapi3.NewResponse().
 				WithDescription("Server-Sent Events (when stream is true)").
 				WithContent(openapi3.NewContentWithSchema(openapi3.NewStringSchema().WithFormat("binary"), []string{"text/event-stream"}))})
+		}
+		if err := documentEvents(op, r, schemaOf); err != nil {
+			return nil, err
 		}
 		for code := range errs {
 			if code == http.StatusNotModified {
@@ -525,4 +530,42 @@ func operationID(method, path string) string {
 		}
 	}
 	return b.String()
+}
+
+// documentEvents describes the events of a route's text/event-stream
+// answer as the extension x-events of that content: a list of {event,
+// description, data} where data is the schema of the event's JSON. OpenAPI
+// 3.0 has no way to say what a stream carries (3.2's itemSchema is not
+// read by 3.0 tools), and an extension keeps the document valid for them.
+// A stream without Events is an error: every stream is described.
+func documentEvents(op *openapi3.Operation, r *server.Route, schemaOf func(any) (*openapi3.SchemaRef, error)) error {
+	var media *openapi3.MediaType
+	for _, resp := range op.Responses.Map() {
+		if resp.Value != nil && resp.Value.Content["text/event-stream"] != nil {
+			media = resp.Value.Content["text/event-stream"]
+		}
+	}
+	switch {
+	case media == nil && len(r.Events) > 0:
+		return fmt.Errorf("%s %s: Events, but no text/event-stream answer", r.Method, r.Path)
+	case media == nil:
+		return nil
+	case len(r.Events) == 0:
+		return fmt.Errorf("%s %s: a text/event-stream answer needs Events (server/events.go)", r.Method, r.Path)
+	}
+	var events []map[string]any
+	for _, ev := range r.Events {
+		e := map[string]any{"event": ev.Name, "description": ev.Doc}
+		if ev.Data != nil {
+			ref, err := schemaOf(ev.Data)
+			if err != nil {
+				return fmt.Errorf("%s %s event %s: %w", r.Method, r.Path, ev.Name, err)
+			}
+			e["data"] = ref
+		}
+		events = append(events, e)
+	}
+	media.Extensions = map[string]any{"x-events": events}
+	media.Schema.Value.Description = "Server-Sent Events: `event:` names one of x-events, `data:` is its JSON, `id:` resumes with Last-Event-ID; a comment line every 15 seconds is a heartbeat."
+	return nil
 }

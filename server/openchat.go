@@ -52,7 +52,7 @@ func (s *Server) registerOpenChatRoutes() {
 			"sibling_ids on each message are the branches at that point; PUT the conversation with current_message_id to show " +
 			"another. all=true lists every message of every branch, each after its parent (parent_id)."}, s.listChatMessages)
 	s.handle(Route{Method: "POST", Path: "/api/openchat/conversations/{id}/messages", Tag: tag, Access: editorOnly,
-		Status: http.StatusCreated, EventStream: true, Errors: []int{409},
+		Status: http.StatusCreated, EventStream: true, Errors: []int{409}, Events: chatReplyEvents(false),
 		Summary: "Send a message and get the reply", Body: chatSendRequest{}, Data: chatMessageResponse{},
 		Notes: "Stores your message after the end of the active branch (or after the reply parent_id), sends the branch's history, " +
 			"oldest messages left out as the model's context window needs (trimmed_messages on the reply says how many), and " +
@@ -63,7 +63,7 @@ func (s *Server) registerOpenChatRoutes() {
 	s.handle(Route{Method: "GET", Path: "/api/openchat/messages/{id}", Tag: tag, Access: signedIn,
 		Summary: "Get a message", Data: chatMessageResponse{}}, s.getChatMessage)
 	s.handle(Route{Method: "PUT", Path: "/api/openchat/messages/{id}", Tag: tag, Access: editorOnly, Status: http.StatusCreated,
-		EventStream: true, Errors: []int{409},
+		EventStream: true, Errors: []int{409}, Events: chatReplyEvents(false),
 		Summary: "Edit a user message: a new branch with the new text and a new reply", Body: chatEditRequest{}, Data: chatMessageResponse{},
 		Notes: "Adds a sibling of the message with the new content, and a reply to it, which become the active branch; the " +
 			"old message and its replies stay on their branch. Answers 201 with the new reply." + streamNotes}, s.editChatMessage)
@@ -71,7 +71,7 @@ func (s *Server) registerOpenChatRoutes() {
 		Summary: "Delete a message and every message below it", Data: chatDeletedResponse{},
 		Notes: "409 while the conversation generates a reply."}, s.deleteChatMessage)
 	s.handle(Route{Method: "POST", Path: "/api/openchat/messages/{id}/regenerate", Tag: tag, Access: editorOnly,
-		Status: http.StatusCreated, EventStream: true, Errors: []int{409},
+		Status: http.StatusCreated, EventStream: true, Errors: []int{409}, Events: chatReplyEvents(false),
 		Summary: "Generate another reply beside this one", Body: chatRegenerateRequest{}, Data: chatMessageResponse{},
 		Notes: "For a reply: a new reply to the same user message (for a user message: a new reply to it). Both are kept; the new " +
 			"one is shown. Answers 201 with the new reply." + streamNotes}, s.regenerateChatMessage)
@@ -79,6 +79,7 @@ func (s *Server) registerOpenChatRoutes() {
 		Summary: "Stop a reply being generated, keeping what it has as incomplete", Data: chatMessageResponse{},
 		Notes: "Answers with the stored reply once its generation has stopped; 409 when it is not being generated."}, s.stopChatMessage)
 	s.handle(Route{Method: "GET", Path: "/api/openchat/messages/{id}/stream", Tag: tag, Access: signedIn, Binary: "text/event-stream",
+		Events:  chatReplyEvents(true),
 		Summary: "Server-Sent Events of a reply: resume a stream with Last-Event-ID",
 		Notes: "The events of POST .../messages with stream true. With Last-Event-ID, the events after it (or, when they are no " +
 			"longer kept, `event: snapshot` with {\"message\", \"text\"} so far), then the live ones. A reply no longer being " +
@@ -170,6 +171,8 @@ type chatMessageResponse struct {
 	InputTokens     int64      `json:"input_tokens"`
 	OutputTokens    int64      `json:"output_tokens"`
 	CostUSD         *float64   `json:"cost_usd"`
+	StopReason      *string    `json:"stop_reason" enum:"stop,length,content_filter,tool_calls,cancelled,error,other" doc:"why the model stopped: stop (finished), length (cut off at the max tokens limit), content_filter, tool_calls, cancelled (stopped or cancelled), error (the call failed), other; null while it runs, and for generations made before it was recorded"`
+	Truncated       bool       `json:"truncated" doc:"the answer was cut off at the max tokens limit (stop_reason length)"`
 	UsageEstimated  bool       `json:"usage_estimated" doc:"the stream was cut off before the provider reported its usage"`
 	TrimmedMessages int        `json:"trimmed_messages" doc:"how many of the oldest messages were left out of the prompt to fit the context window"`
 	SiblingIDs      []int64    `json:"sibling_ids" doc:"the messages with the same parent, this one included, oldest first: the branches here"`
@@ -179,8 +182,8 @@ type chatMessageResponse struct {
 
 func chatMessageJSON(m chat.Message) chatMessageResponse {
 	return chatMessageResponse{ID: m.ID, ConversationID: m.ConversationID, ParentID: m.ParentID, Role: m.Role, Content: m.Content,
-		Status: m.Status, Error: m.Error, Model: m.Model, InputTokens: m.InputTokens, OutputTokens: m.OutputTokens, CostUSD: m.CostUSD,
-		UsageEstimated: m.UsageEstimated, TrimmedMessages: m.TrimmedMessages, SiblingIDs: m.SiblingIDs,
+		Status: m.Status, Error: m.Error, Model: m.Model, InputTokens: m.InputTokens, OutputTokens: m.OutputTokens, CostUSD: store.USDOf(m.Cost),
+		StopReason: stopReason(m.StopReason), Truncated: truncated(m.StopReason), UsageEstimated: m.UsageEstimated, TrimmedMessages: m.TrimmedMessages, SiblingIDs: m.SiblingIDs,
 		CreatedAt: Timestamp(m.CreatedAt), FinishedAt: (*Timestamp)(m.FinishedAt)}
 }
 
@@ -221,7 +224,8 @@ type chatTranscriptResponse struct {
 }
 
 func chatUsageJSON(u chat.Usage) chatUsageResponse {
-	return chatUsageResponse(u)
+	return chatUsageResponse{InputTokens: u.InputTokens, OutputTokens: u.OutputTokens, CostUSD: store.USDOf(u.Cost), Estimated: u.Estimated,
+		TrimmedMessages: u.TrimmedMessages}
 }
 
 // encodeChat renders a reply's stream events as the API does.

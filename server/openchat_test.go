@@ -577,14 +577,16 @@ func TestChatStop(t *testing.T) {
 	if got := names(evs); got != "done" {
 		t.Fatalf("the stream after stop: %s", got)
 	}
-	if m := evs[0].JSON()["message"].(map[string]any); m["status"] != "incomplete" || m["content"] != "Once " {
+	if m := evs[0].JSON()["message"].(map[string]any); m["status"] != "incomplete" || m["content"] != "Once " || m["stop_reason"] != "cancelled" ||
+		m["truncated"] != false {
 		t.Fatalf("done %v", m)
 	}
 	if r := f.e.do(t, "POST", fmt.Sprintf("/api/openchat/messages/%d/stop", id), f.edATok, nil); r.Code != 409 {
 		t.Fatalf("stop again: %d %s", r.Code, r.Body)
 	}
 	_, usage := agUsage(t, f.e, f.adminTok, "&source=chat")
-	if len(usage) != 1 || usage[0]["estimated"] != true || usage[0]["status"] != "error" || agNum(usage[0]["environment_id"]) != float64(f.envA) {
+	if len(usage) != 1 || usage[0]["estimated"] != true || usage[0]["status"] != "cancelled" || usage[0]["error"] == "internal server error" ||
+		agNum(usage[0]["output_tokens"]) == 0 || agNum(usage[0]["environment_id"]) != float64(f.envA) {
 		t.Fatalf("usage of the stopped call: %v", usage)
 	}
 	// The incomplete reply is part of the history of what follows.

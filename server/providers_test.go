@@ -23,6 +23,11 @@ type fakeProvider struct {
 	// reply, when set, decides the answer: status, text; status >= 400 is
 	// an error with text as the message.
 	reply func(n int, req map[string]any) (int, string)
+	// finish, when set, is the finish_reason of every answer ("length":
+	// cut off at max_tokens); noUsage leaves the usage out, as servers
+	// that ignore stream_options.include_usage do. Set before any call.
+	finish  string
+	noUsage bool
 }
 
 func (f *fakeProvider) Requests() []map[string]any {
@@ -62,6 +67,10 @@ func fakeOpenAI(t testing.TB, reply func(n int, req map[string]any) (int, string
 				return
 			}
 			model, _ := req["model"].(string)
+			finish := "stop"
+			if f.finish != "" {
+				finish = f.finish
+			}
 			if stream, _ := req["stream"].(bool); stream {
 				w.Header().Set("Content-Type", "text/event-stream")
 				words := strings.SplitAfter(text, " ")
@@ -69,13 +78,19 @@ func fakeOpenAI(t testing.TB, reply func(n int, req map[string]any) (int, string
 					fmt.Fprintf(w, "data: {\"id\":\"c1\",\"object\":\"chat.completion.chunk\",\"created\":1,\"model\":%q,\"choices\":[{\"index\":0,\"delta\":{\"content\":%q},\"finish_reason\":null}]}\n\n", model, word)
 					w.(http.Flusher).Flush()
 				}
-				fmt.Fprintf(w, "data: {\"id\":\"c1\",\"object\":\"chat.completion.chunk\",\"created\":1,\"model\":%q,\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\":\"stop\"}]}\n\n", model)
-				fmt.Fprintf(w, "data: {\"id\":\"c1\",\"object\":\"chat.completion.chunk\",\"created\":1,\"model\":%q,\"choices\":[],\"usage\":{\"prompt_tokens\":1000,\"completion_tokens\":500,\"total_tokens\":1500,\"prompt_tokens_details\":{\"cached_tokens\":200}}}\n\n", model)
+				fmt.Fprintf(w, "data: {\"id\":\"c1\",\"object\":\"chat.completion.chunk\",\"created\":1,\"model\":%q,\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\":%q}]}\n\n", model, finish)
+				if !f.noUsage {
+					fmt.Fprintf(w, "data: {\"id\":\"c1\",\"object\":\"chat.completion.chunk\",\"created\":1,\"model\":%q,\"choices\":[],\"usage\":{\"prompt_tokens\":1000,\"completion_tokens\":500,\"total_tokens\":1500,\"prompt_tokens_details\":{\"cached_tokens\":200}}}\n\n", model)
+				}
 				fmt.Fprint(w, "data: [DONE]\n\n")
 				return
 			}
 			w.Header().Set("Content-Type", "application/json")
-			fmt.Fprintf(w, `{"id":"c1","object":"chat.completion","created":1,"model":%q,"choices":[{"index":0,"message":{"role":"assistant","content":%q},"finish_reason":"stop"}],"usage":{"prompt_tokens":1000,"completion_tokens":500,"total_tokens":1500,"prompt_tokens_details":{"cached_tokens":200}}}`, model, text)
+			usage := `,"usage":{"prompt_tokens":1000,"completion_tokens":500,"total_tokens":1500,"prompt_tokens_details":{"cached_tokens":200}}`
+			if f.noUsage {
+				usage = ""
+			}
+			fmt.Fprintf(w, `{"id":"c1","object":"chat.completion","created":1,"model":%q,"choices":[{"index":0,"message":{"role":"assistant","content":%q},"finish_reason":%q}]%s}`, model, text, finish, usage)
 		default:
 			w.WriteHeader(404)
 		}

@@ -2,6 +2,7 @@ package server
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -131,6 +132,30 @@ func jsonValueKind(b []byte) string {
 		return "string"
 	}
 	return "number"
+}
+
+// listChildren answers a page of what belongs to the resource the path
+// parameter param names (a campaign's keywords, a webhook's deliveries):
+// the handler of every such list, with the service's list and the item's
+// rendering.
+func listChildren[T, R any](c *gin.Context, param string, list func(context.Context, store.Scope, int64, store.Page) ([]T, int, error),
+	toJSON func(T) R, message string) {
+	id, err := pathID(c, param)
+	if err != nil {
+		fail(c, err)
+		return
+	}
+	var q pageQuery
+	if err := bindQuery(c, &q); err != nil {
+		fail(c, err)
+		return
+	}
+	items, total, err := list(c.Request.Context(), scope(c), id, q.page())
+	if err != nil {
+		fail(c, err)
+		return
+	}
+	respondList(c, items, total, q.page(), toJSON, message)
 }
 
 // respondList writes one page of a list with status 200: each item rendered

@@ -20,7 +20,8 @@ func (s *Server) registerSaveAsPostRoutes() {
 	s.handle(Route{Method: "POST", Path: "/api/agents/runs/{run_id}/save-as-post", Tag: "Agents", Access: editorOnly,
 		Status: http.StatusCreated, Errors: []int{409}, Body: saveAsPostRequest{}, Data: savedPostResponse{},
 		Summary: "Save a succeeded run's output as a draft post",
-		Notes: "The title, when absent, is the output's first Markdown heading (a level-1 heading then leaves the body). " +
+		Notes: "The title, when absent, is the output's first Markdown heading (a level-1 heading then leaves the body), or " +
+			"without one its first line of text (cut at 120 characters), which stays in the body. " +
 			"The post is a draft in the run's environment and records the run (run_id). target wordpress makes a local WordPress post draft " +
 			"(publish it with POST /api/wordpress-posts/{id}/publish); target astro writes the file into the environment's Astro content folder."},
 		saveAs("run_id", s.posts.FromRun))
@@ -36,7 +37,7 @@ func (s *Server) registerSaveAsPostRoutes() {
 
 type saveAsPostRequest struct {
 	Target string `json:"target" binding:"required,oneof=wordpress astro" enum:"wordpress,astro"`
-	Title  string `json:"title" binding:"max=300" doc:"default: the output's first Markdown heading (a run's, a live session's), or the generation's article title"`
+	Title  string `json:"title" binding:"max=300" doc:"default: the output's first Markdown heading (a run's, a live session's) or first line, or the generation's article title"`
 }
 
 type savedPostResponse struct {

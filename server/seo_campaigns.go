@@ -225,22 +225,7 @@ func (s *Server) deleteCampaign(c *gin.Context) {
 }
 
 func (s *Server) listCampaignKeywords(c *gin.Context) {
-	id, err := pathID(c, "id")
-	if err != nil {
-		fail(c, err)
-		return
-	}
-	var q pageQuery
-	if err := bindQuery(c, &q); err != nil {
-		fail(c, err)
-		return
-	}
-	list, total, err := s.seo.CampaignKeywords(c.Request.Context(), scope(c), id, q.page())
-	if err != nil {
-		fail(c, err)
-		return
-	}
-	respondList(c, list, total, q.page(), keywordJSON, "campaign keywords")
+	listChildren(c, "id", s.seo.CampaignKeywords, keywordJSON, "campaign keywords")
 }
 
 func (s *Server) addCampaignKeywords(c *gin.Context) {

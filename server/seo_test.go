@@ -345,7 +345,7 @@ func TestSEOCampaigns(t *testing.T) {
 				"keyword_ids": []int64{kws[0]}}, 409, fmt.Sprintf("keyword %d is in campaign \"Spring\" already", kws[0])},
 			{"ActivateWithoutProject", "PUT", path, map[string]any{"status": "active"}, 409, "status: environment"},
 			{"Cadence", "PUT", path, map[string]any{"cadence": 0}, 422, "cadence: must be at least 1"},
-			{"AddOtherEnvironment", "POST", path + "/keywords", map[string]any{"ids": []int64{kwB.ID}}, 422, "keyword_ids: no keyword with id"},
+			{"AddOtherEnvironment", "POST", path + "/keywords", map[string]any{"ids": []int64{kwB.ID}}, 422, "ids: no keyword with id"},
 			{"ViewerWrites", "PUT", path, map[string]any{"name": "Y"}, 403, ""},
 		}
 		for _, c := range cases {

@@ -29,6 +29,7 @@ import (
 	"github.com/copydesk/copydesk/server/keyring"
 	"github.com/copydesk/copydesk/server/live"
 	"github.com/copydesk/copydesk/server/message"
+	"github.com/copydesk/copydesk/server/metrics"
 	"github.com/copydesk/copydesk/server/notify"
 	"github.com/copydesk/copydesk/server/posttarget"
 	"github.com/copydesk/copydesk/server/scout"
@@ -37,6 +38,7 @@ import (
 	"github.com/copydesk/copydesk/server/setting"
 	"github.com/copydesk/copydesk/server/strategy"
 	"github.com/copydesk/copydesk/server/stream"
+	"github.com/copydesk/copydesk/server/webhook"
 	"github.com/copydesk/copydesk/server/websource"
 	"github.com/copydesk/copydesk/server/wppost"
 	"github.com/copydesk/copydesk/store"
@@ -52,6 +54,7 @@ type Server struct {
 	engine  *engine.Engine
 	jobs    *jobs.Runner
 	log     *slog.Logger
+	metrics *metrics.Registry // nil: metrics are off
 
 	analytics *analytics.Service
 	messages  *message.Service
@@ -71,6 +74,7 @@ type Server struct {
 	seo           *seo.Service
 	searchPhrases *searchphrase.Service
 	webSources    *websource.Service
+	webhooks      *webhook.Service
 	autopilot     *autopilot.Service
 	scout         *scout.Service
 	strategies    *strategy.Service
@@ -102,6 +106,11 @@ type Options struct {
 	// MaxQueued bounds the scout runs, and the strategy builds, one
 	// environment may have queued or running (serve --max-queued); 3 when 0.
 	MaxQueued int
+	// OnUndeclaredEvent: see Config.OnUndeclaredEvent.
+	OnUndeclaredEvent func(route, event string)
+	// MetricsToken, with Deps.Metrics, serves GET /metrics to this bearer
+	// token (serve --metrics-token); empty: not on this router.
+	MetricsToken string
 }
 
 // DefaultMaxUpload is the largest backup upload accepted.
@@ -123,6 +132,20 @@ type Deps struct {
 	WordPress wppost.Options
 	// Feeds fetches web sources; nil: one over outbound.Default().
 	Feeds *feed.Fetcher
+	// Webhooks sends webhook deliveries (HTTP: nil is outbound.Default())
+	// and says whether address literals of private networks are refused
+	// when a webhook is saved.
+	Webhooks WebhookOptions
+	// Metrics, when set, counts requests and event streams (serve
+	// --metrics); nil: nothing is measured.
+	Metrics *metrics.Registry
+}
+
+// WebhookOptions are the server's side of webhook deliveries.
+type WebhookOptions struct {
+	HTTP          *http.Client
+	RefusePrivate bool
+	Options       webhook.Options
 }
 
 // DefaultMaxBody is the body limit of JSON endpoints.
@@ -150,24 +173,31 @@ func New(d Deps, opts Options) (*Server, error) {
 		return nil, err
 	}
 	s := &Server{db: d.DB, auth: d.Auth, backups: d.Backups, notify: d.Notify, events: d.Events, engine: d.Engine, jobs: d.Jobs,
-		log: d.Log, router: e, opts: opts}
+		log: d.Log, metrics: d.Metrics, router: e, opts: opts}
 	// The store's clock is read at each call: tests move it after New.
 	s.analytics = analytics.New(d.DB, func() time.Time { return d.DB.Now() })
 	s.messages = message.New(d.DB, d.Notify)
 	s.environments = environment.New(d.DB).ConfineAstro(environment.AstroPlaces{Roots: opts.AstroRoots, DataDir: opts.DataDir})
+	s.webhooks = webhook.New(webhook.Deps{Store: d.DB, Environments: s.environments, Keys: d.Keys, Jobs: d.Jobs, Notify: d.Notify,
+		HTTP: d.Webhooks.HTTP, RefusePrivate: d.Webhooks.RefusePrivate, Log: d.Log, Now: func() time.Time { return d.DB.Now() },
+		Options: d.Webhooks.Options})
 	s.credentials = credential.New(d.DB, s.environments, d.Keys, d.Engine)
 	s.aiSettings = aisetting.New(d.DB, s.environments, s.credentials, d.Engine)
 	s.settings = setting.New(d.DB)
 	s.agents = agent.New(agent.Deps{Store: d.DB, Environments: s.environments, Credentials: s.credentials, Engine: d.Engine,
-		Jobs: d.Jobs, Notify: d.Notify, Events: d.Events, Log: d.Log})
+		Jobs: d.Jobs, Notify: d.Notify, Events: d.Events, Hooks: s.webhooks, Log: d.Log})
 	s.cms = cms.New(d.DB, s.environments)
 	s.seo = seo.New(d.DB, s.environments)
+	s.seo.EmitTo(s.webhooks)
+	if d.Engine != nil {
+		d.Engine.EmitTo(s.webhooks)
+	}
 	s.cie = cie.New(cie.Deps{Store: d.DB, Environments: s.environments, Engine: d.Engine, Jobs: d.Jobs, Notify: d.Notify, Events: d.Events,
-		Log: d.Log})
+		Hooks: s.webhooks, Log: d.Log})
 	s.chat = chat.New(chat.Deps{Store: d.DB, Environments: s.environments, Engine: d.Engine, Jobs: d.Jobs, Events: d.Events, Log: d.Log})
 	s.live = live.New(live.Deps{Store: d.DB, Environments: s.environments, Engine: d.Engine, Jobs: d.Jobs, Events: d.Events, Log: d.Log})
 	s.wpPosts = wppost.New(wppost.Deps{Store: d.DB, Environments: s.environments, Credentials: credential.NewOpener(d.DB, d.Keys),
-		Jobs: d.Jobs, Notify: d.Notify, Options: d.WordPress})
+		Jobs: d.Jobs, Notify: d.Notify, Hooks: s.webhooks, Options: d.WordPress})
 	s.searchPhrases = searchphrase.New(searchphrase.Deps{Store: d.DB, Environments: s.environments, Engine: d.Engine, Jobs: d.Jobs,
 		Notify: d.Notify, Log: d.Log, Now: func() time.Time { return d.DB.Now() }})
 	if d.Feeds == nil {
@@ -175,14 +205,20 @@ func New(d Deps, opts Options) (*Server, error) {
 	}
 	s.webSources = websource.New(websource.Deps{Store: d.DB, Environments: s.environments, Fetcher: d.Feeds, Jobs: d.Jobs, Notify: d.Notify, Log: d.Log,
 		Now: func() time.Time { return d.DB.Now() }})
-	s.scout = scout.New(scout.Deps{Store: d.DB, Environments: s.environments, Engine: d.Engine, Jobs: d.Jobs, Notify: d.Notify, Log: d.Log,
+	s.scout = scout.New(scout.Deps{Store: d.DB, Environments: s.environments, Engine: d.Engine, Jobs: d.Jobs, Notify: d.Notify,
+		Hooks: s.webhooks, Log: d.Log,
 		MaxQueued: opts.MaxQueued})
 	s.strategies = strategy.New(strategy.Deps{Store: d.DB, Campaigns: s.seo, Environments: s.environments, Engine: d.Engine, Jobs: d.Jobs,
 		Notify: d.Notify, Log: d.Log, Now: func() time.Time { return d.DB.Now() }, MaxQueued: opts.MaxQueued})
+	if s.metrics != nil {
+		e.Use(s.measure)
+	}
 	e.Use(s.recoverPanics, s.logRequests, securityHeaders, boundWrites, omitHeadBody)
 	s.astroPosts = astropost.New(d.DB, s.environments, func() time.Time { return d.DB.Now() }, d.Log)
+	s.astroPosts.EmitTo(s.webhooks)
 	s.posts = posttarget.New(posttarget.Sources{Runs: s.agents, Generations: s.cie, Lives: s.live}, s.wpPosts.Target(), s.astroPosts.Target())
-	s.autopilot = autopilot.New(autopilot.Deps{Store: d.DB, Environments: s.environments, Generator: s.cie, Posts: s.posts, Jobs: d.Jobs, Notify: d.Notify, Events: d.Events, Now: func() time.Time { return d.DB.Now() }, Log: d.Log})
+	s.autopilot = autopilot.New(autopilot.Deps{Store: d.DB, Environments: s.environments, Generator: s.cie, Posts: s.posts, Jobs: d.Jobs, Notify: d.Notify, Events: d.Events,
+		Hooks: s.webhooks, Now: func() time.Time { return d.DB.Now() }, Log: d.Log})
 	e.NoRoute(func(c *gin.Context) {
 		abort(c, http.StatusNotFound, "no route for "+c.Request.Method+" "+c.Request.URL.Path)
 	})
@@ -191,6 +227,7 @@ func New(d Deps, opts Options) (*Server, error) {
 	})
 
 	s.registerDocsRoutes()
+	s.registerMetricsRoute()
 	s.registerAuthRoutes()
 	s.registerEnvironmentRoutes()
 	s.registerSettingsRoutes()
@@ -212,6 +249,7 @@ func New(d Deps, opts Options) (*Server, error) {
 	s.registerSEOCampaignRoutes()
 	s.registerSearchPhraseRoutes()
 	s.registerWebSourceRoutes()
+	s.registerWebhookRoutes()
 	s.registerAutopilotRoutes()
 	s.registerScoutRoutes()
 	s.registerStrategyRoutes()
@@ -274,6 +312,10 @@ type Route struct {
 	// Accepted documents a 202 with the same body beside Status (publish
 	// with queue true).
 	Accepted bool
+	// Events are the kinds of event of the route's Server-Sent Events
+	// answer (Binary "text/event-stream", or EventStream), documented as
+	// x-events on that content (events.go). Every such route names them.
+	Events []Event
 }
 
 // handle registers a route and its documentation.
@@ -299,6 +341,9 @@ func (s *Server) handle(r Route, h gin.HandlerFunc) {
 	}
 	chain = append(chain, s.admit(r.Access, r.MaxBody >= 0))
 	chain = append(chain, conventions(r)...)
+	if check := s.opts.OnUndeclaredEvent; check != nil && len(r.Events) > 0 {
+		chain = append(chain, checkEvents(r, check))
+	}
 	chain = append(chain, h)
 	s.router.Handle(r.Method, ginPath(r.Path), chain...)
 	if r.Method == http.MethodGet { // uptime monitors ask with HEAD

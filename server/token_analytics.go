@@ -42,7 +42,7 @@ type usageQuery struct {
 	AgentID       *int64 `form:"agent_id" binding:"omitempty,gt=0"`
 	Model         string `form:"model" binding:"max=200"`
 	Source        string `form:"source" binding:"omitempty,oneof=execution chat live scout autopilot cie search test"`
-	Status        string `form:"status" binding:"omitempty,oneof=ok error"`
+	Status        string `form:"status" binding:"omitempty,oneof=ok error cancelled"`
 }
 
 type usageListQuery struct {
@@ -71,7 +71,7 @@ type usageEventResponse struct {
 	CachedTokens  int64     `json:"cached_tokens"`
 	CostUSD       *float64  `json:"cost_usd" doc:"null when the model's price is unknown"`
 	LatencyMS     int64     `json:"latency_ms"`
-	Status        string    `json:"status" enum:"ok,error"`
+	Status        string    `json:"status" enum:"ok,error,cancelled" doc:"cancelled: stopped or cancelled before it finished; its partial usage and cost count as any other"`
 	Error         string    `json:"error"`
 	Source        string    `json:"source"`
 	UserID        *int64    `json:"user_id"`
@@ -83,25 +83,26 @@ type usageEventResponse struct {
 
 func usageJSON(e *store.UsageEvent) usageEventResponse {
 	return usageEventResponse{ID: e.ID, CreatedAt: Timestamp(e.CreatedAt), Provider: e.Provider, Model: e.Model, InputTokens: e.InputTokens,
-		OutputTokens: e.OutputTokens, CachedTokens: e.CachedTokens, CostUSD: e.CostUSD, LatencyMS: e.LatencyMS, Status: e.Status,
+		OutputTokens: e.OutputTokens, CachedTokens: e.CachedTokens, CostUSD: store.USDOf(e.Cost), LatencyMS: e.LatencyMS, Status: e.Status,
 		Error: e.Error, Source: e.Source, UserID: e.UserID, EnvironmentID: e.EnvironmentID, AgentID: e.AgentID, CredentialID: e.CredentialID,
 		Estimated: e.Estimated}
 }
 
 type usageTotalsResponse struct {
-	Calls         int64   `json:"calls"`
-	Errors        int64   `json:"errors"`
-	InputTokens   int64   `json:"input_tokens"`
-	OutputTokens  int64   `json:"output_tokens"`
-	CachedTokens  int64   `json:"cached_tokens"`
-	CostUSD       float64 `json:"cost_usd" doc:"sum of the known costs"`
-	UnpricedCalls int64   `json:"unpriced_calls" doc:"calls whose cost is unknown (not in cost_usd)"`
-	AvgLatencyMS  float64 `json:"avg_latency_ms"`
+	Calls         int64    `json:"calls"`
+	Errors        int64    `json:"errors"`
+	Cancelled     int64    `json:"cancelled" doc:"calls stopped or cancelled before they finished (their tokens and cost are counted)"`
+	InputTokens   int64    `json:"input_tokens"`
+	OutputTokens  int64    `json:"output_tokens"`
+	CachedTokens  int64    `json:"cached_tokens"`
+	CostUSD       *float64 `json:"cost_usd" doc:"sum of the known costs, in dollars; null when there were calls and none had a known cost (models without a price)"`
+	UnpricedCalls int64    `json:"unpriced_calls" doc:"calls whose cost is unknown (not in cost_usd)"`
+	AvgLatencyMS  float64  `json:"avg_latency_ms"`
 }
 
 func totalsJSON(t *store.UsageTotals) usageTotalsResponse {
-	return usageTotalsResponse{Calls: t.Calls, Errors: t.Errors, InputTokens: t.InputTokens, OutputTokens: t.OutputTokens,
-		CachedTokens: t.CachedTokens, CostUSD: t.CostUSD, UnpricedCalls: t.UnpricedCalls, AvgLatencyMS: t.AvgLatencyMS}
+	return usageTotalsResponse{Calls: t.Calls, Errors: t.Errors, Cancelled: t.Cancelled, InputTokens: t.InputTokens, OutputTokens: t.OutputTokens,
+		CachedTokens: t.CachedTokens, CostUSD: store.USDOf(t.KnownCost()), UnpricedCalls: t.UnpricedCalls, AvgLatencyMS: t.AvgLatencyMS}
 }
 
 type usageSummaryResponse struct {
@@ -126,7 +127,7 @@ type usageSeriesResponse struct {
 type usageCostsResponse struct {
 	From          *Timestamp           `json:"from"`
 	To            *Timestamp           `json:"to"`
-	TotalCostUSD  float64              `json:"total_cost_usd"`
+	TotalCostUSD  *float64             `json:"total_cost_usd" doc:"null when there were calls and none had a known cost"`
 	ByModel       []usagePointResponse `json:"by_model"`
 	ByEnvironment []usagePointResponse `json:"by_environment"`
 }
@@ -193,7 +194,7 @@ func (s *Server) usageCosts(c *gin.Context) {
 		fail(c, err)
 		return
 	}
-	respond(c, http.StatusOK, usageCostsResponse{From: (*Timestamp)(costs.From), To: (*Timestamp)(costs.To), TotalCostUSD: costs.TotalCostUSD,
+	respond(c, http.StatusOK, usageCostsResponse{From: (*Timestamp)(costs.From), To: (*Timestamp)(costs.To), TotalCostUSD: store.USDOf(costs.TotalCost),
 		ByModel: pointsJSON(costs.ByModel), ByEnvironment: pointsJSON(costs.ByEnvironment)}, "costs")
 }
 

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"net/url"
+	"regexp"
 	"sort"
 	"strconv"
 	"strings"
@@ -66,23 +67,23 @@ func newTAWorld(t *testing.T) *taWorld {
 	A, B := &w.envA, &w.envB
 	seed := []store.UsageEvent{
 		{CreatedAt: taTime("2026-11-01T09:00:00Z"), Provider: "openai", Model: "gpt-4o-mini", InputTokens: 1000, OutputTokens: 500, CachedTokens: 200,
-			CostUSD: taCost(0.001), LatencyMS: 100, Status: "ok", Source: "execution", UserID: &w.annID, EnvironmentID: A, AgentID: &w.agentA},
+			Cost: store.MicrosOfUSD(taCost(0.001)), LatencyMS: 100, Status: "ok", Source: "execution", UserID: &w.annID, EnvironmentID: A, AgentID: &w.agentA},
 		{CreatedAt: taTime("2026-11-01T15:30:00Z"), Provider: "openai", Model: "gpt-4o", InputTokens: 2000, OutputTokens: 1000,
-			CostUSD: taCost(0.015), LatencyMS: 200, Status: "ok", Source: "chat", UserID: &w.annID, EnvironmentID: A},
+			Cost: store.MicrosOfUSD(taCost(0.015)), LatencyMS: 200, Status: "ok", Source: "chat", UserID: &w.annID, EnvironmentID: A},
 		{CreatedAt: taTime("2026-11-02T08:00:00Z"), Provider: "anthropic", Model: "claude-sonnet-4-5", InputTokens: 3000, OutputTokens: 100,
-			CostUSD: taCost(0.0105), LatencyMS: 300, Status: "ok", Source: "execution", UserID: &w.bobID, EnvironmentID: B, AgentID: &w.agentB},
+			Cost: store.MicrosOfUSD(taCost(0.0105)), LatencyMS: 300, Status: "ok", Source: "execution", UserID: &w.bobID, EnvironmentID: B, AgentID: &w.agentB},
 		{CreatedAt: taTime("2026-11-02T10:00:00Z"), Provider: "openai_compatible", Model: "llama3", InputTokens: 500, OutputTokens: 500,
 			LatencyMS: 400, Status: "ok", Source: "live", UserID: &w.bobID, EnvironmentID: B},
 		{CreatedAt: taTime("2026-11-03T12:00:00Z"), Provider: "openai", Model: "gpt-4o-mini", LatencyMS: 50, Status: "error",
 			Error: `=HYPERLINK("http://evil.example","click")`, Source: "execution", UserID: &w.admID, EnvironmentID: A, AgentID: &w.agentA},
 		{CreatedAt: taTime("2026-11-03T13:00:00Z"), Provider: "openai", Model: "gpt-4o-mini", InputTokens: 100, OutputTokens: 50,
-			CostUSD: taCost(0.0001), LatencyMS: 60, Status: "ok", Source: "scout", UserID: &w.annID},
+			Cost: store.MicrosOfUSD(taCost(0.0001)), LatencyMS: 60, Status: "ok", Source: "scout", UserID: &w.annID},
 		{CreatedAt: taTime("2026-11-03T14:00:00Z"), Provider: "openai_compatible", Model: "=cmd|' /C calc'!A0", InputTokens: 10, OutputTokens: 10,
 			LatencyMS: 70, Status: "ok", Source: "chat", UserID: &w.bobID},
 		{CreatedAt: taTime("2026-10-10T12:00:00Z"), Provider: "openai", Model: "gpt-4o-mini", InputTokens: 100, OutputTokens: 100,
-			CostUSD: taCost(0.5), LatencyMS: 80, Status: "ok", Source: "autopilot", UserID: &w.annID, EnvironmentID: A},
+			Cost: store.MicrosOfUSD(taCost(0.5)), LatencyMS: 80, Status: "ok", Source: "autopilot", UserID: &w.annID, EnvironmentID: A},
 		{CreatedAt: taTime("2026-11-20T23:59:59.999Z"), Provider: "openai", Model: "gpt-4o", InputTokens: 10, OutputTokens: 10,
-			CostUSD: taCost(0.002), LatencyMS: 90, Status: "ok", Source: "execution", UserID: &w.admID, EnvironmentID: B},
+			Cost: store.MicrosOfUSD(taCost(0.002)), LatencyMS: 90, Status: "ok", Source: "execution", UserID: &w.admID, EnvironmentID: B},
 	}
 	for _, ev := range seed {
 		id, err := e.app.DB.RecordUsage(ctx, ev)
@@ -156,8 +157,8 @@ func taTotals(evs []*store.UsageEvent) map[string]float64 {
 		m["input_tokens"] += float64(ev.InputTokens)
 		m["output_tokens"] += float64(ev.OutputTokens)
 		m["cached_tokens"] += float64(ev.CachedTokens)
-		if ev.CostUSD != nil {
-			m["cost_usd"] += *ev.CostUSD
+		if ev.Cost != nil {
+			m["cost_usd"] += ev.Cost.USD()
 		} else {
 			m["unpriced_calls"]++
 		}
@@ -171,8 +172,13 @@ func taTotals(evs []*store.UsageEvent) map[string]float64 {
 
 func taCheckTotals(t *testing.T, what string, got map[string]any, evs []*store.UsageEvent) {
 	t.Helper()
-	for k, want := range taTotals(evs) {
+	tot := taTotals(evs)
+	for k, want := range tot {
 		g, ok := got[k].(float64)
+		if k == "cost_usd" && tot["calls"] > 0 && tot["unpriced_calls"] == tot["calls"] {
+			// None had a price: the cost is unknown, not 0.
+			ok, g, want = got[k] == nil, 0, 0
+		}
 		if !ok || math.Abs(g-want) > 1e-9 {
 			t.Errorf("%s: %s = %v, want %v", what, k, got[k], want)
 		}
@@ -487,13 +493,13 @@ func TestTokenAnalyticsCosts(t *testing.T) {
 	byModel := map[string]float64{}
 	for _, p := range d["by_model"].([]any) {
 		pm := p.(map[string]any)
-		byModel[pm["key"].(string)] = pm["cost_usd"].(float64)
+		byModel[pm["key"].(string)], _ = pm["cost_usd"].(float64) // null: a model without a price
 	}
 	wantModel := map[string]float64{}
 	for _, ev := range w.pick(month) {
 		c := 0.0
-		if ev.CostUSD != nil {
-			c = *ev.CostUSD
+		if ev.Cost != nil {
+			c = ev.Cost.USD()
 		}
 		wantModel[ev.Model] += c
 	}
@@ -559,7 +565,7 @@ func TestTokenAnalyticsExport(t *testing.T) {
 		t.Fatalf("order %v, want %v", order, wantOrder)
 	}
 	first := byID[fmt.Sprint(w.events[0].ID)]
-	if want := []string{fmt.Sprint(w.events[0].ID), "2026-11-01T09:00:00.000Z", "openai", "gpt-4o-mini", "1000", "500", "200", "0.001", "100", "ok", "",
+	if want := []string{fmt.Sprint(w.events[0].ID), "2026-11-01T09:00:00.000Z", "openai", "gpt-4o-mini", "1000", "500", "200", "0.001000", "100", "ok", "",
 		"execution", fmt.Sprint(w.annID), fmt.Sprint(w.envA), fmt.Sprint(w.agentA), "", "false"}; fmt.Sprintf("%q", first) != fmt.Sprintf("%q", want) {
 		t.Errorf("row %q\nwant %q", first, want)
 	}
@@ -749,4 +755,112 @@ func TestTokenAnalyticsTenancy(t *testing.T) {
 			t.Fatalf("revoked environment: %d", r.Code)
 		}
 	})
+}
+
+// Money has no float noise anywhere the API shows it: costs are summed in
+// integer micro-dollars, so 0.1 + 0.2 is 0.3 (not 0.30000000000000004)
+// in the list, the summary, the series, the costs and the CSV, and every
+// cost has at most six decimals.
+func TestTokenAnalyticsNoFloatNoise(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	_, admin := e.user(t, "admin", store.RoleAdmin)
+	envID := cfgEnvironment(t, e, "Alpha")
+	at := time.Now().UTC().Add(-time.Hour)
+	for _, usd := range []float64{0.1, 0.2, 0.01635, 0.01635, 0.01635, 0.000001} {
+		if _, err := e.app.DB.RecordUsage(context.Background(), store.UsageEvent{CreatedAt: at, Provider: "openai", Model: "gpt-4o",
+			Cost: store.MicrosOfUSD(&usd), Status: "ok", Source: "chat", EnvironmentID: &envID}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	const want = "0.349051" // exactly; a float64 sum of the six is 0.34905099999999995
+	costField := regexp.MustCompile(`"(?:total_)?cost_usd":([^,}]+)`)
+	for _, path := range []string{"/api/token-analytics/usage?per_page=200", "/api/token-analytics/summary",
+		"/api/token-analytics/series?group_by=model", "/api/token-analytics/costs"} {
+		r := e.do(t, "GET", path, admin, nil)
+		if r.Code != 200 {
+			t.Fatalf("%s: %d %s", path, r.Code, r.Body)
+		}
+		body := r.Body
+		for _, m := range costField.FindAllStringSubmatch(body, -1) {
+			if _, frac, ok := strings.Cut(m[1], "."); (ok && len(frac) > 6) || strings.ContainsAny(m[1], "eE") {
+				t.Errorf("%s: a cost with float noise: %s", path, m[0])
+			}
+		}
+		if path != "/api/token-analytics/usage?per_page=200" && !strings.Contains(body, "cost_usd\":"+strings.TrimRight(want, "0")) {
+			t.Errorf("%s: the total is not %s: %s", path, want, body)
+		}
+	}
+	r := e.do(t, "GET", "/api/token-analytics/export.csv", admin, nil)
+	rows, err := csv.NewReader(strings.NewReader(r.Body)).ReadAll()
+	if r.Code != 200 || err != nil || len(rows) != 7 {
+		t.Fatalf("export: %d %v %q", r.Code, err, r.Body)
+	}
+	for i, row := range rows[1:] {
+		if want := []string{"0.100000", "0.200000", "0.016350", "0.016350", "0.016350", "0.000001"}[i]; row[7] != want {
+			t.Errorf("row %d cost %q, want %q", i+1, row[7], want)
+		}
+	}
+}
+
+// Calls of a model without a price have an unknown cost: null in the list,
+// and in the totals when none of the calls had a price, never 0.
+func TestTokenAnalyticsUnpricedIsNull(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	_, admin := e.user(t, "admin", store.RoleAdmin)
+	at := time.Now().UTC().Add(-time.Hour)
+	for i := 0; i < 2; i++ {
+		if _, err := e.app.DB.RecordUsage(context.Background(), store.UsageEvent{CreatedAt: at, Provider: "openai_compatible", Model: "llama3.1:8b",
+			InputTokens: 100, OutputTokens: 50, Status: "ok", Source: "chat"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	costOf := func(path string, get func(map[string]any) map[string]any) (any, bool) {
+		r := e.do(t, "GET", path, admin, nil)
+		if r.Code != 200 {
+			t.Fatalf("%s: %d %s", path, r.Code, r.Body)
+		}
+		v, ok := get(r.Data())["cost_usd"]
+		return v, ok
+	}
+	for path, get := range map[string]func(map[string]any) map[string]any{
+		"/api/token-analytics/usage":                 func(d map[string]any) map[string]any { return agItems(d)[0] },
+		"/api/token-analytics/summary":               func(d map[string]any) map[string]any { return d["totals"].(map[string]any) },
+		"/api/token-analytics/series?group_by=model": func(d map[string]any) map[string]any { return d["points"].([]any)[0].(map[string]any) },
+		"/api/token-analytics/costs":                 func(d map[string]any) map[string]any { return d["by_model"].([]any)[0].(map[string]any) },
+		"/api/token-analytics/costs?from=2026-01-01": func(d map[string]any) map[string]any { return map[string]any{"cost_usd": d["total_cost_usd"]} },
+	} {
+		if v, ok := costOf(path, get); !ok || v != nil {
+			t.Errorf("%s: cost_usd = %#v (present %v), want null", path, v, ok)
+		}
+	}
+	r := e.do(t, "GET", "/api/token-analytics/summary", admin, nil)
+	if tot := r.Data()["totals"].(map[string]any); agNum(tot["unpriced_calls"]) != 2 || agNum(tot["input_tokens"]) != 200 {
+		t.Fatalf("totals %v", tot)
+	}
+}
+
+// The AI settings take a monthly budget in tokens beside the one in
+// dollars: saved, inherited by the effective settings, kept when a PUT
+// leaves it out, refused when negative.
+func TestAISettingsTokenBudget(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	_, admin := e.user(t, "admin", store.RoleAdmin)
+	r := e.do(t, "PUT", "/api/settings/ai-content", admin, map[string]any{"monthly_budget_tokens": 2000000, "monthly_budget_usd": 0.000016})
+	if r.Code != 200 || agNum(r.Data()["global"].(map[string]any)["monthly_budget_tokens"]) != 2000000 ||
+		agNum(r.Data()["effective"].(map[string]any)["monthly_budget_tokens"]) != 2000000 ||
+		r.Data()["effective"].(map[string]any)["monthly_budget_usd"] != 0.000016 {
+		t.Fatalf("put: %d %s", r.Code, r.Body)
+	}
+	r = e.do(t, "PUT", "/api/settings/ai-content", admin, map[string]any{"tone": "warm"})
+	if r.Code != 200 || agNum(r.Data()["global"].(map[string]any)["monthly_budget_tokens"]) != 2000000 {
+		t.Fatalf("a PUT without it: %d %s", r.Code, r.Body)
+	}
+	for _, body := range []map[string]any{{"monthly_budget_tokens": -1}, {"monthly_budget_usd": 0.0000001}} {
+		if r := e.do(t, "PUT", "/api/settings/ai-content", admin, body); r.Code != 422 {
+			t.Errorf("%v: %d %s", body, r.Code, r.Body)
+		}
+	}
 }

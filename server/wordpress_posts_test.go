@@ -442,7 +442,7 @@ func TestSaveRunAsPost(t *testing.T) {
 		body map[string]any
 		want int
 	}{
-		{"NoHeading", run(store.RunSucceeded, "just text", &w.envA), map[string]any{"target": "wordpress"}, 422},
+		{"OnlyCode", run(store.RunSucceeded, "```\nx := 1\n```", &w.envA), map[string]any{"target": "wordpress"}, 422},
 		// An empty output is refused for either target, a title given or
 		// not (docs/DECISIONS.md: save-as-post).
 		{"EmptyOutput", run(store.RunSucceeded, " \n", &w.envA), map[string]any{"target": "wordpress", "title": "T"}, 409},

@@ -357,7 +357,8 @@ type AgentRun struct {
 	Model         string
 	InputTokens   int64
 	OutputTokens  int64
-	CostUSD       *float64
+	StopReason    string // why the model stopped (ai.Stop): "" when unknown
+	Cost          *Micros
 	QueuedAt      time.Time
 	StartedAt     *time.Time
 	FinishedAt    *time.Time
@@ -369,23 +370,23 @@ func (r *AgentRun) Finished() bool {
 }
 
 const runColumns = `r.id, r.agent_id, r.environment_id, r.user_id, r.job_id, r.input, r.variables, r.status, r.output, r.error,
-	r.model, r.input_tokens, r.output_tokens, r.cost_usd, r.queued_at, r.started_at, r.finished_at`
+	r.model, r.input_tokens, r.output_tokens, r.stop_reason, r.cost_micros, r.queued_at, r.started_at, r.finished_at`
 
 func scanRun(row rowScanner) (*AgentRun, error) {
 	var r AgentRun
 	var env, user, job sql.NullInt64
 	var vars, queued string
-	var cost sql.NullFloat64
+	var cost sql.NullInt64
 	var started, finished sql.NullString
 	if err := row.Scan(&r.ID, &r.AgentID, &env, &user, &job, &r.Input, &vars, &r.Status, &r.Output, &r.Error, &r.Model,
-		&r.InputTokens, &r.OutputTokens, &cost, &queued, &started, &finished); err != nil {
+		&r.InputTokens, &r.OutputTokens, &r.StopReason, &cost, &queued, &started, &finished); err != nil {
 		return nil, err
 	}
 	r.EnvironmentID, r.UserID, r.JobID = nullID(env), nullID(user), nullID(job)
 	if err := json.Unmarshal([]byte(vars), &r.Variables); err != nil {
 		return nil, fmt.Errorf("run %d variables: %w", r.ID, err)
 	}
-	r.CostUSD = nullFloat(cost)
+	r.Cost = nullMicros(cost)
 	r.QueuedAt, r.StartedAt, r.FinishedAt = parseTime(queued), parseNullTime(started), parseNullTime(finished)
 	return &r, nil
 }

@@ -20,16 +20,19 @@ type Price struct {
 // (EnvironmentID nil) or one environment. A nil field inherits from the
 // level above (the environment from global, global from built-in defaults).
 type AISettings struct {
-	EnvironmentID    *int64
-	CredentialID     *int64
-	Model            *string
-	Temperature      *float64
-	MaxOutputTokens  *int
-	Tone             *string
-	Language         *string
-	TargetWordCount  *int
-	MonthlyBudgetUSD *float64
-	PriceOverrides   map[string]Price
+	EnvironmentID   *int64
+	CredentialID    *int64
+	Model           *string
+	Temperature     *float64
+	MaxOutputTokens *int
+	Tone            *string
+	Language        *string
+	TargetWordCount *int
+	MonthlyBudget   *Micros // each environment's monthly budget
+	// MonthlyBudgetTokens is each environment's monthly budget in tokens
+	// (input and output).
+	MonthlyBudgetTokens *int64
+	PriceOverrides      map[string]Price
 	// ContextWindows overrides the engine's built-in context windows:
 	// model id or family to tokens.
 	ContextWindows map[string]int
@@ -40,7 +43,7 @@ type AISettings struct {
 // inherited) when none was saved.
 func (db *DB) AISettingsFor(ctx context.Context, envID *int64) (*AISettings, error) {
 	q := `SELECT credential_id, model, temperature, max_output_tokens, tone, language, target_word_count,
-		monthly_budget_usd, price_overrides, context_windows, updated_at FROM ai_settings WHERE `
+		monthly_budget_micros, monthly_budget_tokens, price_overrides, context_windows, updated_at FROM ai_settings WHERE `
 	var row *sql.Row
 	if envID == nil {
 		row = db.r.QueryRowContext(ctx, q+`environment_id IS NULL`)
@@ -50,9 +53,10 @@ func (db *DB) AISettingsFor(ctx context.Context, envID *int64) (*AISettings, err
 	s := &AISettings{EnvironmentID: envID, PriceOverrides: map[string]Price{}, ContextWindows: map[string]int{}}
 	var cred, maxTok, words sql.NullInt64
 	var model, tone, lang sql.NullString
-	var temp, budget sql.NullFloat64
+	var temp sql.NullFloat64
+	var budget, budgetTokens sql.NullInt64
 	var prices, windows, updated string
-	err := row.Scan(&cred, &model, &temp, &maxTok, &tone, &lang, &words, &budget, &prices, &windows, &updated)
+	err := row.Scan(&cred, &model, &temp, &maxTok, &tone, &lang, &words, &budget, &budgetTokens, &prices, &windows, &updated)
 	if errors.Is(err, sql.ErrNoRows) {
 		return s, nil
 	}
@@ -83,7 +87,10 @@ func (db *DB) AISettingsFor(ctx context.Context, envID *int64) (*AISettings, err
 		s.TargetWordCount = &v
 	}
 	if budget.Valid {
-		s.MonthlyBudgetUSD = &budget.Float64
+		s.MonthlyBudget = nullMicros(budget)
+	}
+	if budgetTokens.Valid {
+		s.MonthlyBudgetTokens = &budgetTokens.Int64
 	}
 	if err := json.Unmarshal([]byte(prices), &s.PriceOverrides); err != nil {
 		return nil, fmt.Errorf("store: ai settings price overrides: %w", err)
@@ -122,10 +129,10 @@ func (db *DB) PutAISettings(ctx context.Context, s AISettings) (*AISettings, err
 			return err
 		}
 		_, err = tx.ExecContext(ctx, `INSERT INTO ai_settings (environment_id, credential_id, model, temperature, max_output_tokens,
-			tone, language, target_word_count, monthly_budget_usd, price_overrides, context_windows, updated_at)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+			tone, language, target_word_count, monthly_budget_micros, monthly_budget_tokens, price_overrides, context_windows, updated_at)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 			s.EnvironmentID, s.CredentialID, s.Model, s.Temperature, s.MaxOutputTokens, s.Tone, s.Language, s.TargetWordCount,
-			s.MonthlyBudgetUSD, string(prices), string(windows), db.now())
+			s.MonthlyBudget, s.MonthlyBudgetTokens, string(prices), string(windows), db.now())
 		return translate(err, "AI content setting")
 	})
 	if err != nil {

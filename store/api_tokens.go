@@ -213,3 +213,16 @@ func (db *DB) TouchAPIToken(ctx context.Context, id int64) error {
 	_, err := db.exec(ctx, `UPDATE api_tokens SET last_used_at = ? WHERE id = ?`, db.now(), id)
 	return err
 }
+
+// PruneAPITokens deletes the tokens revoked, or expired, before cutoff:
+// neither can be used again, revoked ones are no longer listed, and an
+// expired one has been listed as expired long enough for its user to see
+// why a script stopped.
+func (db *DB) PruneAPITokens(ctx context.Context, cutoff time.Time) (int64, error) {
+	c := fmtTime(cutoff)
+	res, err := db.exec(ctx, `DELETE FROM api_tokens WHERE revoked_at < ? OR expires_at < ?`, c, c)
+	if err != nil {
+		return 0, fmt.Errorf("store: prune API tokens: %w", err)
+	}
+	return res.RowsAffected()
+}

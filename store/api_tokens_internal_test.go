@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/sha256"
+	"fmt"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -167,4 +168,54 @@ func TestAPITokens(t *testing.T) {
 			t.Errorf("after a restore the token reads %+v %v", got, err)
 		}
 	})
+}
+
+// Tokens revoked or expired before the cutoff are deleted with their
+// environments; the others stay.
+func TestPruneAPITokens(t *testing.T) {
+	ctx := context.Background()
+	db, u := openTokenDB(t)
+	now := time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC)
+	db.Now = func() time.Time { return now }
+	env, err := db.CreateEnvironment(ctx, NewEnvironment{Name: "A", Slug: "a"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	at := func(d time.Duration) *time.Time { v := now.Add(d); return &v }
+	revokedOld := newToken(t, db, NewAPIToken{UserID: u.ID, Name: "revoked-old", Limited: true, EnvironmentIDs: []int64{env.ID}})
+	if err := db.RevokeAPIToken(ctx, u.ID, revokedOld.ID); err != nil {
+		t.Fatal(err)
+	}
+	expiredOld := newToken(t, db, NewAPIToken{UserID: u.ID, Name: "expired-old", ExpiresAt: at(time.Hour)})
+	live := newToken(t, db, NewAPIToken{UserID: u.ID, Name: "live", ExpiresAt: at(90 * 24 * time.Hour)})
+	forever := newToken(t, db, NewAPIToken{UserID: u.ID, Name: "forever"})
+	now = now.Add(48 * time.Hour)
+	revokedNew := newToken(t, db, NewAPIToken{UserID: u.ID, Name: "revoked-new"})
+	if err := db.RevokeAPIToken(ctx, u.ID, revokedNew.ID); err != nil {
+		t.Fatal(err)
+	}
+	n, err := db.PruneAPITokens(ctx, now.Add(-time.Hour))
+	if err != nil || n != 2 {
+		t.Fatalf("pruned %d, %v; want 2", n, err)
+	}
+	var left []int64
+	rows, err := db.r.QueryContext(ctx, `SELECT id FROM api_tokens ORDER BY id`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var id int64
+		if err := rows.Scan(&id); err != nil {
+			t.Fatal(err)
+		}
+		left = append(left, id)
+	}
+	if want := []int64{live.ID, forever.ID, revokedNew.ID}; fmt.Sprint(left) != fmt.Sprint(want) {
+		t.Fatalf("left %v, want %v (expired-old %d, revoked-old %d gone)", left, want, expiredOld.ID, revokedOld.ID)
+	}
+	var envRows int
+	if err := db.r.QueryRowContext(ctx, `SELECT COUNT(*) FROM api_token_environments`).Scan(&envRows); err != nil || envRows != 0 {
+		t.Fatalf("%d environment rows of pruned tokens left (%v)", envRows, err)
+	}
 }

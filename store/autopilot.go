@@ -39,9 +39,12 @@ type AutopilotConfig struct {
 	// an end before the start spans midnight.
 	WindowStart, WindowEnd int
 	MaxPostsPerDay         int
-	// DailyBudgetUSD and MonthlyBudgetUSD bound the spend of the
-	// environment (every usage source); nil is no bound.
-	DailyBudgetUSD, MonthlyBudgetUSD *float64
+	// DailyBudget and MonthlyBudget bound the spend of the environment
+	// (every usage source); nil is no bound.
+	DailyBudget, MonthlyBudget *Micros
+	// DailyBudgetTokens and MonthlyBudgetTokens bound its tokens (input
+	// and output, priced or not); nil is no bound.
+	DailyBudgetTokens, MonthlyBudgetTokens *int64
 	// PostStatus is "campaign" (each campaign's own), "draft" or
 	// "publish".
 	PostStatus string
@@ -80,30 +83,25 @@ type Autopilot struct {
 }
 
 const autopilotColumns = `a.environment_id, a.state, a.pause_reason, a.pause_detail, a.resume_at, a.window_start, a.window_end,
-	a.max_posts_per_day, a.daily_budget_usd, a.monthly_budget_usd, a.post_status, a.auto_resume, a.variables, a.failures,
+	a.max_posts_per_day, a.daily_budget_micros, a.monthly_budget_micros, a.daily_budget_tokens, a.monthly_budget_tokens, a.post_status, a.auto_resume, a.variables, a.failures,
 	a.idle_until, a.note, a.changed_by, a.state_changed_at, a.updated_at`
 
 func scanAutopilot(row rowScanner) (*Autopilot, error) {
 	var a Autopilot
 	var resume, idle, changedAt sql.NullString
-	var daily, monthly sql.NullFloat64
-	var by sql.NullInt64
+	var daily, monthly, dailyTokens, monthlyTokens, by sql.NullInt64
 	var vars, updated string
 	c := &a.Config
 	if err := row.Scan(&a.EnvironmentID, &a.State, &a.PauseReason, &a.PauseDetail, &resume, &c.WindowStart, &c.WindowEnd,
-		&c.MaxPostsPerDay, &daily, &monthly, &c.PostStatus, &c.AutoResume, &vars, &a.Failures, &idle, &a.Note, &by, &changedAt,
+		&c.MaxPostsPerDay, &daily, &monthly, &dailyTokens, &monthlyTokens, &c.PostStatus, &c.AutoResume, &vars, &a.Failures, &idle, &a.Note, &by, &changedAt,
 		&updated); err != nil {
 		return nil, err
 	}
 	if err := json.Unmarshal([]byte(vars), &c.Variables); err != nil {
 		return nil, fmt.Errorf("autopilot %d variables: %w", a.EnvironmentID, err)
 	}
-	if daily.Valid {
-		c.DailyBudgetUSD = &daily.Float64
-	}
-	if monthly.Valid {
-		c.MonthlyBudgetUSD = &monthly.Float64
-	}
+	c.DailyBudget, c.MonthlyBudget = nullMicros(daily), nullMicros(monthly)
+	c.DailyBudgetTokens, c.MonthlyBudgetTokens = nullID(dailyTokens), nullID(monthlyTokens)
 	a.ResumeAt, a.IdleUntil, a.StateChangedAt = parseNullTime(resume), parseNullTime(idle), parseNullTime(changedAt)
 	a.ChangedBy = nullID(by)
 	u := parseTime(updated)
@@ -184,9 +182,9 @@ func (db *DB) PutAutopilotConfig(ctx context.Context, envID int64, c AutopilotCo
 		if err := db.ensureAutopilot(ctx, tx, envID); err != nil {
 			return err
 		}
-		if _, err := tx.ExecContext(ctx, `UPDATE autopilots SET window_start = ?, window_end = ?, max_posts_per_day = ?, daily_budget_usd = ?,
-			monthly_budget_usd = ?, post_status = ?, auto_resume = ?, variables = ?, idle_until = NULL, note = '', changed_by = ?, updated_at = ?
-			WHERE environment_id = ?`, c.WindowStart, c.WindowEnd, c.MaxPostsPerDay, c.DailyBudgetUSD, c.MonthlyBudgetUSD, c.PostStatus,
+		if _, err := tx.ExecContext(ctx, `UPDATE autopilots SET window_start = ?, window_end = ?, max_posts_per_day = ?, daily_budget_micros = ?,
+			monthly_budget_micros = ?, daily_budget_tokens = ?, monthly_budget_tokens = ?, post_status = ?, auto_resume = ?, variables = ?, idle_until = NULL, note = '', changed_by = ?, updated_at = ?
+			WHERE environment_id = ?`, c.WindowStart, c.WindowEnd, c.MaxPostsPerDay, c.DailyBudget, c.MonthlyBudget, c.DailyBudgetTokens, c.MonthlyBudgetTokens, c.PostStatus,
 			c.AutoResume, string(vars), by, db.now(), envID); err != nil {
 			return translate(err, "autopilot config")
 		}

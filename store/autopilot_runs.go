@@ -51,7 +51,7 @@ type AutopilotStep struct {
 	Attempts     int
 	InputTokens  int64
 	OutputTokens int64
-	CostUSD      *float64
+	Cost         *Micros
 	StartedAt    time.Time
 	FinishedAt   *time.Time
 }
@@ -126,7 +126,7 @@ func scanAutopilotRun(row rowScanner) (*AutopilotRun, error) {
 	return &r, nil
 }
 
-const autopilotStepColumns = `s.run_id, s.step, s.status, s.detail, s.error, s.attempts, s.input_tokens, s.output_tokens, s.cost_usd,
+const autopilotStepColumns = `s.run_id, s.step, s.status, s.detail, s.error, s.attempts, s.input_tokens, s.output_tokens, s.cost_micros,
 	s.started_at, s.finished_at`
 
 // fillSteps reads (run_id, step...) rows into the runs' Steps, in the
@@ -141,14 +141,14 @@ func fillSteps(rows *sql.Rows, runs []*AutopilotRun) error {
 	for rows.Next() {
 		var s AutopilotStep
 		var runID int64
-		var cost sql.NullFloat64
+		var cost sql.NullInt64
 		var started string
 		var finished sql.NullString
 		if err := rows.Scan(&runID, &s.Step, &s.Status, &s.Detail, &s.Error, &s.Attempts, &s.InputTokens, &s.OutputTokens, &cost,
 			&started, &finished); err != nil {
 			return fmt.Errorf("store: autopilot steps: %w", err)
 		}
-		s.CostUSD = nullFloat(cost)
+		s.Cost = nullMicros(cost)
 		s.StartedAt, s.FinishedAt = parseTime(started), parseNullTime(finished)
 		if r := byID[runID]; r != nil {
 			r.Steps = append(r.Steps, &s)
@@ -365,18 +365,18 @@ type StepEnd struct {
 	Error        string
 	InputTokens  int64
 	OutputTokens int64
-	CostUSD      *float64
+	Cost         *Micros
 }
 
 // FinishAutopilotStep records a step's end; a step that never began (one
 // skipped) is recorded begun and ended at once.
 func (db *DB) FinishAutopilotStep(ctx context.Context, runID int64, step string, e StepEnd) error {
 	now := db.now()
-	_, err := db.exec(ctx, `INSERT INTO autopilot_steps (run_id, step, status, detail, error, input_tokens, output_tokens, cost_usd,
+	_, err := db.exec(ctx, `INSERT INTO autopilot_steps (run_id, step, status, detail, error, input_tokens, output_tokens, cost_micros,
 		started_at, finished_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 		ON CONFLICT (run_id, step) DO UPDATE SET status = excluded.status, detail = excluded.detail, error = excluded.error,
-		input_tokens = excluded.input_tokens, output_tokens = excluded.output_tokens, cost_usd = excluded.cost_usd, finished_at = excluded.finished_at`,
-		runID, step, e.Status, e.Detail, e.Error, e.InputTokens, e.OutputTokens, e.CostUSD, now, now)
+		input_tokens = excluded.input_tokens, output_tokens = excluded.output_tokens, cost_micros = excluded.cost_micros, finished_at = excluded.finished_at`,
+		runID, step, e.Status, e.Detail, e.Error, e.InputTokens, e.OutputTokens, e.Cost, now, now)
 	if err != nil {
 		return fmt.Errorf("store: finish autopilot step: %w", translate(err, "step"))
 	}

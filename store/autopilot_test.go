@@ -246,9 +246,9 @@ func TestAutopilotConfigAndState(t *testing.T) {
 		t.Fatal(err)
 	}
 	budget := 3.5
-	c.CampaignIDs, c.DailyBudgetUSD, c.Variables = []int64{second.ID, f.campaign.ID, second.ID}, &budget, map[string]string{"audience": "a"}
+	c.CampaignIDs, c.DailyBudget, c.Variables = []int64{second.ID, f.campaign.ID, second.ID}, store.MicrosOfUSD(&budget), map[string]string{"audience": "a"}
 	ap, err = f.db.PutAutopilotConfig(ctx, f.env.ID, c, nil)
-	if err != nil || len(ap.Config.CampaignIDs) != 2 || ap.Config.CampaignIDs[0] != second.ID || *ap.Config.DailyBudgetUSD != 3.5 ||
+	if err != nil || len(ap.Config.CampaignIDs) != 2 || ap.Config.CampaignIDs[0] != second.ID || *ap.Config.DailyBudget != 3_500_000 ||
 		ap.Config.Variables["audience"] != "a" || ap.UpdatedAt == nil {
 		t.Fatalf("config: %+v %v", ap, err)
 	}

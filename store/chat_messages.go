@@ -31,7 +31,8 @@ type ChatMessage struct {
 	Model          string
 	InputTokens    int64
 	OutputTokens   int64
-	CostUSD        *float64
+	StopReason     string // why the model stopped (ai.Stop): "" when unknown
+	Cost           *Micros
 	UsageEstimated bool
 	// TrimmedMessages is how many of the oldest messages of the history
 	// were left out of the prompt to fit the model's context window.
@@ -45,20 +46,20 @@ type ChatMessage struct {
 func (m *ChatMessage) Finished() bool { return m.Status != ChatGenerating }
 
 const chatMessageColumns = `m.id, m.conversation_id, m.parent_id, m.role, m.content, m.status, m.error, m.model, m.input_tokens,
-	m.output_tokens, m.cost_usd, m.usage_estimated, m.trimmed_messages, m.job_id, m.created_at, m.finished_at`
+	m.output_tokens, m.stop_reason, m.cost_micros, m.usage_estimated, m.trimmed_messages, m.job_id, m.created_at, m.finished_at`
 
 func scanChatMessage(row rowScanner) (*ChatMessage, error) {
 	var m ChatMessage
 	var parent, job sql.NullInt64
-	var cost sql.NullFloat64
+	var cost sql.NullInt64
 	var created string
 	var finished sql.NullString
 	if err := row.Scan(&m.ID, &m.ConversationID, &parent, &m.Role, &m.Content, &m.Status, &m.Error, &m.Model, &m.InputTokens,
-		&m.OutputTokens, &cost, &m.UsageEstimated, &m.TrimmedMessages, &job, &created, &finished); err != nil {
+		&m.OutputTokens, &m.StopReason, &cost, &m.UsageEstimated, &m.TrimmedMessages, &job, &created, &finished); err != nil {
 		return nil, err
 	}
 	m.ParentID, m.JobID = nullID(parent), nullID(job)
-	m.CostUSD = nullFloat(cost)
+	m.Cost = nullMicros(cost)
 	m.CreatedAt, m.FinishedAt = parseTime(created), parseNullTime(finished)
 	return &m, nil
 }

@@ -33,7 +33,8 @@ type CIERun struct {
 	Model          string
 	InputTokens    int64
 	OutputTokens   int64
-	CostUSD        *float64
+	StopReason     string // why the model stopped (ai.Stop): "" when unknown
+	Cost           *Micros
 	UsageEstimated bool
 	QueuedAt       time.Time
 	StartedAt      *time.Time
@@ -47,24 +48,24 @@ func (r *CIERun) Finished() bool {
 
 const cieRunColumns = `r.id, r.archetype_id, r.agent_id, r.environment_id, r.user_id, r.job_id, r.variables, r.system_prompt,
 	r.user_prompt, r.stream, r.status, r.title, r.description, r.body, r.raw_output, r.error, r.attempts, r.model,
-	r.input_tokens, r.output_tokens, r.cost_usd, r.usage_estimated, r.queued_at, r.started_at, r.finished_at`
+	r.input_tokens, r.output_tokens, r.stop_reason, r.cost_micros, r.usage_estimated, r.queued_at, r.started_at, r.finished_at`
 
 func scanCIERun(row rowScanner) (*CIERun, error) {
 	var r CIERun
 	var arch, agent, user, job sql.NullInt64
 	var vars, queued string
-	var cost sql.NullFloat64
+	var cost sql.NullInt64
 	var started, finished sql.NullString
 	if err := row.Scan(&r.ID, &arch, &agent, &r.EnvironmentID, &user, &job, &vars, &r.SystemPrompt, &r.UserPrompt, &r.Stream,
 		&r.Status, &r.Title, &r.Description, &r.Body, &r.RawOutput, &r.Error, &r.Attempts, &r.Model, &r.InputTokens,
-		&r.OutputTokens, &cost, &r.UsageEstimated, &queued, &started, &finished); err != nil {
+		&r.OutputTokens, &r.StopReason, &cost, &r.UsageEstimated, &queued, &started, &finished); err != nil {
 		return nil, err
 	}
 	r.ArchetypeID, r.AgentID, r.UserID, r.JobID = nullID(arch), nullID(agent), nullID(user), nullID(job)
 	if err := json.Unmarshal([]byte(vars), &r.Variables); err != nil {
 		return nil, fmt.Errorf("cie run %d variables: %w", r.ID, err)
 	}
-	r.CostUSD = nullFloat(cost)
+	r.Cost = nullMicros(cost)
 	r.QueuedAt, r.StartedAt, r.FinishedAt = parseTime(queued), parseNullTime(started), parseNullTime(finished)
 	return &r, nil
 }
@@ -101,6 +102,45 @@ func (db *DB) CreateCIERunWithJob(ctx context.Context, n NewCIERun, j RunJob) (*
 		return nil, fmt.Errorf("store: create cie run: %w", err)
 	}
 	return run, nil
+}
+
+// CIERunFilter narrows ListCIERuns.
+type CIERunFilter struct {
+	EnvironmentID *int64
+	ArchetypeID   *int64
+	Status        string
+	Scope         Scope // only runs in its environments
+	Page
+}
+
+// ListCIERuns lists generations, newest first.
+func (db *DB) ListCIERuns(ctx context.Context, f CIERunFilter) ([]*CIERun, int, error) {
+	var where []string
+	var args []any
+	if f.EnvironmentID != nil {
+		where, args = append(where, "r.environment_id = ?"), append(args, *f.EnvironmentID)
+	}
+	if f.ArchetypeID != nil {
+		where, args = append(where, "r.archetype_id = ?"), append(args, *f.ArchetypeID)
+	}
+	if f.Status != "" {
+		where, args = append(where, "r.status = ?"), append(args, f.Status)
+	}
+	if cond, scopeArgs := f.Scope.envIn("r.environment_id"); cond != "" {
+		where, args = append(where, cond), append(args, scopeArgs...)
+	}
+	// The page walks the index of the filter that names one environment or
+	// archetype, else the runs themselves newest first, checking the rest
+	// on the way: the scope's environments have no order of their own.
+	from := "cie_runs r NOT INDEXED"
+	switch {
+	case f.EnvironmentID != nil:
+		from = "cie_runs r INDEXED BY cie_runs_env"
+	case f.ArchetypeID != nil:
+		from = "cie_runs r INDEXED BY cie_runs_archetype"
+	}
+	return listPage(ctx, db, listQuery{from: from, count: "cie_runs r", where: where, args: args, columns: cieRunColumns,
+		order: "r.id DESC", what: "runs"}, f.Page, scanCIERun)
 }
 
 // CIERunByID finds a run.

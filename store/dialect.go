@@ -150,8 +150,9 @@ func lazyRegexp(expr string) func() *regexp.Regexp {
 }
 
 var (
-	// indexHint is SQLite's INDEXED BY: PostgreSQL's planner takes no hints.
-	indexHint = lazyRegexp(`\s+INDEXED\s+BY\s+\w+`)
+	// indexHint is SQLite's INDEXED BY and NOT INDEXED: PostgreSQL's
+	// planner takes no hints.
+	indexHint = lazyRegexp(`\s+(INDEXED\s+BY\s+\w+|NOT\s+INDEXED\b)`)
 	// likeOp is a LIKE, ASCII case-insensitive on SQLite: ILIKE under the
 	// "C" collation is the same on PostgreSQL (and works on a column whose
 	// collation is nocase, which LIKE refuses).

@@ -501,3 +501,54 @@ func (db *DB) PruneJobs(ctx context.Context, cutoff time.Time) (int64, error) {
 	}
 	return res.RowsAffected()
 }
+
+// JobQueueStat is what the queue holds of one kind, for the metrics that
+// are read when Prometheus scrapes (server/metrics).
+type JobQueueStat struct {
+	Kind string
+	// Due are queued jobs whose run_after has come: they wait for a
+	// worker. Later are queued for a later moment (a retry's backoff, a
+	// recurring kind's next run), which is not a backlog.
+	Due, Later, Running int
+	// OldestDue is the run_after of the due job that has waited longest;
+	// zero when none is due.
+	OldestDue time.Time
+}
+
+// JobQueue counts the queued and running jobs by kind. It reads only the
+// queued and running rows, through the jobs_queue index (status, run_after),
+// so its cost is the size of the queue, not of the table.
+func (db *DB) JobQueue(ctx context.Context) ([]JobQueueStat, error) {
+	rows, err := db.r.QueryContext(ctx, `SELECT kind, status, run_after <= ?, count(*), min(run_after)
+		FROM jobs INDEXED BY jobs_queue WHERE status IN ('queued', 'running') GROUP BY 1, 2, 3 ORDER BY kind`,
+		db.now())
+	if err != nil {
+		return nil, fmt.Errorf("store: job queue: %w", err)
+	}
+	defer rows.Close()
+	var out []JobQueueStat
+	for rows.Next() {
+		var kind, status, oldest string
+		var due bool
+		var n int
+		if err := rows.Scan(&kind, &status, &due, &n, &oldest); err != nil {
+			return nil, fmt.Errorf("store: job queue: %w", err)
+		}
+		if len(out) == 0 || out[len(out)-1].Kind != kind {
+			out = append(out, JobQueueStat{Kind: kind})
+		}
+		s := &out[len(out)-1]
+		switch {
+		case status == string(JobRunning):
+			s.Running += n
+		case due:
+			s.Due, s.OldestDue = n, parseTime(oldest)
+		default:
+			s.Later = n
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("store: job queue: %w", err)
+	}
+	return out, nil
+}

@@ -639,3 +639,32 @@ func TestPlanJob(t *testing.T) {
 		t.Fatalf("another kind's job: %+v %v", j, err)
 	}
 }
+
+// JobQueue counts queued jobs due and for later, and running ones, by
+// kind; finished jobs are not counted.
+func TestJobQueue(t *testing.T) {
+	t.Parallel()
+	db, clk := openDB(t)
+	ctx := context.Background()
+	mustEnqueueJob(t, db, store.NewJob{Kind: "a"})
+	t0 := db.Now()
+	clk.Advance(time.Minute)
+	mustEnqueueJob(t, db, store.NewJob{Kind: "a"})
+	mustEnqueueJob(t, db, store.NewJob{Kind: "a", RunAfter: db.Now().Add(time.Hour)})
+	mustEnqueueJob(t, db, store.NewJob{Kind: "b"})
+	done := mustEnqueueJob(t, db, store.NewJob{Kind: "c"})
+	if _, err := db.CancelJob(ctx, done.ID); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.ClaimJob(ctx, []string{"b"}); err != nil {
+		t.Fatal(err)
+	}
+	got, err := db.JobQueue(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []store.JobQueueStat{{Kind: "a", Due: 2, Later: 1, OldestDue: t0}, {Kind: "b", Running: 1}}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("JobQueue: %+v, want %+v", got, want)
+	}
+}

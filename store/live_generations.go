@@ -24,7 +24,8 @@ type LiveGeneration struct {
 	Model          string
 	InputTokens    int64
 	OutputTokens   int64
-	CostUSD        *float64
+	StopReason     string // why the model stopped (ai.Stop): "" when unknown
+	Cost           *Micros
 	UsageEstimated bool
 	// HistoryDropped counts the earlier messages of the session left out
 	// of the call to fit the model's context window.
@@ -40,23 +41,23 @@ func (g *LiveGeneration) Finished() bool {
 }
 
 const liveGenerationColumns = `g.id, g.session_id, g.user_id, g.job_id, g.prompt, g.variables, g.status, g.output, g.error, g.model,
-	g.input_tokens, g.output_tokens, g.cost_usd, g.usage_estimated, g.history_dropped, g.queued_at, g.started_at, g.finished_at`
+	g.input_tokens, g.output_tokens, g.stop_reason, g.cost_micros, g.usage_estimated, g.history_dropped, g.queued_at, g.started_at, g.finished_at`
 
 func scanLiveGeneration(row rowScanner) (*LiveGeneration, error) {
 	var g LiveGeneration
 	var user, job sql.NullInt64
 	var vars, queued string
-	var cost sql.NullFloat64
+	var cost sql.NullInt64
 	var started, finished sql.NullString
 	if err := row.Scan(&g.ID, &g.SessionID, &user, &job, &g.Prompt, &vars, &g.Status, &g.Output, &g.Error, &g.Model,
-		&g.InputTokens, &g.OutputTokens, &cost, &g.UsageEstimated, &g.HistoryDropped, &queued, &started, &finished); err != nil {
+		&g.InputTokens, &g.OutputTokens, &g.StopReason, &cost, &g.UsageEstimated, &g.HistoryDropped, &queued, &started, &finished); err != nil {
 		return nil, err
 	}
 	g.UserID, g.JobID = nullID(user), nullID(job)
 	if err := json.Unmarshal([]byte(vars), &g.Variables); err != nil {
 		return nil, fmt.Errorf("live generation %d variables: %w", g.ID, err)
 	}
-	g.CostUSD = nullFloat(cost)
+	g.Cost = nullMicros(cost)
 	g.QueuedAt, g.StartedAt, g.FinishedAt = parseTime(queued), parseNullTime(started), parseNullTime(finished)
 	return &g, nil
 }

@@ -36,3 +36,46 @@ func (m Micros) String() string {
 
 // FormatUSD writes dollars as Micros.String does.
 func FormatUSD(usd float64) string { return MicrosOf(usd).String() }
+
+// Decimal writes the amount in dollars with exactly six decimals
+// (0.000016, 12.500000): the CSV export's form, the same width for every
+// row and never float noise.
+func (m Micros) Decimal() string {
+	sign := ""
+	if m < 0 {
+		sign, m = "-", -m
+	}
+	return sign + strconv.FormatInt(int64(m)/1e6, 10) + "." + strconv.FormatInt(1e6+int64(m)%1e6, 10)[1:]
+}
+
+// USDOf is a nullable amount in dollars, for JSON: nil stays nil (a cost
+// nobody knows).
+func USDOf(m *Micros) *float64 {
+	if m == nil {
+		return nil
+	}
+	usd := m.USD()
+	return &usd
+}
+
+// MicrosOfUSD is a nullable amount in dollars in micros: nil stays nil.
+func MicrosOfUSD(usd *float64) *Micros {
+	if usd == nil {
+		return nil
+	}
+	m := MicrosOf(*usd)
+	return &m
+}
+
+// AddCost adds two nullable costs: nil (unknown) only when both are; a
+// known part is never lost to an unknown one.
+func AddCost(a, b *Micros) *Micros {
+	switch {
+	case a == nil:
+		return b
+	case b == nil:
+		return a
+	}
+	sum := *a + *b
+	return &sum
+}

@@ -29,3 +29,23 @@ func TestMicros(t *testing.T) {
 		t.Fatalf("micros %v (%g), float %g", m, m.USD(), f)
 	}
 }
+
+// Decimal writes six decimals, whatever the amount: the CSV's form.
+func TestMicrosDecimal(t *testing.T) {
+	for m, want := range map[store.Micros]string{0: "0.000000", 16: "0.000016", 16350: "0.016350", 12_500_000: "12.500000",
+		-1: "-0.000001", 1_000_000_000_000: "1000000.000000"} {
+		if got := m.Decimal(); got != want {
+			t.Errorf("%d.Decimal() = %q, want %q", int64(m), got, want)
+		}
+	}
+	if got := store.AddCost(nil, nil); got != nil {
+		t.Errorf("unknown + unknown = %v", *got)
+	}
+	one, two := store.Micros(1), store.Micros(2)
+	if got := store.AddCost(&one, nil); got == nil || *got != 1 {
+		t.Errorf("1 + unknown = %v", got)
+	}
+	if got := store.AddCost(&one, &two); got == nil || *got != 3 {
+		t.Errorf("1 + 2 = %v", got)
+	}
+}

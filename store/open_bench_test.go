@@ -9,7 +9,7 @@ import (
 )
 
 // BenchmarkOpenFresh is the store's share of a first start: create the file
-// and apply every migration (README, Footprint: start to first answer).
+// and apply every migration (docs/performance.md, Footprint: start to first answer).
 func BenchmarkOpenFresh(b *testing.B) {
 	ctx := context.Background()
 	for i := 0; b.Loop(); i++ {

@@ -171,8 +171,8 @@ func fillPlanData(t testing.TB, db *DB) {
 			func() error {
 				models := []string{"gpt-4o", "gpt-4o-mini", "claude-sonnet", "claude-haiku"}
 				sources := []string{"execution", "execution", "chat", "live", "scout", "autopilot", "test"}
-				return exec(`INSERT INTO usage_events (created_at, provider, model, input_tokens, output_tokens, cost_usd, status, source,
-					user_id, environment_id, agent_id) VALUES (?, 'openai', ?, 100, 200, 0.01, ?, ?, ?, ?, ?)`, planRows, func(i int) []any {
+				return exec(`INSERT INTO usage_events (created_at, provider, model, input_tokens, output_tokens, cost_micros, status, source,
+					user_id, environment_id, agent_id) VALUES (?, 'openai', ?, 100, 200, 10000, ?, ?, ?, ?, ?)`, planRows, func(i int) []any {
 					status := "ok"
 					if rnd.IntN(20) == 0 {
 						status = "error"
@@ -333,6 +333,31 @@ func fillPlanData(t testing.TB, db *DB) {
 				}
 				link := fmt.Sprintf("https://site.example/post/%d", i)
 				return []any{src, 1 + rnd.IntN(planEnvs), link, link, fmt.Sprintf("Post %d", i), published, at(i)}
+			})
+		}, func() error {
+			// Webhooks, a few per environment, and their deliveries: most
+			// succeeded, some waiting, with the hot webhook's many.
+			return exec(`INSERT INTO webhooks (environment_id, url, events, secret_sealed, secret_prefix, created_at, updated_at)
+				VALUES (?, ?, '["post.published"]', x'00', 'whsec_abcd', ?, ?)`, planEnvs*3, func(i int) []any {
+				return []any{1 + rnd.IntN(planEnvs), fmt.Sprintf("https://hooks%d.example/in", i), at(i), at(i)}
+			})
+		}, func() error {
+			return exec(`INSERT INTO webhook_deliveries (webhook_id, environment_id, msg_id, event_type, payload, status, attempts,
+				next_attempt_at, created_at, updated_at) VALUES (?, ?, ?, 'post.published', '{}', ?, 1, ?, ?, ?)`, planRows, func(i int) []any {
+				hook := 1 + rnd.IntN(planEnvs*3)
+				if rnd.IntN(5) == 0 {
+					hook = planHotID
+				}
+				status, next := "succeeded", any(nil)
+				if rnd.IntN(20) == 0 {
+					status, next = "pending", at(i+10)
+				}
+				return []any{hook, 1 + rnd.IntN(planEnvs), fmt.Sprintf("msg_%d", i), status, next, at(i), at(i)}
+			})
+		}, func() error {
+			return exec(`INSERT INTO webhook_attempts (delivery_id, started_at, finished_at, status_code, duration_ms)
+				VALUES (?, ?, ?, 200, 12)`, planRows, func(i int) []any {
+				return []any{1 + i%planRows, at(i), at(i)}
 			})
 		}, func() error {
 			// Autopilot runs: finished ones, and one under way in each

@@ -51,6 +51,7 @@ import (
 //     from the scan rules, since no B-tree index can find a substring; its
 //     page still walks the list's order, and nothing may sort.
 func TestListQueryPlans(t *testing.T) {
+	t.Parallel() // its own database, filled with a few thousand rows per table
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "plan.db")
 	db, err := Open(ctx, path, Options{Readers: 2})
@@ -275,6 +276,7 @@ var planSamples = map[string]any{
 	"EnvironmentFilter.Q":            "site",
 	"CampaignFilter.Q":               "campaign 1",
 	"CampaignFilter.Status":          CampaignActive,
+	"CIERunFilter.Status":            RunSucceeded,
 	"JobFilter.Kind":                 "agent.run",
 	"JobFilter.Status":               JobSucceeded,
 	"LiveSessionFilter.Status":       LiveOpen,

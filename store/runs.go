@@ -89,10 +89,10 @@ type Outcome struct {
 	Model          string
 	InputTokens    int64
 	OutputTokens   int64
-	CostUSD        *float64
+	Cost           *Micros
 	UsageEstimated bool
-	// StopReason is why the model stopped, as the provider said (not
-	// recorded yet).
+	// StopReason is why the model stopped (ai.Stop's words: stop, length,
+	// cancelled, error, ...), recorded with the ending.
 	StopReason string
 	// Attempts is how many calls the generation made (an archetype
 	// generation asks again once when the answer does not parse).
@@ -132,7 +132,7 @@ type column struct {
 // way: a cancel records the ending at once, the call's usage comes when it
 // stops. It says whether it recorded the ending.
 func (db *DB) finishTx(ctx context.Context, tx *sql.Tx, g generationTable, id int64, o Outcome) (bool, error) {
-	set, args := "status = ?, error = ?, finished_at = ?", []any{o.Status, o.Error, db.now()}
+	set, args := "status = ?, error = ?, stop_reason = ?, finished_at = ?", []any{o.Status, o.Error, o.StopReason, db.now()}
 	for _, c := range g.ending(o) {
 		set, args = set+", "+c.name+" = ?", append(args, c.value)
 	}
@@ -141,7 +141,7 @@ func (db *DB) finishTx(ctx context.Context, tx *sql.Tx, g generationTable, id in
 		return false, err
 	}
 	if o.Model != "" {
-		set, args = "model = ?, input_tokens = ?, output_tokens = ?, cost_usd = ?", []any{o.Model, o.InputTokens, o.OutputTokens, o.CostUSD}
+		set, args = "model = ?, input_tokens = ?, output_tokens = ?, cost_micros = ?", []any{o.Model, o.InputTokens, o.OutputTokens, o.Cost}
 		if g.usage != nil {
 			for _, c := range g.usage(o) {
 				set, args = set+", "+c.name+" = ?", append(args, c.value)

@@ -29,14 +29,18 @@ func TestFinishKeepsFirstEndingTakesUsage(t *testing.T) {
 		t.Fatal(err)
 	}
 	late := store.Outcome{Status: store.RunFailed, Output: "late text", Error: "the call ended", Model: "m", InputTokens: 7,
-		OutputTokens: 3, CostUSD: &cost, Attempts: 1}
-	check := func(t *testing.T, status, errText, model string, in, out int64) {
+		OutputTokens: 3, Cost: store.MicrosOfUSD(&cost), Attempts: 1, StopReason: "error"}
+	// The stop reason is the first ending's too.
+	check := func(t *testing.T, status, errText, stop, model string, in, out int64) {
 		t.Helper()
-		if status != store.RunCancelled && status != store.ChatIncomplete || errText != "cancelled by alice" || model != "m" || in != 7 || out != 3 {
-			t.Fatalf("ended %s %q, usage %s %d/%d", status, errText, model, in, out)
+		if status != store.RunCancelled && status != store.ChatIncomplete || errText != "cancelled by alice" || stop != "cancelled" ||
+			model != "m" || in != 7 || out != 3 {
+			t.Fatalf("ended %s %q (%s), usage %s %d/%d", status, errText, stop, model, in, out)
 		}
 	}
-	first := func(status string) store.Outcome { return store.Outcome{Status: status, Error: "cancelled by alice"} }
+	first := func(status string) store.Outcome {
+		return store.Outcome{Status: status, Error: "cancelled by alice", StopReason: "cancelled"}
+	}
 	t.Run("AgentRun", func(t *testing.T) {
 		r, err := db.CreateRunWithJob(ctx, store.NewRun{AgentID: ag.ID, Input: "go"}, store.RunJob{Kind: "k", Payload: func(id int64) any { return id }})
 		if err != nil {
@@ -47,8 +51,8 @@ func TestFinishKeepsFirstEndingTakesUsage(t *testing.T) {
 		if r, err = db.FinishRun(ctx, r.ID, late); err != nil {
 			t.Fatal(err)
 		}
-		check(t, r.Status, r.Error, r.Model, r.InputTokens, r.OutputTokens)
-		if r.Output != "" || r.CostUSD == nil || *r.CostUSD != cost {
+		check(t, r.Status, r.Error, r.StopReason, r.Model, r.InputTokens, r.OutputTokens)
+		if r.Output != "" || r.Cost == nil || r.Cost.USD() != cost {
 			t.Fatalf("run: %+v", r)
 		}
 	})
@@ -66,7 +70,7 @@ func TestFinishKeepsFirstEndingTakesUsage(t *testing.T) {
 		if r, err = db.FinishCIERun(ctx, r.ID, late); err != nil {
 			t.Fatal(err)
 		}
-		check(t, r.Status, r.Error, r.Model, r.InputTokens, r.OutputTokens)
+		check(t, r.Status, r.Error, r.StopReason, r.Model, r.InputTokens, r.OutputTokens)
 		if r.Attempts != 1 || r.RawOutput != "" {
 			t.Fatalf("run: %+v", r)
 		}
@@ -81,6 +85,22 @@ func TestFinishKeepsFirstEndingTakesUsage(t *testing.T) {
 		if m, err = db.FinishChatMessage(ctx, m.ID, late); err != nil {
 			t.Fatal(err)
 		}
-		check(t, m.Status, m.Error, m.Model, m.InputTokens, m.OutputTokens)
+		check(t, m.Status, m.Error, m.StopReason, m.Model, m.InputTokens, m.OutputTokens)
+	})
+	t.Run("LiveGeneration", func(t *testing.T) {
+		sess, err := db.CreateLiveSession(ctx, store.NewLiveSession{AgentID: ag.ID, EnvironmentID: env.ID, CreatedBy: &u.ID, Title: "s"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		g, err := db.CreateLiveGenerationWithJob(ctx, store.NewLiveGeneration{SessionID: sess.ID, UserID: &u.ID, Prompt: "go"},
+			store.RunJob{Kind: "k", Payload: func(id int64) any { return id }})
+		if err != nil {
+			t.Fatal(err)
+		}
+		db.FinishLiveGeneration(ctx, g.ID, first(store.RunCancelled))
+		if g, err = db.FinishLiveGeneration(ctx, g.ID, late); err != nil {
+			t.Fatal(err)
+		}
+		check(t, g.Status, g.Error, g.StopReason, g.Model, g.InputTokens, g.OutputTokens)
 	})
 }

@@ -43,6 +43,7 @@ func TestNormalizeSQL(t *testing.T) {
 // application id, and files without one are refused, so below version 4 the
 // test sets it: it stands for the older versions future migrations make.
 func TestOlderVersionsAreRestored(t *testing.T) {
+	t.Parallel() // a database per version, each migrated and restored: the store's slowest test
 	ctx := context.Background()
 	ms, err := allMigrations()
 	if err != nil {
@@ -50,6 +51,7 @@ func TestOlderVersionsAreRestored(t *testing.T) {
 	}
 	for n := 1; n < len(ms); n++ {
 		t.Run(ms[n-1].name, func(t *testing.T) {
+			t.Parallel()
 			path := filepath.Join(t.TempDir(), "older.db")
 			conn, err := sql.Open("sqlite", path)
 			if err != nil {

@@ -93,7 +93,7 @@ func (db *DB) CreateCampaign(ctx context.Context, envID int64, in CampaignInput,
 		if err != nil {
 			return campaignTaken(translate(err, "campaign"))
 		}
-		_, err = addCampaignKeywords(ctx, tx, id, envID, keywordIDs, now)
+		_, err = addCampaignKeywords(ctx, tx, id, envID, "keyword_ids", keywordIDs, now)
 		return err
 	})
 	if err != nil {
@@ -300,7 +300,7 @@ func (db *DB) AddCampaignKeywords(ctx context.Context, campaignID int64, ids []i
 			return err
 		}
 		now := db.now()
-		if added, err = addCampaignKeywords(ctx, tx, campaignID, envID, ids, now); err != nil {
+		if added, err = addCampaignKeywords(ctx, tx, campaignID, envID, "ids", ids, now); err != nil {
 			return err
 		}
 		if added > 0 {
@@ -315,8 +315,8 @@ func (db *DB) AddCampaignKeywords(ctx context.Context, campaignID int64, ids []i
 }
 
 // addCampaignKeywords is AddCampaignKeywords within tx, for a campaign of
-// environment envID.
-func addCampaignKeywords(ctx context.Context, tx *sql.Tx, campaignID, envID int64, ids []int64, now string) (int, error) {
+// environment envID; field names the ids in the caller's request.
+func addCampaignKeywords(ctx context.Context, tx *sql.Tx, campaignID, envID int64, field string, ids []int64, now string) (int, error) {
 	ids = firstOfEach(ids) // in the caller's order: it is the campaign's
 	if len(ids) == 0 {
 		return 0, nil
@@ -351,7 +351,7 @@ func addCampaignKeywords(ctx context.Context, tx *sql.Tx, campaignID, envID int6
 		f, ok := have[id]
 		switch {
 		case !ok || f.env != envID:
-			return 0, Invalid("keyword_ids: no keyword with id %d in the campaign's environment", id)
+			return 0, Invalid("%s: no keyword with id %d in the campaign's environment", field, id)
 		case f.campaign.Valid && f.campaign.Int64 != campaignID:
 			return 0, Conflict("keyword %d is in campaign %q already: a keyword is in one campaign at a time; remove it there first", id, f.name.String)
 		case !f.campaign.Valid:

@@ -54,6 +54,13 @@ type DB struct {
 	// writes counts committed writes of this process; see ChangeMark.
 	writes atomic.Uint64
 
+	// poolMu guards w and r for Pools, which reads them without holding
+	// the database (a scrape must not wait for a restore); open and close
+	// change them under it. writerWaits are the waits of writer pools a
+	// restore closed, so that the count never goes back.
+	poolMu      sync.Mutex
+	writerWaits sql.DBStats
+
 	// Now is the clock; tests replace it.
 	Now func() time.Time
 
@@ -124,7 +131,7 @@ func (db *DB) open(ctx context.Context) error {
 		w.Close()
 		return fmt.Errorf("store: open %s: %w", db.path, err)
 	}
-	db.w = w
+	db.setPools(w, db.r) // the readers are replaced once the schema is current
 	if err := db.migrate(ctx); err != nil {
 		w.Close()
 		return err
@@ -142,8 +149,49 @@ func (db *DB) open(ctx context.Context) error {
 	r.SetMaxIdleConns(db.opt.Readers)
 	r.SetConnMaxIdleTime(0)
 	r.SetConnMaxLifetime(0)
-	db.r = r
+	db.setPools(w, r)
 	return nil
+}
+
+// setPools replaces the pools under poolMu, keeping the waits of the writer
+// it replaces.
+func (db *DB) setPools(w, r *sql.DB) {
+	db.poolMu.Lock()
+	defer db.poolMu.Unlock()
+	if db.w != nil && db.w != w {
+		st := db.w.Stats()
+		db.writerWaits.WaitCount += st.WaitCount
+		db.writerWaits.WaitDuration += st.WaitDuration
+	}
+	db.w, db.r = w, r
+}
+
+// PoolStats is the state of one connection pool.
+type PoolStats struct {
+	Max, Open, InUse int
+	// Waits counts the times a caller waited for a free connection, and
+	// WaitTime adds up how long: for the writer, the waits for the single
+	// write lock of this process.
+	Waits    int64
+	WaitTime time.Duration
+}
+
+// Pools reports the read pool and the writer, without holding the
+// database: a scrape during a restore sees the pools of the moment.
+func (db *DB) Pools() (readers, writer PoolStats) {
+	db.poolMu.Lock()
+	defer db.poolMu.Unlock()
+	stats := func(p *sql.DB) PoolStats {
+		if p == nil {
+			return PoolStats{}
+		}
+		st := p.Stats()
+		return PoolStats{Max: st.MaxOpenConnections, Open: st.OpenConnections, InUse: st.InUse, Waits: st.WaitCount, WaitTime: st.WaitDuration}
+	}
+	readers, writer = stats(db.r), stats(db.w)
+	writer.Waits += db.writerWaits.WaitCount
+	writer.WaitTime += db.writerWaits.WaitDuration
+	return readers, writer
 }
 
 // optimize refreshes the statistics SQLite's query planner chooses indexes
@@ -342,6 +390,7 @@ var contentTables = map[string]bool{
 	"autopilots": true, "autopilot_campaigns": true, "autopilot_runs": true, "autopilot_steps": true,
 	"seo_scout_runs": true, "seo_scout_candidates": true, "seo_keyword_serps": true, "seo_strategies": true,
 	"seo_strategy_clusters": true, "seo_strategy_keywords": true,
+	"webhooks": true, "webhook_deliveries": true, "webhook_attempts": true,
 }
 
 // wroteStmt is wrote for one committed write statement, which counts

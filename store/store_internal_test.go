@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 )
@@ -113,5 +114,59 @@ func TestFailedUpgradeChangesNothing(t *testing.T) {
 	}
 	if err := conn.QueryRowContext(ctx, `SELECT count(*) FROM schema_migrations`).Scan(&n); err != nil || n != 0 {
 		t.Errorf("%d migrations recorded (%v)", n, err)
+	}
+}
+
+// A write that finds the single writer taken waits, and Pools counts the
+// wait; the count survives the writer's replacement (a restore reopens
+// the pools).
+func TestPoolsCountWriteLockWaits(t *testing.T) {
+	ctx := context.Background()
+	db, err := Open(ctx, filepath.Join(t.TempDir(), "waits.db"), Options{Readers: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if _, w := db.Pools(); w.Max != 1 || w.Waits != 0 {
+		t.Fatalf("writer at the start: %+v", w)
+	}
+	inTx, release := make(chan struct{}), make(chan struct{})
+	done := make(chan error, 2)
+	go func() {
+		done <- db.tx(ctx, func(*sql.Tx) error {
+			close(inTx)
+			<-release
+			return nil
+		})
+	}()
+	<-inTx
+	go func() { done <- db.tx(ctx, func(*sql.Tx) error { return nil }) }()
+	for {
+		if _, w := db.Pools(); w.Waits == 1 {
+			if w.InUse != 1 || w.Open != 1 {
+				t.Errorf("writer while held: %+v", w)
+			}
+			break
+		}
+		runtime.Gosched()
+	}
+	close(release)
+	for range 2 {
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
+	}
+	r, w := db.Pools()
+	if w.Waits != 1 || w.WaitTime <= 0 || r.Max != 2 {
+		t.Errorf("after the wait: readers %+v, writer %+v", r, w)
+	}
+	if err := db.close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.open(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, w2 := db.Pools(); w2.Waits != 1 || w2.WaitTime != w.WaitTime {
+		t.Errorf("after reopening: %+v, want the waits of before (%+v)", w2, w)
 	}
 }

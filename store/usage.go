@@ -17,9 +17,9 @@ type UsageEvent struct {
 	InputTokens   int64
 	OutputTokens  int64
 	CachedTokens  int64
-	CostUSD       *float64 // nil: the model's price is unknown
+	Cost          *Micros // nil: the model's price is unknown
 	LatencyMS     int64
-	Status        string // "ok" or "error"
+	Status        string // UsageOK, UsageError or UsageCancelled
 	Error         string
 	Source        string // one of UsageSources
 	UserID        *int64
@@ -30,6 +30,15 @@ type UsageEvent struct {
 	// provider had not reported them when its stream was cut off.
 	Estimated bool
 }
+
+// Usage event statuses: the call succeeded, failed, or was stopped or
+// cancelled (by someone, or by the server stopping) before it finished; a
+// cancelled call's partial usage counts as any other's.
+const (
+	UsageOK        = "ok"
+	UsageError     = "error"
+	UsageCancelled = "cancelled"
+)
 
 // UsageSources are what a metered call may be for: agent executions,
 // chat, live sessions, scout, autopilot, content intelligence (cie),
@@ -42,9 +51,9 @@ func (db *DB) RecordUsage(ctx context.Context, e UsageEvent) (int64, error) {
 		e.CreatedAt = db.Now()
 	}
 	id, err := db.insert(ctx, `INSERT INTO usage_events (created_at, provider, model, input_tokens, output_tokens, cached_tokens,
-		cost_usd, latency_ms, status, error, source, user_id, environment_id, agent_id, credential_id, estimated)
+		cost_micros, latency_ms, status, error, source, user_id, environment_id, agent_id, credential_id, estimated)
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id`,
-		fmtTime(e.CreatedAt), e.Provider, e.Model, e.InputTokens, e.OutputTokens, e.CachedTokens, e.CostUSD, e.LatencyMS,
+		fmtTime(e.CreatedAt), e.Provider, e.Model, e.InputTokens, e.OutputTokens, e.CachedTokens, e.Cost, e.LatencyMS,
 		e.Status, e.Error, e.Source, e.UserID, e.EnvironmentID, e.AgentID, e.CredentialID, e.Estimated)
 	if err != nil {
 		return 0, translate(err, "usage event")
@@ -121,31 +130,32 @@ func (f UsageFilter) where() (string, []any) {
 	return " WHERE " + strings.Join(where, " AND "), args
 }
 
-const usageColumns = `u.id, u.created_at, u.provider, u.model, u.input_tokens, u.output_tokens, u.cached_tokens, u.cost_usd,
+const usageColumns = `u.id, u.created_at, u.provider, u.model, u.input_tokens, u.output_tokens, u.cached_tokens, u.cost_micros,
 	u.latency_ms, u.status, u.error, u.source, u.user_id, u.environment_id, u.agent_id, u.credential_id, u.estimated`
 
 func scanUsage(row rowScanner) (*UsageEvent, error) {
 	var e UsageEvent
 	var created string
-	var cost sql.NullFloat64
+	var cost sql.NullInt64
 	var user, env, agent, cred sql.NullInt64
 	if err := row.Scan(&e.ID, &created, &e.Provider, &e.Model, &e.InputTokens, &e.OutputTokens, &e.CachedTokens, &cost,
 		&e.LatencyMS, &e.Status, &e.Error, &e.Source, &user, &env, &agent, &cred, &e.Estimated); err != nil {
 		return nil, err
 	}
 	e.CreatedAt = parseTime(created)
-	e.CostUSD = nullFloat(cost)
+	e.Cost = nullMicros(cost)
 	e.UserID, e.EnvironmentID, e.AgentID, e.CredentialID = nullID(user), nullID(env), nullID(agent), nullID(cred)
 	return &e, nil
 }
 
-// nullFloat is a nullable REAL column as a pointer: nil for NULL (a cost
-// nobody knows, never a cost of zero).
-func nullFloat(n sql.NullFloat64) *float64 {
+// nullMicros is a nullable micro-dollar column as a pointer: nil for NULL
+// (a cost nobody knows, never a cost of zero).
+func nullMicros(n sql.NullInt64) *Micros {
 	if !n.Valid {
 		return nil
 	}
-	return &n.Float64
+	m := Micros(n.Int64)
+	return &m
 }
 
 func nullID(n sql.NullInt64) *int64 {
@@ -188,28 +198,40 @@ func (db *DB) EachUsage(ctx context.Context, f UsageFilter, fn func(*UsageEvent)
 	return nil
 }
 
-// UsageTotals sums a set of events. CostUSD adds the known costs;
-// UnpricedCalls counts the calls whose cost is unknown.
+// UsageTotals sums a set of events. Cost adds the known costs, exactly
+// (integer micro-dollars); UnpricedCalls counts the calls whose cost is
+// unknown.
 type UsageTotals struct {
 	Key           string // the group: a day, a model, an id
 	Label         string // a name for the group, when it has one
 	Calls         int64
 	Errors        int64
+	Cancelled     int64
 	InputTokens   int64
 	OutputTokens  int64
 	CachedTokens  int64
-	CostUSD       float64
+	Cost          Micros
 	UnpricedCalls int64
 	AvgLatencyMS  float64
 }
 
-const totalsColumns = `COUNT(*), COALESCE(SUM(CASE WHEN u.status = 'error' THEN 1 ELSE 0 END), 0), COALESCE(SUM(u.input_tokens), 0),
-	COALESCE(SUM(u.output_tokens), 0), COALESCE(SUM(u.cached_tokens), 0), COALESCE(SUM(u.cost_usd), 0),
-	COALESCE(SUM(CASE WHEN u.cost_usd IS NULL THEN 1 ELSE 0 END), 0), COALESCE(AVG(u.latency_ms), 0)`
+const totalsColumns = `COUNT(*), COALESCE(SUM(CASE WHEN u.status = 'error' THEN 1 ELSE 0 END), 0),
+	COALESCE(SUM(CASE WHEN u.status = 'cancelled' THEN 1 ELSE 0 END), 0), COALESCE(SUM(u.input_tokens), 0),
+	COALESCE(SUM(u.output_tokens), 0), COALESCE(SUM(u.cached_tokens), 0), COALESCE(SUM(u.cost_micros), 0),
+	COALESCE(SUM(CASE WHEN u.cost_micros IS NULL THEN 1 ELSE 0 END), 0), COALESCE(AVG(u.latency_ms), 0)`
 
 func scanTotals(row rowScanner, t *UsageTotals, extra ...any) error {
-	return row.Scan(append(extra, &t.Calls, &t.Errors, &t.InputTokens, &t.OutputTokens, &t.CachedTokens, &t.CostUSD,
+	return row.Scan(append(extra, &t.Calls, &t.Errors, &t.Cancelled, &t.InputTokens, &t.OutputTokens, &t.CachedTokens, &t.Cost,
 		&t.UnpricedCalls, &t.AvgLatencyMS)...)
+}
+
+// KnownCost is the total's cost for the API: nil when there were calls
+// and none of them had a known cost (a local model's), never a cost of 0.
+func (t *UsageTotals) KnownCost() *Micros {
+	if t.Calls > 0 && t.UnpricedCalls == t.Calls {
+		return nil
+	}
+	return &t.Cost
 }
 
 // UsageSummary totals the matching events.
@@ -251,7 +273,7 @@ func (db *DB) UsageSeries(ctx context.Context, f UsageFilter, groupBy string) ([
 		return nil, fmt.Errorf("store: usage series: unknown grouping %q", groupBy)
 	}
 	cond, args := f.where()
-	order := "COALESCE(SUM(u.cost_usd), 0) DESC, " + g.group + " IS NULL, " + g.group
+	order := "COALESCE(SUM(u.cost_micros), 0) DESC, " + g.group + " IS NULL, " + g.group
 	if groupBy == GroupByDay {
 		order = g.group
 	}
@@ -279,20 +301,28 @@ func (db *DB) UsageSeries(ctx context.Context, f UsageFilter, groupBy string) ([
 const UsageSeriesQuery = `SELECT substr(u.created_at, 1, 10), ` + totalsColumns +
 	` FROM usage_events u WHERE u.created_at >= ? AND u.created_at < ? GROUP BY 1 ORDER BY 1`
 
-// EnvironmentCostSince sums the known costs of an environment's events
-// since t.
-func (db *DB) EnvironmentCostSince(ctx context.Context, envID int64, t time.Time) (float64, error) {
-	var cost float64
-	err := db.r.QueryRowContext(ctx, `SELECT COALESCE(SUM(cost_usd), 0) FROM usage_events WHERE environment_id = ? AND created_at >= ?`,
-		envID, fmtTime(t)).Scan(&cost)
+// Spend is what an environment's calls used over a time: their known
+// costs, and their tokens (input and output), priced or not.
+type Spend struct {
+	Cost   Micros
+	Tokens int64
+}
+
+// EnvironmentSpendSince sums the known costs and the tokens of an
+// environment's events since t: what its budgets are checked against.
+func (db *DB) EnvironmentSpendSince(ctx context.Context, envID int64, t time.Time) (Spend, error) {
+	var s Spend
+	err := db.r.QueryRowContext(ctx, `SELECT COALESCE(SUM(cost_micros), 0), COALESCE(SUM(input_tokens + output_tokens), 0)
+		FROM usage_events WHERE environment_id = ? AND created_at >= ?`, envID, fmtTime(t)).Scan(&s.Cost, &s.Tokens)
 	if err != nil {
-		return 0, fmt.Errorf("store: environment cost: %w", err)
+		return s, fmt.Errorf("store: environment spend: %w", err)
 	}
-	return cost, nil
+	return s, nil
 }
 
 // MarkBudgetAlert records that an environment crossed threshold percent of
-// its budget in month (YYYY-MM); false when that was already recorded.
+// a budget in month: YYYY-MM for its money budget, "YYYY-MM tokens" for
+// its token budget; false when that was already recorded.
 func (db *DB) MarkBudgetAlert(ctx context.Context, envID int64, month string, threshold int) (bool, error) {
 	res, err := db.exec(ctx, `INSERT INTO budget_alerts (environment_id, month, threshold, created_at) VALUES (?, ?, ?, ?)
 		ON CONFLICT DO NOTHING`, envID, month, threshold, db.now())

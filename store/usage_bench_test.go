@@ -39,13 +39,13 @@ func fillUsage(t testing.TB, db *store.DB, n int, end time.Time) {
 			t.Fatal(err)
 		}
 		st, err := tx.Prepare(`INSERT INTO usage_events (created_at, provider, model, input_tokens, output_tokens, cached_tokens,
-			cost_usd, latency_ms, status, source, environment_id) VALUES (?, 'openai', ?, ?, ?, ?, ?, ?, ?, ?, ?)`)
+			cost_micros, latency_ms, status, source, environment_id) VALUES (?, 'openai', ?, ?, ?, ?, ?, ?, ?, ?, ?)`)
 		if err != nil {
 			t.Fatal(err)
 		}
 		for i := done; i < min(done+batch, n); i++ {
 			at := end.Add(-span + time.Duration(int64(span)/int64(n)*int64(i)))
-			var cost any = float64(i%1000) / 10000
+			var cost any = int64(i%1000) * 100
 			if i%50 == 0 {
 				cost = nil
 			}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"testing"
+	"time"
 
 	"github.com/copydesk/copydesk/store"
 )
@@ -69,5 +70,68 @@ func TestUsageFilterScope(t *testing.T) {
 				t.Fatalf("summary: %v, %d calls, want %d", err, sum.Calls, len(want))
 			}
 		})
+	}
+}
+
+// A call stopped or cancelled is stored as such (the table allows it), and
+// the totals count its tokens and cost, and it apart from the errors.
+func TestUsageCancelled(t *testing.T) {
+	ctx := context.Background()
+	db, _ := openDB(t)
+	cost := 0.5
+	for _, status := range []string{store.UsageOK, store.UsageError, store.UsageCancelled} {
+		if _, err := db.RecordUsage(ctx, store.UsageEvent{Provider: "openai", Model: "m", InputTokens: 10, OutputTokens: 5, Cost: store.MicrosOfUSD(&cost),
+			Status: status, Source: "chat"}); err != nil {
+			t.Fatalf("%s: %v", status, err)
+		}
+	}
+	if _, err := db.RecordUsage(ctx, store.UsageEvent{Provider: "openai", Model: "m", Status: "stopped", Source: "chat"}); err == nil {
+		t.Fatal("a status the table does not know was stored")
+	}
+	sum, err := db.UsageSummary(ctx, store.UsageFilter{Scope: store.Everything})
+	if err != nil || sum.Calls != 3 || sum.Errors != 1 || sum.Cancelled != 1 || sum.InputTokens != 30 || sum.OutputTokens != 15 || sum.Cost != 1_500_000 {
+		t.Fatalf("summary %+v (%v)", sum, err)
+	}
+	list, n, err := db.ListUsage(ctx, store.UsageFilter{Status: store.UsageCancelled, Scope: store.Everything}, store.Page{Page: 1, PerPage: 10})
+	if err != nil || n != 1 || list[0].Status != store.UsageCancelled {
+		t.Fatalf("cancelled events: %d (%v)", n, err)
+	}
+}
+
+// An environment's spend since a time: the known costs, and the tokens of
+// every call, priced or not; the token budget is stored and read back.
+func TestEnvironmentSpendSince(t *testing.T) {
+	ctx := context.Background()
+	db, _ := openDB(t)
+	env, err := db.CreateEnvironment(ctx, store.NewEnvironment{Name: "Site", Slug: "site"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := db.Now()
+	cost := store.Micros(16)
+	for _, e := range []store.UsageEvent{
+		{CreatedAt: now, InputTokens: 100, OutputTokens: 50, Cost: &cost},
+		{CreatedAt: now, InputTokens: 1000, OutputTokens: 500, Status: store.UsageCancelled}, // unpriced, stopped
+		{CreatedAt: now.Add(-48 * time.Hour), InputTokens: 7, OutputTokens: 7, Cost: &cost},  // before
+	} {
+		e.Provider, e.Model, e.Source, e.EnvironmentID = "openai", "m", "chat", &env.ID
+		if e.Status == "" {
+			e.Status = store.UsageOK
+		}
+		if _, err := db.RecordUsage(ctx, e); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s, err := db.EnvironmentSpendSince(ctx, env.ID, now.Add(-time.Hour))
+	if err != nil || s.Cost != 16 || s.Tokens != 1650 {
+		t.Fatalf("spend %+v (%v), want 16 micros and 1650 tokens", s, err)
+	}
+	budget := int64(5000)
+	if _, err := db.PutAISettings(ctx, store.AISettings{EnvironmentID: &env.ID, MonthlyBudgetTokens: &budget}); err != nil {
+		t.Fatal(err)
+	}
+	got, err := db.AISettingsFor(ctx, &env.ID)
+	if err != nil || got.MonthlyBudgetTokens == nil || *got.MonthlyBudgetTokens != 5000 || got.MonthlyBudget != nil {
+		t.Fatalf("settings %+v (%v)", got, err)
 	}
 }

@@ -23,6 +23,7 @@ import (
 	"github.com/copydesk/copydesk/server/jobs"
 	"github.com/copydesk/copydesk/server/notify"
 	"github.com/copydesk/copydesk/server/stream"
+	"github.com/copydesk/copydesk/server/webhook"
 	"github.com/copydesk/copydesk/store"
 )
 
@@ -66,7 +67,7 @@ type Engine interface {
 // Runner is the job runner (server/jobs) that carries runs out.
 type Runner interface {
 	Register(kind string, k jobs.Kind)
-	Cancel(ctx context.Context, id int64) (*store.Job, error)
+	jobs.Canceller // Cancel, and Wait for a cancelled handler
 	Signal()
 }
 
@@ -83,7 +84,8 @@ type Deps struct {
 	Engine       Engine
 	Jobs         Runner
 	Notify       Notifier
-	Events       *stream.Broker // where streamed runs are published
+	Events       *stream.Broker  // where streamed runs are published
+	Hooks        webhook.Emitter // run.succeeded, run.failed; nil: none
 	Log          *slog.Logger
 }
 
@@ -96,6 +98,7 @@ type Service struct {
 	jobs   Runner
 	notify Notifier
 	events *stream.Broker
+	hooks  webhook.Emitter
 	log    *slog.Logger
 	runs   *generation.Kind[*store.AgentRun] // how a run is carried out (run.go)
 }
@@ -103,7 +106,7 @@ type Service struct {
 // New returns the service and registers its job kinds with d.Jobs.
 func New(d Deps) *Service {
 	s := &Service{db: d.Store, envs: d.Environments, creds: d.Credentials, engine: d.Engine, jobs: d.Jobs,
-		notify: d.Notify, events: d.Events, log: d.Log}
+		notify: d.Notify, events: d.Events, hooks: webhook.Or(d.Hooks), log: d.Log}
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
 	}

@@ -11,6 +11,7 @@ import (
 	"github.com/copydesk/copydesk/server/generation"
 	"github.com/copydesk/copydesk/server/notify"
 	"github.com/copydesk/copydesk/server/stream"
+	"github.com/copydesk/copydesk/server/webhook"
 	"github.com/copydesk/copydesk/store"
 )
 
@@ -194,6 +195,12 @@ func (s *Service) registerJobs() {
 		ID:   func(r *store.AgentRun) int64 { return r.ID },
 		Call: s.generate,
 		Notify: func(ctx context.Context, _ *store.Job, r *store.AgentRun) {
+			if r.EnvironmentID != nil {
+				if e, ok := webhook.RunEnded(webhook.RunAgent, *r.EnvironmentID, r.ID, r.Status, r.Error,
+					map[string]any{"agent_id": r.AgentID}); ok {
+					s.hooks.Emit(ctx, e)
+				}
+			}
 			a, err := s.db.AgentByID(ctx, r.AgentID)
 			if err != nil {
 				s.log.Error("the agent of a finished run", "run", r.ID, "err", err)

@@ -14,6 +14,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"strings"
 	"time"
 )
 
@@ -48,8 +49,11 @@ type Usage struct {
 
 // Response is a finished generation.
 type Response struct {
-	Text       string
-	Model      string // as the provider reports it
+	Text  string
+	Model string // as the provider reports it
+	// StopReason is why the model stopped, in the provider's own words
+	// (OpenAI's finish_reason, Anthropic's stop_reason); Stop gives it
+	// copydesk's.
 	StopReason string
 	Usage      Usage
 	// Partial marks the Response of a stream that failed after its answer
@@ -66,6 +70,41 @@ func partial(out *Response, started bool) *Response {
 	}
 	out.Partial = true
 	return out
+}
+
+// Why a generation stopped, in copydesk's words: the stop reason of a run,
+// a chat reply or a live generation.
+const (
+	StopEnd       = "stop"           // the model finished its answer (or met a stop sequence)
+	StopLength    = "length"         // cut off at the max tokens limit: the answer is truncated
+	StopFilter    = "content_filter" // the provider withheld the rest
+	StopToolCalls = "tool_calls"     // the model asked for a tool
+	StopCancelled = "cancelled"      // stopped or cancelled by someone, or by the server stopping
+	StopError     = "error"          // the call failed
+	StopOther     = "other"          // a reason the provider gave that copydesk does not know
+)
+
+// Stop is a provider's stop reason in copydesk's words: OpenAI's
+// finish_reason (stop, length, content_filter, tool_calls,
+// function_call), which OpenAI-compatible servers send too (Ollama's
+// done_reason stop, length, load and unload reach its OpenAI API as
+// finish_reason), and Anthropic's stop_reason (end_turn, stop_sequence,
+// max_tokens, model_context_window_exceeded, refusal, tool_use, pause_turn).
+// "" stays "": the provider said nothing.
+func Stop(reason string) string {
+	switch strings.ToLower(strings.TrimSpace(reason)) {
+	case "":
+		return ""
+	case "stop", "end_turn", "stop_sequence", "eos", "load", "unload", "pause_turn":
+		return StopEnd
+	case "length", "max_tokens", "model_length", "model_context_window_exceeded":
+		return StopLength
+	case "content_filter", "refusal", "safety":
+		return StopFilter
+	case "tool_calls", "tool_use", "function_call":
+		return StopToolCalls
+	}
+	return StopOther
 }
 
 // Provider generates text.

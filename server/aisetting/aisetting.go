@@ -56,16 +56,17 @@ func New(db Store, envs Environments, creds Credentials, eff Resolver) *Service 
 // environment from the global level, the global level from the built-in
 // defaults).
 type Level struct {
-	CredentialID     *int64
-	Model            *string
-	Temperature      *float64
-	MaxOutputTokens  *int
-	Tone             *string
-	Language         *string
-	TargetWordCount  *int
-	MonthlyBudgetUSD *float64
-	PriceOverrides   map[string]store.Price
-	ContextWindows   map[string]int
+	CredentialID        *int64
+	Model               *string
+	Temperature         *float64
+	MaxOutputTokens     *int
+	Tone                *string
+	Language            *string
+	TargetWordCount     *int
+	MonthlyBudgetUSD    *float64
+	MonthlyBudgetTokens *int64
+	PriceOverrides      map[string]store.Price
+	ContextWindows      map[string]int
 }
 
 // View shows one level: the global settings, the environment's own (nil
@@ -112,7 +113,7 @@ type Fields map[string]bool
 
 // AllFields sets every field of a level: what lvl leaves nil inherits.
 var AllFields = Fields{"credential_id": true, "model": true, "temperature": true, "max_output_tokens": true,
-	"tone": true, "language": true, "target_word_count": true, "monthly_budget_usd": true,
+	"tone": true, "language": true, "target_word_count": true, "monthly_budget_usd": true, "monthly_budget_tokens": true,
 	"price_overrides": true, "context_windows": true}
 
 // Put changes a level, global (envID nil) or an environment's, and returns
@@ -143,8 +144,9 @@ func (s *Service) Put(ctx context.Context, sc store.Scope, envID *int64, lvl Lev
 	}
 	if _, err := s.db.PutAISettings(ctx, store.AISettings{EnvironmentID: envID, CredentialID: lvl.CredentialID,
 		Model: lvl.Model, Temperature: lvl.Temperature, MaxOutputTokens: lvl.MaxOutputTokens, Tone: lvl.Tone,
-		Language: lvl.Language, TargetWordCount: lvl.TargetWordCount, MonthlyBudgetUSD: lvl.MonthlyBudgetUSD,
-		PriceOverrides: lvl.PriceOverrides, ContextWindows: lvl.ContextWindows}); err != nil {
+		Language: lvl.Language, TargetWordCount: lvl.TargetWordCount, MonthlyBudget: store.MicrosOfUSD(lvl.MonthlyBudgetUSD),
+		MonthlyBudgetTokens: lvl.MonthlyBudgetTokens,
+		PriceOverrides:      lvl.PriceOverrides, ContextWindows: lvl.ContextWindows}); err != nil {
 		return nil, err
 	}
 	return s.Get(ctx, sc, envID)
@@ -160,6 +162,7 @@ func (l *Level) keepUnset(saved Level, given Fields) {
 	keep(given, "language", &l.Language, saved.Language)
 	keep(given, "target_word_count", &l.TargetWordCount, saved.TargetWordCount)
 	keep(given, "monthly_budget_usd", &l.MonthlyBudgetUSD, saved.MonthlyBudgetUSD)
+	keep(given, "monthly_budget_tokens", &l.MonthlyBudgetTokens, saved.MonthlyBudgetTokens)
 	keep(given, "price_overrides", &l.PriceOverrides, saved.PriceOverrides)
 	keep(given, "context_windows", &l.ContextWindows, saved.ContextWindows)
 }
@@ -172,8 +175,9 @@ func keep[T any](given Fields, field string, dst *T, saved T) {
 
 func levelOf(s *store.AISettings) Level {
 	return Level{CredentialID: s.CredentialID, Model: s.Model, Temperature: s.Temperature, MaxOutputTokens: s.MaxOutputTokens,
-		Tone: s.Tone, Language: s.Language, TargetWordCount: s.TargetWordCount, MonthlyBudgetUSD: s.MonthlyBudgetUSD,
-		PriceOverrides: s.PriceOverrides, ContextWindows: s.ContextWindows}
+		Tone: s.Tone, Language: s.Language, TargetWordCount: s.TargetWordCount, MonthlyBudgetUSD: store.USDOf(s.MonthlyBudget),
+		MonthlyBudgetTokens: s.MonthlyBudgetTokens,
+		PriceOverrides:      s.PriceOverrides, ContextWindows: s.ContextWindows}
 }
 
 // Limits of a level, the same as the request binding's.
@@ -192,6 +196,9 @@ const (
 	maxPrice = 10000
 	// maxBudget (USD a month) keeps a budget a finite, sane number.
 	maxBudget = 1e9
+	// maxBudgetTokens (tokens a month) is far above any use and far below
+	// an overflow.
+	maxBudgetTokens = 1e15
 )
 
 // normalize applies the rules of one level: ranges, one-line texts, a
@@ -252,6 +259,12 @@ func (l *Level) checkRanges() error {
 		return store.Invalid("monthly_budget_usd: must be at least 0")
 	case l.MonthlyBudgetUSD != nil && !(*l.MonthlyBudgetUSD <= maxBudget):
 		return store.Invalid("monthly_budget_usd: must be at most %g", float64(maxBudget))
+	case l.MonthlyBudgetTokens != nil && *l.MonthlyBudgetTokens < 0:
+		return store.Invalid("monthly_budget_tokens: must be at least 0")
+	case l.MonthlyBudgetTokens != nil && *l.MonthlyBudgetTokens > maxBudgetTokens:
+		return store.Invalid("monthly_budget_tokens: must be at most %d", int64(maxBudgetTokens))
+	case l.MonthlyBudgetUSD != nil && *l.MonthlyBudgetUSD > 0 && store.MicrosOf(*l.MonthlyBudgetUSD) == 0:
+		return store.Invalid("monthly_budget_usd: must be 0 or at least 0.000001 (budgets are counted in millionths of a dollar)")
 	}
 	return nil
 }

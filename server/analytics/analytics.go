@@ -70,7 +70,9 @@ type Series struct {
 // environment.
 type Costs struct {
 	Range
-	TotalCostUSD  float64
+	// TotalCost sums the known costs: nil when there were calls and none
+	// had a known cost (a local model's), never 0.
+	TotalCost     *store.Micros
 	ByModel       []*store.UsageTotals
 	ByEnvironment []*store.UsageTotals
 }
@@ -134,13 +136,16 @@ func (s *Service) Costs(ctx context.Context, sc store.Scope, q Query) (*Costs, e
 	if out.ByEnvironment, err = s.db.UsageSeries(ctx, f, store.GroupByEnvironment); err != nil {
 		return nil, err
 	}
+	var all store.UsageTotals
 	for _, p := range out.ByModel {
-		out.TotalCostUSD += p.CostUSD
+		all.Calls, all.UnpricedCalls, all.Cost = all.Calls+p.Calls, all.UnpricedCalls+p.UnpricedCalls, all.Cost+p.Cost
 	}
+	out.TotalCost = all.KnownCost()
 	return out, nil
 }
 
-// csvHeader names the export's columns.
+// csvHeader names the export's columns. cost_usd is dollars with six
+// decimals (the micro-dollars stored, exactly), empty when unknown.
 var csvHeader = []string{"id", "created_at", "provider", "model", "input_tokens", "output_tokens", "cached_tokens", "cost_usd",
 	"latency_ms", "status", "error", "source", "user_id", "environment_id", "agent_id", "credential_id", "estimated"}
 
@@ -170,9 +175,9 @@ func (s *Service) ExportCSV(ctx context.Context, sc store.Scope, q Query, open f
 }
 
 func csvRow(e *store.UsageEvent) []string {
-	cost := ""
-	if e.CostUSD != nil {
-		cost = strconv.FormatFloat(*e.CostUSD, 'f', -1, 64)
+	cost := "" // unknown
+	if e.Cost != nil {
+		cost = e.Cost.Decimal()
 	}
 	return []string{itoa(e.ID), e.CreatedAt.UTC().Format(store.TimeFormat), csvSafe(e.Provider), csvSafe(e.Model),
 		itoa(e.InputTokens), itoa(e.OutputTokens), itoa(e.CachedTokens), cost, itoa(e.LatencyMS), e.Status, csvSafe(e.Error), e.Source,

@@ -268,19 +268,28 @@ func TestScope(t *testing.T) {
 func TestCosts(t *testing.T) {
 	svc, db := newService()
 	db.series = map[string][]*store.UsageTotals{
-		"model":       {{Key: "gpt-4o", CostUSD: 1.25}, {Key: "llama", CostUSD: 0, UnpricedCalls: 4}, {Key: "claude", CostUSD: 0.5}},
-		"environment": {{Key: "2", Label: "Blog", CostUSD: 1.75}},
+		"model": {{Key: "gpt-4o", Calls: 2, Cost: store.MicrosOf(1.25)}, {Key: "llama", Calls: 4, UnpricedCalls: 4},
+			{Key: "claude", Calls: 1, Cost: store.MicrosOf(0.5)}},
+		"environment": {{Key: "2", Label: "Blog", Cost: store.MicrosOf(1.75)}},
 	}
 	costs, err := svc.Costs(context.Background(), store.Everything, Query{From: "2026-01-01"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if costs.TotalCostUSD != 1.75 || len(costs.ByModel) != 3 || len(costs.ByEnvironment) != 1 {
+	if costs.TotalCost == nil || *costs.TotalCost != store.MicrosOf(1.75) || len(costs.ByModel) != 3 || len(costs.ByEnvironment) != 1 {
 		t.Fatalf("costs %+v", costs)
 	}
 	if strings.Join(db.groups, ",") != "model,environment" {
 		t.Fatalf("groupings asked: %v", db.groups)
 	}
+	t.Run("OnlyUnpriced", func(t *testing.T) {
+		// Only calls without a price: the total is unknown, not 0.
+		svc, db := newService()
+		db.series = map[string][]*store.UsageTotals{"model": {{Key: "llama", Calls: 4, UnpricedCalls: 4}}, "environment": {}}
+		if costs, err := svc.Costs(context.Background(), store.Everything, Query{From: "2026-01-01"}); err != nil || costs.TotalCost != nil {
+			t.Fatalf("unpriced costs %+v (%v)", costs, err)
+		}
+	})
 	t.Run("StoreError", func(t *testing.T) {
 		svc, db := newService()
 		db.err = errors.New("disk on fire")
@@ -295,7 +304,7 @@ func TestExportCSV(t *testing.T) {
 	created := time.Date(2026, 1, 2, 3, 4, 5, 600, time.UTC)
 	db.events = []*store.UsageEvent{
 		{ID: 1, CreatedAt: created, Provider: "openai", Model: "gpt-4o", InputTokens: 10, OutputTokens: 20, CachedTokens: 1,
-			CostUSD: ptr(0.0125), LatencyMS: 300, Status: "ok", Source: "chat", UserID: ptr[int64](7), EnvironmentID: ptr[int64](2)},
+			Cost: store.MicrosOfUSD(ptr(0.0125)), LatencyMS: 300, Status: "ok", Source: "chat", UserID: ptr[int64](7), EnvironmentID: ptr[int64](2)},
 		{ID: 2, CreatedAt: created, Provider: "openai", Model: "=HYPERLINK(\"x\")", Status: "error", Error: "-boom", Source: "test", Estimated: true},
 	}
 	var buf bytes.Buffer
@@ -309,7 +318,7 @@ func TestExportCSV(t *testing.T) {
 	if len(rows) != 3 || strings.Join(rows[0], ",") != strings.Join(csvHeader, ",") {
 		t.Fatalf("rows %q", rows)
 	}
-	want1 := "1,2026-01-02T03:04:05.000Z,openai,gpt-4o,10,20,1,0.0125,300,ok,,chat,7,2,,,false"
+	want1 := "1,2026-01-02T03:04:05.000Z,openai,gpt-4o,10,20,1,0.012500,300,ok,,chat,7,2,,,false" // six decimals, always
 	want2 := `2,2026-01-02T03:04:05.000Z,openai,'=HYPERLINK("x"),0,0,0,,0,error,'-boom,test,,,,,true`
 	if got := strings.Join(rows[1], ","); got != want1 {
 		t.Errorf("row 1:\n got %s\nwant %s", got, want1)

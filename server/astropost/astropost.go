@@ -22,6 +22,7 @@ import (
 
 	"github.com/copydesk/copydesk/server/slug"
 	"github.com/copydesk/copydesk/server/valid"
+	"github.com/copydesk/copydesk/server/webhook"
 	"github.com/copydesk/copydesk/store"
 )
 
@@ -46,15 +47,30 @@ type Environments interface {
 
 // Service implements the Astro post rules.
 type Service struct {
-	db   Store
-	envs Environments
-	now  func() time.Time
-	log  *slog.Logger
+	db    Store
+	envs  Environments
+	now   func() time.Time
+	log   *slog.Logger
+	hooks webhook.Emitter
+}
+
+// EmitTo makes publishing tell webhooks (post.published, post.failed);
+// called once, before the service is used.
+func (s *Service) EmitTo(h webhook.Emitter) { s.hooks = webhook.Or(h) }
+
+// published is the webhook event of a post that stopped being a draft
+// (err nil), or that failed to (err set).
+func (s *Service) published(ctx context.Context, envID, postID int64, err error) {
+	e := webhook.Event{Type: webhook.PostPublished, EnvironmentID: envID, Data: map[string]any{"target": store.PostAstro, "post_id": postID}}
+	if err != nil {
+		e.Type, e.Data["error"] = webhook.PostFailed, store.Message(err)
+	}
+	s.hooks.Emit(ctx, e)
 }
 
 // New returns the service; now is the clock of default publication dates.
 func New(db Store, envs Environments, now func() time.Time, log *slog.Logger) *Service {
-	return &Service{db: db, envs: envs, now: now, log: log}
+	return &Service{db: db, envs: envs, now: now, log: log, hooks: webhook.Discard}
 }
 
 // Limits of the fields.
@@ -179,7 +195,10 @@ func (s *Service) Create(ctx context.Context, sc store.Scope, in Input) (*store.
 	}
 	var back undo
 	p, err := s.db.CreateAstroPost(ctx, n, writer(f, &back))
-	return p, s.settle(err, back, "create")
+	if err = s.settle(err, back, "create"); err == nil && !p.Draft {
+		s.published(ctx, p.EnvironmentID, p.ID, nil)
+	}
+	return p, err
 }
 
 // writer is the store's write hook of a post: it renders the post as the
@@ -279,7 +298,11 @@ func (s *Service) Update(ctx context.Context, sc store.Scope, id int64, ch Chang
 		}
 	}
 	p, back, err := s.rewrite(ctx, f, old, up)
-	return p, s.settle(err, back, "update")
+	err = s.settle(err, back, "update")
+	if old.Draft && ch.Draft != nil && !*ch.Draft {
+		s.published(ctx, old.EnvironmentID, old.ID, err)
+	}
+	return p, err
 }
 
 // rewrite applies up to post old and writes its file; a new name writes

@@ -28,7 +28,7 @@ import (
 //     service checked the image is there; a /public-style path fails the
 //     build, since image() resolves it as a file next to the post).
 //   - categories, tags and draft are extra keys the starter's schema
-//     ignores (see the README for the two lines that make draft hide a
+//     ignores (see docs/guide/astro.md for the two lines that make draft hide a
 //     post); the front matter keys of an imported file that copydesk does
 //     not know follow, as they were.
 func Render(p *store.AstroPost) string {

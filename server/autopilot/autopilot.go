@@ -40,11 +40,13 @@ import (
 	"time"
 
 	"github.com/copydesk/copydesk/server/cie"
+	"github.com/copydesk/copydesk/server/engine"
 	"github.com/copydesk/copydesk/server/jobs"
 	"github.com/copydesk/copydesk/server/notify"
 	"github.com/copydesk/copydesk/server/posttarget"
 	"github.com/copydesk/copydesk/server/stream"
 	"github.com/copydesk/copydesk/server/valid"
+	"github.com/copydesk/copydesk/server/webhook"
 	"github.com/copydesk/copydesk/store"
 )
 
@@ -79,7 +81,7 @@ type Store interface {
 	KeywordByID(ctx context.Context, id int64) (*store.Keyword, error)
 	ListCampaigns(ctx context.Context, f store.CampaignFilter) ([]*store.Campaign, int, error)
 	EnvironmentByID(ctx context.Context, id int64) (*store.Environment, error)
-	EnvironmentCostSince(ctx context.Context, envID int64, t time.Time) (float64, error)
+	EnvironmentSpendSince(ctx context.Context, envID int64, t time.Time) (store.Spend, error)
 	CIERunByID(ctx context.Context, id int64) (*store.CIERun, error)
 }
 
@@ -124,6 +126,7 @@ type Deps struct {
 	Jobs         Runner
 	Notify       Notifier
 	Events       *stream.Broker
+	Hooks        webhook.Emitter  // run.succeeded, run.failed, autopilot.paused; nil: none
 	Now          func() time.Time // the store's clock
 	Log          *slog.Logger
 }
@@ -137,6 +140,7 @@ type Service struct {
 	jobs   Runner
 	notify Notifier
 	events *stream.Broker
+	hooks  webhook.Emitter
 	now    func() time.Time
 	log    *slog.Logger
 
@@ -147,7 +151,7 @@ type Service struct {
 // New returns the service and registers its job kinds with d.Jobs.
 func New(d Deps) *Service {
 	s := &Service{db: d.Store, envs: d.Environments, gen: d.Generator, posts: d.Posts, jobs: d.Jobs, notify: d.Notify,
-		events: d.Events, now: d.Now, log: d.Log, topics: map[int64]bool{}}
+		events: d.Events, hooks: webhook.Or(d.Hooks), now: d.Now, log: d.Log, topics: map[int64]bool{}}
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
 	}
@@ -183,9 +187,11 @@ type Status struct {
 	ActiveRun *store.AutopilotRun
 	// PostsToday counts today's runs that count toward the max posts per
 	// day (in the environment's time zone).
-	PostsToday    int
-	SpentTodayUSD float64
-	SpentMonthUSD float64
+	PostsToday int
+	// SpentToday and SpentMonth are the environment's known costs and
+	// tokens today and this month (in its time zone).
+	SpentToday store.Spend
+	SpentMonth store.Spend
 	// NextRunAt is when the scheduler means to start the next run: set
 	// while it runs with no run under way.
 	NextRunAt *time.Time
@@ -235,7 +241,7 @@ func (s *Service) status(ctx context.Context, env *store.Environment) (*Status, 
 	if st.PostsToday, last, err = s.db.AutopilotRunsSince(ctx, env.ID, dayStart(now, loc, 0)); err != nil {
 		return nil, err
 	}
-	if st.SpentTodayUSD, st.SpentMonthUSD, err = s.spend(ctx, env.ID, now, loc); err != nil {
+	if st.SpentToday, st.SpentMonth, err = s.spend(ctx, env.ID, now, loc); err != nil {
 		return nil, err
 	}
 	if ap.State == store.AutopilotRunning && st.ActiveRun == nil {
@@ -247,11 +253,11 @@ func (s *Service) status(ctx context.Context, env *store.Environment) (*Status, 
 }
 
 // spend is the environment's spend today and this month.
-func (s *Service) spend(ctx context.Context, envID int64, now time.Time, loc *time.Location) (day, month float64, err error) {
-	if day, err = s.db.EnvironmentCostSince(ctx, envID, dayStart(now, loc, 0)); err != nil {
-		return 0, 0, err
+func (s *Service) spend(ctx context.Context, envID int64, now time.Time, loc *time.Location) (day, month store.Spend, err error) {
+	if day, err = s.db.EnvironmentSpendSince(ctx, envID, dayStart(now, loc, 0)); err != nil {
+		return day, month, err
 	}
-	month, err = s.db.EnvironmentCostSince(ctx, envID, monthStart(now, loc, 0))
+	month, err = s.db.EnvironmentSpendSince(ctx, envID, monthStart(now, loc, 0))
 	return day, month, err
 }
 
@@ -265,12 +271,18 @@ func (s *Service) budgetStop(ctx context.Context, env *store.Environment, c stor
 		return "", "", time.Time{}, err
 	}
 	switch {
-	case c.MonthlyBudgetUSD != nil && month >= *c.MonthlyBudgetUSD:
-		return store.PauseMonthlyBudget, fmt.Sprintf("the monthly budget is reached: %s spent of %s in %s", store.FormatUSD(month),
-			store.FormatUSD(*c.MonthlyBudgetUSD), now.In(loc).Format("January 2006")), monthStart(now, loc, 1), nil
-	case c.DailyBudgetUSD != nil && day >= *c.DailyBudgetUSD:
-		return store.PauseDailyBudget, fmt.Sprintf("the daily budget is reached: %s spent of %s on %s", store.FormatUSD(day),
-			store.FormatUSD(*c.DailyBudgetUSD), now.In(loc).Format("2 January 2006")), dayStart(now, loc, 1), nil
+	case c.MonthlyBudget != nil && month.Cost >= *c.MonthlyBudget:
+		return store.PauseMonthlyBudget, fmt.Sprintf("the monthly budget is reached: %s spent of %s in %s", month.Cost,
+			*c.MonthlyBudget, now.In(loc).Format("January 2006")), monthStart(now, loc, 1), nil
+	case c.MonthlyBudgetTokens != nil && month.Tokens >= *c.MonthlyBudgetTokens:
+		return store.PauseMonthlyBudget, fmt.Sprintf("the monthly token budget is reached: %s used of %s in %s", engine.Tokens(month.Tokens),
+			engine.Tokens(*c.MonthlyBudgetTokens), now.In(loc).Format("January 2006")), monthStart(now, loc, 1), nil
+	case c.DailyBudget != nil && day.Cost >= *c.DailyBudget:
+		return store.PauseDailyBudget, fmt.Sprintf("the daily budget is reached: %s spent of %s on %s", day.Cost,
+			*c.DailyBudget, now.In(loc).Format("2 January 2006")), dayStart(now, loc, 1), nil
+	case c.DailyBudgetTokens != nil && day.Tokens >= *c.DailyBudgetTokens:
+		return store.PauseDailyBudget, fmt.Sprintf("the daily token budget is reached: %s used of %s on %s", engine.Tokens(day.Tokens),
+			engine.Tokens(*c.DailyBudgetTokens), now.In(loc).Format("2 January 2006")), dayStart(now, loc, 1), nil
 	}
 	return "", "", time.Time{}, nil
 }
@@ -286,9 +298,12 @@ type ConfigInput struct {
 	MaxPostsPerDay   int    // default 1
 	DailyBudgetUSD   *float64
 	MonthlyBudgetUSD *float64
-	PostStatus       string // campaign (default), draft, publish
-	AutoResume       *bool  // default true
-	Variables        map[string]string
+	// DailyBudgetTokens and MonthlyBudgetTokens bound the tokens (input
+	// and output); nil: none.
+	DailyBudgetTokens, MonthlyBudgetTokens *int64
+	PostStatus                             string // campaign (default), draft, publish
+	AutoResume                             *bool  // default true
+	Variables                              map[string]string
 }
 
 // Limits of a config.
@@ -296,6 +311,9 @@ const (
 	maxCampaigns = 100
 	maxVariables = 20
 	maxValue     = 5000
+	// maxBudgetTokens bounds a budget in tokens: far above any use, far
+	// below an overflow.
+	maxBudgetTokens = 1e15
 	// MaxPostsPerDay bounds the max posts per day.
 	MaxPostsPerDay = 100
 )
@@ -413,8 +431,20 @@ func normalize(in ConfigInput) (store.AutopilotConfig, error) {
 		if b.v != nil && !(*b.v > 0 && *b.v < 1e9) {
 			return c, store.Invalid("%s: must be more than 0 (leave it out or null for no budget)", b.field)
 		}
+		if b.v != nil && store.MicrosOf(*b.v) == 0 {
+			return c, store.Invalid("%s: must be at least 0.000001 (budgets are counted in millionths of a dollar)", b.field)
+		}
 	}
-	c.DailyBudgetUSD, c.MonthlyBudgetUSD = in.DailyBudgetUSD, in.MonthlyBudgetUSD
+	c.DailyBudget, c.MonthlyBudget = store.MicrosOfUSD(in.DailyBudgetUSD), store.MicrosOfUSD(in.MonthlyBudgetUSD)
+	for _, b := range []struct {
+		field string
+		v     *int64
+	}{{"daily_budget_tokens", in.DailyBudgetTokens}, {"monthly_budget_tokens", in.MonthlyBudgetTokens}} {
+		if b.v != nil && !(*b.v > 0 && *b.v <= maxBudgetTokens) {
+			return c, store.Invalid("%s: must be 1 to %d (leave it out or null for no budget)", b.field, int64(maxBudgetTokens))
+		}
+	}
+	c.DailyBudgetTokens, c.MonthlyBudgetTokens = in.DailyBudgetTokens, in.MonthlyBudgetTokens
 	switch in.PostStatus {
 	case "":
 	case "campaign", "draft", "publish":
@@ -551,6 +581,8 @@ func (s *Service) Pause(ctx context.Context, sc store.Scope, userID, envID int64
 		return nil, err
 	}
 	s.emit(ctx, env.ID, EventStatus, ap)
+	s.hooks.Emit(ctx, webhook.Event{Type: webhook.AutopilotPaused, EnvironmentID: env.ID,
+		Data: map[string]any{"by": "user", "user_id": userID, "reason": ap.PauseReason}})
 	s.replan(ctx)
 	return s.status(ctx, env)
 }

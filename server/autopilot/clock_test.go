@@ -120,13 +120,13 @@ func TestNormalizeConfig(t *testing.T) {
 	t.Parallel()
 	c, err := normalize(ConfigInput{})
 	if err != nil || c.WindowStart != 0 || c.WindowEnd != 1440 || c.MaxPostsPerDay != 1 || c.PostStatus != "campaign" || !c.AutoResume ||
-		c.DailyBudgetUSD != nil || len(c.CampaignIDs) != 0 {
+		c.DailyBudget != nil || len(c.CampaignIDs) != 0 {
 		t.Fatalf("defaults: %+v %v", c, err)
 	}
 	off, budget := false, 2.5
 	c, err = normalize(ConfigInput{WindowStart: "22:00", WindowEnd: "00:00", MaxPostsPerDay: 3, DailyBudgetUSD: &budget, PostStatus: "draft",
 		AutoResume: &off, CampaignIDs: []int64{3, 1}, Variables: map[string]string{"audience": "  bakers "}})
-	if err != nil || c.WindowStart != 1320 || c.WindowEnd != 1440 || c.MaxPostsPerDay != 3 || *c.DailyBudgetUSD != 2.5 || c.AutoResume ||
+	if err != nil || c.WindowStart != 1320 || c.WindowEnd != 1440 || c.MaxPostsPerDay != 3 || *c.DailyBudget != 2_500_000 || c.AutoResume ||
 		c.PostStatus != "draft" || c.CampaignIDs[0] != 3 || c.Variables["audience"] != "bakers" {
 		t.Fatalf("given: %+v %v", c, err)
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/copydesk/copydesk/server/engine"
 	"github.com/copydesk/copydesk/server/jobs"
 	"github.com/copydesk/copydesk/server/notify"
+	"github.com/copydesk/copydesk/server/webhook"
 	"github.com/copydesk/copydesk/store"
 )
 
@@ -206,7 +207,7 @@ func generationFailed(g *store.CIERun, err error) error {
 // generated is the end of a generate step with its generation.
 func generated(g *store.CIERun) store.StepEnd {
 	e := store.StepEnd{Status: store.StepSucceeded, Detail: fmt.Sprintf("generation %d: %q", g.ID, g.Title),
-		InputTokens: g.InputTokens, OutputTokens: g.OutputTokens, CostUSD: g.CostUSD}
+		InputTokens: g.InputTokens, OutputTokens: g.OutputTokens, Cost: g.Cost}
 	if g.Status != store.RunSucceeded {
 		e.Detail = fmt.Sprintf("generation %d", g.ID)
 	}
@@ -354,6 +355,7 @@ func (s *Service) succeed(ctx context.Context, run *store.AutopilotRun) error {
 		return err
 	}
 	s.emit(ctx, run.EnvironmentID, EventRun, run)
+	s.runEnded(ctx, run)
 	note := notify.Note{Kind: NotePublished, Title: fmt.Sprintf("AutoPilot published a post for %q", run.Keyword), Link: runLink(run)}
 	if run.PostStatus != "publish" {
 		note.Kind, note.Title = NoteDrafted, fmt.Sprintf("AutoPilot wrote a draft for %q", run.Keyword)
@@ -363,6 +365,18 @@ func (s *Service) succeed(ctx context.Context, run *store.AutopilotRun) error {
 	}
 	s.notify.Environment(ctx, run.EnvironmentID, note)
 	return s.checkDailyLimit(ctx, run.EnvironmentID)
+}
+
+// runEnded is the webhook event of a run that succeeded or failed.
+func (s *Service) runEnded(ctx context.Context, run *store.AutopilotRun) {
+	ids := map[string]any{"campaign_id": run.CampaignID, "keyword_id": run.KeywordID, "generation_id": run.CIERunID,
+		"target": run.Target, "post_id": nil}
+	if run.Post != nil {
+		ids["post_id"] = run.Post.ID
+	}
+	if e, ok := webhook.RunEnded(webhook.RunAutopilot, run.EnvironmentID, run.ID, run.Status, run.Error, ids); ok {
+		s.hooks.Emit(ctx, e)
+	}
 }
 
 // checkDailyLimit pauses a running autopilot whose posts of the day are
@@ -399,6 +413,7 @@ func (s *Service) fail(ctx context.Context, run *store.AutopilotRun, why string)
 		return
 	}
 	s.emit(ctx, run.EnvironmentID, EventRun, run)
+	s.runEnded(ctx, run)
 	s.notify.Environment(ctx, run.EnvironmentID, notify.Note{Kind: NoteFailed, Title: fmt.Sprintf("AutoPilot failed to write %q", run.Keyword),
 		Body: why, Link: runLink(run)})
 	ap, err := s.db.AutopilotOf(ctx, run.EnvironmentID)
@@ -443,6 +458,11 @@ func (s *Service) pauseSelf(ctx context.Context, env *store.Environment, reason,
 		return
 	}
 	s.emit(ctx, env.ID, EventStatus, ap)
+	data := map[string]any{"by": "autopilot", "reason": reason, "detail": detail}
+	if autoResume {
+		data["resume_at"] = resume.UTC().Format(time.RFC3339)
+	}
+	s.hooks.Emit(ctx, webhook.Event{Type: webhook.AutopilotPaused, EnvironmentID: env.ID, Data: data})
 	body := detail + ". Resume it with POST /api/autopilot/resume."
 	if autoResume {
 		body = fmt.Sprintf("%s. It resumes by itself at %s (%s).", detail, resume.In(zone(env)).Format("2006-01-02 15:04 MST"), zone(env))

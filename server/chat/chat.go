@@ -72,7 +72,7 @@ type Engine interface {
 type Runner interface {
 	Register(kind string, k jobs.Kind)
 	Signal()
-	Cancel(ctx context.Context, id int64) (*store.Job, error)
+	jobs.Canceller // Cancel, and Wait for a cancelled handler
 }
 
 // Deps are what the service works with.

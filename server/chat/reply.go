@@ -61,14 +61,14 @@ type Failure = generation.Failure
 type Usage struct {
 	InputTokens     int64
 	OutputTokens    int64
-	CostUSD         *float64
+	Cost            *store.Micros
 	Estimated       bool
 	TrimmedMessages int
 }
 
 // UsageOf is a stored reply's usage.
 func UsageOf(m *store.ChatMessage) Usage {
-	return Usage{InputTokens: m.InputTokens, OutputTokens: m.OutputTokens, CostUSD: m.CostUSD, Estimated: m.UsageEstimated,
+	return Usage{InputTokens: m.InputTokens, OutputTokens: m.OutputTokens, Cost: m.Cost, Estimated: m.UsageEstimated,
 		TrimmedMessages: m.TrimmedMessages}
 }
 

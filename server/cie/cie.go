@@ -31,6 +31,7 @@ import (
 	"github.com/copydesk/copydesk/server/notify"
 	"github.com/copydesk/copydesk/server/stream"
 	"github.com/copydesk/copydesk/server/valid"
+	"github.com/copydesk/copydesk/server/webhook"
 	"github.com/copydesk/copydesk/store"
 )
 
@@ -45,6 +46,7 @@ type Store interface {
 	AgentByID(ctx context.Context, id int64) (*store.Agent, error)
 
 	CIERunByID(ctx context.Context, id int64) (*store.CIERun, error)
+	ListCIERuns(ctx context.Context, f store.CIERunFilter) ([]*store.CIERun, int, error)
 	CreateCIERunWithJob(ctx context.Context, n store.NewCIERun, j store.RunJob) (*store.CIERun, error)
 	StartCIERun(ctx context.Context, id int64) (bool, error)
 	FinishCIERun(ctx context.Context, id int64, o store.CIEOutcome) (*store.CIERun, error)
@@ -68,7 +70,7 @@ type Engine interface {
 // Runner is the job runner (server/jobs) that carries generations out.
 type Runner interface {
 	Register(kind string, k jobs.Kind)
-	Cancel(ctx context.Context, id int64) (*store.Job, error)
+	jobs.Canceller // Cancel, and Wait for a cancelled handler
 	Signal()
 }
 
@@ -83,8 +85,9 @@ type Deps struct {
 	Environments Environments
 	Engine       Engine
 	Jobs         Runner
-	Notify       Notifier       // when set, queued generations tell their requester how they ended
-	Events       *stream.Broker // where streamed generations are published
+	Notify       Notifier        // when set, queued generations tell their requester how they ended
+	Events       *stream.Broker  // where streamed generations are published
+	Hooks        webhook.Emitter // run.succeeded, run.failed; nil: none
 	Log          *slog.Logger
 }
 
@@ -96,13 +99,15 @@ type Service struct {
 	jobs   Runner
 	notify Notifier
 	events *stream.Broker
+	hooks  webhook.Emitter
 	log    *slog.Logger
 	runs   *generation.Kind[*store.CIERun] // how a generation is carried out (run.go)
 }
 
 // New returns the service and registers its job kinds with d.Jobs.
 func New(d Deps) *Service {
-	s := &Service{db: d.Store, envs: d.Environments, engine: d.Engine, jobs: d.Jobs, notify: d.Notify, events: d.Events, log: d.Log}
+	s := &Service{db: d.Store, envs: d.Environments, engine: d.Engine, jobs: d.Jobs, notify: d.Notify, events: d.Events,
+		hooks: webhook.Or(d.Hooks), log: d.Log}
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/copydesk/copydesk/server/generation"
 	"github.com/copydesk/copydesk/server/notify"
 	"github.com/copydesk/copydesk/server/stream"
+	"github.com/copydesk/copydesk/server/webhook"
 	"github.com/copydesk/copydesk/store"
 )
 
@@ -115,6 +116,40 @@ func (s *Service) Run(ctx context.Context, sc store.Scope, id int64) (*store.CIE
 		return nil, store.NotFound("run not found")
 	}
 	return r, nil
+}
+
+// RunFilter narrows Runs.
+type RunFilter struct {
+	EnvironmentID *int64
+	ArchetypeID   *int64
+	Status        string
+}
+
+// Runs lists the generations the scope sees, newest first: those of its
+// environments, narrowed by f. Asking for an environment outside the
+// scope is not found, as its runs would be.
+func (s *Service) Runs(ctx context.Context, sc store.Scope, f RunFilter, page store.Page) ([]*store.CIERun, int, error) {
+	if f.EnvironmentID != nil {
+		if err := sc.Require(*f.EnvironmentID, "environment"); err != nil {
+			return nil, 0, err
+		}
+	}
+	return s.db.ListCIERuns(ctx, store.CIERunFilter{EnvironmentID: f.EnvironmentID, ArchetypeID: f.ArchetypeID, Status: f.Status,
+		Scope: sc, Page: page})
+}
+
+// Cancel cancels a queued or running generation the scope sees, saying
+// who did; a finished one is a conflict. A running one's provider call is
+// cut, and the usage of what it had answered is recorded.
+func (s *Service) Cancel(ctx context.Context, sc store.Scope, id int64, by string) (*store.CIERun, error) {
+	r, err := s.Run(ctx, sc, id)
+	if err != nil {
+		return nil, err
+	}
+	if r.Finished() {
+		return nil, store.Conflict("generation %d already %s", r.ID, r.Status)
+	}
+	return s.runs.Cancel(ctx, r.ID, r.JobID, store.CIEOutcome{Status: store.RunCancelled, Error: "cancelled by " + by})
 }
 
 // Succeeded returns a generation the scope sees whose article can be
@@ -222,6 +257,12 @@ func (s *Service) registerJobs() {
 		ID:   func(r *store.CIERun) int64 { return r.ID },
 		Call: s.generate,
 		Notify: func(ctx context.Context, job *store.Job, r *store.CIERun) {
+			// Streamed or queued, a generation's end is an event; one run
+			// inside an autopilot run is told of as the autopilot run.
+			if e, ok := webhook.RunEnded(webhook.RunArchetype, r.EnvironmentID, r.ID, r.Status, r.Error,
+				map[string]any{"archetype_id": r.ArchetypeID}); ok {
+				s.hooks.Emit(ctx, e)
+			}
 			if job.Kind == RunJob {
 				s.notifyRun(ctx, r)
 			}
@@ -270,13 +311,7 @@ func (s *Service) generateAs(ctx context.Context, c engine.Call, f generation.Fe
 			o.InputTokens += res.Usage.InputTokens
 			o.OutputTokens += res.Usage.OutputTokens
 			o.UsageEstimated = o.UsageEstimated || res.UsageEstimated
-			if res.CostUSD != nil {
-				sum := *res.CostUSD
-				if o.CostUSD != nil {
-					sum += *o.CostUSD
-				}
-				o.CostUSD = &sum
-			}
+			o.Cost = store.AddCost(o.Cost, res.Cost)
 		}
 		if err != nil {
 			o.Status, o.Error = store.RunFailed, store.Message(err)
@@ -285,6 +320,11 @@ func (s *Service) generateAs(ctx context.Context, c engine.Call, f generation.Fe
 		art, perr := ParseArticle(res.Text)
 		if perr == nil {
 			o.Status, o.Title, o.Description, o.Body, o.Output = store.RunSucceeded, art.Title, art.Description, art.Body, ""
+			return o, nil
+		}
+		if res.StopReason == ai.StopLength {
+			// Asking again would be cut off again, and paid for twice.
+			o.Status, o.Error = store.RunFailed, CutOff(c)
 			return o, nil
 		}
 		if attempt == 2 {
@@ -297,6 +337,18 @@ func (s *Service) generateAs(ctx context.Context, c engine.Call, f generation.Fe
 		}
 		c.Messages = append(c.Messages, ai.Message{Role: "assistant", Content: res.Text}, ai.Message{Role: "user", Content: retryPrompt(perr)})
 	}
+}
+
+// CutOff is the error of a generation whose answer was cut off at the max
+// tokens limit before the article was complete: it names the setting to
+// raise, the agent's when the call used the agent's limit.
+func CutOff(c engine.Call) string {
+	setting := "max_output_tokens in PUT /api/settings/ai-content (the environment's, or the global one)"
+	if c.MaxTokens > 0 && c.AgentID != nil {
+		setting = fmt.Sprintf("the agent's max_tokens (%d) in PUT /api/agents/%d", c.MaxTokens, *c.AgentID)
+	}
+	return "the model's answer was cut off at the max tokens limit before the article was complete: raise " + setting +
+		" (its answer is kept in raw_output)"
 }
 
 // notifyRun tells whoever queued a generation how it ended, as agent runs

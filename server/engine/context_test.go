@@ -191,7 +191,7 @@ func TestCutOffStreamRecordsEstimatedUsage(t *testing.T) {
 	}
 	ev := evs[0]
 	if ev.Status != "error" || !ev.Estimated || ev.Source != "cie" || ev.InputTokens != wantIn || ev.OutputTokens != wantOut ||
-		ev.CostUSD == nil || *ev.CostUSD <= 0 || ev.EnvironmentID == nil || *ev.EnvironmentID != envID {
+		ev.Cost == nil || ev.Cost.USD() <= 0 || ev.EnvironmentID == nil || *ev.EnvironmentID != envID {
 		t.Fatalf("usage event %+v", ev)
 	}
 

@@ -19,6 +19,7 @@ import (
 	"net/http"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -28,6 +29,7 @@ import (
 	"github.com/copydesk/copydesk/server/outbound"
 	"github.com/copydesk/copydesk/server/publish/wordpress"
 	"github.com/copydesk/copydesk/server/serp"
+	"github.com/copydesk/copydesk/server/webhook"
 	"github.com/copydesk/copydesk/store"
 )
 
@@ -36,15 +38,18 @@ var Defaults = Effective{Temperature: 0.7, MaxOutputTokens: 4096, Tone: "profess
 
 // Effective is the merged result of the settings levels.
 type Effective struct {
-	CredentialID     *int64
-	Model            string
-	Temperature      float64
-	MaxOutputTokens  int
-	Tone             string
-	Language         string
-	TargetWordCount  int
-	MonthlyBudgetUSD *float64
-	PriceOverrides   map[string]store.Price
+	CredentialID    *int64
+	Model           string
+	Temperature     float64
+	MaxOutputTokens int
+	Tone            string
+	Language        string
+	TargetWordCount int
+	MonthlyBudget   *store.Micros
+	// MonthlyBudgetTokens is the monthly budget in tokens (input and
+	// output), for models without a price too.
+	MonthlyBudgetTokens *int64
+	PriceOverrides      map[string]store.Price
 	// ContextWindows overrides the built-in context windows
 	// (ContextWindow), model id or family to tokens.
 	ContextWindows map[string]int
@@ -66,6 +71,9 @@ type Options struct {
 	// budgets. The call's own answer stands (its text is paid for), so the
 	// caller does not get the error; tests set this to fail.
 	OnRecordError func(error)
+	// OnUsage, when set, is told the usage event of every call, whether
+	// or not it could be stored (server/metrics counts them).
+	OnUsage func(store.UsageEvent)
 }
 
 // Engine generates text and accounts for it.
@@ -73,9 +81,15 @@ type Engine struct {
 	db     *store.DB
 	creds  *credential.Opener
 	notify *notify.Notifier
+	hooks  webhook.Emitter
 	log    *slog.Logger
 	opt    Options
 }
+
+// EmitTo makes the engine tell webhooks (budget.reached) besides the
+// environment's users. It is called once, before the engine is used: the
+// webhook service is built after it (server.New).
+func (e *Engine) EmitTo(h webhook.Emitter) { e.hooks = webhook.Or(h) }
 
 // New returns an engine; keys unseal the credentials (server/keyring),
 // through server/credential's opener.
@@ -89,7 +103,7 @@ func New(db *store.DB, keys credential.Unsealer, n *notify.Notifier, log *slog.L
 	if opt.MaxRetries == 0 {
 		opt.MaxRetries = 2
 	}
-	return &Engine{db: db, creds: credential.NewOpener(db, keys), notify: n, log: log, opt: opt}
+	return &Engine{db: db, creds: credential.NewOpener(db, keys), notify: n, hooks: webhook.Discard, log: log, opt: opt}
 }
 
 // Effective merges the settings of an environment (nil: global only) over
@@ -132,8 +146,11 @@ func (e *Engine) Effective(ctx context.Context, envID *int64) (Effective, error)
 		if s.TargetWordCount != nil {
 			eff.TargetWordCount = *s.TargetWordCount
 		}
-		if s.MonthlyBudgetUSD != nil {
-			eff.MonthlyBudgetUSD = s.MonthlyBudgetUSD
+		if s.MonthlyBudget != nil {
+			eff.MonthlyBudget = s.MonthlyBudget
+		}
+		if s.MonthlyBudgetTokens != nil {
+			eff.MonthlyBudgetTokens = s.MonthlyBudgetTokens
 		}
 		for m, p := range s.PriceOverrides {
 			eff.PriceOverrides[m] = p
@@ -193,9 +210,13 @@ type Result struct {
 	Model        string
 	CredentialID int64
 	Usage        ai.Usage
-	CostUSD      *float64
+	Cost         *store.Micros // nil: the model's price is unknown
 	Latency      time.Duration
-	StopReason   string
+	// StopReason is why the model stopped (ai.Stop's words): ai.StopLength
+	// when the answer was cut off at the max tokens limit, ai.StopCancelled
+	// when the call was stopped or cancelled, ai.StopError when it failed;
+	// "" when the provider did not say.
+	StopReason string
 	// Partial marks the result of a stream that failed after its answer
 	// began: Text is what was streamed before the failure, returned with
 	// the error.
@@ -325,7 +346,7 @@ func (e *Engine) run(ctx context.Context, c Call, onDelta func(string) error) (*
 	latency := time.Since(start)
 	res := &Result{Provider: p.cred.Provider, Model: p.req.Model, CredentialID: p.cred.ID, Latency: latency}
 	if resp != nil {
-		res.Text, res.Usage, res.StopReason, res.Partial = resp.Text, resp.Usage, resp.StopReason, resp.Partial
+		res.Text, res.Usage, res.StopReason, res.Partial = resp.Text, resp.Usage, ai.Stop(resp.StopReason), resp.Partial
 		if resp.Model != "" {
 			res.Model = resp.Model
 		}
@@ -337,14 +358,21 @@ func (e *Engine) run(ctx context.Context, c Call, onDelta func(string) error) (*
 	if costErr != nil {
 		e.log.Error("call cost", "err", costErr)
 	}
-	res.CostUSD = cost
+	res.Cost = cost
+	switch {
+	case Stopped(ctx, err):
+		res.StopReason = ai.StopCancelled
+	case err != nil:
+		res.StopReason = ai.StopError
+	}
 	// The call happened, whatever became of ctx meanwhile: account for it.
 	wctx := context.WithoutCancel(ctx)
 	e.record(wctx, c, res, err)
+	// A failed or stopped call's tokens count toward the budgets too.
+	e.watchBudget(wctx, c.EnvironmentID, p.eff)
 	if err != nil {
 		return res, providerError(err)
 	}
-	e.watchBudget(wctx, c.EnvironmentID, p.eff)
 	return res, nil
 }
 
@@ -378,11 +406,19 @@ func completeUsage(req ai.Request, resp *ai.Response) (ai.Usage, bool) {
 // it is logged as an error and handed to Options.OnRecordError.
 func (e *Engine) record(ctx context.Context, c Call, res *Result, callErr error) {
 	ev := store.UsageEvent{Provider: res.Provider, Model: res.Model, InputTokens: res.Usage.InputTokens,
-		OutputTokens: res.Usage.OutputTokens, CachedTokens: res.Usage.CachedTokens, CostUSD: res.CostUSD,
-		LatencyMS: res.Latency.Milliseconds(), Status: "ok", Source: c.Source, UserID: c.UserID,
+		OutputTokens: res.Usage.OutputTokens, CachedTokens: res.Usage.CachedTokens, Cost: res.Cost,
+		LatencyMS: res.Latency.Milliseconds(), Status: store.UsageOK, Source: c.Source, UserID: c.UserID,
 		EnvironmentID: c.EnvironmentID, AgentID: c.AgentID, CredentialID: &res.CredentialID, Estimated: res.UsageEstimated}
-	if callErr != nil {
-		ev.Status, ev.Error = "error", store.Message(providerError(callErr))
+	switch {
+	case res.StopReason == ai.StopCancelled:
+		// Stopped by someone (or by the server stopping), not failed: its
+		// partial usage counts as any other.
+		ev.Status, ev.Error = store.UsageCancelled, "the call was stopped before it finished"
+	case callErr != nil:
+		ev.Status, ev.Error = store.UsageError, store.Message(providerError(callErr))
+	}
+	if e.opt.OnUsage != nil {
+		e.opt.OnUsage(ev)
 	}
 	if _, err := e.db.RecordUsage(ctx, ev); err != nil {
 		e.log.Error("usage event not recorded: its cost is missing from token analytics and budgets", "source", c.Source,
@@ -391,6 +427,18 @@ func (e *Engine) record(ctx context.Context, c Call, res *Result, callErr error)
 			e.opt.OnRecordError(fmt.Errorf("engine: record usage of a %s call: %w", c.Source, err))
 		}
 	}
+}
+
+// ErrStopped is what a stream's onDelta answers to stop the call because
+// its generation was stopped or cancelled (generation.ErrStopped): the
+// call is then cancelled, not failed.
+var ErrStopped = errors.New("generation: stopped")
+
+// Stopped says whether a call that ended with err was stopped on purpose:
+// its onDelta answered ErrStopped, or its context ended (a cancel, a
+// server stopping, a restore), rather than the provider failing.
+func Stopped(ctx context.Context, err error) bool {
+	return err != nil && (errors.Is(err, ErrStopped) || ctx.Err() != nil)
 }
 
 // providerError gives a provider failure its kind: cancellation stays what
@@ -421,36 +469,75 @@ func Retryable(err error) bool {
 }
 
 // watchBudget raises budget.reached once each when an environment's month
-// crosses 80% and 100% of its monthly budget.
+// crosses 80% and 100% of its monthly budget in dollars, and once each for
+// its budget in tokens (input and output, priced or not: a local model's
+// calls have no cost, only tokens).
 func (e *Engine) watchBudget(ctx context.Context, envID *int64, eff Effective) {
-	if envID == nil || eff.MonthlyBudgetUSD == nil || *eff.MonthlyBudgetUSD <= 0 {
+	if envID == nil {
+		return
+	}
+	money := eff.MonthlyBudget != nil && *eff.MonthlyBudget > 0
+	tokens := eff.MonthlyBudgetTokens != nil && *eff.MonthlyBudgetTokens > 0
+	if !money && !tokens {
 		return
 	}
 	now := e.db.Now().UTC()
 	month := time.Date(now.Year(), now.Month(), 1, 0, 0, 0, 0, time.UTC)
-	spent, err := e.db.EnvironmentCostSince(ctx, *envID, month)
+	spent, err := e.db.EnvironmentSpendSince(ctx, *envID, month)
 	if err != nil {
 		e.log.Error("budget check", "err", err)
 		return
 	}
-	budget := *eff.MonthlyBudgetUSD
-	for _, pct := range []int{80, 100} {
-		if spent < budget*float64(pct)/100 {
-			continue
-		}
-		fresh, err := e.db.MarkBudgetAlert(ctx, *envID, month.Format("2006-01"), pct)
-		if err != nil || !fresh {
-			continue
-		}
-		name := fmt.Sprintf("environment %d", *envID)
-		if env, err := e.db.EnvironmentByID(ctx, *envID); err == nil {
-			name = env.Name
-		}
-		e.notify.Environment(ctx, *envID, notify.Note{Kind: notify.BudgetReached,
-			Title: fmt.Sprintf("%s has used %d%% of its monthly AI budget", name, pct),
-			Body:  fmt.Sprintf("%s of %s in %s.", store.FormatUSD(spent), store.FormatUSD(budget), month.Format("January 2006")),
-			Link:  fmt.Sprintf("/api/token-analytics/summary?environment_id=%d", *envID)})
+	type budget struct {
+		key, what   string // the alert's period key; the budget's name
+		unit        string // of the webhook's data: "usd" or "tokens"
+		used, limit int64
+		amount      func(int64) string
 	}
+	var budgets []budget
+	if money {
+		budgets = append(budgets, budget{key: month.Format("2006-01"), what: "monthly AI budget", unit: "usd", used: int64(spent.Cost),
+			limit: int64(*eff.MonthlyBudget), amount: func(n int64) string { return store.Micros(n).String() }})
+	}
+	if tokens {
+		budgets = append(budgets, budget{key: month.Format("2006-01") + " tokens", what: "monthly AI token budget", unit: "tokens", used: spent.Tokens,
+			limit: *eff.MonthlyBudgetTokens, amount: Tokens})
+	}
+	for _, b := range budgets {
+		for _, pct := range []int64{80, 100} {
+			if b.used*100 < b.limit*pct {
+				continue
+			}
+			fresh, err := e.db.MarkBudgetAlert(ctx, *envID, b.key, int(pct))
+			if err != nil || !fresh {
+				continue
+			}
+			name := fmt.Sprintf("environment %d", *envID)
+			if env, err := e.db.EnvironmentByID(ctx, *envID); err == nil {
+				name = env.Name
+			}
+			data := map[string]any{"percent": pct, "month": month.Format("2006-01"), "unit": b.unit}
+			if b.unit == "usd" {
+				data["spent_usd"], data["budget_usd"] = store.Micros(b.used).USD(), store.Micros(b.limit).USD()
+			} else {
+				data["spent_tokens"], data["budget_tokens"] = b.used, b.limit
+			}
+			e.hooks.Emit(ctx, webhook.Event{Type: webhook.BudgetReached, EnvironmentID: *envID, Data: data})
+			e.notify.Environment(ctx, *envID, notify.Note{Kind: notify.BudgetReached,
+				Title: fmt.Sprintf("%s has used %d%% of its %s", name, pct, b.what),
+				Body:  fmt.Sprintf("%s of %s in %s.", b.amount(b.used), b.amount(b.limit), month.Format("January 2006")),
+				Link:  fmt.Sprintf("/api/token-analytics/summary?environment_id=%d", *envID)})
+		}
+	}
+}
+
+// Tokens writes a token count for a person: "12,345 tokens".
+func Tokens(n int64) string {
+	s := strconv.FormatInt(n, 10)
+	for i := len(s) - 3; i > 0 && s[i-1] != '-'; i -= 3 {
+		s = s[:i] + "," + s[i:]
+	}
+	return s + " tokens"
 }
 
 // TestCredential makes a real, cheap call with a credential: list the

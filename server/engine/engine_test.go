@@ -203,8 +203,8 @@ func TestGenerateRecordsUsage(t *testing.T) {
 		res.Usage != (ai.Usage{InputTokens: 1000, OutputTokens: 500, CachedTokens: 200}) || res.StopReason != "stop" {
 		t.Fatalf("result: %+v", res)
 	}
-	if res.CostUSD == nil || !near(*res.CostUSD, gpt4oMiniCost) {
-		t.Fatalf("cost = %v, want %v", res.CostUSD, gpt4oMiniCost)
+	if res.Cost == nil || !near(res.Cost.USD(), gpt4oMiniCost) {
+		t.Fatalf("cost = %v, want %v", res.Cost, gpt4oMiniCost)
 	}
 	// What was sent: the settings' parameters and the system prompt.
 	reqs := f.Requests()
@@ -229,8 +229,8 @@ func TestGenerateRecordsUsage(t *testing.T) {
 		ev.AgentID == nil || *ev.AgentID != agent.ID || ev.CredentialID == nil || *ev.CredentialID != cred || !ev.CreatedAt.Equal(now) {
 		t.Fatalf("usage event: %+v", ev)
 	}
-	if ev.CostUSD == nil || !near(*ev.CostUSD, gpt4oMiniCost) {
-		t.Fatalf("usage cost = %v, want %v", ev.CostUSD, gpt4oMiniCost)
+	if ev.Cost == nil || !near(ev.Cost.USD(), gpt4oMiniCost) {
+		t.Fatalf("usage cost = %v, want %v", ev.Cost, gpt4oMiniCost)
 	}
 }
 
@@ -312,10 +312,10 @@ func TestAnthropicGenerate(t *testing.T) {
 	// claude-haiku-4-5: $1 input, $0.10 cache reads, $5 output per million;
 	// the input count includes the 200 cached tokens.
 	want := (800*1.0 + 200*0.10 + 500*5.0) / 1e6
-	if res.Text != "Hi." || res.Usage != (ai.Usage{InputTokens: 1000, OutputTokens: 500, CachedTokens: 200}) || res.CostUSD == nil || !near(*res.CostUSD, want) {
-		t.Fatalf("result %+v, cost %v, want %v", res, res.CostUSD, want)
+	if res.Text != "Hi." || res.Usage != (ai.Usage{InputTokens: 1000, OutputTokens: 500, CachedTokens: 200}) || res.Cost == nil || !near(res.Cost.USD(), want) {
+		t.Fatalf("result %+v, cost %v, want %v", res, res.Cost, want)
 	}
-	if ev := r.usage(t); len(ev) != 1 || ev[0].Provider != "anthropic" || ev[0].CostUSD == nil || !near(*ev[0].CostUSD, want) {
+	if ev := r.usage(t); len(ev) != 1 || ev[0].Provider != "anthropic" || ev[0].Cost == nil || !near(ev[0].Cost.USD(), want) {
 		t.Fatalf("usage: %+v", ev)
 	}
 }
@@ -355,7 +355,7 @@ func TestProviderUnauthorized(t *testing.T) {
 	}
 	ev := events[0]
 	if ev.Status != "error" || !strings.Contains(ev.Error, "Incorrect API key provided") || strings.Contains(ev.Error, wrongKey) ||
-		ev.InputTokens != 0 || ev.CostUSD == nil || *ev.CostUSD != 0 || ev.Model != "gpt-4o-mini" || ev.UserID == nil || *ev.UserID != r.user.ID {
+		ev.InputTokens != 0 || ev.Cost == nil || ev.Cost.USD() != 0 || ev.Model != "gpt-4o-mini" || ev.UserID == nil || *ev.UserID != r.user.ID {
 		t.Fatalf("usage event: %+v", ev)
 	}
 	// The event's error is the client-safe message, once.
@@ -390,7 +390,7 @@ func TestRateLimitThenSuccess(t *testing.T) {
 		t.Fatalf("retry-after-ms: 1 was not honoured: %v", d)
 	}
 	events := r.usage(t)
-	if len(events) != 1 || events[0].Status != "ok" || events[0].CostUSD == nil || !near(*events[0].CostUSD, gpt4oMiniCost) {
+	if len(events) != 1 || events[0].Status != "ok" || events[0].Cost == nil || !near(events[0].Cost.USD(), gpt4oMiniCost) {
 		t.Fatalf("usage events: %d %+v", len(events), events)
 	}
 }
@@ -458,8 +458,82 @@ func TestCancelledCall(t *testing.T) {
 	if !errors.Is(err, context.Canceled) || engine.Retryable(err) {
 		t.Fatalf("err = %v", err)
 	}
-	// The usage event is recorded even though the caller's context is done.
-	if ev := r.usage(t); len(ev) != 1 || ev[0].Status != "error" {
+	// The usage event is recorded even though the caller's context is
+	// done: as cancelled, not as an error.
+	if ev := r.usage(t); len(ev) != 1 || ev[0].Status != store.UsageCancelled || ev[0].Error != "the call was stopped before it finished" {
+		t.Fatalf("usage: %+v", ev)
+	}
+}
+
+// A stream its caller stops (onDelta answers engine.ErrStopped: a chat
+// reply stopped, a live generation cancelled) is recorded as cancelled,
+// with the usage of what it streamed (estimated: the provider never said),
+// and its result says cancelled.
+func TestStoppedStreamIsCancelled(t *testing.T) {
+	r := newRig(t, engine.Options{})
+	f := newLLM(t, func(n int, req map[string]any, w http.ResponseWriter, hr *http.Request) {
+		streamChunks(w, "gpt-4o-mini", []string{"One ", "two ", "three ", "four."}, true)
+	})
+	cred := r.credential(t, "openai", f.URL(), goodKey, "gpt-4o-mini", nil)
+	pieces := 0
+	res, err := r.eng.Stream(context.Background(), engine.Call{Source: "chat", CredentialID: &cred, Messages: hello}, func(string) error {
+		if pieces++; pieces == 2 {
+			return engine.ErrStopped
+		}
+		return nil
+	})
+	if !errors.Is(err, engine.ErrStopped) || res == nil || res.StopReason != ai.StopCancelled || res.Text != "One two " {
+		t.Fatalf("res %+v, err %v", res, err)
+	}
+	ev := r.usage(t)
+	if len(ev) != 1 || ev[0].Status != store.UsageCancelled || ev[0].OutputTokens == 0 || ev[0].InputTokens == 0 || !ev[0].Estimated ||
+		ev[0].Cost == nil || ev[0].Cost.USD() <= 0 {
+		t.Fatalf("usage: %+v", ev[0])
+	}
+	sum, err := r.db.UsageSummary(context.Background(), store.UsageFilter{Scope: store.Everything})
+	if err != nil || sum.Calls != 1 || sum.Cancelled != 1 || sum.Errors != 0 || sum.OutputTokens != ev[0].OutputTokens || sum.Cost != *ev[0].Cost {
+		t.Fatalf("summary %+v (%v): a cancelled call's tokens and cost count", sum, err)
+	}
+}
+
+// The provider's stop reason comes back in copydesk's words: a reply cut
+// off at max_tokens is "length", plain and streamed, OpenAI's and
+// Anthropic's; a failed call is "error".
+func TestStopReason(t *testing.T) {
+	for _, c := range []struct{ raw, want string }{{"stop", ai.StopEnd}, {"length", ai.StopLength}, {"end_turn", ai.StopEnd},
+		{"max_tokens", ai.StopLength}, {"stop_sequence", ai.StopEnd}, {"content_filter", ai.StopFilter}, {"tool_use", ai.StopToolCalls},
+		{"", ""}, {"something_new", ai.StopOther}} {
+		if got := ai.Stop(c.raw); got != c.want {
+			t.Errorf("ai.Stop(%q) = %q, want %q", c.raw, got, c.want)
+		}
+	}
+	r := newRig(t, engine.Options{})
+	f := newLLM(t, func(n int, req map[string]any, w http.ResponseWriter, hr *http.Request) {
+		if n == 3 {
+			apiError(w, 400, "bad request")
+			return
+		}
+		if stream, _ := req["stream"].(bool); stream {
+			w.Header().Set("Content-Type", "text/event-stream")
+			fmt.Fprint(w, "data: {\"id\":\"c1\",\"object\":\"chat.completion.chunk\",\"created\":1,\"model\":\"gpt-4o-mini\",\"choices\":[{\"index\":0,\"delta\":{\"content\":\"Cut\"},\"finish_reason\":\"length\"}]}\n\n")
+			fmt.Fprint(w, "data: [DONE]\n\n")
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		fmt.Fprint(w, `{"id":"c1","object":"chat.completion","created":1,"model":"gpt-4o-mini","choices":[{"index":0,"message":{"role":"assistant","content":"Cut"},"finish_reason":"length"}],"usage":{"prompt_tokens":10,"completion_tokens":5,"total_tokens":15}}`)
+	})
+	cred := r.credential(t, "openai", f.URL(), goodKey, "gpt-4o-mini", nil)
+	call := engine.Call{Source: "chat", CredentialID: &cred, Messages: hello}
+	if res, err := r.eng.Generate(context.Background(), call); err != nil || res.StopReason != ai.StopLength {
+		t.Fatalf("generate: %+v, %v", res, err)
+	}
+	if res, err := r.eng.Stream(context.Background(), call, func(string) error { return nil }); err != nil || res.StopReason != ai.StopLength {
+		t.Fatalf("stream: %+v, %v", res, err)
+	}
+	if res, err := r.eng.Generate(context.Background(), call); err == nil || res.StopReason != ai.StopError {
+		t.Fatalf("failed: %+v, %v", res, err)
+	}
+	if ev := r.usage(t); len(ev) != 3 || ev[0].Status != store.UsageError {
 		t.Fatalf("usage: %+v", ev)
 	}
 }
@@ -509,7 +583,7 @@ func TestStream(t *testing.T) {
 					t.Fatalf("res %+v, deltas %q, err %v", res, deltas.String(), err)
 				}
 				if ev.Status != "ok" || ev.InputTokens != 1000 || ev.CachedTokens != 200 || ev.OutputTokens != 500 ||
-					ev.CostUSD == nil || !near(*ev.CostUSD, gpt4oMiniCost) || ev.Source != "live" {
+					ev.Cost == nil || !near(ev.Cost.USD(), gpt4oMiniCost) || ev.Source != "live" {
 					t.Fatalf("usage event: %+v", ev)
 				}
 				return
@@ -577,7 +651,7 @@ func TestUsageNotReported(t *testing.T) {
 		}
 		ev := r.usage(t)[0]
 		if !ev.Estimated || ev.InputTokens != wantIn || ev.OutputTokens != wantOut || ev.Status != "ok" ||
-			ev.CostUSD == nil || *ev.CostUSD <= 0 {
+			ev.Cost == nil || ev.Cost.USD() <= 0 {
 			t.Fatalf("streamed %v: usage event %+v", streamed, ev)
 		}
 	}
@@ -602,12 +676,12 @@ func TestUnknownModelHasNoCost(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res.CostUSD != nil {
-		t.Fatalf("cost of an unknown model = %v, want nil", *res.CostUSD)
+	if res.Cost != nil {
+		t.Fatalf("cost of an unknown model = %v, want nil", res.Cost.USD())
 	}
 	ev := r.usage(t)
-	if len(ev) != 1 || ev[0].CostUSD != nil || ev[0].Status != "ok" || ev[0].InputTokens != 1000 {
-		t.Fatalf("usage: %+v (cost %v)", ev, ev[0].CostUSD)
+	if len(ev) != 1 || ev[0].Cost != nil || ev[0].Status != "ok" || ev[0].InputTokens != 1000 {
+		t.Fatalf("usage: %+v (cost %v)", ev, ev[0].Cost)
 	}
 	// Priced by an override, the same model has a cost.
 	r.settings(t, store.AISettings{PriceOverrides: map[string]store.Price{"llama3.1": {Input: 1, Output: 2}}})
@@ -615,8 +689,8 @@ func TestUnknownModelHasNoCost(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res.CostUSD == nil || !near(*res.CostUSD, (1000*1.0+500*2.0)/1e6) {
-		t.Fatalf("overridden cost = %v", res.CostUSD)
+	if res.Cost == nil || !near(res.Cost.USD(), (1000*1.0+500*2.0)/1e6) {
+		t.Fatalf("overridden cost = %v", res.Cost)
 	}
 }
 
@@ -786,12 +860,12 @@ func TestBudgetNotifications(t *testing.T) {
 	// Each call: 500 output tokens at $600 per million = $0.30; input free.
 	r.settings(t, store.AISettings{CredentialID: &cred,
 		PriceOverrides: map[string]store.Price{"budget-model": {Input: 0, Output: 600, CachedInput: ptr(0.0)}}})
-	r.settings(t, store.AISettings{EnvironmentID: &envA, MonthlyBudgetUSD: ptr(1.0)})
+	r.settings(t, store.AISettings{EnvironmentID: &envA, MonthlyBudget: store.MicrosOfUSD(ptr(1.0))})
 	// Spending of another month and of another environment does not count.
 	lastMonth := now.AddDate(0, -1, 0)
 	for _, ev := range []store.UsageEvent{
-		{CreatedAt: lastMonth, Provider: "openai", Model: "budget-model", CostUSD: ptr(5.0), Status: "ok", Source: "chat", EnvironmentID: &envA},
-		{CreatedAt: now, Provider: "openai", Model: "budget-model", CostUSD: ptr(5.0), Status: "ok", Source: "chat", EnvironmentID: &envB},
+		{CreatedAt: lastMonth, Provider: "openai", Model: "budget-model", Cost: store.MicrosOfUSD(ptr(5.0)), Status: "ok", Source: "chat", EnvironmentID: &envA},
+		{CreatedAt: now, Provider: "openai", Model: "budget-model", Cost: store.MicrosOfUSD(ptr(5.0)), Status: "ok", Source: "chat", EnvironmentID: &envB},
 	} {
 		if _, err := r.db.RecordUsage(ctx, ev); err != nil {
 			t.Fatal(err)
@@ -820,8 +894,8 @@ func TestBudgetNotifications(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if res.CostUSD == nil || !near(*res.CostUSD, 0.30) {
-			t.Fatalf("call %d cost %v, want 0.30", i+1, res.CostUSD)
+		if res.Cost == nil || !near(res.Cost.USD(), 0.30) {
+			t.Fatalf("call %d cost %v, want 0.30", i+1, res.Cost)
 		}
 		if got := budgetNotes(r.user.ID); len(got) != want {
 			t.Fatalf("after call %d (spent $%.2f): %d budget notifications, want %d", i+1, 0.3*float64(i+1), len(got), want)
@@ -883,12 +957,12 @@ func TestEffective(t *testing.T) {
 	// nothing chooses one: it is the effective one.
 	if eff.Temperature != 0.7 || eff.MaxOutputTokens != 4096 || eff.Tone != "professional" || eff.Language != "en" ||
 		eff.TargetWordCount != 1200 || eff.CredentialID == nil || *eff.CredentialID != cred || eff.Model != "" ||
-		eff.MonthlyBudgetUSD != nil || eff.PriceOverrides == nil {
+		eff.MonthlyBudget != nil || eff.PriceOverrides == nil {
 		t.Fatalf("defaults: %+v", deref(eff))
 	}
 
 	r.settings(t, store.AISettings{CredentialID: &cred, Model: ptr("gpt-4o"), Temperature: ptr(0.3), Tone: ptr("friendly"),
-		MonthlyBudgetUSD: ptr(10.0), PriceOverrides: map[string]store.Price{"a": {Input: 1, Output: 1}, "b": {Input: 2, Output: 2}}})
+		MonthlyBudget: store.MicrosOfUSD(ptr(10.0)), PriceOverrides: map[string]store.Price{"a": {Input: 1, Output: 1}, "b": {Input: 2, Output: 2}}})
 	r.settings(t, store.AISettings{EnvironmentID: &envA, CredentialID: &credA, Temperature: ptr(0.0), Language: ptr("de"),
 		TargetWordCount: ptr(500), PriceOverrides: map[string]store.Price{"b": {Input: 3, Output: 3}, "c": {Input: 4, Output: 4}}})
 
@@ -898,13 +972,13 @@ func TestEffective(t *testing.T) {
 		want engine.Effective
 	}{
 		{"Global", nil, engine.Effective{CredentialID: &cred, Model: "gpt-4o", Temperature: 0.3, MaxOutputTokens: 4096, Tone: "friendly",
-			Language: "en", TargetWordCount: 1200, MonthlyBudgetUSD: ptr(10.0),
+			Language: "en", TargetWordCount: 1200, MonthlyBudget: store.MicrosOfUSD(ptr(10.0)),
 			PriceOverrides: map[string]store.Price{"a": {Input: 1, Output: 1}, "b": {Input: 2, Output: 2}}}},
 		{"Override", &envA, engine.Effective{CredentialID: &credA, Model: "gpt-4o", Temperature: 0, MaxOutputTokens: 4096, Tone: "friendly",
-			Language: "de", TargetWordCount: 500, MonthlyBudgetUSD: ptr(10.0),
+			Language: "de", TargetWordCount: 500, MonthlyBudget: store.MicrosOfUSD(ptr(10.0)),
 			PriceOverrides: map[string]store.Price{"a": {Input: 1, Output: 1}, "b": {Input: 3, Output: 3}, "c": {Input: 4, Output: 4}}}},
 		{"NoOverride", &envB, engine.Effective{CredentialID: &cred, Model: "gpt-4o", Temperature: 0.3, MaxOutputTokens: 4096, Tone: "friendly",
-			Language: "en", TargetWordCount: 1200, MonthlyBudgetUSD: ptr(10.0),
+			Language: "en", TargetWordCount: 1200, MonthlyBudget: store.MicrosOfUSD(ptr(10.0)),
 			PriceOverrides: map[string]store.Price{"a": {Input: 1, Output: 1}, "b": {Input: 2, Output: 2}}}},
 	}
 	for _, c := range cases {
@@ -937,8 +1011,8 @@ func deref(e engine.Effective) string {
 	if e.CredentialID != nil {
 		cred = fmt.Sprint(*e.CredentialID)
 	}
-	if e.MonthlyBudgetUSD != nil {
-		budget = fmt.Sprint(*e.MonthlyBudgetUSD)
+	if e.MonthlyBudget != nil {
+		budget = fmt.Sprint(e.MonthlyBudget.USD())
 	}
 	prices, _ := json.Marshal(e.PriceOverrides) // sorted keys
 	return fmt.Sprintf("cred=%s model=%q temp=%v max=%d tone=%q lang=%q words=%d budget=%s prices=%s",
@@ -1001,10 +1075,10 @@ func TestInfiniteCostIsUnknown(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res.CostUSD != nil {
-		t.Fatalf("cost = %v, want nil", *res.CostUSD)
+	if res.Cost != nil {
+		t.Fatalf("cost = %v, want nil", res.Cost.USD())
 	}
-	if ev := r.usage(t); len(ev) != 1 || ev[0].CostUSD != nil {
+	if ev := r.usage(t); len(ev) != 1 || ev[0].Cost != nil {
 		t.Fatalf("usage: %+v", ev)
 	}
 }
@@ -1025,7 +1099,7 @@ func TestBudgetNoticeDigits(t *testing.T) {
 	// 500 output tokens at $0.80 per million: $0.0004.
 	r.settings(t, store.AISettings{CredentialID: &cred,
 		PriceOverrides: map[string]store.Price{"tiny-model": {Input: 0, Output: 0.8, CachedInput: ptr(0.0)}}})
-	r.settings(t, store.AISettings{EnvironmentID: &env, MonthlyBudgetUSD: ptr(0.000001)})
+	r.settings(t, store.AISettings{EnvironmentID: &env, MonthlyBudget: store.MicrosOfUSD(ptr(0.000001))})
 	if _, err := r.eng.Generate(ctx, engine.Call{Source: "execution", UserID: &r.user.ID, EnvironmentID: &env, Messages: hello}); err != nil {
 		t.Fatal(err)
 	}
@@ -1035,5 +1109,55 @@ func TestBudgetNoticeDigits(t *testing.T) {
 	}
 	if !strings.Contains(list[0].Body, "$0.0004 of $0.000001") {
 		t.Fatalf("body %q", list[0].Body)
+	}
+}
+
+// A model without a price costs nothing known, so only a budget in tokens
+// bounds it: each call's 1,500 tokens count, and the token budget notifies
+// at 80% and 100% once each, beside (not instead of) the money budget.
+func TestTokenBudgetNotifications(t *testing.T) {
+	r := newRig(t, engine.Options{})
+	ctx := context.Background()
+	f := newLLM(t, func(n int, req map[string]any, w http.ResponseWriter, _ *http.Request) {
+		completion(w, "llama3.1:8b", "local") // 1000 input and 500 output tokens
+	})
+	env := r.env(t, "Shop")
+	if _, err := r.db.SetUserEnvironments(ctx, r.user.ID, []int64{env}); err != nil {
+		t.Fatal(err)
+	}
+	cred := r.credential(t, "openai_compatible", f.URL(), goodKey, "llama3.1:8b", nil)
+	r.settings(t, store.AISettings{CredentialID: &cred})
+	r.settings(t, store.AISettings{EnvironmentID: &env, MonthlyBudget: store.MicrosOfUSD(ptr(1.0)), MonthlyBudgetTokens: ptr[int64](4000)})
+	notes := func() []string {
+		list, _, err := r.db.ListNotifications(ctx, store.NotificationFilter{UserID: r.user.ID, Page: store.Page{Page: 1, PerPage: 100}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out []string
+		for _, n := range list {
+			if n.Kind == notify.BudgetReached {
+				out = append(out, n.Title+" "+n.Body)
+			}
+		}
+		return out
+	}
+	// Tokens after each call: 1,500, 3,000 (crosses none: 75%), 4,500
+	// (crosses 80% and 100%), 6,000.
+	for i, want := range []int{0, 0, 2, 2} {
+		res, err := r.eng.Generate(ctx, engine.Call{Source: "chat", UserID: &r.user.ID, EnvironmentID: &env, Messages: hello})
+		if err != nil || res.Cost != nil {
+			t.Fatalf("call %d: cost %v, %v; want an unknown cost", i+1, res.Cost, err)
+		}
+		if got := notes(); len(got) != want {
+			t.Fatalf("after call %d: %d budget notifications, want %d: %q", i+1, len(got), want, got)
+		}
+	}
+	got := strings.Join(notes(), "\n")
+	if !strings.Contains(got, "Shop has used 100% of its monthly AI token budget 4,500 tokens of 4,000 tokens in") ||
+		!strings.Contains(got, "Shop has used 80% of its monthly AI token budget") || strings.Contains(got, "$") {
+		t.Fatalf("notifications:\n%s", got)
+	}
+	if s := engine.Tokens(1234567); s != "1,234,567 tokens" {
+		t.Fatalf("Tokens = %q", s)
 	}
 }

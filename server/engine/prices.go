@@ -97,12 +97,14 @@ func lookup[T any](model string, overrides, builtin map[string]T) (T, bool) {
 	return found, best != ""
 }
 
-// Cost prices a call's usage; nil when the model's price is unknown. The
-// input count includes cached input tokens, which cost the cached price.
-// A cost that is no finite number (a price override saved before prices
-// were bounded) is unknown too, and the error says why: JSON cannot hold
-// it, so one stored would break every answer that includes it.
-func Cost(model string, u ai.Usage, overrides map[string]store.Price) (*float64, error) {
+// Cost prices a call's usage in micro-dollars, rounded once to the nearest
+// (a price per million tokens is micro-dollars per token); nil when the
+// model's price is unknown. The input count includes cached input tokens,
+// which cost the cached price. A cost that is no finite number (a price
+// override saved before prices were bounded) is unknown too, and the error
+// says why: JSON cannot hold it, so one stored would break every answer
+// that includes it.
+func Cost(model string, u ai.Usage, overrides map[string]store.Price) (*store.Micros, error) {
 	pr, ok := priceFor(model, overrides)
 	if !ok {
 		return nil, nil
@@ -112,10 +114,11 @@ func Cost(model string, u ai.Usage, overrides map[string]store.Price) (*float64,
 		cachedPrice = *pr.CachedInput
 	}
 	cached := min(u.CachedTokens, u.InputTokens)
-	c := (float64(u.InputTokens-cached)*pr.Input + float64(cached)*cachedPrice + float64(u.OutputTokens)*pr.Output) / 1e6
-	if math.IsNaN(c) || math.IsInf(c, 0) {
-		return nil, fmt.Errorf("engine: the cost of %d input and %d output tokens of %s is %g: recorded as unknown; check its price",
+	c := float64(u.InputTokens-cached)*pr.Input + float64(cached)*cachedPrice + float64(u.OutputTokens)*pr.Output
+	if math.IsNaN(c) || math.IsInf(c, 0) || math.Abs(c) >= math.MaxInt64/2 {
+		return nil, fmt.Errorf("engine: the cost of %d input and %d output tokens of %s is %g micro-dollars: recorded as unknown; check its price",
 			u.InputTokens, u.OutputTokens, model, c)
 	}
-	return &c, nil
+	m := store.Micros(math.Round(c))
+	return &m, nil
 }

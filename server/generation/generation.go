@@ -35,6 +35,7 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/copydesk/copydesk/server/ai"
 	"github.com/copydesk/copydesk/server/engine"
 	"github.com/copydesk/copydesk/server/jobs"
 	"github.com/copydesk/copydesk/server/stream"
@@ -69,7 +70,7 @@ const RequesterWait = 5 * time.Second
 // ErrStopped is what a Feed's Delta answers once the generation was
 // cancelled and its ending recorded: the call stops there, and its usage
 // is recorded with the ending the cancel kept.
-var ErrStopped = errors.New("generation: stopped")
+var ErrStopped = engine.ErrStopped
 
 // Why a generation ended early: the error of its ending.
 const (
@@ -85,7 +86,7 @@ type Row interface {
 // Runner is the job runner (server/jobs) that carries generations out.
 type Runner interface {
 	Register(kind string, k jobs.Kind)
-	Cancel(ctx context.Context, id int64) (*store.Job, error)
+	jobs.Canceller // Cancel, and Wait for a cancelled handler
 	Signal()
 }
 
@@ -229,6 +230,9 @@ func (k *Kind[R]) Job(streamed bool) store.RunJob {
 // cancels its job: the handler, if running, stops, records the usage of
 // its call and keeps this ending; a queued job ends at once.
 func (k *Kind[R]) Cancel(ctx context.Context, id int64, jobID *int64, o store.Outcome) (R, error) {
+	if o.StopReason == "" {
+		o.StopReason = ai.StopCancelled
+	}
 	finished, err := k.Finish(ctx, id, o)
 	if err != nil {
 		return finished, err
@@ -236,6 +240,11 @@ func (k *Kind[R]) Cancel(ctx context.Context, id int64, jobID *int64, o store.Ou
 	if err := jobs.Stop(ctx, k.Jobs, jobID); err != nil {
 		var zero R
 		return zero, err
+	}
+	// Read again: a handler that was running has recorded its call's
+	// model and usage by now.
+	if again, err := k.Load(ctx, id); err == nil {
+		return again, nil
 	}
 	return finished, nil
 }
@@ -313,6 +322,9 @@ func (k *Kind[R]) run(ctx context.Context, job *store.Job) error {
 	if ctx.Err() == nil {
 		o, err = k.Call(ctx, r, f)
 	}
+	if err != nil && o.StopReason == "" {
+		o.StopReason = ai.StopError // it failed before its call, or between calls
+	}
 	wctx := context.WithoutCancel(ctx) // the ending is recorded even if the job was cancelled meanwhile
 	switch cause := context.Cause(ctx); {
 	case ctx.Err() != nil && errors.Is(cause, store.ErrReplacing):
@@ -325,13 +337,13 @@ func (k *Kind[R]) run(ctx context.Context, job *store.Job) error {
 	case ctx.Err() != nil && errors.Is(cause, jobs.ErrCancelled), errors.Is(err, ErrStopped):
 		// Whoever cancelled it has recorded why, which is kept; the usage
 		// of the call is recorded with it.
-		o.Status, o.Error, err = k.cancelledStatus(), k.cancelledWord(), nil
+		o.Status, o.Error, o.StopReason, err = k.cancelledStatus(), k.cancelledWord(), ai.StopCancelled, nil
 	case ctx.Err() != nil && !streamed:
 		if err != nil {
 			return ctx.Err() // stopped: it runs again
 		}
 	case ctx.Err() != nil:
-		o.Status, o.Error = k.cancelledStatus(), ServerStopped
+		o.Status, o.Error, o.StopReason = k.cancelledStatus(), ServerStopped, ai.StopCancelled
 	case err != nil && !streamed && k.Requeue != nil && engine.Retryable(err) && job.Attempts < job.MaxAttempts:
 		if rerr := k.Requeue(wctx, p.id, store.Message(err)); rerr != nil {
 			return rerr
@@ -383,9 +395,9 @@ func (k *Kind[R]) jobFinished(ctx context.Context, job *store.Job) {
 		return
 	}
 	if !r.Finished() {
-		o := store.Outcome{Status: store.RunFailed, Error: job.LastError}
+		o := store.Outcome{Status: store.RunFailed, Error: job.LastError, StopReason: ai.StopError}
 		if job.Status == store.JobCancelled {
-			o = store.Outcome{Status: k.cancelledStatus(), Error: k.notBegun()}
+			o = store.Outcome{Status: k.cancelledStatus(), Error: k.notBegun(), StopReason: ai.StopCancelled}
 		}
 		if r, err = k.Finish(ctx, p.id, o); err != nil {
 			k.Log.Error("finish "+k.Name, "id", p.id, "err", err)
@@ -436,7 +448,7 @@ func Usage(o *store.Outcome, res *engine.Result) {
 	if res.Model != "" {
 		o.Model = res.Model
 	}
-	o.InputTokens, o.OutputTokens, o.CostUSD, o.UsageEstimated = res.Usage.InputTokens, res.Usage.OutputTokens, res.CostUSD, res.UsageEstimated
+	o.InputTokens, o.OutputTokens, o.Cost, o.UsageEstimated = res.Usage.InputTokens, res.Usage.OutputTokens, res.Cost, res.UsageEstimated
 	o.StopReason = res.StopReason
 }
 

@@ -261,7 +261,7 @@ func TestStreamed(t *testing.T) {
 		t.Fatalf("events %s, last %+v", w.names(), ev)
 	}
 	got := r.finished(t, run.ID)
-	if got.Status != store.RunSucceeded || got.Model != "gpt-4o-mini" || got.InputTokens != 1000 || got.OutputTokens != 500 || got.CostUSD == nil {
+	if got.Status != store.RunSucceeded || got.Model != "gpt-4o-mini" || got.InputTokens != 1000 || got.OutputTokens != 500 || got.Cost == nil {
 		t.Fatalf("run: %+v", got)
 	}
 	r.notifiedTimes(t, 1)

@@ -65,3 +65,42 @@ func Fence(line string) string {
 	}
 	return ""
 }
+
+// maxLineTitle bounds a title taken from a first line (FirstLine).
+const maxLineTitle = 120
+
+// FirstLine is a title for Markdown without a heading: its first line of
+// text, outside code, without list, quote and emphasis markers, cut at a
+// word before maxLineTitle characters (with "…"). ok is false when md has
+// no such line.
+func FirstLine(md string) (title string, ok bool) {
+	fence := ""
+	for _, raw := range strings.Split(md, "\n") {
+		line := strings.TrimSpace(raw)
+		if fence != "" {
+			if strings.HasPrefix(line, fence) && strings.Trim(line, fence[:1]+" \t") == "" {
+				fence = ""
+			}
+			continue
+		}
+		if f := Fence(line); f != "" {
+			fence = f
+			continue
+		}
+		line = strings.TrimLeft(line, ">-+*#0123456789.) \t")
+		line = strings.NewReplacer("**", "", "__", "", "`", "").Replace(line)
+		line = strings.TrimSpace(strings.Trim(line, "*_~ \t"))
+		if line == "" {
+			continue
+		}
+		if r := []rune(line); len(r) > maxLineTitle {
+			cut := string(r[:maxLineTitle])
+			if i := strings.LastIndex(cut, " "); i > maxLineTitle/2 {
+				cut = cut[:i]
+			}
+			line = strings.TrimRight(cut, " ,;:.") + "…"
+		}
+		return line, true
+	}
+	return "", false
+}

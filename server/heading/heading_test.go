@@ -1,6 +1,7 @@
 package heading_test
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/copydesk/copydesk/server/heading"
@@ -30,5 +31,24 @@ func TestTitle(t *testing.T) {
 				t.Fatalf("Title(%q) = %q, %q, %v; want %q, %q, %v", c.md, title, body, ok, c.title, c.body, c.ok)
 			}
 		})
+	}
+}
+
+func TestFirstLine(t *testing.T) {
+	t.Parallel()
+	long := strings.Repeat("word ", 40)
+	cases := []struct{ md, want string }{
+		{"just text", "just text"},
+		{"\n\n> - **Bold** start and `code`\nmore", "Bold start and code"},
+		{"```\n# not this\n```\n1. First step\n", "First step"},
+		{long, strings.TrimSpace(strings.Repeat("word ", 24)) + "…"},
+		{"```\nonly code\n```", ""},
+		{" \n\t\n", ""},
+	}
+	for _, c := range cases {
+		got, ok := heading.FirstLine(c.md)
+		if got != c.want || ok != (c.want != "") {
+			t.Errorf("FirstLine(%q) = %q, %v; want %q", c.md, got, ok, c.want)
+		}
 	}
 }

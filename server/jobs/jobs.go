@@ -27,6 +27,7 @@ import (
 	"log/slog"
 	"maps"
 	"runtime/debug"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -112,7 +113,24 @@ type Options struct {
 	// that no worker runs, as a database restore can leave them, and plans
 	// the recurring kinds again (default 1m).
 	SweepInterval time.Duration
+	// OnAttempt, when set, is told each attempt whose outcome was
+	// recorded: its kind, the outcome (succeeded, failed, cancelled,
+	// retried, or interrupted by a shutdown) and how long it ran
+	// (server/metrics counts them).
+	OnAttempt func(kind string, outcome Outcome, took time.Duration)
 }
+
+// Outcome is how one attempt of a job ended.
+type Outcome string
+
+// The outcomes of an attempt.
+const (
+	Succeeded   Outcome = "succeeded"
+	Failed      Outcome = "failed"
+	Cancelled   Outcome = "cancelled"
+	Retried     Outcome = "retried"     // failed, and queued again after a backoff
+	Interrupted Outcome = "interrupted" // stopped by a shutdown, queued again
+)
 
 // DefaultBackoff waits 2s after the first attempt, then 4s, 8s, ...,
 // at most 5 minutes.
@@ -179,6 +197,8 @@ type activeJob struct {
 	cancel context.CancelCauseFunc
 	// cancelled says Cancel (not a shutdown) ended ctx; guarded by mu.
 	cancelled bool
+	// returned is closed when the handler has returned (Wait).
+	returned chan struct{}
 }
 
 // New returns a Runner over db.
@@ -228,6 +248,13 @@ func (r *Runner) Register(kind string, k Kind) {
 		panic("jobs: kind " + kind + " registered twice")
 	}
 	r.kinds[kind] = &k
+}
+
+// Kinds lists the registered kinds, sorted.
+func (r *Runner) Kinds() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return slices.Sorted(maps.Keys(r.kinds))
 }
 
 // kind returns a registered kind, or nil.
@@ -371,22 +398,54 @@ func (r *Runner) Cancel(ctx context.Context, id int64) (*store.Job, error) {
 	return job, err
 }
 
+// Wait waits until the handler of a job running here has returned, at
+// most max or until ctx ends; for any other job it returns at once. A
+// cancelled handler records what its work used before it returns, so a
+// caller that waits answers with that.
+func (r *Runner) Wait(ctx context.Context, id int64, max time.Duration) {
+	r.mu.Lock()
+	a, ok := r.active[id]
+	r.mu.Unlock()
+	if !ok {
+		return
+	}
+	t := time.NewTimer(max)
+	defer t.Stop()
+	select {
+	case <-a.returned:
+	case <-t.C:
+	case <-ctx.Done():
+	}
+}
+
 // Canceller is the part of a Runner that Stop needs.
 type Canceller interface {
 	Cancel(ctx context.Context, id int64) (*store.Job, error)
+	Wait(ctx context.Context, id int64, max time.Duration)
 }
+
+// stopWait bounds how long Stop waits for a cancelled handler: a provider
+// call is cut at once, so this is only reached by a handler that ignores
+// its context, and the answer then shows the record as it is.
+const stopWait = 5 * time.Second
 
 // Stop cancels the job, if any (id nil: none), of a record whose end its
 // service has just recorded (a run, generation or reply cancelled): a
 // running handler stops and finds the end already recorded, which it
 // keeps; a queued job ends at once. A job that ended already (conflict)
-// or was cleaned up (not found) has nothing left to stop.
+// or was cleaned up (not found) has nothing left to stop. Stop returns
+// once a running handler has returned (at most stopWait), so the record
+// read next holds the usage of the call it cut.
 func Stop(ctx context.Context, c Canceller, id *int64) error {
 	if id == nil {
 		return nil
 	}
-	if _, err := c.Cancel(ctx, *id); err != nil && store.KindOf(err) != store.KindConflict && !store.IsNotFound(err) {
+	job, err := c.Cancel(ctx, *id)
+	if err != nil && store.KindOf(err) != store.KindConflict && !store.IsNotFound(err) {
 		return err
+	}
+	if err == nil && job.Status == store.JobRunning {
+		c.Wait(ctx, *id, stopWait)
 	}
 	return nil
 }
@@ -543,7 +602,7 @@ func (r *Runner) claim(ctx context.Context) (*activeJob, error) {
 	if err != nil {
 		return nil, err
 	}
-	a := &activeJob{job: job, kind: r.kinds[job.Kind]}
+	a := &activeJob{job: job, kind: r.kinds[job.Kind], returned: make(chan struct{})}
 	a.ctx, a.cancel = context.WithCancelCause(ctx)
 	r.active[job.ID] = a
 	return a, nil
@@ -557,6 +616,7 @@ func (r *Runner) execute(ctx, hctx context.Context, a *activeJob) bool {
 	log := r.log.With("job", job.ID, "kind", job.Kind, "attempt", job.Attempts)
 	start := time.Now()
 	err := call(a.ctx, a.kind.Handle, job)
+	close(a.returned)
 	interrupted := a.ctx.Err() != nil // before the handler returned
 	cause := context.Cause(a.ctx)
 	a.cancel(nil)
@@ -588,26 +648,26 @@ func (r *Runner) execute(ctx, hctx context.Context, a *activeJob) bool {
 		done    *store.Job
 		dbErr   error
 		retryAt time.Time
-		outcome string
+		outcome Outcome
 	)
 	switch {
 	case err == nil:
-		outcome = "succeeded"
+		outcome = Succeeded
 		done, dbErr = r.db.FinishJob(bctx, job.ID, store.JobSucceeded, "")
 	case a.cancelled:
-		outcome = "cancelled"
+		outcome = Cancelled
 		done, dbErr = r.db.FinishJob(bctx, job.ID, store.JobCancelled, reasonCancelled)
 	case interrupted && ctx.Err() != nil && pe == nil:
 		// Stopped by the shutdown, not by its own failure: it runs again
 		// after the restart, the interrupted attempt counted.
-		outcome = "requeued after shutdown"
+		outcome = Interrupted
 		_, dbErr = r.db.RetryJob(bctx, job.ID, reasonShutdown, r.db.Now())
 	case IsRetryable(err) && job.Attempts < job.MaxAttempts:
-		outcome = "retrying"
+		outcome = Retried
 		retryAt = r.db.Now().Add(r.opt.Backoff(job.Attempts))
 		_, dbErr = r.db.RetryJob(bctx, job.ID, errText, retryAt)
 	default:
-		outcome = "failed"
+		outcome = Failed
 		done, dbErr = r.db.FinishJob(bctx, job.ID, store.JobFailed, errText)
 	}
 	r.mu.Unlock()
@@ -618,16 +678,21 @@ func (r *Runner) execute(ctx, hctx context.Context, a *activeJob) bool {
 		log.Error("jobs: cannot record the outcome", "outcome", outcome, "handler_err", errText, "err", dbErr)
 		return true
 	}
+	if r.opt.OnAttempt != nil {
+		r.opt.OnAttempt(job.Kind, outcome, took)
+	}
 	switch outcome {
-	case "succeeded":
+	case Succeeded:
 		log.Info("job succeeded", "took", took)
-	case "retrying":
+	case Retried:
 		log.Warn("job failed, will retry", "err", errText, "retry_at", retryAt, "took", took)
 		r.wakeAt(retryAt)
-	case "failed":
+	case Failed:
 		log.Error("job failed", "err", errText, "took", took)
+	case Interrupted:
+		log.Info("job requeued after shutdown", "took", took)
 	default:
-		log.Info("job "+outcome, "took", took)
+		log.Info("job "+string(outcome), "took", took)
 	}
 	if done != nil {
 		r.ended(context.WithoutCancel(hctx), done)

@@ -66,7 +66,7 @@ type Engine interface {
 // Runner is the job runner (server/jobs) that carries generations out.
 type Runner interface {
 	Register(kind string, k jobs.Kind)
-	Cancel(ctx context.Context, id int64) (*store.Job, error)
+	jobs.Canceller // Cancel, and Wait for a cancelled handler
 	Signal()
 }
 

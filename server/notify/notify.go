@@ -37,6 +37,9 @@ const (
 	// websource.NotifyAfter fetches in a row, once when it answers again.
 	WebSourceFailing   = "websource.failing"
 	WebSourceRecovered = "websource.recovered"
+	// WebhookDisabled goes to a webhook's creator when its deliveries have
+	// failed for days and it was switched off (server/webhook).
+	WebhookDisabled = "webhook.disabled"
 )
 
 // Event is the name of a notification's stream event.

@@ -171,7 +171,8 @@ func (s *Service) FromLive(ctx context.Context, sc store.Scope, userID, sessionI
 // error). An empty text is refused, as a run that did not succeed is:
 // there is nothing to save. Without a title, the text's first heading is
 // the title (heading.Title), and a level-1 heading that gave it leaves
-// the body, since both targets show the title themselves.
+// the body, since both targets show the title themselves; text without a
+// heading gives its first line (heading.FirstLine), which stays.
 func fromText(ctx context.Context, sc store.Scope, t Target, text, title, what string, d Draft) (*Post, error) {
 	if strings.TrimSpace(text) == "" {
 		return nil, store.Conflict("%s is empty: there is nothing to save as a post", what)
@@ -180,7 +181,9 @@ func fromText(ctx context.Context, sc store.Scope, t Target, text, title, what s
 	if title = strings.TrimSpace(title); title == "" {
 		var ok bool
 		if title, body, ok = heading.Title(text); !ok {
-			return nil, store.Invalid("title: is required: %s has no Markdown heading to take it from", what)
+			if title, ok = heading.FirstLine(text); !ok {
+				return nil, store.Invalid("title: is required: %s has no line of text to take it from", what)
+			}
 		}
 	}
 	d.Title, d.Body = title, body

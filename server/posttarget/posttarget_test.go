@@ -169,6 +169,13 @@ func TestFromRun(t *testing.T) {
 			if err != nil || p.Title != "Given" {
 				t.Fatalf("given title: %+v %v", p, err)
 			}
+			// Without a heading, the first line of text is the title, and
+			// it stays in the body.
+			plain := "```\ncode first\n```\n\n**Espresso at home** is easier than it looks.\n\nMore text."
+			p, err = r.svc.FromRun(ctx, store.Everything, r.user.ID, r.run(t, &r.env.ID, store.RunSucceeded, plain), kind, "")
+			if err != nil || p.Title != "Espresso at home is easier than it looks." {
+				t.Fatalf("first-line title: %+v %v", p, err)
+			}
 		})
 	}
 }
@@ -186,7 +193,7 @@ func TestFromRunRefusals(t *testing.T) {
 		want   store.Kind
 		detail string
 	}{
-		{"NoHeading", store.Everything, r.run(t, &r.env.ID, store.RunSucceeded, "just text"), "", store.KindInvalid, "no Markdown heading"},
+		{"OnlyCode", store.Everything, r.run(t, &r.env.ID, store.RunSucceeded, "```\nx := 1\n```"), "", store.KindInvalid, "no line of text"},
 		{"EmptyOutput", store.Everything, r.run(t, &r.env.ID, store.RunSucceeded, " \n\t"), "", store.KindConflict, "is empty"},
 		{"Failed", store.Everything, r.run(t, &r.env.ID, store.RunFailed, "# T\n\nx"), "", store.KindConflict, "only the output of a succeeded run"},
 		{"Queued", store.Everything, r.run(t, &r.env.ID, "", ""), "", store.KindConflict, "is queued"},

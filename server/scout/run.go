@@ -13,6 +13,7 @@ import (
 	"github.com/copydesk/copydesk/server/jobs"
 	"github.com/copydesk/copydesk/server/notify"
 	"github.com/copydesk/copydesk/server/serp"
+	"github.com/copydesk/copydesk/server/webhook"
 	"github.com/copydesk/copydesk/store"
 )
 
@@ -98,6 +99,9 @@ func (s *Service) jobFinished(ctx context.Context, job *store.Job) {
 			s.log.Error("finish scout run", "run", p.RunID, "job", job.ID, "err", err)
 		}
 		return
+	}
+	if e, ok := webhook.RunEnded(webhook.RunScout, run.EnvironmentID, run.ID, run.Status, run.Error, nil); ok {
+		s.hooks.Emit(ctx, e)
 	}
 	s.notifyRun(context.WithoutCancel(ctx), run)
 }

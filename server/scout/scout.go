@@ -24,6 +24,7 @@ import (
 	"github.com/copydesk/copydesk/server/notify"
 	"github.com/copydesk/copydesk/server/serp"
 	"github.com/copydesk/copydesk/server/valid"
+	"github.com/copydesk/copydesk/server/webhook"
 	"github.com/copydesk/copydesk/store"
 )
 
@@ -62,7 +63,7 @@ type Engine interface {
 type Runner interface {
 	Register(kind string, k jobs.Kind)
 	Signal()
-	Cancel(ctx context.Context, id int64) (*store.Job, error)
+	jobs.Canceller // Cancel, and Wait for a cancelled handler
 }
 
 // Notifier tells a user how the run they started ended (server/notify).
@@ -76,7 +77,8 @@ type Deps struct {
 	Environments Environments
 	Engine       Engine
 	Jobs         Runner
-	Notify       Notifier // when set, a run tells whoever started it how it ended
+	Notify       Notifier        // when set, a run tells whoever started it how it ended
+	Hooks        webhook.Emitter // run.succeeded, run.failed; nil: none
 	Log          *slog.Logger
 	// MaxQueued is how many runs an environment may have queued or
 	// running; 0: DefaultMaxQueued.
@@ -95,13 +97,15 @@ type Service struct {
 	engine Engine
 	jobs   Runner
 	notify Notifier
+	hooks  webhook.Emitter
 	log    *slog.Logger
 	max    int
 }
 
 // New returns the service and registers its job kind with d.Jobs.
 func New(d Deps) *Service {
-	s := &Service{db: d.Store, envs: d.Environments, engine: d.Engine, jobs: d.Jobs, notify: d.Notify, log: d.Log, max: d.MaxQueued}
+	s := &Service{db: d.Store, envs: d.Environments, engine: d.Engine, jobs: d.Jobs, notify: d.Notify, hooks: webhook.Or(d.Hooks), log: d.Log,
+		max: d.MaxQueued}
 	if s.max <= 0 {
 		s.max = DefaultMaxQueued
 	}

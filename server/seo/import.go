@@ -3,6 +3,7 @@ package seo
 import (
 	"context"
 
+	"github.com/copydesk/copydesk/server/webhook"
 	"github.com/copydesk/copydesk/store"
 )
 
@@ -60,6 +61,8 @@ func (s *Service) Import(ctx context.Context, sc store.Scope, envID int64, p *Pa
 		return nil, err
 	}
 	res.Imported, res.Updated = counts.Created, counts.Updated
+	s.hooks.Emit(ctx, webhook.Event{Type: webhook.KeywordsImported, EnvironmentID: envID, Data: map[string]any{
+		"format": p.Format, "created": counts.Created, "updated": counts.Updated, "rejected": res.Rejected, "user_id": sc.UserID}})
 	return res, nil
 }
 

@@ -18,6 +18,7 @@ import (
 	"strings"
 
 	"github.com/copydesk/copydesk/server/valid"
+	"github.com/copydesk/copydesk/server/webhook"
 	"github.com/copydesk/copydesk/store"
 )
 
@@ -55,12 +56,19 @@ type Environments interface {
 
 // Service implements the SEO rules.
 type Service struct {
-	db   Store
-	envs Environments
+	db    Store
+	envs  Environments
+	hooks webhook.Emitter
 }
 
 // New returns the service.
-func New(db Store, envs Environments) *Service { return &Service{db: db, envs: envs} }
+func New(db Store, envs Environments) *Service {
+	return &Service{db: db, envs: envs, hooks: webhook.Discard}
+}
+
+// EmitTo makes an import tell webhooks (keywords.imported); called once,
+// before the service is used.
+func (s *Service) EmitTo(h webhook.Emitter) { s.hooks = webhook.Or(h) }
 
 // Limits of the fields.
 const (

@@ -68,7 +68,7 @@ type Engine interface {
 type Runner interface {
 	Register(kind string, k jobs.Kind)
 	Signal()
-	Cancel(ctx context.Context, id int64) (*store.Job, error)
+	jobs.Canceller // Cancel, and Wait for a cancelled handler
 }
 
 // Notifier tells a user how the build of their strategy ended

@@ -74,7 +74,7 @@ func (s *Service) runPublish(ctx context.Context, job *store.Job) error {
 	if err := json.Unmarshal(job.Payload, &p); err != nil || p.PostID <= 0 {
 		return jobs.Permanent(fmt.Errorf("wordpress publish job %d: bad payload %s", job.ID, job.Payload))
 	}
-	_, err := s.Publish(ctx, store.Everything, p.PostID, PublishInput{Status: p.Status, ScheduledAt: p.ScheduledAt})
+	_, err := s.publish(ctx, store.Everything, p.PostID, PublishInput{Status: p.Status, ScheduledAt: p.ScheduledAt}, false)
 	if err == nil {
 		return nil
 	}
@@ -93,12 +93,20 @@ func (s *Service) runPublish(ctx context.Context, job *store.Job) error {
 // requester who lost it gets nothing.
 func (s *Service) publishEnded(ctx context.Context, job *store.Job) {
 	var pl PublishPayload
-	if s.note == nil || json.Unmarshal(job.Payload, &pl) != nil || pl.RequestedBy <= 0 || job.Status == store.JobCancelled {
+	if json.Unmarshal(job.Payload, &pl) != nil || job.Status == store.JobCancelled {
 		return
 	}
 	p, err := s.db.WordPressPostByID(ctx, pl.PostID)
 	if err != nil {
 		return // deleted meanwhile, or unreadable: nothing to point to
+	}
+	if job.Status == store.JobFailed {
+		s.published(ctx, p.EnvironmentID, p.ID, nil, errors.New(job.LastError), true)
+	} else {
+		s.published(ctx, p.EnvironmentID, p.ID, p, nil, true)
+	}
+	if s.note == nil || pl.RequestedBy <= 0 {
+		return
 	}
 	note := notify.Note{Kind: notify.PostPublished, Title: p.Title, Link: fmt.Sprintf("/api/wordpress-posts/%d", p.ID),
 		EnvironmentID: &p.EnvironmentID, Body: fmt.Sprintf("On WordPress as %s: %s", p.RemoteStatus, p.RemoteLink)}

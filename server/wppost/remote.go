@@ -19,6 +19,7 @@ import (
 	"github.com/copydesk/copydesk/server/publish/wordpress"
 	"github.com/copydesk/copydesk/server/sanitize"
 	"github.com/copydesk/copydesk/server/slug"
+	"github.com/copydesk/copydesk/server/webhook"
 	"github.com/copydesk/copydesk/store"
 )
 
@@ -79,6 +80,14 @@ type PublishInput struct {
 // outcome is unknown is looked up by slug before it is made again, so no
 // retry (and no later publish) makes a duplicate.
 func (s *Service) Publish(ctx context.Context, sc store.Scope, id int64, in PublishInput) (*store.WordPressPost, error) {
+	return s.publish(ctx, sc, id, in, true)
+}
+
+// publish is Publish; tell says whether the publish's outcome is the
+// webhook event (post.published, post.failed), as it is for a publish
+// answered in the request. A queued one tells when its job ends for good,
+// the autopilot's when it is not retried (target.Publish).
+func (s *Service) publish(ctx context.Context, sc store.Scope, id int64, in PublishInput, tell bool) (*store.WordPressPost, error) {
 	p, err := s.Get(ctx, sc, id)
 	if err != nil {
 		return nil, err
@@ -90,7 +99,24 @@ func (s *Service) Publish(ctx context.Context, sc store.Scope, id int64, in Publ
 	if err != nil {
 		return nil, err
 	}
-	return s.push(ctx, c, p)
+	out, err := s.push(ctx, c, p)
+	if tell {
+		s.published(ctx, p.EnvironmentID, p.ID, out, err, false)
+	}
+	return out, err
+}
+
+// published is the webhook event of a publish that ended: post.published
+// with what the site answered (p), or post.failed with why (err).
+func (s *Service) published(ctx context.Context, envID, postID int64, p *store.WordPressPost, err error, queued bool) {
+	e := webhook.Event{Type: webhook.PostPublished, EnvironmentID: envID,
+		Data: map[string]any{"target": store.PostWordPress, "post_id": postID, "queued": queued}}
+	if err != nil {
+		e.Type, e.Data["error"] = webhook.PostFailed, store.Message(err)
+	} else if p != nil {
+		e.Data["status"], e.Data["remote_id"], e.Data["link"] = p.RemoteStatus, p.RemoteID, p.RemoteLink
+	}
+	s.hooks.Emit(ctx, e)
 }
 
 // applyPublishInput gives the post the status and schedule a publish

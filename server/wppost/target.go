@@ -56,8 +56,15 @@ func (t target) Publish(ctx context.Context, sc store.Scope, id int64, status st
 	if err != nil {
 		return nil, err
 	}
+	p0 := p
 	if p.SyncStatus != store.SyncSynced || p.RemoteStatus != status {
-		if p, err = t.s.Publish(ctx, sc, p.ID, PublishInput{Status: status}); err != nil {
+		// The autopilot retries what is retryable: only the last word is
+		// the webhook event.
+		p, err = t.s.publish(ctx, sc, p.ID, PublishInput{Status: status}, false)
+		if err == nil || !Retryable(err) {
+			t.s.published(ctx, p0.EnvironmentID, p0.ID, p, err, false)
+		}
+		if err != nil {
 			return nil, err
 		}
 	}

@@ -20,6 +20,7 @@ import (
 	"github.com/copydesk/copydesk/server/outbound"
 	"github.com/copydesk/copydesk/server/slug"
 	"github.com/copydesk/copydesk/server/valid"
+	"github.com/copydesk/copydesk/server/webhook"
 	"github.com/copydesk/copydesk/store"
 )
 
@@ -91,7 +92,10 @@ type Deps struct {
 	// registers the kind with it.
 	Jobs Runner
 	// Notify, when set, tells whoever queued a publish how it ended.
-	Notify  Notifier
+	Notify Notifier
+	// Hooks, when set, tells webhooks how every publish ended
+	// (post.published, post.failed).
+	Hooks   webhook.Emitter
 	Options Options
 }
 
@@ -102,6 +106,7 @@ type Service struct {
 	creds Credentials
 	jobs  Runner
 	note  Notifier
+	hooks webhook.Emitter
 	opt   Options
 }
 
@@ -117,7 +122,7 @@ func New(d Deps) *Service {
 		d.Options.MaxImage = maxImageMiB << 20
 	}
 	s := &Service{db: d.Store, envs: d.Environments, creds: d.Credentials, jobs: d.Jobs,
-		note: d.Notify, opt: d.Options}
+		note: d.Notify, hooks: webhook.Or(d.Hooks), opt: d.Options}
 	if s.jobs != nil {
 		s.registerJobs()
 	}

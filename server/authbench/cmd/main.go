@@ -13,7 +13,7 @@
 //     (`make perf-lists`).
 //
 // It prints every round, then each target's median and its ratio to the
-// median of its yardstick. The README's performance section quotes it.
+// median of its yardstick. docs/performance.md quotes it.
 package main
 
 import (

@@ -4,12 +4,13 @@ import { useEffect, useRef, useState } from "preact/hooks";
 import { api } from "./api/client";
 import { Environments } from "./environments";
 import { notifications } from "./notifications";
-import { Coming, Overview } from "./overview";
+import { Overview } from "./overview";
 import { match, sections, usePath, type Section } from "./router";
 import { session } from "./session";
 import { Shell } from "./shell";
 import { SessionDialog, SignInPage } from "./signin";
 import { Alert, Heading, Link, useResource } from "./ui";
+import { LazyScreen } from "./lazy";
 
 // useTitle names the tab after the screen; null leaves it to a child.
 function useTitle(title: string | null) {
@@ -89,7 +90,7 @@ function EnvironmentScreens({ env, section }: { env: number; section: Section })
   }
   return (
     <Shell env={env} envName={name} section={section}>
-      {section === "" ? <Overview key={env} env={env} envName={name} /> : <Coming key={section} label={label} />}
+      {section === "" ? <Overview key={env} env={env} envName={name} /> : <LazyScreen key={`${env}/${section}${location.search}`} section={section} env={env} envName={name} label={label} />}
     </Shell>
   );
 }

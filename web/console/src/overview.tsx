@@ -5,8 +5,10 @@
 import { useEffect } from "preact/hooks";
 import { api, url } from "./api/client";
 import { follow } from "./api/sse";
+import { isoDay, lastDays, SpendChart } from "./chart";
+import { envPath } from "./router";
 import { useNotifications, NoteList } from "./shell";
-import { Alert, Heading, usd, useResource, When } from "./ui";
+import { Alert, Heading, Link, Thead, usd, useResource, When } from "./ui";
 
 const stateWords: Record<string, string> = { stopped: "Stopped", running: "Running", paused: "Paused" };
 
@@ -72,13 +74,7 @@ export function Overview({ env, envName }: { env: number; envName: string | unde
               <p class="muted">The autopilot has not run yet.</p>
             ) : (
               <table>
-                <thead>
-                  <tr>
-                    <th scope="col">Keyword</th>
-                    <th scope="col">Outcome</th>
-                    <th scope="col">Started</th>
-                  </tr>
-                </thead>
+                <Thead cols={["Keyword", "Outcome", "Started"]} />
                 <tbody>
                   {runs.data.data.items.flatMap((r) => (!r ? [] : [
                     <tr key={r.id}>
@@ -96,24 +92,79 @@ export function Overview({ env, envName }: { env: number; envName: string | unde
               </table>
             ))}
         </section>
+        <Drafts env={env} />
         <section class="card" aria-labelledby="ov-notes">
           <h2 id="ov-notes">Latest notifications</h2>
           <p class="muted small">{notes.unread === null ? "" : `${notes.unread} unread`}</p>
           <NoteList notes={notes.recent.slice(0, 5)} />
         </section>
       </div>
+      <Spend env={env} daily={s?.autopilot.config.daily_budget_usd ?? null} monthly={s?.autopilot.config.monthly_budget_usd ?? null}
+        month={s?.spent_month_usd ?? null} />
     </>
   );
 }
 
-export function Coming({ label }: { label: string }) {
+type Draft = { key: string; title: string; href: string; kind: string; at: string };
+
+// Drafts lists the newest posts waiting for review: WordPress drafts and
+// posts pending review, and Astro drafts.
+function Drafts({ env }: { env: number }) {
+  const r = useResource(async (signal) => {
+    const q = { environment_id: env, per_page: 5 };
+    const [draft, pending, astro] = await Promise.all([
+      api.get("/api/wordpress-posts", { query: { ...q, status: "draft" }, signal }),
+      api.get("/api/wordpress-posts", { query: { ...q, status: "pending" }, signal }),
+      api.get("/api/astro-posts", { query: { ...q, draft: true }, signal }),
+    ]);
+    const items: Draft[] = [];
+    for (const p of [...draft.data.items, ...pending.data.items]) {
+      if (p) items.push({ key: "w" + p.id, title: p.title, href: envPath(env, "posts") + `?post=${p.id}`, kind: p.status === "pending" ? "WordPress, pending review" : "WordPress draft", at: p.updated_at });
+    }
+    for (const p of astro.data.items) {
+      if (p) items.push({ key: "a" + p.id, title: p.title, href: envPath(env, "posts") + `?target=astro&post=${p.id}`, kind: "Astro draft", at: p.updated_at });
+    }
+    items.sort((a, b) => b.at.localeCompare(a.at));
+    return { items: items.slice(0, 5), total: draft.data.total + pending.data.total + astro.data.total };
+  }, [env]);
   return (
-    <>
-      <Heading>{label}</Heading>
-      <p>
-        This screen is coming. Until then, everything it will do is in the API: see <a href="/docs">the API documentation</a>.
+    <section class="card" aria-labelledby="ov-drafts">
+      <h2 id="ov-drafts">Drafts waiting for review</h2>
+      {r.error && <Alert>{r.error}</Alert>}
+      {r.data && r.data.items.length === 0 && <p class="muted">No draft is waiting.</p>}
+      {r.data && r.data.items.length > 0 && (
+        <>
+          <ul class="notes">
+            {r.data.items.map((d) => (
+              <li key={d.key}>
+                <Link href={d.href}>{d.title || "(untitled)"}</Link>
+                <p class="muted small">
+                  {d.kind} · <When at={d.at} />
+                </p>
+              </li>
+            ))}
+          </ul>
+          <p class="small">
+            <Link href={envPath(env, "posts")}>All posts</Link> ({r.data.total} waiting)
+          </p>
+        </>
+      )}
+    </section>
+  );
+}
+
+function Spend({ env, daily, monthly, month }: { env: number; daily: number | null; monthly: number | null; month: number | null }) {
+  const series = useResource((signal) => api.get("/api/token-analytics/series", { query: { environment_id: env, group_by: "day", from: isoDay(-29), to: isoDay() }, signal }), [env]);
+  return (
+    <section class="card spend" aria-labelledby="ov-spend">
+      <h2 id="ov-spend">Spend, last 30 days</h2>
+      {series.error && <Alert>{series.error}</Alert>}
+      {series.data && <SpendChart days={lastDays(30, series.data.data.points)} budget={daily} title="Spend in the last 30 days" />}
+      <p class="small">
+        This month: {usd(month)} {monthly == null ? "(no monthly budget)" : `of the monthly budget of ${usd(monthly)}`}.{" "}
+        <Link href={envPath(env, "costs")}>Costs</Link>
       </p>
-    </>
+    </section>
   );
 }
 

@@ -28,10 +28,12 @@ window.addEventListener("popstate", () => {
   for (const fn of listeners) fn();
 });
 
+// usePath is the address's path and query (?post=3 opens a post: a new
+// query on the same screen is a new screen too).
 export function usePath(): string {
-  const [path, setPath] = useState(location.pathname);
+  const [path, setPath] = useState(location.pathname + location.search);
   useEffect(() => {
-    const fn = () => setPath(location.pathname);
+    const fn = () => setPath(location.pathname + location.search);
     listeners.add(fn);
     return () => void listeners.delete(fn);
   }, []);
@@ -55,7 +57,8 @@ export const sections = [
 ] as const;
 export type Section = (typeof sections)[number]["id"];
 
-export function match(path: string): Route {
+export function match(address: string): Route {
+  const path = address.split("?")[0] ?? "";
   if (path === "/" || path === "") return { name: "environments" };
   const m = /^\/e\/([1-9]\d{0,15})(?:\/([a-z]*))?\/?$/.exec(path);
   if (m) {
@@ -77,4 +80,21 @@ export function onLinkClick(e: MouseEvent) {
   if (a.origin !== location.origin) return;
   e.preventDefault();
   navigate(a.pathname + a.search);
+}
+
+// screenOf is the console's address of what an API path is about (a
+// notification's link), in environment env; null when no screen shows it.
+export function screenOf(link: string | null | undefined, env: number | null | undefined): string | null {
+  if (!link || !env) return null;
+  const at = (section: Section, query = "") => envPath(env, section) + query;
+  let m: RegExpExecArray | null;
+  if ((m = /^\/api\/wordpress-posts\/(\d+)$/.exec(link))) return at("posts", `?post=${m[1]}`);
+  if ((m = /^\/api\/astro-posts\/(\d+)$/.exec(link))) return at("posts", `?target=astro&post=${m[1]}`);
+  if ((m = /^\/api\/cie\/runs\/(\d+)$/.exec(link))) return at("write", `?run=${m[1]}`);
+  if ((m = /^\/api\/seo\/campaigns\/(\d+)/.exec(link))) return at("campaigns", `?id=${m[1]}`);
+  if ((m = /^\/api\/seo\/strategies\/(\d+)$/.exec(link))) return at("campaigns", `?strategy=${m[1]}`);
+  if (link.startsWith("/api/seo/")) return at("keywords");
+  if (link.startsWith("/api/autopilot")) return at("autopilot");
+  if (link.startsWith("/api/token-analytics")) return at("costs");
+  return null;
 }

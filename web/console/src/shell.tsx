@@ -5,7 +5,7 @@ import type { ComponentChildren } from "preact";
 import { useEffect, useRef, useState } from "preact/hooks";
 import { api } from "./api/client";
 import { notifications, type Note } from "./notifications";
-import { envPath, navigate, sections, type Section } from "./router";
+import { envPath, navigate, screenOf, sections, type Section } from "./router";
 import { session, sentence } from "./session";
 import { Link, When } from "./ui";
 
@@ -74,13 +74,28 @@ export function Bell() {
           </button>
         </div>
         {error && <p role="alert">{error}</p>}
-        <NoteList notes={n.recent} onRead={(x) => act(n.markRead(x))} />
+        <NoteList notes={n.recent} onRead={(x) => act(n.markRead(x))} onOpen={() => setOpen(false)} />
       </div>
     </div>
   );
 }
 
-export function NoteList({ notes, onRead }: { notes: Note[]; onRead?: (n: Note) => void }) {
+// NoteTitle is a link to the screen the notification is about, when the
+// console has one; opening it marks the notification read.
+function NoteTitle({ note, onOpen }: { note: Note; onOpen?: (() => void) | undefined }) {
+  const to = screenOf(note.link, note.environment_id);
+  if (!to) return <span>{note.title}</span>;
+  return (
+    <Link href={to} onFollow={() => {
+      if (!note.read_at) void notifications.markRead(note).catch(() => undefined);
+      onOpen?.();
+    }}>
+      {note.title}
+    </Link>
+  );
+}
+
+export function NoteList({ notes, onRead, onOpen }: { notes: Note[]; onRead?: (n: Note) => void; onOpen?: () => void }) {
   if (!notes.length) return <p class="muted">No notifications yet.</p>;
   return (
     <ul class="notes">
@@ -88,7 +103,7 @@ export function NoteList({ notes, onRead }: { notes: Note[]; onRead?: (n: Note) 
         <li key={x.id} class={x.read_at ? "" : "unread"}>
           <p class="note-title">
             {!x.read_at && <span class="visually-hidden">Unread: </span>}
-            <span>{x.title}</span>
+            <NoteTitle note={x} onOpen={onOpen} />
           </p>
           {x.body && <p class="note-body">{x.body}</p>}
           <p class="muted small">

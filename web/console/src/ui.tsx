@@ -5,28 +5,47 @@ import type { AnchorHTMLAttributes, ComponentChildren, Ref } from "preact";
 import { useCallback, useEffect, useId, useRef, useState } from "preact/hooks";
 import { ApiError, SessionEnded } from "./api/client";
 import { moved, onLinkClick } from "./router";
-import { sentence } from "./session";
+import { session, sentence } from "./session";
 
-export function Link(props: AnchorHTMLAttributes<HTMLAnchorElement> & { href: string }) {
-  return <a {...props} onClick={onLinkClick} />;
+export function Link({ onFollow, ...props }: AnchorHTMLAttributes<HTMLAnchorElement> & { href: string; onFollow?: () => void }) {
+  return (
+    <a
+      {...props}
+      onClick={(e) => {
+        onFollow?.();
+        onLinkClick(e);
+      }}
+    />
+  );
 }
 
-type FieldProps = {
-  type?: "text" | "email" | "password" | "search" | "url" | "number";
-  autoComplete?: string;
-  required?: boolean;
-  spellcheck?: boolean;
+// What every labelled control takes: its label, name and value, and the
+// server's words about it (error).
+export type ValueProps = {
   label: string;
   name: string;
   value: string;
   onValue: (v: string) => void;
   error?: string | undefined;
   hint?: string;
+};
+
+type FieldProps = ValueProps & {
+  type?: "text" | "email" | "password" | "search" | "url" | "number";
+  autoComplete?: string;
+  required?: boolean;
+  spellcheck?: boolean;
   inputRef?: Ref<HTMLInputElement>;
 };
 
-// Field is a labelled input; error (the server's words) is read out with it.
-export function Field({ label, name, value, onValue, error, hint, inputRef, type, ...rest }: FieldProps) {
+// Labelled is a control with its label, an optional hint and the server's
+// words about it (error), read out with it through aria-describedby.
+export function Labelled({ label, hint, error, control }: {
+  label: string;
+  hint?: string | undefined;
+  error?: string | undefined;
+  control: (a: { id: string; "aria-invalid": "true" | undefined; "aria-describedby": string | undefined }) => ComponentChildren;
+}) {
   const id = useId();
   const described = [hint ? id + "-hint" : "", error ? id + "-error" : ""].filter(Boolean).join(" ");
   return (
@@ -37,24 +56,31 @@ export function Field({ label, name, value, onValue, error, hint, inputRef, type
           {hint}
         </p>
       )}
-      <input
-        {...rest}
-        // Preact types an input by its type; the attributes given here fit them all.
-        type={(type ?? "text") as "text"}
-        ref={inputRef}
-        id={id}
-        name={name}
-        value={value}
-        onInput={(e) => onValue(e.currentTarget.value)}
-        aria-invalid={error ? "true" : undefined}
-        aria-describedby={described || undefined}
-      />
+      {control({ id, "aria-invalid": error ? "true" : undefined, "aria-describedby": described || undefined })}
       {error && (
         <p class="field-error" id={id + "-error"}>
           {sentence(error)}
         </p>
       )}
     </div>
+  );
+}
+
+// Field is a labelled input; error (the server's words) is read out with it.
+export function Field({ label, name, value, onValue, error, hint, inputRef, type, ...rest }: FieldProps) {
+  return (
+    <Labelled label={label} hint={hint} error={error} control={(a) => (
+      <input
+        {...rest}
+        {...a}
+        // Preact types an input by its type; the attributes given here fit them all.
+        type={(type ?? "text") as "text"}
+        ref={inputRef}
+        name={name}
+        value={value}
+        onInput={(e) => onValue(e.currentTarget.value)}
+      />
+    )} />
   );
 }
 
@@ -135,6 +161,100 @@ export function When({ at }: { at: string | null | undefined }) {
 }
 
 const money = new Intl.NumberFormat(undefined, { style: "currency", currency: "USD", maximumFractionDigits: 2 });
+const cents = new Intl.NumberFormat(undefined, { style: "currency", currency: "USD", minimumFractionDigits: 2, maximumFractionDigits: 4 });
+// usd is an amount in dollars; below a dollar it keeps up to four decimals
+// (a model call costs fractions of a cent).
 export function usd(n: number | null | undefined): string {
-  return n == null ? "—" : money.format(n);
+  if (n == null) return "—";
+  return n !== 0 && Math.abs(n) < 1 ? cents.format(n) : money.format(n);
+}
+
+// canEdit says whether the signed-in user's role may change content (an
+// editor or an administrator); a viewer gets no button that would fail
+// with 403.
+export function canEdit(): boolean {
+  const r = session.user?.role;
+  return r === "editor" || r === "admin" || r === "super_admin";
+}
+
+type SelectProps = ValueProps & { options: readonly (readonly [string, string])[] };
+
+// Select is a labelled choice; like Field, it shows the server's words
+// about it beside it.
+export function Select({ label, name, value, onValue, options, error, hint }: SelectProps) {
+  return (
+    <Labelled label={label} hint={hint} error={error} control={(a) => (
+      <select {...a} name={name} value={value} onChange={(e) => onValue(e.currentTarget.value)}>
+        {options.map(([v, l]) => (
+          <option key={v} value={v}>
+            {l}
+          </option>
+        ))}
+      </select>
+    )} />
+  );
+}
+
+// errorText is what to show of a failed action: nothing for an ended
+// session (the sign-in dialog says it), else the server's words.
+export function errorText(e: unknown): string | null {
+  if (e instanceof SessionEnded) return null;
+  return e instanceof Error ? sentence(e.message) : String(e);
+}
+
+// useDebounced is value once it has stayed the same for ms.
+export function useDebounced<T>(value: T, ms = 300): T {
+  const [v, setV] = useState(value);
+  useEffect(() => {
+    const t = window.setTimeout(() => setV(value), ms);
+    return () => window.clearTimeout(t);
+  }, [value, ms]);
+  return v;
+}
+
+const count = new Intl.NumberFormat();
+export function num(n: number | null | undefined): string {
+  return n == null ? "—" : count.format(n);
+}
+
+// Thead is a table's header row of column names.
+export function Thead({ cols }: { cols: readonly string[] }) {
+  return (
+    <thead>
+      <tr>
+        {cols.map((c) => (
+          <th key={c} scope="col">
+            {c}
+          </th>
+        ))}
+      </tr>
+    </thead>
+  );
+}
+
+// TextArea is a labelled multi-line field.
+export function TextArea({ label, name, value, onValue, error, hint, rows = 4, readOnly }: ValueProps & { rows?: number; readOnly?: boolean }) {
+  return (
+    <Labelled label={label} hint={hint} error={error} control={(a) => (
+      <textarea {...a} name={name} rows={rows} value={value} readOnly={readOnly} onInput={(e) => onValue(e.currentTarget.value)} />
+    )} />
+  );
+}
+
+// Pager moves between the pages of a list paged by the server.
+export function Pager({ label, page, pages, onPage }: { label: string; page: number; pages: number; onPage: (p: number) => void }) {
+  if (pages <= 1) return null;
+  return (
+    <nav class="pager" aria-label={label}>
+      <button type="button" onClick={() => onPage(page - 1)} disabled={page <= 1}>
+        Previous page
+      </button>
+      <span>
+        Page {page} of {pages}
+      </span>
+      <button type="button" onClick={() => onPage(page + 1)} disabled={page >= pages}>
+        Next page
+      </button>
+    </nav>
+  );
 }

@@ -89,17 +89,32 @@ async function detailOf(res: Response): Promise<string> {
   return `the server answered ${res.status} ${res.statusText}`.trim();
 }
 
-// send is the untyped core; the typed helpers below call it.
-export async function send(method: string, path: string, o: { body?: unknown; signal?: AbortSignal; token?: boolean } = {}): Promise<unknown> {
-  const headers: Record<string, string> = { Accept: "application/json" };
-  let token: string | null = null;
-  if (o.token !== false) {
-    token = await session.token();
-    if (token) headers.Authorization = "Bearer " + token;
-    // The server ended the session and the sign-in dialog is open: a screen
-    // under it asking for more gets the same answer, without a request.
-    else if (session.ended?.reason === "ended") throw new SessionEnded(401, session.ended.message);
+// failure is the error of an answer with an error status; a 401 to a
+// signed-in request ends the session (once, for every screen).
+function failure(status: number, detail: string, token: string | null): ApiError {
+  if (status === 401 && token) {
+    session.end(token, detail);
+    return new SessionEnded(401, detail);
   }
+  return new ApiError(status, detail);
+}
+
+const unreachable = "the server cannot be reached: check the connection and try again";
+
+// authorized is the Authorization header's token, refreshed when due; with
+// a session the server ended (the sign-in dialog open), a screen under it
+// asking for more gets the same answer, without a request.
+async function authorized(): Promise<string | null> {
+  const token = await session.token();
+  if (!token && session.ended?.reason === "ended") throw new SessionEnded(401, session.ended.message);
+  return token;
+}
+
+// request is the untyped core: the answer when its status is a success.
+export async function request(method: string, path: string, o: { body?: unknown; signal?: AbortSignal; token?: boolean; accept?: string } = {}): Promise<Response> {
+  const headers: Record<string, string> = { Accept: o.accept ?? "application/json" };
+  const token = o.token === false ? null : await authorized();
+  if (token) headers.Authorization = "Bearer " + token;
   let body: string | undefined;
   if (o.body !== undefined) {
     headers["Content-Type"] = "application/json";
@@ -110,17 +125,14 @@ export async function send(method: string, path: string, o: { body?: unknown; si
     res = await fetch(path, { method: method.toUpperCase(), headers, body, signal: o.signal, cache: "no-store", credentials: "omit" });
   } catch (e) {
     if (e instanceof DOMException && e.name === "AbortError") throw e;
-    throw new ApiError(0, "the server cannot be reached: check the connection and try again");
+    throw new ApiError(0, unreachable);
   }
-  if (!res.ok) {
-    const detail = await detailOf(res);
-    if (res.status === 401 && token) {
-      session.end(token, detail);
-      throw new SessionEnded(401, detail);
-    }
-    throw new ApiError(res.status, detail);
-  }
-  return res.json();
+  if (!res.ok) throw failure(res.status, await detailOf(res), token);
+  return res;
+}
+
+export async function send(method: string, path: string, o: { body?: unknown; signal?: AbortSignal; token?: boolean } = {}): Promise<unknown> {
+  return (await request(method, path, o)).json();
 }
 
 function call<M extends Method>(method: M) {
@@ -132,3 +144,63 @@ function call<M extends Method>(method: M) {
 }
 
 export const api = { get: call("get"), post: call("post"), put: call("put"), del: call("delete") };
+
+// upload posts a multipart form with XMLHttpRequest, the one browser API
+// that reports upload progress (fetch does not); the token goes in the
+// Authorization header as with every request. onProgress gets the share
+// sent, from 0 to 1.
+export async function upload<P extends PathsWith<"post">>(
+  path: P,
+  form: FormData,
+  onProgress: (sent: number) => void,
+  signal?: AbortSignal,
+): Promise<Success<Op<P, "post">>> {
+  const token = await authorized();
+  return new Promise((resolve, reject) => {
+    const x = new XMLHttpRequest();
+    x.open("POST", path);
+    x.setRequestHeader("Accept", "application/json");
+    if (token) x.setRequestHeader("Authorization", "Bearer " + token);
+    x.upload.onprogress = (e) => {
+      if (e.lengthComputable && e.total > 0) onProgress(e.loaded / e.total);
+    };
+    x.onerror = () => reject(new ApiError(0, unreachable));
+    x.onabort = () => reject(new DOMException("aborted", "AbortError"));
+    x.onload = () => {
+      let body: unknown = null;
+      try {
+        body = JSON.parse(x.responseText);
+      } catch {
+        // not JSON: the status line says it
+      }
+      if (x.status >= 200 && x.status < 300) {
+        onProgress(1);
+        resolve(body as Success<Op<P, "post">>);
+        return;
+      }
+      const detail =
+        body && typeof body === "object" && "detail" in body && typeof body.detail === "string"
+          ? body.detail
+          : `the server answered ${x.status} ${x.statusText}`.trim();
+      reject(failure(x.status, detail, token));
+    };
+    signal?.addEventListener("abort", () => x.abort(), { once: true });
+    x.send(form);
+  });
+}
+
+// download fetches a file with the Authorization header and hands it to
+// the browser as a download through a blob: address, so the token never
+// goes into a URL (a link to the API could not carry the header).
+export async function download(path: string, filename: string, accept = "*/*"): Promise<void> {
+  const res = await request("get", path, { accept });
+  const href = URL.createObjectURL(await res.blob());
+  const a = document.createElement("a");
+  a.href = href;
+  a.download = filename;
+  a.rel = "noopener";
+  document.body.append(a);
+  a.click();
+  a.remove();
+  window.setTimeout(() => URL.revokeObjectURL(href), 10_000);
+}

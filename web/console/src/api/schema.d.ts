@@ -81,7 +81,7 @@ export interface paths {
         put?: never;
         /**
          * Save a succeeded run's output as a draft post
-         * @description The title, when absent, is the output's first Markdown heading (a level-1 heading then leaves the body). The post is a draft in the run's environment and records the run (run_id). target wordpress makes a local WordPress post draft (publish it with POST /api/wordpress-posts/{id}/publish); target astro writes the file into the environment's Astro content folder.
+         * @description The title, when absent, is the output's first Markdown heading (a level-1 heading then leaves the body), or without one its first line of text (cut at 120 characters), which stays in the body. The post is a draft in the run's environment and records the run (run_id). target wordpress makes a local WordPress post draft (publish it with POST /api/wordpress-posts/{id}/publish); target astro writes the file into the environment's Astro content folder.
          *
          *     Requires the editor role or higher.
          */
@@ -926,7 +926,7 @@ export interface paths {
         get: operations["getAutopilotConfig"];
         /**
          * Replace the autopilot's config
-         * @description The whole config: a field left out takes its default (every active campaign, the whole day, 1 post a day, no budgets, each campaign's post status, auto_resume true, no variables). The window is HH:MM in the environment's time zone, [window_start, window_end); an end before the start spans midnight. Budgets are US dollars over every usage of the environment (every source) today and this month. variables are given to every generation beside the keyword's own (keyword, campaign, cluster, parent_keyword, intent, target_url): the built-in archetypes need audience.
+         * @description The whole config: a field left out takes its default (every active campaign, the whole day, 1 post a day, no budgets, each campaign's post status, auto_resume true, no variables). The window is HH:MM in the environment's time zone, [window_start, window_end); an end before the start spans midnight. Budgets are over every usage of the environment (every source) today and this month: *_budget_usd in US dollars (kept to the millionth; calls of a model without a price cost nothing known), *_budget_tokens in input and output tokens (every call, priced or not). variables are given to every generation beside the keyword's own (keyword, campaign, cluster, parent_keyword, intent, target_url): the built-in archetypes need audience.
          *
          *     Requires the editor role or higher.
          */
@@ -1416,6 +1416,28 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/cie/runs": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List generations in your environments, newest first
+         * @description The autopilot's generations are listed too. An environment_id outside your environments is a 404.
+         *
+         *     Requires the viewer role or higher.
+         */
+        get: operations["getCieRuns"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/cie/runs/{run_id}": {
         parameters: {
             query?: never;
@@ -1430,6 +1452,28 @@ export interface paths {
         get: operations["getCieRunsRunId"];
         put?: never;
         post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/cie/runs/{run_id}/cancel": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Cancel a queued or running generation
+         * @description A running generation's model call is cut and what it used is recorded. A finished one is a 409.
+         *
+         *     Requires the editor role or higher.
+         */
+        post: operations["postCieRunsRunIdCancel"];
         delete?: never;
         options?: never;
         head?: never;
@@ -1878,7 +1922,7 @@ export interface paths {
         put?: never;
         /**
          * Save the session's last output as a draft post
-         * @description The last output is the newest generation that succeeded (409 when there is none). The title, when absent, is its first Markdown heading. The post is a draft in the session's environment and records the generation (live_generation_id). target wordpress makes a local WordPress post draft; target astro writes the file into the environment's Astro content folder.
+         * @description The last output is the newest generation that succeeded (409 when there is none). The title, when absent, is its first Markdown heading, or without one its first line of text. The post is a draft in the session's environment and records the generation (live_generation_id). target wordpress makes a local WordPress post draft; target astro writes the file into the environment's Astro content folder.
          *
          *     Requires the editor role or higher.
          */
@@ -3265,6 +3309,152 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/webhooks": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List webhooks
+         * @description Newest first, of the environments you see (of one with environment_id: one you do not see is a 404). The secret is never shown again.
+         *
+         *     Requires the editor role or higher.
+         */
+        get: operations["getWebhooks"];
+        put?: never;
+        /**
+         * Make a webhook
+         * @description The answer holds the signing secret (whsec_ and base64), shown this once only: copy it now (POST .../rotate-secret makes a new one). Every event of the environment that the webhook wants is POSTed to url as {type, timestamp, data}, signed as the Standard Webhooks specification says (headers webhook-id, webhook-timestamp, webhook-signature). The url must be http or https; it goes through the outbound address guard of web sources when sent (private and loopback addresses only with serve --web-sources-private), and an address literal the guard refuses is a 422 here. A 2xx answer within 10 seconds is a success; anything else is retried with exponential back-off for about a day (docs/webhooks.md). A webhook whose deliveries fail for 3 days is switched off and its creator notified (webhook.disabled).
+         *
+         *     Requires the editor role or higher.
+         */
+        post: operations["postWebhooks"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/webhooks/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Get a webhook
+         * @description Requires the editor role or higher.
+         */
+        get: operations["getWebhooksId"];
+        /**
+         * Change a webhook
+         * @description Fields left out keep their values. enabled true switches a webhook on again and forgets its failures; the deliveries it kept waiting while off are sent then. enabled false keeps new events from it.
+         *
+         *     Requires the editor role or higher.
+         */
+        put: operations["putWebhooksId"];
+        post?: never;
+        /**
+         * Delete a webhook and its deliveries
+         * @description Requires the editor role or higher.
+         */
+        delete: operations["deleteWebhooksId"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/webhooks/{id}/deliveries": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * A webhook's deliveries with their attempts
+         * @description Newest first. Each attempt says its status code, duration and the first 1024 bytes of the answer, or why it failed.
+         *
+         *     Requires the editor role or higher.
+         */
+        get: operations["getWebhooksIdDeliveries"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/webhooks/{id}/deliveries/{delivery_id}/resend": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Send a delivery again
+         * @description Sends it again now with the same webhook-id and body (signed anew), with a new schedule of retries. A delivery being sent, or a webhook switched off, is a 409.
+         *
+         *     Requires the editor role or higher.
+         */
+        post: operations["postWebhooksIdDeliveriesDeliveryIdResend"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/webhooks/{id}/ping": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Send a test event
+         * @description Queues the event webhook.ping (data: environment_id, webhook_id) for this webhook alone, whatever events it wants, due now; it is sent, retried and logged as any delivery. A webhook switched off is a 409.
+         *
+         *     Requires the editor role or higher.
+         */
+        post: operations["postWebhooksIdPing"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/webhooks/{id}/rotate-secret": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Give a webhook a new secret
+         * @description The new secret is shown this once only and signs every attempt from now on, retries of earlier deliveries too; the old one signs nothing more.
+         *
+         *     Requires the editor role or higher.
+         */
+        post: operations["postWebhooksIdRotateSecret"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/wordpress-posts": {
         parameters: {
             query?: never;
@@ -3535,6 +3725,8 @@ export interface components {
             language?: string;
             max_output_tokens?: number;
             model?: string;
+            /** Format: int64 */
+            monthly_budget_tokens?: number | null;
             /** Format: double */
             monthly_budget_usd?: number | null;
             price_overrides?: {
@@ -3556,8 +3748,13 @@ export interface components {
             max_output_tokens?: number | null;
             model?: string | null;
             /**
+             * Format: int64
+             * @description each environment's monthly budget in tokens (input and output, every call, priced or not); notifies as monthly_budget_usd does
+             */
+            monthly_budget_tokens?: number | null;
+            /**
              * Format: double
-             * @description each environment's monthly budget (global: the default of every environment); crossing 80% and 100% notifies its users once a month
+             * @description each environment's monthly budget in US dollars, kept to the millionth (global: the default of every environment); crossing 80% and 100% notifies its users once a month; calls of a model without a price count nothing toward it
              */
             monthly_budget_usd?: number | null;
             price_overrides?: {
@@ -3838,6 +4035,11 @@ export interface components {
             /** @description the campaigns it works on, in this order; empty: every active campaign */
             campaign_ids?: number[];
             /**
+             * Format: int64
+             * @description input and output tokens of every usage of the environment today, priced or not (a local model's too); null: none
+             */
+            daily_budget_tokens?: number | null;
+            /**
              * Format: double
              * @description null: none
              */
@@ -3846,6 +4048,11 @@ export interface components {
             environment_id: number;
             /** @description default 1 */
             max_posts_per_day?: number;
+            /**
+             * Format: int64
+             * @description the same over the month; null: none
+             */
+            monthly_budget_tokens?: number | null;
             /**
              * Format: double
              * @description null: none
@@ -3869,11 +4076,15 @@ export interface components {
             auto_resume: boolean;
             /** @description empty: every active campaign of the environment */
             campaign_ids: number[];
+            /** Format: int64 */
+            daily_budget_tokens: number | null;
             /** Format: double */
             daily_budget_usd: number | null;
             /** Format: int64 */
             environment_id: number;
             max_posts_per_day: number;
+            /** Format: int64 */
+            monthly_budget_tokens: number | null;
             /** Format: double */
             monthly_budget_usd: number | null;
             /** @enum {string} */
@@ -3952,6 +4163,10 @@ export interface components {
             /** @enum {string} */
             trigger: "schedule" | "manual";
         } | null;
+        autopilotSnapshotResponse: {
+            autopilot: components["schemas"]["autopilotStateResponse"];
+            run: components["schemas"]["autopilotRunResponse"];
+        };
         autopilotStateResponse: {
             /** Format: int64 */
             changed_by: number | null;
@@ -4003,6 +4218,16 @@ export interface components {
              * @description every usage of the environment today
              */
             spent_today_usd: number;
+            /**
+             * Format: int64
+             * @description the same this month
+             */
+            tokens_month: number;
+            /**
+             * Format: int64
+             * @description input and output tokens of every usage of the environment today
+             */
+            tokens_today: number;
         };
         /** @description the four steps in order */
         autopilotStepResponse: {
@@ -4304,6 +4529,10 @@ export interface components {
             /** Format: int64 */
             id: number;
         };
+        chatDoneResponse: {
+            message: components["schemas"]["chatMessageResponse"];
+            usage: components["schemas"]["chatUsageResponse"];
+        };
         chatEditRequest: {
             content: string;
             stream?: boolean;
@@ -4340,8 +4569,15 @@ export interface components {
              * @enum {string}
              */
             status: "generating" | "complete" | "incomplete" | "failed";
+            /**
+             * @description why the model stopped: stop (finished), length (cut off at the max tokens limit), content_filter, tool_calls, cancelled (stopped or cancelled), error (the call failed), other; null while it runs, and for generations made before it was recorded
+             * @enum {string|null}
+             */
+            stop_reason: "stop" | "length" | "content_filter" | "tool_calls" | "cancelled" | "error" | "other" | null;
             /** @description how many of the oldest messages were left out of the prompt to fit the context window */
             trimmed_messages: number;
+            /** @description the answer was cut off at the max tokens limit (stop_reason length) */
+            truncated: boolean;
             /** @description the stream was cut off before the provider reported its usage */
             usage_estimated: boolean;
         };
@@ -4357,6 +4593,28 @@ export interface components {
             parent_id?: number | null;
             stream?: boolean;
         };
+        chatSnapshotResponse: {
+            detail?: string;
+            message: components["schemas"]["chatMessageResponse"];
+            text: string;
+            title?: string;
+            usage?: components["schemas"]["chatUsageResponse"];
+        };
+        chatTitleEvent: {
+            /** Format: int64 */
+            conversation_id?: number;
+            title?: string;
+        };
+        chatUsageResponse: {
+            /** Format: double */
+            cost_usd: number | null;
+            estimated: boolean;
+            /** Format: int64 */
+            input_tokens: number;
+            /** Format: int64 */
+            output_tokens: number;
+            trimmed_messages: number;
+        } | null;
         cieRunResponse: {
             /** Format: int64 */
             agent_id: number | null;
@@ -4395,8 +4653,15 @@ export interface components {
             started_at: string | null;
             /** @enum {string} */
             status: "queued" | "running" | "succeeded" | "failed" | "cancelled";
+            /**
+             * @description why the model stopped: stop (finished), length (cut off at the max tokens limit), content_filter, tool_calls, cancelled (stopped or cancelled), error (the call failed), other; null while it runs, and for generations made before it was recorded
+             * @enum {string|null}
+             */
+            stop_reason: "stop" | "length" | "content_filter" | "tool_calls" | "cancelled" | "error" | "other" | null;
             system_prompt: string;
             title: string;
+            /** @description the answer was cut off at the max tokens limit (stop_reason length) */
+            truncated: boolean;
             /** @description part of the usage is estimated: a stream was cut off before the provider reported it */
             usage_estimated: boolean;
             /** Format: int64 */
@@ -4745,6 +5010,17 @@ export interface components {
             /** @enum {string} */
             state: "inactive" | "active" | "expired" | "invalid";
         };
+        liveClosedEvent: {
+            deleted?: boolean;
+            detail?: string;
+            /** Format: int64 */
+            session_id?: number;
+        };
+        liveDeltaEvent: {
+            /** Format: int64 */
+            generation_id?: number;
+            text?: string;
+        };
         /** @description oldest first */
         liveEntryResponse: {
             content: string;
@@ -4767,12 +5043,24 @@ export interface components {
              * @enum {string}
              */
             status: "complete" | "incomplete" | "failed";
+            /**
+             * @description why the model stopped: stop (finished), length (cut off at the max tokens limit), content_filter, tool_calls, cancelled (stopped or cancelled), error (the call failed), other; null while it runs, and for generations made before it was recorded
+             * @enum {string|null}
+             */
+            stop_reason: "stop" | "length" | "content_filter" | "tool_calls" | "cancelled" | "error" | "other" | null;
+            /** @description the answer was cut off at the max tokens limit (stop_reason length) */
+            truncated: boolean;
             usage_estimated: boolean;
             /**
              * Format: int64
              * @description who asked
              */
             user_id: number | null;
+        };
+        liveFailureEvent: {
+            detail?: string;
+            /** Format: int64 */
+            generation_id?: number;
         };
         liveGenerateRequest: {
             prompt: string;
@@ -4808,6 +5096,13 @@ export interface components {
             started_at: string | null;
             /** @enum {string} */
             status: "queued" | "running" | "succeeded" | "failed" | "cancelled";
+            /**
+             * @description why the model stopped: stop (finished), length (cut off at the max tokens limit), content_filter, tool_calls, cancelled (stopped or cancelled), error (the call failed), other; null while it runs, and for generations made before it was recorded
+             * @enum {string|null}
+             */
+            stop_reason: "stop" | "length" | "content_filter" | "tool_calls" | "cancelled" | "error" | "other" | null;
+            /** @description the answer was cut off at the max tokens limit (stop_reason length) */
+            truncated: boolean;
             /** @description the stream was cut off before the provider reported its usage */
             usage_estimated: boolean;
             /**
@@ -4819,6 +5114,14 @@ export interface components {
                 [key: string]: string;
             };
         } | null;
+        livePresenceEvent: {
+            /** @enum {string} */
+            action?: "join" | "leave";
+            /** Format: int64 */
+            user_id?: number;
+            username?: string;
+            watchers?: components["schemas"]["Watcher"][];
+        };
         liveSessionDetailResponse: {
             generation: components["schemas"]["liveGenerationResponse"];
             session: components["schemas"]["liveSessionResponse"];
@@ -4859,6 +5162,13 @@ export interface components {
              * @description the last change: created, a generation asked for or ended, closed
              */
             updated_at: string;
+        };
+        liveSnapshotResponse: {
+            generation: components["schemas"]["liveGenerationResponse"];
+            /** Format: int64 */
+            session_id: number;
+            text: string;
+            watchers: components["schemas"]["Watcher"][];
         };
         loginRequest: {
             email: string;
@@ -5043,6 +5353,13 @@ export interface components {
             started_at: string | null;
             /** @enum {string} */
             status: "queued" | "running" | "succeeded" | "failed" | "cancelled";
+            /**
+             * @description why the model stopped: stop (finished), length (cut off at the max tokens limit), content_filter, tool_calls, cancelled (stopped or cancelled), error (the call failed), other; null while it runs, and for generations made before it was recorded
+             * @enum {string|null}
+             */
+            stop_reason: "stop" | "length" | "content_filter" | "tool_calls" | "cancelled" | "error" | "other" | null;
+            /** @description the answer was cut off at the max tokens limit (stop_reason length) */
+            truncated: boolean;
             /** Format: int64 */
             user_id: number | null;
             variables: {
@@ -5052,7 +5369,7 @@ export interface components {
         saveAsPostRequest: {
             /** @enum {string} */
             target: "wordpress" | "astro";
-            /** @description default: the output's first Markdown heading (a run's, a live session's), or the generation's article title */
+            /** @description default: the output's first Markdown heading (a run's, a live session's) or first line, or the generation's article title */
             title?: string;
         };
         savedPostResponse: {
@@ -5448,6 +5765,25 @@ export interface components {
             clusters?: components["schemas"]["strategyClusterRequest"][] | null;
             name?: string | null;
         };
+        streamDetail: {
+            detail?: string;
+        };
+        streamLagged: {
+            detail?: string;
+            /**
+             * Format: int64
+             * @description reconnect with this Last-Event-ID: nothing is lost
+             */
+            last_event_id?: number;
+        };
+        streamMissed: {
+            /**
+             * Format: int64
+             * @description the Last-Event-ID asked for
+             */
+            after?: number;
+            detail?: string;
+        };
         systemSettingsRequest: {
             notification_retention_days?: number | null;
             registration_open?: boolean | null;
@@ -5502,6 +5838,10 @@ export interface components {
             name: string;
             slug: string;
         };
+        textDelta: {
+            /** @description the next piece of the text: append it */
+            text?: string;
+        };
         tokenResponse: {
             access_token: string;
             /** Format: date-time */
@@ -5548,8 +5888,11 @@ export interface components {
             from: string | null;
             /** Format: date-time */
             to: string | null;
-            /** Format: double */
-            total_cost_usd: number;
+            /**
+             * Format: double
+             * @description null when there were calls and none had a known cost
+             */
+            total_cost_usd: number | null;
         };
         usageEventResponse: {
             /** Format: int64 */
@@ -5581,8 +5924,11 @@ export interface components {
             output_tokens: number;
             provider: string;
             source: string;
-            /** @enum {string} */
-            status: "ok" | "error";
+            /**
+             * @description cancelled: stopped or cancelled before it finished; its partial usage and cost count as any other
+             * @enum {string}
+             */
+            status: "ok" | "error" | "cancelled";
             /** Format: int64 */
             user_id: number | null;
         };
@@ -5594,10 +5940,15 @@ export interface components {
             /** Format: int64 */
             calls: number;
             /**
-             * Format: double
-             * @description sum of the known costs
+             * Format: int64
+             * @description calls stopped or cancelled before they finished (their tokens and cost are counted)
              */
-            cost_usd: number;
+            cancelled: number;
+            /**
+             * Format: double
+             * @description sum of the known costs, in dollars; null when there were calls and none had a known cost (models without a price)
+             */
+            cost_usd: number | null;
             /** Format: int64 */
             errors: number;
             /** Format: int64 */
@@ -5637,10 +5988,15 @@ export interface components {
             /** Format: int64 */
             calls: number;
             /**
-             * Format: double
-             * @description sum of the known costs
+             * Format: int64
+             * @description calls stopped or cancelled before they finished (their tokens and cost are counted)
              */
-            cost_usd: number;
+            cancelled: number;
+            /**
+             * Format: double
+             * @description sum of the known costs, in dollars; null when there were calls and none had a known cost (models without a price)
+             */
+            cost_usd: number | null;
             /** Format: int64 */
             errors: number;
             /** Format: int64 */
@@ -5685,6 +6041,145 @@ export interface components {
             /** Format: int64 */
             id: number;
             username: string;
+        };
+        /** @description every attempt, oldest first (in lists only; empty otherwise) */
+        webhookAttemptResponse: {
+            /** Format: int64 */
+            duration_ms: number | null;
+            /** @description why the attempt failed; empty when it succeeded */
+            error: string;
+            /**
+             * Format: date-time
+             * @description null while under way, or when the server stopped mid-request (error says so)
+             */
+            finished_at: string | null;
+            /** Format: int64 */
+            id: number;
+            /** @description the first 1024 bytes of the answer's body */
+            response: string;
+            /** Format: date-time */
+            started_at: string;
+            /** @description the receiver's HTTP status; null when no answer came */
+            status_code: number | null;
+        };
+        /** @description the body sent */
+        webhookBody: {
+            /** @description the ids a receiver needs (environment_id always; docs/webhooks.md lists each event's) */
+            data?: {
+                [key: string]: unknown;
+            };
+            /** @description when the event happened, RFC 3339 to the second */
+            timestamp?: string;
+            type?: string;
+        };
+        webhookCreatedResponse: {
+            /** @description attempts in a row that failed; 0 after a success */
+            consecutive_failures: number;
+            /** Format: date-time */
+            created_at: string;
+            /** Format: int64 */
+            created_by: number | null;
+            description: string;
+            /** @description why it is switched off; empty while on */
+            disabled_reason: string;
+            enabled: boolean;
+            /** Format: int64 */
+            environment_id: number;
+            events: string[];
+            /**
+             * Format: date-time
+             * @description the first failed attempt since the last success; null when the last one succeeded
+             */
+            failing_since: string | null;
+            /** Format: int64 */
+            id: number;
+            /** Format: date-time */
+            last_failure_at: string | null;
+            /** Format: date-time */
+            last_success_at: string | null;
+            /** @description whsec_ and the base64 of the key: verify signatures with it. Shown this once only */
+            secret: string;
+            /** @description the secret's first characters, to tell secrets apart; never enough to sign */
+            secret_prefix: string;
+            /** Format: date-time */
+            updated_at: string;
+            url: string;
+        };
+        webhookDeliveryResponse: {
+            /** @description every attempt, oldest first (in lists only; empty otherwise) */
+            attempt_list: components["schemas"]["webhookAttemptResponse"][];
+            /** @description attempts of its current schedule (a re-send starts a new one) */
+            attempts: number;
+            /** Format: date-time */
+            created_at: string;
+            /** Format: int64 */
+            environment_id: number;
+            /** Format: int64 */
+            id: number;
+            last_error: string;
+            last_status: number | null;
+            /** @description the webhook-id header, the same on every attempt: receivers de-duplicate by it */
+            message_id: string;
+            /**
+             * Format: date-time
+             * @description when it is tried next (pending), or until when it is claimed (sending); null when done
+             */
+            next_attempt_at: string | null;
+            payload: components["schemas"]["webhookBody"];
+            /** @enum {string} */
+            status: "pending" | "sending" | "succeeded" | "failed";
+            /** @description the event type, or webhook.ping */
+            type: string;
+            /** Format: date-time */
+            updated_at: string;
+            /** Format: int64 */
+            webhook_id: number;
+        };
+        webhookRequest: {
+            description?: string;
+            /** @description default true */
+            enabled?: boolean | null;
+            /** Format: int64 */
+            environment_id: number;
+            events: ("post.published" | "post.failed" | "run.succeeded" | "run.failed" | "autopilot.paused" | "budget.reached" | "keywords.imported")[];
+            url: string;
+        };
+        webhookResponse: {
+            /** @description attempts in a row that failed; 0 after a success */
+            consecutive_failures: number;
+            /** Format: date-time */
+            created_at: string;
+            /** Format: int64 */
+            created_by: number | null;
+            description: string;
+            /** @description why it is switched off; empty while on */
+            disabled_reason: string;
+            enabled: boolean;
+            /** Format: int64 */
+            environment_id: number;
+            events: string[];
+            /**
+             * Format: date-time
+             * @description the first failed attempt since the last success; null when the last one succeeded
+             */
+            failing_since: string | null;
+            /** Format: int64 */
+            id: number;
+            /** Format: date-time */
+            last_failure_at: string | null;
+            /** Format: date-time */
+            last_success_at: string | null;
+            /** @description the secret's first characters, to tell secrets apart; never enough to sign */
+            secret_prefix: string;
+            /** Format: date-time */
+            updated_at: string;
+            url: string;
+        };
+        webhookUpdateRequest: {
+            description?: string | null;
+            enabled?: boolean | null;
+            events?: ("post.published" | "post.failed" | "run.succeeded" | "run.failed" | "autopilot.paused" | "budget.reached" | "keywords.imported")[] | null;
+            url?: string | null;
         };
         wpImportRequest: {
             /** Format: int64 */
@@ -8613,6 +9108,46 @@ export interface operations {
             500: components["responses"]["500"];
         };
     };
+    getCieRuns: {
+        parameters: {
+            query?: {
+                /** @description page number, from 1 */
+                page?: number;
+                /** @description items per page, 1 to 200 (default 50) */
+                per_page?: number;
+                environment_id?: number;
+                archetype_id?: number;
+                status?: "queued" | "running" | "succeeded" | "failed" | "cancelled";
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: {
+                            items: components["schemas"]["cieRunResponse"][];
+                            page: number;
+                            per_page: number;
+                            total: number;
+                        };
+                        message: string;
+                    };
+                };
+            };
+            401: components["responses"]["401"];
+            404: components["responses"]["404"];
+            422: components["responses"]["422"];
+            500: components["responses"]["500"];
+        };
+    };
     getCieRunsRunId: {
         parameters: {
             query?: never;
@@ -8638,6 +9173,37 @@ export interface operations {
             };
             401: components["responses"]["401"];
             404: components["responses"]["404"];
+            422: components["responses"]["422"];
+            500: components["responses"]["500"];
+        };
+    };
+    postCieRunsRunIdCancel: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                run_id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["cieRunResponse"];
+                        message: string;
+                    };
+                };
+            };
+            401: components["responses"]["401"];
+            403: components["responses"]["403"];
+            404: components["responses"]["404"];
+            409: components["responses"]["409"];
             422: components["responses"]["422"];
             500: components["responses"]["500"];
         };
@@ -12236,7 +12802,7 @@ export interface operations {
                 agent_id?: number;
                 model?: string;
                 source?: "execution" | "chat" | "live" | "scout" | "autopilot" | "cie" | "search" | "test";
-                status?: "ok" | "error";
+                status?: "ok" | "error" | "cancelled";
             };
             header?: never;
             path?: never;
@@ -12274,7 +12840,7 @@ export interface operations {
                 agent_id?: number;
                 model?: string;
                 source?: "execution" | "chat" | "live" | "scout" | "autopilot" | "cie" | "search" | "test";
-                status?: "ok" | "error";
+                status?: "ok" | "error" | "cancelled";
             };
             header?: never;
             path?: never;
@@ -12309,7 +12875,7 @@ export interface operations {
                 agent_id?: number;
                 model?: string;
                 source?: "execution" | "chat" | "live" | "scout" | "autopilot" | "cie" | "search" | "test";
-                status?: "ok" | "error";
+                status?: "ok" | "error" | "cancelled";
                 /** @description day (default), model, agent, environment or user */
                 group_by?: "day" | "model" | "agent" | "environment" | "user";
             };
@@ -12349,7 +12915,7 @@ export interface operations {
                 agent_id?: number;
                 model?: string;
                 source?: "execution" | "chat" | "live" | "scout" | "autopilot" | "cie" | "search" | "test";
-                status?: "ok" | "error";
+                status?: "ok" | "error" | "cancelled";
             };
             header?: never;
             path?: never;
@@ -12391,7 +12957,7 @@ export interface operations {
                 agent_id?: number;
                 model?: string;
                 source?: "execution" | "chat" | "live" | "scout" | "autopilot" | "cie" | "search" | "test";
-                status?: "ok" | "error";
+                status?: "ok" | "error" | "cancelled";
             };
             header?: never;
             path?: never;
@@ -12700,6 +13266,310 @@ export interface operations {
                 };
             };
             401: components["responses"]["401"];
+            404: components["responses"]["404"];
+            422: components["responses"]["422"];
+            500: components["responses"]["500"];
+        };
+    };
+    getWebhooks: {
+        parameters: {
+            query?: {
+                /** @description page number, from 1 */
+                page?: number;
+                /** @description items per page, 1 to 200 (default 50) */
+                per_page?: number;
+                environment_id?: number;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: {
+                            items: components["schemas"]["webhookResponse"][];
+                            page: number;
+                            per_page: number;
+                            total: number;
+                        };
+                        message: string;
+                    };
+                };
+            };
+            401: components["responses"]["401"];
+            403: components["responses"]["403"];
+            404: components["responses"]["404"];
+            422: components["responses"]["422"];
+            500: components["responses"]["500"];
+        };
+    };
+    postWebhooks: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["webhookRequest"];
+            };
+        };
+        responses: {
+            /** @description Created */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["webhookCreatedResponse"];
+                        message: string;
+                    };
+                };
+            };
+            400: components["responses"]["400"];
+            401: components["responses"]["401"];
+            403: components["responses"]["403"];
+            404: components["responses"]["404"];
+            413: components["responses"]["413"];
+            415: components["responses"]["415"];
+            422: components["responses"]["422"];
+            500: components["responses"]["500"];
+        };
+    };
+    getWebhooksId: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["webhookResponse"];
+                        message: string;
+                    };
+                };
+            };
+            401: components["responses"]["401"];
+            403: components["responses"]["403"];
+            404: components["responses"]["404"];
+            422: components["responses"]["422"];
+            500: components["responses"]["500"];
+        };
+    };
+    putWebhooksId: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: number;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["webhookUpdateRequest"];
+            };
+        };
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["webhookResponse"];
+                        message: string;
+                    };
+                };
+            };
+            400: components["responses"]["400"];
+            401: components["responses"]["401"];
+            403: components["responses"]["403"];
+            404: components["responses"]["404"];
+            413: components["responses"]["413"];
+            415: components["responses"]["415"];
+            422: components["responses"]["422"];
+            500: components["responses"]["500"];
+        };
+    };
+    deleteWebhooksId: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["deletedResponse"];
+                        message: string;
+                    };
+                };
+            };
+            401: components["responses"]["401"];
+            403: components["responses"]["403"];
+            404: components["responses"]["404"];
+            422: components["responses"]["422"];
+            500: components["responses"]["500"];
+        };
+    };
+    getWebhooksIdDeliveries: {
+        parameters: {
+            query?: {
+                /** @description page number, from 1 */
+                page?: number;
+                /** @description items per page, 1 to 200 (default 50) */
+                per_page?: number;
+            };
+            header?: never;
+            path: {
+                id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: {
+                            items: components["schemas"]["webhookDeliveryResponse"][];
+                            page: number;
+                            per_page: number;
+                            total: number;
+                        };
+                        message: string;
+                    };
+                };
+            };
+            401: components["responses"]["401"];
+            403: components["responses"]["403"];
+            404: components["responses"]["404"];
+            422: components["responses"]["422"];
+            500: components["responses"]["500"];
+        };
+    };
+    postWebhooksIdDeliveriesDeliveryIdResend: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: number;
+                delivery_id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Accepted */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["webhookDeliveryResponse"];
+                        message: string;
+                    };
+                };
+            };
+            401: components["responses"]["401"];
+            403: components["responses"]["403"];
+            404: components["responses"]["404"];
+            409: components["responses"]["409"];
+            422: components["responses"]["422"];
+            500: components["responses"]["500"];
+        };
+    };
+    postWebhooksIdPing: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Accepted */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["webhookDeliveryResponse"];
+                        message: string;
+                    };
+                };
+            };
+            401: components["responses"]["401"];
+            403: components["responses"]["403"];
+            404: components["responses"]["404"];
+            409: components["responses"]["409"];
+            422: components["responses"]["422"];
+            500: components["responses"]["500"];
+        };
+    };
+    postWebhooksIdRotateSecret: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["webhookCreatedResponse"];
+                        message: string;
+                    };
+                };
+            };
+            401: components["responses"]["401"];
+            403: components["responses"]["403"];
             404: components["responses"]["404"];
             422: components["responses"]["422"];
             500: components["responses"]["500"];

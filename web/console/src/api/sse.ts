@@ -4,7 +4,7 @@
 // with Last-Event-ID (so nothing raised in between is lost), with a fresh
 // token each time; a 401 ends the session as any request's does.
 import { session } from "../session";
-import { SessionEnded } from "./client";
+import { ApiError, request, SessionEnded } from "./client";
 
 export type SSEvent = { event: string; id: string; data: unknown };
 
@@ -50,19 +50,25 @@ async function once(path: string, f: Follow): Promise<boolean> {
   }
   if (!res.ok || !res.body) return false;
   f.onOpen?.();
-  const reader = res.body.pipeThrough(new TextDecoderStream()).getReader();
+  await read(res.body, (event, id, raw) => dispatch(f, event, id, raw));
+  return true;
+}
+
+// read parses a stream of Server-Sent Events to its end.
+async function read(body: ReadableStream<BufferSource>, on: (event: string, id: string, data: string) => void): Promise<void> {
+  const reader = body.pipeThrough(new TextDecoderStream()).getReader();
   let buf = "";
   let ev = { event: "message", id: "", data: [] as string[] };
   for (;;) {
     const { value, done } = await reader.read();
-    if (done) return true;
+    if (done) return;
     buf += value;
     let nl: number;
     while ((nl = buf.search(/\r\n|\r|\n/)) >= 0) {
       const line = buf.slice(0, nl);
       buf = buf.slice(nl + (buf.startsWith("\r\n", nl) ? 2 : 1));
       if (line === "") {
-        if (ev.data.length) dispatch(f, ev.event, ev.id, ev.data.join("\n"));
+        if (ev.data.length) on(ev.event, ev.id, ev.data.join("\n"));
         ev = { event: "message", id: "", data: [] };
         continue;
       }
@@ -76,6 +82,24 @@ async function once(path: string, f: Follow): Promise<boolean> {
       else if (field === "id") ev.id = val;
     }
   }
+}
+
+// post sends a JSON body to a route that answers with an event stream
+// (a streamed generation) and reads the events to the stream's end. An
+// error status is thrown as the client's ApiError; aborting signal stops
+// reading (the server decides whether the work goes on).
+export async function post(path: string, body: unknown, onEvent: (e: SSEvent) => void, signal: AbortSignal): Promise<void> {
+  const res = await request("post", path, { body, signal, accept: "text/event-stream" });
+  if (!res.body) throw new ApiError(0, "the server sent no stream");
+  await read(res.body, (event, id, raw) => {
+    let data: unknown;
+    try {
+      data = JSON.parse(raw);
+    } catch {
+      return;
+    }
+    onEvent({ event, id, data });
+  });
 }
 
 function dispatch(f: Follow, event: string, id: string, raw: string) {

@@ -1,0 +1,409 @@
+// Keywords: an environment's keywords as a table paged, sorted and
+// filtered by the server (GET /api/seo/keywords), the import of a keyword
+// tool's export (by file picker or by dropping it on the screen, with the
+// upload's progress and the server's report), and for editors the
+// selected rows' status, deletion, or a campaign made of them.
+import { useEffect, useRef, useState } from "preact/hooks";
+import { api, upload, type Schemas } from "../api/client";
+import type { ScreenProps } from "../lazy";
+import { envPath } from "../router";
+import { sentence } from "../session";
+import {
+  Alert, canEdit, errorText, Field, formErrors, Heading, Labelled, Link, noErrors, num, Pager, Select, Thead, useDebounced, useResource, type FormErrors,
+} from "../ui";
+
+type Keyword = Schemas["keywordResponse"];
+type Report = Schemas["keywordImportResponse"];
+type Status = Keyword["status"];
+type Intent = "informational" | "commercial" | "transactional" | "navigational";
+type Sort = "keyword" | "search_volume" | "difficulty" | "cpc" | "updated_at";
+
+export const statusWords: Record<Status, string> = {
+  new: "New",
+  planned: "Planned",
+  in_progress: "In progress",
+  published: "Published",
+  ignored: "Ignored",
+};
+const statuses = Object.entries(statusWords) as [Status, string][];
+const intents: [Intent, string][] = [
+  ["informational", "Informational"],
+  ["commercial", "Commercial"],
+  ["transactional", "Transactional"],
+  ["navigational", "Navigational"],
+];
+const formatWords: Record<Report["format"], string> = {
+  google_keyword_planner: "Google Keyword Planner",
+  ahrefs: "Ahrefs",
+  semrush: "Semrush",
+};
+
+export function Keywords({ env }: ScreenProps) {
+  const editor = canEdit();
+  const [perPage, setPerPage] = useState(50);
+  const [sort, setSort] = useState<{ by: Sort; desc: boolean }>({ by: "keyword", desc: false });
+  const [status, setStatus] = useState<"" | Status>("");
+  const [intent, setIntent] = useState<"" | Intent>("");
+  const [text, setText] = useState("");
+  const q = useDebounced(text.trim());
+  // A new filter, order or page size starts again at page 1, and a new page
+  // with no selection: rows out of sight are never acted on.
+  const filters = JSON.stringify([env, perPage, sort, status, intent, q]);
+  const [at, setAt] = useState({ filters, page: 1 });
+  const page = at.filters === filters ? at.page : 1;
+  const setPage = (p: number) => setAt({ filters, page: p });
+  const [sel, setSel] = useState({ key: "", ids: new Set<number>() });
+  const selected = sel.key === filters + page ? sel.ids : new Set<number>();
+  const setSelected = (ids: Set<number>) => setSel({ key: filters + page, ids });
+  const [done, setDone] = useState<string | null>(null);
+  const [dragging, setDragging] = useState(false);
+  const importer = useRef<(f: File) => void>(() => undefined);
+
+  const list = useResource(
+    (signal) =>
+      api.get("/api/seo/keywords", {
+        query: {
+          environment_id: env,
+          page,
+          per_page: perPage,
+          sort: ((sort.desc ? "-" : "") + sort.by) as `-${Sort}`,
+          status: status || undefined,
+          intent: intent || undefined,
+          q: q || undefined,
+        },
+        signal,
+      }),
+    [env, page, perPage, sort.by, sort.desc, status, intent, q],
+  );
+
+  const items = list.data?.data.items ?? [];
+  const total = list.data?.data.total ?? 0;
+  const pages = Math.max(1, Math.ceil(total / perPage));
+  const allOnPage = items.length > 0 && items.every((k) => selected.has(k.id));
+
+  function toggle(id: number) {
+    const next = new Set(selected);
+    if (next.has(id)) next.delete(id);
+    else next.add(id);
+    setSelected(next);
+  }
+  function sortBy(by: Sort) {
+    setSort((s) => ({ by, desc: s.by === by ? !s.desc : by !== "keyword" }));
+  }
+  function changed(message: string) {
+    setDone(message);
+    setSelected(new Set());
+    list.reload();
+  }
+
+  const drop = editor
+    ? {
+        onDragOver: (e: DragEvent) => {
+          if (!e.dataTransfer?.types.includes("Files")) return;
+          e.preventDefault();
+          setDragging(true);
+        },
+        onDragLeave: (e: DragEvent) => {
+          if (e.currentTarget === e.target) setDragging(false);
+        },
+        onDrop: (e: DragEvent) => {
+          const f = e.dataTransfer?.files[0];
+          if (!f) return;
+          e.preventDefault();
+          setDragging(false);
+          importer.current(f);
+        },
+      }
+    : {};
+
+  return (
+    <div class={dragging ? "screen dropping" : "screen"} {...drop}>
+      <Heading>Keywords</Heading>
+      {editor && <Import env={env} bind={importer} onImported={() => list.reload()} />}
+
+      <section aria-labelledby="kw-list">
+        <h2 id="kw-list">Keywords of this environment</h2>
+        <div class="filters" role="search" aria-label="Filter keywords">
+          <Field type="search" label="Search" name="q" value={text} onValue={setText} />
+          <Select label="Status" name="status" value={status} onValue={(v) => setStatus(v as Status | "")} options={[["", "Any status"], ...statuses]} />
+          <Select label="Intent" name="intent" value={intent} onValue={(v) => setIntent(v as Intent | "")} options={[["", "Any intent"], ...intents]} />
+          <Select label="Rows per page" name="per_page" value={String(perPage)} onValue={(v) => setPerPage(Number(v))}
+            options={[["25", "25"], ["50", "50"], ["100", "100"], ["200", "200"]]} />
+        </div>
+        {done && (
+          <p class="notice" role="status">
+            {done}
+          </p>
+        )}
+        {editor && selected.size > 0 && (
+          <Selection env={env} ids={[...selected]} onChanged={changed} onError={() => list.reload()} />
+        )}
+        {list.error && <Alert>{list.error}</Alert>}
+        <p class="muted small" role="status" aria-live="polite">
+          {list.loading && !list.data ? "Loading keywords…" : kws(total)}
+          {list.loading && list.data ? " · updating…" : ""}
+        </p>
+        {items.length > 0 && (
+          <div class="table-wrap">
+            <table aria-labelledby="kw-list" aria-busy={list.loading}>
+              <thead>
+                <tr>
+                  {editor && (
+                    <th scope="col" class="check">
+                      <input type="checkbox" aria-label="Select all keywords on this page" checked={allOnPage}
+                        onChange={() => setSelected(allOnPage ? new Set() : new Set(items.map((k) => k.id)))} />
+                    </th>
+                  )}
+                  <SortHeader label="Keyword" by="keyword" sort={sort} onSort={sortBy} />
+                  <th scope="col">Status</th>
+                  <th scope="col">Intent</th>
+                  <SortHeader label="Volume" by="search_volume" sort={sort} onSort={sortBy} numeric />
+                  <SortHeader label="Difficulty" by="difficulty" sort={sort} onSort={sortBy} numeric />
+                  <SortHeader label="CPC" by="cpc" sort={sort} onSort={sortBy} numeric />
+                  <th scope="col">Cluster</th>
+                  <th scope="col">Campaign</th>
+                </tr>
+              </thead>
+              <tbody>
+                {items.map((k) => (
+                  <tr key={k.id} aria-selected={editor ? selected.has(k.id) : undefined}>
+                    {editor && (
+                      <td class="check">
+                        <input type="checkbox" aria-label={`Select ${k.keyword}`} checked={selected.has(k.id)} onChange={() => toggle(k.id)} />
+                      </td>
+                    )}
+                    <th scope="row">{k.keyword}</th>
+                    <td>{statusWords[k.status] ?? k.status}</td>
+                    <td>{k.intent.join(", ") || "—"}</td>
+                    <td class="num">{volume(k)}</td>
+                    <td class="num">{num(k.difficulty)}</td>
+                    <td class="num">{k.cpc == null ? "—" : `${k.cpc.toFixed(2)} ${k.currency}`}</td>
+                    <td>{k.cluster || "—"}</td>
+                    <td>{k.campaign_id ? <Link href={envPath(env, "campaigns") + `?id=${k.campaign_id}`}>#{k.campaign_id}</Link> : "—"}</td>
+                  </tr>
+                ))}
+              </tbody>
+            </table>
+          </div>
+        )}
+        {list.data && items.length === 0 && (
+          <p>{q || status || intent ? "No keyword matches these filters." : "This environment has no keywords yet." + (editor ? " Import an export above." : "")}</p>
+        )}
+        <Pager label="Pages of keywords" page={page} pages={pages} onPage={setPage} />
+      </section>
+    </div>
+  );
+}
+
+const kws = (n: number) => `${num(n)} ${n === 1 ? "keyword" : "keywords"}`;
+
+function volume(k: Keyword): string {
+  if (k.search_volume == null) return "—";
+  return k.search_volume_high != null ? `${num(k.search_volume)}–${num(k.search_volume_high)}` : num(k.search_volume);
+}
+
+function SortHeader({ label, by, sort, onSort, numeric }: {
+  label: string;
+  by: Sort;
+  sort: { by: Sort; desc: boolean };
+  onSort: (by: Sort) => void;
+  numeric?: boolean;
+}) {
+  const active = sort.by === by;
+  return (
+    <th scope="col" class={numeric ? "num" : undefined} aria-sort={active ? (sort.desc ? "descending" : "ascending") : undefined}>
+      <button type="button" class="sort" onClick={() => onSort(by)}>
+        {label}
+        <span aria-hidden="true">{active ? (sort.desc ? " ↓" : " ↑") : ""}</span>
+      </button>
+    </th>
+  );
+}
+
+// Import uploads an export (chosen, or dropped anywhere on the screen) and
+// shows the server's report.
+function Import({ env, bind, onImported }: { env: number; bind: { current: (f: File) => void }; onImported: () => void }) {
+  const [progress, setProgress] = useState<{ name: string; sent: number } | null>(null);
+  const [report, setReport] = useState<{ name: string; r: Report } | null>(null);
+  const [error, setError] = useState<string | null>(null);
+  const input = useRef<HTMLInputElement>(null);
+  const ac = useRef<AbortController | null>(null);
+  useEffect(() => () => ac.current?.abort(), []);
+
+  async function send(f: File) {
+    if (progress) return;
+    ac.current = new AbortController();
+    setError(null);
+    setReport(null);
+    setProgress({ name: f.name, sent: 0 });
+    const form = new FormData();
+    form.append("environment_id", String(env));
+    form.append("file", f, f.name);
+    try {
+      const r = await upload("/api/seo/keywords/import", form, (sent) => setProgress({ name: f.name, sent }), ac.current.signal);
+      setReport({ name: f.name, r: r.data });
+      onImported();
+    } catch (e) {
+      if (e instanceof DOMException && e.name === "AbortError") return;
+      const fe = formErrors(e, ["file"]);
+      setError(fe.fields.file ?? fe.form);
+    } finally {
+      setProgress(null);
+      if (input.current) input.current.value = "";
+    }
+  }
+  bind.current = (f) => void send(f);
+
+  const r = report?.r;
+  return (
+    <section aria-labelledby="kw-import" class="card import">
+      <h2 id="kw-import">Import an export</h2>
+      <Labelled label="Keyword export (CSV)" error={error ?? undefined}
+        hint="A Google Keyword Planner, Ahrefs or Semrush export. Choose the file, or drop it anywhere on this screen. Keywords already here get the new metrics; their status and campaign stay."
+        control={(a) => (
+          <input {...a} ref={input} type="file" accept=".csv,.tsv,.txt,text/csv,text/tab-separated-values" disabled={!!progress}
+            onChange={(e) => {
+              const f = e.currentTarget.files?.[0];
+              if (f) void send(f);
+            }} />
+        )} />
+      {progress && (
+        <div class="progress" role="status">
+          <label for="kw-progress">
+            Uploading {progress.name}: {Math.round(progress.sent * 100)}%
+          </label>
+          <progress id="kw-progress" max={1} value={progress.sent} />
+          <button type="button" onClick={() => ac.current?.abort()}>
+            Cancel upload
+          </button>
+        </div>
+      )}
+      {r && report && (
+        <div role="status" aria-labelledby="kw-report" class="report">
+          <h3 id="kw-report">Imported {report.name}</h3>
+          <p>
+            {formatWords[r.format]} export, {num(r.rows)} rows: {num(r.imported)} imported, {num(r.updated)} updated, {num(r.rejected)} rejected
+            {r.duplicates ? `, ${num(r.duplicates)} repeated rows merged` : ""}.
+          </p>
+          {r.rejections.length > 0 && (
+            <table>
+              <caption>Rows left out</caption>
+              <Thead cols={["Line", "Keyword", "Reason"]} />
+              <tbody>
+                {r.rejections.map((x, i) => (
+                  <tr key={i}>
+                    <td class="num">{x.line}</td>
+                    <td>{x.keyword || "—"}</td>
+                    <td>{x.reason}</td>
+                  </tr>
+                ))}
+              </tbody>
+            </table>
+          )}
+          {r.more_rejections > 0 && <p class="muted">And {num(r.more_rejections)} more rows left out.</p>}
+        </div>
+      )}
+    </section>
+  );
+}
+
+type Pending = "delete" | "campaign" | null;
+
+// Selection holds the actions on the selected rows.
+function Selection({ env, ids, onChanged, onError }: { env: number; ids: number[]; onChanged: (message: string) => void; onError: () => void }) {
+  const [status, setStatus] = useState<Status>("planned");
+  const [pending, setPending] = useState<Pending>(null);
+  const [busy, setBusy] = useState(false);
+  const [error, setError] = useState<string | null>(null);
+  const n = ids.length;
+  const some = kws(n);
+
+  async function run(p: Promise<string>) {
+    setBusy(true);
+    setError(null);
+    try {
+      onChanged(await p);
+      setPending(null);
+    } catch (e) {
+      setError(errorText(e));
+      onError();
+    } finally {
+      setBusy(false);
+    }
+  }
+  const setAll = () =>
+    run(api.post("/api/seo/keywords/bulk-update", { body: { ids, status } }).then((r) => `${statusWords[status]}: ${kws(r.data.changed)} changed.`));
+  const remove = () => run(api.post("/api/seo/keywords/bulk-delete", { body: { ids } }).then((r) => `Deleted ${kws(r.data.changed)}.`));
+
+  return (
+    <div class="selection card" role="group" aria-label="Selected keywords">
+      <p>
+        <strong>{some} selected</strong>
+      </p>
+      <div class="row">
+        <Select label="New status" name="new_status" value={status} onValue={(v) => setStatus(v as Status)} options={statuses} />
+        <button type="button" onClick={setAll} disabled={busy}>
+          Set status
+        </button>
+        <button type="button" onClick={() => setPending("delete")} disabled={busy} aria-expanded={pending === "delete"}>
+          Delete…
+        </button>
+        <button type="button" onClick={() => setPending("campaign")} disabled={busy} aria-expanded={pending === "campaign"}>
+          Make a campaign…
+        </button>
+      </div>
+      {error && <Alert>{error}</Alert>}
+      {pending === "delete" && (
+        <div class="confirm" role="alertdialog" aria-label="Confirm deletion" aria-describedby="kw-del-q">
+          <p id="kw-del-q">Delete {some}? This cannot be undone.</p>
+          <div class="actions">
+            <button type="button" class="danger" onClick={remove} disabled={busy}>
+              Delete {some}
+            </button>
+            <button type="button" onClick={() => setPending(null)}>
+              Cancel
+            </button>
+          </div>
+        </div>
+      )}
+      {pending === "campaign" && <NewCampaign env={env} ids={ids} onCreated={(m) => { setPending(null); onChanged(m); }} onCancel={() => setPending(null)} />}
+    </div>
+  );
+}
+
+function NewCampaign({ env, ids, onCreated, onCancel }: { env: number; ids: number[]; onCreated: (message: string) => void; onCancel: () => void }) {
+  const [name, setName] = useState("");
+  const [target, setTarget] = useState<"wordpress" | "astro">("wordpress");
+  const [errors, setErrors] = useState<FormErrors>(noErrors);
+  const [busy, setBusy] = useState(false);
+  async function submit(e: Event) {
+    e.preventDefault();
+    setBusy(true);
+    setErrors(noErrors);
+    try {
+      const r = await api.post("/api/seo/campaigns", { body: { environment_id: env, name, target, keyword_ids: ids } });
+      onCreated(`Campaign “${r.data.name}” created with ${kws(ids.length)}.`);
+    } catch (err) {
+      setErrors(formErrors(err, ["name", "target", "keyword_ids"]));
+    } finally {
+      setBusy(false);
+    }
+  }
+  return (
+    <form onSubmit={submit} aria-label="New campaign of the selected keywords" noValidate>
+      <Field label="Campaign name" name="name" value={name} onValue={setName} error={errors.fields.name} required />
+      <Select label="Posts go to" name="target" value={target} onValue={(v) => setTarget(v as "wordpress" | "astro")}
+        options={[["wordpress", "WordPress"], ["astro", "Astro"]]} error={errors.fields.target} />
+      {errors.fields.keyword_ids && <Alert>{sentence(errors.fields.keyword_ids)}</Alert>}
+      {errors.form && <Alert>{sentence(errors.form)}</Alert>}
+      <div class="actions">
+        <button type="submit" class="primary" disabled={busy}>
+          Create campaign
+        </button>
+        <button type="button" onClick={onCancel}>
+          Cancel
+        </button>
+      </div>
+    </form>
+  );
+}
