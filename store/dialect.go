@@ -38,6 +38,12 @@ type Dialect interface {
 	// JSONText is the text at path (dotted: "astro.project_path") of the
 	// JSON held in column, NULL when absent.
 	JSONText(column, path string) string
+	// JSONHas is the condition that the JSON array of strings held in
+	// column contains the value of the placeholder arg ("?", "?1").
+	JSONHas(column, arg string) string
+	// RandomHex is an expression of n random bytes as lowercase hex,
+	// a new value for each row.
+	RandomHex(n int) string
 
 	// migrationSQL is migration m's text on this engine.
 	migrationSQL(m migration) (string, error)
@@ -75,6 +81,14 @@ func (sqliteDialect) ChatSearch(q string) (string, []any) {
 
 func (sqliteDialect) JSONText(column, path string) string {
 	return "json_extract(" + column + ", '$." + path + "')"
+}
+
+func (sqliteDialect) JSONHas(column, arg string) string {
+	return "EXISTS (SELECT 1 FROM json_each(" + column + ") j WHERE j.value = " + arg + ")"
+}
+
+func (sqliteDialect) RandomHex(n int) string {
+	return "lower(hex(randomblob(" + strconv.Itoa(n) + ")))"
 }
 
 func (sqliteDialect) migrationSQL(m migration) (string, error) { return m.sql, nil }
@@ -189,7 +203,7 @@ func pgQuery(q string) string {
 
 var (
 	orderBy   = lazyRegexp(`(?i)\bORDER\s+BY\s`)
-	orderEnd  = lazyRegexp(`(?i)\s(LIMIT|OFFSET)\s`)
+	orderEnd  = lazyRegexp(`(?i)\s(LIMIT|OFFSET|RETURNING)\s`)
 	orderTerm = lazyRegexp(`(?i)^\s*([\w.]+)(\s+COLLATE\s+\w+)?(\s+(ASC|DESC))?\s*$`)
 )
 
@@ -323,6 +337,20 @@ func tsQuery(q string) string {
 
 func (*postgresDialect) JSONText(column, path string) string {
 	return "(" + column + "::jsonb #>> '{" + strings.ReplaceAll(path, ".", ",") + "}')"
+}
+
+func (*postgresDialect) JSONHas(column, arg string) string {
+	return "EXISTS (SELECT 1 FROM jsonb_array_elements_text(" + column + "::jsonb) j WHERE j = " + arg + ")"
+}
+
+// RandomHex takes its bytes from md5s of random UUIDs (PostgreSQL's core
+// has no random bytes without pgcrypto; a UUID v4 holds 122 random bits).
+func (*postgresDialect) RandomHex(n int) string {
+	var parts []string
+	for left := 2 * n; left > 0; left -= 32 {
+		parts = append(parts, "substr(md5(gen_random_uuid()::text), 1, "+strconv.Itoa(min(left, 32))+")")
+	}
+	return strings.Join(parts, " || ")
 }
 
 func (*postgresDialect) goStep(version int) func(ctx context.Context, tx *sql.Tx) error {

@@ -9,6 +9,8 @@ func TestPostgresQueryText(t *testing.T) {
 	nullable := map[string]bool{"published_at": true}
 	cases := []struct{ in, want string }{
 		{`SELECT a FROM t INDEXED BY t_list WHERE a = ? AND b = '?' AND c = ?`, `SELECT a FROM t WHERE a = $1 AND b = '?' AND c = $2`},
+		{`INSERT INTO d (a) SELECT w.id FROM w ORDER BY w.id RETURNING id, published_at`,
+			`INSERT INTO d (a) SELECT w.id FROM w ORDER BY w.id RETURNING id, published_at`},
 		{`SELECT r.id FROM cie_runs r NOT INDEXED WHERE r.id > ?`, `SELECT r.id FROM cie_runs r WHERE r.id > $1`},
 		{`UPDATE m SET x = CASE WHEN s = ?1 THEN ?2 END WHERE id = ?3 AND s = ?1`, `UPDATE m SET x = CASE WHEN s = $1 THEN $2 END WHERE id = $3 AND s = $1`},
 		{`SELECT 1 FROM u WHERE (u.email LIKE ? ESCAPE '\' OR u.name NOT LIKE ?)`,
