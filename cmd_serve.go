@@ -25,7 +25,8 @@ func serveCmd() *cobra.Command {
 		Short: "Run the API server",
 		Long: "Run the API server. The first start creates the data directory, the database and secret.key.\n" +
 			"Every flag can also be set with an environment variable: --http is COPYDESK_HTTP, --data-dir is COPYDESK_DATA_DIR, and so on.\n" +
-			"COPYDESK_SECRET_KEY, when set, is used instead of DATA_DIR/secret.key.",
+			"COPYDESK_SECRET_KEY, when set, is used instead of DATA_DIR/secret.key.\n" +
+			"--database postgres://... (COPYDESK_DATABASE) runs on that PostgreSQL database instead of DATA_DIR/copydesk.db (docs/scaling.md).",
 		Example: "  copydesk serve\n" +
 			"  copydesk serve --http 127.0.0.1:9000 --data-dir /var/lib/copydesk\n" +
 			"  COPYDESK_HTTP=0.0.0.0:8080 copydesk serve --log-format json",
@@ -35,7 +36,7 @@ func serveCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			cfg.DataDir, cfg.Version = c.dataDir, version()
+			cfg.DataDir, cfg.Database, cfg.Version = c.dataDir, c.database, version()
 			switch {
 			case cfg.Workers < 1:
 				return fmt.Errorf("--workers must be at least 1")

@@ -86,6 +86,7 @@ func flagError(cmd *cobra.Command, err error) error {
 // common holds the flags every command that touches the data takes.
 type common struct {
 	dataDir   string
+	database  string // a postgres:// URL: the database instead of the data directory's SQLite file
 	logLevel  string
 	logFormat string
 	mayCreate bool // this command may create a new instance (users create --init)
@@ -93,6 +94,7 @@ type common struct {
 
 func (c *common) register(fs *pflag.FlagSet) {
 	fs.StringVar(&c.dataDir, "data-dir", defaultDataDir, "folder for the database and secret key")
+	fs.StringVar(&c.database, "database", "", "a PostgreSQL database (postgres://USER:PASSWORD@HOST:PORT/DB) to use instead of the data directory's SQLite file; see docs/scaling.md")
 	fs.StringVar(&c.logLevel, "log-level", "info", "debug, info, warn or error")
 	fs.StringVar(&c.logFormat, "log-format", "text", "text or json")
 }
@@ -137,10 +139,13 @@ func openData(cmd *cobra.Command, c *common) (*server.App, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := requireData(c.dataDir); err != nil && !c.mayCreate {
-		return nil, err
+	if c.database == "" {
+		if err := requireData(c.dataDir); err != nil && !c.mayCreate {
+			return nil, err
+		}
 	}
-	return server.OpenData(cmd.Context(), server.Config{DataDir: c.dataDir, SecretKey: os.Getenv("COPYDESK_SECRET_KEY"), Version: version()}, log)
+	return server.OpenData(cmd.Context(), server.Config{DataDir: c.dataDir, Database: c.database,
+		SecretKey: os.Getenv("COPYDESK_SECRET_KEY"), Version: version()}, log)
 }
 
 // withData opens the data directory for a one-shot command (openData),

@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"bytes"
 	"context"
-	"database/sql"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -21,6 +20,7 @@ import (
 	"github.com/copydesk/copydesk/server/agent"
 	"github.com/copydesk/copydesk/server/notify"
 	"github.com/copydesk/copydesk/store"
+	"github.com/copydesk/copydesk/store/storetest"
 )
 
 // Tests of /api/agents: CRUD, assignments, tenancy, and runs executed by the
@@ -1271,10 +1271,7 @@ func TestAgentRunRestartRecovery(t *testing.T) {
 	// ... and the second one was on its last attempt (written directly, as a
 	// crash leaves the row).
 	jobID := *agMustRun(t, e, exhausted).JobID
-	raw, err := sql.Open("sqlite", "file:"+e.app.DB.Path()+"?_pragma=busy_timeout(10000)")
-	if err != nil {
-		t.Fatal(err)
-	}
+	raw := storetest.Raw(t, e.app.DB)
 	now := time.Now().UTC().Format(store.TimeFormat)
 	if _, err := raw.Exec(`UPDATE jobs SET status = 'running', attempts = max_attempts, started_at = ?, updated_at = ? WHERE id = ?`, now, now, jobID); err != nil {
 		t.Fatal(err)

@@ -34,8 +34,12 @@ type Config struct {
 	HTTPAddr string
 	// Listener, when set, is the bound HTTPAddr (Listen): serve binds before
 	// it creates anything, so a port in use leaves nothing behind.
-	Listener         net.Listener
-	DataDir          string
+	Listener net.Listener
+	DataDir  string
+	// Database, when set, is a PostgreSQL database (postgres://...) used
+	// instead of DATA_DIR/copydesk.db; the data directory still holds the
+	// rest (secret.key unless SecretKey, backups, the lock).
+	Database         string
 	SecretKey        string // COPYDESK_SECRET_KEY; empty: DATA_DIR/secret.key
 	TokenTTL         time.Duration
 	SessionTTL       time.Duration
@@ -169,9 +173,23 @@ func openData(ctx context.Context, cfg Config, log *slog.Logger, opt store.Optio
 		log.Warn("created a new secret key: keep it with your backups, without it stored credentials cannot be read",
 			"path", filepath.Join(cfg.DataDir, keyring.FileName))
 	}
-	db, err := store.Open(ctx, filepath.Join(cfg.DataDir, DBFile), opt)
+	dbPath := filepath.Join(cfg.DataDir, DBFile)
+	if cfg.Database != "" {
+		if !store.IsPostgresURL(cfg.Database) {
+			return nil, fmt.Errorf("--database must be a PostgreSQL address (postgres://USER:PASSWORD@HOST:PORT/DB), not %q", store.RedactURL(cfg.Database))
+		}
+		dbPath = cfg.Database
+	}
+	db, err := store.Open(ctx, dbPath, opt)
 	if err != nil {
 		return nil, err
+	}
+	if db.OnPostgres() {
+		// Instances share one database and must share its key: data
+		// sealed with one key cannot be read with another.
+		if err := db.CheckSecretKey(ctx, keys.CheckValue()); err != nil {
+			return nil, errors.Join(err, db.Close())
+		}
 	}
 	acfg := auth.DefaultConfig()
 	if cfg.TokenTTL > 0 {

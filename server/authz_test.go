@@ -881,6 +881,7 @@ func authzAPITokens(t *testing.T, e *env, tokens map[string]string, targetJWT st
 
 func TestAuthorizationTable(t *testing.T) {
 	skipTableUnderRace(t)
+	sqliteOnly(t, "its fixture is a data directory copied whole, with a backup in it")
 	t.Parallel()
 	provider := fakeOpenAI(t, nil)
 	fixture, routes := newAuthzFixture(t, provider.URL)

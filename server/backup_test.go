@@ -21,6 +21,7 @@ import (
 )
 
 func TestBackupAPI(t *testing.T) {
+	backupsOnSQLite(t)
 	t.Parallel()
 	e := newEnv(t)
 	_, root := e.user(t, "root", store.RoleSuperAdmin)
@@ -169,6 +170,7 @@ func TestBackupAPI(t *testing.T) {
 // restore ends every session, so those that waited for it are refused
 // (401) and a new sign-in reads the restored data.
 func TestRequestsDuringRestore(t *testing.T) {
+	backupsOnSQLite(t)
 	t.Parallel()
 	e := newEnv(t)
 	_, root := e.user(t, "root", store.RoleSuperAdmin)
@@ -218,6 +220,7 @@ func TestRequestsDuringRestore(t *testing.T) {
 // snapshot's); a token of a session the restore ended must not come back to
 // life when a new session gets its id.
 func TestRestoredSessionIDsDoNotReviveTokens(t *testing.T) {
+	backupsOnSQLite(t)
 	t.Parallel()
 	e := newEnv(t)
 	_, root := e.user(t, "root", store.RoleSuperAdmin)
@@ -245,6 +248,7 @@ func TestRestoredSessionIDsDoNotReviveTokens(t *testing.T) {
 // taken does not get their old token back, and the restoring super_admin
 // signs in again too.
 func TestRestoreEndsEverySession(t *testing.T) {
+	backupsOnSQLite(t)
 	t.Parallel()
 	e := newEnv(t)
 	_, root := e.user(t, "root", store.RoleSuperAdmin)
@@ -275,6 +279,7 @@ func TestRestoreEndsEverySession(t *testing.T) {
 // dropped tables) is refused on upload, reported by verify and refused by
 // restore, naming what is wrong.
 func TestTamperedBackupIsRefused(t *testing.T) {
+	backupsOnSQLite(t)
 	t.Parallel()
 	e := newEnv(t)
 	_, root := e.user(t, "root", store.RoleSuperAdmin)

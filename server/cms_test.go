@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/copydesk/copydesk/store"
+	"github.com/copydesk/copydesk/store/storetest"
 )
 
 // cmsEnv is an app with an environment A the editor and the viewer may
@@ -151,7 +152,13 @@ func TestCMSSlugs(t *testing.T) {
 
 // compareNoCase orders as SQLite's NOCASE does: ASCII letters folded,
 // every other byte as it is.
+//
+// On PostgreSQL, NOCASE is an ICU collation that folds every letter's case
+// (docs/scaling.md), so letters beyond ASCII are folded too.
 func compareNoCase(a, b string) int {
+	if storetest.Postgres() {
+		return strings.Compare(strings.ToLower(a), strings.ToLower(b))
+	}
 	fold := func(s string) string {
 		return strings.Map(func(r rune) rune {
 			if 'A' <= r && r <= 'Z' {

@@ -344,6 +344,7 @@ func TestConfigurationsSecretNeverShown(t *testing.T) {
 // TestConfigurationsEncryptedAtRest greps the raw database files for the
 // plaintext secret.
 func TestConfigurationsEncryptedAtRest(t *testing.T) {
+	sqliteOnly(t, "it reads the database file")
 	t.Parallel()
 	e := newEnv(t)
 	_, admin := e.user(t, "admin", store.RoleAdmin)

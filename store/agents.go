@@ -149,7 +149,7 @@ func agentInScope(sc Scope) (string, []any) {
 		return "", nil
 	}
 	if sc.UserID == 0 {
-		return "0", nil // the zero Scope sees nothing
+		return "1 = 0", nil // the zero Scope sees nothing
 	}
 	own, args := sc.envIn("a.environment_id")
 	assigned, more := sc.envIn("environment_id")

@@ -350,7 +350,7 @@ func (db *DB) StartAutopilotRun(ctx context.Context, id int64) (bool, error) {
 // BeginAutopilotStep records that a step begins (again: one more attempt).
 func (db *DB) BeginAutopilotStep(ctx context.Context, runID int64, step string) error {
 	_, err := db.exec(ctx, `INSERT INTO autopilot_steps (run_id, step, status, started_at) VALUES (?, ?, 'running', ?)
-		ON CONFLICT (run_id, step) DO UPDATE SET status = 'running', attempts = attempts + 1, error = '', started_at = excluded.started_at,
+		ON CONFLICT (run_id, step) DO UPDATE SET status = 'running', attempts = autopilot_steps.attempts + 1, error = '', started_at = excluded.started_at,
 		finished_at = NULL`, runID, step, db.now())
 	if err != nil {
 		return fmt.Errorf("store: begin autopilot step: %w", translate(err, "step"))
@@ -433,7 +433,7 @@ func (db *DB) BeginAutopilotGeneration(ctx context.Context, runID int64, n *NewC
 			}
 		}
 		_, err := tx.ExecContext(ctx, `INSERT INTO autopilot_steps (run_id, step, status, detail, started_at) VALUES (?, 'generate', 'running', ?, ?)
-			ON CONFLICT (run_id, step) DO UPDATE SET status = 'running', attempts = attempts + 1, error = '', detail = excluded.detail,
+			ON CONFLICT (run_id, step) DO UPDATE SET status = 'running', attempts = autopilot_steps.attempts + 1, error = '', detail = excluded.detail,
 			started_at = excluded.started_at, finished_at = NULL`, runID, fmt.Sprintf("generation %d", genID), now)
 		return err
 	})

@@ -21,8 +21,8 @@ type Avatar struct {
 func (db *DB) SetAvatar(ctx context.Context, userID int64, contentType string, data []byte) (*User, error) {
 	now := db.Now()
 	err := db.tx(ctx, func(tx *sql.Tx) error {
-		res, err := tx.ExecContext(ctx, `UPDATE users SET avatar_version = MAX(avatar_version + 1, ?), updated_at = ? WHERE id = ?`,
-			now.UnixMilli(), fmtTime(now), userID)
+		res, err := tx.ExecContext(ctx, `UPDATE users SET avatar_version = CASE WHEN avatar_version + 1 > ? THEN avatar_version + 1 ELSE ? END,
+			updated_at = ? WHERE id = ?`, now.UnixMilli(), now.UnixMilli(), fmtTime(now), userID)
 		if err != nil {
 			return err
 		}

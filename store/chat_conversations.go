@@ -130,13 +130,10 @@ func (db *DB) ListChatConversations(ctx context.Context, f ChatConversationFilte
 	if f.EnvironmentID != nil {
 		where, args = append(where, "c.environment_id = ?"), append(args, *f.EnvironmentID)
 	}
-	if q := ftsQuery(f.Q); q != "" {
-		where = append(where, `(c.id IN (SELECT rowid FROM chat_title_search WHERE chat_title_search MATCH ?)
-			OR c.id IN (SELECT m.conversation_id FROM chat_message_search s JOIN chat_messages m ON m.id = s.rowid
-				WHERE chat_message_search MATCH ?))`)
-		args = append(args, q, q)
+	if cond, searchArgs := db.d.ChatSearch(f.Q); cond != "" {
+		where, args = append(where, cond), append(args, searchArgs...)
 	} else if strings.TrimSpace(f.Q) != "" {
-		where = append(where, "0") // nothing in it is a word: nothing matches
+		where = append(where, "1 = 0") // nothing in it is a word: nothing matches
 	}
 	from := "chat_conversations c"
 	if index := chatSortIndexes[f.Sort.Field]; index != "" {
@@ -153,10 +150,16 @@ func (db *DB) ListChatConversations(ctx context.Context, f ChatConversationFilte
 // "" when the text holds no word.
 func ftsQuery(q string) string {
 	var terms []string
-	for _, w := range strings.FieldsFunc(q, func(r rune) bool { return !unicode.IsLetter(r) && !unicode.IsDigit(r) && !unicode.IsMark(r) }) {
+	for _, w := range ftsWords(q) {
 		terms = append(terms, `"`+w+`"*`)
 	}
 	return strings.Join(terms, " ")
+}
+
+// ftsWords are the words of a search text: runs of letters, digits and
+// marks.
+func ftsWords(q string) []string {
+	return strings.FieldsFunc(q, func(r rune) bool { return !unicode.IsLetter(r) && !unicode.IsDigit(r) && !unicode.IsMark(r) })
 }
 
 // ChatConversationUpdate changes a conversation; nil fields stay.

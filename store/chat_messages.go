@@ -246,7 +246,7 @@ var chatReplyTable = generationTable{table: "chat_messages", unfinished: "'gener
 // replies, and theirs), in one statement, and says how many went.
 func (db *DB) DeleteChatMessage(ctx context.Context, id int64) (int64, error) {
 	res, err := db.exec(ctx, `DELETE FROM chat_messages WHERE id IN (
-		WITH RECURSIVE branch (id) AS (SELECT ? UNION ALL SELECT m.id FROM chat_messages m JOIN branch b ON m.parent_id = b.id)
+		WITH RECURSIVE branch (id) AS (SELECT CAST(? AS BIGINT) UNION ALL SELECT m.id FROM chat_messages m JOIN branch b ON m.parent_id = b.id)
 		SELECT id FROM branch)`, id)
 	if err != nil {
 		return 0, fmt.Errorf("store: delete message: %w", err)

@@ -126,7 +126,7 @@ func checkParent(ctx context.Context, tx *sql.Tx, envID, id, parent int64) error
 		return nil
 	}
 	var cycle int
-	err = tx.QueryRowContext(ctx, `WITH RECURSIVE up(id) AS (SELECT ? UNION SELECT c.parent_id FROM cms_categories c JOIN up ON c.id = up.id
+	err = tx.QueryRowContext(ctx, `WITH RECURSIVE up(id) AS (SELECT CAST(? AS BIGINT) UNION SELECT c.parent_id FROM cms_categories c JOIN up ON c.id = up.id
 		WHERE c.parent_id IS NOT NULL) SELECT COUNT(*) FROM up WHERE id = ?`, parent, id).Scan(&cycle)
 	if err != nil {
 		return err

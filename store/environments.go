@@ -86,7 +86,7 @@ func (db *DB) CreateEnvironment(ctx context.Context, n NewEnvironment) (*Environ
 	now := db.now()
 	var e *Environment
 	err = db.tx(ctx, func(tx *sql.Tx) error {
-		if err := astroFolderFree(ctx, tx, 0, n.Configuration.Astro); err != nil {
+		if err := db.astroFolderFree(ctx, tx, 0, n.Configuration.Astro); err != nil {
 			return err
 		}
 		var err error
@@ -109,15 +109,15 @@ func (db *DB) CreateEnvironment(ctx context.Context, n NewEnvironment) (*Environ
 // folder. Folders are compared by their real paths where they exist
 // (symlinks resolved, so a second name of a folder is the folder), else as
 // the cleaned paths the configuration holds.
-func astroFolderFree(ctx context.Context, tx *sql.Tx, id int64, a *AstroConfig) error {
+func (db *DB) astroFolderFree(ctx context.Context, tx *sql.Tx, id int64, a *AstroConfig) error {
 	if a == nil {
 		return nil
 	}
 	folder := filepath.Join(a.ProjectPath, a.ContentDir)
 	real := realPath(folder)
-	rows, err := tx.QueryContext(ctx, `SELECT id, name, json_extract(configuration, '$.astro.project_path'),
-		json_extract(configuration, '$.astro.content_dir') FROM environments
-		WHERE id != ? AND json_extract(configuration, '$.astro.project_path') IS NOT NULL`, id)
+	project, dir := db.d.JSONText("configuration", "astro.project_path"), db.d.JSONText("configuration", "astro.content_dir")
+	rows, err := tx.QueryContext(ctx, `SELECT id, name, `+project+`, `+dir+` FROM environments
+		WHERE id != ? AND `+project+` IS NOT NULL`, id)
 	if err != nil {
 		return err
 	}
@@ -227,7 +227,7 @@ func (db *DB) UpdateEnvironment(ctx context.Context, id int64, up EnvironmentUpd
 		args = append(args, db.now(), id)
 		err := db.tx(ctx, func(tx *sql.Tx) error {
 			if up.Configuration != nil {
-				if err := astroFolderFree(ctx, tx, id, up.Configuration.Astro); err != nil {
+				if err := db.astroFolderFree(ctx, tx, id, up.Configuration.Astro); err != nil {
 					return err
 				}
 			}

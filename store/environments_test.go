@@ -177,7 +177,7 @@ func TestSetUserEnvironments(t *testing.T) {
 		}
 		// The grant row itself is gone, not just hidden by a join.
 		var n int
-		if err := rawDB(t, db.Path()).QueryRow(`SELECT COUNT(*) FROM user_environments WHERE environment_id = ?`, a.ID).Scan(&n); err != nil {
+		if err := rawOf(t, db).QueryRow(`SELECT COUNT(*) FROM user_environments WHERE environment_id = ?`, a.ID).Scan(&n); err != nil {
 			t.Fatal(err)
 		}
 		if n != 0 {

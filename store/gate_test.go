@@ -27,6 +27,7 @@ func snapshotOf(t *testing.T, db *store.DB) string {
 // A restore whose caller goes away still finishes, and the database works
 // afterwards.
 func TestReplaceIgnoresCancellation(t *testing.T) {
+	restoresOnSQLite(t)
 	db, _ := openDB(t)
 	mustUser(t, db, "kept", store.RoleViewer)
 	snap := snapshotOf(t, db)
@@ -49,6 +50,7 @@ func TestReplaceIgnoresCancellation(t *testing.T) {
 // ChangeMark, so that caches of sessions and users (the principal cache) see
 // it on the next request.
 func TestReplaceEndsEverySession(t *testing.T) {
+	restoresOnSQLite(t)
 	ctx := context.Background()
 	db, clk := openDB(t)
 	u := mustUser(t, db, "vic", store.RoleViewer)
@@ -85,6 +87,7 @@ func TestReplaceEndsEverySession(t *testing.T) {
 // Replace waits a bounded time for holders; when they do not let go it
 // changes nothing and says the database is busy.
 func TestReplaceWaitIsBounded(t *testing.T) {
+	restoresOnSQLite(t)
 	db, _ := openDB(t)
 	snap := snapshotOf(t, db)
 	mustUser(t, db, "after", store.RoleViewer)
@@ -108,6 +111,7 @@ func TestReplaceWaitIsBounded(t *testing.T) {
 // Hold is re-entrant through its context, so code that holds may call code
 // that holds; a restore waiting meanwhile does not deadlock it.
 func TestHoldIsReentrant(t *testing.T) {
+	restoresOnSQLite(t)
 	db, _ := openDB(t)
 	snap := snapshotOf(t, db)
 	ctx, release := db.Hold(context.Background())
@@ -134,6 +138,7 @@ func TestHoldIsReentrant(t *testing.T) {
 // before it streams does not keep a restore waiting, and a later Hold
 // through that context really holds again.
 func TestReleasedHoldIsNotReentered(t *testing.T) {
+	restoresOnSQLite(t)
 	db, _ := openDB(t)
 	snap := snapshotOf(t, db)
 	ctx, release := db.Hold(context.Background())
@@ -162,6 +167,7 @@ func TestReleasedHoldIsNotReentered(t *testing.T) {
 // A SQLite file dressed up as copydesk (schema_migrations and users tables)
 // is still refused: it lacks copydesk's application id.
 func TestCheckFileRefusesForeignLookalike(t *testing.T) {
+	restoresOnSQLite(t)
 	path := filepath.Join(t.TempDir(), "lookalike.db")
 	conn, err := sql.Open("sqlite", path)
 	if err != nil {
@@ -251,6 +257,7 @@ func waitDone(t *testing.T, ctx context.Context) error {
 // restore waits; the restore goes ahead once it lets go, and later holders
 // are not stopped.
 func TestHoldYielding(t *testing.T) {
+	restoresOnSQLite(t)
 	db, _ := openDB(t)
 	snap := snapshotOf(t, db)
 	ctx, release := db.HoldYielding(context.Background())

@@ -57,3 +57,12 @@ func kindName(k store.Kind) string {
 }
 
 func ptr[T any](v T) *T { return &v }
+
+// restoresOnSQLite skips a test of restores (Replace) on PostgreSQL, which
+// does not restore snapshots yet (store.DB.Replace refuses it).
+func restoresOnSQLite(t testing.TB) {
+	t.Helper()
+	if storetest.Postgres() {
+		t.Skip("restores are SQLite's alone for now: PostgreSQL refuses them (docs/scaling.md)")
+	}
+}

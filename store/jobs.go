@@ -520,8 +520,8 @@ type JobQueueStat struct {
 // so its cost is the size of the queue, not of the table.
 func (db *DB) JobQueue(ctx context.Context) ([]JobQueueStat, error) {
 	rows, err := db.r.QueryContext(ctx, `SELECT kind, status, run_after <= ?, count(*), min(run_after)
-		FROM jobs INDEXED BY jobs_queue WHERE status IN ('queued', 'running') GROUP BY kind, status, run_after <= ? ORDER BY kind`,
-		db.now(), db.now())
+		FROM jobs INDEXED BY jobs_queue WHERE status IN ('queued', 'running') GROUP BY 1, 2, 3 ORDER BY kind`,
+		db.now())
 	if err != nil {
 		return nil, fmt.Errorf("store: job queue: %w", err)
 	}

@@ -2,7 +2,6 @@ package store_test
 
 import (
 	"context"
-	"database/sql"
 	"encoding/json"
 	"fmt"
 	"reflect"
@@ -502,7 +501,7 @@ func TestPruneJobs(t *testing.T) {
 func TestJobRowWrittenDirectly(t *testing.T) {
 	t.Parallel()
 	db, _ := openDB(t)
-	conn, err := sql.Open("sqlite", "file:"+db.Path()+"?_pragma=busy_timeout(10000)")
+	conn, err := store.RawConn(db)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -541,7 +540,7 @@ func TestClaimJobUsesIndex(t *testing.T) {
 			}
 		}
 	}
-	conn, err := sql.Open("sqlite", "file:"+db.Path()+"?mode=ro")
+	conn, err := store.PlanConn(t, db)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -67,7 +67,7 @@ func (db *DB) CreateNotifications(ctx context.Context, userIDs []int64, n NewNot
 		for _, uid := range dedupe(userIDs) {
 			var id int64
 			err := tx.QueryRowContext(ctx, `INSERT INTO notifications (user_id, kind, title, body, link, environment_id, created_at)
-				SELECT ?, ?, ?, ?, ?, ?, ? WHERE ? IS NULL OR EXISTS (SELECT 1 FROM users u WHERE u.id = ? AND u.is_active = 1
+				SELECT CAST(? AS BIGINT), ?, ?, ?, ?, CAST(? AS BIGINT), ? WHERE CAST(? AS BIGINT) IS NULL OR EXISTS (SELECT 1 FROM users u WHERE u.id = ? AND u.is_active = 1
 					AND (u.role IN ('admin', 'super_admin')
 						OR EXISTS (SELECT 1 FROM user_environments ue WHERE ue.user_id = u.id AND ue.environment_id = ?)))
 				RETURNING id`, uid, n.Kind, n.Title, n.Body, link, n.EnvironmentID, fmtTime(now),

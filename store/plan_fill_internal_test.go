@@ -120,7 +120,7 @@ func fillPlanData(t testing.TB, db *DB) {
 			},
 			func() error {
 				return exec(`INSERT INTO messages (sender_id, recipient_id, pair_lo, pair_hi, body, read_at, sender_deleted_at, recipient_deleted_at, created_at)
-					VALUES (?1, ?2, MIN(?1, ?2), MAX(?1, ?2), 'hello', ?3, ?4, ?5, ?6)`, planRows, func(i int) []any {
+					VALUES (?1, ?2, ?7, ?8, 'hello', ?3, ?4, ?5, ?6)`, planRows, func(i int) []any {
 					from, to := planUser(rnd), planUser(rnd)
 					if rnd.IntN(4) == 0 {
 						from, to = planHotID, planPeerID
@@ -138,7 +138,7 @@ func fillPlanData(t testing.TB, db *DB) {
 					if rnd.IntN(10) == 0 {
 						rdel = at(i + 2)
 					}
-					return []any{from, to, read, sdel, rdel, at(i)}
+					return []any{from, to, read, sdel, rdel, at(i), min(from, to), max(from, to)}
 				})
 			},
 			func() error {

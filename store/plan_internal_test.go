@@ -79,7 +79,11 @@ func TestListQueryPlans(t *testing.T) {
 
 // checkListPlans runs every list of db in every way planCalls knows and
 // checks the plan of each query it sends.
-func checkListPlans(t *testing.T, db *DB) {
+func checkListPlans(t *testing.T, db *DB) { checkEveryList(t, db, checkPlan) }
+
+// checkEveryList calls every list of db in every way planCalls knows and
+// checks each query it sends with check.
+func checkEveryList(t *testing.T, db *DB, check func(t *testing.T, db *DB, query string, args []any, call planCall)) {
 	type ran struct {
 		query string
 		args  []any
@@ -118,7 +122,7 @@ func checkListPlans(t *testing.T, db *DB) {
 						t.Errorf("%s runs the same query more than once (once per item?); load child rows for the whole page in one query:\n%s",
 							m.Name, q.query)
 					}
-					checkPlan(t, db, q.query, q.args, call)
+					check(t, db, q.query, q.args, call)
 				}
 			})
 		}

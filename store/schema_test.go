@@ -80,6 +80,7 @@ func TestCheckFileComparesTheSchema(t *testing.T) {
 // the previous database when it is wrong, whatever the caller checked
 // before.
 func TestReplaceRefusesAnAlteredSchema(t *testing.T) {
+	restoresOnSQLite(t)
 	db, _ := openDB(t)
 	mustUser(t, db, "kept", store.RoleViewer)
 	path := tampered(t, `CREATE VIEW everyone AS SELECT id, email FROM users`)

@@ -83,7 +83,7 @@ func (s Scope) envIn(col string) (string, []any) {
 		return "", nil
 	}
 	if len(s.Envs) == 0 {
-		return "0", nil
+		return "1 = 0", nil
 	}
 	args := make([]any, len(s.Envs))
 	for i, id := range s.Envs {

@@ -247,7 +247,7 @@ func (db *DB) ListCampaigns(ctx context.Context, f CampaignFilter) ([]*Campaign,
 		// lead SQLite to seek by the list and sort.
 		where, args = append(where, "c.environment_id = ?"), append(args, *f.EnvironmentID)
 		if !f.Scope.Sees(*f.EnvironmentID) {
-			where = append(where, "0")
+			where = append(where, "1 = 0")
 		}
 		index = campaignIndexes[field][1]
 	default:

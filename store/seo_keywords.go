@@ -507,17 +507,20 @@ func (db *DB) ImportKeywords(ctx context.Context, envID int64, source string, ro
 		// writer's page cache holds (2 MiB); spilling them to the WAL in
 		// the middle of the transaction and reading them back took half of
 		// its time. The import gets a larger cache for its own duration.
-		var cache int64
-		if err := tx.QueryRowContext(ctx, `PRAGMA cache_size`).Scan(&cache); err != nil {
-			return err
+		// (SQLite's page cache; PostgreSQL's shared buffers are the server's.)
+		if !db.OnPostgres() {
+			var cache int64
+			if err := tx.QueryRowContext(ctx, `PRAGMA cache_size`).Scan(&cache); err != nil {
+				return err
+			}
+			if _, err := tx.ExecContext(ctx, fmt.Sprintf(`PRAGMA cache_size = %d`, -importCacheKiB)); err != nil {
+				return err
+			}
+			defer func() {
+				// Failing to shrink it back leaves a larger cache, no harm.
+				_, _ = tx.ExecContext(context.WithoutCancel(ctx), fmt.Sprintf(`PRAGMA cache_size = %d`, cache))
+			}()
 		}
-		if _, err := tx.ExecContext(ctx, fmt.Sprintf(`PRAGMA cache_size = %d`, -importCacheKiB)); err != nil {
-			return err
-		}
-		defer func() {
-			// Failing to shrink it back leaves a larger cache, no harm.
-			_, _ = tx.ExecContext(context.WithoutCancel(ctx), fmt.Sprintf(`PRAGMA cache_size = %d`, cache))
-		}()
 		now := db.now()
 		ins, err := tx.PrepareContext(ctx, `INSERT INTO seo_keywords (environment_id, keyword, keyword_key, search_volume,
 			search_volume_high, difficulty, cpc, currency, intent, parent_keyword, source, created_at, updated_at)
@@ -529,10 +532,10 @@ func (db *DB) ImportKeywords(ctx context.Context, envID int64, source string, ro
 		// A volume in the row replaces the old one with its range (or none);
 		// a currency comes with its CPC.
 		upd, err := tx.PrepareContext(ctx, `UPDATE seo_keywords SET
-			search_volume_high = CASE WHEN ?1 IS NULL THEN search_volume_high ELSE ?2 END,
+			search_volume_high = CASE WHEN CAST(?1 AS BIGINT) IS NULL THEN search_volume_high ELSE ?2 END,
 			search_volume = COALESCE(?1, search_volume),
 			difficulty = COALESCE(?3, difficulty),
-			currency = CASE WHEN ?4 IS NULL THEN currency ELSE ?5 END,
+			currency = CASE WHEN CAST(?4 AS DOUBLE PRECISION) IS NULL THEN currency ELSE ?5 END,
 			cpc = COALESCE(?4, cpc),
 			intent = CASE WHEN ?6 = 0 THEN intent ELSE ?6 END,
 			parent_keyword = CASE WHEN ?7 = '' THEN parent_keyword ELSE ?7 END,

@@ -264,7 +264,7 @@ func TestListActiveSessions(t *testing.T) {
 func tokenExpiry(t *testing.T, db *store.DB, id int64) string {
 	t.Helper()
 	var v string
-	if err := rawDB(t, db.Path()).QueryRow(`SELECT token_expires_at FROM sessions WHERE id = ?`, id).Scan(&v); err != nil {
+	if err := rawOf(t, db).QueryRow(`SELECT token_expires_at FROM sessions WHERE id = ?`, id).Scan(&v); err != nil {
 		t.Fatal(err)
 	}
 	return v

@@ -97,3 +97,28 @@ func (db *DB) UpdateSystemSettings(ctx context.Context, change func(*SystemSetti
 	}
 	return s, nil
 }
+
+// secretKeyCheck is the setting that holds the check value of the secret
+// key the database's sealed data belong to.
+const secretKeyCheck = "secret_key_check"
+
+// CheckSecretKey records check, the check value of the secret key
+// (keyring.CheckValue), on a database that has none, and refuses a
+// database that holds another: its credentials, second factors and
+// recovery codes were sealed with another key and would not open.
+func (db *DB) CheckSecretKey(ctx context.Context, check string) error {
+	b, _ := json.Marshal(check)
+	if _, err := db.exec(ctx, `INSERT INTO settings (key, value, updated_at) VALUES (?, ?, ?) ON CONFLICT (key) DO NOTHING`,
+		secretKeyCheck, string(b), db.now()); err != nil {
+		return fmt.Errorf("store: record the secret key's check value: %w", err)
+	}
+	var stored string
+	if _, err := readSetting(ctx, db.w, secretKeyCheck, &stored); err != nil {
+		return err
+	}
+	if stored != check {
+		return Conflict("this database was sealed with another secret key: its credentials and second factors would not open. " +
+			"Give every instance the installation's key (COPYDESK_SECRET_KEY, or the same secret.key in the data directory)")
+	}
+	return nil
+}

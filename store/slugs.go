@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 )
 
@@ -25,10 +26,14 @@ type SlugTries func(id int64, try int) string
 
 // nameRow gives the row id of table the first free slug of tries, within
 // tx; a unique slug index makes a taken one fail, and only that statement
-// is undone.
+// is undone (a savepoint: PostgreSQL, unlike SQLite, aborts the whole
+// transaction on a failed statement otherwise).
 func nameRow(ctx context.Context, tx *sql.Tx, table string, id int64, tries SlugTries, what string) error {
 	for try := 1; try <= maxSlugTries; try++ {
-		_, err := tx.ExecContext(ctx, `UPDATE `+table+` SET slug = ? WHERE id = ?`, tries(id, try), id)
+		err := undoable(ctx, tx, func() error {
+			_, err := tx.ExecContext(ctx, `UPDATE `+table+` SET slug = ? WHERE id = ?`, tries(id, try), id)
+			return err
+		})
 		if err == nil {
 			return nil
 		}
@@ -62,5 +67,22 @@ func slugTaken(err error, what string) error {
 	if KindOf(err) == KindConflict {
 		return &Error{Kind: KindConflict, Message: fmt.Sprintf("slug: another %s of this environment has this slug", what), Err: err}
 	}
+	return err
+}
+
+// undoable runs fn, one statement of tx that may fail, under a savepoint:
+// when it fails, the transaction goes on as before it, on both engines.
+func undoable(ctx context.Context, tx *sql.Tx, fn func() error) error {
+	if _, err := tx.ExecContext(ctx, `SAVEPOINT undoable`); err != nil {
+		return err
+	}
+	if err := fn(); err != nil {
+		if _, undoErr := tx.ExecContext(ctx, `ROLLBACK TO SAVEPOINT undoable`); undoErr != nil {
+			return errors.Join(err, undoErr)
+		}
+		_, _ = tx.ExecContext(ctx, `RELEASE SAVEPOINT undoable`)
+		return err
+	}
+	_, err := tx.ExecContext(ctx, `RELEASE SAVEPOINT undoable`)
 	return err
 }

@@ -19,6 +19,9 @@ import (
 // holds exactly what was committed when it began. The caller holds the
 // database (Hold).
 func (db *DB) SnapshotTo(ctx context.Context, dst string) error {
+	if db.OnPostgres() {
+		return errNotOnPostgres("backups")
+	}
 	return snapshot(ctx, db.path, dst)
 }
 
@@ -86,6 +89,12 @@ func (db *DB) sane(ctx context.Context) error {
 		versions[i] = m.version
 	}
 	return checkSchema(ctx, db.r, versions)
+}
+
+// errNotOnPostgres says that what is not built for PostgreSQL yet
+// (snapshots and restores) is not, and what to use meanwhile.
+func errNotOnPostgres(what string) error {
+	return Conflict("%s of a PostgreSQL database are not supported yet: back it up with PostgreSQL's own tools (pg_dump) meanwhile", what)
 }
 
 // endSessions ends every session and revokes every API token: see Replace.
@@ -195,6 +204,9 @@ func CheckFile(ctx context.Context, path string) (FileInfo, error) {
 // cannot be opened or migrated is refused (KindInvalid) and the previous
 // database stays.
 func (db *DB) Replace(ctx context.Context, src, safety string) error {
+	if db.OnPostgres() {
+		return errNotOnPostgres("restores")
+	}
 	ctx = context.WithoutCancel(ctx)
 	unlock, err := db.gate.exclusive(ReplaceWait)
 	if err != nil {

@@ -11,14 +11,15 @@ import (
 
 // translate turns driver errors that mean a rule was broken into kinds, once,
 // here, so no caller ever inspects SQLite error codes. what names the thing
-// being written, e.g. "user".
+// being written, e.g. "user". PostgreSQL's errors get the same kinds
+// and messages (translatePostgres).
 func translate(err error, what string) error {
 	if err == nil {
 		return nil
 	}
 	var se *sqlite.Error
 	if !errors.As(err, &se) {
-		return err
+		return translatePostgres(err, what)
 	}
 	switch se.Code() {
 	case sqlite3.SQLITE_CONSTRAINT_UNIQUE, sqlite3.SQLITE_CONSTRAINT_PRIMARYKEY:

@@ -36,7 +36,9 @@ type DB struct {
 
 	w    *sql.DB // the one writer connection
 	r    *sql.DB // read-only pool
-	path string
+	path string  // the SQLite file; "" on PostgreSQL
+	url  string  // the PostgreSQL database; "" on SQLite
+	d    Dialect // the engine's differences
 	opt  Options
 
 	// stmts caches prepared read statements of hot paths and lists:
@@ -79,12 +81,21 @@ type Options struct {
 }
 
 // Open opens (creating if needed) the database at path and brings its schema
-// up to date. It refuses a database written by a newer copydesk.
+// up to date. It refuses a database written by a newer copydesk. A path
+// that is a postgres:// URL (IsPostgresURL) opens that PostgreSQL database
+// instead of a SQLite file.
 func Open(ctx context.Context, path string, opt Options) (*DB, error) {
 	if opt.Readers <= 0 {
 		opt.Readers = max(4, runtime.NumCPU())
 	}
-	db := &DB{path: path, opt: opt, Now: func() time.Time { return time.Now().UTC() }}
+	db := &DB{path: path, opt: opt, d: sqliteDialect{}, Now: func() time.Time { return time.Now().UTC() }}
+	if IsPostgresURL(path) {
+		db.path, db.url, db.d = "", path, &postgresDialect{}
+		if err := db.openPostgres(ctx); err != nil {
+			return nil, err
+		}
+		return db, nil
+	}
 	if err := db.open(ctx); err != nil {
 		return nil, err
 	}
@@ -195,7 +206,7 @@ func (db *DB) Pools() (readers, writer PoolStats) {
 // (migration 0005) are shaped so that the plans TestListQueryPlans
 // requires hold with or without statistics.
 func (db *DB) optimize(ctx context.Context) error {
-	if _, err := db.w.ExecContext(ctx, `PRAGMA optimize=0x10002`); err != nil {
+	if err := db.d.optimize(ctx, db.w); err != nil {
 		return fmt.Errorf("store: optimize: %w", err)
 	}
 	return nil
@@ -248,14 +259,19 @@ func (db *DB) close() error {
 		if err := db.optimize(context.Background()); err != nil {
 			slog.Warn("the query planner's statistics were not refreshed; they will be at the next start", "err", err)
 		}
-		_, _ = db.w.Exec("PRAGMA wal_checkpoint(TRUNCATE)")
+		if db.url == "" {
+			_, _ = db.w.Exec("PRAGMA wal_checkpoint(TRUNCATE)")
+		}
 		errs = append(errs, db.w.Close())
 	}
 	return errors.Join(errs...)
 }
 
-// Path is the database file.
+// Path is the database file; "" on PostgreSQL.
 func (db *DB) Path() string { return db.path }
+
+// OnPostgres reports whether the database is PostgreSQL's.
+func (db *DB) OnPostgres() bool { return db.url != "" }
 
 // Ping checks that both pools answer.
 func (db *DB) Ping(ctx context.Context) error {
@@ -405,7 +421,7 @@ func writeTarget(query string) string {
 // for an announcing process, replaces the change marker.
 func (db *DB) wrote() {
 	db.writes.Add(1)
-	if db.opt.Announce {
+	if db.opt.Announce && db.path != "" {
 		db.announce()
 	}
 }
@@ -451,6 +467,9 @@ type ChangeMark struct {
 // ChangeMark returns the current mark: an atomic load and one stat.
 func (db *DB) ChangeMark() ChangeMark {
 	m := ChangeMark{writes: db.writes.Load(), marker: -1}
+	if db.path == "" {
+		return m // PostgreSQL: no marker file (yet)
+	}
 	if st, err := os.Stat(db.markerPath()); err == nil {
 		m.marker = st.Size()
 	}
@@ -503,18 +522,35 @@ var goSteps = map[int]func(ctx context.Context, tx *sql.Tx) error{
 	22: autoincrementIDs,
 }
 
-func (db *DB) migrate(ctx context.Context) error {
+func (db *DB) migrate(ctx context.Context) (err error) {
 	ms, err := allMigrations()
 	if err != nil {
 		return err
 	}
-	if _, err := db.w.ExecContext(ctx, createMigrationsTable); err != nil {
+	// One connection for the whole of it: the lock (an advisory lock on
+	// PostgreSQL, so two instances starting at once migrate once) and the
+	// settings the migrations need belong to it.
+	conn, err := db.w.Conn(ctx)
+	if err != nil {
+		return fmt.Errorf("store: migrate: %w", err)
+	}
+	defer conn.Close()
+	unlock, err := db.d.lockMigrations(ctx, conn)
+	if err != nil {
+		return fmt.Errorf("store: migrate: %w", err)
+	}
+	defer func() {
+		if unlockErr := unlock(); unlockErr != nil {
+			err = errors.Join(err, fmt.Errorf("store: migrate: %w", unlockErr))
+		}
+	}()
+	if _, err := conn.ExecContext(ctx, createMigrationsTable); err != nil {
 		return fmt.Errorf("store: migrate: %w", err)
 	}
 	// Every migration not recorded is applied, in order: a database with a
 	// gap (one a hand-made fix skipped) is repaired, not left half-built.
 	applied := map[int]bool{}
-	rows, err := db.w.QueryContext(ctx, `SELECT version FROM schema_migrations`)
+	rows, err := conn.QueryContext(ctx, `SELECT version FROM schema_migrations`)
 	if err != nil {
 		return fmt.Errorf("store: migrate: %w", err)
 	}
@@ -541,7 +577,7 @@ func (db *DB) migrate(ctx context.Context) error {
 	if len(pending) == 0 {
 		return nil
 	}
-	if err := applyMigrations(ctx, db.w, pending, db.now()); err != nil {
+	if err := runMigrations(ctx, db.d, conn, pending, db.now()); err != nil {
 		return err
 	}
 	db.wrote()
@@ -552,43 +588,50 @@ func (db *DB) migrate(ctx context.Context) error {
 const createMigrationsTable = `CREATE TABLE IF NOT EXISTS schema_migrations (
 		version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at TEXT NOT NULL)`
 
-// applyMigrations runs ms in order and records them, in one transaction:
-// an upgrade that fails leaves the database as it was, and a first start
-// commits once (one transaction per migration cost a fresh database a
-// third more time: BenchmarkOpenFresh). It is how the live database is
-// migrated and how the schema a backup must have is built (see
-// expectedSchema), so the two cannot drift apart.
-func applyMigrations(ctx context.Context, b interface {
+// migrator is what runs migrations: a connection of its own.
+type migrator interface {
 	BeginTx(context.Context, *sql.TxOptions) (*sql.Tx, error)
 	ExecContext(context.Context, string, ...any) (sql.Result, error)
-}, ms []migration, now string) (err error) {
-	// Foreign keys are off while the migrations run, as SQLite's procedure
-	// for rebuilding a table asks (a table dropped to be made again must
-	// not cascade to its children), and checked whole before the commit;
-	// legacy_alter_table keeps a rename to the renamed table alone. Both
-	// can only change outside a transaction, on this one connection.
-	if _, err := b.ExecContext(ctx, `PRAGMA foreign_keys = OFF; PRAGMA legacy_alter_table = ON`); err != nil {
+}
+
+// applyMigrations runs ms on SQLite in order and records them, in one
+// transaction: an upgrade that fails leaves the database as it was, and a
+// first start commits once (one transaction per migration cost a fresh
+// database a third more time: BenchmarkOpenFresh). It is how the live
+// database is migrated and how the schema a backup must have is built (see
+// expectedSchema), so the two cannot drift apart.
+func applyMigrations(ctx context.Context, b migrator, ms []migration, now string) (err error) {
+	reset, err := sqliteDialect{}.lockMigrations(ctx, b)
+	if err != nil {
 		return fmt.Errorf("store: migrate: %w", err)
 	}
 	defer func() {
-		if _, resetErr := b.ExecContext(context.WithoutCancel(ctx), `PRAGMA foreign_keys = ON; PRAGMA legacy_alter_table = OFF`); resetErr != nil {
+		if resetErr := reset(); resetErr != nil {
 			err = errors.Join(err, fmt.Errorf("store: migrate: %w", resetErr))
 		}
 	}()
+	return runMigrations(ctx, sqliteDialect{}, b, ms, now)
+}
+
+// runMigrations is applyMigrations on any engine, its lock taken.
+func runMigrations(ctx context.Context, d Dialect, b migrator, ms []migration, now string) error {
 	tx, err := b.BeginTx(ctx, nil)
 	if err != nil {
 		return fmt.Errorf("store: migrate: %w", err)
 	}
 	withIDs := slices.ContainsFunc(ms, func(m migration) bool { return m.version == idsMigration })
 	for _, m := range ms {
-		text := m.sql
-		if withIDs && m.version < idsMigration {
+		text, err := d.migrationSQL(m)
+		if err != nil {
+			return errors.Join(err, tx.Rollback())
+		}
+		if withIDs && m.version < idsMigration && d.Name() == "sqlite" {
 			text = withAutoincrement(text)
 		}
 		if _, err := tx.ExecContext(ctx, text); err != nil {
-			return errors.Join(fmt.Errorf("store: migration %s: %w", m.name, err), tx.Rollback())
+			return errors.Join(fmt.Errorf("store: migration %s on %s: %w", m.name, d.Name(), err), tx.Rollback())
 		}
-		if step := goSteps[m.version]; step != nil {
+		if step := d.goStep(m.version); step != nil {
 			if err := step(ctx, tx); err != nil {
 				return errors.Join(fmt.Errorf("store: migration %s: %w", m.name, err), tx.Rollback())
 			}
@@ -598,7 +641,7 @@ func applyMigrations(ctx context.Context, b interface {
 			return errors.Join(fmt.Errorf("store: migration %s: %w", m.name, err), tx.Rollback())
 		}
 	}
-	if err := foreignKeyCheck(ctx, tx); err != nil {
+	if err := d.finishMigrations(ctx, tx); err != nil {
 		return errors.Join(fmt.Errorf("store: migrate: %w", err), tx.Rollback())
 	}
 	if err := tx.Commit(); err != nil {

@@ -322,3 +322,14 @@ func TestConcurrentReadersAndWriter(t *testing.T) {
 		t.Errorf("%d environments (total %d) after the writer finished, want %d", len(envs), total, writes)
 	}
 }
+
+// rawOf is rawDB on the database of db, whichever engine it runs on.
+func rawOf(t *testing.T, db *store.DB) *sql.DB {
+	t.Helper()
+	raw, err := store.RawConn(db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { raw.Close() })
+	return raw
+}

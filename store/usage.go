@@ -215,9 +215,10 @@ type UsageTotals struct {
 	AvgLatencyMS  float64
 }
 
-const totalsColumns = `COUNT(*), COALESCE(SUM(u.status = 'error'), 0), COALESCE(SUM(u.status = 'cancelled'), 0), COALESCE(SUM(u.input_tokens), 0),
+const totalsColumns = `COUNT(*), COALESCE(SUM(CASE WHEN u.status = 'error' THEN 1 ELSE 0 END), 0),
+	COALESCE(SUM(CASE WHEN u.status = 'cancelled' THEN 1 ELSE 0 END), 0), COALESCE(SUM(u.input_tokens), 0),
 	COALESCE(SUM(u.output_tokens), 0), COALESCE(SUM(u.cached_tokens), 0), COALESCE(SUM(u.cost_micros), 0),
-	COALESCE(SUM(u.cost_micros IS NULL), 0), COALESCE(AVG(u.latency_ms), 0)`
+	COALESCE(SUM(CASE WHEN u.cost_micros IS NULL THEN 1 ELSE 0 END), 0), COALESCE(AVG(u.latency_ms), 0)`
 
 func scanTotals(row rowScanner, t *UsageTotals, extra ...any) error {
 	return row.Scan(append(extra, &t.Calls, &t.Errors, &t.Cancelled, &t.InputTokens, &t.OutputTokens, &t.CachedTokens, &t.Cost,
@@ -252,13 +253,15 @@ const (
 	GroupByUser        = "user"
 )
 
-// groupings maps a grouping to its key expression and label join.
-var groupings = map[string]struct{ key, label, join string }{
-	GroupByDay:         {"substr(u.created_at, 1, 10)", "''", ""},
-	GroupByModel:       {"u.model", "''", ""},
-	GroupByAgent:       {"COALESCE(u.agent_id, '')", "COALESCE(a.name, '')", " LEFT JOIN agents a ON a.id = u.agent_id"},
-	GroupByEnvironment: {"COALESCE(u.environment_id, '')", "COALESCE(e.name, '')", " LEFT JOIN environments e ON e.id = u.environment_id"},
-	GroupByUser:        {"COALESCE(u.user_id, '')", "COALESCE(us.username, '')", " LEFT JOIN users us ON us.id = u.user_id"},
+// groupings maps a grouping to the column it groups by, its key as text
+// ("" for none), its label and the label's join. Groups of equal cost
+// come in the column's order, none last.
+var groupings = map[string]struct{ group, key, label, join string }{
+	GroupByDay:         {"substr(u.created_at, 1, 10)", "substr(u.created_at, 1, 10)", "''", ""},
+	GroupByModel:       {"u.model", "u.model", "''", ""},
+	GroupByAgent:       {"u.agent_id", "COALESCE(CAST(u.agent_id AS TEXT), '')", "COALESCE(a.name, '')", " LEFT JOIN agents a ON a.id = u.agent_id"},
+	GroupByEnvironment: {"u.environment_id", "COALESCE(CAST(u.environment_id AS TEXT), '')", "COALESCE(e.name, '')", " LEFT JOIN environments e ON e.id = u.environment_id"},
+	GroupByUser:        {"u.user_id", "COALESCE(CAST(u.user_id AS TEXT), '')", "COALESCE(us.username, '')", " LEFT JOIN users us ON us.id = u.user_id"},
 }
 
 // UsageSeries totals the matching events per group: per day (oldest
@@ -270,12 +273,12 @@ func (db *DB) UsageSeries(ctx context.Context, f UsageFilter, groupBy string) ([
 		return nil, fmt.Errorf("store: usage series: unknown grouping %q", groupBy)
 	}
 	cond, args := f.where()
-	order := "COALESCE(SUM(u.cost_micros), 0) DESC, 1"
+	order := "COALESCE(SUM(u.cost_micros), 0) DESC, " + g.group + " IS NULL, " + g.group
 	if groupBy == GroupByDay {
-		order = "1"
+		order = g.group
 	}
 	rows, err := db.r.QueryContext(ctx, `SELECT `+g.key+`, MAX(`+g.label+`), `+totalsColumns+` FROM usage_events u`+g.join+cond+
-		` GROUP BY 1 ORDER BY `+order, args...)
+		` GROUP BY `+g.group+` ORDER BY `+order, args...)
 	if err != nil {
 		return nil, fmt.Errorf("store: usage series: %w", err)
 	}

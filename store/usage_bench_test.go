@@ -2,7 +2,6 @@ package store_test
 
 import (
 	"context"
-	"database/sql"
 	"fmt"
 	"strings"
 	"testing"
@@ -25,7 +24,7 @@ func fillUsage(t testing.TB, db *store.DB, n int, end time.Time) {
 		}
 		envs = append(envs, e.ID)
 	}
-	conn, err := sql.Open("sqlite", "file:"+db.Path()+"?_pragma=busy_timeout(10000)")
+	conn, err := store.RawConn(db)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -70,7 +69,7 @@ func fillUsage(t testing.TB, db *store.DB, n int, end time.Time) {
 // The day series over 30 days reads the time index, not the whole table.
 func TestUsageSeriesUsesIndex(t *testing.T) {
 	db, _ := openDB(t)
-	conn, err := sql.Open("sqlite", "file:"+db.Path()+"?mode=ro")
+	conn, err := store.PlanConn(t, db)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,11 +1,13 @@
 package store
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 )
 
@@ -268,21 +270,21 @@ type NewWebhookEvent struct {
 func (db *DB) CreateWebhookDeliveries(ctx context.Context, e NewWebhookEvent) ([]*WebhookDelivery, error) {
 	now := db.now()
 	q := `INSERT INTO webhook_deliveries (webhook_id, environment_id, msg_id, event_type, payload, next_attempt_at, created_at, updated_at)
-		SELECT w.id, w.environment_id, 'msg_' || lower(hex(randomblob(12))), ?1, ?2, ?3, ?3, ?3 FROM webhooks w
+		SELECT w.id, w.environment_id, 'msg_' || ` + db.d.RandomHex(12) + `, ?1, ?2, ?3, ?3, ?3 FROM webhooks w
 		WHERE w.environment_id = ?4 AND `
 	args := []any{e.Type, e.Payload, now, e.EnvironmentID}
 	if e.WebhookID != nil {
 		q += `w.id = ?5`
 		args = append(args, *e.WebhookID)
 	} else {
-		q += `w.enabled = 1 AND EXISTS (SELECT 1 FROM json_each(w.events) WHERE json_each.value = ?1)`
+		q += `w.enabled = 1 AND ` + db.d.JSONHas("w.events", "?1")
 	}
 	if e.WebhookID == nil {
 		// Most events of most environments go to no webhook: a read, not a
 		// write transaction, says so.
 		var wanted bool
 		if err := db.r.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM webhooks w WHERE w.environment_id = ? AND w.enabled = 1
-			AND EXISTS (SELECT 1 FROM json_each(w.events) WHERE json_each.value = ?))`, e.EnvironmentID, e.Type).Scan(&wanted); err != nil {
+			AND `+db.d.JSONHas("w.events", "?")+`)`, e.EnvironmentID, e.Type).Scan(&wanted); err != nil {
 			return nil, fmt.Errorf("store: webhooks of an event: %w", err)
 		}
 		if !wanted {
@@ -432,6 +434,9 @@ func (db *DB) ClaimWebhookDeliveries(ctx context.Context, hold time.Duration, li
 		if err := errors.Join(rows.Err(), rows.Close()); err != nil {
 			return fmt.Errorf("store: claim webhook deliveries: %w", err)
 		}
+		// RETURNING's order is the engine's (PostgreSQL's is the rows'
+		// place on disk): the claimed are sent oldest first.
+		slices.SortFunc(claimed, func(a, b *WebhookDelivery) int { return cmp.Compare(a.ID, b.ID) })
 		for _, d := range claimed {
 			if _, err := tx.ExecContext(ctx, `UPDATE webhook_attempts SET error = 'interrupted: the server stopped before the answer was recorded; `+
 				`the receiver may have had it' WHERE delivery_id = ? AND finished_at IS NULL`, d.ID); err != nil {

@@ -170,7 +170,7 @@ func setPostTerms(ctx context.Context, tx *sql.Tx, kind string, postID, envID in
 			return err
 		}
 		for _, id := range dedupe(*l.ids) {
-			res, err := tx.ExecContext(ctx, `INSERT INTO `+l.links+` (post_id, `+l.col+`) SELECT ?, id FROM `+l.terms+`
+			res, err := tx.ExecContext(ctx, `INSERT INTO `+l.links+` (post_id, `+l.col+`) SELECT CAST(? AS BIGINT), id FROM `+l.terms+`
 				WHERE id = ? AND environment_id = ?`, postID, id, envID)
 			if err != nil {
 				return err

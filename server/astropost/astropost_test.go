@@ -2,7 +2,6 @@ package astropost_test
 
 import (
 	"context"
-	"database/sql"
 	"io"
 	"log/slog"
 	"net/url"
@@ -332,16 +331,19 @@ func TestTraversalIsRefused(t *testing.T) {
 // own statement fails, as on a full disk.
 func failRows(t *testing.T, db *store.DB, trigger string) func() {
 	t.Helper()
-	conn, err := sql.Open("sqlite", "file:"+db.Path()+"?_pragma=busy_timeout(10000)")
-	if err != nil {
-		t.Fatal(err)
+	conn := storetest.Raw(t, db)
+	create, drop := `CREATE TRIGGER fail_rows `+trigger+` ON astro_posts BEGIN SELECT RAISE(ABORT, 'disk I/O error (test)'); END`, `DROP TRIGGER fail_rows`
+	if db.OnPostgres() {
+		create = `CREATE OR REPLACE FUNCTION fail_rows() RETURNS trigger LANGUAGE plpgsql AS $$
+			BEGIN RAISE EXCEPTION 'disk I/O error (test)'; END $$;
+			CREATE TRIGGER fail_rows ` + trigger + ` ON astro_posts FOR EACH ROW EXECUTE FUNCTION fail_rows()`
+		drop = `DROP TRIGGER fail_rows ON astro_posts`
 	}
-	t.Cleanup(func() { conn.Close() })
-	if _, err := conn.Exec(`CREATE TRIGGER fail_rows ` + trigger + ` ON astro_posts BEGIN SELECT RAISE(ABORT, 'disk I/O error (test)'); END`); err != nil {
+	if _, err := conn.Exec(create); err != nil {
 		t.Fatal(err)
 	}
 	return func() {
-		if _, err := conn.Exec(`DROP TRIGGER fail_rows`); err != nil {
+		if _, err := conn.Exec(drop); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"crypto/sha256"
-	"database/sql"
 	"regexp"
 	"strings"
 	"testing"
@@ -65,7 +64,7 @@ func TestCreateToken(t *testing.T) {
 			t.Error("the stored hash is not the SHA-256 of the secret")
 		}
 		// The database holds the hash and the prefix, never the secret.
-		raw, err := sql.Open("sqlite", f.db.Path())
+		raw, err := f.db.OpenRaw()
 		if err != nil {
 			t.Fatal(err)
 		}

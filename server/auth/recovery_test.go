@@ -31,7 +31,7 @@ func (f *fixture) enroll(t *testing.T, name string) []string {
 // rawDB opens the service's database file apart from the store.
 func (f *fixture) rawDB(t *testing.T) *sql.DB {
 	t.Helper()
-	raw, err := sql.Open("sqlite", f.db.Path())
+	raw, err := f.db.OpenRaw()
 	if err != nil {
 		t.Fatal(err)
 	}

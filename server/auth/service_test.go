@@ -2,7 +2,6 @@ package auth
 
 import (
 	"context"
-	"database/sql"
 	"strings"
 	"testing"
 	"time"
@@ -494,7 +493,7 @@ func TestAuthenticate(t *testing.T) {
 			// Defence in depth: a user marked inactive without the session
 			// revocation SetUserActive does is still refused.
 			g := f.login(t, "ann")
-			raw, err := sql.Open("sqlite", f.db.Path())
+			raw, err := f.db.OpenRaw()
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -33,6 +33,7 @@ type Keyring struct {
 	jwt      []byte
 	seal     []byte
 	recovery []byte
+	check    []byte
 }
 
 // New derives the keys from a secret.
@@ -41,7 +42,7 @@ func New(secret []byte) (*Keyring, error) {
 		return nil, fmt.Errorf("keyring: the secret key must be at least %d bytes", MinSecretLen)
 	}
 	return &Keyring{jwt: derive(secret, "copydesk jwt v1"), seal: derive(secret, "copydesk seal v1"),
-		recovery: derive(secret, "copydesk recovery codes v1")}, nil
+		recovery: derive(secret, "copydesk recovery codes v1"), check: derive(secret, "copydesk key check v1")[:16]}, nil
 }
 
 func derive(secret []byte, info string) []byte {
@@ -99,6 +100,11 @@ func LoadOrCreate(dataDir, explicit string) (kr *Keyring, created bool, err erro
 	}
 	return kr, false, nil
 }
+
+// CheckValue identifies the secret without revealing it: a value derived
+// from it as the other keys are, which a database stores to refuse a
+// different secret (store.DB.CheckSecretKey).
+func (k *Keyring) CheckValue() string { return hex.EncodeToString(k.check) }
 
 // JWTKey is the HS256 signing key.
 func (k *Keyring) JWTKey() []byte { return k.jwt }

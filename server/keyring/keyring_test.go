@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"crypto/hmac"
 	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"os"
 	"path/filepath"
@@ -274,5 +275,25 @@ func TestRecoveryCodeMAC(t *testing.T) {
 		t.Error("different messages gave the same MAC")
 	case bytes.Equal(got, jwtMAC.Sum(nil)):
 		t.Error("the recovery code key is the JWT key")
+	}
+}
+
+// The check value is the same for one secret, differs for another, and is
+// none of the keys.
+func TestCheckValue(t *testing.T) {
+	a, err := keyring.New([]byte("0123456789abcdef0123456789abcdef"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	again, _ := keyring.New([]byte("0123456789abcdef0123456789abcdef"))
+	other, _ := keyring.New([]byte("fedcba9876543210fedcba9876543210"))
+	if a.CheckValue() != again.CheckValue() || len(a.CheckValue()) != 32 {
+		t.Errorf("check value %q, again %q: want the same 32 hex digits", a.CheckValue(), again.CheckValue())
+	}
+	if a.CheckValue() == other.CheckValue() {
+		t.Error("two secrets have the same check value")
+	}
+	if strings.Contains(hex.EncodeToString(a.JWTKey()), a.CheckValue()) {
+		t.Error("the check value is part of the JWT key")
 	}
 }

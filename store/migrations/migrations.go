@@ -7,6 +7,7 @@ package migrations
 
 import (
 	"embed"
+	"errors"
 	"fmt"
 	"io/fs"
 	"sort"
@@ -32,7 +33,7 @@ func List() ([]File, error) {
 	}
 	ms := make([]File, 0, len(entries))
 	for _, e := range entries {
-		if !strings.HasSuffix(e.Name(), ".sql") {
+		if !strings.HasSuffix(e.Name(), ".sql") || strings.HasSuffix(e.Name(), PostgresSuffix) {
 			continue
 		}
 		num, _, ok := strings.Cut(e.Name(), "_")
@@ -50,6 +51,21 @@ func List() ([]File, error) {
 func SQL(name string) (string, error) {
 	b, err := files.ReadFile(name)
 	return string(b), err
+}
+
+// PostgresSuffix ends the name of a migration's PostgreSQL text, kept
+// beside the migration (NNNN_name.pg.sql) where translating its SQLite text
+// cannot work.
+const PostgresSuffix = ".pg.sql"
+
+// PostgresSQL returns the PostgreSQL text of the migration called name
+// (NNNN_name.sql), if it has one of its own.
+func PostgresSQL(name string) (text string, ok bool, err error) {
+	b, err := files.ReadFile(strings.TrimSuffix(name, ".sql") + PostgresSuffix)
+	if errors.Is(err, fs.ErrNotExist) {
+		return "", false, nil
+	}
+	return string(b), err == nil, err
 }
 
 // latest is worked out once: the embedded files cannot change.

@@ -99,11 +99,17 @@ func WriteDB(t testing.TB, path string) {
 }
 
 // OpenDB opens a fresh, migrated database file in a temporary directory with
-// a clock at T0, and closes it when the test ends.
+// a clock at T0, and closes it when the test ends. With
+// COPYDESK_TEST_DATABASE set, the database is a fresh PostgreSQL database
+// of the test's own instead (NewPostgres).
 func OpenDB(t testing.TB) (*store.DB, *Clock) {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "copydesk.db")
-	WriteDB(t, path)
+	if Postgres() {
+		path = NewPostgres(t)
+	} else {
+		WriteDB(t, path)
+	}
 	db, err := store.Open(context.Background(), path, store.Options{})
 	if err != nil {
 		t.Fatalf("Open: %v", err)

@@ -1,0 +1,58 @@
+package store_test
+
+import (
+	"context"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/copydesk/copydesk/store"
+	"github.com/copydesk/copydesk/store/storetest"
+)
+
+// The migrations make the same schema on PostgreSQL as on SQLite: the same
+// tables with the same columns, the same named indexes and triggers. What
+// differs is each engine's own: SQLite's FTS5 tables (and their triggers)
+// and statistics; PostgreSQL's search columns with their GIN indexes.
+// Neither lists the indexes of constraints.
+func TestPostgresSchemaMatchesSQLite(t *testing.T) {
+	storetest.RequirePostgres(t)
+	ctx := context.Background()
+	pg, _ := storetest.OpenDB(t)
+	lite, err := store.Open(ctx, filepath.Join(t.TempDir(), "copydesk.db"), store.Options{Readers: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lite.Close()
+	sqliteOwn := func(name string) bool {
+		return strings.HasPrefix(name, "table sqlite_") || strings.HasPrefix(name, "column sqlite_") || strings.HasPrefix(name, "index sqlite_autoindex_") ||
+			strings.Contains(name, "_search") // FTS5 tables, their shadow tables and their triggers
+	}
+	pgOwn := func(name string) bool {
+		return strings.Contains(name, "_search") // search columns and their indexes
+	}
+	names := func(db *store.DB, own func(string) bool) []string {
+		all, err := store.SchemaNames(ctx, db)
+		if err != nil {
+			t.Fatal(err)
+		}
+		all = slices.DeleteFunc(all, own)
+		slices.Sort(all)
+		return all
+	}
+	want, got := names(lite, sqliteOwn), names(pg, pgOwn)
+	for _, w := range want {
+		if _, found := slices.BinarySearch(got, w); !found {
+			t.Errorf("PostgreSQL lacks %s", w)
+		}
+	}
+	for _, g := range got {
+		if _, found := slices.BinarySearch(want, g); !found {
+			t.Errorf("PostgreSQL has %s, which SQLite does not", g)
+		}
+	}
+	if len(want) < 300 {
+		t.Errorf("SQLite's schema has %d objects and columns; the comparison read too little", len(want))
+	}
+}

@@ -1,0 +1,193 @@
+package storetest
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"database/sql"
+	"encoding/hex"
+	"fmt"
+	"net/url"
+	"os"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	_ "github.com/jackc/pgx/v5/stdlib" // registers the "pgx" driver
+
+	"github.com/copydesk/copydesk/store"
+)
+
+// EnvDatabase names the PostgreSQL server the tests run on
+// (postgres://USER@HOST:PORT/DB, a user that may create databases); unset,
+// they run on SQLite.
+const EnvDatabase = "COPYDESK_TEST_DATABASE"
+
+// Postgres reports whether the tests run on PostgreSQL.
+func Postgres() bool { return os.Getenv(EnvDatabase) != "" }
+
+// RequirePostgres skips a test that only means something on PostgreSQL
+// when the tests run on SQLite.
+func RequirePostgres(t testing.TB) string {
+	t.Helper()
+	if !Postgres() {
+		t.Skipf("runs on PostgreSQL only: set %s=postgres://... to run it", EnvDatabase)
+	}
+	return os.Getenv(EnvDatabase)
+}
+
+var (
+	pgTemplateOnce sync.Once
+	pgTemplate     string
+	pgTemplateErr  error
+)
+
+// pgAdmin connects to the server's maintenance database (the one
+// COPYDESK_TEST_DATABASE names).
+func pgAdmin() (*sql.DB, error) {
+	return sql.Open("pgx", os.Getenv(EnvDatabase))
+}
+
+// withDatabase is base with its database name replaced by name.
+func withDatabase(base, name string) (string, error) {
+	u, err := url.Parse(base)
+	if err != nil {
+		return "", err
+	}
+	u.Path = "/" + name
+	return u.String(), nil
+}
+
+// pgTemplateName is the migrated template database of this binary's
+// migrations: kept between runs, and made again when the PostgreSQL text
+// of a migration changes (COPYDESK_TEST_FRESH_TEMPLATE=1 makes one anyway).
+func pgTemplateName() (string, error) {
+	texts, err := store.PostgresMigrations()
+	if err != nil {
+		return "", err
+	}
+	h := sha256.New()
+	for _, text := range texts {
+		fmt.Fprintf(h, "%s\x00", text)
+	}
+	return "copydesk_tpl_" + hex.EncodeToString(h.Sum(nil))[:16], nil
+}
+
+// pgTemplateDB makes (once per process, and only when missing on the server)
+// a migrated database to copy each test's database from: migrating takes
+// seconds, copying a fraction of one.
+func pgTemplateDB() (string, error) {
+	pgTemplateOnce.Do(func() {
+		pgTemplate, pgTemplateErr = makeTemplate()
+	})
+	return pgTemplate, pgTemplateErr
+}
+
+func makeTemplate() (string, error) {
+	ctx := context.Background()
+	name, err := pgTemplateName()
+	if err != nil {
+		return "", err
+	}
+	if os.Getenv("COPYDESK_TEST_FRESH_TEMPLATE") != "" {
+		name += "_" + randomName()
+	}
+	admin, err := pgAdmin()
+	if err != nil {
+		return "", err
+	}
+	defer admin.Close()
+	var exists bool
+	if err := admin.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM pg_database WHERE datname = $1)`, name).Scan(&exists); err != nil {
+		return "", fmt.Errorf("storetest: %s: %w", EnvDatabase, err)
+	}
+	if exists {
+		return name, nil
+	}
+	// Built under a name of its own and renamed when complete, so that a
+	// test binary running beside this one never copies a half-migrated one.
+	building := name + "_b" + randomName()
+	if _, err := admin.ExecContext(ctx, `CREATE DATABASE `+building+` TEMPLATE template0 ENCODING 'UTF8' LC_COLLATE 'C' LC_CTYPE 'C'`); err != nil {
+		return "", err
+	}
+	u, err := withDatabase(os.Getenv(EnvDatabase), building)
+	if err != nil {
+		return "", err
+	}
+	db, err := store.Open(ctx, u, store.Options{Readers: 1})
+	if err != nil {
+		return "", err
+	}
+	if err := db.Close(); err != nil {
+		return "", err
+	}
+	if _, err := admin.ExecContext(ctx, `ALTER DATABASE `+building+` RENAME TO `+name); err != nil {
+		// Another binary made it meanwhile: use theirs.
+		_, _ = admin.ExecContext(ctx, `DROP DATABASE IF EXISTS `+building+` WITH (FORCE)`)
+		if err := admin.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM pg_database WHERE datname = $1)`, name).Scan(&exists); err != nil || !exists {
+			return "", err
+		}
+	}
+	return name, nil
+}
+
+func randomName() string {
+	b := make([]byte, 6)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}
+
+// NewPostgres makes a PostgreSQL database of the test's own, migrated and
+// empty, and returns its address; it is dropped when the test ends. Tests
+// stay parallel: each has its own database.
+func NewPostgres(t testing.TB) string {
+	t.Helper()
+	base := RequirePostgres(t)
+	tpl, err := pgTemplateDB()
+	if err != nil {
+		t.Fatalf("storetest: build the template database on %s: %v", EnvDatabase, err)
+	}
+	admin, err := pgAdmin()
+	if err != nil {
+		t.Fatalf("storetest: %v", err)
+	}
+	name := "copydesk_t_" + randomName()
+	var createErr error
+	for range 20 {
+		// A template another session is still copying from refuses a
+		// second copy for a moment.
+		if _, createErr = admin.Exec(`CREATE DATABASE ` + name + ` TEMPLATE ` + tpl); createErr == nil ||
+			!strings.Contains(createErr.Error(), "is being accessed by other users") {
+			break
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if createErr != nil {
+		admin.Close()
+		t.Fatalf("storetest: create a database: %v", createErr)
+	}
+	t.Cleanup(func() {
+		defer admin.Close()
+		if _, err := admin.Exec(`DROP DATABASE IF EXISTS ` + name + ` WITH (FORCE)`); err != nil {
+			t.Errorf("storetest: drop %s: %v", name, err)
+		}
+	})
+	u, err := withDatabase(base, name)
+	if err != nil {
+		t.Fatalf("storetest: %v", err)
+	}
+	return u
+}
+
+// Raw opens another pool on db's database (store.DB.OpenRaw), closed when
+// the test ends: for a test that writes rows as a crash would leave them.
+func Raw(t testing.TB, db *store.DB) *sql.DB {
+	t.Helper()
+	raw, err := db.OpenRaw()
+	if err != nil {
+		t.Fatalf("storetest: %v", err)
+	}
+	t.Cleanup(func() { raw.Close() })
+	return raw
+}
