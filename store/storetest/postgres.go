@@ -156,8 +156,10 @@ func NewPostgres(t testing.TB) string {
 	var createErr error
 	for range 20 {
 		// A template another session is still copying from refuses a
-		// second copy for a moment.
-		if _, createErr = admin.Exec(`CREATE DATABASE ` + name + ` TEMPLATE ` + tpl); createErr == nil ||
+		// second copy for a moment. FILE_COPY (PostgreSQL 15 and later)
+		// copies the template's files: half the time of the default,
+		// which writes every block to the WAL.
+		if _, createErr = admin.Exec(`CREATE DATABASE ` + name + ` TEMPLATE ` + tpl + ` STRATEGY FILE_COPY`); createErr == nil ||
 			!strings.Contains(createErr.Error(), "is being accessed by other users") {
 			break
 		}
