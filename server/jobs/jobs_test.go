@@ -686,8 +686,12 @@ func TestRunnerSweepsAbandonedJobs(t *testing.T) {
 func TestRunnerRunsOnce(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t, jobs.Options{})
+	h.register("ping", func(context.Context, *store.Job) error { return nil })
 	h.start(t)
-	time.Sleep(10 * time.Millisecond)
+	// A job that ran proves the first Run is running (a sleep would not:
+	// on a loaded machine the second Run could start first, and never end).
+	h.enqueue(t, "ping", nil, jobs.EnqueueOptions{})
+	h.next(t)
 	if err := h.r.Run(context.Background()); err == nil {
 		t.Fatal("a second Run started")
 	}
