@@ -135,7 +135,12 @@ test("users: search, role, status with a confirmation, environment access, regis
   await table.getByRole("button", { name: "Manage vic" }).click();
   await page.getByRole("heading", { name: "Manage vic" }).waitFor();
   await page.getByLabel("Role").selectOption("editor");
-  await page.getByRole("button", { name: "Change role" }).click();
+  await page.getByRole("button", { name: "Change role…" }).click();
+  const roleDialog = page.getByRole("alertdialog", { name: "Confirm the role change" });
+  await roleDialog.getByText("Make vic editor (now viewer)?").waitFor();
+  assert.deepEqual(await axeCheck(page), [], "users, role confirmation");
+  assert.equal((await srv.api("GET", "/api/auth/users?q=vic", admin)).body.data.items[0].role, "viewer", "nothing changes before the confirmation");
+  await roleDialog.getByRole("button", { name: "Make vic editor" }).click();
   await page.getByRole("status").filter({ hasText: "vic is now editor." }).waitFor();
   await table.getByRole("row", { name: /vic@example\.com Editor/ }).waitFor();
 
@@ -158,7 +163,8 @@ test("users: search, role, status with a confirmation, environment access, regis
   await page.getByRole("status").filter({ hasText: "vic can sign in again" }).waitFor();
   // Back to a viewer for the other tests.
   await page.getByLabel("Role").selectOption("viewer");
-  await page.getByRole("button", { name: "Change role" }).click();
+  await page.getByRole("button", { name: "Change role…" }).click();
+  await page.getByRole("alertdialog", { name: "Confirm the role change" }).getByRole("button", { name: "Make vic viewer" }).click();
   await page.getByRole("status").filter({ hasText: "vic is now viewer." }).waitFor();
 
   await page.getByText(/Registration is open/).waitFor();
