@@ -11,7 +11,7 @@ import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, test } from "node:test";
-import { axeCheck, launch, openAs, startCopydesk, startProvider, startWordPress, TEAM } from "./harness.mjs";
+import { axeCheck, launch, openAs, PASSWORD, startCopydesk, startProvider, startWordPress, TEAM, totp } from "./harness.mjs";
 
 let srv;
 let browser;
@@ -135,7 +135,12 @@ test("users: search, role, status with a confirmation, environment access, regis
   await table.getByRole("button", { name: "Manage vic" }).click();
   await page.getByRole("heading", { name: "Manage vic" }).waitFor();
   await page.getByLabel("Role").selectOption("editor");
-  await page.getByRole("button", { name: "Change role" }).click();
+  await page.getByRole("button", { name: "Change role…" }).click();
+  const roleDialog = page.getByRole("alertdialog", { name: "Confirm the role change" });
+  await roleDialog.getByText("Make vic editor (now viewer)?").waitFor();
+  assert.deepEqual(await axeCheck(page), [], "users, role confirmation");
+  assert.equal((await srv.api("GET", "/api/auth/users?q=vic", admin)).body.data.items[0].role, "viewer", "nothing changes before the confirmation");
+  await roleDialog.getByRole("button", { name: "Make vic editor" }).click();
   await page.getByRole("status").filter({ hasText: "vic is now editor." }).waitFor();
   await table.getByRole("row", { name: /vic@example\.com Editor/ }).waitFor();
 
@@ -158,7 +163,8 @@ test("users: search, role, status with a confirmation, environment access, regis
   await page.getByRole("status").filter({ hasText: "vic can sign in again" }).waitFor();
   // Back to a viewer for the other tests.
   await page.getByLabel("Role").selectOption("viewer");
-  await page.getByRole("button", { name: "Change role" }).click();
+  await page.getByRole("button", { name: "Change role…" }).click();
+  await page.getByRole("alertdialog", { name: "Confirm the role change" }).getByRole("button", { name: "Make vic viewer" }).click();
   await page.getByRole("status").filter({ hasText: "vic is now viewer." }).waitFor();
 
   await page.getByText(/Registration is open/).waitFor();
@@ -168,6 +174,35 @@ test("users: search, role, status with a confirmation, environment access, regis
   await page.getByRole("button", { name: "Open registration" }).click();
   await page.getByText(/Registration is open/).waitFor();
   await srv.api("DELETE", `/api/environments/${env.id}`, admin);
+  await close();
+});
+
+test("users: reset two-factor after a confirmation naming the user", async () => {
+  // Turn 2FA on for eddie through the API (the previous 30 s step's code, as
+  // test/twofactor.test.mjs does).
+  const ed = (await srv.login("ed@example.com")).access_token;
+  const setup = await srv.api("POST", "/api/auth/2fa/setup", ed);
+  assert.equal(setup.status, 200, JSON.stringify(setup.body));
+  const v = await srv.api("POST", "/api/auth/2fa/verify", ed, { code: totp(setup.body.data.secret, Date.now() - 30_000), current_password: PASSWORD });
+  assert.equal(v.status, 200, JSON.stringify(v.body));
+  const eddie = async () => (await srv.api("GET", "/api/auth/users?q=eddie", admin)).body.data.items[0];
+  assert.equal((await eddie()).two_factor_enabled, true);
+
+  const { page, close } = await openAs(browser, srv, "ann@example.com", "/admin/users");
+  const table = page.getByRole("table", { name: "Users" });
+  await table.getByRole("row", { name: /ed@example\.com Editor Active On/ }).waitFor();
+  await table.getByRole("button", { name: "Manage eddie" }).click();
+  await page.getByRole("heading", { name: "Manage eddie" }).waitFor();
+  await page.getByRole("button", { name: "Reset two-factor…" }).click();
+  const dialog = page.getByRole("alertdialog", { name: "Confirm the reset" });
+  await dialog.getByText(/Turn off two-factor authentication for eddie\?/).waitFor();
+  assert.deepEqual(await axeCheck(page), [], "users, reset two-factor confirmation");
+  assert.equal((await eddie()).two_factor_enabled, true, "nothing changes before the confirmation");
+  await dialog.getByRole("button", { name: "Reset two-factor for eddie" }).click();
+  await page.getByRole("status").filter({ hasText: "Two-factor authentication is off for eddie." }).waitFor();
+  await table.getByRole("row", { name: /ed@example\.com Editor Active Off/ }).waitFor();
+  assert.equal((await eddie()).two_factor_enabled, false);
+  assert.ok(await page.getByRole("button", { name: "Reset two-factor…" }).isDisabled(), "nothing left to reset");
   await close();
 });
 

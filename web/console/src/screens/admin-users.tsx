@@ -6,6 +6,7 @@ import { useState } from "preact/hooks";
 import { api, type Schemas } from "../api/client";
 import { session } from "../session";
 import { Alert, errorText, Field, Heading, Pager, Select, Thead, useDebounced, useResource, When } from "../ui";
+import { Confirm } from "../confirm";
 
 type User = Schemas["userResponse"];
 const perPage = 20;
@@ -99,7 +100,7 @@ function ManageUser({ user, onChanged }: { user: User; onChanged: (u: User) => v
   const [error, setError] = useState<string | null>(null);
   const [done, setDone] = useState<string | null>(null);
   const [busy, setBusy] = useState(false);
-  const [confirm, setConfirm] = useState<"disable" | "2fa" | null>(null);
+  const [confirm, setConfirm] = useState<"disable" | "2fa" | "role" | null>(null);
   const self = session.user?.id === user.id;
   const roles = (session.user?.role === "super_admin" ? ["super_admin", "admin", "editor", "viewer"] : ["admin", "editor", "viewer"]) as User["role"][];
 
@@ -122,14 +123,20 @@ function ManageUser({ user, onChanged }: { user: User; onChanged: (u: User) => v
       <h2 id="manage-h">Manage {user.username}</h2>
       <div class="row">
         <Select label="Role" name="role" value={role} onValue={setRole} options={roles.map((r) => [r, roleWords[r]] as const)} />
-        <button type="button" disabled={busy || role === user.role} onClick={() => act(async () => {
-          const r = await api.put("/api/auth/users/{id}/role", { path, body: { role: role as User["role"] } });
-          onChanged(r.data);
-          return `${user.username} is now ${roleWords[r.data.role].toLowerCase()}.`;
-        })}>
-          Change role
+        <button type="button" disabled={busy || role === user.role} onClick={() => setConfirm("role")} aria-expanded={confirm === "role"}>
+          Change role…
         </button>
       </div>
+      {confirm === "role" && (
+        <Confirm label="Confirm the role change" question={`Make ${user.username} ${roleWords[role as User["role"]].toLowerCase()} (now ${roleWords[user.role].toLowerCase()})?`}
+          action={`Make ${user.username} ${roleWords[role as User["role"]].toLowerCase()}`} busy={busy}
+          onConfirm={() => void act(async () => {
+            const r = await api.put("/api/auth/users/{id}/role", { path, body: { role: role as User["role"] } });
+            onChanged(r.data);
+            return `${user.username} is now ${roleWords[r.data.role].toLowerCase()}.`;
+          })}
+          onCancel={() => setConfirm(null)} />
+      )}
       <div class="actions">
         {user.is_active ? (
           <button type="button" disabled={busy || self} onClick={() => setConfirm("disable")} aria-expanded={confirm === "disable"}>
