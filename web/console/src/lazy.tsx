@@ -29,6 +29,10 @@ const pages = {
   backups: () => import("./screens/backups").then((m) => m.Backups),
   messages: () => import("./screens/messages").then((m) => m.Messages),
   account: () => import("./screens/account").then((m) => m.Account),
+  "admin/users": () => import("./screens/admin-users").then((m) => m.Users),
+  "admin/environments": () => import("./screens/admin-environments").then((m) => m.AdminEnvironments),
+  "admin/credentials": () => import("./screens/admin-credentials").then((m) => m.Credentials),
+  "admin/ai": () => import("./screens/admin-ai").then((m) => m.AISettings),
 } satisfies Record<string, () => Promise<FunctionComponent>>;
 
 export function LazyPage({ page, label }: { page: keyof typeof pages; label: string }) {
