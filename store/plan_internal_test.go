@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"maps"
+	"os"
 	"path/filepath"
 	"reflect"
 	"regexp"
@@ -51,6 +52,13 @@ import (
 //     from the scan rules, since no B-tree index can find a substring; its
 //     page still walks the list's order, and nothing may sort.
 func TestListQueryPlans(t *testing.T) {
+	// It reads query plans, one query at a time: under the race detector
+	// filling its tables took 160 of the store's 400 seconds and found
+	// nothing. .ci/run runs it in the step without -race;
+	// COPYDESK_PLANS_UNDER_RACE=1 runs it here anyway.
+	if raceDetector && os.Getenv("COPYDESK_PLANS_UNDER_RACE") == "" {
+		t.Skip("the plan check runs without the race detector (.ci/run's route-table step); COPYDESK_PLANS_UNDER_RACE=1 runs it here")
+	}
 	t.Parallel() // its own database, filled with a few thousand rows per table
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "plan.db")
