@@ -577,6 +577,16 @@ func (db *DB) migrate(ctx context.Context) (err error) {
 	if len(pending) == 0 {
 		return nil
 	}
+	if db.d.Name() == "sqlite" && len(applied) == 0 {
+		ok, err := runBaseline(ctx, conn, pending, db.now())
+		if err != nil {
+			return err
+		}
+		if ok {
+			db.wrote()
+			return nil
+		}
+	}
 	if err := runMigrations(ctx, db.d, conn, pending, db.now()); err != nil {
 		return err
 	}

@@ -16,7 +16,7 @@ import (
 	"sync"
 )
 
-//go:embed *.sql
+//go:embed *.sql baseline-sqlite.dump
 var files embed.FS
 
 // File is one migration, known by its name alone.
@@ -50,6 +50,19 @@ func List() ([]File, error) {
 // SQL returns the text of the migration called name.
 func SQL(name string) (string, error) {
 	b, err := files.ReadFile(name)
+	return string(b), err
+}
+
+// BaselineName is the file holding what the migrations make of an empty
+// SQLite database (its schema, its rows and its application id), dumped
+// by store's TestSQLiteBaselineIsCurrent: a first start runs it instead of
+// every migration (see store.DB.migrate). It is a generated dump, not a
+// migration, so its name does not end in .sql.
+const BaselineName = "baseline-sqlite.dump"
+
+// Baseline returns the SQLite baseline's text.
+func Baseline() (string, error) {
+	b, err := files.ReadFile(BaselineName)
 	return string(b), err
 }
 
