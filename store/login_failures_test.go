@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/copydesk/copydesk/store"
+	"github.com/copydesk/copydesk/store/storetest"
 )
 
 func increment(now time.Time) func(store.LoginFailures) (store.LoginFailures, error) {
@@ -114,4 +115,41 @@ func TestUpdateLoginFailures(t *testing.T) {
 			t.Errorf("Failures = %d after ClearLoginFailures", lf.Failures)
 		}
 	})
+}
+
+// Two instances counting failures of one address at once lose none: the
+// throttle counts across instances.
+func TestLoginFailuresAcrossInstances(t *testing.T) {
+	url := storetest.NewPostgres(t)
+	ctx := context.Background()
+	var dbs [2]*store.DB
+	for i := range dbs {
+		db, err := store.Open(ctx, url, store.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { db.Close() })
+		dbs[i] = db
+	}
+	const each = 15
+	errs := make(chan error, 2*each)
+	for _, db := range dbs {
+		go func() {
+			for range each {
+				errs <- db.UpdateLoginFailures(ctx, "ann@example.com", increment(db.Now()))
+			}
+		}()
+	}
+	for range 2 * each {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	lf, err := dbs[1].LoginFailuresFor(ctx, "ann@example.com")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if lf.Failures != 2*each {
+		t.Fatalf("failures = %d, want %d", lf.Failures, 2*each)
+	}
 }
