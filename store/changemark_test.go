@@ -95,17 +95,9 @@ func TestChangeMarkIgnoresContent(t *testing.T) {
 // every other instance on the database, with no window: the count moves
 // in the write's own transaction. Content writes move no one's mark.
 func TestChangeMarkAcrossInstances(t *testing.T) {
-	url := storetest.NewPostgres(t)
 	ctx := context.Background()
-	open := func() *store.DB {
-		db, err := store.Open(ctx, url, store.Options{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { db.Close() })
-		return db
-	}
-	a, b := open(), open()
+	dbs := instances(t, 2)
+	a, b := dbs[0], dbs[1]
 	u := mustUser(t, a, "ann", store.RoleEditor)
 	bob := mustUser(t, a, "bob", store.RoleViewer)
 	s := mustSession(t, a, u.ID)

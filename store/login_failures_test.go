@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/copydesk/copydesk/store"
-	"github.com/copydesk/copydesk/store/storetest"
 )
 
 func increment(now time.Time) func(store.LoginFailures) (store.LoginFailures, error) {
@@ -120,17 +119,8 @@ func TestUpdateLoginFailures(t *testing.T) {
 // Two instances counting failures of one address at once lose none: the
 // throttle counts across instances.
 func TestLoginFailuresAcrossInstances(t *testing.T) {
-	url := storetest.NewPostgres(t)
 	ctx := context.Background()
-	var dbs [2]*store.DB
-	for i := range dbs {
-		db, err := store.Open(ctx, url, store.Options{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { db.Close() })
-		dbs[i] = db
-	}
+	dbs := instances(t, 2)
 	const each = 15
 	errs := make(chan error, 2*each)
 	for _, db := range dbs {
