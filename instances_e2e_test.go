@@ -42,6 +42,8 @@ func instances(t *testing.T, n int, accounts ...[2]string) []string {
 	return bases
 }
 
+// A session ended, a role changed and a user disabled through A bite at B
+// on the next request, though B had them cached.
 func TestInstancesRevokeAcross(t *testing.T) {
 	storetest.RequirePostgres(t)
 	t.Parallel()
@@ -69,6 +71,13 @@ func TestInstancesRevokeAcross(t *testing.T) {
 	}
 	status, body = httpJSON(t, "GET", b+"/api/auth/me", bob, nil)
 	wantError(t, "a session ended on A, on B", status, body, 401)
+
+	status, body = httpJSON(t, "PUT", fmt.Sprintf("%s/api/auth/users/%d/role", a, int64(carolID)), admin, map[string]any{"role": "editor"})
+	wantData(t, "carol made an editor on A", status, body, 200)
+	status, body = httpJSON(t, "GET", b+"/api/auth/me", carol, nil)
+	if me := wantData(t, "carol on B", status, body, 200); me["role"] != "editor" {
+		t.Errorf("a role changed on A is %v on B", me["role"])
+	}
 
 	status, body = httpJSON(t, "PUT", fmt.Sprintf("%s/api/auth/users/%d/status", a, int64(carolID)), admin, map[string]any{"is_active": false})
 	wantData(t, "disable carol on A", status, body, 200)
@@ -149,6 +158,8 @@ func (s *sse) next(t *testing.T, name string) map[string]any {
 	}
 }
 
+// A notification stored through A reaches its user's stream on B; the
+// stream resumes on A from Last-Event-ID.
 func TestInstancesNotificationAcross(t *testing.T) {
 	storetest.RequirePostgres(t)
 	t.Parallel()
