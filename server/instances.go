@@ -9,7 +9,7 @@ import (
 )
 
 // listenToInstances hears, on PostgreSQL, what every instance on the
-// database announces (store.DB.Listen) and publishes it to the event
+// database announces (store.DB.FollowAnnouncements) and publishes it to the event
 // streams of this one: a notification stored by any instance reaches its
 // user's stream on every instance, all of them in the order of its ids.
 // On SQLite there is one instance and nothing to hear. It returns once
@@ -25,7 +25,7 @@ func (a *App) listenToInstances() error {
 	a.stopListening = func() { cancel(); <-done }
 	go func() {
 		defer close(done)
-		a.DB.Listen(ctx, a.Log, func(first bool) {
+		a.DB.FollowAnnouncements(ctx, a.Log, func(first bool) {
 			if first {
 				close(ready)
 				return

@@ -15,20 +15,20 @@ import (
 // publishes: a write that others must hear of announces its row on one
 // channel of the database (NOTIFY, in the write's own transaction; ids,
 // never the row itself, which the listener reads from the database), and
-// Listen hears every instance's. On SQLite there is one instance: nothing
-// is announced and Listen returns at once.
+// FollowAnnouncements hears every instance's. On SQLite there is one instance: nothing
+// is announced and FollowAnnouncements returns at once.
 
 // eventsChannel is the one channel of copydesk's announcements.
 const eventsChannel = "copydesk_events"
 
-// Listen calls fn with each announcement of every instance, in the order
+// FollowAnnouncements calls fn with each announcement of every instance, in the order
 // the database delivers them, until ctx ends. It holds one connection of
 // its own; when that connection drops it reconnects with a growing pause
 // (up to 5 s), and calls connected after each (re)connection: what was
 // announced while it was away is lost, so the caller catches up then (an
 // event stream can be told to resume from Last-Event-ID). On SQLite it
 // returns at once.
-func (db *DB) Listen(ctx context.Context, log *slog.Logger, connected func(first bool), fn func(payload string)) {
+func (db *DB) FollowAnnouncements(ctx context.Context, log *slog.Logger, connected func(first bool), fn func(payload string)) {
 	if !db.OnPostgres() {
 		return
 	}

@@ -29,7 +29,7 @@ func instances(t *testing.T, n int) []*store.DB {
 	return dbs
 }
 
-// listen runs db.Listen until the test ends and returns what it hears, and
+// listen runs db.FollowAnnouncements until the test ends and returns what it hears, and
 // each connection (true for the first).
 func listen(t *testing.T, db *store.DB) (<-chan store.Announcement, <-chan bool) {
 	t.Helper()
@@ -38,7 +38,7 @@ func listen(t *testing.T, db *store.DB) (<-chan store.Announcement, <-chan bool)
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		db.Listen(ctx, slog.New(slog.NewTextHandler(io.Discard, nil)), func(first bool) { conns <- first }, func(p string) {
+		db.FollowAnnouncements(ctx, slog.New(slog.NewTextHandler(io.Discard, nil)), func(first bool) { conns <- first }, func(p string) {
 			if a, ok := store.ParseAnnouncement(p); ok {
 				heard <- a
 			} else {
@@ -50,7 +50,7 @@ func listen(t *testing.T, db *store.DB) (<-chan store.Announcement, <-chan bool)
 	select {
 	case <-conns:
 	case <-time.After(10 * time.Second):
-		t.Fatal("Listen did not connect")
+		t.Fatal("FollowAnnouncements did not connect")
 	}
 	return heard, conns
 }
@@ -98,9 +98,9 @@ func TestNotificationsAnnouncedInOrder(t *testing.T) {
 	}
 }
 
-// When the listening connection is cut, Listen connects again, says so,
+// When the listening connection is cut, FollowAnnouncements connects again, says so,
 // and hears what is announced from then on.
-func TestListenReconnects(t *testing.T) {
+func TestFollowAnnouncementsReconnects(t *testing.T) {
 	ctx := context.Background()
 	db := instances(t, 1)[0]
 	u := mustUser(t, db, "ann", store.RoleEditor)
@@ -116,7 +116,7 @@ func TestListenReconnects(t *testing.T) {
 			t.Fatal("a reconnection reported as the first connection")
 		}
 	case <-time.After(10 * time.Second):
-		t.Fatal("Listen did not reconnect")
+		t.Fatal("FollowAnnouncements did not reconnect")
 	}
 	created, err := db.CreateNotifications(ctx, []int64{u.ID}, store.NewNotification{Kind: "run.succeeded", Title: "done"})
 	if err != nil {
