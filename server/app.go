@@ -146,6 +146,8 @@ type App struct {
 	Log      *slog.Logger
 	listener net.Listener
 	lock     *DataDirLock
+	// stopListening ends listenToInstances and waits for it.
+	stopListening func()
 }
 
 // OpenData opens the data directory, the keys, the database and the account
@@ -263,6 +265,9 @@ func Open(ctx context.Context, cfg Config, log *slog.Logger) (*App, error) {
 	a.Events = stream.New(stream.Options{Heartbeat: cfg.StreamHeartbeat, Log: log, Marshal: encodeJSON})
 	a.Notify = notify.New(a.DB, log)
 	a.Notify.PublishTo(a.Events)
+	if err := a.listenToInstances(); err != nil {
+		return nil, errors.Join(err, a.Close())
+	}
 	a.Backups.OnScheduledRun = a.scheduledBackupRan
 	retries := cfg.ProviderRetries
 	if retries < 0 {
@@ -555,6 +560,9 @@ func (a *App) scheduledBackupRan(ctx context.Context, meta *backup.Meta, err err
 func (a *App) Close() error {
 	if a.listener != nil {
 		a.listener.Close()
+	}
+	if a.stopListening != nil {
+		a.stopListening()
 	}
 	if a.Config.MetricsListener != nil {
 		a.Config.MetricsListener.Close()

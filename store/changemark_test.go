@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/copydesk/copydesk/store"
+	"github.com/copydesk/copydesk/store/storetest"
 )
 
 // ChangeMark moves with every committed write of this process, and with the
@@ -87,5 +88,42 @@ func TestChangeMarkIgnoresContent(t *testing.T) {
 	}
 	if db.ChangeMark() == m {
 		t.Fatal("revoking a session did not move the mark")
+	}
+}
+
+// On PostgreSQL, a write committed by one instance moves the mark of
+// every other instance on the database, with no window: the count moves
+// in the write's own transaction. Content writes move no one's mark.
+func TestChangeMarkAcrossInstances(t *testing.T) {
+	ctx := context.Background()
+	dbs := instances(t, 2)
+	a, b := dbs[0], dbs[1]
+	u := mustUser(t, a, "ann", store.RoleEditor)
+	bob := mustUser(t, a, "bob", store.RoleViewer)
+	s := mustSession(t, a, u.ID)
+	m := b.ChangeMark()
+	if b.ChangeMark() != m {
+		t.Fatal("reading the mark moved it")
+	}
+	if _, err := a.CreateMessage(ctx, store.NewMessage{SenderID: u.ID, RecipientID: bob.ID, Body: "hi"}); err != nil {
+		t.Fatal(err)
+	}
+	if b.ChangeMark() != m {
+		t.Fatalf("a content write on A moved B's mark: %+v %+v", m, b.ChangeMark())
+	}
+	if err := a.RevokeSession(ctx, u.ID, s.ID); err != nil {
+		t.Fatal(err)
+	}
+	m2 := b.ChangeMark()
+	if m2 == m {
+		t.Fatal("revoking a session on A did not move B's mark")
+	}
+	// A write behind every instance's back (psql, another tool) counts too.
+	raw := storetest.Raw(t, a)
+	if _, err := raw.ExecContext(ctx, `UPDATE users SET is_active = 0 WHERE id = ?`, bob.ID); err != nil {
+		t.Fatal(err)
+	}
+	if b.ChangeMark() == m2 {
+		t.Fatal("a raw write did not move the mark")
 	}
 }

@@ -40,6 +40,14 @@ func (db *DB) LoginFailuresFor(ctx context.Context, email string) (LoginFailures
 func (db *DB) UpdateLoginFailures(ctx context.Context, email string, fn func(LoginFailures) (LoginFailures, error)) error {
 	key := EmailKey(email)
 	return db.tx(ctx, func(tx *sql.Tx) error {
+		if db.OnPostgres() {
+			// Several instances write these records: the address's lock,
+			// held to the commit, makes their read-modify-writes take
+			// turns, as SQLite's one writer does.
+			if _, err := tx.ExecContext(ctx, `SELECT pg_advisory_xact_lock(hashtext('copydesk login failures'), hashtext(?))`, key); err != nil {
+				return fmt.Errorf("store: login failures: %w", err)
+			}
+		}
 		var lf LoginFailures
 		var last string
 		var locked sql.NullString

@@ -115,3 +115,31 @@ func TestUpdateLoginFailures(t *testing.T) {
 		}
 	})
 }
+
+// Two instances counting failures of one address at once lose none: the
+// throttle counts across instances.
+func TestLoginFailuresAcrossInstances(t *testing.T) {
+	ctx := context.Background()
+	dbs := instances(t, 2)
+	const each = 15
+	errs := make(chan error, 2*each)
+	for _, db := range dbs {
+		go func() {
+			for range each {
+				errs <- db.UpdateLoginFailures(ctx, "ann@example.com", increment(db.Now()))
+			}
+		}()
+	}
+	for range 2 * each {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	lf, err := dbs[1].LoginFailuresFor(ctx, "ann@example.com")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if lf.Failures != 2*each {
+		t.Fatalf("failures = %d, want %d", lf.Failures, 2*each)
+	}
+}

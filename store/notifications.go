@@ -64,6 +64,9 @@ func (db *DB) CreateNotifications(ctx context.Context, userIDs []int64, n NewNot
 	}
 	out := make([]*Notification, 0, len(userIDs))
 	err := db.tx(ctx, func(tx *sql.Tx) error {
+		if err := db.orderAnnouncements(ctx, tx, "notifications"); err != nil {
+			return err
+		}
 		for _, uid := range dedupe(userIDs) {
 			var id int64
 			err := tx.QueryRowContext(ctx, `INSERT INTO notifications (user_id, kind, title, body, link, environment_id, created_at)
@@ -77,6 +80,9 @@ func (db *DB) CreateNotifications(ctx context.Context, userIDs []int64, n NewNot
 			}
 			if err != nil {
 				return translate(err, "notification")
+			}
+			if err := db.announceIn(ctx, tx, AnnouncedNotification, uid, id); err != nil {
+				return err
 			}
 			out = append(out, &Notification{ID: id, UserID: uid, Kind: n.Kind, Title: n.Title, Body: n.Body, Link: n.Link,
 				EnvironmentID: n.EnvironmentID, CreatedAt: now.Truncate(time.Millisecond)})

@@ -354,7 +354,8 @@ func (*postgresDialect) readSchema(ctx context.Context, q queryer) (map[string]s
 		SELECT 'table', c.relname, c.relname, string_agg(a.attname || ' ' || format_type(a.atttypid, a.atttypmod)
 			|| CASE WHEN a.attnotnull THEN ' NOT NULL' ELSE '' END, ', ' ORDER BY a.attnum)
 		FROM pg_class c JOIN pg_attribute a ON a.attrelid = c.oid AND a.attnum > 0 AND NOT a.attisdropped
-		WHERE c.relnamespace = current_schema()::regnamespace AND c.relkind = 'r' GROUP BY c.relname
+		WHERE c.relnamespace = current_schema()::regnamespace AND c.relkind = 'r' AND c.relname <> 'copydesk_changes'
+		GROUP BY c.relname
 		UNION ALL
 		SELECT 'index', i.indexname, i.tablename, i.indexdef FROM pg_indexes i
 		WHERE i.schemaname = current_schema() AND NOT EXISTS (SELECT 1 FROM pg_constraint k
@@ -362,7 +363,7 @@ func (*postgresDialect) readSchema(ctx context.Context, q queryer) (map[string]s
 		UNION ALL
 		SELECT 'trigger', t.tgname, c.relname, pg_get_triggerdef(t.oid)
 		FROM pg_trigger t JOIN pg_class c ON c.oid = t.tgrelid
-		WHERE c.relnamespace = current_schema()::regnamespace AND NOT t.tgisinternal
+		WHERE c.relnamespace = current_schema()::regnamespace AND NOT t.tgisinternal AND t.tgname <> 'copydesk_changed'
 		UNION ALL
 		SELECT 'view', viewname, viewname, definition FROM pg_views WHERE schemaname = current_schema()`)
 	if err != nil {

@@ -34,7 +34,7 @@ func SchemaNames(ctx context.Context, db *DB) ([]string, error) {
 	}
 	columns := `SELECT m.name, c.name FROM sqlite_master m, pragma_table_info(m.name) c WHERE m.type = 'table'`
 	if db.OnPostgres() {
-		columns = `SELECT table_name, column_name FROM information_schema.columns WHERE table_schema = current_schema()`
+		columns = `SELECT table_name, column_name FROM information_schema.columns WHERE table_schema = current_schema() AND table_name <> '` + changesTable + `'`
 	}
 	rows, err := db.r.QueryContext(ctx, columns)
 	if err != nil {

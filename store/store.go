@@ -53,6 +53,9 @@ type DB struct {
 
 	// writes counts committed writes of this process; see ChangeMark.
 	writes atomic.Uint64
+	// markMisses counts the change marks PostgreSQL could not be asked
+	// for (sharedChanges).
+	markMisses atomic.Int64
 
 	// poolMu guards w and r for Pools, which reads them without holding
 	// the database (a scrape must not wait for a restore); open and close
@@ -382,7 +385,7 @@ func (db *DB) writeStmt(ctx context.Context, query string) (*sql.Stmt, error) {
 // serve a revoked session, so only plain content belongs.
 var contentTables = map[string]bool{
 	"agents": true, "agent_assignments": true, "agent_runs": true, "jobs": true, "usage_events": true, "budget_alerts": true,
-	"notifications": true, "messages": true, "credentials": true, "ai_settings": true, "login_failures": true,
+	"notifications": true, "messages": true, "conversations": true, "credentials": true, "ai_settings": true, "login_failures": true,
 	"cms_categories": true, "cms_tags": true, "wordpress_posts": true, "wordpress_post_categories": true, "wordpress_post_tags": true,
 	"archetypes": true, "cie_runs": true, "chat_conversations": true, "chat_messages": true,
 	"seo_keywords": true, "seo_campaigns": true,
@@ -458,17 +461,23 @@ func (db *DB) announce() {
 // database holds may have changed since it was taken: any write committed
 // by this process, or by another process that announces its writes (the
 // CLI; see Options.Announce), except the writes of content tables alone
-// (contentTables). Caches of database state compare it on every use.
+// (contentTables). On PostgreSQL it also counts the writes every process
+// on the database committed (see changes_postgres.go), so that several
+// instances see each other's. Caches of database state compare it on
+// every use.
 type ChangeMark struct {
 	writes uint64
 	marker int64 // size of the marker file; -1 when it does not exist
+	shared int64 // PostgreSQL's count of committed writes (sharedChanges)
 }
 
-// ChangeMark returns the current mark: an atomic load and one stat.
+// ChangeMark returns the current mark: an atomic load and one stat on
+// SQLite, an atomic load and one point read on PostgreSQL.
 func (db *DB) ChangeMark() ChangeMark {
 	m := ChangeMark{writes: db.writes.Load(), marker: -1}
-	if db.path == "" {
-		return m // PostgreSQL: no marker file (yet)
+	if db.OnPostgres() {
+		m.shared = db.sharedChanges()
+		return m
 	}
 	if st, err := os.Stat(db.markerPath()); err == nil {
 		m.marker = st.Size()
@@ -574,10 +583,23 @@ func (db *DB) migrate(ctx context.Context) (err error) {
 			pending = append(pending, m)
 		}
 	}
+	if err := db.applyPending(ctx, conn, pending, len(applied) == 0); err != nil {
+		return err
+	}
+	if db.OnPostgres() {
+		return installChangeMarks(ctx, conn)
+	}
+	return nil
+}
+
+// applyPending brings the database up to date: an empty SQLite database
+// from the baseline when it stands for every migration (store/baseline.go),
+// any other by the pending migrations.
+func (db *DB) applyPending(ctx context.Context, conn migrator, pending []migration, empty bool) error {
 	if len(pending) == 0 {
 		return nil
 	}
-	if db.d.Name() == "sqlite" && len(applied) == 0 {
+	if db.d.Name() == "sqlite" && empty {
 		ok, err := runBaseline(ctx, conn, pending, db.now())
 		if err != nil {
 			return err

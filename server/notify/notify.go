@@ -58,6 +58,7 @@ type Store interface {
 	MarkNotificationRead(ctx context.Context, userID, id int64) (*store.Notification, error)
 	MarkAllNotificationsRead(ctx context.Context, userID int64) (int64, error)
 	DeleteNotification(ctx context.Context, userID, id int64) error
+	NotificationByID(ctx context.Context, userID, id int64) (*store.Notification, error)
 }
 
 // ToUser is what a service that tells one user how their work ended
@@ -77,6 +78,10 @@ type Notifier struct {
 	// order, which a stream relies on (it skips an id not above the last
 	// it sent). SQLite writes one transaction at a time anyway.
 	raising sync.Mutex
+	// shared: several instances on one database announce each stored
+	// notification (see Received), and each publishes what it hears,
+	// its own included, in the database's commit order.
+	shared atomic.Bool
 }
 
 // New returns a Notifier over db.
@@ -87,6 +92,39 @@ func New(db Store, log *slog.Logger) *Notifier {
 // PublishTo makes the Notifier publish each notification it stores on its
 // user's topic (Topic) of b. Without it notifications are only stored.
 func (n *Notifier) PublishTo(b *stream.Broker) { n.live.Store(b) }
+
+// Shared makes the Notifier publish what the database announces
+// (Received) instead of what it stores itself: on PostgreSQL, where
+// several instances store notifications, that is one order for all of
+// them, the order of the ids.
+func (n *Notifier) Shared() { n.shared.Store(true) }
+
+// Received publishes a notification the database announced, stored by
+// any instance, to its user's stream here, read from the database. Called
+// in the order of the announcements.
+func (n *Notifier) Received(ctx context.Context, a store.Announcement) {
+	live := n.live.Load()
+	if live == nil || a.Kind != store.AnnouncedNotification || live.Subscribers(Topic(a.Owner)) == 0 {
+		return
+	}
+	c, err := n.db.NotificationByID(ctx, a.Owner, a.ID)
+	if store.KindOf(err) == store.KindNotFound {
+		return // deleted since
+	}
+	if err != nil {
+		n.log.Error("another instance's notification not published", "id", a.ID, "err", err)
+		return
+	}
+	n.publish(live, c)
+}
+
+func (n *Notifier) publish(live *stream.Broker, c *store.Notification) {
+	// Stored is raised: a stream that cannot take it (the server
+	// stopping) catches up from the list or Last-Event-ID.
+	if _, err := live.Publish(Topic(c.UserID), stream.Event{ID: c.ID, Name: Event, Data: c}); err != nil && !stream.Gone(err) {
+		n.log.Error("notification stored but not published", "id", c.ID, "err", err)
+	}
+}
 
 // Topic is the stream topic of a user's notifications.
 func Topic(userID int64) string { return topicPrefix + strconv.FormatInt(userID, 10) }
@@ -149,15 +187,11 @@ func (n *Notifier) send(ctx context.Context, audience string, who func(context.C
 		return
 	}
 	live := n.live.Load()
-	if live == nil {
-		return
+	if live == nil || n.shared.Load() {
+		return // shared: published when the database announces it
 	}
 	for _, c := range created {
-		// Stored is raised: a stream that cannot take it (the server
-		// stopping) catches up from the list or Last-Event-ID.
-		if _, err := live.Publish(Topic(c.UserID), stream.Event{ID: c.ID, Name: Event, Data: c}); err != nil && !stream.Gone(err) {
-			n.log.Error("notification stored but not published", "id", c.ID, "err", err)
-		}
+		n.publish(live, c)
 	}
 }
 

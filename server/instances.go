@@ -1,0 +1,48 @@
+package server
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/copydesk/copydesk/store"
+)
+
+// listenToInstances hears, on PostgreSQL, what every instance on the
+// database announces (store.DB.FollowAnnouncements) and publishes it to the event
+// streams of this one: a notification stored by any instance reaches its
+// user's stream on every instance, all of them in the order of its ids.
+// On SQLite there is one instance and nothing to hear. It returns once
+// the listening connection is up, so that no stream opened here misses
+// an event.
+func (a *App) listenToInstances() error {
+	if !a.DB.OnPostgres() {
+		return nil
+	}
+	a.Notify.Shared()
+	ctx, cancel := context.WithCancel(context.Background())
+	ready, done := make(chan struct{}), make(chan struct{})
+	a.stopListening = func() { cancel(); <-done }
+	go func() {
+		defer close(done)
+		a.DB.FollowAnnouncements(ctx, a.Log, func(first bool) {
+			if first {
+				close(ready)
+				return
+			}
+			// What was announced while the connection was down is not
+			// coming: every stream resumes from its Last-Event-ID.
+			a.Events.EndAll("this server lost its connection to the other instances for a moment: reconnect with Last-Event-ID")
+		}, func(payload string) {
+			if an, ok := store.ParseAnnouncement(payload); ok {
+				a.Notify.Received(ctx, an)
+			}
+		})
+	}()
+	select {
+	case <-ready:
+		return nil
+	case <-time.After(30 * time.Second):
+		return fmt.Errorf("cannot listen for the other instances' events on the database: no connection after 30 s")
+	}
+}
