@@ -120,14 +120,7 @@ func (s *Service) Get(ctx context.Context, sc store.Scope, id int64) (*store.Age
 // get returns an agent the scope sees with all its assignments, for the
 // rules (where an agent may run); callers get it through SeenBy.
 func (s *Service) get(ctx context.Context, sc store.Scope, id int64) (*store.Agent, error) {
-	a, err := s.db.AgentByID(ctx, id)
-	if err != nil {
-		return nil, err
-	}
-	if !a.VisibleIn(sc) {
-		return nil, store.NotFound("agent not found")
-	}
-	return a, nil
+	return store.Seen(ctx, id, s.db.AgentByID, func(a *store.Agent) bool { return a.VisibleIn(sc) }, "agent")
 }
 
 // managed returns an agent the scope may change: one it does not see is

@@ -108,14 +108,7 @@ func (s *Service) Generate(ctx context.Context, sc store.Scope, id int64, in Gen
 // Run returns a generation the scope sees (one of its environments); any
 // other is not found.
 func (s *Service) Run(ctx context.Context, sc store.Scope, id int64) (*store.CIERun, error) {
-	r, err := s.db.CIERunByID(ctx, id)
-	if err != nil {
-		return nil, err
-	}
-	if !sc.SeesOwned(&r.EnvironmentID, r.UserID) {
-		return nil, store.NotFound("run not found")
-	}
-	return r, nil
+	return store.Seen(ctx, id, s.db.CIERunByID, func(r *store.CIERun) bool { return sc.SeesOwned(&r.EnvironmentID, r.UserID) }, "run")
 }
 
 // RunFilter narrows Runs.

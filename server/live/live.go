@@ -163,14 +163,7 @@ func (s *Service) Create(ctx context.Context, sc store.Scope, n NewSession) (*st
 
 // Session returns a session the scope sees; any other is not found.
 func (s *Service) Session(ctx context.Context, sc store.Scope, id int64) (*store.LiveSession, error) {
-	sess, err := s.db.LiveSessionByID(ctx, id)
-	if err != nil {
-		return nil, err
-	}
-	if err := sc.Require(sess.EnvironmentID, "live session"); err != nil {
-		return nil, err
-	}
-	return sess, nil
+	return store.Seen(ctx, id, s.db.LiveSessionByID, func(sess *store.LiveSession) bool { return sc.Sees(sess.EnvironmentID) }, "live session")
 }
 
 // View is a session with its transcript and who watches it now.

@@ -282,14 +282,7 @@ func (s *Service) Get(ctx context.Context, sc store.Scope, id int64) (*store.Sco
 }
 
 func (s *Service) run(ctx context.Context, sc store.Scope, id int64) (*store.ScoutRun, error) {
-	run, err := s.db.ScoutRunByID(ctx, id)
-	if err != nil {
-		return nil, err
-	}
-	if err := sc.Require(run.EnvironmentID, "scout run"); err != nil {
-		return nil, err
-	}
-	return run, nil
+	return store.Seen(ctx, id, s.db.ScoutRunByID, func(run *store.ScoutRun) bool { return sc.Sees(run.EnvironmentID) }, "scout run")
 }
 
 // ListQuery narrows List.

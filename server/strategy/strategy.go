@@ -289,14 +289,7 @@ func (s *Service) Get(ctx context.Context, sc store.Scope, id int64) (*store.Str
 }
 
 func (s *Service) strategy(ctx context.Context, sc store.Scope, id int64) (*store.Strategy, error) {
-	st, err := s.db.StrategyByID(ctx, id)
-	if err != nil {
-		return nil, err
-	}
-	if err := sc.Require(st.EnvironmentID, "strategy"); err != nil {
-		return nil, err
-	}
-	return st, nil
+	return store.Seen(ctx, id, s.db.StrategyByID, func(st *store.Strategy) bool { return sc.Sees(st.EnvironmentID) }, "strategy")
 }
 
 // ListQuery narrows List.
