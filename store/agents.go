@@ -365,7 +365,7 @@ type AgentRun struct {
 
 // Finished reports whether the run reached a final status.
 func (r *AgentRun) Finished() bool {
-	return r.Status == RunSucceeded || r.Status == RunFailed || r.Status == RunCancelled
+	return finalStatus(r.Status)
 }
 
 const runColumns = `r.id, r.agent_id, r.environment_id, r.user_id, r.job_id, r.input, r.variables, r.status, r.output, r.error,

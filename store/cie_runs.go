@@ -42,7 +42,7 @@ type CIERun struct {
 
 // Finished reports whether the run reached a final status.
 func (r *CIERun) Finished() bool {
-	return r.Status == RunSucceeded || r.Status == RunFailed || r.Status == RunCancelled
+	return finalStatus(r.Status)
 }
 
 const cieRunColumns = `r.id, r.archetype_id, r.agent_id, r.environment_id, r.user_id, r.job_id, r.variables, r.system_prompt,

@@ -36,7 +36,7 @@ type LiveGeneration struct {
 
 // Finished reports whether the generation reached a final status.
 func (g *LiveGeneration) Finished() bool {
-	return g.Status == RunSucceeded || g.Status == RunFailed || g.Status == RunCancelled
+	return finalStatus(g.Status)
 }
 
 const liveGenerationColumns = `g.id, g.session_id, g.user_id, g.job_id, g.prompt, g.variables, g.status, g.output, g.error, g.model,

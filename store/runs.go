@@ -20,6 +20,12 @@ import (
 // to finish it fails at start-up (failOrphans). A finished row may be
 // deleted; one under way may not (deleteFinished).
 
+// finalStatus reports whether a run's status is one it ends in
+// (succeeded, failed, cancelled): the Finished of every kind of run.
+func finalStatus(status string) bool {
+	return status == RunSucceeded || status == RunFailed || status == RunCancelled
+}
+
 // runRow holds the columns every generation's row (agent runs, archetype
 // generations, live generations) scans alike — who asked, its job, its
 // variables, its cost and times — until into puts them in the row's
