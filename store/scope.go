@@ -53,6 +53,15 @@ func (s Scope) Require(envID int64, what string) error {
 	return NotFound("%s not found", what)
 }
 
+// RequireFilter is Require for a list's optional environment filter: no
+// filter (nil) passes; an environment outside the scope is not found.
+func (s Scope) RequireFilter(envID *int64) error {
+	if envID == nil {
+		return nil
+	}
+	return s.Require(*envID, "environment")
+}
+
 // Seen is the one shape of a service's "get one": the row byID finds, when
 // sees (the resource's rule: Sees of its environment, SeesOwned, an agent's
 // VisibleIn…) lets the caller see it; any other is not found, naming what

@@ -162,10 +162,8 @@ type ListQuery struct {
 // List lists the agents the scope sees, by name, each with the assignments
 // it sees. Asking for an environment outside the scope is not found.
 func (s *Service) List(ctx context.Context, sc store.Scope, q ListQuery) ([]*store.Agent, int, error) {
-	if q.EnvironmentID != nil {
-		if err := sc.Require(*q.EnvironmentID, "environment"); err != nil {
-			return nil, 0, err
-		}
+	if err := sc.RequireFilter(q.EnvironmentID); err != nil {
+		return nil, 0, err
 	}
 	if q.Kind != "" && !slices.Contains(store.AgentKinds, q.Kind) {
 		return nil, 0, errKind

@@ -116,10 +116,8 @@ func (s *Service) Get(ctx context.Context, sc store.Scope, id int64) (*store.Arc
 // List lists the archetypes the scope sees, in id order (the built-ins
 // first); with envID, the global ones and that environment's.
 func (s *Service) List(ctx context.Context, sc store.Scope, envID *int64, page store.Page) ([]*store.Archetype, int, error) {
-	if envID != nil {
-		if err := sc.Require(*envID, "environment"); err != nil {
-			return nil, 0, err
-		}
+	if err := sc.RequireFilter(envID); err != nil {
+		return nil, 0, err
 	}
 	return s.db.ListArchetypes(ctx, store.ArchetypeFilter{EnvironmentID: envID, Scope: sc, Page: page})
 }

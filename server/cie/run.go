@@ -122,10 +122,8 @@ type RunFilter struct {
 // environments, narrowed by f. Asking for an environment outside the
 // scope is not found, as its runs would be.
 func (s *Service) Runs(ctx context.Context, sc store.Scope, f RunFilter, page store.Page) ([]*store.CIERun, int, error) {
-	if f.EnvironmentID != nil {
-		if err := sc.Require(*f.EnvironmentID, "environment"); err != nil {
-			return nil, 0, err
-		}
+	if err := sc.RequireFilter(f.EnvironmentID); err != nil {
+		return nil, 0, err
 	}
 	return s.db.ListCIERuns(ctx, store.CIERunFilter{EnvironmentID: f.EnvironmentID, ArchetypeID: f.ArchetypeID, Status: f.Status,
 		Scope: sc, Page: page})

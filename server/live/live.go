@@ -197,10 +197,8 @@ type ListQuery struct {
 // List lists the sessions the scope sees, newest first unless sorted
 // otherwise.
 func (s *Service) List(ctx context.Context, sc store.Scope, q ListQuery) ([]*store.LiveSession, int, error) {
-	if q.EnvironmentID != nil {
-		if err := sc.Require(*q.EnvironmentID, "environment"); err != nil {
-			return nil, 0, err
-		}
+	if err := sc.RequireFilter(q.EnvironmentID); err != nil {
+		return nil, 0, err
 	}
 	if q.Status != "" && !slices.Contains([]string{store.LiveOpen, store.LiveClosed}, q.Status) {
 		return nil, 0, store.Invalid("status: must be open or closed")

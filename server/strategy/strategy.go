@@ -303,10 +303,8 @@ type ListQuery struct {
 // List lists the strategies the scope sees; an environment it does not
 // see is not found.
 func (s *Service) List(ctx context.Context, sc store.Scope, q ListQuery) ([]*store.Strategy, int, error) {
-	if q.EnvironmentID != nil {
-		if err := sc.Require(*q.EnvironmentID, "environment"); err != nil {
-			return nil, 0, err
-		}
+	if err := sc.RequireFilter(q.EnvironmentID); err != nil {
+		return nil, 0, err
 	}
 	return s.db.ListStrategies(ctx, store.StrategyFilter{Scope: sc, EnvironmentID: q.EnvironmentID, Status: q.Status, Sort: q.Sort, Page: q.Page})
 }
