@@ -3,7 +3,6 @@ package store
 import (
 	"context"
 	"database/sql"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -366,7 +365,7 @@ type AgentRun struct {
 
 // Finished reports whether the run reached a final status.
 func (r *AgentRun) Finished() bool {
-	return r.Status == RunSucceeded || r.Status == RunFailed || r.Status == RunCancelled
+	return finalStatus(r.Status)
 }
 
 const runColumns = `r.id, r.agent_id, r.environment_id, r.user_id, r.job_id, r.input, r.variables, r.status, r.output, r.error,
@@ -374,20 +373,16 @@ const runColumns = `r.id, r.agent_id, r.environment_id, r.user_id, r.job_id, r.i
 
 func scanRun(row rowScanner) (*AgentRun, error) {
 	var r AgentRun
-	var env, user, job sql.NullInt64
-	var vars, queued string
-	var cost sql.NullInt64
-	var started, finished sql.NullString
-	if err := row.Scan(&r.ID, &r.AgentID, &env, &user, &job, &r.Input, &vars, &r.Status, &r.Output, &r.Error, &r.Model,
-		&r.InputTokens, &r.OutputTokens, &r.StopReason, &cost, &queued, &started, &finished); err != nil {
+	var env sql.NullInt64
+	var rr runRow
+	if err := row.Scan(&r.ID, &r.AgentID, &env, &rr.user, &rr.job, &r.Input, &rr.vars, &r.Status, &r.Output, &r.Error, &r.Model,
+		&r.InputTokens, &r.OutputTokens, &r.StopReason, &rr.cost, &rr.queued, &rr.started, &rr.finished); err != nil {
 		return nil, err
 	}
-	r.EnvironmentID, r.UserID, r.JobID = nullID(env), nullID(user), nullID(job)
-	if err := json.Unmarshal([]byte(vars), &r.Variables); err != nil {
-		return nil, fmt.Errorf("run %d variables: %w", r.ID, err)
+	r.EnvironmentID = nullID(env)
+	if err := rr.into("run", r.ID, &r.UserID, &r.JobID, &r.Variables, &r.Cost, &r.QueuedAt, &r.StartedAt, &r.FinishedAt); err != nil {
+		return nil, err
 	}
-	r.Cost = nullMicros(cost)
-	r.QueuedAt, r.StartedAt, r.FinishedAt = parseTime(queued), parseNullTime(started), parseNullTime(finished)
 	return &r, nil
 }
 

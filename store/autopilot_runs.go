@@ -99,7 +99,7 @@ func (r *AutopilotRun) Step(name string) *AutopilotStep {
 
 // Finished reports whether the run reached a final status.
 func (r *AutopilotRun) Finished() bool {
-	return r.Status == RunSucceeded || r.Status == RunFailed || r.Status == RunCancelled
+	return finalStatus(r.Status)
 }
 
 const autopilotRunColumns = `r.id, r.environment_id, r.trigger, r.status, r.control, r.campaign_id, r.keyword_id, r.keyword, r.keyword_status,

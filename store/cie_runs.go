@@ -3,7 +3,6 @@ package store
 import (
 	"context"
 	"database/sql"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
@@ -43,7 +42,7 @@ type CIERun struct {
 
 // Finished reports whether the run reached a final status.
 func (r *CIERun) Finished() bool {
-	return r.Status == RunSucceeded || r.Status == RunFailed || r.Status == RunCancelled
+	return finalStatus(r.Status)
 }
 
 const cieRunColumns = `r.id, r.archetype_id, r.agent_id, r.environment_id, r.user_id, r.job_id, r.variables, r.system_prompt,
@@ -52,21 +51,17 @@ const cieRunColumns = `r.id, r.archetype_id, r.agent_id, r.environment_id, r.use
 
 func scanCIERun(row rowScanner) (*CIERun, error) {
 	var r CIERun
-	var arch, agent, user, job sql.NullInt64
-	var vars, queued string
-	var cost sql.NullInt64
-	var started, finished sql.NullString
-	if err := row.Scan(&r.ID, &arch, &agent, &r.EnvironmentID, &user, &job, &vars, &r.SystemPrompt, &r.UserPrompt, &r.Stream,
+	var arch, agent sql.NullInt64
+	var rr runRow
+	if err := row.Scan(&r.ID, &arch, &agent, &r.EnvironmentID, &rr.user, &rr.job, &rr.vars, &r.SystemPrompt, &r.UserPrompt, &r.Stream,
 		&r.Status, &r.Title, &r.Description, &r.Body, &r.RawOutput, &r.Error, &r.Attempts, &r.Model, &r.InputTokens,
-		&r.OutputTokens, &r.StopReason, &cost, &r.UsageEstimated, &queued, &started, &finished); err != nil {
+		&r.OutputTokens, &r.StopReason, &rr.cost, &r.UsageEstimated, &rr.queued, &rr.started, &rr.finished); err != nil {
 		return nil, err
 	}
-	r.ArchetypeID, r.AgentID, r.UserID, r.JobID = nullID(arch), nullID(agent), nullID(user), nullID(job)
-	if err := json.Unmarshal([]byte(vars), &r.Variables); err != nil {
-		return nil, fmt.Errorf("cie run %d variables: %w", r.ID, err)
+	r.ArchetypeID, r.AgentID = nullID(arch), nullID(agent)
+	if err := rr.into("cie run", r.ID, &r.UserID, &r.JobID, &r.Variables, &r.Cost, &r.QueuedAt, &r.StartedAt, &r.FinishedAt); err != nil {
+		return nil, err
 	}
-	r.Cost = nullMicros(cost)
-	r.QueuedAt, r.StartedAt, r.FinishedAt = parseTime(queued), parseNullTime(started), parseNullTime(finished)
 	return &r, nil
 }
 

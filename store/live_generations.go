@@ -3,7 +3,6 @@ package store
 import (
 	"context"
 	"database/sql"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
@@ -37,7 +36,7 @@ type LiveGeneration struct {
 
 // Finished reports whether the generation reached a final status.
 func (g *LiveGeneration) Finished() bool {
-	return g.Status == RunSucceeded || g.Status == RunFailed || g.Status == RunCancelled
+	return finalStatus(g.Status)
 }
 
 const liveGenerationColumns = `g.id, g.session_id, g.user_id, g.job_id, g.prompt, g.variables, g.status, g.output, g.error, g.model,
@@ -45,20 +44,14 @@ const liveGenerationColumns = `g.id, g.session_id, g.user_id, g.job_id, g.prompt
 
 func scanLiveGeneration(row rowScanner) (*LiveGeneration, error) {
 	var g LiveGeneration
-	var user, job sql.NullInt64
-	var vars, queued string
-	var cost sql.NullInt64
-	var started, finished sql.NullString
-	if err := row.Scan(&g.ID, &g.SessionID, &user, &job, &g.Prompt, &vars, &g.Status, &g.Output, &g.Error, &g.Model,
-		&g.InputTokens, &g.OutputTokens, &g.StopReason, &cost, &g.UsageEstimated, &g.HistoryDropped, &queued, &started, &finished); err != nil {
+	var rr runRow
+	if err := row.Scan(&g.ID, &g.SessionID, &rr.user, &rr.job, &g.Prompt, &rr.vars, &g.Status, &g.Output, &g.Error, &g.Model,
+		&g.InputTokens, &g.OutputTokens, &g.StopReason, &rr.cost, &g.UsageEstimated, &g.HistoryDropped, &rr.queued, &rr.started, &rr.finished); err != nil {
 		return nil, err
 	}
-	g.UserID, g.JobID = nullID(user), nullID(job)
-	if err := json.Unmarshal([]byte(vars), &g.Variables); err != nil {
-		return nil, fmt.Errorf("live generation %d variables: %w", g.ID, err)
+	if err := rr.into("live generation", g.ID, &g.UserID, &g.JobID, &g.Variables, &g.Cost, &g.QueuedAt, &g.StartedAt, &g.FinishedAt); err != nil {
+		return nil, err
 	}
-	g.Cost = nullMicros(cost)
-	g.QueuedAt, g.StartedAt, g.FinishedAt = parseTime(queued), parseNullTime(started), parseNullTime(finished)
 	return &g, nil
 }
 

@@ -3,10 +3,12 @@ package store
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // Runs. Every kind of background work that has a row of its own (agent
@@ -17,6 +19,34 @@ import (
 // (finishTx for the generations), and a row left unfinished with no job
 // to finish it fails at start-up (failOrphans). A finished row may be
 // deleted; one under way may not (deleteFinished).
+
+// finalStatus reports whether a run's status is one it ends in
+// (succeeded, failed, cancelled): the Finished of every kind of run.
+func finalStatus(status string) bool {
+	return status == RunSucceeded || status == RunFailed || status == RunCancelled
+}
+
+// runRow holds the columns every generation's row (agent runs, archetype
+// generations, live generations) scans alike — who asked, its job, its
+// variables, its cost and times — until into puts them in the row's
+// fields.
+type runRow struct {
+	user, job, cost   sql.NullInt64
+	vars, queued      string
+	started, finished sql.NullString
+}
+
+// into sets a run's fields from the scanned columns; what and id name the
+// row when its variables are not JSON.
+func (rr *runRow) into(what string, id int64, user, job **int64, vars *map[string]string, cost **Micros,
+	queued *time.Time, started, finished **time.Time) error {
+	if err := json.Unmarshal([]byte(rr.vars), vars); err != nil {
+		return fmt.Errorf("%s %d variables: %w", what, id, err)
+	}
+	*user, *job, *cost = nullID(rr.user), nullID(rr.job), nullMicros(rr.cost)
+	*queued, *started, *finished = parseTime(rr.queued), parseNullTime(rr.started), parseNullTime(rr.finished)
+	return nil
+}
 
 // RunJob is the job that carries out a new row of some kind
 // (CreateRunWithJob, CreateCIERunWithJob, ...).

@@ -1,6 +1,7 @@
 package store
 
 import (
+	"context"
 	"slices"
 	"strings"
 )
@@ -50,6 +51,30 @@ func (s Scope) Require(envID int64, what string) error {
 		return nil
 	}
 	return NotFound("%s not found", what)
+}
+
+// RequireFilter is Require for a list's optional environment filter: no
+// filter (nil) passes; an environment outside the scope is not found.
+func (s Scope) RequireFilter(envID *int64) error {
+	if envID == nil {
+		return nil
+	}
+	return s.Require(*envID, "environment")
+}
+
+// Seen is the one shape of a service's "get one": the row byID finds, when
+// sees (the resource's rule: Sees of its environment, SeesOwned, an agent's
+// VisibleIn…) lets the caller see it; any other is not found, naming what
+// ("webhook", "run"), exactly as a row that does not exist.
+func Seen[T any](ctx context.Context, id int64, byID func(context.Context, int64) (*T, error), sees func(*T) bool, what string) (*T, error) {
+	v, err := byID(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	if !sees(v) {
+		return nil, NotFound("%s not found", what)
+	}
+	return v, nil
 }
 
 // RequireAdmin is the rule for what only admins do (create environments,

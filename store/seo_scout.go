@@ -36,7 +36,7 @@ type ScoutRun struct {
 
 // Finished reports whether the run reached a final status.
 func (r *ScoutRun) Finished() bool {
-	return r.Status == RunSucceeded || r.Status == RunFailed || r.Status == RunCancelled
+	return finalStatus(r.Status)
 }
 
 const scoutRunColumns = `r.id, r.environment_id, r.user_id, r.job_id, r.status, r.seeds, r.sources, r.notes, r.error, r.gathered,

@@ -120,14 +120,7 @@ func (s *Service) Get(ctx context.Context, sc store.Scope, id int64) (*store.Age
 // get returns an agent the scope sees with all its assignments, for the
 // rules (where an agent may run); callers get it through SeenBy.
 func (s *Service) get(ctx context.Context, sc store.Scope, id int64) (*store.Agent, error) {
-	a, err := s.db.AgentByID(ctx, id)
-	if err != nil {
-		return nil, err
-	}
-	if !a.VisibleIn(sc) {
-		return nil, store.NotFound("agent not found")
-	}
-	return a, nil
+	return store.Seen(ctx, id, s.db.AgentByID, func(a *store.Agent) bool { return a.VisibleIn(sc) }, "agent")
 }
 
 // managed returns an agent the scope may change: one it does not see is
@@ -169,10 +162,8 @@ type ListQuery struct {
 // List lists the agents the scope sees, by name, each with the assignments
 // it sees. Asking for an environment outside the scope is not found.
 func (s *Service) List(ctx context.Context, sc store.Scope, q ListQuery) ([]*store.Agent, int, error) {
-	if q.EnvironmentID != nil {
-		if err := sc.Require(*q.EnvironmentID, "environment"); err != nil {
-			return nil, 0, err
-		}
+	if err := sc.RequireFilter(q.EnvironmentID); err != nil {
+		return nil, 0, err
 	}
 	if q.Kind != "" && !slices.Contains(store.AgentKinds, q.Kind) {
 		return nil, 0, errKind

@@ -133,14 +133,7 @@ func (s *Service) runEnvironment(ctx context.Context, sc store.Scope, a *store.A
 // Run returns a run the scope sees: one in its environments, or the
 // caller's own outside any. Any other is not found.
 func (s *Service) Run(ctx context.Context, sc store.Scope, id int64) (*store.AgentRun, error) {
-	r, err := s.db.RunByID(ctx, id)
-	if err != nil {
-		return nil, err
-	}
-	if !sc.SeesOwned(r.EnvironmentID, r.UserID) {
-		return nil, store.NotFound("run not found")
-	}
-	return r, nil
+	return store.Seen(ctx, id, s.db.RunByID, func(r *store.AgentRun) bool { return sc.SeesOwned(r.EnvironmentID, r.UserID) }, "run")
 }
 
 var runStatuses = []string{store.RunQueued, store.RunRunning, store.RunSucceeded, store.RunFailed, store.RunCancelled}

@@ -222,10 +222,8 @@ func (s *Service) filter(sc store.Scope, q Query, defaultFrom func(now time.Time
 	if f.From != nil && f.To != nil && !f.From.Before(*f.To) {
 		return f, store.Invalid("to: must be after from")
 	}
-	if q.EnvironmentID != nil {
-		if err := sc.Require(*q.EnvironmentID, "environment"); err != nil {
-			return f, err
-		}
+	if err := sc.RequireFilter(q.EnvironmentID); err != nil {
+		return f, err
 	}
 	return f, nil
 }

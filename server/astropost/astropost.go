@@ -139,14 +139,7 @@ func (s *Service) List(ctx context.Context, sc store.Scope, q ListQuery) ([]*sto
 
 // Get returns a post the scope sees.
 func (s *Service) Get(ctx context.Context, sc store.Scope, id int64) (*store.AstroPost, error) {
-	p, err := s.db.AstroPostByID(ctx, id)
-	if err != nil {
-		return nil, err
-	}
-	if err := sc.Require(p.EnvironmentID, "post"); err != nil {
-		return nil, err
-	}
-	return p, nil
+	return store.Seen(ctx, id, s.db.AstroPostByID, func(p *store.AstroPost) bool { return sc.Sees(p.EnvironmentID) }, "post")
 }
 
 // File returns the exact text of a post's file as it is on disk now.

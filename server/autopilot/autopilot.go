@@ -804,11 +804,8 @@ func (s *Service) Runs(ctx context.Context, sc store.Scope, q RunsQuery) ([]*sto
 // Run returns a run the scope sees; envID, when not 0, must be its
 // environment.
 func (s *Service) Run(ctx context.Context, sc store.Scope, envID, id int64) (*store.AutopilotRun, error) {
-	r, err := s.db.AutopilotRunByID(ctx, id)
+	r, err := store.Seen(ctx, id, s.db.AutopilotRunByID, func(r *store.AutopilotRun) bool { return sc.Sees(r.EnvironmentID) }, "autopilot run")
 	if err != nil {
-		return nil, err
-	}
-	if err := sc.Require(r.EnvironmentID, "autopilot run"); err != nil {
 		return nil, err
 	}
 	if envID != 0 && envID != r.EnvironmentID {

@@ -115,14 +115,7 @@ const (
 // Get returns a conversation of the caller's that they may still see; any
 // other is not found.
 func (s *Service) Get(ctx context.Context, sc store.Scope, id int64) (*store.ChatConversation, error) {
-	c, err := s.db.ChatConversationByID(ctx, id)
-	if err != nil {
-		return nil, err
-	}
-	if !owns(sc, c) {
-		return nil, store.NotFound("conversation not found")
-	}
-	return c, nil
+	return store.Seen(ctx, id, s.db.ChatConversationByID, func(c *store.ChatConversation) bool { return owns(sc, c) }, "conversation")
 }
 
 // owns is the one rule of who sees a conversation: its owner, while they

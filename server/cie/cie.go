@@ -107,24 +107,17 @@ func New(d Deps) *Service {
 
 // Get returns an archetype the scope sees; any other is not found.
 func (s *Service) Get(ctx context.Context, sc store.Scope, id int64) (*store.Archetype, error) {
-	a, err := s.db.ArchetypeByID(ctx, id)
-	if err != nil {
-		return nil, err
-	}
 	// The zero scope sees nothing, not even the global ones.
-	if (a.EnvironmentID != nil && !sc.Sees(*a.EnvironmentID)) || (sc.UserID == 0 && !sc.Admin) {
-		return nil, store.NotFound("archetype not found")
-	}
-	return a, nil
+	return store.Seen(ctx, id, s.db.ArchetypeByID, func(a *store.Archetype) bool {
+		return (a.EnvironmentID == nil || sc.Sees(*a.EnvironmentID)) && (sc.UserID != 0 || sc.Admin)
+	}, "archetype")
 }
 
 // List lists the archetypes the scope sees, in id order (the built-ins
 // first); with envID, the global ones and that environment's.
 func (s *Service) List(ctx context.Context, sc store.Scope, envID *int64, page store.Page) ([]*store.Archetype, int, error) {
-	if envID != nil {
-		if err := sc.Require(*envID, "environment"); err != nil {
-			return nil, 0, err
-		}
+	if err := sc.RequireFilter(envID); err != nil {
+		return nil, 0, err
 	}
 	return s.db.ListArchetypes(ctx, store.ArchetypeFilter{EnvironmentID: envID, Scope: sc, Page: page})
 }

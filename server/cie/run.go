@@ -108,14 +108,7 @@ func (s *Service) Generate(ctx context.Context, sc store.Scope, id int64, in Gen
 // Run returns a generation the scope sees (one of its environments); any
 // other is not found.
 func (s *Service) Run(ctx context.Context, sc store.Scope, id int64) (*store.CIERun, error) {
-	r, err := s.db.CIERunByID(ctx, id)
-	if err != nil {
-		return nil, err
-	}
-	if !sc.SeesOwned(&r.EnvironmentID, r.UserID) {
-		return nil, store.NotFound("run not found")
-	}
-	return r, nil
+	return store.Seen(ctx, id, s.db.CIERunByID, func(r *store.CIERun) bool { return sc.SeesOwned(&r.EnvironmentID, r.UserID) }, "run")
 }
 
 // RunFilter narrows Runs.
@@ -129,10 +122,8 @@ type RunFilter struct {
 // environments, narrowed by f. Asking for an environment outside the
 // scope is not found, as its runs would be.
 func (s *Service) Runs(ctx context.Context, sc store.Scope, f RunFilter, page store.Page) ([]*store.CIERun, int, error) {
-	if f.EnvironmentID != nil {
-		if err := sc.Require(*f.EnvironmentID, "environment"); err != nil {
-			return nil, 0, err
-		}
+	if err := sc.RequireFilter(f.EnvironmentID); err != nil {
+		return nil, 0, err
 	}
 	return s.db.ListCIERuns(ctx, store.CIERunFilter{EnvironmentID: f.EnvironmentID, ArchetypeID: f.ArchetypeID, Status: f.Status,
 		Scope: sc, Page: page})

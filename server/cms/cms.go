@@ -83,14 +83,7 @@ func (s *Service) ListCategories(ctx context.Context, sc store.Scope, q ListQuer
 
 // Category returns a category the scope sees.
 func (s *Service) Category(ctx context.Context, sc store.Scope, id int64) (*store.Category, error) {
-	c, err := s.db.CategoryByID(ctx, id)
-	if err != nil {
-		return nil, err
-	}
-	if err := sc.Require(c.EnvironmentID, "category"); err != nil {
-		return nil, err
-	}
-	return c, nil
+	return store.Seen(ctx, id, s.db.CategoryByID, func(c *store.Category) bool { return sc.Sees(c.EnvironmentID) }, "category")
 }
 
 // CreateCategory makes a category in an environment the scope sees.
@@ -185,14 +178,7 @@ func (s *Service) ListTags(ctx context.Context, sc store.Scope, q ListQuery) ([]
 
 // Tag returns a tag the scope sees.
 func (s *Service) Tag(ctx context.Context, sc store.Scope, id int64) (*store.Tag, error) {
-	t, err := s.db.TagByID(ctx, id)
-	if err != nil {
-		return nil, err
-	}
-	if err := sc.Require(t.EnvironmentID, "tag"); err != nil {
-		return nil, err
-	}
-	return t, nil
+	return store.Seen(ctx, id, s.db.TagByID, func(t *store.Tag) bool { return sc.Sees(t.EnvironmentID) }, "tag")
 }
 
 // CreateTag makes a tag in an environment the scope sees.

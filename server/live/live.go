@@ -163,14 +163,7 @@ func (s *Service) Create(ctx context.Context, sc store.Scope, n NewSession) (*st
 
 // Session returns a session the scope sees; any other is not found.
 func (s *Service) Session(ctx context.Context, sc store.Scope, id int64) (*store.LiveSession, error) {
-	sess, err := s.db.LiveSessionByID(ctx, id)
-	if err != nil {
-		return nil, err
-	}
-	if err := sc.Require(sess.EnvironmentID, "live session"); err != nil {
-		return nil, err
-	}
-	return sess, nil
+	return store.Seen(ctx, id, s.db.LiveSessionByID, func(sess *store.LiveSession) bool { return sc.Sees(sess.EnvironmentID) }, "live session")
 }
 
 // View is a session with its transcript and who watches it now.
@@ -204,10 +197,8 @@ type ListQuery struct {
 // List lists the sessions the scope sees, newest first unless sorted
 // otherwise.
 func (s *Service) List(ctx context.Context, sc store.Scope, q ListQuery) ([]*store.LiveSession, int, error) {
-	if q.EnvironmentID != nil {
-		if err := sc.Require(*q.EnvironmentID, "environment"); err != nil {
-			return nil, 0, err
-		}
+	if err := sc.RequireFilter(q.EnvironmentID); err != nil {
+		return nil, 0, err
 	}
 	if q.Status != "" && !slices.Contains([]string{store.LiveOpen, store.LiveClosed}, q.Status) {
 		return nil, 0, store.Invalid("status: must be open or closed")

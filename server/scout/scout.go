@@ -282,14 +282,7 @@ func (s *Service) Get(ctx context.Context, sc store.Scope, id int64) (*store.Sco
 }
 
 func (s *Service) run(ctx context.Context, sc store.Scope, id int64) (*store.ScoutRun, error) {
-	run, err := s.db.ScoutRunByID(ctx, id)
-	if err != nil {
-		return nil, err
-	}
-	if err := sc.Require(run.EnvironmentID, "scout run"); err != nil {
-		return nil, err
-	}
-	return run, nil
+	return store.Seen(ctx, id, s.db.ScoutRunByID, func(run *store.ScoutRun) bool { return sc.Sees(run.EnvironmentID) }, "scout run")
 }
 
 // ListQuery narrows List.
@@ -303,10 +296,8 @@ type ListQuery struct {
 // List lists the runs the scope sees; an environment it does not see is
 // not found.
 func (s *Service) List(ctx context.Context, sc store.Scope, q ListQuery) ([]*store.ScoutRun, int, error) {
-	if q.EnvironmentID != nil {
-		if err := sc.Require(*q.EnvironmentID, "environment"); err != nil {
-			return nil, 0, err
-		}
+	if err := sc.RequireFilter(q.EnvironmentID); err != nil {
+		return nil, 0, err
 	}
 	return s.db.ListScoutRuns(ctx, store.ScoutRunFilter{Scope: sc, EnvironmentID: q.EnvironmentID, Status: q.Status, Sort: q.Sort, Page: q.Page})
 }

@@ -195,14 +195,7 @@ func (s *Service) List(ctx context.Context, sc store.Scope, q ListQuery) ([]*sto
 
 // Get returns a phrase the scope sees.
 func (s *Service) Get(ctx context.Context, sc store.Scope, id int64) (*store.SearchPhrase, error) {
-	p, err := s.db.SearchPhraseByID(ctx, id)
-	if err != nil {
-		return nil, err
-	}
-	if err := sc.Require(p.EnvironmentID, "search phrase"); err != nil {
-		return nil, err
-	}
-	return p, nil
+	return store.Seen(ctx, id, s.db.SearchPhraseByID, func(p *store.SearchPhrase) bool { return sc.Sees(p.EnvironmentID) }, "search phrase")
 }
 
 // Create makes a phrase in an environment the scope sees. Without a

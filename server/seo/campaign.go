@@ -84,12 +84,8 @@ func (s *Service) ListCampaigns(ctx context.Context, sc store.Scope, q CampaignQ
 // AgentCampaigns lists the campaigns an agent the scope sees writes for,
 // among those the scope sees.
 func (s *Service) AgentCampaigns(ctx context.Context, sc store.Scope, agentID int64, q CampaignQuery) ([]*store.Campaign, int, error) {
-	a, err := s.db.AgentByID(ctx, agentID)
-	if err != nil {
+	if _, err := store.Seen(ctx, agentID, s.db.AgentByID, func(a *store.Agent) bool { return a.VisibleIn(sc) }, "agent"); err != nil {
 		return nil, 0, err
-	}
-	if !a.VisibleIn(sc) {
-		return nil, 0, store.NotFound("agent not found")
 	}
 	q.AgentID = &agentID
 	return s.ListCampaigns(ctx, sc, q)
@@ -97,14 +93,7 @@ func (s *Service) AgentCampaigns(ctx context.Context, sc store.Scope, agentID in
 
 // Campaign returns a campaign the scope sees.
 func (s *Service) Campaign(ctx context.Context, sc store.Scope, id int64) (*store.Campaign, error) {
-	c, err := s.db.CampaignByID(ctx, id)
-	if err != nil {
-		return nil, err
-	}
-	if err := sc.Require(c.EnvironmentID, "campaign"); err != nil {
-		return nil, err
-	}
-	return c, nil
+	return store.Seen(ctx, id, s.db.CampaignByID, func(c *store.Campaign) bool { return sc.Sees(c.EnvironmentID) }, "campaign")
 }
 
 // CreateCampaign makes a campaign in an environment the scope sees. An

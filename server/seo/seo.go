@@ -147,14 +147,7 @@ func (s *Service) ListKeywords(ctx context.Context, sc store.Scope, q KeywordQue
 
 // Keyword returns a keyword the scope sees.
 func (s *Service) Keyword(ctx context.Context, sc store.Scope, id int64) (*store.Keyword, error) {
-	k, err := s.db.KeywordByID(ctx, id)
-	if err != nil {
-		return nil, err
-	}
-	if err := sc.Require(k.EnvironmentID, "keyword"); err != nil {
-		return nil, err
-	}
-	return k, nil
+	return store.Seen(ctx, id, s.db.KeywordByID, func(k *store.Keyword) bool { return sc.Sees(k.EnvironmentID) }, "keyword")
 }
 
 // CreateKeyword adds a keyword to an environment the scope sees, by hand

@@ -289,14 +289,7 @@ func (s *Service) Get(ctx context.Context, sc store.Scope, id int64) (*store.Str
 }
 
 func (s *Service) strategy(ctx context.Context, sc store.Scope, id int64) (*store.Strategy, error) {
-	st, err := s.db.StrategyByID(ctx, id)
-	if err != nil {
-		return nil, err
-	}
-	if err := sc.Require(st.EnvironmentID, "strategy"); err != nil {
-		return nil, err
-	}
-	return st, nil
+	return store.Seen(ctx, id, s.db.StrategyByID, func(st *store.Strategy) bool { return sc.Sees(st.EnvironmentID) }, "strategy")
 }
 
 // ListQuery narrows List.
@@ -310,10 +303,8 @@ type ListQuery struct {
 // List lists the strategies the scope sees; an environment it does not
 // see is not found.
 func (s *Service) List(ctx context.Context, sc store.Scope, q ListQuery) ([]*store.Strategy, int, error) {
-	if q.EnvironmentID != nil {
-		if err := sc.Require(*q.EnvironmentID, "environment"); err != nil {
-			return nil, 0, err
-		}
+	if err := sc.RequireFilter(q.EnvironmentID); err != nil {
+		return nil, 0, err
 	}
 	return s.db.ListStrategies(ctx, store.StrategyFilter{Scope: sc, EnvironmentID: q.EnvironmentID, Status: q.Status, Sort: q.Sort, Page: q.Page})
 }

@@ -264,14 +264,7 @@ func (s *Service) List(ctx context.Context, sc store.Scope, envID *int64, p stor
 
 // Get returns a webhook the scope sees.
 func (s *Service) Get(ctx context.Context, sc store.Scope, id int64) (*store.Webhook, error) {
-	w, err := s.db.WebhookByID(ctx, id)
-	if err != nil {
-		return nil, err
-	}
-	if err := sc.Require(w.EnvironmentID, "webhook"); err != nil {
-		return nil, err
-	}
-	return w, nil
+	return store.Seen(ctx, id, s.db.WebhookByID, func(w *store.Webhook) bool { return sc.Sees(w.EnvironmentID) }, "webhook")
 }
 
 // Create makes a webhook in an environment the scope sees, with a new

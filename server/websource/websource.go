@@ -212,14 +212,7 @@ func (s *Service) List(ctx context.Context, sc store.Scope, q ListQuery) ([]*sto
 
 // Get returns a source the scope sees.
 func (s *Service) Get(ctx context.Context, sc store.Scope, id int64) (*store.WebSource, error) {
-	src, err := s.db.WebSourceByID(ctx, id)
-	if err != nil {
-		return nil, err
-	}
-	if err := sc.Require(src.EnvironmentID, "web source"); err != nil {
-		return nil, err
-	}
-	return src, nil
+	return store.Seen(ctx, id, s.db.WebSourceByID, func(src *store.WebSource) bool { return sc.Sees(src.EnvironmentID) }, "web source")
 }
 
 // Create makes a source in an environment the scope sees; an active one

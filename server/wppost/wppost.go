@@ -189,14 +189,7 @@ func (s *Service) List(ctx context.Context, sc store.Scope, q ListQuery) ([]*sto
 
 // Get returns a post the scope sees.
 func (s *Service) Get(ctx context.Context, sc store.Scope, id int64) (*store.WordPressPost, error) {
-	p, err := s.db.WordPressPostByID(ctx, id)
-	if err != nil {
-		return nil, err
-	}
-	if err := sc.Require(p.EnvironmentID, "post"); err != nil {
-		return nil, err
-	}
-	return p, nil
+	return store.Seen(ctx, id, s.db.WordPressPostByID, func(p *store.WordPressPost) bool { return sc.Sees(p.EnvironmentID) }, "post")
 }
 
 // Create makes a post here, in an environment the scope sees.

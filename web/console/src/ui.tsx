@@ -184,6 +184,19 @@ export function isAdmin(): boolean {
   return r === "admin" || r === "super_admin";
 }
 
+// NewButton is a list's "New …" button that opens its form: for editors,
+// while the form is not open already (shown).
+export function NewButton({ shown, onClick, children }: { shown: boolean; onClick: () => void; children: ComponentChildren }) {
+  if (!shown) return null;
+  return (
+    <div class="actions">
+      <button type="button" onClick={onClick}>
+        {children}
+      </button>
+    </div>
+  );
+}
+
 type SelectProps = ValueProps & { options: readonly (readonly [string, string])[] };
 
 // Select is a labelled choice; like Field, it shows the server's words

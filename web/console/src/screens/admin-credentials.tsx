@@ -4,7 +4,7 @@
 // after a confirmation that names it.
 import { useState } from "preact/hooks";
 import { api, type Schemas } from "../api/client";
-import { Alert, errorText, Field, formErrors, type FormErrors, Heading, noErrors, Select, Thead, useResource, When } from "../ui";
+import { Alert, Field, formErrors, type FormErrors, Heading, noErrors, Select, Thead, useAction, useResource, When } from "../ui";
 
 type Credential = Schemas["credentialResponse"];
 type Provider = Credential["provider"];
@@ -53,31 +53,14 @@ export function Credentials() {
 
 function Row({ c, envName, onChanged }: { c: Credential; envName: string; onChanged: () => void }) {
   const [result, setResult] = useState<TestResult | null>(null);
-  const [error, setError] = useState<string | null>(null);
-  const [busy, setBusy] = useState(false);
+  const { busy, error, act } = useAction();
   const [confirm, setConfirm] = useState(false);
-  async function test() {
-    setBusy(true);
-    setError(null);
+  function test() {
     setResult(null);
-    try {
-      setResult((await api.post("/api/configurations/{id}/test", { path: { id: c.id } })).data);
-    } catch (e) {
-      setError(errorText(e));
-    } finally {
-      setBusy(false);
-    }
+    return act(async () => setResult((await api.post("/api/configurations/{id}/test", { path: { id: c.id } })).data));
   }
   async function remove() {
-    setBusy(true);
-    setError(null);
-    try {
-      await api.del("/api/configurations/{id}", { path: { id: c.id } });
-      onChanged();
-    } catch (e) {
-      setError(errorText(e));
-      setBusy(false);
-    }
+    if (await act(() => api.del("/api/configurations/{id}", { path: { id: c.id } }))) onChanged();
   }
   return (
     <tr>
@@ -91,8 +74,8 @@ function Row({ c, envName, onChanged }: { c: Credential; envName: string; onChan
       </td>
       <td>
         <div class="row">
-          <button type="button" onClick={test} disabled={busy}>Test<span class="visually-hidden"> {c.name}</span></button>
-          <button type="button" onClick={() => setConfirm(true)} disabled={busy} aria-expanded={confirm} aria-label={`Delete ${c.name}…`}>Delete…</button>
+          <button type="button" onClick={test} disabled={busy !== null}>Test<span class="visually-hidden"> {c.name}</span></button>
+          <button type="button" onClick={() => setConfirm(true)} disabled={busy !== null} aria-expanded={confirm} aria-label={`Delete ${c.name}…`}>Delete…</button>
         </div>
         {result && <TestOutcome r={result} name={c.name} />}
         {error && <Alert>{error}</Alert>}
@@ -100,7 +83,7 @@ function Row({ c, envName, onChanged }: { c: Credential; envName: string; onChan
           <div class="confirm" role="alertdialog" aria-label={`Confirm deleting ${c.name}`} aria-describedby={`cred-del-${c.id}`}>
             <p id={`cred-del-${c.id}`}>Delete the credential {c.name}? Environments, agents and settings that use it stop working until another is chosen.</p>
             <div class="actions">
-              <button type="button" class="danger" onClick={remove} disabled={busy}>Delete {c.name}</button>
+              <button type="button" class="danger" onClick={remove} disabled={busy !== null}>Delete {c.name}</button>
               <button type="button" onClick={() => setConfirm(false)}>Cancel</button>
             </div>
           </div>

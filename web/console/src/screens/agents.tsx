@@ -9,8 +9,8 @@ import { api, ApiError, url, type Schemas } from "../api/client";
 import { post } from "../api/sse";
 import type { ScreenProps } from "../lazy";
 import { credentialsPath } from "../router";
-import { session, sentence } from "../session";
-import { Alert, canEdit, errorText, Field, formErrors, Heading, Labelled, Link, noErrors, num, Select, TextArea, Thead, usd, useResource, When, type FormErrors } from "../ui";
+import { sentence } from "../session";
+import { Alert, canEdit, errorText, Field, formErrors, Heading, isAdmin, Labelled, Link, NewButton, noErrors, num, Select, TextArea, Thead, usd, useResource, When, type FormErrors } from "../ui";
 import { Confirm } from "../confirm";
 
 type Agent = Schemas["agentResponse"];
@@ -20,11 +20,6 @@ type Kind = Agent["kind"];
 
 const kinds = [["writer", "Writer"], ["editor", "Editor"], ["researcher", "Researcher"], ["seo", "SEO"]] as const;
 const kindWord = Object.fromEntries(kinds) as Record<Kind, string>;
-
-function isAdmin(): boolean {
-  const r = session.user?.role;
-  return r === "admin" || r === "super_admin";
-}
 
 // useCredentials is the AI credentials an agent of env may use (GET
 // /api/agents/credentials, for editors and up); null for a viewer.
@@ -97,13 +92,7 @@ export function Agents({ env }: ScreenProps) {
             </tbody>
           </table>
         )}
-        {editor && !creating && (
-          <div class="actions">
-            <button type="button" onClick={() => setCreating(true)}>
-              New agent
-            </button>
-          </div>
-        )}
+        <NewButton shown={editor && !creating} onClick={() => setCreating(true)}>New agent</NewButton>
         {creating && (
           <AgentForm env={env} creds={creds.data ?? null} onDone={(a) => {
             setCreating(false);

@@ -7,7 +7,7 @@ import { useEffect, useState } from "preact/hooks";
 import { api, type Schemas } from "../api/client";
 import type { ScreenProps } from "../lazy";
 import { sentence } from "../session";
-import { Alert, canEdit, errorText, Field, formErrors, Heading, noErrors, num, Select, Thead, useResource, useSubmit, type FormErrors } from "../ui";
+import { Alert, canEdit, errorText, Field, formErrors, Heading, NewButton, noErrors, num, Select, Thead, useResource, useSubmit, type FormErrors } from "../ui";
 
 type Campaign = Schemas["campaignResponse"];
 type Strategy = Schemas["strategyDetailResponse"];
@@ -64,13 +64,7 @@ export function Campaigns({ env }: ScreenProps) {
             </tbody>
           </table>
         )}
-        {editor && !creating && (
-          <div class="actions">
-            <button type="button" onClick={() => setCreating(true)}>
-              New campaign
-            </button>
-          </div>
-        )}
+        <NewButton shown={editor && !creating} onClick={() => setCreating(true)}>New campaign</NewButton>
         {creating && (
           <CampaignForm env={env} onDone={(c) => { setCreating(false); if (c) { made(`Campaign “${c.name}” created.`); setOpen(c.id); } }} />
         )}
