@@ -44,6 +44,10 @@ func serveCmd() *cobra.Command {
 				return fmt.Errorf("--provider-retries must be -1 (none), 0 (none) or more")
 			case cfg.WebhookRetryDelay <= 0:
 				return fmt.Errorf("--webhook-retry-delay must be more than 0")
+			case cfg.JobLease < time.Second || cfg.JobLease > time.Minute:
+				return fmt.Errorf("--lease must be between 1s and 60s")
+			case cfg.JobPoll < 10*time.Millisecond:
+				return fmt.Errorf("--job-poll must be at least 10ms")
 			case cfg.ProviderRetries == 0:
 				cfg.ProviderRetries = -1 // 0 in the server's config means "the default"
 			}
@@ -92,6 +96,8 @@ func serveCmd() *cobra.Command {
 	f.StringSliceVar(&cfg.TrustedProxies, "trusted-proxies", nil, "reverse proxies (IPs or CIDRs) whose X-Forwarded-For is trusted")
 	f.DurationVar(&cfg.ShutdownTimeout, "shutdown-timeout", 30*time.Second, "how long in-flight requests may finish on shutdown")
 	f.IntVar(&cfg.Workers, "workers", 2, "background jobs (agent runs, ...) that run at once")
+	f.DurationVar(&cfg.JobLease, "lease", 30*time.Second, "how long a background job stays an instance's without a renewal (renewed every third of it); on PostgreSQL another instance takes over the jobs of one that died after this (1s to 60s)")
+	f.DurationVar(&cfg.JobPoll, "job-poll", time.Second, "how often idle job workers look for due jobs and, on PostgreSQL, for expired leases")
 	f.IntVar(&cfg.ProviderRetries, "provider-retries", 2, "retries of a failed LLM provider call (429, 5xx, network); 0 for none")
 	f.DurationVar(&cfg.ProviderTimeout, "provider-timeout", 5*time.Minute, "limit of one LLM provider attempt, streaming included")
 	f.IntVar(&cfg.MaxQueued, "max-queued", 3, "scout runs, and strategy builds, one environment may have queued or running at once (each spends SerpApi searches and model calls)")

@@ -1260,8 +1260,9 @@ func TestAgentRunRestartRecovery(t *testing.T) {
 	exhausted := agID(agExecute(t, e, f.edATok, agentID, map[string]any{"input": "second"}))
 
 	// A process claimed the first job and crashed mid-call (through the
-	// store, as the runner does) ...
-	job, err := e.app.DB.ClaimJob(ctx, []string{agent.RunJob})
+	// store, as the runner does; its lease expires at once, as it has by
+	// the time another instance looks on PostgreSQL) ...
+	job, err := e.app.DB.ClaimJobLeased(ctx, []string{agent.RunJob}, store.JobLease{Owner: "crashed", For: time.Millisecond})
 	if err != nil || job.ID != *agMustRun(t, e, retried).JobID {
 		t.Fatalf("claim: %+v %v", job, err)
 	}
@@ -1287,6 +1288,7 @@ func TestAgentRunRestartRecovery(t *testing.T) {
 	}
 
 	// The restart.
+	time.Sleep(5 * time.Millisecond) // the crashed claim's lease is over
 	agRunJobs(t, e)
 	run := agWaitRun(t, e, f.edATok, retried)
 	if run["status"] != "succeeded" || run["output"] != "survived" {

@@ -65,6 +65,12 @@ type Config struct {
 	// Workers bounds how many background jobs (agent runs, ...) run at
 	// once; 2 when 0.
 	Workers int
+	// JobLease is how long a claimed job stays this instance's without a
+	// renewal (serve --lease); store.DefaultJobLease when 0.
+	JobLease time.Duration
+	// JobPoll is how often an idle job worker looks for due jobs (and, on
+	// PostgreSQL, for expired leases); 1 s when 0.
+	JobPoll time.Duration
 	// JobBackoff, when set, replaces the retry backoff of jobs (tests).
 	JobBackoff func(attempt int) time.Duration
 	// ProviderRetries is how often a failed provider call is retried
@@ -277,7 +283,7 @@ func Open(ctx context.Context, cfg Config, log *slog.Logger) (*App, error) {
 	// featured images).
 	ob := outbound.NewClient(outbound.Options{RefusePrivate: cfg.RefuseOutboundPrivate, Timeout: 15 * time.Minute})
 	eopt := engine.Options{HTTPClient: ob, Timeout: cfg.ProviderTimeout, MaxRetries: retries, OnRecordError: cfg.OnUsageRecordError}
-	jopt := jobs.Options{Workers: cfg.Workers, Backoff: cfg.JobBackoff}
+	jopt := jobs.Options{Workers: cfg.Workers, Backoff: cfg.JobBackoff, Lease: cfg.JobLease, PollInterval: cfg.JobPoll}
 	if cfg.Metrics {
 		m := metrics.New(log)
 		a.Metrics = m

@@ -60,6 +60,12 @@ type Dialect interface {
 	optimize(ctx context.Context, w *sql.DB) error
 	// readSchema reads the tables, indexes, triggers and views.
 	readSchema(ctx context.Context, q queryer) (map[string]schemaObject, error)
+	// skipLocked ends the subquery that picks a row to claim: on an engine
+	// with row locks, rows another transaction holds are passed over.
+	skipLocked() string
+	// lockKey makes tx the only holder of key until it ends, among the
+	// instances sharing the database (on SQLite, the single writer is).
+	lockKey(ctx context.Context, tx *sql.Tx, key string) error
 }
 
 // sqliteDialect is the engine the queries are written for: Query is the
@@ -108,6 +114,10 @@ func (sqliteDialect) lockMigrations(ctx context.Context, conn migrator) (func() 
 		return err
 	}, nil
 }
+
+func (sqliteDialect) skipLocked() string { return "" }
+
+func (sqliteDialect) lockKey(context.Context, *sql.Tx, string) error { return nil }
 
 func (sqliteDialect) finishMigrations(ctx context.Context, tx *sql.Tx) error {
 	return foreignKeyCheck(ctx, tx)
@@ -362,6 +372,13 @@ func (*postgresDialect) goStep(version int) func(ctx context.Context, tx *sql.Tx
 
 func (*postgresDialect) optimize(ctx context.Context, w *sql.DB) error {
 	return nil // autovacuum keeps the statistics
+}
+
+func (*postgresDialect) skipLocked() string { return " FOR UPDATE SKIP LOCKED" }
+
+func (*postgresDialect) lockKey(ctx context.Context, tx *sql.Tx, key string) error {
+	_, err := tx.ExecContext(ctx, `SELECT pg_advisory_xact_lock(hashtext('copydesk'), hashtext(?))`, key)
+	return err
 }
 
 func (*postgresDialect) finishMigrations(ctx context.Context, tx *sql.Tx) error {

@@ -49,6 +49,20 @@ type Job struct {
 	StartedAt   *time.Time // start of the latest attempt
 	FinishedAt  *time.Time // when it reached a final status
 	UpdatedAt   time.Time
+	// LeaseOwner is the instance running the job, until LeaseUntil
+	// (renewed while it runs); both are empty when it is not running.
+	LeaseOwner string
+	LeaseUntil *time.Time
+}
+
+// DefaultJobLease is how long a claimed job's lease lasts when the claimer
+// names none.
+const DefaultJobLease = 30 * time.Second
+
+// JobLease is who claims a job and for how long.
+type JobLease struct {
+	Owner string        // the instance; "" is allowed (one instance)
+	For   time.Duration // 0 means DefaultJobLease
 }
 
 // NewJob is a job to enqueue.
@@ -64,14 +78,14 @@ type NewJob struct {
 	RunAfter time.Time
 }
 
-const jobColumns = `id, kind, payload, status, attempts, max_attempts, run_after, last_error, created_at, started_at, finished_at, updated_at`
+const jobColumns = `id, kind, payload, status, attempts, max_attempts, run_after, last_error, created_at, started_at, finished_at, updated_at, lease_owner, lease_until`
 
 func scanJob(row rowScanner) (*Job, error) {
 	var j Job
 	var payload, status, runAfter, created, updated string
-	var started, finished sql.NullString
+	var started, finished, leaseUntil sql.NullString
 	if err := row.Scan(&j.ID, &j.Kind, &payload, &status, &j.Attempts, &j.MaxAttempts, &runAfter, &j.LastError,
-		&created, &started, &finished, &updated); err != nil {
+		&created, &started, &finished, &updated, &j.LeaseOwner, &leaseUntil); err != nil {
 		return nil, err
 	}
 	j.Payload = json.RawMessage(payload)
@@ -81,6 +95,7 @@ func scanJob(row rowScanner) (*Job, error) {
 	j.StartedAt = parseNullTime(started)
 	j.FinishedAt = parseNullTime(finished)
 	j.UpdatedAt = parseTime(updated)
+	j.LeaseUntil = parseNullTime(leaseUntil)
 	return &j, nil
 }
 
@@ -151,6 +166,11 @@ func (db *DB) PlanJob(ctx context.Context, kind string, next *time.Time) (*Job, 
 	var job *Job
 	err := db.tx(ctx, func(tx *sql.Tx) error {
 		job = nil
+		// Instances sharing a database plan one kind one after another,
+		// so that each sees the job the other queued.
+		if err := db.d.lockKey(ctx, tx, "copydesk.plan:"+kind); err != nil {
+			return err
+		}
 		rows, err := tx.QueryContext(ctx, `SELECT `+jobColumns+` FROM jobs WHERE status = 'queued' AND kind = ? ORDER BY id`, kind)
 		if err != nil {
 			return err
@@ -234,7 +254,21 @@ func jobPlaceholders(n int) string {
 // claim the same job. With nothing due, or no kinds, it returns a
 // KindNotFound error, and takes no write lock: a cheap read on the pool
 // looks first, so idle workers polling do not queue behind other writers.
+// The job is leased to nobody for DefaultJobLease (see ClaimJobLeased).
 func (db *DB) ClaimJob(ctx context.Context, kinds []string) (*Job, error) {
+	return db.ClaimJobLeased(ctx, kinds, JobLease{})
+}
+
+// ClaimJobLeased is ClaimJob under a lease: the job records l.Owner and
+// holds it until now + l.For, which the owner renews while it runs
+// (RenewJobLeases). On PostgreSQL, several instances claim at once: the
+// row is chosen FOR UPDATE SKIP LOCKED, so each takes a different job
+// without waiting on the others (on SQLite the single writer already
+// serialises claims).
+func (db *DB) ClaimJobLeased(ctx context.Context, kinds []string, l JobLease) (*Job, error) {
+	if l.For <= 0 {
+		l.For = DefaultJobLease
+	}
 	none := NotFound("no job is due")
 	if len(kinds) == 0 {
 		return nil, none
@@ -252,13 +286,15 @@ func (db *DB) ClaimJob(ctx context.Context, kinds []string) (*Job, error) {
 	if !due {
 		return nil, none
 	}
+	until := fmtTime(db.Now().Add(l.For))
 	var job *Job
 	err := db.tx(ctx, func(tx *sql.Tx) error {
 		var err error
 		job, err = scanJob(tx.QueryRowContext(ctx, `UPDATE jobs
-			SET status = 'running', attempts = attempts + 1, started_at = ?, finished_at = NULL, updated_at = ?
-			WHERE id = (SELECT id FROM jobs WHERE `+cond+` ORDER BY run_after, id LIMIT 1)
-			RETURNING `+jobColumns, append([]any{now, now}, args...)...))
+			SET status = 'running', attempts = attempts + 1, started_at = ?, finished_at = NULL, updated_at = ?,
+				lease_owner = ?, lease_until = ?
+			WHERE id = (SELECT id FROM jobs WHERE `+cond+` ORDER BY run_after, id LIMIT 1`+db.d.skipLocked()+`)
+			RETURNING `+jobColumns, append([]any{now, now, l.Owner, until}, args...)...))
 		if errors.Is(err, sql.ErrNoRows) { // another worker took it meanwhile
 			return errJobNoWrite
 		}
@@ -298,7 +334,7 @@ func (db *DB) FinishJob(ctx context.Context, id int64, status JobStatus, errText
 	var job *Job
 	err := db.tx(ctx, func(tx *sql.Tx) error {
 		var err error
-		job, err = scanJob(tx.QueryRowContext(ctx, `UPDATE jobs SET status = ?, last_error = ?, finished_at = ?, updated_at = ?
+		job, err = scanJob(tx.QueryRowContext(ctx, `UPDATE jobs SET status = ?, last_error = ?, finished_at = ?, updated_at = ?, lease_owner = '', lease_until = NULL
 			WHERE id = ? AND status = 'running' RETURNING `+jobColumns, string(status), errText, now, now, id))
 		if errors.Is(err, sql.ErrNoRows) {
 			return whyNotRunning(ctx, tx, id, "finished")
@@ -319,7 +355,7 @@ func (db *DB) RetryJob(ctx context.Context, id int64, errText string, runAfter t
 	var job *Job
 	err := db.tx(ctx, func(tx *sql.Tx) error {
 		var err error
-		job, err = scanJob(tx.QueryRowContext(ctx, `UPDATE jobs SET status = 'queued', last_error = ?, run_after = ?, updated_at = ?
+		job, err = scanJob(tx.QueryRowContext(ctx, `UPDATE jobs SET status = 'queued', last_error = ?, run_after = ?, updated_at = ?, lease_owner = '', lease_until = NULL
 			WHERE id = ? AND status = 'running' RETURNING `+jobColumns, errText, fmtTime(runAfter), now, id))
 		if errors.Is(err, sql.ErrNoRows) {
 			return whyNotRunning(ctx, tx, id, "retried")
@@ -376,6 +412,12 @@ type RecoverPolicy struct {
 	// Except lists jobs that really are running (in this process) and are
 	// left alone.
 	Except []int64
+	// Expired limits the recovery to jobs whose lease has run out: on a
+	// database that several instances share, a running job with a live
+	// lease is another instance's. Without it, every running job but
+	// Except is recovered (one instance, as the data directory's lock
+	// proves on SQLite).
+	Expired bool
 }
 
 // JobRecovery is what RecoverJobs did.
@@ -401,6 +443,10 @@ func (db *DB) RecoverJobs(ctx context.Context, p RecoverPolicy) (JobRecovery, er
 	}
 	cond := `status = 'running'`
 	var except []any
+	if p.Expired {
+		cond += ` AND (lease_until IS NULL OR lease_until < ?)`
+		except = append(except, db.now())
+	}
 	if len(p.Except) > 0 {
 		cond += ` AND id NOT IN (` + jobPlaceholders(len(p.Except)) + `)`
 		for _, id := range p.Except {
@@ -422,7 +468,7 @@ func (db *DB) RecoverJobs(ctx context.Context, p RecoverPolicy) (JobRecovery, er
 	}
 	err := db.tx(ctx, func(tx *sql.Tx) error {
 		rec = JobRecovery{}
-		rows, err := tx.QueryContext(ctx, `UPDATE jobs SET status = 'failed', last_error = ?, finished_at = ?, updated_at = ?
+		rows, err := tx.QueryContext(ctx, `UPDATE jobs SET status = 'failed', last_error = ?, finished_at = ?, updated_at = ?, lease_owner = '', lease_until = NULL
 			WHERE `+cond+` AND attempts >= max_attempts RETURNING `+jobColumns, append([]any{reason, now, now}, except...)...)
 		if err != nil {
 			return err
@@ -440,7 +486,7 @@ func (db *DB) RecoverJobs(ctx context.Context, p RecoverPolicy) (JobRecovery, er
 			return err
 		}
 		rec.Failed = len(rec.FailedJobs)
-		res, err := tx.ExecContext(ctx, `UPDATE jobs SET status = 'queued', last_error = ?, run_after = ?, updated_at = ?
+		res, err := tx.ExecContext(ctx, `UPDATE jobs SET status = 'queued', last_error = ?, run_after = ?, updated_at = ?, lease_owner = '', lease_until = NULL
 			WHERE `+cond, append([]any{reason, runAfter, now}, except...)...)
 		if err != nil {
 			return err
@@ -459,6 +505,42 @@ func (db *DB) RecoverJobs(ctx context.Context, p RecoverPolicy) (JobRecovery, er
 		return JobRecovery{}, fmt.Errorf("store: recover jobs: %w", err)
 	}
 	return rec, nil
+}
+
+// RenewJobLeases extends to until the leases that owner holds on the jobs
+// ids, which it runs, and returns the ids it renewed: a job missing from
+// them is no longer owner's (it ended, or another instance took it over
+// after the lease expired).
+func (db *DB) RenewJobLeases(ctx context.Context, owner string, ids []int64, until time.Time) ([]int64, error) {
+	if len(ids) == 0 {
+		return nil, nil
+	}
+	args := []any{fmtTime(until), owner}
+	for _, id := range ids {
+		args = append(args, id)
+	}
+	var renewed []int64
+	err := db.tx(ctx, func(tx *sql.Tx) error {
+		renewed = renewed[:0]
+		rows, err := tx.QueryContext(ctx, `UPDATE jobs SET lease_until = ?
+			WHERE status = 'running' AND lease_owner = ? AND id IN (`+jobPlaceholders(len(ids))+`) RETURNING id`, args...)
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		for rows.Next() {
+			var id int64
+			if err := rows.Scan(&id); err != nil {
+				return err
+			}
+			renewed = append(renewed, id)
+		}
+		return rows.Err()
+	})
+	if err != nil {
+		return nil, fmt.Errorf("store: renew job leases: %w", err)
+	}
+	return renewed, nil
 }
 
 // JobFilter narrows ListJobs; empty fields do not filter.

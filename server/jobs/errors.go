@@ -26,6 +26,10 @@ func (retrySentinel) Retryable() bool { return true }
 // job was cancelled, as opposed to the runner shutting down.
 var ErrCancelled = errors.New("jobs: job cancelled")
 
+// ErrLeaseLost is the cause of a handler's context ending when its job's
+// lease could not be renewed: another instance took the job over.
+var ErrLeaseLost = errors.New("jobs: the job's lease was lost to another instance")
+
 // marked is an error with a verdict on retrying; its text is the wrapped
 // error's own.
 type marked struct {

@@ -16,16 +16,23 @@
 // job, from the claim to the recorded outcome, and yields it to a restore
 // (see Handler).
 //
-// One Runner serves a database: it takes any job it finds running that is
-// not its own for the leftover of a process that stopped.
+// Jobs are claimed under a lease that the runner renews while they run
+// (Options.Lease). On SQLite one Runner serves a database (the data
+// directory's lock proves it): it takes any job it finds running that is
+// not its own for the leftover of a process that stopped. On PostgreSQL
+// several instances share the database: a runner takes over only the
+// running jobs whose lease has expired, an instance that died.
 package jobs
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"log/slog"
 	"maps"
+	"os"
 	"runtime/debug"
 	"slices"
 	"sync"
@@ -118,6 +125,11 @@ type Options struct {
 	// retried, or interrupted by a shutdown) and how long it ran
 	// (server/metrics counts them).
 	OnAttempt func(kind string, outcome Outcome, took time.Duration)
+	// Lease is how long a claimed job is this runner's without a renewal
+	// (default store.DefaultJobLease); it renews the leases of the jobs
+	// it runs every third of it. On a shared database another instance
+	// takes a job over once its lease has expired.
+	Lease time.Duration
 }
 
 // Outcome is how one attempt of a job ended.
@@ -160,6 +172,7 @@ const (
 	reasonShutdown  = "interrupted by a shutdown"
 	reasonOrphan    = "interrupted: no worker was running it (was the database restored?)"
 	reasonRestore   = "interrupted by a database restore"
+	reasonExpired   = "interrupted: its instance stopped renewing the lease (did it die?)"
 )
 
 // bookkeeping bounds the store calls that record a job's outcome; they run
@@ -187,6 +200,21 @@ type Runner struct {
 	// planMu makes reading a schedule and planning by it one step, so
 	// that a plan from an older reading never lands after a newer one.
 	planMu sync.Mutex
+
+	// owner names this runner in the leases of the jobs it claims.
+	owner string
+	// shared says other instances may run jobs from the same database:
+	// only jobs whose lease expired are recovered.
+	shared bool
+}
+
+// instanceName is a name for this runner's leases: the host, the process
+// and a random part, so that a restarted process is another owner.
+func instanceName() string {
+	host, _ := os.Hostname()
+	var b [4]byte
+	_, _ = rand.Read(b[:])
+	return fmt.Sprintf("%s/%d/%s", host, os.Getpid(), hex.EncodeToString(b[:]))
 }
 
 // activeJob is a job a worker is running.
@@ -215,11 +243,16 @@ func New(db *store.DB, log *slog.Logger, opt Options) *Runner {
 	if opt.SweepInterval <= 0 {
 		opt.SweepInterval = time.Minute
 	}
+	if opt.Lease <= 0 {
+		opt.Lease = store.DefaultJobLease
+	}
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
 	return &Runner{
 		db: db, log: log, opt: opt,
+		owner:  instanceName(),
+		shared: db.Dialect().Name() != "sqlite",
 		wake:   make(chan struct{}, opt.Workers),
 		kinds:  map[string]*Kind{},
 		active: map[int64]*activeJob{},
@@ -516,6 +549,7 @@ func (r *Runner) Run(ctx context.Context) error {
 		wg.Go(func() { r.work(ctx, i+1) })
 	}
 	wg.Go(func() { r.sweepEvery(ctx) })
+	wg.Go(func() { r.renewEvery(ctx) })
 	wg.Wait()
 	return nil
 }
@@ -532,7 +566,7 @@ func (r *Runner) sweep(ctx context.Context, reason string) error {
 	for id := range r.active {
 		except = append(except, id)
 	}
-	rec, err := r.db.RecoverJobs(hctx, store.RecoverPolicy{Reason: reason, Except: except})
+	rec, err := r.db.RecoverJobs(hctx, store.RecoverPolicy{Reason: reason, Except: except, Expired: r.shared})
 	r.mu.Unlock()
 	if err != nil {
 		return err
@@ -548,8 +582,67 @@ func (r *Runner) sweep(ctx context.Context, reason string) error {
 	return nil
 }
 
+// sweepEvery sweeps every SweepInterval; on a shared database, it also
+// looks for expired leases at every poll, so that the job of an instance
+// that died is taken over within a lease and a poll.
 func (r *Runner) sweepEvery(ctx context.Context) {
 	t := time.NewTicker(r.opt.SweepInterval)
+	defer t.Stop()
+	var poll <-chan time.Time
+	if r.shared {
+		p := time.NewTicker(r.opt.PollInterval)
+		defer p.Stop()
+		poll = p.C
+	}
+	for {
+		reason := reasonOrphan
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		case <-poll:
+			if err := r.recoverExpired(ctx); err != nil && ctx.Err() == nil {
+				r.log.Error("jobs: take over expired leases", "err", err)
+			}
+			continue
+		}
+		if r.shared {
+			reason = reasonExpired
+		}
+		if err := r.sweep(ctx, reason); err != nil && ctx.Err() == nil {
+			r.log.Error("jobs: sweep for abandoned jobs", "err", err)
+		}
+	}
+}
+
+// recoverExpired requeues the running jobs whose lease expired (their
+// instance died), without planning the recurring kinds as sweep does.
+func (r *Runner) recoverExpired(ctx context.Context) error {
+	hctx, release := r.db.Hold(ctx)
+	defer release()
+	r.mu.Lock()
+	except := slices.Collect(maps.Keys(r.active))
+	rec, err := r.db.RecoverJobs(hctx, store.RecoverPolicy{Reason: reasonExpired, Except: except, Expired: true})
+	r.mu.Unlock()
+	if err != nil {
+		return err
+	}
+	if rec.Requeued+rec.Failed > 0 {
+		r.log.Warn("jobs whose lease expired taken over", "requeued", rec.Requeued, "failed", rec.Failed)
+		r.Signal()
+	}
+	for _, j := range rec.FailedJobs {
+		r.ended(hctx, j)
+	}
+	return nil
+}
+
+// renewEvery renews the leases of the jobs this runner runs, every third
+// of the lease, until ctx ends. A job whose lease could not be renewed
+// (another instance took it over, having found it expired: this process
+// stalled longer than the lease) has its handler cancelled.
+func (r *Runner) renewEvery(ctx context.Context) {
+	t := time.NewTicker(r.opt.Lease / 3)
 	defer t.Stop()
 	for {
 		select {
@@ -557,9 +650,30 @@ func (r *Runner) sweepEvery(ctx context.Context) {
 			return
 		case <-t.C:
 		}
-		if err := r.sweep(ctx, reasonOrphan); err != nil && ctx.Err() == nil {
-			r.log.Error("jobs: sweep for abandoned jobs", "err", err)
+		r.mu.Lock()
+		ids := slices.Sorted(maps.Keys(r.active))
+		r.mu.Unlock()
+		if len(ids) == 0 {
+			continue
 		}
+		renewed, err := r.db.RenewJobLeases(ctx, r.owner, ids, r.db.Now().Add(r.opt.Lease))
+		if err != nil {
+			if ctx.Err() == nil {
+				r.log.Error("jobs: renew leases", "err", err)
+			}
+			continue
+		}
+		if len(renewed) == len(ids) {
+			continue
+		}
+		r.mu.Lock()
+		for _, id := range ids {
+			if a, ok := r.active[id]; ok && !slices.Contains(renewed, id) && a.ctx.Err() == nil {
+				r.log.Warn("jobs: lost the lease of a running job; stopping it", "job", id)
+				a.cancel(ErrLeaseLost)
+			}
+		}
+		r.mu.Unlock()
 	}
 }
 
@@ -615,7 +729,7 @@ func (r *Runner) runNext(ctx context.Context) (bool, error) {
 func (r *Runner) claim(ctx context.Context) (*activeJob, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	job, err := r.db.ClaimJob(ctx, r.claimable())
+	job, err := r.db.ClaimJobLeased(ctx, r.claimable(), store.JobLease{Owner: r.owner, For: r.opt.Lease})
 	if err != nil {
 		return nil, err
 	}
@@ -653,6 +767,14 @@ func (r *Runner) execute(ctx, hctx context.Context, a *activeJob) bool {
 		r.mu.Unlock()
 		log.Warn("jobs: job stopped for a database restore; its outcome is not recorded", "handler_err", errText, "took", took)
 		return false
+	}
+
+	if errors.Is(cause, ErrLeaseLost) {
+		r.mu.Lock()
+		delete(r.active, job.ID)
+		r.mu.Unlock()
+		log.Warn("jobs: job stopped, its lease lost; its outcome is another instance's to record", "handler_err", errText, "took", took)
+		return true
 	}
 
 	// Record the outcome even if the runner is stopping or a restore

@@ -1,0 +1,79 @@
+package jobs_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/copydesk/copydesk/server/jobs"
+	"github.com/copydesk/copydesk/store"
+)
+
+// TestRunnerRenewsLeases: a running job's lease is claimed for
+// Options.Lease and renewed while its handler runs, past the first lease.
+func TestRunnerRenewsLeases(t *testing.T) {
+	h := newHarness(t, jobs.Options{Lease: 300 * time.Millisecond})
+	started, release := newSignal(), newSignal()
+	h.register("slow", func(ctx context.Context, _ *store.Job) error {
+		started.fire()
+		<-release.c
+		return nil
+	})
+	h.start(t)
+	job := h.enqueue(t, "slow", nil, jobs.EnqueueOptions{})
+	started.wait(t, "the handler to start")
+	first := h.job(t, job.ID)
+	if first.LeaseOwner == "" || first.LeaseUntil == nil {
+		t.Fatalf("running job has no lease: %q %v", first.LeaseOwner, first.LeaseUntil)
+	}
+	deadline := time.Now().Add(wait)
+	for {
+		j := h.job(t, job.ID)
+		if j.LeaseUntil != nil && j.LeaseUntil.After(*first.LeaseUntil) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("lease not renewed within %v: until %v", wait, j.LeaseUntil)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	release.fire()
+	if j := h.next(t); j.Status != store.JobSucceeded || j.LeaseOwner != "" || j.LeaseUntil != nil {
+		t.Fatalf("finished job = %s with lease %q %v, want succeeded without a lease", j.Status, j.LeaseOwner, j.LeaseUntil)
+	}
+}
+
+// TestRunnerLostLease: when a job is taken from the runner (as another
+// instance takes a job whose lease expired), the next renewal stops its
+// handler with ErrLeaseLost, and the runner records nothing for it.
+func TestRunnerLostLease(t *testing.T) {
+	h := newHarness(t, jobs.Options{Lease: 300 * time.Millisecond})
+	started := newSignal()
+	causes := make(chan error, 2)
+	h.register("slow", func(ctx context.Context, _ *store.Job) error {
+		started.fire()
+		<-ctx.Done()
+		causes <- context.Cause(ctx)
+		return ctx.Err()
+	})
+	stop := h.start(t)
+	job := h.enqueue(t, "slow", nil, jobs.EnqueueOptions{})
+	started.wait(t, "the handler to start")
+	// Taken away: requeued by a recovery that does not know it runs here.
+	if rec, err := h.db.RecoverJobs(context.Background(), store.RecoverPolicy{Reason: "taken over", RunAfter: time.Now().Add(time.Hour)}); err != nil || rec.Requeued != 1 {
+		t.Fatalf("RecoverJobs = %+v, %v", rec, err)
+	}
+	select {
+	case cause := <-causes:
+		if !errors.Is(cause, jobs.ErrLeaseLost) {
+			t.Fatalf("handler stopped by %v, want ErrLeaseLost", cause)
+		}
+	case <-time.After(wait):
+		t.Fatalf("handler not stopped within %v of losing its lease", wait)
+	}
+	stop()
+	if j := h.job(t, job.ID); j.Status != store.JobQueued || j.LastError != "taken over" {
+		t.Fatalf("job = %s (%q), want queued as the recovery left it", j.Status, j.LastError)
+	}
+}
