@@ -60,6 +60,8 @@ type Dialect interface {
 	optimize(ctx context.Context, w *sql.DB) error
 	// readSchema reads the tables, indexes, triggers and views.
 	readSchema(ctx context.Context, q queryer) (map[string]schemaObject, error)
+	// copyTables lists the tables CopyTo copies (copy.go).
+	copyTables(ctx context.Context, q queryer) (map[string]tableInfo, error)
 }
 
 // sqliteDialect is the engine the queries are written for: Query is the
