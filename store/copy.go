@@ -40,7 +40,7 @@ type CopyReport struct {
 // seeded are the rows the migrations themselves write into a new
 // database (the built-in archetypes): a target holding only those counts as
 // empty, and they are replaced by the source's.
-var seeded = map[string]string{"archetypes": "builtin = 0"}
+var seeded = map[string]string{"archetypes": "builtin IS NULL"}
 
 // CopyTo copies the content of every table of db into dst, which must be at
 // the same schema version and empty (KindConflict naming a table that has
