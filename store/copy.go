@@ -42,6 +42,12 @@ type CopyReport struct {
 // empty, and they are replaced by the source's.
 var seeded = map[string]string{"archetypes": "builtin IS NULL"}
 
+// backRefs are the references that close a cycle of foreign keys (a
+// conversation's current message, which belongs to the conversation): the
+// table is copied with them NULL, and they are set once every table is
+// copied. The ordering ignores them.
+var backRefs = map[string][]string{"chat_conversations": {"current_message_id"}}
+
 // CopyTo copies the content of every table of db into dst, which must be at
 // the same schema version and empty (KindConflict naming a table that has
 // rows otherwise). It reads db inside one read transaction (REPEATABLE READ
@@ -85,12 +91,19 @@ func (db *DB) CopyTo(ctx context.Context, dst *DB) (*CopyReport, error) {
 		}
 	}
 	report := &CopyReport{SchemaVersion: sv}
+	var later []func() error
 	for _, t := range tables {
-		tc, err := copyTable(ctx, src, tx, t)
+		tc, fix, err := copyTable(ctx, src, tx, t)
 		if err != nil {
 			return nil, err
 		}
 		report.Tables = append(report.Tables, tc)
+		later = append(later, fix...)
+	}
+	for _, fix := range later {
+		if err := fix(); err != nil {
+			return nil, fmt.Errorf("store: copy: set a back reference: %w", err)
+		}
 	}
 	// Rows the triggers of a later table wrote into an earlier one
 	// (conversations from messages) were replaced by the source's when
@@ -210,6 +223,9 @@ func copyPlan(ctx context.Context, sdb *DB, src queryer, dst *DB) ([]copyTableSp
 		}
 		state[n] = 1
 		for _, d := range deps[n] {
+			if n == "chat_conversations" && d == "chat_messages" {
+				continue // backRefs
+			}
 			if _, ok := stables[d]; ok && d != n {
 				visit(d)
 			}
@@ -349,21 +365,27 @@ func quoted(cols []string) string {
 // copyTable empties t in the target (rows the migrations or a trigger
 // wrote) and copies the source's rows into it, computing the checksum of
 // what it read.
-func copyTable(ctx context.Context, src *sql.Tx, dst *sql.Tx, t copyTableSpec) (TableCopy, error) {
-	tc := TableCopy{Table: t.name}
+func copyTable(ctx context.Context, src *sql.Tx, dst *sql.Tx, t copyTableSpec) (tc TableCopy, later []func() error, err error) {
+	tc = TableCopy{Table: t.name}
+	var back []int // the positions of backRefs columns
+	for i, c := range t.cols {
+		if slices.Contains(backRefs[t.name], c) {
+			back = append(back, i)
+		}
+	}
 	if _, err := dst.ExecContext(ctx, `DELETE FROM "`+t.name+`"`); err != nil {
-		return tc, fmt.Errorf("store: copy %s: %w", t.name, err)
+		return tc, nil, fmt.Errorf("store: copy %s: %w", t.name, err)
 	}
 	cols := quoted(t.cols)
 	rows, err := src.QueryContext(ctx, `SELECT `+cols+` FROM "`+t.name+`" ORDER BY 1`)
 	if err != nil {
-		return tc, fmt.Errorf("store: copy %s: read: %w", t.name, err)
+		return tc, nil, fmt.Errorf("store: copy %s: read: %w", t.name, err)
 	}
 	defer rows.Close()
 	marks := strings.TrimSuffix(strings.Repeat("?, ", len(t.cols)), ", ")
 	ins, err := dst.PrepareContext(ctx, `INSERT INTO "`+t.name+`" (`+cols+`) VALUES (`+marks+`)`)
 	if err != nil {
-		return tc, fmt.Errorf("store: copy %s: %w", t.name, err)
+		return tc, nil, fmt.Errorf("store: copy %s: %w", t.name, err)
 	}
 	defer ins.Close()
 	vals := make([]any, len(t.cols))
@@ -374,19 +396,33 @@ func copyTable(ctx context.Context, src *sql.Tx, dst *sql.Tx, t copyTableSpec) (
 	var sum rowSum
 	for rows.Next() {
 		if err := rows.Scan(ptrs...); err != nil {
-			return tc, fmt.Errorf("store: copy %s: read: %w", t.name, err)
+			return tc, nil, fmt.Errorf("store: copy %s: read: %w", t.name, err)
 		}
 		sum.add(vals)
-		if _, err := ins.ExecContext(ctx, vals...); err != nil {
-			return tc, fmt.Errorf("store: copy %s: write: %w", t.name, err)
+		args := vals
+		if len(back) > 0 {
+			args = slices.Clone(vals)
+			for _, i := range back {
+				if args[i] != nil {
+					id, col, v := args[0], t.cols[i], args[i]
+					later = append(later, func() error {
+						_, err := dst.ExecContext(ctx, `UPDATE "`+t.name+`" SET "`+col+`" = ? WHERE "`+t.cols[0]+`" = ?`, v, id)
+						return err
+					})
+				}
+				args[i] = nil
+			}
+		}
+		if _, err := ins.ExecContext(ctx, args...); err != nil {
+			return tc, nil, fmt.Errorf("store: copy %s: write: %w", t.name, err)
 		}
 		tc.Rows++
 	}
 	if err := rows.Err(); err != nil {
-		return tc, fmt.Errorf("store: copy %s: read: %w", t.name, err)
+		return tc, nil, fmt.Errorf("store: copy %s: read: %w", t.name, err)
 	}
 	tc.Checksum = sum.String()
-	return tc, nil
+	return tc, later, nil
 }
 
 func tableChecksum(ctx context.Context, q queryer, table string, cols []string) (int64, string, error) {

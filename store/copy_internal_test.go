@@ -133,6 +133,16 @@ func TestCopyRoundTripPostgres(t *testing.T) {
 	if _, err := src.CopyTo(ctx, pg); KindOf(err) != KindConflict {
 		t.Fatalf("a copy into a non-empty PostgreSQL database: %v, want a conflict", err)
 	}
+	// A snapshot taken on PostgreSQL is a copydesk SQLite file with the
+	// same content: it restores into SQLite.
+	snap := filepath.Join(dir, "snap.db")
+	if err := pg.SnapshotTo(ctx, snap); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := CheckFile(ctx, snap); err != nil {
+		t.Fatalf("the snapshot taken on PostgreSQL: %v", err)
+	}
+	requireSameContent(t, "postgres snapshot", want, checksums(t, openCopyDB(t, snap)))
 	if _, err := pg.w.ExecContext(ctx, `INSERT INTO environments (name, slug, created_at, updated_at) VALUES ('n', 'n-new', '', '')`); err != nil {
 		t.Fatalf("a new row after the copy (sequence not reset?): %v", err)
 	}
