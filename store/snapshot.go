@@ -120,10 +120,11 @@ func (db *DB) sane(ctx context.Context) error {
 	return checkSchema(ctx, db.r, versions)
 }
 
-// errNotOnPostgres says that what is not built for PostgreSQL yet
-// (snapshots and restores) is not, and what to use meanwhile.
+// errNotOnPostgres says why a restore is not done online on PostgreSQL,
+// and how to do it instead.
 func errNotOnPostgres(what string) error {
-	return Conflict("%s of a PostgreSQL database are not supported yet: back it up with PostgreSQL's own tools (pg_dump) meanwhile", what)
+	return Conflict("%s of a PostgreSQL database are not done while it is served: a restore replaces the whole database under every instance "+
+		"serving it. Stop the instances and copy the snapshot in offline with copydesk migrate into an empty database (docs/scaling.md)", what)
 }
 
 // endSessions ends every session and revokes every API token: see Replace.
