@@ -46,7 +46,7 @@ func newRootCmd(stdin io.Reader, stdout, stderr io.Writer) *cobra.Command {
 	root.SetIn(stdin)
 	root.SetOut(stdout)
 	root.SetErr(stderr)
-	root.AddCommand(serveCmd(), usersCmd(), backupCmd(), restoreCmd(), licenseCmd(), healthCmd(), versionCmd())
+	root.AddCommand(serveCmd(), usersCmd(), backupCmd(), restoreCmd(), migrateCmd(), licenseCmd(), healthCmd(), versionCmd())
 	// --version says what `copydesk version` says. Not cobra's own
 	// version flag: its template would link text/template, whose use of
 	// reflection keeps every exported method reachable and grows the

@@ -154,6 +154,8 @@ type App struct {
 	lock     *DataDirLock
 	// stopListening ends listenToInstances and waits for it.
 	stopListening func()
+	// serving releases the shared serving lock on PostgreSQL (store.HoldServing).
+	serving func() error
 }
 
 // OpenData opens the data directory, the keys, the database and the account
@@ -259,6 +261,9 @@ func Open(ctx context.Context, cfg Config, log *slog.Logger) (*App, error) {
 	}
 	a.lock = lock
 	a.listener = cfg.Listener
+	if a.serving, err = a.DB.HoldServing(ctx); err != nil {
+		return nil, errors.Join(err, a.DB.Close(), lock.Unlock())
+	}
 	// Holding the lock, no other process can be receiving an upload: what
 	// is there was left by a server that died mid-upload.
 	if removed, err := a.Backups.RemoveLeftovers(); err != nil {
@@ -573,7 +578,7 @@ func (a *App) Close() error {
 	if a.Config.MetricsListener != nil {
 		a.Config.MetricsListener.Close()
 	}
-	err := errors.Join(a.DB.Close(), a.lock.Unlock())
+	err := errors.Join(a.DB.Close(), a.releaseServing(), a.lock.Unlock())
 	switch {
 	case a.Server == nil: // a one-shot command (OpenData), or Open failed
 	case err != nil:
@@ -628,4 +633,11 @@ func spoolDir(dataDir string) (string, error) {
 		return "", fmt.Errorf("spool folder %s: %w", dir, err)
 	}
 	return dir, nil
+}
+
+func (a *App) releaseServing() error {
+	if a.serving == nil {
+		return nil
+	}
+	return a.serving()
 }

@@ -66,6 +66,8 @@ type Dialect interface {
 	// lockKey makes tx the only holder of key until it ends, among the
 	// instances sharing the database (on SQLite, the single writer is).
 	lockKey(ctx context.Context, tx *sql.Tx, key string) error
+	// copyTables lists the tables CopyTo copies (copy.go).
+	copyTables(ctx context.Context, q queryer) (map[string]tableInfo, error)
 }
 
 // sqliteDialect is the engine the queries are written for: Query is the

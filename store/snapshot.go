@@ -20,9 +20,38 @@ import (
 // database (Hold).
 func (db *DB) SnapshotTo(ctx context.Context, dst string) error {
 	if db.OnPostgres() {
-		return errNotOnPostgres("backups")
+		return db.snapshotPostgres(ctx, dst)
 	}
 	return snapshot(ctx, db.path, dst)
+}
+
+// snapshotPostgres writes the same portable snapshot from PostgreSQL: a
+// fresh SQLite file at the same schema version, filled by CopyTo (one
+// REPEATABLE READ of the database, verified table by table), so that a
+// backup taken on PostgreSQL restores into SQLite.
+func (db *DB) snapshotPostgres(ctx context.Context, dst string) (err error) {
+	if _, err := os.Stat(dst); err == nil {
+		return fmt.Errorf("store: snapshot: %s exists", dst)
+	}
+	defer func() {
+		if err != nil {
+			os.Remove(dst)
+			os.Remove(dst + "-wal")
+			os.Remove(dst + "-shm")
+		}
+	}()
+	out, err := Open(ctx, dst, Options{Readers: 1})
+	if err != nil {
+		return fmt.Errorf("store: snapshot: %w", err)
+	}
+	_, err = db.CopyTo(ctx, out)
+	if cerr := out.Close(); err == nil && cerr != nil {
+		err = cerr
+	}
+	if err != nil {
+		return fmt.Errorf("store: snapshot: %w", err)
+	}
+	return syncFile(dst)
 }
 
 func snapshot(ctx context.Context, src, dst string) error {
@@ -91,10 +120,11 @@ func (db *DB) sane(ctx context.Context) error {
 	return checkSchema(ctx, db.r, versions)
 }
 
-// errNotOnPostgres says that what is not built for PostgreSQL yet
-// (snapshots and restores) is not, and what to use meanwhile.
+// errNotOnPostgres says why a restore is not done online on PostgreSQL,
+// and how to do it instead.
 func errNotOnPostgres(what string) error {
-	return Conflict("%s of a PostgreSQL database are not supported yet: back it up with PostgreSQL's own tools (pg_dump) meanwhile", what)
+	return Conflict("%s of a PostgreSQL database are not done while it is served: a restore replaces the whole database under every instance "+
+		"serving it. Stop the instances and copy the snapshot in offline with copydesk migrate into an empty database (docs/scaling.md)", what)
 }
 
 // endSessions ends every session and revokes every API token: see Replace.
