@@ -83,7 +83,7 @@ func TestCopyToSQLite(t *testing.T) {
 	ctx := context.Background()
 	dir := t.TempDir()
 	src := openCopyDB(t, filepath.Join(dir, "a.db"))
-	fillPlanData(t, src)
+	fillData(t, src, 200) // every table a list reads holds rows; the copy needs no planner statistics
 	dst := openCopyDB(t, filepath.Join(dir, "b.db"))
 	rep, err := src.CopyTo(ctx, dst)
 	if err != nil {
@@ -118,7 +118,7 @@ func TestCopyRoundTripPostgres(t *testing.T) {
 	pgURL := copyPostgresURL(t)
 	dir := t.TempDir()
 	src := openCopyDB(t, filepath.Join(dir, "a.db"))
-	fillPlanData(t, src)
+	fillData(t, src, 200) // every table a list reads holds rows; the copy needs no planner statistics
 	pg := openCopyDB(t, pgURL)
 	if _, err := src.CopyTo(ctx, pg); err != nil {
 		t.Fatal(err)

@@ -24,7 +24,12 @@ const (
 
 // fillPlanData writes realistic rows into every table a list reads, in one
 // transaction, then lets SQLite gather its statistics the way Open does.
-func fillPlanData(t testing.TB, db *DB) {
+func fillPlanData(t testing.TB, db *DB) { fillData(t, db, planRows) }
+
+// fillData is fillPlanData with rows rows in each of the large tables:
+// fewer serve the tests that need every table filled but no planner
+// statistics (the copy between engines).
+func fillData(t testing.TB, db *DB, rows int) {
 	t.Helper()
 	ctx := context.Background()
 	rnd := rand.New(rand.NewPCG(1, 2))
@@ -71,46 +76,46 @@ func fillPlanData(t testing.TB, db *DB) {
 			func() error {
 				providers := []string{"openai", "anthropic", "openai_compatible", "wordpress", "serp"}
 				return exec(`INSERT INTO credentials (name, provider, secret, secret_hint, environment_id, created_at, updated_at)
-					VALUES (?, ?, x'00', '…', ?, ?, ?)`, planRows, func(i int) []any {
+					VALUES (?, ?, x'00', '…', ?, ?, ?)`, rows, func(i int) []any {
 					return []any{fmt.Sprintf("Key %d", rnd.IntN(1e6)), providers[rnd.IntN(len(providers))], planEnv(rnd), at(i), at(i)}
 				})
 			},
 			func() error {
 				kinds := []string{"writer", "editor", "researcher", "seo"}
 				return exec(`INSERT INTO agents (name, description, kind, system_prompt, is_active, environment_id, created_by, created_at, updated_at)
-					VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`, planRows, func(i int) []any {
+					VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`, rows, func(i int) []any {
 					return []any{fmt.Sprintf("%c agent %d", 'a'+rune(rnd.IntN(26)), i), "writes things", kinds[rnd.IntN(len(kinds))],
 						"You are helpful.", boolInt(rnd.IntN(10) > 0), planEnv(rnd), 1 + rnd.IntN(planUsers), at(i), at(i)}
 				})
 			},
 			func() error {
 				return exec(`INSERT INTO archetypes (name, prompt_template, target_words, environment_id, created_at, updated_at)
-					VALUES (?, 'About {{keyword}}', 1200, ?, ?, ?)`, planRows, func(i int) []any {
+					VALUES (?, 'About {{keyword}}', 1200, ?, ?, ?)`, rows, func(i int) []any {
 					return []any{fmt.Sprintf("archetype %d", i), planEnv(rnd), at(i), at(i)}
 				})
 			},
 			func() error {
-				return exec(`INSERT OR IGNORE INTO agent_assignments (agent_id, environment_id) VALUES (?, ?)`, planRows/2,
-					func(int) []any { return []any{1 + rnd.IntN(planRows), 1 + rnd.IntN(planEnvs)} })
+				return exec(`INSERT OR IGNORE INTO agent_assignments (agent_id, environment_id) VALUES (?, ?)`, rows/2,
+					func(int) []any { return []any{1 + rnd.IntN(rows), 1 + rnd.IntN(planEnvs)} })
 			},
 			func() error {
 				kinds := []string{"agent.run", "agent.run", "agent.run", "backup", "notify"}
 				statuses := []string{"succeeded", "succeeded", "succeeded", "failed", "cancelled", "queued", "running"}
 				return exec(`INSERT INTO jobs (kind, status, run_after, created_at, updated_at, finished_at) VALUES (?, ?, ?, ?, ?, ?)`,
-					planRows, func(i int) []any {
+					rows, func(i int) []any {
 						return []any{kinds[rnd.IntN(len(kinds))], statuses[rnd.IntN(len(statuses))], at(i), at(i), at(i), at(i + 1)}
 					})
 			},
 			func() error {
 				statuses := []string{"succeeded", "succeeded", "succeeded", "failed", "cancelled", "queued", "running"}
 				return exec(`INSERT INTO agent_runs (agent_id, environment_id, user_id, input, status, queued_at) VALUES (?, ?, ?, 'go', ?, ?)`,
-					planRows, func(i int) []any {
-						return []any{1 + rnd.IntN(planRows), planEnv(rnd), planUser(rnd), statuses[rnd.IntN(len(statuses))], at(i)}
+					rows, func(i int) []any {
+						return []any{1 + rnd.IntN(rows), planEnv(rnd), planUser(rnd), statuses[rnd.IntN(len(statuses))], at(i)}
 					})
 			},
 			func() error {
 				return exec(`INSERT INTO notifications (user_id, kind, title, environment_id, read_at, created_at) VALUES (?, 'run.succeeded', 'Done', ?, ?, ?)`,
-					planRows, func(i int) []any {
+					rows, func(i int) []any {
 						var read any
 						if rnd.IntN(3) > 0 {
 							read = at(i + 5)
@@ -120,7 +125,7 @@ func fillPlanData(t testing.TB, db *DB) {
 			},
 			func() error {
 				return exec(`INSERT INTO messages (sender_id, recipient_id, pair_lo, pair_hi, body, read_at, sender_deleted_at, recipient_deleted_at, created_at)
-					VALUES (?1, ?2, ?7, ?8, 'hello', ?3, ?4, ?5, ?6)`, planRows, func(i int) []any {
+					VALUES (?1, ?2, ?7, ?8, 'hello', ?3, ?4, ?5, ?6)`, rows, func(i int) []any {
 					from, to := planUser(rnd), planUser(rnd)
 					if rnd.IntN(4) == 0 {
 						from, to = planHotID, planPeerID
@@ -143,7 +148,7 @@ func fillPlanData(t testing.TB, db *DB) {
 			},
 			func() error {
 				return exec(`INSERT INTO sessions (user_id, created_at, last_seen_at, token_expires_at, expires_at, revoked_at)
-					VALUES (?, ?, ?, ?, ?, ?)`, planRows, func(i int) []any {
+					VALUES (?, ?, ?, ?, ?, ?)`, rows, func(i int) []any {
 					var revoked any
 					if rnd.IntN(3) == 0 {
 						revoked = at(i + 1)
@@ -153,7 +158,7 @@ func fillPlanData(t testing.TB, db *DB) {
 			},
 			func() error {
 				err := exec(`INSERT INTO api_tokens (user_id, name, prefix, secret_hash, limited, created_at, revoked_at)
-					VALUES (?, ?, ?, ?, ?, ?, ?)`, planRows, func(i int) []any {
+					VALUES (?, ?, ?, ?, ?, ?, ?)`, rows, func(i int) []any {
 					var revoked any
 					if rnd.IntN(3) == 0 {
 						revoked = at(i + 1)
@@ -164,7 +169,7 @@ func fillPlanData(t testing.TB, db *DB) {
 				if err != nil {
 					return err
 				}
-				return exec(`INSERT INTO api_token_environments (token_id, environment_id) VALUES (?, ?)`, planRows/2, func(i int) []any {
+				return exec(`INSERT INTO api_token_environments (token_id, environment_id) VALUES (?, ?)`, rows/2, func(i int) []any {
 					return []any{2*i - 1, 1 + i%planEnvs} // the limited tokens, odd ids
 				})
 			},
@@ -172,23 +177,23 @@ func fillPlanData(t testing.TB, db *DB) {
 				models := []string{"gpt-4o", "gpt-4o-mini", "claude-sonnet", "claude-haiku"}
 				sources := []string{"execution", "execution", "chat", "live", "scout", "autopilot", "test"}
 				return exec(`INSERT INTO usage_events (created_at, provider, model, input_tokens, output_tokens, cost_micros, status, source,
-					user_id, environment_id, agent_id) VALUES (?, 'openai', ?, 100, 200, 10000, ?, ?, ?, ?, ?)`, planRows, func(i int) []any {
+					user_id, environment_id, agent_id) VALUES (?, 'openai', ?, 100, 200, 10000, ?, ?, ?, ?, ?)`, rows, func(i int) []any {
 					status := "ok"
 					if rnd.IntN(20) == 0 {
 						status = "error"
 					}
 					return []any{at(i), models[rnd.IntN(len(models))], status, sources[rnd.IntN(len(sources))], planUser(rnd), planEnv(rnd),
-						1 + rnd.IntN(planRows)}
+						1 + rnd.IntN(rows)}
 				})
 			},
 		}
 		steps = append(steps, func() error {
-			return exec(`INSERT INTO cms_categories (environment_id, name, slug, created_at, updated_at) VALUES (?, ?, ?, ?, ?)`, planRows,
+			return exec(`INSERT INTO cms_categories (environment_id, name, slug, created_at, updated_at) VALUES (?, ?, ?, ?, ?)`, rows,
 				func(i int) []any {
 					return []any{1 + rnd.IntN(planEnvs), fmt.Sprintf("%c news %d", 'a'+rune(rnd.IntN(26)), i), fmt.Sprintf("news-%d", i), at(i), at(i)}
 				})
 		}, func() error {
-			return exec(`INSERT INTO cms_tags (environment_id, name, slug, created_at, updated_at) VALUES (?, ?, ?, ?, ?)`, planRows,
+			return exec(`INSERT INTO cms_tags (environment_id, name, slug, created_at, updated_at) VALUES (?, ?, ?, ?, ?)`, rows,
 				func(i int) []any {
 					return []any{1 + rnd.IntN(planEnvs), fmt.Sprintf("%c go %d", 'a'+rune(rnd.IntN(26)), i), fmt.Sprintf("go-%d", i), at(i), at(i)}
 				})
@@ -197,33 +202,33 @@ func fillPlanData(t testing.TB, db *DB) {
 			statuses := []string{"draft", "draft", "publish", "publish", "publish", "pending", "future", "private"}
 			syncs := []string{"local", "synced", "synced", "synced", "dirty", "failed"}
 			return exec(`INSERT INTO wordpress_posts (environment_id, title, slug, status, sync_status, created_at, updated_at)
-				VALUES (?, ?, ?, ?, ?, ?, ?)`, planRows, func(i int) []any {
+				VALUES (?, ?, ?, ?, ?, ?, ?)`, rows, func(i int) []any {
 				return []any{1 + rnd.IntN(planEnvs), fmt.Sprintf("Post %d", i), fmt.Sprintf("post-%d", i), statuses[rnd.IntN(len(statuses))],
 					syncs[rnd.IntN(len(syncs))], at(i), at(i)}
 			})
 		}, func() error {
-			return exec(`INSERT OR IGNORE INTO wordpress_post_categories (post_id, category_id) VALUES (?, ?)`, planRows*2,
-				func(int) []any { return []any{1 + rnd.IntN(planRows), 1 + rnd.IntN(planRows)} })
+			return exec(`INSERT OR IGNORE INTO wordpress_post_categories (post_id, category_id) VALUES (?, ?)`, rows*2,
+				func(int) []any { return []any{1 + rnd.IntN(rows), 1 + rnd.IntN(rows)} })
 		}, func() error {
-			return exec(`INSERT OR IGNORE INTO wordpress_post_tags (post_id, tag_id) VALUES (?, ?)`, planRows*3,
-				func(int) []any { return []any{1 + rnd.IntN(planRows), 1 + rnd.IntN(planRows)} })
+			return exec(`INSERT OR IGNORE INTO wordpress_post_tags (post_id, tag_id) VALUES (?, ?)`, rows*3,
+				func(int) []any { return []any{1 + rnd.IntN(rows), 1 + rnd.IntN(rows)} })
 		}, func() error {
 			return exec(`INSERT INTO astro_posts (environment_id, title, slug, pub_date, draft, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?)`,
-				planRows, func(i int) []any {
-					return []any{1 + rnd.IntN(planEnvs), fmt.Sprintf("Post %d about news", i), fmt.Sprintf("post-%d", i), at(rnd.IntN(planRows)),
+				rows, func(i int) []any {
+					return []any{1 + rnd.IntN(planEnvs), fmt.Sprintf("Post %d about news", i), fmt.Sprintf("post-%d", i), at(rnd.IntN(rows)),
 						boolInt(rnd.IntN(5) == 0), at(i), at(i)}
 				})
 		}, func() error {
-			return exec(`INSERT OR IGNORE INTO astro_post_categories (post_id, category_id) VALUES (?, ?)`, planRows*2,
-				func(i int) []any { return []any{1 + rnd.IntN(planRows), 1 + rnd.IntN(planRows)} })
+			return exec(`INSERT OR IGNORE INTO astro_post_categories (post_id, category_id) VALUES (?, ?)`, rows*2,
+				func(i int) []any { return []any{1 + rnd.IntN(rows), 1 + rnd.IntN(rows)} })
 		}, func() error {
-			return exec(`INSERT OR IGNORE INTO astro_post_tags (post_id, tag_id) VALUES (?, ?)`, planRows*2,
-				func(i int) []any { return []any{1 + rnd.IntN(planRows), 1 + rnd.IntN(planRows)} })
+			return exec(`INSERT OR IGNORE INTO astro_post_tags (post_id, tag_id) VALUES (?, ?)`, rows*2,
+				func(i int) []any { return []any{1 + rnd.IntN(rows), 1 + rnd.IntN(rows)} })
 		})
 		steps = append(steps, func() error {
 			words := []string{"sourdough", "compost", "pricing", "headline", "keyword", "outline"}
 			return exec(`INSERT INTO chat_conversations (user_id, environment_id, title, archived, pinned, activity_at, created_at, updated_at)
-				VALUES (?, ?, ?, ?, ?, ?, ?, ?)`, planRows, func(i int) []any {
+				VALUES (?, ?, ?, ?, ?, ?, ?, ?)`, rows, func(i int) []any {
 				return []any{planUser(rnd), planEnv(rnd), fmt.Sprintf("About %s %d", words[rnd.IntN(len(words))], i),
 					boolInt(rnd.IntN(8) == 0), boolInt(rnd.IntN(10) == 0), at(i + rnd.IntN(50)), at(i), at(i)}
 			})
@@ -232,25 +237,25 @@ func fillPlanData(t testing.TB, db *DB) {
 			words := []string{"bread", "garden", "prices", "titles", "search", "sections", "sourdough"}
 			return exec(`INSERT INTO chat_messages (conversation_id, parent_id, role, content, status, created_at)
 				VALUES (?, CASE WHEN ?2 % 2 = 0 THEN ?2 - 1 END, CASE WHEN ?2 % 2 = 1 THEN 'user' ELSE 'assistant' END, ?, 'complete', ?)`,
-				planRows*4, func(i int) []any {
+				rows*4, func(i int) []any {
 					return []any{1 + (i-1)/8, i, fmt.Sprintf("a message on %s, number %d", words[rnd.IntN(len(words))], i), at(i)}
 				})
 		}, func() error {
 			return exec(`INSERT INTO live_sessions (environment_id, agent_id, title, status, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?)`,
-				planRows, func(i int) []any {
+				rows, func(i int) []any {
 					status := "open"
 					if rnd.IntN(3) > 0 {
 						status = "closed"
 					}
-					return []any{1 + rnd.IntN(planEnvs), 1 + rnd.IntN(planRows), fmt.Sprintf("Session %d", i), status, at(i), at(i)}
+					return []any{1 + rnd.IntN(planEnvs), 1 + rnd.IntN(rows), fmt.Sprintf("Session %d", i), status, at(i), at(i)}
 				})
 		}, func() error {
 			// Finished generations only: one session has at most one
 			// under way (live_generations_one_active).
 			statuses := []string{"succeeded", "succeeded", "succeeded", "failed", "cancelled"}
 			return exec(`INSERT INTO live_generations (session_id, user_id, prompt, status, output, queued_at) VALUES (?, ?, 'go', ?, 'text', ?)`,
-				planRows*2, func(i int) []any {
-					session := 1 + rnd.IntN(planRows)
+				rows*2, func(i int) []any {
+					session := 1 + rnd.IntN(rows)
 					if rnd.IntN(10) == 0 {
 						session = planHotID
 					}
@@ -259,19 +264,19 @@ func fillPlanData(t testing.TB, db *DB) {
 		}, func() error {
 			statuses := []string{"draft", "active", "active", "paused", "completed"}
 			return exec(`INSERT INTO seo_campaigns (environment_id, name, agent_id, archetype_id, target, status, created_at, updated_at)
-				VALUES (?, ?, ?, ?, ?, ?, ?, ?)`, planRows/4, func(i int) []any {
-				return []any{1 + rnd.IntN(planEnvs), fmt.Sprintf("%c campaign %d", 'a'+rune(rnd.IntN(26)), i), 1 + rnd.IntN(planRows),
-					1 + rnd.IntN(planRows), []string{"wordpress", "astro"}[rnd.IntN(2)], statuses[rnd.IntN(len(statuses))], at(i), at(i + rnd.IntN(50))}
+				VALUES (?, ?, ?, ?, ?, ?, ?, ?)`, rows/4, func(i int) []any {
+				return []any{1 + rnd.IntN(planEnvs), fmt.Sprintf("%c campaign %d", 'a'+rune(rnd.IntN(26)), i), 1 + rnd.IntN(rows),
+					1 + rnd.IntN(rows), []string{"wordpress", "astro"}[rnd.IntN(2)], statuses[rnd.IntN(len(statuses))], at(i), at(i + rnd.IntN(50))}
 			})
 		}, func() error {
 			statuses := []string{"new", "new", "new", "planned", "in_progress", "published", "ignored"}
 			clusters := []string{"", "", "pricing", "how to", "reviews", "alternatives"}
 			return exec(`INSERT INTO seo_keywords (environment_id, keyword, keyword_key, search_volume, difficulty, cpc, intent, status,
-				cluster, campaign_id, campaign_position, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`, planRows*3,
+				cluster, campaign_id, campaign_position, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`, rows*3,
 				func(i int) []any {
 					var campaign, pos any
 					if rnd.IntN(4) == 0 {
-						campaign, pos = 1+rnd.IntN(planRows/4), i
+						campaign, pos = 1+rnd.IntN(rows/4), i
 					}
 					kw := fmt.Sprintf("keyword %d", i)
 					return []any{1 + rnd.IntN(planEnvs), kw, kw, rnd.IntN(100000), rnd.IntN(101), float64(rnd.IntN(500)) / 100, rnd.IntN(16),
@@ -279,10 +284,10 @@ func fillPlanData(t testing.TB, db *DB) {
 				})
 		}, func() error {
 			return exec(`INSERT INTO search_phrases (environment_id, phrase, phrase_key, locale, is_active, refresh_interval, next_run_at,
-				last_run_at, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`, planRows, func(i int) []any {
+				last_run_at, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`, rows, func(i int) []any {
 				var ran, next any
 				if rnd.IntN(3) > 0 {
-					ran = at(rnd.IntN(planRows))
+					ran = at(rnd.IntN(rows))
 				}
 				active, interval := rnd.IntN(4) > 0, 0
 				if rnd.IntN(4) == 0 { // a quarter watched, weekly
@@ -297,22 +302,22 @@ func fillPlanData(t testing.TB, db *DB) {
 		}, func() error {
 			kinds := []string{"related", "question", "autocomplete"}
 			return exec(`INSERT OR IGNORE INTO search_ideas (phrase_id, environment_id, idea, idea_key, source, kind, created_at)
-				VALUES (?, ?, ?, ?, ?, ?, ?)`, planRows*3, func(i int) []any {
-				phrase := 1 + rnd.IntN(planRows)
+				VALUES (?, ?, ?, ?, ?, ?, ?)`, rows*3, func(i int) []any {
+				phrase := 1 + rnd.IntN(rows)
 				if rnd.IntN(5) == 0 {
 					phrase = planHotID
 				}
-				idea := fmt.Sprintf("idea %d", rnd.IntN(planRows))
+				idea := fmt.Sprintf("idea %d", rnd.IntN(rows))
 				return []any{phrase, 1 + rnd.IntN(planEnvs), idea, idea, []string{"serp", "ai"}[rnd.IntN(2)], kinds[rnd.IntN(3)], at(i)}
 			})
 		}, func() error {
 			kinds := []string{"rss", "rss", "atom", "page"}
 			return exec(`INSERT INTO web_sources (environment_id, url, kind, is_active, fetch_interval, next_fetch_at, last_fetched_at,
-				consecutive_failures, created_at, updated_at) VALUES (?, ?, ?, ?, 3600, ?, ?, ?, ?, ?)`, planRows, func(i int) []any {
+				consecutive_failures, created_at, updated_at) VALUES (?, ?, ?, ?, 3600, ?, ?, ?, ?, ?)`, rows, func(i int) []any {
 				var fetched any
 				failures := 0
 				if rnd.IntN(4) > 0 {
-					fetched = at(rnd.IntN(planRows))
+					fetched = at(rnd.IntN(rows))
 					if rnd.IntN(10) == 0 { // a few sites fail, some for long
 						failures = 1 + rnd.IntN(40)
 					}
@@ -322,14 +327,14 @@ func fillPlanData(t testing.TB, db *DB) {
 			})
 		}, func() error {
 			return exec(`INSERT OR IGNORE INTO web_items (source_id, environment_id, item_key, link, title, published_at, created_at)
-				VALUES (?, ?, ?, ?, ?, ?, ?)`, planRows*3, func(i int) []any {
-				src := 1 + rnd.IntN(planRows)
+				VALUES (?, ?, ?, ?, ?, ?, ?)`, rows*3, func(i int) []any {
+				src := 1 + rnd.IntN(rows)
 				if rnd.IntN(5) == 0 {
 					src = planHotID
 				}
 				var published any
 				if rnd.IntN(6) > 0 {
-					published = at(rnd.IntN(planRows))
+					published = at(rnd.IntN(rows))
 				}
 				link := fmt.Sprintf("https://site.example/post/%d", i)
 				return []any{src, 1 + rnd.IntN(planEnvs), link, link, fmt.Sprintf("Post %d", i), published, at(i)}
@@ -343,7 +348,7 @@ func fillPlanData(t testing.TB, db *DB) {
 			})
 		}, func() error {
 			return exec(`INSERT INTO webhook_deliveries (webhook_id, environment_id, msg_id, event_type, payload, status, attempts,
-				next_attempt_at, created_at, updated_at) VALUES (?, ?, ?, 'post.published', '{}', ?, 1, ?, ?, ?)`, planRows, func(i int) []any {
+				next_attempt_at, created_at, updated_at) VALUES (?, ?, ?, 'post.published', '{}', ?, 1, ?, ?, ?)`, rows, func(i int) []any {
 				hook := 1 + rnd.IntN(planEnvs*3)
 				if rnd.IntN(5) == 0 {
 					hook = planHotID
@@ -356,38 +361,38 @@ func fillPlanData(t testing.TB, db *DB) {
 			})
 		}, func() error {
 			return exec(`INSERT INTO webhook_attempts (delivery_id, started_at, finished_at, status_code, duration_ms)
-				VALUES (?, ?, ?, 200, 12)`, planRows, func(i int) []any {
-				return []any{1 + i%planRows, at(i), at(i)}
+				VALUES (?, ?, ?, 200, 12)`, rows, func(i int) []any {
+				return []any{1 + i%rows, at(i), at(i)}
 			})
 		}, func() error {
 			// Autopilot runs: finished ones, and one under way in each
 			// environment (the most there may be).
 			statuses := []string{"succeeded", "succeeded", "succeeded", "failed", "cancelled"}
 			return exec(`INSERT INTO autopilot_runs (environment_id, trigger, status, campaign_id, keyword_id, keyword, keyword_status, target,
-				post_status, created_at) VALUES (?, ?, ?, ?, ?, ?, 'new', 'wordpress', 'publish', ?)`, planRows, func(i int) []any {
+				post_status, created_at) VALUES (?, ?, ?, ?, ?, ?, 'new', 'wordpress', 'publish', ?)`, rows, func(i int) []any {
 				env, status := 1+rnd.IntN(planEnvs), statuses[rnd.IntN(len(statuses))]
 				if i <= planEnvs {
 					env, status = i, "running"
 				}
-				return []any{env, []string{"schedule", "manual"}[rnd.IntN(2)], status, 1 + rnd.IntN(planRows/4), 1 + rnd.IntN(planRows*3),
+				return []any{env, []string{"schedule", "manual"}[rnd.IntN(2)], status, 1 + rnd.IntN(rows/4), 1 + rnd.IntN(rows*3),
 					fmt.Sprintf("keyword %d", i), at(i)}
 			})
 		}, func() error {
 			return exec(`INSERT OR IGNORE INTO autopilot_steps (run_id, step, status, started_at, finished_at) VALUES (?, ?, 'succeeded', ?, ?)`,
-				planRows*3, func(i int) []any {
+				rows*3, func(i int) []any {
 					return []any{1 + (i-1)/3, []string{"pick_keyword", "generate", "create_post"}[(i-1)%3], at(i), at(i + 1)}
 				})
 		})
 		steps = append(steps, func() error {
 			statuses := []string{"succeeded", "succeeded", "succeeded", "failed", "queued", "running"}
-			return exec(`INSERT INTO seo_scout_runs (environment_id, status, candidate_count, created_at) VALUES (?, ?, ?, ?)`, planRows,
+			return exec(`INSERT INTO seo_scout_runs (environment_id, status, candidate_count, created_at) VALUES (?, ?, ?, ?)`, rows,
 				func(i int) []any {
 					return []any{1 + rnd.IntN(planEnvs), statuses[rnd.IntN(len(statuses))], rnd.IntN(500), at(i)}
 				})
 		}, func() error {
 			statuses := []string{"ready", "ready", "ready", "failed", "queued"}
 			return exec(`INSERT INTO seo_strategies (environment_id, name, method, min_shared, similarity, status, created_at, updated_at)
-				VALUES (?, ?, 'auto', 3, 0.5, ?, ?, ?)`, planRows, func(i int) []any {
+				VALUES (?, ?, 'auto', 3, 0.5, ?, ?, ?)`, rows, func(i int) []any {
 				return []any{1 + rnd.IntN(planEnvs), fmt.Sprintf("%c strategy %d", 'a'+rune(rnd.IntN(26)), i), statuses[rnd.IntN(len(statuses))],
 					at(i), at(i + rnd.IntN(50))}
 			})
