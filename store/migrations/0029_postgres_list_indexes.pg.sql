@@ -1,4 +1,4 @@
--- PostgreSQL text of 0029_postgres_list_indexes.sql (a no-op on SQLite):
+-- PostgreSQL text of 0029_postgres_list_indexes.sql (on SQLite only the three new indexes):
 -- the indexes of a list's order made to serve that order on PostgreSQL
 -- too, so that a page walks an index and stops when it is full
 -- (TestListQueryPlansPostgres). Two things differ from SQLite:
