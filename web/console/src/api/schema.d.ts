@@ -1774,6 +1774,28 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/environments/{id}/astro/test": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Test the environment's Astro folder: what the server finds there
+         * @description Checks the saved configuration.astro, in order: folder (exists, is a folder), allowed (under --astro-roots, not the data directory), astro_project (astro.config.* or a package.json naming astro), content_folder (content_dir exists), writable (the server makes and removes a file there), astro_command (node_modules/.bin/astro installed; a warning only). Each check answers ok, failed, warning or skipped (an earlier check failed) with a detail; ok is true when none failed. A folder that is not allowed is looked at no further. An environment without an Astro project is a 409.
+         *
+         *     Requires the admin role or higher.
+         */
+        post: operations["postEnvironmentsIdAstroTest"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/environments/{id}/configuration": {
         parameters: {
             query?: never;
@@ -3653,10 +3675,24 @@ export interface paths {
 export type webhooks = Record<string, never>;
 export interface components {
     schemas: {
+        AstroCheck: {
+            detail?: string;
+            /** @enum {string} */
+            name?: "folder" | "allowed" | "astro_project" | "content_folder" | "writable" | "astro_command";
+            /** @enum {string} */
+            status?: "ok" | "failed" | "warning" | "skipped";
+        };
         AstroConfig: {
             content_dir?: string;
             project_path?: string;
         } | null;
+        AstroTest: {
+            checks?: components["schemas"]["AstroCheck"][];
+            content_dir?: string;
+            detail?: string;
+            ok?: boolean;
+            project_path?: string;
+        };
         EnvironmentConfig: {
             astro?: components["schemas"]["AstroConfig"];
             /** Format: int64 */
@@ -10086,6 +10122,37 @@ export interface operations {
             401: components["responses"]["401"];
             403: components["responses"]["403"];
             404: components["responses"]["404"];
+            422: components["responses"]["422"];
+            500: components["responses"]["500"];
+        };
+    };
+    postEnvironmentsIdAstroTest: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["AstroTest"];
+                        message: string;
+                    };
+                };
+            };
+            401: components["responses"]["401"];
+            403: components["responses"]["403"];
+            404: components["responses"]["404"];
+            409: components["responses"]["409"];
             422: components["responses"]["422"];
             500: components["responses"]["500"];
         };
