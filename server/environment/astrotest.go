@@ -16,19 +16,19 @@ import (
 // warning (worth knowing, posts still work) or skipped (an earlier check
 // failed, so this one could not be made).
 type AstroCheck struct {
-	Name   string `json:"name" enum:"folder,allowed,astro_project,content_folder,writable,astro_command"`
-	Status string `json:"status" enum:"ok,failed,warning,skipped"`
-	Detail string `json:"detail"`
+	Name   string
+	Status string
+	Detail string
 }
 
 // AstroTest is what the server found at an environment's Astro project:
 // OK when no check failed, so posts can be written there.
 type AstroTest struct {
-	OK          bool         `json:"ok"`
-	Detail      string       `json:"detail"`
-	ProjectPath string       `json:"project_path"`
-	ContentDir  string       `json:"content_dir"`
-	Checks      []AstroCheck `json:"checks"`
+	OK          bool
+	Detail      string
+	ProjectPath string
+	ContentDir  string
+	Checks      []AstroCheck
 }
 
 // TestAstro looks at the Astro project an environment's saved

@@ -3675,24 +3675,10 @@ export interface paths {
 export type webhooks = Record<string, never>;
 export interface components {
     schemas: {
-        AstroCheck: {
-            detail?: string;
-            /** @enum {string} */
-            name?: "folder" | "allowed" | "astro_project" | "content_folder" | "writable" | "astro_command";
-            /** @enum {string} */
-            status?: "ok" | "failed" | "warning" | "skipped";
-        };
         AstroConfig: {
             content_dir?: string;
             project_path?: string;
         } | null;
-        AstroTest: {
-            checks?: components["schemas"]["AstroCheck"][];
-            content_dir?: string;
-            detail?: string;
-            ok?: boolean;
-            project_path?: string;
-        };
         EnvironmentConfig: {
             astro?: components["schemas"]["AstroConfig"];
             /** Format: int64 */
@@ -4014,6 +4000,16 @@ export interface components {
             environment_id: number | null;
             environment_ids: number[];
         };
+        astroCheckResponse: {
+            detail: string;
+            /** @enum {string} */
+            name: "folder" | "allowed" | "astro_project" | "content_folder" | "writable" | "astro_command";
+            /**
+             * @description warning: worth knowing, posts still work; skipped: an earlier check failed
+             * @enum {string}
+             */
+            status: "ok" | "failed" | "warning" | "skipped";
+        };
         astroFileResponse: {
             /** @description what was done, or (without apply) what apply would do */
             action?: string;
@@ -4129,6 +4125,14 @@ export interface components {
             folder: string;
             /** @description posts whose file is as the post says */
             in_sync: number;
+        };
+        astroTestResponse: {
+            checks: components["schemas"]["astroCheckResponse"][];
+            content_dir: string;
+            detail: string;
+            /** @description true when no check failed: posts can be written there */
+            ok: boolean;
+            project_path: string;
         };
         autopilotConfigRequest: {
             /** @description resume by itself the next day or month after a budget or daily limit pause; default true */
@@ -10144,7 +10148,7 @@ export interface operations {
                 };
                 content: {
                     "application/json": {
-                        data: components["schemas"]["AstroTest"];
+                        data: components["schemas"]["astroTestResponse"];
                         message: string;
                     };
                 };
