@@ -84,6 +84,7 @@ var authzTable = []authzCase{
 	{route: "GET /api/environments/{id}/configuration", path: "/api/environments/{envA}/configuration", want: [5]int{401, 200, 200, 200, 200}},
 	{route: "GET /api/environments/{id}/configuration", path: "/api/environments/{envB}/configuration", want: [5]int{401, 404, 404, 200, 200}},
 	{route: "PUT /api/environments/{id}/configuration", path: "/api/environments/{envA}/configuration", body: map[string]any{"language": "de"}, want: [5]int{401, 403, 403, 200, 200}},
+	{route: "POST /api/environments/{id}/astro/test", path: "/api/environments/{envA}/astro/test", want: [5]int{401, 403, 403, 200, 200}},
 
 	{route: "GET /api/settings/system", want: [5]int{401, 403, 403, 200, 200}},
 

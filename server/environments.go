@@ -5,6 +5,7 @@ import (
 
 	"github.com/gin-gonic/gin"
 
+	"github.com/copydesk/copydesk/server/environment"
 	"github.com/copydesk/copydesk/store"
 )
 
@@ -31,6 +32,53 @@ func (s *Server) registerEnvironmentRoutes() {
 		Summary: "Replace an environment's configuration", Body: store.EnvironmentConfig{}, Data: store.EnvironmentConfig{},
 		Notes: "The whole configuration is replaced; defaults fill what is left out (language en, timezone UTC, WordPress status draft, Astro content_dir src/content/blog). " +
 			"An Astro content folder another environment writes to is a 409."}, s.putEnvironmentConfig)
+	s.handle(Route{Method: "POST", Path: "/api/environments/{id}/astro/test", Tag: tag, Access: adminOnly, Errors: []int{409},
+		Summary: "Test the environment's Astro folder: what the server finds there", Data: astroTestResponse{},
+		Notes: "Checks the saved configuration.astro, in order: folder (exists, is a folder), allowed (under --astro-roots, not the data directory), " +
+			"astro_project (astro.config.* or a package.json naming astro), content_folder (content_dir exists), writable (the server makes and removes " +
+			"a file there), astro_command (node_modules/.bin/astro installed; a warning only). Each check answers ok, failed, warning or skipped " +
+			"(an earlier check failed) with a detail; ok is true when none failed. A folder that is not allowed is looked at no further. " +
+			"An environment without an Astro project is a 409."}, s.testEnvironmentAstro)
+}
+
+func (s *Server) testEnvironmentAstro(c *gin.Context) {
+	id, err := pathID(c, "id")
+	if err != nil {
+		fail(c, err)
+		return
+	}
+	res, err := s.environments.TestAstro(c.Request.Context(), scope(c), id)
+	if err != nil {
+		fail(c, err)
+		return
+	}
+	msg := "Astro folder test passed"
+	if !res.OK {
+		msg = "Astro folder test failed"
+	}
+	respond(c, http.StatusOK, astroTestJSON(res), msg)
+}
+
+type astroTestResponse struct {
+	OK          bool                 `json:"ok" doc:"true when no check failed: posts can be written there"`
+	Detail      string               `json:"detail"`
+	ProjectPath string               `json:"project_path"`
+	ContentDir  string               `json:"content_dir"`
+	Checks      []astroCheckResponse `json:"checks"`
+}
+
+type astroCheckResponse struct {
+	Name   string `json:"name" enum:"folder,allowed,astro_project,content_folder,writable,astro_command"`
+	Status string `json:"status" enum:"ok,failed,warning,skipped" doc:"warning: worth knowing, posts still work; skipped: an earlier check failed"`
+	Detail string `json:"detail"`
+}
+
+func astroTestJSON(t *environment.AstroTest) astroTestResponse {
+	out := astroTestResponse{OK: t.OK, Detail: t.Detail, ProjectPath: t.ProjectPath, ContentDir: t.ContentDir, Checks: []astroCheckResponse{}}
+	for _, c := range t.Checks {
+		out.Checks = append(out.Checks, astroCheckResponse(c))
+	}
+	return out
 }
 
 type environmentResponse struct {

@@ -32,7 +32,7 @@ func (s *Service) CheckAstro(a *store.AstroConfig) error { return s.astro.checkA
 func (p AstroPlaces) checkAstro(a *store.AstroConfig) error {
 	const field = "configuration.astro.project_path"
 	if len(p.Roots) == 0 {
-		return store.Invalid("%s: Astro projects are off on this server: start it with --astro-roots (COPYDESK_ASTRO_ROOTS) naming the folders they may live under", field)
+		return store.Invalid("%s: %v", field, p.allowed(""))
 	}
 	real, err := filepath.EvalSymlinks(a.ProjectPath)
 	if err != nil {
@@ -41,20 +41,8 @@ func (p AstroPlaces) checkAstro(a *store.AstroConfig) error {
 	if fi, err := os.Stat(real); err != nil || !fi.IsDir() {
 		return store.Invalid("%s: %s is not an existing folder on the server", field, a.ProjectPath)
 	}
-	if p.DataDir != "" {
-		if data, err := filepath.EvalSymlinks(p.DataDir); err == nil && (within(real, data) || within(data, real)) {
-			return store.Invalid("%s: the data directory and the folders holding it cannot be an Astro project", field)
-		}
-	}
-	inside := false
-	for _, root := range p.Roots {
-		if r, err := filepath.EvalSymlinks(root); err == nil && within(real, r) {
-			inside = true
-			break
-		}
-	}
-	if !inside {
-		return store.Invalid("%s: must be under one of the folders --astro-roots names (%s)", field, strings.Join(p.Roots, ", "))
+	if err := p.allowed(real); err != nil {
+		return store.Invalid("%s: %v", field, err)
 	}
 	if !looksLikeAstro(real) {
 		return store.Invalid("%s: %s is not an Astro project: it has no astro.config.* and no package.json naming astro", field, a.ProjectPath)

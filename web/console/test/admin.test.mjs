@@ -104,7 +104,19 @@ test("environments: create, configure WordPress and Astro, test the site's crede
 
   await page.getByRole("button", { name: "Test the WordPress credential" }).click();
   await page.getByRole("status").filter({ hasText: /Herb site works/ }).waitFor();
+
+  // The Astro folder test: what the server finds there, check by check.
+  await page.getByRole("button", { name: "Test the Astro folder" }).click();
+  const found = page.getByRole("list", { name: "What the server found" });
+  await page.getByRole("status").filter({ hasText: "The Astro folder works" }).waitFor();
+  await found.getByRole("listitem").filter({ hasText: "Writable by the server: ok" }).waitFor();
+  await found.getByRole("listitem").filter({ hasText: "astro command installed: warning" }).waitFor();
   assert.deepEqual(await axeCheck(page), [], "environments");
+  rmSync(join(astro, "src", "content", "blog"), { recursive: true });
+  await page.getByRole("button", { name: "Test the Astro folder" }).click();
+  await page.getByRole("status").filter({ hasText: "The Astro folder test failed: failed: content_folder" }).waitFor();
+  await found.getByRole("listitem").filter({ hasText: /Content folder: failed.*mkdir -p/ }).waitFor();
+  await found.getByRole("listitem").filter({ hasText: "Writable by the server: not checked" }).waitFor();
 
   // A relative project folder: the server's words beside the field.
   await page.getByLabel("Project folder").fill("herbs");

@@ -121,6 +121,17 @@ test("an editor chats: streamed reply, automatic title, copy, regenerate and edi
   const json = JSON.parse(await (await js.createReadStream()).toArray().then((b) => Buffer.concat(b).toString()));
   assert.ok(JSON.stringify(json).includes("cherry tomatoes"), "the JSON holds every branch");
 
+  // Delete one message: the confirmation names it and what goes with it.
+  await page.getByRole("button", { name: "Delete message 3…" }).click();
+  const delMsg = page.getByRole("alertdialog", { name: "Confirm deleting message 3" });
+  await delMsg.getByText(/Delete message 3, your message “Tell me slowly”, and everything below it: the 1 later message of this branch/).waitFor();
+  await delMsg.getByText(/shows the branch of the newest message left/).waitFor();
+  assert.deepEqual(await axeCheck(page), [], "chat, confirm deleting a message");
+  await delMsg.getByRole("button", { name: "Delete message 3", exact: true }).click();
+  await page.getByText("Deleted 2 messages.").waitFor();
+  await waitFor(async () => (await page.getByText("Tell me slowly").count()) === 0);
+  await page.getByRole("region", { name: "Reply 2" }).waitFor();
+
   // Search: a second conversation, then the list finds each by its words.
   await page.getByRole("link", { name: "New conversation" }).click();
   await page.getByRole("textbox", { name: "Message" }).fill("What about basil?");

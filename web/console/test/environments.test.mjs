@@ -64,10 +64,13 @@ test("choose an environment, move between its screens, open a link in another ta
   await page.getByText("Stopped", { exact: true }).waitFor();
 
   const nav = page.getByRole("navigation", { name: "Sections" });
-  for (const label of ["Keywords", "Campaigns", "Write", "Posts", "Web sources", "Search phrases", "Autopilot", "Costs"]) {
+  for (const label of ["Chat", "Live sessions", "Keywords", "Campaigns", "Write", "Posts", "Web sources", "Search phrases", "Autopilot", "Costs"]) {
     await nav.getByRole("link", { name: label }).click();
     await page.getByRole("heading", { name: label, level: 1 }).waitFor();
     assert.equal(await nav.getByRole("link", { name: label }).getAttribute("aria-current"), "page");
+    // Chat and Live sessions, with no provider configured here: checked
+    // as a user first finds them.
+    if (label === "Chat" || label === "Live sessions") assert.deepEqual(await axeCheck(page), [], label);
   }
   assert.deepEqual(await axeCheck(page), [], "costs");
   assert.equal(new URL(page.url()).pathname, `/e/${garden.id}/costs`);

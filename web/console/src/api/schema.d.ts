@@ -1774,6 +1774,28 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/environments/{id}/astro/test": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Test the environment's Astro folder: what the server finds there
+         * @description Checks the saved configuration.astro, in order: folder (exists, is a folder), allowed (under --astro-roots, not the data directory), astro_project (astro.config.* or a package.json naming astro), content_folder (content_dir exists), writable (the server makes and removes a file there), astro_command (node_modules/.bin/astro installed; a warning only). Each check answers ok, failed, warning or skipped (an earlier check failed) with a detail; ok is true when none failed. A folder that is not allowed is looked at no further. An environment without an Astro project is a 409.
+         *
+         *     Requires the admin role or higher.
+         */
+        post: operations["postEnvironmentsIdAstroTest"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/environments/{id}/configuration": {
         parameters: {
             query?: never;
@@ -3978,6 +4000,16 @@ export interface components {
             environment_id: number | null;
             environment_ids: number[];
         };
+        astroCheckResponse: {
+            detail: string;
+            /** @enum {string} */
+            name: "folder" | "allowed" | "astro_project" | "content_folder" | "writable" | "astro_command";
+            /**
+             * @description warning: worth knowing, posts still work; skipped: an earlier check failed
+             * @enum {string}
+             */
+            status: "ok" | "failed" | "warning" | "skipped";
+        };
         astroFileResponse: {
             /** @description what was done, or (without apply) what apply would do */
             action?: string;
@@ -4093,6 +4125,14 @@ export interface components {
             folder: string;
             /** @description posts whose file is as the post says */
             in_sync: number;
+        };
+        astroTestResponse: {
+            checks: components["schemas"]["astroCheckResponse"][];
+            content_dir: string;
+            detail: string;
+            /** @description true when no check failed: posts can be written there */
+            ok: boolean;
+            project_path: string;
         };
         autopilotConfigRequest: {
             /** @description resume by itself the next day or month after a budget or daily limit pause; default true */
@@ -10086,6 +10126,37 @@ export interface operations {
             401: components["responses"]["401"];
             403: components["responses"]["403"];
             404: components["responses"]["404"];
+            422: components["responses"]["422"];
+            500: components["responses"]["500"];
+        };
+    };
+    postEnvironmentsIdAstroTest: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["astroTestResponse"];
+                        message: string;
+                    };
+                };
+            };
+            401: components["responses"]["401"];
+            403: components["responses"]["403"];
+            404: components["responses"]["404"];
+            409: components["responses"]["409"];
             422: components["responses"]["422"];
             500: components["responses"]["500"];
         };

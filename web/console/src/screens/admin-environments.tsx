@@ -8,6 +8,7 @@ import { api, type Schemas } from "../api/client";
 import { adminPath } from "../router";
 import { Alert, errorText, Field, formErrors, type FormErrors, Heading, Link, noErrors, Select, useResource } from "../ui";
 import { TestOutcome } from "./admin-credentials";
+import { AstroFolderTest } from "./astro-test";
 
 type Env = Schemas["environmentResponse"];
 
@@ -156,6 +157,7 @@ function Configure({ env, onSaved, onDeleted }: { env: Env; onSaved: () => void;
           <legend>Astro</legend>
           <Field label="Project folder" name="project_path" value={f.project_path} onValue={set("project_path")} error={errors.fields["configuration.astro.project_path"]} hint="A folder on the server, e.g. /srv/site." />
           <Field label="Content folder" name="content_dir" value={f.content_dir} onValue={set("content_dir")} error={errors.fields["configuration.astro.content_dir"]} hint="Inside the project, e.g. src/content/blog." />
+          <AstroFolderTest envId={env.id} saved={!!env.configuration?.astro?.project_path} />
         </fieldset>
         <fieldset>
           <legend>Defaults</legend>

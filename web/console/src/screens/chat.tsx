@@ -13,6 +13,7 @@ import { follow, post, type SSEvent } from "../api/sse";
 import type { ScreenProps } from "../lazy";
 import { Markdown } from "../markdown";
 import { envPath, navigate } from "../router";
+import { DeleteMessage } from "./chat-delete";
 import { Alert, canEdit, errorText, Field, Heading, Link, Select, TextArea, useAction, useDebounced, useResource, When } from "../ui";
 
 type Conversation = Schemas["chatConversationResponse"];
@@ -289,7 +290,8 @@ function Open({ id, env, onChanged }: { id: number; env: number; onChanged: () =
       <ol class="messages" aria-label="Messages">
         {shown.map((m, n) => (
           <MessageItem key={m.id} m={m} n={n + 1} editor={editor && !writing} last={m === lastReply}
-            onBranch={showBranch} onRegenerate={regenerate} onEdit={edit} />
+            onBranch={showBranch} onRegenerate={regenerate} onEdit={edit}
+            remove={<DeleteMessage m={m} n={n + 1} below={shown.length - n - 1} onDeleted={(k) => { setNotice(`Deleted ${k} message${k === 1 ? "" : "s"}.`); msgs.reload(); conv.reload(); onChanged(); }} />} />
         ))}
         {writing && (
           <li class="msg assistant">
@@ -317,7 +319,7 @@ function Open({ id, env, onChanged }: { id: number; env: number; onChanged: () =
   );
 }
 
-function MessageItem({ m, n, editor, last, onBranch, onRegenerate, onEdit }: {
+function MessageItem({ m, n, editor, last, onBranch, onRegenerate, onEdit, remove }: {
   m: Message;
   n: number;
   editor: boolean;
@@ -325,6 +327,7 @@ function MessageItem({ m, n, editor, last, onBranch, onRegenerate, onEdit }: {
   onBranch: (id: number) => void;
   onRegenerate: (m: Message) => void;
   onEdit: (m: Message, content: string) => void;
+  remove: preact.ComponentChildren;
 }) {
   const [editing, setEditing] = useState<string | null>(null);
   const mine = m.role === "user";
@@ -385,6 +388,7 @@ function MessageItem({ m, n, editor, last, onBranch, onRegenerate, onEdit }: {
               Regenerate
             </button>
           )}
+          {remove}
         </div>
       )}
     </li>
