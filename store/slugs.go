@@ -48,6 +48,11 @@ func nameRow(ctx context.Context, tx *sql.Tx, table string, id int64, tries Slug
 // (taken: a conflict), or, when none is given, under the placeholder and
 // then the first free slug of tries (nameRow). tx is the caller's.
 func insertSlugged(ctx context.Context, tx *sql.Tx, table, what, given string, tries SlugTries, insert func(slug string) (int64, error)) (int64, error) {
+	if given == "" && tries == nil {
+		// A caller's mistake, said at once: nameRow would call a nil func
+		// under the writer's transaction.
+		return 0, Invalid("slug: a %s needs a slug or a way to make one", what)
+	}
 	s := given
 	if s == "" {
 		s = slugPlaceholder
