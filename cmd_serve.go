@@ -20,6 +20,8 @@ func serveCmd() *cobra.Command {
 	cfg := server.Config{}
 	var outboundPrivate bool
 	var metricsHTTP string
+	var lockAfter int
+	var lockFor time.Duration
 	cmd := &cobra.Command{
 		Use:   "serve",
 		Short: "Run the API server",
@@ -48,9 +50,16 @@ func serveCmd() *cobra.Command {
 				return fmt.Errorf("--lease must be between 1s and 60s")
 			case cfg.JobPoll < 10*time.Millisecond:
 				return fmt.Errorf("--job-poll must be at least 10ms")
+			case lockAfter < 0:
+				return fmt.Errorf("--signin-lock-after must be 0 (never lock) or more")
+			case lockFor < time.Minute:
+				return fmt.Errorf("--signin-lock-for must be at least 1m")
 			case cfg.ProviderRetries == 0:
 				cfg.ProviderRetries = -1 // 0 in the server's config means "the default"
 			}
+			throttle := auth.DefaultThrottle
+			throttle.LockAfter, throttle.LockFor = lockAfter, lockFor
+			cfg.Throttle = &throttle
 			cfg.SecretKey = os.Getenv("COPYDESK_SECRET_KEY")
 			cfg.RefuseOutboundPrivate = !outboundPrivate
 			// The address is bound before anything is created, so a port in
@@ -98,6 +107,8 @@ func serveCmd() *cobra.Command {
 	f.IntVar(&cfg.Workers, "workers", 2, "background jobs (agent runs, ...) that run at once")
 	f.DurationVar(&cfg.JobLease, "lease", 30*time.Second, "how long a background job stays an instance's without a renewal (renewed every third of it); on PostgreSQL another instance takes over the jobs of one that died after this (1s to 60s)")
 	f.DurationVar(&cfg.JobPoll, "job-poll", time.Second, "how often idle job workers look for due jobs and, on PostgreSQL, for expired leases")
+	f.IntVar(&lockAfter, "signin-lock-after", auth.DefaultThrottle.LockAfter, "failed sign-ins in a row that lock an address for --signin-lock-for (an admin can unlock it); 0 never locks")
+	f.DurationVar(&lockFor, "signin-lock-for", auth.DefaultThrottle.LockFor, "how long --signin-lock-after failures lock an address")
 	f.IntVar(&cfg.ProviderRetries, "provider-retries", 2, "retries of a failed LLM provider call (429, 5xx, network); 0 for none")
 	f.DurationVar(&cfg.ProviderTimeout, "provider-timeout", 5*time.Minute, "limit of one LLM provider attempt, streaming included")
 	f.IntVar(&cfg.MaxQueued, "max-queued", 3, "scout runs, and strategy builds, one environment may have queued or running at once (each spends SerpApi searches and model calls)")
