@@ -295,8 +295,10 @@ func (sqliteDialect) copyTables(ctx context.Context, q queryer) (map[string]tabl
 
 func (*postgresDialect) copyTables(ctx context.Context, q queryer) (map[string]tableInfo, error) {
 	var names []string
+	// copydesk_changes is each database's own count of changes for the
+	// instances' caches (changes_postgres.go), not the installation's data.
 	if err := queryStrings(ctx, q, &names, `SELECT table_name FROM information_schema.tables
-		WHERE table_schema = current_schema() AND table_type = 'BASE TABLE'`); err != nil {
+		WHERE table_schema = current_schema() AND table_type = 'BASE TABLE' AND table_name <> ?`, changesTable); err != nil {
 		return nil, err
 	}
 	out := map[string]tableInfo{}
