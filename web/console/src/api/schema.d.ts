@@ -3159,7 +3159,7 @@ export interface paths {
             cookie?: never;
         };
         /**
-         * Totals grouped by day, model, agent, environment or user
+         * Totals grouped by day, model, agent, environment, user or source
          * @description Without from and to: the last 30 days.
          *
          *     Requires the viewer role or higher.
@@ -6018,7 +6018,7 @@ export interface components {
             errors: number;
             /** Format: int64 */
             input_tokens: number;
-            /** @description the day (YYYY-MM-DD), model, or id of the agent, environment or user; empty for none */
+            /** @description the day (YYYY-MM-DD), model, source, or id of the agent, environment or user; empty for none */
             key: string;
             /** @description the name of the agent, environment or user */
             label: string;
@@ -13037,8 +13037,8 @@ export interface operations {
                 model?: string;
                 source?: "execution" | "chat" | "live" | "scout" | "autopilot" | "cie" | "search" | "test";
                 status?: "ok" | "error" | "cancelled";
-                /** @description day (default), model, agent, environment or user */
-                group_by?: "day" | "model" | "agent" | "environment" | "user";
+                /** @description day (default), model, agent, environment, user or source */
+                group_by?: "day" | "model" | "agent" | "environment" | "user" | "source";
             };
             header?: never;
             path?: never;
