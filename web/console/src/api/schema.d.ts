@@ -763,7 +763,9 @@ export interface paths {
         };
         /**
          * List users
-         * @description Requires the admin role or higher. Not with an API token (403): sign in with your password.
+         * @description Each user carries locked_until: when the sign-in lock after repeated failures ends, null when the account is not locked now (POST /api/auth/users/{id}/unlock lifts it).
+         *
+         *     Requires the admin role or higher. Not with an API token (403): sign in with your password.
          */
         get: operations["getAuthUsers"];
         put?: never;
@@ -5075,6 +5077,29 @@ export interface components {
             /** @enum {string} */
             state: "inactive" | "active" | "expired" | "invalid";
         };
+        listedUserResponse: {
+            avatar_url: string | null;
+            /** Format: date-time */
+            created_at: string;
+            email: string;
+            full_name: string;
+            /** Format: int64 */
+            id: number;
+            is_active: boolean;
+            /** Format: date-time */
+            last_login_at: string | null;
+            /**
+             * Format: date-time
+             * @description when the sign-in lock after repeated failed sign-ins ends; null when not locked now
+             */
+            locked_until: string | null;
+            /** @enum {string} */
+            role: "super_admin" | "admin" | "editor" | "viewer";
+            two_factor_enabled: boolean;
+            /** Format: date-time */
+            updated_at: string;
+            username: string;
+        };
         liveClosedEvent: {
             deleted?: boolean;
             detail?: string;
@@ -7967,7 +7992,7 @@ export interface operations {
                 content: {
                     "application/json": {
                         data: {
-                            items: components["schemas"]["userResponse"][];
+                            items: components["schemas"]["listedUserResponse"][];
                             page: number;
                             per_page: number;
                             total: number;
