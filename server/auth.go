@@ -71,7 +71,8 @@ func (s *Server) registerAuthRoutes() {
 	s.handle(Route{Method: "POST", Path: "/api/auth/license/deactivate", Tag: tag, Access: ownAccount,
 		Summary: "Deactivate the license", Data: licenseResponse{}}, s.deactivateLicense)
 	s.handle(Route{Method: "GET", Path: "/api/auth/users", Tag: tag, Access: userAccount, List: true,
-		Summary: "List users", Query: userListQuery{}, Data: userResponse{}}, s.listUsers)
+		Summary: "List users", Query: userListQuery{}, Data: listedUserResponse{},
+		Notes: "Each user carries locked_until: when the sign-in lock after repeated failures ends, null when the account is not locked now (POST /api/auth/users/{id}/unlock lifts it)."}, s.listUsers)
 	s.handle(Route{Method: "PUT", Path: "/api/auth/users/{id}/role", Tag: tag, Access: userAccount, Errors: []int{409},
 		Summary: "Change a user's role", Body: roleRequest{}, Data: userResponse{},
 		Notes: "Only a super_admin grants super_admin or changes a super_admin; the last active super_admin keeps the role (409)."}, s.setRole)
@@ -126,6 +127,16 @@ type userResponse struct {
 	LastLoginAt      *Timestamp `json:"last_login_at"`
 	CreatedAt        Timestamp  `json:"created_at"`
 	UpdatedAt        Timestamp  `json:"updated_at"`
+}
+
+// listedUserResponse is a user in the user administration's list.
+type listedUserResponse struct {
+	userResponse
+	LockedUntil *Timestamp `json:"locked_until" doc:"when the sign-in lock after repeated failed sign-ins ends; null when not locked now"`
+}
+
+func listedUserJSON(u auth.ListedUser) listedUserResponse {
+	return listedUserResponse{userResponse: userJSON(u.User), LockedUntil: (*Timestamp)(u.LockedUntil)}
 }
 
 func userJSON(u *store.User) userResponse {
@@ -512,7 +523,7 @@ func (s *Server) listUsers(c *gin.Context) {
 		fail(c, err)
 		return
 	}
-	respondList(c, users, total, pg, userJSON, "users")
+	respondList(c, users, total, pg, listedUserJSON, "users")
 }
 
 func (s *Server) setRole(c *gin.Context) {

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/copydesk/copydesk/server/auth"
 	"github.com/copydesk/copydesk/store"
 )
 
@@ -118,4 +119,77 @@ func TestAccountRecoveryByAdmin(t *testing.T) {
 			t.Fatalf("unlocking an address that is not locked: %d %s", r.Code, r.Body)
 		}
 	})
+}
+
+// TestUserListShowsSignInLock: an address locked by failed sign-ins shows
+// its locked_until in the user administration's list, the others null; the
+// unlock (or the end of the lock) makes it null again.
+func TestUserListShowsSignInLock(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	_, adminTok := e.user(t, "boss", store.RoleAdmin)
+	lou, _ := e.user(t, "lou", store.RoleViewer)
+	vic, _ := e.user(t, "vic", store.RoleViewer)
+	p := auth.DefaultThrottle
+	for i := 0; i < p.LockAfter; i++ {
+		r := e.do(t, "POST", "/api/auth/login", "", map[string]any{"email": "Lou@Example.com", "password": "wrong-password"})
+		if r.Code != 401 {
+			t.Fatalf("failure %d: %d %s", i+1, r.Code, r.Body)
+		}
+		e.clock.Advance(p.MaxDelay)
+	}
+	if r := e.do(t, "POST", "/api/auth/login", "", map[string]any{"email": "lou@example.com", "password": "password-lou"}); r.Code != 429 {
+		t.Fatalf("want lou locked: %d %s", r.Code, r.Body)
+	}
+	// The clock ran past the admin's token: sign in again before each list.
+	signIn := func() {
+		t.Helper()
+		r := e.do(t, "POST", "/api/auth/login", "", map[string]any{"email": "boss@example.com", "password": "password-boss"})
+		if r.Code != 200 {
+			t.Fatalf("admin sign-in: %d %s", r.Code, r.Body)
+		}
+		adminTok = r.JSON()["access_token"].(string)
+	}
+	locks := func() map[float64]any {
+		t.Helper()
+		signIn()
+		r := e.do(t, "GET", "/api/auth/users?per_page=100", adminTok, nil)
+		if r.Code != 200 {
+			t.Fatalf("list: %d %s", r.Code, r.Body)
+		}
+		out := map[float64]any{}
+		for _, it := range r.Data()["items"].([]any) {
+			u := it.(map[string]any)
+			v, ok := u["locked_until"]
+			if !ok {
+				t.Fatalf("no locked_until in %v", u)
+			}
+			out[u["id"].(float64)] = v
+		}
+		return out
+	}
+	got := locks()
+	s, _ := got[float64(lou.ID)].(string)
+	until, err := time.Parse(time.RFC3339, s)
+	if err != nil || !until.After(e.clock.Now()) || until.After(e.clock.Now().Add(p.LockFor)) {
+		t.Fatalf("lou's locked_until = %v (now %v, lock %v)", got[float64(lou.ID)], e.clock.Now(), p.LockFor)
+	}
+	if got[float64(vic.ID)] != nil {
+		t.Fatalf("vic is not locked, got %v", got[float64(vic.ID)])
+	}
+	if r := e.do(t, "POST", fmt.Sprintf("/api/auth/users/%d/unlock", lou.ID), adminTok, nil); r.Code != 200 {
+		t.Fatalf("unlock: %d %s", r.Code, r.Body)
+	}
+	if v := locks()[float64(lou.ID)]; v != nil {
+		t.Fatalf("after the unlock lou's locked_until = %v", v)
+	}
+	// A lock that has ended is not shown, though its row is still there.
+	e.lock(t, "lou@example.com")
+	if locks()[float64(lou.ID)] == nil {
+		t.Fatal("locked again, but locked_until is null")
+	}
+	e.clock.Advance(time.Hour + time.Second)
+	if v := locks()[float64(lou.ID)]; v != nil {
+		t.Fatalf("after the lock's end lou's locked_until = %v", v)
+	}
 }

@@ -24,7 +24,7 @@ func (s *Server) registerTokenAnalyticsRoutes() {
 	s.handle(Route{Method: "GET", Path: "/api/token-analytics/summary", Tag: tag, Access: signedIn, Errors: []int{404},
 		Summary: "Totals over a range", Query: usageQuery{}, Data: usageSummaryResponse{}}, s.usageSummary)
 	s.handle(Route{Method: "GET", Path: "/api/token-analytics/series", Tag: tag, Access: signedIn, Errors: []int{404},
-		Summary: "Totals grouped by day, model, agent, environment or user", Query: usageSeriesQuery{}, Data: usageSeriesResponse{},
+		Summary: "Totals grouped by day, model, agent, environment, user or source", Query: usageSeriesQuery{}, Data: usageSeriesResponse{},
 		Notes: "Without from and to: the last 30 days."}, s.usageSeries)
 	s.handle(Route{Method: "GET", Path: "/api/token-analytics/costs", Tag: tag, Access: signedIn, Errors: []int{404},
 		Summary: "Cost by model and by environment", Query: usageQuery{}, Data: usageCostsResponse{},
@@ -52,7 +52,7 @@ type usageListQuery struct {
 
 type usageSeriesQuery struct {
 	usageQuery
-	GroupBy string `form:"group_by" binding:"omitempty,oneof=day model agent environment user" doc:"day (default), model, agent, environment or user"`
+	GroupBy string `form:"group_by" binding:"omitempty,oneof=day model agent environment user source" doc:"day (default), model, agent, environment, user or source"`
 }
 
 // query is the service's view of the filters.
@@ -112,7 +112,7 @@ type usageSummaryResponse struct {
 }
 
 type usagePointResponse struct {
-	Key   string `json:"key" doc:"the day (YYYY-MM-DD), model, or id of the agent, environment or user; empty for none"`
+	Key   string `json:"key" doc:"the day (YYYY-MM-DD), model, source, or id of the agent, environment or user; empty for none"`
 	Label string `json:"label" doc:"the name of the agent, environment or user"`
 	usageTotalsResponse
 }

@@ -389,6 +389,9 @@ func TestTokenAnalyticsSeries(t *testing.T) {
 	user := func(id int64) func(*store.UsageEvent) bool {
 		return func(ev *store.UsageEvent) bool { return taIDIs(ev.UserID, id) }
 	}
+	source := func(src string) point {
+		return point{src, "", func(ev *store.UsageEvent) bool { return ev.Source == src }}
+	}
 	s := func(id int64) string { return strconv.FormatInt(id, 10) }
 	rng := taQuery("from", "2026-11-01", "to", "2026-11-03")
 	withGroup := func(g string) url.Values {
@@ -413,6 +416,10 @@ func TestTokenAnalyticsSeries(t *testing.T) {
 		{"Agent", withGroup("agent"), "agent", nov, []point{{"", "", agent(0)}, {s(w.agentB), "SEO B", agent(w.agentB)}, {s(w.agentA), "Writer A", agent(w.agentA)}}},
 		{"Environment", withGroup("environment"), "environment", nov, []point{{s(w.envA), "Alpha", envOf(w.envA)}, {s(w.envB), "Beta", envOf(w.envB)}, {"", "", envOf(0)}}},
 		{"User", withGroup("user"), "user", nov, []point{{s(w.annID), "ann", user(w.annID)}, {s(w.bobID), "bob", user(w.bobID)}, {s(w.admID), "admin", user(w.admID)}}},
+		// One request for what the Costs screen asked with a summary per source.
+		{"Source", withGroup("source"), "source", nov, []point{source("chat"), source("execution"), source("scout"), source("live")}},
+		{"SourceFiltered", taQuery("from", "2026-11-01", "to", "2026-11-03", "environment_id", s(w.envA), "group_by", "source"), "source",
+			taAnd(nov, envOf(w.envA)), []point{source("chat"), source("execution")}},
 		{"DayFiltered", taQuery("from", "2026-11-01", "to", "2026-11-03", "environment_id", s(w.envB)), "day",
 			taAnd(nov, envOf(w.envB)), []point{{"2026-11-02", "", taAnd(day("2026-11-02"), envOf(w.envB))}}},
 	}

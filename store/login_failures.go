@@ -83,3 +83,41 @@ func (db *DB) ClearLoginFailures(ctx context.Context, email string) error {
 	_, err := db.exec(ctx, `DELETE FROM login_failures WHERE email = ?`, EmailKey(email))
 	return err
 }
+
+// LockedUntil returns, for the addresses of one page of users, when the
+// sign-in lock of each locked one ends, keyed by the address as given; an
+// address not locked at now is absent. One read for the page.
+func (db *DB) LockedUntil(ctx context.Context, emails []string, now time.Time) (map[string]time.Time, error) {
+	out := map[string]time.Time{}
+	if len(emails) == 0 {
+		return out, nil
+	}
+	byKey := make(map[string][]string, len(emails))
+	args := make([]any, 0, len(emails))
+	for _, e := range emails {
+		k := EmailKey(e)
+		if _, seen := byKey[k]; !seen {
+			args = append(args, k)
+		}
+		byKey[k] = append(byKey[k], e)
+	}
+	rows, err := db.listRows(ctx, `SELECT email, locked_until FROM login_failures
+		WHERE locked_until IS NOT NULL AND email IN (`+jobPlaceholders(len(args))+`)`, args...)
+	if err != nil {
+		return nil, fmt.Errorf("store: locked sign-ins: %w", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var key string
+		var locked sql.NullString
+		if err := rows.Scan(&key, &locked); err != nil {
+			return nil, fmt.Errorf("store: locked sign-ins: %w", err)
+		}
+		if t := parseNullTime(locked); t != nil && t.After(now) {
+			for _, e := range byKey[key] {
+				out[e] = *t
+			}
+		}
+	}
+	return out, rows.Err()
+}

@@ -251,6 +251,7 @@ const (
 	GroupByAgent       = "agent"
 	GroupByEnvironment = "environment"
 	GroupByUser        = "user"
+	GroupBySource      = "source"
 )
 
 // groupings maps a grouping to the column it groups by, its key as text
@@ -262,10 +263,12 @@ var groupings = map[string]struct{ group, key, label, join string }{
 	GroupByAgent:       {"u.agent_id", "COALESCE(CAST(u.agent_id AS TEXT), '')", "COALESCE(a.name, '')", " LEFT JOIN agents a ON a.id = u.agent_id"},
 	GroupByEnvironment: {"u.environment_id", "COALESCE(CAST(u.environment_id AS TEXT), '')", "COALESCE(e.name, '')", " LEFT JOIN environments e ON e.id = u.environment_id"},
 	GroupByUser:        {"u.user_id", "COALESCE(CAST(u.user_id AS TEXT), '')", "COALESCE(us.username, '')", " LEFT JOIN users us ON us.id = u.user_id"},
+	GroupBySource:      {"u.source", "u.source", "''", ""},
 }
 
 // UsageSeries totals the matching events per group: per day (oldest
-// first), or per model, agent, environment or user (costliest first).
+// first), or per model, agent, environment, user or source (costliest
+// first).
 func (db *DB) UsageSeries(ctx context.Context, f UsageFilter, groupBy string) ([]*UsageTotals, error) {
 	g, ok := groupings[groupBy]
 	if !ok {

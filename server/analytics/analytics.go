@@ -78,7 +78,7 @@ type Costs struct {
 }
 
 // Groupings a series may use.
-var groupings = []string{store.GroupByDay, store.GroupByModel, store.GroupByAgent, store.GroupByEnvironment, store.GroupByUser}
+var groupings = []string{store.GroupByDay, store.GroupByModel, store.GroupByAgent, store.GroupByEnvironment, store.GroupByUser, store.GroupBySource}
 
 // List returns a page of the matching events, newest first.
 func (s *Service) List(ctx context.Context, sc store.Scope, q Query, p store.Page) ([]*store.UsageEvent, int, error) {

@@ -959,8 +959,34 @@ type principalStore interface {
 	UserEnvironmentIDs(ctx context.Context, userID int64) ([]int64, error)
 }
 
+// ListedUser is an account as the user administration lists it: with the
+// end of its sign-in lock, nil when it is not locked now.
+type ListedUser struct {
+	*store.User
+	LockedUntil *time.Time
+}
+
 // ListUsers lists accounts for the user administration (admins; the route
-// table checks the role).
-func (s *Service) ListUsers(ctx context.Context, f store.UserFilter) ([]*store.User, int, error) {
-	return s.db.ListUsers(ctx, f)
+// table checks the role), each with its sign-in lock: one read for the page.
+func (s *Service) ListUsers(ctx context.Context, f store.UserFilter) ([]ListedUser, int, error) {
+	users, total, err := s.db.ListUsers(ctx, f)
+	if err != nil {
+		return nil, 0, err
+	}
+	emails := make([]string, len(users))
+	for i, u := range users {
+		emails[i] = u.Email
+	}
+	locks, err := s.db.LockedUntil(ctx, emails, s.now())
+	if err != nil {
+		return nil, 0, err
+	}
+	out := make([]ListedUser, len(users))
+	for i, u := range users {
+		out[i] = ListedUser{User: u}
+		if t, ok := locks[u.Email]; ok {
+			out[i].LockedUntil = &t
+		}
+	}
+	return out, total, nil
 }

@@ -1,7 +1,8 @@
 // Costs: after a generation (a local stand-in of the provider), the spend
 // per day chart names the total and the day over the daily budget, the
 // breakdowns name the model and the source, and the CSV export is a
-// download fetched with the Authorization header (the token in no address).
+// download fetched with the Authorization header (the token in no address);
+// the breakdown by source is one request (group_by=source).
 import assert from "node:assert/strict";
 import { readFile } from "node:fs/promises";
 import { after, before, test } from "node:test";
@@ -54,9 +55,15 @@ test("spend per day against the budget, the breakdowns, and the CSV as a downloa
   assert.ok(urls.some((u) => u.includes("/api/token-analytics/export.csv")), "the export was fetched");
   assert.deepEqual(urls.filter((u) => u.includes(token)), [], "the token is in no address");
 
-  // Seven days: the same spend.
+  // Seven days: the same spend, in four requests (the series by day,
+  // model, agent and source: one for the sources, not one per source).
+  urls.length = 0;
   await page.getByLabel("Period").selectOption("7");
   await page.getByRole("img", { name: /over 7 days/ }).waitFor();
+  await page.getByRole("table", { name: "By source" }).getByRole("row", { name: /Write \(archetypes\) 1 / }).waitFor();
+  const analytics = urls.filter((u) => u.includes("/api/token-analytics/")).map((u) => new URL(u));
+  assert.deepEqual(analytics.map((u) => `${u.pathname} ${u.searchParams.get("group_by")}`).sort(),
+    ["agent", "day", "model", "source"].map((g) => `/api/token-analytics/series ${g}`));
   await close();
 });
 

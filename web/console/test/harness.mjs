@@ -91,7 +91,7 @@ export async function startCopydesk({ users = [{ email: "ann@example.com", usern
       } catch {
         json = text;
       }
-      return { status: r.status, body: json };
+      return { status: r.status, body: json, headers: r.headers };
     },
     async login(email, password = PASSWORD, totp_code) {
       const r = await this.api("POST", "/api/auth/login", "", { email, password, ...(totp_code ? { totp_code } : {}) });

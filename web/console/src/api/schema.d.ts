@@ -763,7 +763,9 @@ export interface paths {
         };
         /**
          * List users
-         * @description Requires the admin role or higher. Not with an API token (403): sign in with your password.
+         * @description Each user carries locked_until: when the sign-in lock after repeated failures ends, null when the account is not locked now (POST /api/auth/users/{id}/unlock lifts it).
+         *
+         *     Requires the admin role or higher. Not with an API token (403): sign in with your password.
          */
         get: operations["getAuthUsers"];
         put?: never;
@@ -3181,7 +3183,7 @@ export interface paths {
             cookie?: never;
         };
         /**
-         * Totals grouped by day, model, agent, environment or user
+         * Totals grouped by day, model, agent, environment, user or source
          * @description Without from and to: the last 30 days.
          *
          *     Requires the viewer role or higher.
@@ -5115,6 +5117,29 @@ export interface components {
             /** @enum {string} */
             state: "inactive" | "active" | "expired" | "invalid";
         };
+        listedUserResponse: {
+            avatar_url: string | null;
+            /** Format: date-time */
+            created_at: string;
+            email: string;
+            full_name: string;
+            /** Format: int64 */
+            id: number;
+            is_active: boolean;
+            /** Format: date-time */
+            last_login_at: string | null;
+            /**
+             * Format: date-time
+             * @description when the sign-in lock after repeated failed sign-ins ends; null when not locked now
+             */
+            locked_until: string | null;
+            /** @enum {string} */
+            role: "super_admin" | "admin" | "editor" | "viewer";
+            two_factor_enabled: boolean;
+            /** Format: date-time */
+            updated_at: string;
+            username: string;
+        };
         liveClosedEvent: {
             deleted?: boolean;
             detail?: string;
@@ -6058,7 +6083,7 @@ export interface components {
             errors: number;
             /** Format: int64 */
             input_tokens: number;
-            /** @description the day (YYYY-MM-DD), model, or id of the agent, environment or user; empty for none */
+            /** @description the day (YYYY-MM-DD), model, source, or id of the agent, environment or user; empty for none */
             key: string;
             /** @description the name of the agent, environment or user */
             label: string;
@@ -8007,7 +8032,7 @@ export interface operations {
                 content: {
                     "application/json": {
                         data: {
-                            items: components["schemas"]["userResponse"][];
+                            items: components["schemas"]["listedUserResponse"][];
                             page: number;
                             per_page: number;
                             total: number;
@@ -13108,8 +13133,8 @@ export interface operations {
                 model?: string;
                 source?: "execution" | "chat" | "live" | "scout" | "autopilot" | "cie" | "search" | "test";
                 status?: "ok" | "error" | "cancelled";
-                /** @description day (default), model, agent, environment or user */
-                group_by?: "day" | "model" | "agent" | "environment" | "user";
+                /** @description day (default), model, agent, environment, user or source */
+                group_by?: "day" | "model" | "agent" | "environment" | "user" | "source";
             };
             header?: never;
             path?: never;

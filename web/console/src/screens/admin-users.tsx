@@ -1,6 +1,7 @@
 // Users (admins): the accounts, paged and searched by the server; for each,
 // its role, status, environment access, a reset of its two-factor
-// authentication and an unlock of its sign-in. Registration on or off (the
+// authentication and, for an account locked after failed sign-ins (shown
+// "Locked until …"), an unlock of its sign-in. Registration on or off (the
 // instance's settings) heads the screen.
 import { useState } from "preact/hooks";
 import { api, type Schemas } from "../api/client";
@@ -8,7 +9,7 @@ import { session } from "../session";
 import { Alert, errorText, Field, Heading, Pager, Select, Thead, useDebounced, useResource, When } from "../ui";
 import { Confirm } from "../confirm";
 
-type User = Schemas["userResponse"];
+type User = Schemas["listedUserResponse"];
 const perPage = 20;
 const roleWords: Record<User["role"], string> = { super_admin: "Super admin", admin: "Admin", editor: "Editor", viewer: "Viewer" };
 
@@ -39,7 +40,7 @@ export function Users() {
                     <td>{u.username}{u.full_name && <span class="muted"> ({u.full_name})</span>}</td>
                     <td>{u.email}</td>
                     <td>{roleWords[u.role]}</td>
-                    <td>{u.is_active ? "Active" : "Disabled"}</td>
+                    <td>{u.is_active ? "Active" : "Disabled"}{u.locked_until && <><br />Locked until <When at={u.locked_until} /></>}</td>
                     <td>{u.two_factor_enabled ? "On" : "Off"}</td>
                     <td><When at={u.last_login_at} /></td>
                     <td>
@@ -132,7 +133,7 @@ function ManageUser({ user, onChanged }: { user: User; onChanged: (u: User) => v
           action={`Make ${user.username} ${roleWords[role as User["role"]].toLowerCase()}`} busy={busy}
           onConfirm={() => void act(async () => {
             const r = await api.put("/api/auth/users/{id}/role", { path, body: { role: role as User["role"] } });
-            onChanged(r.data);
+            onChanged({ ...user, ...r.data });
             return `${user.username} is now ${roleWords[r.data.role].toLowerCase()}.`;
           })}
           onCancel={() => setConfirm(null)} />
@@ -145,7 +146,7 @@ function ManageUser({ user, onChanged }: { user: User; onChanged: (u: User) => v
         ) : (
           <button type="button" disabled={busy} onClick={() => act(async () => {
             const r = await api.put("/api/auth/users/{id}/status", { path, body: { is_active: true } });
-            onChanged(r.data);
+            onChanged({ ...user, ...r.data });
             return `${user.username} is enabled.`;
           })}>
             Enable
@@ -154,12 +155,13 @@ function ManageUser({ user, onChanged }: { user: User; onChanged: (u: User) => v
         <button type="button" disabled={busy || !user.two_factor_enabled} onClick={() => setConfirm("2fa")} aria-expanded={confirm === "2fa"}>
           Reset two-factor…
         </button>
-        <button type="button" disabled={busy} onClick={() => act(async () => {
+        {user.locked_until && <button type="button" disabled={busy} onClick={() => act(async () => {
           await api.post("/api/auth/users/{id}/unlock", { path });
+          onChanged({ ...user, locked_until: null });
           return `${user.username} can sign in again: the failed attempts are forgotten.`;
         })}>
           Unlock sign-in
-        </button>
+        </button>}
       </div>
       {confirm === "disable" && (
         <div class="confirm" role="alertdialog" aria-label="Confirm disabling" aria-describedby="dis-q">
@@ -167,7 +169,7 @@ function ManageUser({ user, onChanged }: { user: User; onChanged: (u: User) => v
           <div class="actions">
             <button type="button" class="danger" disabled={busy} onClick={() => act(async () => {
               const r = await api.put("/api/auth/users/{id}/status", { path, body: { is_active: false } });
-              onChanged(r.data);
+              onChanged({ ...user, ...r.data });
               return `${user.username} is disabled.`;
             })}>
               Disable {user.username}

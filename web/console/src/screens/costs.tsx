@@ -11,8 +11,8 @@ import { envPath } from "../router";
 import { Alert, canEdit, errorText, Heading, Link, num, Select, Thead, usd, useResource } from "../ui";
 
 type Point = Schemas["usagePointResponse"];
-const sources = ["autopilot", "cie", "execution", "chat", "live", "scout", "search", "test"] as const;
-const sourceWords: Record<(typeof sources)[number], string> = {
+type Source = "autopilot" | "cie" | "execution" | "chat" | "live" | "scout" | "search" | "test";
+const sourceWords: Record<Source, string> = {
   autopilot: "Autopilot",
   cie: "Write (archetypes)",
   execution: "Agent runs",
@@ -30,11 +30,10 @@ export function Costs({ env, envName }: ScreenProps) {
   const series = useResource((signal) => api.get("/api/token-analytics/series", { query: { ...q, group_by: "day" }, signal }), [env, n]);
   const byModel = useResource((signal) => api.get("/api/token-analytics/series", { query: { ...q, group_by: "model" }, signal }), [env, n]);
   const byAgent = useResource((signal) => api.get("/api/token-analytics/series", { query: { ...q, group_by: "agent" }, signal }), [env, n]);
-  // The series cannot be grouped by source: one summary per source.
   const bySource = useResource(
     async (signal) => {
-      const all = await Promise.all(sources.map((source) => api.get("/api/token-analytics/summary", { query: { ...q, source }, signal })));
-      return all.map((r, i): Point => ({ ...r.data.totals, key: sources[i] ?? "", label: sourceWords[sources[i] ?? "test"] })).filter((p) => p.calls > 0);
+      const r = await api.get("/api/token-analytics/series", { query: { ...q, group_by: "source" }, signal });
+      return r.data.points.map((p): Point => ({ ...p, label: sourceWords[p.key as Source] ?? p.key }));
     },
     [env, n],
   );
