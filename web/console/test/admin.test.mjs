@@ -21,7 +21,9 @@ let admin;
 let roots;
 before(async () => {
   roots = mkdtempSync(join(tmpdir(), "copydesk-astro-roots-"));
-  srv = await startCopydesk({ users: TEAM, args: ["--astro-roots", roots] });
+  // Three failed sign-ins lock an address here (the default is ten, after
+  // two minutes of delays), so that the locked-account test is quick.
+  srv = await startCopydesk({ users: TEAM, args: ["--astro-roots", roots, "--signin-lock-after", "3"] });
   provider = await startProvider();
   site = await startWordPress();
   browser = await launch();
@@ -218,8 +220,9 @@ test("users: reset two-factor after a confirmation naming the user", async () =>
 });
 
 test("users: an account locked by failed sign-ins shows until when, and the unlock clears it", async () => {
-  // Lock lou through the API: ten failed sign-ins, each after the delay the
-  // server asks for (Retry-After), as a real guesser would have to wait.
+  // Lock lou through the API: failed sign-ins until the server says locked
+  // (three on this server: --signin-lock-after), each after the delay the
+  // server asks for (Retry-After), if any.
   const reg = await srv.api("POST", "/api/auth/register", "", { email: "lou@example.com", username: "lou", password: PASSWORD });
   assert.equal(reg.status, 201, JSON.stringify(reg.body));
   const wrong = { email: "lou@example.com", password: "not the password" };
