@@ -11,6 +11,7 @@ import (
 	"math/big"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -40,13 +41,25 @@ type CopyReport struct {
 // seeded are the rows the migrations themselves write into a new
 // database (the built-in archetypes): a target holding only those counts as
 // empty, and they are replaced by the source's.
-var seeded = map[string]string{"archetypes": "builtin IS NULL"}
+// (Functions, not maps: a package-level map is built at every start, and
+// the binary's init has a budget: TestStartupInitBudget.)
+func seeded(table string) (where string, ok bool) {
+	if table == "archetypes" {
+		return "builtin IS NULL", true
+	}
+	return "", false
+}
 
 // backRefs are the references that close a cycle of foreign keys (a
 // conversation's current message, which belongs to the conversation): the
 // table is copied with them NULL, and they are set once every table is
 // copied. The ordering ignores them.
-var backRefs = map[string][]string{"chat_conversations": {"current_message_id"}}
+func backRefs(table string) []string {
+	if table == "chat_conversations" {
+		return []string{"current_message_id"}
+	}
+	return nil
+}
 
 // CopyTo copies the content of every table of db into dst, which must be at
 // the same schema version and empty (KindConflict naming a table that has
@@ -342,7 +355,7 @@ func queryStrings(ctx context.Context, q queryer, out *[]string, query string, a
 func (db *DB) requireEmpty(ctx context.Context, tables []copyTableSpec) error {
 	for _, t := range tables {
 		where := ""
-		if w, ok := seeded[t.name]; ok {
+		if w, ok := seeded(t.name); ok {
 			where = " WHERE " + w
 		}
 		var n int64
@@ -371,7 +384,7 @@ func copyTable(ctx context.Context, src *sql.Tx, dst *sql.Tx, t copyTableSpec) (
 	tc = TableCopy{Table: t.name}
 	var back []int // the positions of backRefs columns
 	for i, c := range t.cols {
-		if slices.Contains(backRefs[t.name], c) {
+		if slices.Contains(backRefs(t.name), c) {
 			back = append(back, i)
 		}
 	}
@@ -454,7 +467,8 @@ func tableChecksum(ctx context.Context, q queryer, table string, cols []string) 
 // the same sum in any order.
 type rowSum struct{ n big.Int }
 
-var mod256 = new(big.Int).Lsh(big.NewInt(1), 256)
+// mod256 is 2^256, made when first needed (not at every start).
+var mod256 = sync.OnceValue(func() *big.Int { return new(big.Int).Lsh(big.NewInt(1), 256) })
 
 func (s *rowSum) add(vals []any) {
 	h := sha256.New()
@@ -497,7 +511,7 @@ func (s *rowSum) add(vals []any) {
 		}
 	}
 	s.n.Add(&s.n, new(big.Int).SetBytes(h.Sum(nil)))
-	s.n.Mod(&s.n, mod256)
+	s.n.Mod(&s.n, mod256())
 }
 
 // text and bytes hash alike: SQLite returns some TEXT as bytes.
