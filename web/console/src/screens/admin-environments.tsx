@@ -96,8 +96,11 @@ function Configure({ env, onSaved, onDeleted }: { env: Env; onSaved: () => void;
     try {
       const body: Schemas["EnvironmentConfig"] = {
         ...c,
-        wordpress: { ...c.wordpress, base_url: f.base_url, credential_id: f.credential_id ? Number(f.credential_id) : null, default_status: f.default_status },
-        astro: { project_path: f.project_path, content_dir: f.content_dir },
+        // A part left empty is no site of that kind (the server would reject its empty address or folder).
+        wordpress: f.base_url || f.credential_id
+          ? { ...c.wordpress, base_url: f.base_url, credential_id: f.credential_id ? Number(f.credential_id) : null, default_status: f.default_status }
+          : undefined,
+        astro: f.project_path || f.content_dir ? { project_path: f.project_path, content_dir: f.content_dir } : undefined,
         language: f.language,
         timezone: f.timezone,
       };
