@@ -84,7 +84,7 @@ func (db *DB) CopyTo(ctx context.Context, dst *DB) (*CopyReport, error) {
 	if err != nil {
 		return nil, fmt.Errorf("store: copy: %w", err)
 	}
-	defer src.Rollback()
+	defer func() { _ = src.Rollback() }() // after a commit: sql.ErrTxDone
 	tables, err := copyPlan(ctx, db, src, dst)
 	if err != nil {
 		return nil, err
@@ -96,7 +96,7 @@ func (db *DB) CopyTo(ctx context.Context, dst *DB) (*CopyReport, error) {
 	if err != nil {
 		return nil, fmt.Errorf("store: copy: %w", err)
 	}
-	defer tx.Rollback()
+	defer func() { _ = tx.Rollback() }() // after a commit: sql.ErrTxDone
 	if !dst.OnPostgres() {
 		// A self-reference may point forward; checked at commit.
 		if _, err := tx.ExecContext(ctx, `PRAGMA defer_foreign_keys = ON`); err != nil {
@@ -157,7 +157,7 @@ func (db *DB) Checksums(ctx context.Context) ([]TableCopy, error) {
 	if err != nil {
 		return nil, err
 	}
-	defer tx.Rollback()
+	defer func() { _ = tx.Rollback() }() // after a commit: sql.ErrTxDone
 	tables, err := copyPlan(ctx, db, tx, db)
 	if err != nil {
 		return nil, err
@@ -519,8 +519,8 @@ func (*rowSum) text(h interface{ Write([]byte) (int, error) }, p []byte) {
 	var b [9]byte
 	b[0] = 3
 	binary.BigEndian.PutUint64(b[1:], uint64(len(p)))
-	h.Write(b[:])
-	h.Write(p)
+	_, _ = h.Write(b[:]) // a hash's Write never fails
+	_, _ = h.Write(p)
 }
 
 func (s *rowSum) String() string {

@@ -57,7 +57,7 @@ func (db *DB) listenOnce(ctx context.Context, connected func(), fn func(string))
 	if err != nil {
 		return err
 	}
-	defer conn.Close(context.WithoutCancel(ctx))
+	defer func() { _ = conn.Close(context.WithoutCancel(ctx)) }() // a listening connection: nothing to flush
 	if _, err := conn.Exec(ctx, `LISTEN `+eventsChannel); err != nil {
 		return err
 	}

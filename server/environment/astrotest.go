@@ -131,6 +131,7 @@ func (p AstroPlaces) test(a *store.AstroConfig) *AstroTest {
 // existence and Astro checks TestAstro reports on their own.
 func (p AstroPlaces) allowed(path string) error {
 	if len(p.Roots) == 0 {
+		//lint:ignore ST1005 Astro is a name
 		return errors.New("Astro projects are off on this server: start it with --astro-roots (COPYDESK_ASTRO_ROOTS) naming the folders they may live under")
 	}
 	real, err := filepath.EvalSymlinks(path)
