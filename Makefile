@@ -10,7 +10,7 @@ BUILDFLAGS := -trimpath -tags nomsgpack -ldflags '$(LDFLAGS)'
 # The release platforms of `make dist`.
 PLATFORMS := linux/amd64 linux/arm64 darwin/arm64 windows/amd64
 
-.PHONY: build dist docker test race vet lint fmt-check openapi bench run clean perf-me perf-lists perf-start console console-check
+.PHONY: build dist docker test race vet lint fmt-check openapi bench run clean perf-me perf-lists perf-engines perf-start console console-check
 
 build:
 	CGO_ENABLED=0 go build $(BUILDFLAGS) -o copydesk .
@@ -82,6 +82,12 @@ perf-me:
 # ... RETURNING), with wrk.
 perf-lists:
 	go run ./server/authbench/cmd -bench list,create -connections 50 -duration 10s -rounds 3
+
+# Every scenario (sign-in, /api/auth/me, the list, the create) on SQLite and
+# on PostgreSQL in the same alternating rounds, PostgreSQL in a throwaway
+# cluster with its default (durable) settings (scripts/with-postgres.sh).
+perf-engines:
+	COPYDESK_PG_SETTINGS= scripts/with-postgres.sh sh -c 'go run ./server/authbench/cmd -bench signin,me,list,create -database "$$COPYDESK_TEST_DATABASE" -connections 50 -duration 10s -rounds 3'
 
 # Start to first /api/health answer and RSS at idle on a fresh data
 # directory, and the time of `copydesk version`, of the `make build` binary.

@@ -5,6 +5,11 @@
 # end. The store and HTTP tests then run on PostgreSQL:
 #
 #   scripts/with-postgres.sh go test ./store/ ./server/
+#
+# The cluster trades durability for speed (fsync, synchronous_commit and
+# full-page writes off): right for tests, wrong for measuring. Set
+# COPYDESK_PG_SETTINGS to replace those settings ("" keeps PostgreSQL's
+# defaults, as `make perf-engines` does).
 set -euo pipefail
 bin=$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -1)
 if [ -z "$bin" ]; then
@@ -21,7 +26,7 @@ fi
 port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
 "${run[@]}" "$bin/initdb" -D "$dir/data" -U postgres --auth=trust -E UTF8 --locale=C.UTF-8 >/dev/null
 "${run[@]}" "$bin/pg_ctl" -D "$dir/data" -l "$dir/log" -w \
-  -o "-p $port -k $dir -c listen_addresses=127.0.0.1 -c max_connections=300 -c fsync=off -c synchronous_commit=off -c full_page_writes=off" start >/dev/null
+  -o "-p $port -k $dir -c listen_addresses=127.0.0.1 -c max_connections=300 ${COPYDESK_PG_SETTINGS--c fsync=off -c synchronous_commit=off -c full_page_writes=off}" start >/dev/null
 stop() {
   "${run[@]}" "$bin/pg_ctl" -D "$dir/data" -m immediate stop >/dev/null || true
   rm -rf "$dir"

@@ -100,7 +100,7 @@ func BenchmarkBareJWT(b *testing.B) {
 // file, and an admin's and an editor's tokens (see benchEnv).
 func agentsEnv(b *testing.B, n int) (h http.Handler, admin, editor string) {
 	return benchEnv(b, func(ctx context.Context, conn *sql.DB, _ *server.App) error {
-		return authbench.FillAgents(ctx, conn, n)
+		return authbench.FillAgents(ctx, conn, n, false)
 	})
 }
 

@@ -73,7 +73,7 @@ func OpenBareAgents(ctx context.Context, path string) (*BareAgents, error) {
 }
 
 // Fill writes n agents (FillAgents).
-func (b *BareAgents) Fill(ctx context.Context, n int) error { return FillAgents(ctx, b.w, n) }
+func (b *BareAgents) Fill(ctx context.Context, n int) error { return FillAgents(ctx, b.w, n, false) }
 
 // Close closes the database.
 func (b *BareAgents) Close() error {
@@ -83,15 +83,22 @@ func (b *BareAgents) Close() error {
 
 // FillAgents writes n agents into the agents table of db (the bare one,
 // or copydesk's: they share these columns), all global and active, with
-// names in no particular order and a realistic system prompt.
-func FillAgents(ctx context.Context, db *sql.DB, n int) error {
+// names in no particular order and a realistic system prompt. postgres
+// says db is PostgreSQL ($1 placeholders).
+func FillAgents(ctx context.Context, db *sql.DB, n int, postgres bool) error {
 	tx, err := db.BeginTx(ctx, nil)
 	if err != nil {
 		return err
 	}
 	defer func() { _ = tx.Rollback() }() // after Commit, a no-op
-	st, err := tx.PrepareContext(ctx, `INSERT INTO agents (name, description, kind, model, system_prompt, temperature, max_tokens,
-		is_active, created_at, updated_at) VALUES (?, ?, ?, 'gpt-4o-mini', ?, 0.7, 2000, 1, ?, ?)`)
+	insert := `INSERT INTO agents (name, description, kind, model, system_prompt, temperature, max_tokens,
+		is_active, created_at, updated_at) VALUES (?, ?, ?, 'gpt-4o-mini', ?, 0.7, 2000, 1, ?, ?)`
+	if postgres {
+		for i := 1; strings.Contains(insert, "?"); i++ {
+			insert = strings.Replace(insert, "?", "$"+strconv.Itoa(i), 1)
+		}
+	}
+	st, err := tx.PrepareContext(ctx, insert)
 	if err != nil {
 		return err
 	}

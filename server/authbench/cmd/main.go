@@ -10,7 +10,14 @@
 //     and as an editor, against a handler doing COUNT(*) and 50 rows in
 //     name order in a table shaped like agents (`make perf-lists`);
 //   - create: POST /api/agents against one INSERT ... RETURNING
-//     (`make perf-lists`).
+//     (`make perf-lists`);
+//   - signin: POST /api/auth/login with the default password hashing
+//     cost, which is what it measures (no yardstick).
+//
+// With -database postgres://..., every scenario also runs against a
+// copydesk on PostgreSQL, in a database of its own made on that server
+// and dropped at the end, beside the SQLite one in the same alternating
+// rounds (`make perf-engines`). The yardsticks stay SQLite's.
 //
 // It prints every round, then each target's median and its ratio to the
 // median of its yardstick. docs/performance.md quotes it.
@@ -26,6 +33,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	neturl "net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -39,6 +47,7 @@ import (
 	"github.com/copydesk/copydesk/server/auth"
 	"github.com/copydesk/copydesk/server/authbench"
 	"github.com/copydesk/copydesk/store"
+	_ "github.com/jackc/pgx/v5/stdlib" // the "pgx" driver, for the benchmark's PostgreSQL databases
 )
 
 func main() {
@@ -47,9 +56,11 @@ func main() {
 	dur := flag.Duration("duration", 10*time.Second, "length of each wrk run")
 	rounds := flag.Int("rounds", 3, "alternating rounds per server")
 	agents := flag.Int("agents", 10000, "agents in the list scenario")
-	benches := flag.String("bench", "me", "comma-separated scenarios: me, list, create")
+	benches := flag.String("bench", "me", "comma-separated scenarios: me, list, create, signin")
+	database := flag.String("database", "", "a PostgreSQL server (postgres://USER@HOST:PORT/DB, a user that may create databases): each scenario runs on it too")
 	flag.Parse()
-	o := options{conns: *conns, threads: *threads, dur: *dur, rounds: *rounds, agents: *agents, benches: strings.Split(*benches, ",")}
+	o := options{conns: *conns, threads: *threads, dur: *dur, rounds: *rounds, agents: *agents, benches: strings.Split(*benches, ","),
+		database: *database}
 	if err := run(o); err != nil {
 		fmt.Fprintln(os.Stderr, "authbench:", err)
 		os.Exit(1)
@@ -60,6 +71,13 @@ type options struct {
 	conns, threads, rounds, agents int
 	dur                            time.Duration
 	benches                        []string
+	database                       string // a PostgreSQL server, or ""
+}
+
+// engine is where a copydesk under test keeps its data: SQLite in its
+// data directory (url ""), or a PostgreSQL database.
+type engine struct {
+	name, url string
 }
 
 // target is one thing wrk measures; a yardstick has no base, a real route
@@ -82,19 +100,32 @@ func run(o options) error {
 	defer c.close()
 	ctx := context.Background()
 
+	engines := []engine{{name: "SQLite"}}
+	if o.database != "" {
+		if !store.IsPostgresURL(o.database) {
+			return fmt.Errorf("-database must be a postgres:// address, not %q", store.RedactURL(o.database))
+		}
+		pg, err := newPostgres(ctx, &c, o.database)
+		if err != nil {
+			return err
+		}
+		engines = append(engines, engine{name: "PostgreSQL", url: pg})
+	}
 	var targets []target
 	for _, b := range o.benches {
 		var ts []target
 		var err error
 		switch b {
 		case "me":
-			ts, err = meTargets(ctx, &c, dir)
+			ts, err = meTargets(ctx, &c, dir, engines)
 		case "list":
-			ts, err = listTargets(ctx, &c, dir, o.agents)
+			ts, err = listTargets(ctx, &c, dir, o.agents, engines)
 		case "create":
-			ts, err = createTargets(ctx, &c, dir)
+			ts, err = createTargets(ctx, &c, dir, engines)
+		case "signin":
+			ts, err = signinTargets(ctx, &c, dir, engines)
 		default:
-			err = fmt.Errorf("unknown scenario %q (me, list, create)", b)
+			err = fmt.Errorf("unknown scenario %q (me, list, create, signin)", b)
 		}
 		if err != nil {
 			return fmt.Errorf("%s: %w", b, err)
@@ -116,14 +147,14 @@ func run(o options) error {
 				return err
 			}
 			results[i] = append(results[i], rps)
-			fmt.Printf("round %d  %-40s %10.0f req/s\n", r+1, t.name, rps)
+			fmt.Printf("round %d  %-50s %10.0f req/s\n", r+1, t.name, rps)
 		}
 	}
 	fmt.Println()
 	medians := map[string]float64{}
 	for i, t := range targets {
 		medians[t.name] = median(results[i])
-		line := fmt.Sprintf("median   %-40s %10.0f req/s", t.name, medians[t.name])
+		line := fmt.Sprintf("median   %-50s %10.0f req/s", t.name, medians[t.name])
 		if t.base != "" {
 			line += fmt.Sprintf("   %.2f× %s", medians[t.name]/medians[t.base], t.base)
 		}
@@ -147,14 +178,20 @@ func (c *closers) close() {
 	}
 }
 
-// open starts a copydesk in its own data directory with an admin and an
-// editor signed in, and with agents global agents, serving on loopback.
-// The agents go straight into the file; then the server is opened again,
-// as one restarted on its data (Open gathers the statistics SQLite plans
-// by).
-func open(ctx context.Context, c *closers, dir string, agents int) (app *server.App, admin, editor string, err error) {
+// open starts a copydesk in its own data directory (and, on PostgreSQL,
+// in a database of its own) with an admin and an editor signed in, and
+// with agents global agents, serving on loopback. The agents go straight
+// into the database; then the server is opened again, as one restarted on
+// its data (Open gathers the statistics SQLite plans by; PostgreSQL's are
+// gathered by an ANALYZE).
+func open(ctx context.Context, c *closers, dir string, e engine, agents int) (app *server.App, admin, editor string, err error) {
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	cfg := server.Config{DataDir: dir, HTTPAddr: "127.0.0.1:0", Version: "bench"}
+	if e.url != "" {
+		if cfg.Database, err = createDatabase(ctx, c, e.url); err != nil {
+			return nil, "", "", err
+		}
+	}
 	if app, err = server.Open(ctx, cfg, log); err != nil {
 		return nil, "", "", err
 	}
@@ -174,7 +211,7 @@ func open(ctx context.Context, c *closers, dir string, agents int) (app *server.
 		tokens[role] = g.Token
 	}
 	if agents > 0 {
-		err := errors.Join(fillAgents(ctx, app.DB.Path(), agents), app.Close())
+		err := errors.Join(fillAgents(ctx, cfg, agents), app.Close())
 		if err != nil {
 			return nil, "", "", err
 		}
@@ -193,38 +230,99 @@ func open(ctx context.Context, c *closers, dir string, agents int) (app *server.
 	return app, tokens[store.RoleAdmin], tokens[store.RoleEditor], nil
 }
 
-// fillAgents writes n global agents into the copydesk database at path.
-func fillAgents(ctx context.Context, path string, n int) error {
-	conn, err := sql.Open("sqlite", "file:"+path+"?_pragma=busy_timeout(10000)")
+// fillAgents writes n global agents into the copydesk database of cfg.
+func fillAgents(ctx context.Context, cfg server.Config, n int) error {
+	if cfg.Database != "" {
+		conn, err := sql.Open("pgx", cfg.Database)
+		if err != nil {
+			return err
+		}
+		defer conn.Close()
+		if err := authbench.FillAgents(ctx, conn, n, true); err != nil {
+			return err
+		}
+		_, err = conn.ExecContext(ctx, `ANALYZE agents`)
+		return err
+	}
+	conn, err := sql.Open("sqlite", "file:"+filepath.Join(cfg.DataDir, server.DBFile)+"?_pragma=busy_timeout(10000)")
 	if err != nil {
 		return err
 	}
 	defer conn.Close()
-	return authbench.FillAgents(ctx, conn, n)
+	return authbench.FillAgents(ctx, conn, n, false)
 }
 
-func meTargets(ctx context.Context, c *closers, dir string) ([]target, error) {
-	app, _, editor, err := open(ctx, c, filepath.Join(dir, "me"), 0)
+// newPostgres checks that the server at url answers, and returns url.
+func newPostgres(ctx context.Context, c *closers, url string) (string, error) {
+	admin, err := sql.Open("pgx", url)
 	if err != nil {
-		return nil, err
+		return "", err
 	}
-	h, tok := authbench.BareHandler(app.Keys.JWTKey())
-	url, err := serve(h)
-	if err != nil {
-		return nil, err
+	c.add(admin.Close)
+	var version string
+	if err := admin.QueryRowContext(ctx, `SHOW server_version`).Scan(&version); err != nil {
+		return "", fmt.Errorf("PostgreSQL at %s: %w", store.RedactURL(url), err)
 	}
-	const bare = "bare Gin + JWT verify"
-	return []target{
-		{name: bare, method: "GET", url: url + "/me", token: tok},
-		{name: "copydesk GET /api/auth/me", method: "GET", url: "http://" + app.Addr() + "/api/auth/me", token: editor, base: bare},
-	}, nil
+	fmt.Printf("PostgreSQL %s at %s\n", version, store.RedactURL(url))
+	return url, nil
 }
 
-func listTargets(ctx context.Context, c *closers, dir string, n int) ([]target, error) {
-	app, admin, editor, err := open(ctx, c, filepath.Join(dir, "list"), n) // global agents: both users see them all
+// createDatabase makes an empty database on the PostgreSQL server at
+// server, dropped when the run ends, and returns its address.
+func createDatabase(ctx context.Context, c *closers, server string) (string, error) {
+	admin, err := sql.Open("pgx", server)
 	if err != nil {
-		return nil, err
+		return "", err
 	}
+	name := fmt.Sprintf("copydesk_bench_%d_%d", os.Getpid(), len(*c))
+	if _, err := admin.ExecContext(ctx, `CREATE DATABASE `+name); err != nil {
+		admin.Close()
+		return "", err
+	}
+	c.add(func() error {
+		defer admin.Close()
+		_, err := admin.ExecContext(context.Background(), `DROP DATABASE IF EXISTS `+name+` WITH (FORCE)`)
+		return err
+	})
+	u, err := neturl.Parse(server)
+	if err != nil {
+		return "", err
+	}
+	u.Path = "/" + name
+	return u.String(), nil
+}
+
+// label names a copydesk target, with its engine when there are two.
+func label(name string, e engine, engines []engine) string {
+	if len(engines) == 1 {
+		return name
+	}
+	return name + ", " + e.name
+}
+
+func meTargets(ctx context.Context, c *closers, dir string, engines []engine) ([]target, error) {
+	var ts []target
+	for i, e := range engines {
+		app, _, editor, err := open(ctx, c, filepath.Join(dir, "me-"+e.name), e, 0)
+		if err != nil {
+			return nil, err
+		}
+		const bare = "bare Gin + JWT verify"
+		if i == 0 {
+			h, tok := authbench.BareHandler(app.Keys.JWTKey())
+			url, err := serve(h)
+			if err != nil {
+				return nil, err
+			}
+			ts = append(ts, target{name: bare, method: "GET", url: url + "/me", token: tok})
+		}
+		ts = append(ts, target{name: label("copydesk GET /api/auth/me", e, engines), method: "GET",
+			url: "http://" + app.Addr() + "/api/auth/me", token: editor, base: bare})
+	}
+	return ts, nil
+}
+
+func listTargets(ctx context.Context, c *closers, dir string, n int, engines []engine) ([]target, error) {
 	bare, err := authbench.OpenBareAgents(ctx, filepath.Join(dir, "bare-list.db"))
 	if err != nil {
 		return nil, err
@@ -233,42 +331,72 @@ func listTargets(ctx context.Context, c *closers, dir string, n int) ([]target, 
 	if err := bare.Fill(ctx, n); err != nil {
 		return nil, err
 	}
-	h, tok := bare.Handler(app.Keys.JWTKey())
-	url, err := serve(h)
-	if err != nil {
-		return nil, err
-	}
 	base := fmt.Sprintf("bare list (COUNT + 50 of %d)", n)
-	real := "http://" + app.Addr() + "/api/agents?per_page=50"
-	return []target{
-		{name: base, method: "GET", url: url + "/agents?per_page=50", token: tok},
-		{name: "copydesk GET /api/agents (admin)", method: "GET", url: real, token: admin, base: base},
-		{name: "copydesk GET /api/agents (editor)", method: "GET", url: real, token: editor, base: base},
-	}, nil
+	var ts []target
+	for i, e := range engines {
+		app, admin, editor, err := open(ctx, c, filepath.Join(dir, "list-"+e.name), e, n) // global agents: both users see them all
+		if err != nil {
+			return nil, err
+		}
+		if i == 0 {
+			h, tok := bare.Handler(app.Keys.JWTKey())
+			url, err := serve(h)
+			if err != nil {
+				return nil, err
+			}
+			ts = append(ts, target{name: base, method: "GET", url: url + "/agents?per_page=50", token: tok})
+		}
+		real := "http://" + app.Addr() + "/api/agents?per_page=50"
+		ts = append(ts,
+			target{name: label("copydesk GET /api/agents (admin)", e, engines), method: "GET", url: real, token: admin, base: base},
+			target{name: label("copydesk GET /api/agents (editor)", e, engines), method: "GET", url: real, token: editor, base: base})
+	}
+	return ts, nil
 }
 
-func createTargets(ctx context.Context, c *closers, dir string) ([]target, error) {
-	app, admin, _, err := open(ctx, c, filepath.Join(dir, "create"), 0)
-	if err != nil {
-		return nil, err
-	}
+func createTargets(ctx context.Context, c *closers, dir string, engines []engine) ([]target, error) {
 	bare, err := authbench.OpenBareAgents(ctx, filepath.Join(dir, "bare-create.db"))
 	if err != nil {
 		return nil, err
 	}
 	c.add(bare.Close)
-	h, tok := bare.Handler(app.Keys.JWTKey())
-	url, err := serve(h)
-	if err != nil {
-		return nil, err
-	}
 	const base = "bare create (INSERT … RETURNING)"
 	const body = `{"name":"Bench writer","kind":"writer"}`
-	return []target{
-		{name: base, method: "POST", url: url + "/agents", token: tok, body: body},
-		{name: "copydesk POST /api/agents (admin)", method: "POST", url: "http://" + app.Addr() + "/api/agents", token: admin,
-			body: body, base: base},
-	}, nil
+	var ts []target
+	for i, e := range engines {
+		app, admin, _, err := open(ctx, c, filepath.Join(dir, "create-"+e.name), e, 0)
+		if err != nil {
+			return nil, err
+		}
+		if i == 0 {
+			h, tok := bare.Handler(app.Keys.JWTKey())
+			url, err := serve(h)
+			if err != nil {
+				return nil, err
+			}
+			ts = append(ts, target{name: base, method: "POST", url: url + "/agents", token: tok, body: body})
+		}
+		ts = append(ts, target{name: label("copydesk POST /api/agents (admin)", e, engines), method: "POST",
+			url: "http://" + app.Addr() + "/api/agents", token: admin, body: body, base: base})
+	}
+	return ts, nil
+}
+
+// signinTargets sign the editor in again and again: the password hash at
+// its default cost, a new session row and a token. No yardstick: the hash
+// is most of it, by design.
+func signinTargets(ctx context.Context, c *closers, dir string, engines []engine) ([]target, error) {
+	const body = `{"email":"bench-editor@example.com","password":"bench-password"}`
+	var ts []target
+	for _, e := range engines {
+		app, _, _, err := open(ctx, c, filepath.Join(dir, "signin-"+e.name), e, 0)
+		if err != nil {
+			return nil, err
+		}
+		ts = append(ts, target{name: label("copydesk POST /api/auth/login", e, engines), method: "POST",
+			url: "http://" + app.Addr() + "/api/auth/login", body: body})
+	}
+	return ts, nil
 }
 
 // serve serves h on loopback and returns its base URL.
@@ -287,7 +415,9 @@ func once(t target) error {
 	if err != nil {
 		return err
 	}
-	req.Header.Set("Authorization", "Bearer "+t.token)
+	if t.token != "" {
+		req.Header.Set("Authorization", "Bearer "+t.token)
+	}
 	req.Header.Set("Content-Type", "application/json")
 	res, err := http.DefaultClient.Do(req)
 	if err != nil {
@@ -305,8 +435,10 @@ var rpsLine = regexp.MustCompile(`Requests/sec:\s+([0-9.]+)`)
 var non2xx = regexp.MustCompile(`Non-2xx or 3xx responses: (\d+)`)
 
 func wrk(t target, o options, dir string) (float64, error) {
-	args := []string{"-t" + strconv.Itoa(o.threads), "-c" + strconv.Itoa(o.conns), "-d" + o.dur.String(),
-		"-H", "Authorization: Bearer " + t.token}
+	args := []string{"-t" + strconv.Itoa(o.threads), "-c" + strconv.Itoa(o.conns), "-d" + o.dur.String()}
+	if t.token != "" {
+		args = append(args, "-H", "Authorization: Bearer "+t.token)
+	}
 	if t.method != "GET" {
 		script := filepath.Join(dir, "request.lua")
 		lua := fmt.Sprintf("wrk.method = %q\nwrk.body = %q\nwrk.headers[\"Content-Type\"] = \"application/json\"\n", t.method, t.body)
