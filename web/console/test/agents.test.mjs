@@ -47,7 +47,7 @@ test("with no AI credential, the screen says so and links to the credentials scr
   await close();
   // An editor is told who adds one.
   const ed = await openAs(browser, srv, "ed@example.com", `/e/${env.id}/agents`);
-  await ed.page.getByText(/An administrator adds one on the credentials screen/).waitFor();
+  await ed.page.getByText(/Ask an administrator to add one/).waitFor();
   assert.equal(await ed.page.getByRole("link", { name: "Add a credential" }).count(), 0);
   await ed.close();
   await useProvider(srv, admin, provider);

@@ -8,10 +8,10 @@ import { useEffect, useRef, useState } from "preact/hooks";
 import { api, ApiError, url, type Schemas } from "../api/client";
 import { post } from "../api/sse";
 import type { ScreenProps } from "../lazy";
-import { credentialsPath } from "../router";
 import { sentence } from "../session";
-import { Alert, canEdit, errorText, Field, formErrors, Heading, isAdmin, Labelled, Link, NewButton, noErrors, num, Select, TextArea, Thead, usd, useResource, When, type FormErrors } from "../ui";
+import { Alert, canEdit, errorText, Field, formErrors, Heading, Labelled, NewButton, noErrors, num, Select, TextArea, Thead, usd, useResource, When, type FormErrors } from "../ui";
 import { Confirm } from "../confirm";
+import { isNoProvider, NoProvider } from "../noprovider";
 
 type Agent = Schemas["agentResponse"];
 type Run = Schemas["runResponse"];
@@ -60,12 +60,7 @@ export function Agents({ env }: ScreenProps) {
           {notice}
         </p>
       )}
-      {noCredential && (
-        <p class="notice">
-          No AI provider credential is configured yet: an agent cannot run without one.{" "}
-          {isAdmin() ? <Link href={credentialsPath}>Add a credential</Link> : "An administrator adds one on the credentials screen"}.
-        </p>
-      )}
+      {noCredential && <NoProvider needs="an agent" />}
       <section aria-labelledby="ag-list">
         <h2 id="ag-list">Agents of this environment</h2>
         {list.error && <Alert>{list.error}</Alert>}
@@ -278,8 +273,8 @@ function RunAgent({ env, a, editor, onRun }: { env: number; a: Agent; editor: bo
       setPhase((p) => (p.kind === "running" ? { kind: "failed", detail: "the stream was cut; the run may still finish: see the past runs" } : p));
     } catch (err) {
       if (c.signal.aborted) return;
-      setNoProvider(err instanceof ApiError && err.status === 409);
-      setError(formErrors(err, ["input"]));
+      setNoProvider(isNoProvider(err));
+      if (!isNoProvider(err)) setError(formErrors(err, ["input"]));
       setPhase({ kind: "idle" });
     } finally {
       onRun();
@@ -316,17 +311,8 @@ function RunAgent({ env, a, editor, onRun }: { env: number; a: Agent; editor: bo
       <h3 id="ag-run">Run it</h3>
       <form onSubmit={run} noValidate>
         <TextArea label="Input" name="input" value={input} onValue={setInput} error={error.fields.input} rows={4} hint="What to give the agent; {{name}} in it is replaced by variables." />
-        {error.form && (
-          <Alert>
-            {sentence(error.form)}
-            {noProvider && isAdmin() && (
-              <>
-                {" "}
-                <Link href={credentialsPath}>Configure a credential</Link>.
-              </>
-            )}
-          </Alert>
-        )}
+        {error.form && <Alert>{sentence(error.form)}</Alert>}
+        {noProvider && <NoProvider needs="an agent" />}
         <div class="actions">
           <button type="submit" class="primary" disabled={running}>
             Run

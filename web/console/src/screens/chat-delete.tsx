@@ -4,6 +4,7 @@
 // versions beside it).
 import { useState } from "preact/hooks";
 import { api, type Schemas } from "../api/client";
+import { Confirm } from "../confirm";
 import { Alert, errorText } from "../ui";
 
 type Message = Schemas["chatMessageResponse"];
@@ -35,22 +36,15 @@ export function DeleteMessage({ m, n, below, onDeleted }: { m: Message; n: numbe
         Delete message {n}…
       </button>
       {open && (
-        <div class="confirm" role="alertdialog" aria-label={`Confirm deleting message ${n}`} aria-describedby={`msg-del-q-${m.id}`}>
-          <p id={`msg-del-q-${m.id}`}>
-            Delete message {n}, {who} “{clip(m.content)}”,
-            {below > 0 ? ` and everything below it: the ${below} later message${below === 1 ? "" : "s"} of this branch and any replies or versions branching from them?` : " and any replies or versions branching from it?"}
-            {others > 0 ? ` The other ${others === 1 ? "version" : `${others} versions`} beside it stay${others === 1 ? "s" : ""}.` : ""}
-            {" "}The conversation then shows the branch of the newest message left. This cannot be undone.
-          </p>
-          <div class="actions">
-            <button type="button" class="danger" onClick={() => void remove()} disabled={busy}>
-              Delete message {n}
-            </button>
-            <button type="button" onClick={() => setOpen(false)}>
-              Cancel
-            </button>
-          </div>
-        </div>
+        <Confirm label={`Confirm deleting message ${n}`} action={`Delete message ${n}`} busy={busy} onConfirm={() => void remove()} onCancel={() => setOpen(false)}
+          question={
+            <p>
+              Delete message {n}, {who} “{clip(m.content)}”,
+              {below > 0 ? ` and everything below it: the ${below} later message${below === 1 ? "" : "s"} of this branch and any replies or versions branching from them?` : " and any replies or versions branching from it?"}
+              {others > 0 ? ` The other ${others === 1 ? "version" : `${others} versions`} beside it stay${others === 1 ? "s" : ""}.` : ""}
+              {" "}The conversation then shows the branch of the newest message left. This cannot be undone.
+            </p>
+          } />
       )}
       {error && <Alert>{error}</Alert>}
     </>

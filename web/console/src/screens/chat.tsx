@@ -12,6 +12,7 @@ import { ApiError, api, download, url, type Schemas } from "../api/client";
 import { follow, post, type SSEvent } from "../api/sse";
 import type { ScreenProps } from "../lazy";
 import { Markdown } from "../markdown";
+import { NoProvider, useNoProvider } from "../noprovider";
 import { envPath, navigate } from "../router";
 import { DeleteMessage } from "./chat-delete";
 import { Alert, canEdit, errorText, Field, Heading, Link, Select, TextArea, useAction, useDebounced, useResource, When } from "../ui";
@@ -34,9 +35,11 @@ export function Chat({ env }: ScreenProps) {
     [query],
   );
   const items = list.data?.data.items ?? [];
+  const provider = useNoProvider(env);
   return (
     <>
       <Heading>Chat</Heading>
+      {provider.missing && <NoProvider needs="chat" />}
       <div class="chat">
         <section class="chat-list" aria-labelledby="chat-list-h">
           <h2 id="chat-list-h">Conversations</h2>
@@ -65,7 +68,7 @@ export function Chat({ env }: ScreenProps) {
           </ul>
         </section>
         <div class="chat-main">
-          {open ? <Open key={open} id={open} env={env} onChanged={list.reload} /> : <Start env={env} />}
+          {open ? <Open key={open} id={open} env={env} onChanged={list.reload} saw={provider.saw} /> : <Start env={env} saw={provider.saw} />}
         </div>
       </div>
     </>
@@ -74,7 +77,9 @@ export function Chat({ env }: ScreenProps) {
 
 // Start is the composer of a conversation not made yet: sending makes it
 // (its usage counts in this environment) and opens it.
-function Start({ env }: { env: number }) {
+// saw(e) takes the server's refusal for want of a credential (the screen
+// shows the empty state instead).
+function Start({ env, saw }: { env: number; saw: (e: unknown) => boolean }) {
   const [error, setError] = useState<string | null>(null);
   const [busy, setBusy] = useState(false);
   const agents = useResource((signal) => api.get("/api/agents", { query: { environment_id: env, is_active: true, per_page: 200 }, signal }), [env]);
@@ -87,7 +92,7 @@ function Start({ env }: { env: number }) {
       pending = { conversation: c.data.id, content };
       navigate(envPath(env, "chat") + "?c=" + c.data.id);
     } catch (e) {
-      setError(errorText(e));
+      if (!saw(e)) setError(errorText(e));
       setBusy(false);
     }
   }
@@ -131,7 +136,7 @@ function Composer({ busy, onSend }: { busy: boolean; onSend: (content: string) =
 // The reply being written: its id (once known) and its text so far.
 type Live = { id: number | null; text: string };
 
-function Open({ id, env, onChanged }: { id: number; env: number; onChanged: () => void }) {
+function Open({ id, env, onChanged, saw }: { id: number; env: number; onChanged: () => void; saw: (e: unknown) => boolean }) {
   const editor = canEdit();
   const conv = useResource((signal) => api.get("/api/openchat/conversations/{id}", { path: { id }, signal }), [id]);
   const msgs = useResource((signal) => api.get("/api/openchat/conversations/{id}/messages", { path: { id }, query: { per_page: 200 }, signal }), [id]);
@@ -223,7 +228,7 @@ function Open({ id, env, onChanged }: { id: number; env: number; onChanged: () =
       if (a.signal.aborted) return;
       // A stream cut after the reply was stored: the reply goes on.
       if (!ended && replyId !== null && !(e instanceof ApiError)) return watch(replyId, lastId || undefined);
-      setError(errorText(e));
+      if (!saw(e)) setError(errorText(e));
       setLive(null);
       ac.current = null;
       return;

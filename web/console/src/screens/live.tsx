@@ -8,8 +8,10 @@
 import { useEffect, useState } from "preact/hooks";
 import { api, url, type Schemas } from "../api/client";
 import { follow } from "../api/sse";
+import { Confirm } from "../confirm";
 import type { ScreenProps } from "../lazy";
 import { Markdown } from "../markdown";
+import { NoProvider, useNoProvider } from "../noprovider";
 import { envPath, navigate } from "../router";
 import { SaveDraft } from "../savedraft";
 import { Alert, canEdit, errorText, Field, Heading, Link, Select, TextArea, useAction, useResource, When } from "../ui";
@@ -22,15 +24,17 @@ export function Live({ env }: ScreenProps) {
   const open = Number(new URLSearchParams(location.search).get("s")) || null;
   const list = useResource((signal) => api.get("/api/live-agents/sessions", { query: { environment_id: env, sort: "-updated_at", per_page: 100 }, signal }), [env]);
   const sessions = list.data?.data.items ?? [];
+  const provider = useNoProvider(env);
   return (
     <>
       <Heading>Live sessions</Heading>
+      {provider.missing && <NoProvider needs="a live session" />}
       {open ? (
         <>
           <p>
             <Link href={envPath(env, "live")}>All live sessions</Link>
           </p>
-          <Watch key={open} id={open} env={env} />
+          <Watch key={open} id={open} env={env} saw={provider.saw} />
         </>
       ) : (
         <>
@@ -105,7 +109,9 @@ function StartSession({ env }: { env: number }) {
 
 type Now = { generation: Generation | null; text: string };
 
-function Watch({ id, env }: { id: number; env: number }) {
+// saw(e) takes the server's refusal for want of a credential (the screen
+// shows the empty state instead).
+function Watch({ id, env, saw }: { id: number; env: number; saw: (e: unknown) => boolean }) {
   const editor = canEdit();
   const detail = useResource((signal) => api.get("/api/live-agents/sessions/{id}", { path: { id }, signal }), [id]);
   const [now, setNow] = useState<Now>({ generation: null, text: "" });
@@ -168,7 +174,12 @@ function Watch({ id, env }: { id: number; env: number }) {
     void act(async () => {
       // The stream brings the generation (queued, started, its text, done):
       // taking it from this answer could bring back one already done.
-      await api.post("/api/live-agents/sessions/{id}/generate", { path: { id }, body: { prompt: prompt.trim() } });
+      try {
+        await api.post("/api/live-agents/sessions/{id}/generate", { path: { id }, body: { prompt: prompt.trim() } });
+      } catch (err) {
+        if (saw(err)) return;
+        throw err;
+      }
       setPrompt("");
     });
   };
@@ -289,17 +300,8 @@ function DeleteSession({ id, env, title }: { id: number; env: number; title: str
         Delete…
       </button>
       {asking && (
-        <div class="confirm" role="alertdialog" aria-label="Confirm deletion" aria-describedby="live-del-q">
-          <p id="live-del-q">Delete the live session “{title}” and its transcript? Posts saved from it stay. This cannot be undone.</p>
-          <div class="actions">
-            <button type="button" class="danger" onClick={() => void remove()}>
-              Delete “{title}”
-            </button>
-            <button type="button" onClick={() => setAsking(false)}>
-              Cancel
-            </button>
-          </div>
-        </div>
+        <Confirm label="Confirm deletion" action={`Delete “${title}”`} onConfirm={() => void remove()} onCancel={() => setAsking(false)}
+          question={<p>Delete the live session “{title}” and its transcript? Posts saved from it stay. This cannot be undone.</p>} />
       )}
       {error && <Alert>{error}</Alert>}
     </>

@@ -10,6 +10,7 @@ import { ApiError, api, url, type Schemas } from "../api/client";
 import { post } from "../api/sse";
 import type { ScreenProps } from "../lazy";
 import { Markdown } from "../markdown";
+import { NoProvider, useNoProvider } from "../noprovider";
 import { SaveDraft } from "../savedraft";
 import { sentence } from "../session";
 import { Alert, canEdit, errorText, Field, formErrors, Heading, Select, TextArea, useResource } from "../ui";
@@ -65,6 +66,7 @@ export function Write({ env }: ScreenProps) {
   const [phase, setPhase] = useState<Phase>({ kind: "idle" });
   const [text, setText] = useState("");
   const [notice, setNotice] = useState<string | null>(null);
+  const provider = useNoProvider(env);
   const ac = useRef<AbortController | null>(null);
   useEffect(() => () => ac.current?.abort(), []);
 
@@ -105,6 +107,10 @@ export function Write({ env }: ScreenProps) {
       setPhase((p) => (p.kind === "writing" ? { kind: "stopped", runId } : p));
     } catch (err) {
       if (c.signal.aborted) return;
+      if (provider.saw(err)) {
+        setPhase({ kind: "idle" });
+        return;
+      }
       const ve = variableErrors(err, fields.map((f) => f.name));
       setErrors(ve);
       setPhase(runId ? { kind: "failed", detail: errorText(err) ?? "", runId } : { kind: "idle" });
@@ -161,6 +167,7 @@ export function Write({ env }: ScreenProps) {
   return (
     <>
       <Heading>Write an article</Heading>
+      {provider.missing && <NoProvider needs="writing an article" />}
       {list.error && <Alert>{list.error}</Alert>}
       {!editor && <p class="notice">Writing an article needs the editor role: you can see the archetypes and what they ask for.</p>}
       {list.data && archetypes.length === 0 && <p>There is no archetype yet.</p>}
