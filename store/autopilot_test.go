@@ -293,7 +293,7 @@ func TestAutopilotOrphanRuns(t *testing.T) {
 	if _, err := f.db.ClaimJob(ctx, []string{"autopilot.run"}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := f.db.FinishJob(ctx, *r.JobID, store.JobFailed, "x"); err != nil {
+	if _, err := f.db.FinishJob(ctx, *r.JobID, "", store.JobFailed, "x"); err != nil {
 		t.Fatal(err)
 	}
 	if orphans, err := f.db.OrphanAutopilotRuns(ctx, "gone", storetest.T0.Add(-time.Minute)); err != nil || len(orphans) != 0 {

@@ -309,24 +309,38 @@ func (db *DB) ClaimJobLeased(ctx context.Context, kinds []string, l JobLease) (*
 	return job, nil
 }
 
+// ErrJobLeaseLost is the cause of a KindConflict error from FinishJob or
+// RetryJob when the job runs under another owner's lease: the caller
+// stalled past its lease and another instance took the job over, so the
+// outcome is the new owner's to record.
+var ErrJobLeaseLost = errors.New("the job's lease is another owner's")
+
 // whyNotRunning explains, inside tx, why job id could not be moved out of
-// running: it does not exist, or it is in another status.
-func whyNotRunning(ctx context.Context, tx *sql.Tx, id int64, doing string) error {
-	var status string
-	err := tx.QueryRowContext(ctx, `SELECT status FROM jobs WHERE id = ?`, id).Scan(&status)
+// running by owner: it does not exist, it is in another status, or it
+// runs under another owner's lease (ErrJobLeaseLost).
+func whyNotRunning(ctx context.Context, tx *sql.Tx, id int64, owner, doing string) error {
+	var status, holder string
+	err := tx.QueryRowContext(ctx, `SELECT status, lease_owner FROM jobs WHERE id = ?`, id).Scan(&status, &holder)
 	if errors.Is(err, sql.ErrNoRows) {
 		return NotFound("job %d not found", id)
 	}
 	if err != nil {
 		return err
 	}
+	if status == string(JobRunning) && holder != owner {
+		return &Error{Kind: KindConflict, Message: fmt.Sprintf("job %d runs under another lease (%q, not %q): it cannot be %s by this owner",
+			id, holder, owner, doing), Err: ErrJobLeaseLost}
+	}
 	return Conflict("job %d is %s, not running: it cannot be %s", id, status, doing)
 }
 
-// FinishJob ends a running job with a final status (succeeded, failed or
-// cancelled) and errText as its last error ("" clears the error of an
-// earlier attempt). A job that is not running is a KindConflict error.
-func (db *DB) FinishJob(ctx context.Context, id int64, status JobStatus, errText string) (*Job, error) {
+// FinishJob ends a running job held by owner (the lease owner it was
+// claimed with) with a final status (succeeded, failed or cancelled) and
+// errText as its last error ("" clears the error of an earlier attempt).
+// A job that is not running is a KindConflict error; so is one running
+// under another owner's lease (ErrJobLeaseLost), whose outcome is not the
+// caller's to record.
+func (db *DB) FinishJob(ctx context.Context, id int64, owner string, status JobStatus, errText string) (*Job, error) {
 	if !status.Final() {
 		return nil, Invalid("%q is not a final job status", status)
 	}
@@ -335,9 +349,9 @@ func (db *DB) FinishJob(ctx context.Context, id int64, status JobStatus, errText
 	err := db.tx(ctx, func(tx *sql.Tx) error {
 		var err error
 		job, err = scanJob(tx.QueryRowContext(ctx, `UPDATE jobs SET status = ?, last_error = ?, finished_at = ?, updated_at = ?, lease_owner = '', lease_until = NULL
-			WHERE id = ? AND status = 'running' RETURNING `+jobColumns, string(status), errText, now, now, id))
+			WHERE id = ? AND status = 'running' AND lease_owner = ? RETURNING `+jobColumns, string(status), errText, now, now, id, owner))
 		if errors.Is(err, sql.ErrNoRows) {
-			return whyNotRunning(ctx, tx, id, "finished")
+			return whyNotRunning(ctx, tx, id, owner, "finished")
 		}
 		return err
 	})
@@ -347,18 +361,19 @@ func (db *DB) FinishJob(ctx context.Context, id int64, status JobStatus, errText
 	return job, nil
 }
 
-// RetryJob puts a running job back in the queue, to be claimed again from
-// runAfter, keeping errText as its last error. A job that is not running is
-// a KindConflict error.
-func (db *DB) RetryJob(ctx context.Context, id int64, errText string, runAfter time.Time) (*Job, error) {
+// RetryJob puts a running job held by owner back in the queue, to be
+// claimed again from runAfter, keeping errText as its last error. A job
+// that is not running, or runs under another owner's lease, is a
+// KindConflict error, as for FinishJob.
+func (db *DB) RetryJob(ctx context.Context, id int64, owner, errText string, runAfter time.Time) (*Job, error) {
 	now := db.now()
 	var job *Job
 	err := db.tx(ctx, func(tx *sql.Tx) error {
 		var err error
 		job, err = scanJob(tx.QueryRowContext(ctx, `UPDATE jobs SET status = 'queued', last_error = ?, run_after = ?, updated_at = ?, lease_owner = '', lease_until = NULL
-			WHERE id = ? AND status = 'running' RETURNING `+jobColumns, errText, fmtTime(runAfter), now, id))
+			WHERE id = ? AND status = 'running' AND lease_owner = ? RETURNING `+jobColumns, errText, fmtTime(runAfter), now, id, owner))
 		if errors.Is(err, sql.ErrNoRows) {
-			return whyNotRunning(ctx, tx, id, "retried")
+			return whyNotRunning(ctx, tx, id, owner, "retried")
 		}
 		return err
 	})

@@ -2,6 +2,7 @@ package store_test
 
 import (
 	"context"
+	"errors"
 	"slices"
 	"sync"
 	"testing"
@@ -73,5 +74,50 @@ func TestPlanJobConcurrent(t *testing.T) {
 	}
 	if len(jobs) != 1 {
 		t.Fatalf("%d queued jobs after 8 planners, want 1", len(jobs))
+	}
+}
+
+// TestStalledOwnerCannotRecord: an owner that stalled past its lease,
+// while the job was recovered and claimed by another, can neither finish
+// nor retry it (ErrJobLeaseLost, a conflict); the new owner's outcome is
+// the one recorded.
+func TestStalledOwnerCannotRecord(t *testing.T) {
+	ctx := context.Background()
+	db, clk := storetest.OpenDB(t)
+	mustEnqueueJob(t, db, store.NewJob{Kind: "k", MaxAttempts: 5})
+	job, err := db.ClaimJobLeased(ctx, []string{"k"}, store.JobLease{Owner: "a", For: 2 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	clk.Advance(3 * time.Second) // a stalls past its lease
+	if rec, err := db.RecoverJobs(ctx, store.RecoverPolicy{Expired: true}); err != nil || rec.Requeued != 1 {
+		t.Fatalf("recovery = %+v (%v), want 1 requeued", rec, err)
+	}
+	if _, err := db.ClaimJobLeased(ctx, []string{"k"}, store.JobLease{Owner: "b", For: 2 * time.Second}); err != nil {
+		t.Fatal(err)
+	}
+	for name, record := range map[string]func() error{
+		"finish": func() error { _, err := db.FinishJob(ctx, job.ID, "a", store.JobSucceeded, ""); return err },
+		"retry":  func() error { _, err := db.RetryJob(ctx, job.ID, "a", "flaky", clk.Now()); return err },
+	} {
+		err := record()
+		if !errors.Is(err, store.ErrJobLeaseLost) || !(store.KindOf(err) == store.KindConflict) {
+			t.Fatalf("the stalled owner's %s = %v, want a conflict for ErrJobLeaseLost", name, err)
+		}
+	}
+	got, err := db.JobByID(ctx, job.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Status != store.JobRunning || got.LeaseOwner != "b" || got.Attempts != 2 {
+		t.Fatalf("job after the stalled owner tried = %s, owner %q, attempt %d; want running under b, attempt 2", got.Status, got.LeaseOwner, got.Attempts)
+	}
+	done, err := db.FinishJob(ctx, job.ID, "b", store.JobFailed, "boom")
+	if err != nil || done.Status != store.JobFailed || done.LastError != "boom" {
+		t.Fatalf("the new owner's finish = %+v (%v), want failed with its error", done, err)
+	}
+	// Once finished, the stalled owner's answer is the plain conflict.
+	if _, err := db.FinishJob(ctx, job.ID, "a", store.JobSucceeded, ""); errors.Is(err, store.ErrJobLeaseLost) || !(store.KindOf(err) == store.KindConflict) {
+		t.Fatalf("finishing a finished job = %v, want a conflict that is not about a lease", err)
 	}
 }

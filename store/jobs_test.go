@@ -190,7 +190,7 @@ func TestFinishJob(t *testing.T) {
 			j := mustEnqueueJob(t, db, store.NewJob{Kind: "a"})
 			mustClaimJob(t, db, "a")
 			clk.Advance(time.Second)
-			got, err := db.FinishJob(ctx, j.ID, st, "why")
+			got, err := db.FinishJob(ctx, j.ID, "", st, "why")
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -198,7 +198,7 @@ func TestFinishJob(t *testing.T) {
 				t.Fatalf("finished = %+v", got)
 			}
 			// Finished is final.
-			_, err = db.FinishJob(ctx, j.ID, store.JobFailed, "again")
+			_, err = db.FinishJob(ctx, j.ID, "", store.JobFailed, "again")
 			wantKind(t, err, store.KindConflict)
 		})
 	}
@@ -206,7 +206,7 @@ func TestFinishJob(t *testing.T) {
 		db, _ := openDB(t)
 		j := mustEnqueueJob(t, db, store.NewJob{Kind: "a"})
 		mark := db.ChangeMark()
-		_, err := db.FinishJob(ctx, j.ID, store.JobSucceeded, "")
+		_, err := db.FinishJob(ctx, j.ID, "", store.JobSucceeded, "")
 		wantKind(t, err, store.KindConflict)
 		if db.ChangeMark() != mark {
 			t.Fatal("a refused finish changed the change mark")
@@ -214,7 +214,7 @@ func TestFinishJob(t *testing.T) {
 	})
 	t.Run("NotFound", func(t *testing.T) {
 		db, _ := openDB(t)
-		_, err := db.FinishJob(ctx, 9, store.JobSucceeded, "")
+		_, err := db.FinishJob(ctx, 9, "", store.JobSucceeded, "")
 		wantKind(t, err, store.KindNotFound)
 	})
 	t.Run("NotFinal", func(t *testing.T) {
@@ -222,7 +222,7 @@ func TestFinishJob(t *testing.T) {
 		j := mustEnqueueJob(t, db, store.NewJob{Kind: "a"})
 		mustClaimJob(t, db, "a")
 		for _, st := range []store.JobStatus{store.JobQueued, store.JobRunning, "weird"} {
-			_, err := db.FinishJob(ctx, j.ID, st, "")
+			_, err := db.FinishJob(ctx, j.ID, "", st, "")
 			wantKind(t, err, store.KindInvalid)
 		}
 	})
@@ -230,11 +230,11 @@ func TestFinishJob(t *testing.T) {
 		db, _ := openDB(t)
 		j := mustEnqueueJob(t, db, store.NewJob{Kind: "a"})
 		mustClaimJob(t, db, "a")
-		if _, err := db.RetryJob(ctx, j.ID, "flaky", t0); err != nil {
+		if _, err := db.RetryJob(ctx, j.ID, "", "flaky", t0); err != nil {
 			t.Fatal(err)
 		}
 		mustClaimJob(t, db, "a")
-		got, err := db.FinishJob(ctx, j.ID, store.JobSucceeded, "")
+		got, err := db.FinishJob(ctx, j.ID, "", store.JobSucceeded, "")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -252,7 +252,7 @@ func TestRetryJob(t *testing.T) {
 	mustClaimJob(t, db, "a")
 	clk.Advance(time.Second)
 	retryAt := t0.Add(time.Minute)
-	got, err := db.RetryJob(ctx, j.ID, "timeout", retryAt)
+	got, err := db.RetryJob(ctx, j.ID, "", "timeout", retryAt)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -267,9 +267,9 @@ func TestRetryJob(t *testing.T) {
 	}
 	t.Run("NotRunning", func(t *testing.T) {
 		q := mustEnqueueJob(t, db, store.NewJob{Kind: "b"})
-		_, err := db.RetryJob(ctx, q.ID, "x", t0)
+		_, err := db.RetryJob(ctx, q.ID, "", "x", t0)
 		wantKind(t, err, store.KindConflict)
-		_, err = db.RetryJob(ctx, 999, "x", t0)
+		_, err = db.RetryJob(ctx, 999, "", "x", t0)
 		wantKind(t, err, store.KindNotFound)
 	})
 }
@@ -311,7 +311,7 @@ func TestCancelJob(t *testing.T) {
 		db, _ := openDB(t)
 		j := mustEnqueueJob(t, db, store.NewJob{Kind: "a"})
 		mustClaimJob(t, db, "a")
-		if _, err := db.FinishJob(ctx, j.ID, store.JobSucceeded, ""); err != nil {
+		if _, err := db.FinishJob(ctx, j.ID, "", store.JobSucceeded, ""); err != nil {
 			t.Fatal(err)
 		}
 		_, err := db.CancelJob(ctx, j.ID)
@@ -461,7 +461,7 @@ func TestPruneJobs(t *testing.T) {
 		t.Helper()
 		j := mustEnqueueJob(t, db, store.NewJob{Kind: kind})
 		mustClaimJob(t, db, kind)
-		if _, err := db.FinishJob(ctx, j.ID, st, ""); err != nil {
+		if _, err := db.FinishJob(ctx, j.ID, "", st, ""); err != nil {
 			t.Fatal(err)
 		}
 		return j

@@ -517,8 +517,11 @@ func (r *Runner) cancel(ctx context.Context, id int64) (job *store.Job, ended bo
 		return job, false, nil
 	}
 	// Running in the database but not here: left by a stopped process and
-	// not swept yet. Nothing runs it, so it ends now.
-	job, err = r.db.FinishJob(ctx, id, store.JobCancelled, reasonCancelled)
+	// not swept yet, or run by another instance on a shared database. It
+	// ends now, as its lease owner of the moment (a takeover since then
+	// makes this a conflict); another instance running it finds its lease
+	// gone at its next renewal and stops the handler.
+	job, err = r.db.FinishJob(ctx, id, job.LeaseOwner, store.JobCancelled, reasonCancelled)
 	if err != nil {
 		return nil, false, err
 	}
@@ -792,26 +795,34 @@ func (r *Runner) execute(ctx, hctx context.Context, a *activeJob) bool {
 	switch {
 	case err == nil:
 		outcome = Succeeded
-		done, dbErr = r.db.FinishJob(bctx, job.ID, store.JobSucceeded, "")
+		done, dbErr = r.db.FinishJob(bctx, job.ID, r.owner, store.JobSucceeded, "")
 	case a.cancelled:
 		outcome = Cancelled
-		done, dbErr = r.db.FinishJob(bctx, job.ID, store.JobCancelled, reasonCancelled)
+		done, dbErr = r.db.FinishJob(bctx, job.ID, r.owner, store.JobCancelled, reasonCancelled)
 	case interrupted && ctx.Err() != nil && pe == nil:
 		// Stopped by the shutdown, not by its own failure: it runs again
 		// after the restart, the interrupted attempt counted.
 		outcome = Interrupted
-		_, dbErr = r.db.RetryJob(bctx, job.ID, reasonShutdown, r.db.Now())
+		_, dbErr = r.db.RetryJob(bctx, job.ID, r.owner, reasonShutdown, r.db.Now())
 	case IsRetryable(err) && job.Attempts < job.MaxAttempts:
 		outcome = Retried
 		retryAt = r.db.Now().Add(r.opt.Backoff(job.Attempts))
-		_, dbErr = r.db.RetryJob(bctx, job.ID, errText, retryAt)
+		_, dbErr = r.db.RetryJob(bctx, job.ID, r.owner, errText, retryAt)
 	default:
 		outcome = Failed
-		done, dbErr = r.db.FinishJob(bctx, job.ID, store.JobFailed, errText)
+		done, dbErr = r.db.FinishJob(bctx, job.ID, r.owner, store.JobFailed, errText)
 	}
 	r.mu.Unlock()
 	r.Signal() // a worker that a limit kept idle may go on
 
+	if errors.Is(dbErr, store.ErrJobLeaseLost) {
+		// This process stalled past its lease and another instance took
+		// the job over before the renewal noticed: the outcome is the new
+		// owner's to record.
+		log.Warn("jobs: the job's lease was lost before its outcome was recorded; another instance runs it", "outcome", outcome,
+			"handler_err", errText, "took", took)
+		return true
+	}
 	if dbErr != nil {
 		// The job stays running in the database; the sweep recovers it.
 		log.Error("jobs: cannot record the outcome", "outcome", outcome, "handler_err", errText, "err", dbErr)

@@ -77,3 +77,37 @@ func TestRunnerLostLease(t *testing.T) {
 		t.Fatalf("job = %s (%q), want queued as the recovery left it", j.Status, j.LastError)
 	}
 }
+
+// TestRunnerStalledOutcomeNotRecorded: a handler that returns after its
+// job was taken over by another owner, before any renewal noticed (the
+// process stalled past its lease), records nothing: the job stays the new
+// owner's, running.
+func TestRunnerStalledOutcomeNotRecorded(t *testing.T) {
+	h := newHarness(t, jobs.Options{Lease: time.Hour}) // no renewal within the test
+	started, release := newSignal(), newSignal()
+	h.register("stalls", func(ctx context.Context, _ *store.Job) error {
+		started.fire()
+		<-release.c
+		return nil
+	})
+	stop := h.start(t)
+	job := h.enqueue(t, "stalls", nil, jobs.EnqueueOptions{})
+	started.wait(t, "the handler to start")
+	ctx := context.Background()
+	if rec, err := h.db.RecoverJobs(ctx, store.RecoverPolicy{Reason: "taken over"}); err != nil || rec.Requeued != 1 {
+		t.Fatalf("RecoverJobs = %+v, %v", rec, err)
+	}
+	if _, err := h.db.ClaimJobLeased(ctx, []string{"stalls"}, store.JobLease{Owner: "other instance", For: time.Hour}); err != nil {
+		t.Fatal(err)
+	}
+	release.fire()
+	stop() // Run returns once the handler's return is dealt with
+	select {
+	case j := <-h.finished:
+		t.Fatalf("the stalled runner finished job %d as %s", j.ID, j.Status)
+	default:
+	}
+	if j := h.job(t, job.ID); j.Status != store.JobRunning || j.LeaseOwner != "other instance" || j.Attempts != 2 {
+		t.Fatalf("job = %s under %q, attempt %d; want running under the other instance, attempt 2", j.Status, j.LeaseOwner, j.Attempts)
+	}
+}
