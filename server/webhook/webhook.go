@@ -122,6 +122,7 @@ type Service struct {
 	http          *http.Client
 	refusePrivate bool
 	log           *slog.Logger
+	plan          jobs.Plan // DeliverJob, replanned after a change
 	now           func() time.Time
 	opt           Options
 }
@@ -133,6 +134,7 @@ func New(d Deps) *Service {
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
 	}
+	s.plan = jobs.Plan{Jobs: s.jobs, Kind: DeliverJob, Log: s.log, What: "webhooks: plan the next delivery"}
 	if s.now == nil {
 		s.now = time.Now
 	}
@@ -335,7 +337,7 @@ func (s *Service) Update(ctx context.Context, sc store.Scope, id int64, ch Chang
 		return nil, err
 	}
 	if ch.Enabled != nil {
-		s.replan(ctx)
+		s.plan.Now(ctx)
 	}
 	return w, nil
 }
@@ -423,14 +425,6 @@ func (s *Service) Resend(ctx context.Context, sc store.Scope, id, deliveryID int
 	if err != nil {
 		return nil, err
 	}
-	s.replan(ctx)
+	s.plan.Now(ctx)
 	return d, nil
-}
-
-// replan makes new due deliveries take effect on the schedule now rather
-// than at the runner's next sweep; a failure only delays them.
-func (s *Service) replan(ctx context.Context) {
-	if err := s.jobs.Replan(ctx, DeliverJob); err != nil {
-		s.log.Warn("webhooks: plan the next delivery", "err", err)
-	}
 }
