@@ -186,6 +186,31 @@ func (a *Agent) SeenBy(sc Scope) *Agent {
 	return &c
 }
 
+// AgentNamed is the agent a request names in its agent_id field, as the
+// scope sees it: one that does not exist, or that the scope does not see,
+// is bad input (422), as the same id would be for any caller. byID is
+// the service's AgentByID.
+func AgentNamed(ctx context.Context, byID func(context.Context, int64) (*Agent, error), sc Scope, id int64) (*Agent, error) {
+	ag, err := byID(ctx, id)
+	if IsNotFound(err) || err == nil && !ag.VisibleIn(sc) {
+		return nil, Invalid("agent_id: no agent with id %d", id)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return ag, nil
+}
+
+// RequireIn is UsableIn as the refusal of an agent named for work in
+// envID, where it may not run.
+func (a *Agent) RequireIn(envID int64) error {
+	if a.UsableIn(envID) {
+		return nil
+	}
+	return Invalid("agent_id: agent %d is not assigned to environment %d: assign it there first (PUT /api/agents/%d/assignments)",
+		a.ID, envID, a.ID)
+}
+
 // UsableIn reports whether the agent may run in an environment: its own,
 // one it is assigned to, or any for a global agent.
 func (a *Agent) UsableIn(envID int64) bool {

@@ -606,18 +606,15 @@ func (s *Service) usableIn(ctx context.Context, sc store.Scope, a *store.Archety
 
 // agent returns an agent the scope sees that may run in envID.
 func (s *Service) agent(ctx context.Context, sc store.Scope, id, envID int64) (*store.Agent, error) {
-	ag, err := s.db.AgentByID(ctx, id)
-	if store.IsNotFound(err) || err == nil && !ag.VisibleIn(sc) {
-		return nil, store.Invalid("agent_id: no agent with id %d", id)
-	}
+	ag, err := store.AgentNamed(ctx, s.db.AgentByID, sc, id)
 	if err != nil {
 		return nil, err
 	}
 	if !ag.IsActive {
 		return nil, store.Conflict("agent %d is not active: set is_active to use it", id)
 	}
-	if !ag.UsableIn(envID) {
-		return nil, store.Invalid("agent_id: agent %d is not assigned to environment %d", id, envID)
+	if err := ag.RequireIn(envID); err != nil {
+		return nil, err
 	}
 	return ag, nil
 }
