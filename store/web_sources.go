@@ -108,6 +108,16 @@ func (db *DB) WebSourceByID(ctx context.Context, id int64) (*WebSource, error) {
 	return findRow(ctx, db, scanWebSource, "web source", `SELECT `+webSourceColumns+` FROM web_sources s WHERE s.id = ?`, id)
 }
 
+// webSourceTx reads a source in tx, for a change that depends on what it
+// holds: no row is not found, as for WebSourceByID.
+func webSourceTx(ctx context.Context, tx *sql.Tx, id int64) (*WebSource, error) {
+	s, err := scanWebSource(tx.QueryRowContext(ctx, `SELECT `+webSourceColumns+` FROM web_sources s WHERE s.id = ?`, id))
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, NotFound("web source not found")
+	}
+	return s, err
+}
+
 // WebSourceFilter narrows ListWebSources.
 type WebSourceFilter struct {
 	Scope         Scope
@@ -182,10 +192,7 @@ func (d Delay) after(interval time.Duration, failures int) time.Duration {
 // or never while inactive.
 func (db *DB) UpdateWebSource(ctx context.Context, id int64, up WebSourceUpdate) (*WebSource, error) {
 	err := db.tx(ctx, func(tx *sql.Tx) error {
-		s, err := scanWebSource(tx.QueryRowContext(ctx, `SELECT `+webSourceColumns+` FROM web_sources s WHERE s.id = ?`, id))
-		if errors.Is(err, sql.ErrNoRows) {
-			return NotFound("web source not found")
-		}
+		s, err := webSourceTx(ctx, tx, id)
 		if err != nil {
 			return err
 		}
@@ -329,10 +336,7 @@ type WebFetchRecord struct {
 func (db *DB) RecordWebSourceFetch(ctx context.Context, id int64, f WebFetch) (*WebFetchRecord, error) {
 	rec := &WebFetchRecord{}
 	err := db.tx(ctx, func(tx *sql.Tx) error {
-		s, err := scanWebSource(tx.QueryRowContext(ctx, `SELECT `+webSourceColumns+` FROM web_sources s WHERE s.id = ?`, id))
-		if errors.Is(err, sql.ErrNoRows) {
-			return NotFound("web source not found")
-		}
+		s, err := webSourceTx(ctx, tx, id)
 		if err != nil {
 			return err
 		}
@@ -370,7 +374,7 @@ func (db *DB) RecordWebSourceFetch(ctx context.Context, id int64, f WebFetch) (*
 			return err
 		}
 		rec.FailuresAfter = failures
-		rec.Source, err = scanWebSource(tx.QueryRowContext(ctx, `SELECT `+webSourceColumns+` FROM web_sources s WHERE s.id = ?`, id))
+		rec.Source, err = webSourceTx(ctx, tx, id)
 		return err
 	})
 	if err != nil {
