@@ -96,12 +96,9 @@ func (db *DB) ReplaceAgent(ctx context.Context, id int64, in AgentInput) (*Agent
 
 // AgentByID finds an agent with its assignments.
 func (db *DB) AgentByID(ctx context.Context, id int64) (*Agent, error) {
-	a, err := scanAgent(db.r.QueryRowContext(ctx, `SELECT `+agentColumns+` FROM agents a WHERE a.id = ?`, id))
-	if errors.Is(err, sql.ErrNoRows) {
-		return nil, NotFound("agent not found")
-	}
+	a, err := findRow(ctx, db, scanAgent, "agent", `SELECT `+agentColumns+` FROM agents a WHERE a.id = ?`, id)
 	if err != nil {
-		return nil, fmt.Errorf("store: find agent: %w", err)
+		return nil, err
 	}
 	if err := db.loadAssignments(ctx, []*Agent{a}); err != nil {
 		return nil, err
@@ -479,14 +476,7 @@ func (db *DB) insertRunTx(ctx context.Context, tx *sql.Tx, n NewRun) (*AgentRun,
 
 // RunByID finds a run.
 func (db *DB) RunByID(ctx context.Context, id int64) (*AgentRun, error) {
-	r, err := scanRun(db.r.QueryRowContext(ctx, `SELECT `+runColumns+` FROM agent_runs r WHERE r.id = ?`, id))
-	if errors.Is(err, sql.ErrNoRows) {
-		return nil, NotFound("run not found")
-	}
-	if err != nil {
-		return nil, fmt.Errorf("store: find run: %w", err)
-	}
-	return r, nil
+	return findRow(ctx, db, scanRun, "run", `SELECT `+runColumns+` FROM agent_runs r WHERE r.id = ?`, id)
 }
 
 // StartRun marks a queued run running; false if it is no longer queued
@@ -521,11 +511,7 @@ func (db *DB) RequeueRun(ctx context.Context, id int64, errText string) error {
 }
 
 func (db *DB) runByIDWriter(ctx context.Context, id int64) (*AgentRun, error) {
-	r, err := scanRun(db.w.QueryRowContext(ctx, `SELECT `+runColumns+` FROM agent_runs r WHERE r.id = ?`, id))
-	if errors.Is(err, sql.ErrNoRows) {
-		return nil, NotFound("run not found")
-	}
-	return r, err
+	return findIn(ctx, db.w, scanRun, "run", `SELECT `+runColumns+` FROM agent_runs r WHERE r.id = ?`, id)
 }
 
 // RunFilter narrows ListRuns.

@@ -175,10 +175,7 @@ func (db *DB) CreateAstroPost(ctx context.Context, n NewAstroPost, write AstroWr
 // hashes it answers. It is the last step of every write transaction, so
 // nothing but the hashes and the commit can fail after the file changed.
 func writeAstroFile(ctx context.Context, tx *sql.Tx, id int64, write AstroWrite) error {
-	p, err := scanAstroPost(tx.QueryRowContext(ctx, `SELECT `+astroPostColumns+` FROM astro_posts p WHERE p.id = ?`, id))
-	if errors.Is(err, sql.ErrNoRows) {
-		return NotFound("post not found")
-	}
+	p, err := findIn(ctx, tx, scanAstroPost, "post", `SELECT `+astroPostColumns+` FROM astro_posts p WHERE p.id = ?`, id)
 	if err != nil {
 		return err
 	}
@@ -261,12 +258,9 @@ func loadAstroTerms(ctx context.Context, query queryFunc, posts []*AstroPost) er
 
 // AstroPostByID finds a post with its categories and tags.
 func (db *DB) AstroPostByID(ctx context.Context, id int64) (*AstroPost, error) {
-	p, err := scanAstroPost(db.r.QueryRowContext(ctx, `SELECT `+astroPostColumns+` FROM astro_posts p WHERE p.id = ?`, id))
-	if errors.Is(err, sql.ErrNoRows) {
-		return nil, NotFound("post not found")
-	}
+	p, err := findRow(ctx, db, scanAstroPost, "post", `SELECT `+astroPostColumns+` FROM astro_posts p WHERE p.id = ?`, id)
 	if err != nil {
-		return nil, fmt.Errorf("store: find post: %w", err)
+		return nil, err
 	}
 	if err := loadAstroTerms(ctx, db.r.QueryContext, []*AstroPost{p}); err != nil {
 		return nil, err
@@ -430,10 +424,7 @@ func (db *DB) UpdateAstroPost(ctx context.Context, id int64, up AstroPostUpdate,
 // file away) before the row goes; an error of either keeps both.
 func (db *DB) DeleteAstroPost(ctx context.Context, id int64, remove func(p *AstroPost) error) error {
 	return db.tx(ctx, func(tx *sql.Tx) error {
-		p, err := scanAstroPost(tx.QueryRowContext(ctx, `SELECT `+astroPostColumns+` FROM astro_posts p WHERE p.id = ?`, id))
-		if errors.Is(err, sql.ErrNoRows) {
-			return NotFound("post not found")
-		}
+		p, err := findIn(ctx, tx, scanAstroPost, "post", `SELECT `+astroPostColumns+` FROM astro_posts p WHERE p.id = ?`, id)
 		if err != nil {
 			return err
 		}

@@ -3,7 +3,6 @@ package store
 import (
 	"context"
 	"database/sql"
-	"errors"
 	"fmt"
 	"time"
 )
@@ -140,14 +139,7 @@ func (db *DB) ListCIERuns(ctx context.Context, f CIERunFilter) ([]*CIERun, int, 
 
 // CIERunByID finds a run.
 func (db *DB) CIERunByID(ctx context.Context, id int64) (*CIERun, error) {
-	r, err := scanCIERun(db.r.QueryRowContext(ctx, `SELECT `+cieRunColumns+` FROM cie_runs r WHERE r.id = ?`, id))
-	if errors.Is(err, sql.ErrNoRows) {
-		return nil, NotFound("run not found")
-	}
-	if err != nil {
-		return nil, fmt.Errorf("store: find cie run: %w", err)
-	}
-	return r, nil
+	return findRow(ctx, db, scanCIERun, "run", `SELECT `+cieRunColumns+` FROM cie_runs r WHERE r.id = ?`, id)
 }
 
 // StartCIERun marks a queued run running; false if it is no longer queued.
@@ -165,11 +157,7 @@ func (db *DB) FinishCIERun(ctx context.Context, id int64, o CIEOutcome) (*CIERun
 	if err != nil {
 		return nil, fmt.Errorf("store: finish cie run: %w", err)
 	}
-	r, err := scanCIERun(db.w.QueryRowContext(ctx, `SELECT `+cieRunColumns+` FROM cie_runs r WHERE r.id = ?`, id))
-	if errors.Is(err, sql.ErrNoRows) {
-		return nil, NotFound("run not found")
-	}
-	return r, err
+	return findIn(ctx, db.w, scanCIERun, "run", `SELECT `+cieRunColumns+` FROM cie_runs r WHERE r.id = ?`, id)
 }
 
 var cieRunTable = generationTable{table: "cie_runs", unfinished: runUnfinished,

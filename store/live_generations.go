@@ -129,17 +129,8 @@ func (db *DB) LastLiveOutput(ctx context.Context, sessionID int64) (*LiveGenerat
 	return db.oneLiveGeneration(ctx, db.r, `g.session_id = ? AND g.status = 'succeeded' ORDER BY g.id DESC LIMIT 1`, sessionID)
 }
 
-func (db *DB) oneLiveGeneration(ctx context.Context, q interface {
-	QueryRowContext(context.Context, string, ...any) *sql.Row
-}, cond string, args ...any) (*LiveGeneration, error) {
-	g, err := scanLiveGeneration(q.QueryRowContext(ctx, `SELECT `+liveGenerationColumns+` FROM live_generations g WHERE `+cond, args...))
-	if errors.Is(err, sql.ErrNoRows) {
-		return nil, NotFound("generation not found")
-	}
-	if err != nil {
-		return nil, fmt.Errorf("store: find live generation: %w", err)
-	}
-	return g, nil
+func (db *DB) oneLiveGeneration(ctx context.Context, q rowQuerier, cond string, args ...any) (*LiveGeneration, error) {
+	return findIn(ctx, q, scanLiveGeneration, "generation", `SELECT `+liveGenerationColumns+` FROM live_generations g WHERE `+cond, args...)
 }
 
 // ListLiveGenerations is a session's transcript: its generations, oldest

@@ -199,10 +199,7 @@ type SearchPhraseUpdate struct {
 // when that run ends.
 func (db *DB) UpdateSearchPhrase(ctx context.Context, id int64, up SearchPhraseUpdate) (*SearchPhrase, error) {
 	err := db.tx(ctx, func(tx *sql.Tx) error {
-		p, err := scanSearchPhrase(tx.QueryRowContext(ctx, `SELECT `+searchPhraseColumns+` FROM search_phrases p WHERE p.id = ?`, id))
-		if errors.Is(err, sql.ErrNoRows) {
-			return NotFound("search phrase not found")
-		}
+		p, err := findIn(ctx, tx, scanSearchPhrase, "search phrase", `SELECT `+searchPhraseColumns+` FROM search_phrases p WHERE p.id = ?`, id)
 		if err != nil {
 			return err
 		}

@@ -3,7 +3,6 @@ package store
 import (
 	"context"
 	"database/sql"
-	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -296,14 +295,7 @@ func (db *DB) UpdateKeyword(ctx context.Context, id int64, up KeywordUpdate) (*K
 // keywordByIDWriter reads a keyword through the writer: what a write just
 // did, whatever the readers' snapshots.
 func (db *DB) keywordByIDWriter(ctx context.Context, id int64) (*Keyword, error) {
-	k, err := scanKeyword(db.w.QueryRowContext(ctx, `SELECT `+keywordColumns+` FROM seo_keywords k WHERE k.id = ?`, id))
-	if errors.Is(err, sql.ErrNoRows) {
-		return nil, NotFound("keyword not found")
-	}
-	if err != nil {
-		return nil, fmt.Errorf("store: find keyword: %w", err)
-	}
-	return k, nil
+	return findIn(ctx, db.w, scanKeyword, "keyword", `SELECT `+keywordColumns+` FROM seo_keywords k WHERE k.id = ?`, id)
 }
 
 // DeleteKeyword deletes a keyword.

@@ -343,11 +343,29 @@ func insertRow[T any](ctx context.Context, db *DB, scan func(rowScanner) (T, err
 	return v, err
 }
 
+// rowQuerier is what reads one row: the read pool, the writer or a
+// transaction.
+type rowQuerier interface {
+	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
+}
+
+// querier is the read pool, the writer or a transaction.
+type querier interface {
+	rowQuerier
+	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
+}
+
 // findRow reads the one row query selects (by args, on the pool) with
 // scan: no row is what's not-found ("web source not found"), any other
 // failure is wrapped as "store: find web source: ...".
 func findRow[T any](ctx context.Context, db *DB, scan func(rowScanner) (T, error), what, query string, args ...any) (T, error) {
-	v, err := scan(db.r.QueryRowContext(ctx, query, args...))
+	return findIn(ctx, db.r, scan, what, query, args...)
+}
+
+// findIn is findRow through q: a transaction that reads the row it is
+// about to change, or the writer after a write.
+func findIn[T any](ctx context.Context, q rowQuerier, scan func(rowScanner) (T, error), what, query string, args ...any) (T, error) {
+	v, err := scan(q.QueryRowContext(ctx, query, args...))
 	if errors.Is(err, sql.ErrNoRows) {
 		var zero T
 		return zero, NotFound("%s not found", what)

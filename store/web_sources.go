@@ -3,7 +3,6 @@ package store
 import (
 	"context"
 	"database/sql"
-	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -111,11 +110,7 @@ func (db *DB) WebSourceByID(ctx context.Context, id int64) (*WebSource, error) {
 // webSourceTx reads a source in tx, for a change that depends on what it
 // holds: no row is not found, as for WebSourceByID.
 func webSourceTx(ctx context.Context, tx *sql.Tx, id int64) (*WebSource, error) {
-	s, err := scanWebSource(tx.QueryRowContext(ctx, `SELECT `+webSourceColumns+` FROM web_sources s WHERE s.id = ?`, id))
-	if errors.Is(err, sql.ErrNoRows) {
-		return nil, NotFound("web source not found")
-	}
-	return s, err
+	return findIn(ctx, tx, scanWebSource, "web source", `SELECT `+webSourceColumns+` FROM web_sources s WHERE s.id = ?`, id)
 }
 
 // WebSourceFilter narrows ListWebSources.

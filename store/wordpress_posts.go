@@ -185,12 +185,9 @@ func setPostTerms(ctx context.Context, tx *sql.Tx, kind string, postID, envID in
 
 // WordPressPostByID finds a post with its categories and tags.
 func (db *DB) WordPressPostByID(ctx context.Context, id int64) (*WordPressPost, error) {
-	p, err := scanWordPressPost(db.r.QueryRowContext(ctx, `SELECT `+wordpressPostColumns+` FROM wordpress_posts p WHERE p.id = ?`, id))
-	if errors.Is(err, sql.ErrNoRows) {
-		return nil, NotFound("post not found")
-	}
+	p, err := findRow(ctx, db, scanWordPressPost, "post", `SELECT `+wordpressPostColumns+` FROM wordpress_posts p WHERE p.id = ?`, id)
 	if err != nil {
-		return nil, fmt.Errorf("store: find post: %w", err)
+		return nil, err
 	}
 	if err := db.loadPostTerms(ctx, []*WordPressPost{p}); err != nil {
 		return nil, err
