@@ -265,14 +265,7 @@ func (db *DB) ListAgents(ctx context.Context, f AgentFilter) ([]*Agent, int, err
 
 // DeleteAgent deletes an agent and its runs.
 func (db *DB) DeleteAgent(ctx context.Context, id int64) error {
-	res, err := db.exec(ctx, `DELETE FROM agents WHERE id = ?`, id)
-	if err != nil {
-		return fmt.Errorf("store: delete agent: %w", err)
-	}
-	if n, _ := res.RowsAffected(); n == 0 {
-		return NotFound("agent not found")
-	}
-	return nil
+	return db.deleteByID(ctx, "agents", "agent", id)
 }
 
 // SetAgentAssignments replaces the part of an agent's assignments that a
@@ -317,16 +310,8 @@ func (db *DB) SetAgentAssignments(ctx context.Context, agentID int64, sc Scope, 
 		if err != nil {
 			return err
 		}
-		defer rows.Close()
-		out = []int64{}
-		for rows.Next() {
-			var id int64
-			if err := rows.Scan(&id); err != nil {
-				return err
-			}
-			out = append(out, id)
-		}
-		return rows.Err()
+		out, err = scanIDs(rows)
+		return err
 	})
 	if err != nil {
 		return nil, fmt.Errorf("store: set agent assignments: %w", err)

@@ -647,17 +647,8 @@ func (db *DB) OrphanAutopilotRuns(ctx context.Context, reason string, settled ti
 	if err != nil {
 		return nil, fmt.Errorf("store: orphan autopilot runs: %w", err)
 	}
-	var ids []int64
-	for rows.Next() {
-		var id int64
-		if err := rows.Scan(&id); err != nil {
-			rows.Close()
-			return nil, fmt.Errorf("store: orphan autopilot runs: %w", err)
-		}
-		ids = append(ids, id)
-	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
+	ids, err := scanIDs(rows)
+	if err != nil {
 		return nil, fmt.Errorf("store: orphan autopilot runs: %w", err)
 	}
 	var out []*AutopilotRun

@@ -206,12 +206,5 @@ func (db *DB) SetChatTitle(ctx context.Context, id int64, title string) (bool, e
 
 // DeleteChatConversation deletes a conversation with its messages.
 func (db *DB) DeleteChatConversation(ctx context.Context, id int64) error {
-	res, err := db.exec(ctx, `DELETE FROM chat_conversations WHERE id = ?`, id)
-	if err != nil {
-		return fmt.Errorf("store: delete conversation: %w", err)
-	}
-	if n, _ := res.RowsAffected(); n == 0 {
-		return NotFound("conversation not found")
-	}
-	return nil
+	return db.deleteByID(ctx, "chat_conversations", "conversation", id)
 }

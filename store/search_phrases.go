@@ -246,14 +246,7 @@ func phraseDue(p *SearchPhrase, now time.Time) any {
 // DeleteSearchPhrase deletes a phrase and its ideas. A queued run's job
 // finds nothing to do.
 func (db *DB) DeleteSearchPhrase(ctx context.Context, id int64) error {
-	res, err := db.exec(ctx, `DELETE FROM search_phrases WHERE id = ?`, id)
-	if err != nil {
-		return fmt.Errorf("store: delete search phrase: %w", err)
-	}
-	if n, _ := res.RowsAffected(); n == 0 {
-		return NotFound("search phrase not found")
-	}
-	return nil
+	return db.deleteByID(ctx, "search_phrases", "search phrase", id)
 }
 
 // DeleteSearchPhrases deletes, in one statement, the phrases of ids the
@@ -370,17 +363,8 @@ func (db *DB) QueueDueSearchPhraseRuns(ctx context.Context, now time.Time, maxIn
 		if err != nil {
 			return err
 		}
-		var ids []int64
-		for rows.Next() {
-			var id int64
-			if err := rows.Scan(&id); err != nil {
-				rows.Close()
-				return err
-			}
-			ids = append(ids, id)
-		}
-		rows.Close()
-		if err := rows.Err(); err != nil {
+		ids, err := scanIDs(rows)
+		if err != nil {
 			return err
 		}
 		for _, id := range ids {

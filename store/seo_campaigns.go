@@ -421,17 +421,8 @@ func (db *DB) SetCampaignKeywordOrder(ctx context.Context, campaignID int64, ids
 		if err != nil {
 			return err
 		}
-		var current []int64
-		for rows.Next() {
-			var id int64
-			if err := rows.Scan(&id); err != nil {
-				rows.Close()
-				return err
-			}
-			current = append(current, id)
-		}
-		rows.Close()
-		if err := rows.Err(); err != nil {
+		current, err := scanIDs(rows)
+		if err != nil {
 			return err
 		}
 		has := make(map[int64]bool, len(current))

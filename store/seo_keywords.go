@@ -300,14 +300,7 @@ func (db *DB) keywordByIDWriter(ctx context.Context, id int64) (*Keyword, error)
 
 // DeleteKeyword deletes a keyword.
 func (db *DB) DeleteKeyword(ctx context.Context, id int64) error {
-	res, err := db.exec(ctx, `DELETE FROM seo_keywords WHERE id = ?`, id)
-	if err != nil {
-		return fmt.Errorf("store: delete keyword: %w", err)
-	}
-	if n, _ := res.RowsAffected(); n == 0 {
-		return NotFound("keyword not found")
-	}
-	return nil
+	return db.deleteByID(ctx, "seo_keywords", "keyword", id)
 }
 
 // KeywordFilter narrows ListKeywords. A list is of one environment,

@@ -343,6 +343,19 @@ func insertRow[T any](ctx context.Context, db *DB, scan func(rowScanner) (T, err
 	return v, err
 }
 
+// deleteByID deletes the row id of table; none is not found, naming what
+// ("web source not found").
+func (db *DB) deleteByID(ctx context.Context, table, what string, id int64) error {
+	res, err := db.exec(ctx, `DELETE FROM `+table+` WHERE id = ?`, id)
+	if err != nil {
+		return fmt.Errorf("store: delete %s: %w", what, err)
+	}
+	if n, _ := res.RowsAffected(); n == 0 {
+		return NotFound("%s not found", what)
+	}
+	return nil
+}
+
 // rowQuerier is what reads one row: the read pool, the writer or a
 // transaction.
 type rowQuerier interface {
@@ -884,6 +897,30 @@ func (db *DB) listRows(ctx context.Context, query string, args ...any) (*sql.Row
 		return st.QueryContext(ctx, args...)
 	}
 	return db.r.QueryContext(ctx, query, args...)
+}
+
+// ids reads the column of ids query selects, like listRows.
+func (db *DB) ids(ctx context.Context, query string, args ...any) ([]int64, error) {
+	rows, err := db.listRows(ctx, query, args...)
+	if err != nil {
+		return nil, fmt.Errorf("store: list ids: %w", err)
+	}
+	return scanIDs(rows)
+}
+
+// scanIDs reads a column of ids and closes rows, so that a transaction
+// may go on with its next statement; never nil.
+func scanIDs(rows *sql.Rows) ([]int64, error) {
+	defer rows.Close()
+	out := []int64{}
+	for rows.Next() {
+		var id int64
+		if err := rows.Scan(&id); err != nil {
+			return nil, err
+		}
+		out = append(out, id)
+	}
+	return out, rows.Err()
 }
 
 // listRow runs a list's one-row query (its count) like listRows.

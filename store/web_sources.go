@@ -228,14 +228,7 @@ func (db *DB) UpdateWebSource(ctx context.Context, id int64, up WebSourceUpdate)
 
 // DeleteWebSource deletes a source and its items.
 func (db *DB) DeleteWebSource(ctx context.Context, id int64) error {
-	res, err := db.exec(ctx, `DELETE FROM web_sources WHERE id = ?`, id)
-	if err != nil {
-		return fmt.Errorf("store: delete web source: %w", err)
-	}
-	if n, _ := res.RowsAffected(); n == 0 {
-		return NotFound("web source not found")
-	}
-	return nil
+	return db.deleteByID(ctx, "web_sources", "web source", id)
 }
 
 // DeleteWebSources deletes, in one statement, the sources of ids the scope

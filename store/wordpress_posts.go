@@ -448,14 +448,7 @@ func applySync(ctx context.Context, tx *sql.Tx, id int64, s WordPressSync, now s
 
 // DeleteWordPressPost deletes a post here.
 func (db *DB) DeleteWordPressPost(ctx context.Context, id int64) error {
-	res, err := db.exec(ctx, `DELETE FROM wordpress_posts WHERE id = ?`, id)
-	if err != nil {
-		return fmt.Errorf("store: delete post: %w", err)
-	}
-	if n, _ := res.RowsAffected(); n == 0 {
-		return NotFound("post not found")
-	}
-	return nil
+	return db.deleteByID(ctx, "wordpress_posts", "post", id)
 }
 
 // CategoriesByID reads the categories with the given ids (a post's), in
