@@ -258,14 +258,15 @@ func (m *Manager) Open(name string) (*os.File, *Meta, error) {
 	return f, meta, nil
 }
 
-// Verification is the outcome of Verify.
+// Verification is the outcome of Verify (its JSON is the server's
+// backupVerifyResponse).
 type Verification struct {
-	Name          string `json:"name"`
-	OK            bool   `json:"ok"`
-	SHA256Matches bool   `json:"sha256_matches"`
-	IntegrityOK   bool   `json:"integrity_ok"`
-	SchemaVersion int    `json:"schema_version"`
-	Problem       string `json:"problem,omitempty"`
+	Name          string
+	OK            bool
+	SHA256Matches bool
+	IntegrityOK   bool
+	SchemaVersion int
+	Problem       string
 }
 
 // Verify checks a snapshot again: its SHA-256 against the sidecar and its
