@@ -371,9 +371,8 @@ func (db *DB) UpdateAstroPost(ctx context.Context, id int64, up AstroPostUpdate,
 		if err != nil {
 			return err
 		}
-		var sets []string
-		var args []any
-		set := func(col string, v any) { sets, args = append(sets, col+" = ?"), append(args, v) }
+		var ch changes
+		set := ch.set
 		if up.Title != nil {
 			set("title", *up.Title)
 		}
@@ -402,10 +401,10 @@ func (db *DB) UpdateAstroPost(ctx context.Context, id int64, up AstroPostUpdate,
 		if up.Draft != nil {
 			set("draft", boolInt(*up.Draft))
 		}
-		changed := len(sets) > 0 || up.CategoryIDs != nil || up.TagIDs != nil
-		if changed {
+		if !ch.none() || up.CategoryIDs != nil || up.TagIDs != nil {
 			set("updated_at", db.now())
-			if _, err := tx.ExecContext(ctx, `UPDATE astro_posts SET `+strings.Join(sets, ", ")+` WHERE id = ?`, append(args, id)...); err != nil {
+			q, args := ch.update("astro_posts", id)
+			if _, err := tx.ExecContext(ctx, q, args...); err != nil {
 				return slugTaken(translate(err, "post"), "post")
 			}
 		}

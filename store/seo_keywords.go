@@ -234,9 +234,8 @@ type KeywordUpdate struct {
 
 // UpdateKeyword changes a keyword.
 func (db *DB) UpdateKeyword(ctx context.Context, id int64, up KeywordUpdate) (*Keyword, error) {
-	var sets []string
-	var args []any
-	set := func(col string, v any) { sets, args = append(sets, col+" = ?"), append(args, v) }
+	var ch changes
+	set := ch.set
 	if up.Keyword != nil {
 		set("keyword", KeywordDisplay(*up.Keyword))
 		set("keyword_key", KeywordKey(*up.Keyword))
@@ -280,8 +279,10 @@ func (db *DB) UpdateKeyword(ctx context.Context, id int64, up KeywordUpdate) (*K
 		set("wordpress_post_id", wp)
 		set("astro_post_id", astro)
 	}
-	if len(sets) > 0 {
-		res, err := db.exec(ctx, `UPDATE seo_keywords SET `+strings.Join(sets, ", ")+`, updated_at = ? WHERE id = ?`, append(args, db.now(), id)...)
+	if !ch.none() {
+		set("updated_at", db.now())
+		q, args := ch.update("seo_keywords", id)
+		res, err := db.exec(ctx, q, args...)
 		if err != nil {
 			return nil, keywordTaken(translate(err, "keyword"))
 		}

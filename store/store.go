@@ -343,6 +343,23 @@ func insertRow[T any](ctx context.Context, db *DB, scan func(rowScanner) (T, err
 	return v, err
 }
 
+// changes collects the columns a partial UPDATE sets, in order.
+type changes struct {
+	cols []string
+	args []any
+}
+
+func (c *changes) set(col string, v any) {
+	c.cols, c.args = append(c.cols, col+" = ?"), append(c.args, v)
+}
+
+func (c *changes) none() bool { return len(c.cols) == 0 }
+
+// update is the statement that sets them on the row id of table.
+func (c *changes) update(table string, id int64) (string, []any) {
+	return `UPDATE ` + table + ` SET ` + strings.Join(c.cols, ", ") + ` WHERE id = ?`, append(c.args, id)
+}
+
 // deleteByID deletes the row id of table; none is not found, naming what
 // ("web source not found").
 func (db *DB) deleteByID(ctx context.Context, table, what string, id int64) error {

@@ -396,9 +396,8 @@ func applySync(ctx context.Context, tx *sql.Tx, id int64, s WordPressSync, now s
 	if err != nil {
 		return err
 	}
-	var sets []string
-	var args []any
-	set := func(col string, v any) { sets, args = append(sets, col+" = ?"), append(args, v) }
+	var ch changes
+	set := ch.set
 	if s.RemoteID != nil {
 		set("remote_id", *s.RemoteID)
 	}
@@ -439,10 +438,11 @@ func applySync(ctx context.Context, tx *sql.Tx, id int64, s WordPressSync, now s
 		}
 		set("updated_at", now)
 	}
-	if len(sets) == 0 {
+	if ch.none() {
 		return nil
 	}
-	_, err = tx.ExecContext(ctx, `UPDATE wordpress_posts SET `+strings.Join(sets, ", ")+` WHERE id = ?`, append(args, id)...)
+	q, args := ch.update("wordpress_posts", id)
+	_, err = tx.ExecContext(ctx, q, args...)
 	return slugTaken(translate(err, "post"), "post")
 }
 
