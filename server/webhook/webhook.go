@@ -21,8 +21,6 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
-	"net/netip"
-	"net/url"
 	"slices"
 	"strings"
 	"time"
@@ -197,23 +195,15 @@ type Created struct {
 // the outbound guard refuses is refused when saved; a name is judged
 // after resolution at every send (DNS may change).
 func (s *Service) CheckURL(raw string) (string, error) {
-	raw = strings.TrimSpace(raw)
-	if err := valid.Line("url", raw); err != nil {
+	u, err := valid.CallURL("url", raw, MaxURL, s.refusePrivate)
+	if err != nil {
 		return "", err
 	}
-	if err := valid.MaxLen("url", raw, MaxURL); err != nil {
-		return "", err
-	}
-	u, err := url.Parse(raw)
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Hostname() == "" || u.User != nil || u.Fragment != "" {
-		return "", store.Invalid("url: must be an http or https address with a host, without credentials or fragment")
+	if u.Fragment != "" {
+		return "", store.Invalid("url: must be an http or https address without a fragment")
 	}
 	host := u.Hostname()
-	if ip, err := netip.ParseAddr(host); err == nil {
-		if err := outbound.Check(ip, s.refusePrivate); err != nil {
-			return "", store.Invalid("url: %s", err.Error())
-		}
-	} else if s.refusePrivate && (strings.EqualFold(host, "localhost") || strings.HasSuffix(strings.ToLower(host), ".localhost")) {
+	if s.refusePrivate && (strings.EqualFold(host, "localhost") || strings.HasSuffix(strings.ToLower(host), ".localhost")) {
 		return "", store.Invalid("url: localhost is not allowed: private and loopback addresses are refused (--web-sources-private allows them)")
 	}
 	return u.String(), nil

@@ -21,8 +21,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"net/netip"
-	"net/url"
 	"strings"
 	"time"
 
@@ -165,21 +163,9 @@ type ListQuery struct {
 // settings (link-local, cloud metadata) is refused when saved; the
 // others are judged when fetched.
 func CheckURL(raw string) (string, error) {
-	raw = strings.TrimSpace(raw)
-	if err := valid.Line("url", raw); err != nil {
+	u, err := valid.CallURL("url", raw, MaxURL, false)
+	if err != nil {
 		return "", err
-	}
-	if err := valid.MaxLen("url", raw, MaxURL); err != nil {
-		return "", err
-	}
-	u, err := url.Parse(raw)
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Hostname() == "" || u.User != nil {
-		return "", store.Invalid("url: must be an http or https address with a host and without credentials")
-	}
-	if ip, err := netip.ParseAddr(u.Hostname()); err == nil {
-		if err := outbound.Check(ip, false); err != nil {
-			return "", store.Invalid("url: %s", err.Error())
-		}
 	}
 	u.Fragment, u.RawFragment = "", ""
 	return u.String(), nil
