@@ -15,6 +15,7 @@
 package cie
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"log/slog"
@@ -453,7 +454,7 @@ func variables(a *store.Archetype, given map[string]string, eff engine.Effective
 		return nil, store.Invalid("variables: unknown %s: the archetype's template uses %s and declares optional %s",
 			quoteList(unknown), orNone(quoteList(used)), orNone(quoteList(a.OptionalVariables)))
 	}
-	tone := firstNonEmpty(a.Tone, eff.Tone)
+	tone := cmp.Or(a.Tone, eff.Tone)
 	words := a.TargetWords
 	if words == 0 {
 		words = eff.TargetWordCount
@@ -502,15 +503,6 @@ func orNone(s string) string {
 		return "none"
 	}
 	return s
-}
-
-func firstNonEmpty(ss ...string) string {
-	for _, s := range ss {
-		if s != "" {
-			return s
-		}
-	}
-	return ""
 }
 
 // Prompt is what a generation sends: the system and user prompts, exactly,
