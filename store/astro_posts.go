@@ -39,11 +39,9 @@ type AstroPost struct {
 	// ExtraFrontMatter is YAML: the front matter keys of an imported file
 	// that copydesk does not know, written back after its own.
 	ExtraFrontMatter string
-	RunID            *int64
-	CIERunID         *int64 // the archetype generation it was saved from
-	LiveGenerationID *int64 // the live session generation it was saved from
-	Categories       []TermRef
-	Tags             []TermRef
+	PostOrigin
+	Categories []TermRef
+	Tags       []TermRef
 	// FileSHA256 is the SHA-256 (hex) of the file as copydesk last wrote or
 	// read it; RenderSHA256 that of the row's rendering at that moment.
 	FileSHA256   string
@@ -98,11 +96,9 @@ type NewAstroPost struct {
 	HeroImage        string
 	Draft            bool
 	ExtraFrontMatter string
-	RunID            *int64
-	CIERunID         *int64
-	LiveGenerationID *int64
-	CategoryIDs      []int64
-	TagIDs           []int64
+	PostOrigin
+	CategoryIDs []int64
+	TagIDs      []int64
 	// NamedCategories and NamedTags are found or made (import).
 	NamedCategories []NamedTerm
 	NamedTags       []NamedTerm

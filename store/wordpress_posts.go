@@ -31,11 +31,9 @@ const (
 // WordPressPost is a post kept locally and published to the environment's
 // WordPress site.
 type WordPressPost struct {
-	ID               int64
-	EnvironmentID    int64
-	RunID            *int64
-	CIERunID         *int64 // the archetype generation it was saved from
-	LiveGenerationID *int64 // the live session generation it was saved from
+	ID            int64
+	EnvironmentID int64
+	PostOrigin
 	CreatedBy        *int64
 	Title            string
 	Content          string // Markdown
@@ -94,10 +92,8 @@ func scanWordPressPost(row rowScanner) (*WordPressPost, error) {
 
 // NewWordPressPost is what CreateWordPressPost needs: a Slug, or SlugTries.
 type NewWordPressPost struct {
-	EnvironmentID    int64
-	RunID            *int64
-	CIERunID         *int64
-	LiveGenerationID *int64
+	EnvironmentID int64
+	PostOrigin
 	CreatedBy        *int64
 	Title            string
 	Content          string
