@@ -54,10 +54,10 @@ type outcomeResponse struct {
 	Truncated    bool     `json:"truncated" doc:"the answer was cut off at the max tokens limit (stop_reason length)"`
 }
 
-// outcomeJSON is the outcome of a generation from its stored columns.
-func outcomeJSON(errText, model string, in, out int64, cost *store.Micros, stop string) outcomeResponse {
-	return outcomeResponse{Error: errText, Model: model, InputTokens: in, OutputTokens: out, CostUSD: store.USDOf(cost),
-		StopReason: stopReason(stop), Truncated: truncated(stop)}
+// outcomeJSON is the outcome of a generation from its error and usage.
+func outcomeJSON(errText string, u store.Usage) outcomeResponse {
+	return outcomeResponse{Error: errText, Model: u.Model, InputTokens: u.InputTokens, OutputTokens: u.OutputTokens,
+		CostUSD: store.USDOf(u.Cost), StopReason: stopReason(u.StopReason), Truncated: truncated(u.StopReason)}
 }
 
 // stopReason is a generation's stop reason as the API shows it: null when
@@ -75,7 +75,7 @@ func truncated(reason string) bool { return reason == ai.StopLength }
 
 func runJSON(r *store.AgentRun) runResponse {
 	out := runResponse{ID: r.ID, AgentID: r.AgentID, EnvironmentID: r.EnvironmentID, UserID: r.UserID, Status: r.Status, Input: r.Input,
-		Variables: r.Variables, Output: r.Output, outcomeResponse: outcomeJSON(r.Error, r.Model, r.InputTokens, r.OutputTokens, r.Cost, r.StopReason),
+		Variables: r.Variables, Output: r.Output, outcomeResponse: outcomeJSON(r.Error, r.Usage),
 		QueuedAt: Timestamp(r.QueuedAt), StartedAt: (*Timestamp)(r.StartedAt), FinishedAt: (*Timestamp)(r.FinishedAt)}
 	if out.Variables == nil {
 		out.Variables = map[string]string{}

@@ -119,7 +119,7 @@ type liveGenerationResponse struct {
 
 func liveGenerationJSON(g *store.LiveGeneration) liveGenerationResponse {
 	out := liveGenerationResponse{ID: g.ID, SessionID: g.SessionID, UserID: g.UserID, Status: g.Status, Prompt: g.Prompt, Variables: g.Variables,
-		Output: g.Output, outcomeResponse: outcomeJSON(g.Error, g.Model, g.InputTokens, g.OutputTokens, g.Cost, g.StopReason),
+		Output: g.Output, outcomeResponse: outcomeJSON(g.Error, g.Usage),
 		UsageEstimated: g.UsageEstimated, HistoryDropped: g.HistoryDropped, QueuedAt: Timestamp(g.QueuedAt),
 		StartedAt: (*Timestamp)(g.StartedAt), FinishedAt: (*Timestamp)(g.FinishedAt)}
 	if out.Variables == nil {
@@ -156,7 +156,7 @@ func transcriptJSON(gens []*store.LiveGeneration) []liveEntryResponse {
 				at = *g.FinishedAt
 			}
 			out = append(out, liveEntryResponse{GenerationID: g.ID, Role: "output", Content: g.Output, Status: outputStatus[g.Status],
-				UserID: g.UserID, outcomeResponse: outcomeJSON(g.Error, g.Model, g.InputTokens, g.OutputTokens, g.Cost, g.StopReason),
+				UserID: g.UserID, outcomeResponse: outcomeJSON(g.Error, g.Usage),
 				UsageEstimated: g.UsageEstimated, CreatedAt: Timestamp(at)})
 		}
 	}

@@ -176,7 +176,7 @@ type chatMessageResponse struct {
 
 func chatMessageJSON(m chat.Message) chatMessageResponse {
 	return chatMessageResponse{ID: m.ID, ConversationID: m.ConversationID, ParentID: m.ParentID, Role: m.Role, Content: m.Content,
-		Status: m.Status, outcomeResponse: outcomeJSON(m.Error, m.Model, m.InputTokens, m.OutputTokens, m.Cost, m.StopReason),
+		Status: m.Status, outcomeResponse: outcomeJSON(m.Error, m.Usage),
 		UsageEstimated: m.UsageEstimated, TrimmedMessages: m.TrimmedMessages, SiblingIDs: m.SiblingIDs,
 		CreatedAt: Timestamp(m.CreatedAt), FinishedAt: (*Timestamp)(m.FinishedAt)}
 }

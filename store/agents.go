@@ -360,14 +360,10 @@ type AgentRun struct {
 	Status        string
 	Output        string
 	Error         string
-	Model         string
-	InputTokens   int64
-	OutputTokens  int64
-	StopReason    string // why the model stopped (ai.Stop): "" when unknown
-	Cost          *Micros
-	QueuedAt      time.Time
-	StartedAt     *time.Time
-	FinishedAt    *time.Time
+	Usage
+	QueuedAt   time.Time
+	StartedAt  *time.Time
+	FinishedAt *time.Time
 }
 
 // Finished reports whether the run reached a final status.

@@ -28,11 +28,7 @@ type ChatMessage struct {
 	Content        string
 	Status         string
 	Error          string
-	Model          string
-	InputTokens    int64
-	OutputTokens   int64
-	StopReason     string // why the model stopped (ai.Stop): "" when unknown
-	Cost           *Micros
+	Usage
 	UsageEstimated bool
 	// TrimmedMessages is how many of the oldest messages of the history
 	// were left out of the prompt to fit the model's context window.

@@ -11,28 +11,24 @@ import (
 // sent, and the article parsed from the answer, or the raw answer when it
 // did not parse. Its statuses are the agent runs' (RunQueued...).
 type CIERun struct {
-	ID             int64
-	ArchetypeID    *int64
-	AgentID        *int64
-	EnvironmentID  int64
-	UserID         *int64
-	JobID          *int64
-	Variables      map[string]string
-	SystemPrompt   string
-	UserPrompt     string
-	Stream         bool
-	Status         string
-	Title          string
-	Description    string
-	Body           string
-	RawOutput      string
-	Error          string
-	Attempts       int
-	Model          string
-	InputTokens    int64
-	OutputTokens   int64
-	StopReason     string // why the model stopped (ai.Stop): "" when unknown
-	Cost           *Micros
+	ID            int64
+	ArchetypeID   *int64
+	AgentID       *int64
+	EnvironmentID int64
+	UserID        *int64
+	JobID         *int64
+	Variables     map[string]string
+	SystemPrompt  string
+	UserPrompt    string
+	Stream        bool
+	Status        string
+	Title         string
+	Description   string
+	Body          string
+	RawOutput     string
+	Error         string
+	Attempts      int
+	Usage
 	UsageEstimated bool
 	QueuedAt       time.Time
 	StartedAt      *time.Time

@@ -11,20 +11,16 @@ import (
 // LiveGeneration is one generation of a live session: a prompt and, once
 // it ended, its output. Its statuses are the agent runs' (RunQueued...).
 type LiveGeneration struct {
-	ID             int64
-	SessionID      int64
-	UserID         *int64
-	JobID          *int64
-	Prompt         string
-	Variables      map[string]string
-	Status         string
-	Output         string // as far as it got, for a cancelled or cut-off one
-	Error          string
-	Model          string
-	InputTokens    int64
-	OutputTokens   int64
-	StopReason     string // why the model stopped (ai.Stop): "" when unknown
-	Cost           *Micros
+	ID        int64
+	SessionID int64
+	UserID    *int64
+	JobID     *int64
+	Prompt    string
+	Variables map[string]string
+	Status    string
+	Output    string // as far as it got, for a cancelled or cut-off one
+	Error     string
+	Usage
 	UsageEstimated bool
 	// HistoryDropped counts the earlier messages of the session left out
 	// of the call to fit the model's context window.
