@@ -116,7 +116,7 @@ func (m *Manager) Create(ctx context.Context, kind string) (*Meta, error) {
 	if err := m.db.SnapshotTo(ctx, tmp); err != nil {
 		return nil, err
 	}
-	meta, err := m.inspect(ctx, tmp, kind, started)
+	meta, err := inspect(ctx, tmp, kind, started, m.version)
 	if err != nil {
 		return nil, err
 	}
@@ -126,10 +126,10 @@ func (m *Manager) Create(ctx context.Context, kind string) (*Meta, error) {
 	return meta, nil
 }
 
-// inspect checks a finished file and describes it; it does not need m.mu.
-// A file that fails the check is refused with a KindInvalid error and left
-// for the caller to remove.
-func (m *Manager) inspect(ctx context.Context, tmp, kind string, created time.Time) (*Meta, error) {
+// inspect checks a finished file and describes it (its Name is left to
+// the caller); it does not need m.mu. A file that fails the check is
+// refused with a KindInvalid error and left for the caller to remove.
+func inspect(ctx context.Context, tmp, kind string, created time.Time, version string) (*Meta, error) {
 	info, err := store.CheckFile(ctx, tmp)
 	if err != nil {
 		return nil, err
@@ -139,7 +139,7 @@ func (m *Manager) inspect(ctx context.Context, tmp, kind string, created time.Ti
 		return nil, err
 	}
 	return &Meta{Kind: kind, Size: size, SHA256: sum, CreatedAt: created.Truncate(time.Millisecond),
-		SchemaVersion: info.SchemaVersion, CopydeskVersion: m.version}, nil
+		SchemaVersion: info.SchemaVersion, CopydeskVersion: version}, nil
 }
 
 // admit names an inspected file, moves it in and writes its sidecar: the
@@ -258,14 +258,15 @@ func (m *Manager) Open(name string) (*os.File, *Meta, error) {
 	return f, meta, nil
 }
 
-// Verification is the outcome of Verify.
+// Verification is the outcome of Verify (its JSON is the server's
+// backupVerifyResponse).
 type Verification struct {
-	Name          string `json:"name"`
-	OK            bool   `json:"ok"`
-	SHA256Matches bool   `json:"sha256_matches"`
-	IntegrityOK   bool   `json:"integrity_ok"`
-	SchemaVersion int    `json:"schema_version"`
-	Problem       string `json:"problem,omitempty"`
+	Name          string
+	OK            bool
+	SHA256Matches bool
+	IntegrityOK   bool
+	SchemaVersion int
+	Problem       string
 }
 
 // Verify checks a snapshot again: its SHA-256 against the sidecar and its
@@ -345,7 +346,7 @@ func (m *Manager) Import(ctx context.Context, r io.Reader, limit int64) (*Meta, 
 	if int64(n)+rest > limit {
 		return nil, store.E(store.KindTooLarge, "the upload is larger than the limit of %d bytes", limit)
 	}
-	meta, err := m.inspect(ctx, tmp, KindUploaded, m.now())
+	meta, err := inspect(ctx, tmp, KindUploaded, m.now(), m.version)
 	if err != nil {
 		return nil, err
 	}
@@ -436,7 +437,7 @@ func (m *Manager) replace(ctx context.Context, src string) (*Meta, error) {
 	if err := m.db.Replace(ctx, src, tmp); err != nil {
 		return nil, err
 	}
-	safety, err := m.inspect(context.WithoutCancel(ctx), tmp, KindPreRestore, started)
+	safety, err := inspect(context.WithoutCancel(ctx), tmp, KindPreRestore, started, m.version)
 	if err == nil {
 		m.mu.Lock()
 		err = m.admit(tmp, safety)
@@ -499,18 +500,13 @@ func WriteStandalone(ctx context.Context, db *store.DB, out, version string) (*M
 	if err := db.SnapshotTo(ctx, tmp); err != nil {
 		return nil, err
 	}
-	info, err := store.CheckFile(ctx, tmp)
-	if err != nil {
-		return nil, err
-	}
-	sum, size, err := hashFile(tmp)
+	meta, err := inspect(ctx, tmp, KindCLI, started, version)
 	if err != nil {
 		return nil, err
 	}
 	if err := os.Rename(tmp, out); err != nil {
 		return nil, err
 	}
-	meta := &Meta{Name: filepath.Base(out), Kind: KindCLI, Size: size, SHA256: sum, CreatedAt: started.Truncate(time.Millisecond),
-		SchemaVersion: info.SchemaVersion, CopydeskVersion: version}
+	meta.Name = filepath.Base(out)
 	return meta, writeSidecar(out, meta)
 }

@@ -32,17 +32,32 @@ type runResponse struct {
 	Input         string            `json:"input"`
 	Variables     map[string]string `json:"variables"`
 	Output        string            `json:"output"`
-	Error         string            `json:"error"`
-	Model         string            `json:"model"`
-	InputTokens   int64             `json:"input_tokens"`
-	OutputTokens  int64             `json:"output_tokens"`
-	CostUSD       *float64          `json:"cost_usd"`
-	StopReason    *string           `json:"stop_reason" enum:"stop,length,content_filter,tool_calls,cancelled,error,other" doc:"why the model stopped: stop (finished), length (cut off at the max tokens limit), content_filter, tool_calls, cancelled (stopped or cancelled), error (the call failed), other; null while it runs, and for generations made before it was recorded"`
-	Truncated     bool              `json:"truncated" doc:"the answer was cut off at the max tokens limit (stop_reason length)"`
-	QueuedAt      Timestamp         `json:"queued_at"`
-	StartedAt     *Timestamp        `json:"started_at"`
-	FinishedAt    *Timestamp        `json:"finished_at"`
-	DurationMS    *int64            `json:"duration_ms"`
+	outcomeResponse
+	QueuedAt   Timestamp  `json:"queued_at"`
+	StartedAt  *Timestamp `json:"started_at"`
+	FinishedAt *Timestamp `json:"finished_at"`
+	DurationMS *int64     `json:"duration_ms"`
+}
+
+// outcomeResponse is how a generation ended and what it cost, as every
+// kind of generation shows it (an agent run, a chat reply, a live
+// generation and its transcript entry; an archetype generation has its
+// own, its tokens being over every attempt). Embedded, its fields are the
+// answer's own.
+type outcomeResponse struct {
+	Error        string   `json:"error"`
+	Model        string   `json:"model"`
+	InputTokens  int64    `json:"input_tokens"`
+	OutputTokens int64    `json:"output_tokens"`
+	CostUSD      *float64 `json:"cost_usd"`
+	StopReason   *string  `json:"stop_reason" enum:"stop,length,content_filter,tool_calls,cancelled,error,other" doc:"why the model stopped: stop (finished), length (cut off at the max tokens limit), content_filter, tool_calls, cancelled (stopped or cancelled), error (the call failed), other; null while it runs, and for generations made before it was recorded"`
+	Truncated    bool     `json:"truncated" doc:"the answer was cut off at the max tokens limit (stop_reason length)"`
+}
+
+// outcomeJSON is the outcome of a generation from its error and usage.
+func outcomeJSON(errText string, u store.Usage) outcomeResponse {
+	return outcomeResponse{Error: errText, Model: u.Model, InputTokens: u.InputTokens, OutputTokens: u.OutputTokens,
+		CostUSD: store.USDOf(u.Cost), StopReason: stopReason(u.StopReason), Truncated: truncated(u.StopReason)}
 }
 
 // stopReason is a generation's stop reason as the API shows it: null when
@@ -60,8 +75,8 @@ func truncated(reason string) bool { return reason == ai.StopLength }
 
 func runJSON(r *store.AgentRun) runResponse {
 	out := runResponse{ID: r.ID, AgentID: r.AgentID, EnvironmentID: r.EnvironmentID, UserID: r.UserID, Status: r.Status, Input: r.Input,
-		Variables: r.Variables, Output: r.Output, Error: r.Error, Model: r.Model, InputTokens: r.InputTokens, OutputTokens: r.OutputTokens,
-		CostUSD: store.USDOf(r.Cost), StopReason: stopReason(r.StopReason), Truncated: truncated(r.StopReason), QueuedAt: Timestamp(r.QueuedAt), StartedAt: (*Timestamp)(r.StartedAt), FinishedAt: (*Timestamp)(r.FinishedAt)}
+		Variables: r.Variables, Output: r.Output, outcomeResponse: outcomeJSON(r.Error, r.Usage),
+		QueuedAt: Timestamp(r.QueuedAt), StartedAt: (*Timestamp)(r.StartedAt), FinishedAt: (*Timestamp)(r.FinishedAt)}
 	if out.Variables == nil {
 		out.Variables = map[string]string{}
 	}

@@ -1,6 +1,8 @@
 package server
 
 import (
+	"context"
+
 	"net/http"
 	"time"
 
@@ -129,19 +131,10 @@ func (s *Server) revokeAPIToken(c *gin.Context) {
 }
 
 func (s *Server) userAPITokens(c *gin.Context) {
-	id, err := pathID(c, "id")
-	if err != nil {
-		fail(c, err)
-		return
-	}
-	var q pageQuery
-	if err := bindQuery(c, &q); err != nil {
-		fail(c, err)
-		return
-	}
-	pg := q.page()
-	list, total, err := s.auth.UserTokens(c.Request.Context(), principal(c), id, pg)
-	s.respondAPITokens(c, list, total, err, pg, "the user's API tokens")
+	now := s.db.Now()
+	listChildren(c, "id", func(ctx context.Context, _ store.Scope, id int64, pg store.Page) ([]*store.APIToken, int, error) {
+		return s.auth.UserTokens(ctx, principal(c), id, pg)
+	}, func(t *store.APIToken) apiTokenResponse { return apiTokenJSON(t, now) }, "the user's API tokens")
 }
 
 func (s *Server) revokeUserAPIToken(c *gin.Context) {

@@ -65,6 +65,16 @@ func TestAPITokenLifeCycle(t *testing.T) {
 	if it := items[0].(map[string]any); it["last_used_at"] != "2026-11-21T12:00:00.000Z" || it["expired"] != false || it["token"] != nil {
 		t.Errorf("listed: %v", it)
 	}
+	// An admin sees the same in the user's list.
+	_, rootJWT := e.user(t, "root", store.RoleSuperAdmin)
+	r = e.do(t, "GET", fmt.Sprintf("/api/auth/users/%d/tokens", ann.ID), rootJWT, nil)
+	if items := r.Data()["items"].([]any); r.Code != 200 || len(items) != 1 || r.Data()["total"] != 1.0 ||
+		items[0].(map[string]any)["name"] != "n8n" || items[0].(map[string]any)["expired"] != false {
+		t.Fatalf("the user's tokens: %d %s", r.Code, r.Body)
+	}
+	if r = e.do(t, "GET", "/api/auth/users/99999/tokens", rootJWT, nil); r.Code != 404 {
+		t.Errorf("the tokens of no user: %d %s", r.Code, r.Body)
+	}
 
 	// Revoked, it is refused at its next request.
 	id := int64(d["id"].(float64))

@@ -102,31 +102,25 @@ func liveSessionJSON(x *store.LiveSession) liveSessionResponse {
 }
 
 type liveGenerationResponse struct {
-	ID             int64             `json:"id"`
-	SessionID      int64             `json:"session_id"`
-	UserID         *int64            `json:"user_id" doc:"who asked"`
-	Status         string            `json:"status" enum:"queued,running,succeeded,failed,cancelled"`
-	Prompt         string            `json:"prompt"`
-	Variables      map[string]string `json:"variables"`
-	Output         string            `json:"output" doc:"Markdown; as far as it got when cancelled or cut off"`
-	Error          string            `json:"error"`
-	Model          string            `json:"model"`
-	InputTokens    int64             `json:"input_tokens"`
-	OutputTokens   int64             `json:"output_tokens"`
-	CostUSD        *float64          `json:"cost_usd"`
-	StopReason     *string           `json:"stop_reason" enum:"stop,length,content_filter,tool_calls,cancelled,error,other" doc:"why the model stopped: stop (finished), length (cut off at the max tokens limit), content_filter, tool_calls, cancelled (stopped or cancelled), error (the call failed), other; null while it runs, and for generations made before it was recorded"`
-	Truncated      bool              `json:"truncated" doc:"the answer was cut off at the max tokens limit (stop_reason length)"`
-	UsageEstimated bool              `json:"usage_estimated" doc:"the stream was cut off before the provider reported its usage"`
-	HistoryDropped int               `json:"history_dropped" doc:"earlier messages of the session left out to fit the model's context window"`
-	QueuedAt       Timestamp         `json:"queued_at"`
-	StartedAt      *Timestamp        `json:"started_at"`
-	FinishedAt     *Timestamp        `json:"finished_at"`
+	ID        int64             `json:"id"`
+	SessionID int64             `json:"session_id"`
+	UserID    *int64            `json:"user_id" doc:"who asked"`
+	Status    string            `json:"status" enum:"queued,running,succeeded,failed,cancelled"`
+	Prompt    string            `json:"prompt"`
+	Variables map[string]string `json:"variables"`
+	Output    string            `json:"output" doc:"Markdown; as far as it got when cancelled or cut off"`
+	outcomeResponse
+	UsageEstimated bool       `json:"usage_estimated" doc:"the stream was cut off before the provider reported its usage"`
+	HistoryDropped int        `json:"history_dropped" doc:"earlier messages of the session left out to fit the model's context window"`
+	QueuedAt       Timestamp  `json:"queued_at"`
+	StartedAt      *Timestamp `json:"started_at"`
+	FinishedAt     *Timestamp `json:"finished_at"`
 }
 
 func liveGenerationJSON(g *store.LiveGeneration) liveGenerationResponse {
 	out := liveGenerationResponse{ID: g.ID, SessionID: g.SessionID, UserID: g.UserID, Status: g.Status, Prompt: g.Prompt, Variables: g.Variables,
-		Output: g.Output, Error: g.Error, Model: g.Model, InputTokens: g.InputTokens, OutputTokens: g.OutputTokens, CostUSD: store.USDOf(g.Cost),
-		StopReason: stopReason(g.StopReason), Truncated: truncated(g.StopReason), UsageEstimated: g.UsageEstimated, HistoryDropped: g.HistoryDropped, QueuedAt: Timestamp(g.QueuedAt),
+		Output: g.Output, outcomeResponse: outcomeJSON(g.Error, g.Usage),
+		UsageEstimated: g.UsageEstimated, HistoryDropped: g.HistoryDropped, QueuedAt: Timestamp(g.QueuedAt),
 		StartedAt: (*Timestamp)(g.StartedAt), FinishedAt: (*Timestamp)(g.FinishedAt)}
 	if out.Variables == nil {
 		out.Variables = map[string]string{}
@@ -137,18 +131,12 @@ func liveGenerationJSON(g *store.LiveGeneration) liveGenerationResponse {
 // liveEntryResponse is one entry of a transcript: a prompt, or the output
 // that answered it once it ended.
 type liveEntryResponse struct {
-	GenerationID   int64     `json:"generation_id"`
-	Role           string    `json:"role" enum:"prompt,output"`
-	Content        string    `json:"content"`
-	Status         string    `json:"status" enum:"complete,incomplete,failed" doc:"an output: complete, incomplete (cancelled: the text so far), failed (error says why; a stream cut off keeps its text); a prompt is complete"`
-	UserID         *int64    `json:"user_id" doc:"who asked"`
-	Error          string    `json:"error"`
-	Model          string    `json:"model"`
-	InputTokens    int64     `json:"input_tokens"`
-	OutputTokens   int64     `json:"output_tokens"`
-	CostUSD        *float64  `json:"cost_usd"`
-	StopReason     *string   `json:"stop_reason" enum:"stop,length,content_filter,tool_calls,cancelled,error,other" doc:"why the model stopped: stop (finished), length (cut off at the max tokens limit), content_filter, tool_calls, cancelled (stopped or cancelled), error (the call failed), other; null while it runs, and for generations made before it was recorded"`
-	Truncated      bool      `json:"truncated" doc:"the answer was cut off at the max tokens limit (stop_reason length)"`
+	GenerationID int64  `json:"generation_id"`
+	Role         string `json:"role" enum:"prompt,output"`
+	Content      string `json:"content"`
+	Status       string `json:"status" enum:"complete,incomplete,failed" doc:"an output: complete, incomplete (cancelled: the text so far), failed (error says why; a stream cut off keeps its text); a prompt is complete"`
+	UserID       *int64 `json:"user_id" doc:"who asked"`
+	outcomeResponse
 	UsageEstimated bool      `json:"usage_estimated"`
 	CreatedAt      Timestamp `json:"created_at"`
 }
@@ -168,8 +156,8 @@ func transcriptJSON(gens []*store.LiveGeneration) []liveEntryResponse {
 				at = *g.FinishedAt
 			}
 			out = append(out, liveEntryResponse{GenerationID: g.ID, Role: "output", Content: g.Output, Status: outputStatus[g.Status],
-				UserID: g.UserID, Error: g.Error, Model: g.Model, InputTokens: g.InputTokens, OutputTokens: g.OutputTokens, CostUSD: store.USDOf(g.Cost),
-				StopReason: stopReason(g.StopReason), Truncated: truncated(g.StopReason), UsageEstimated: g.UsageEstimated, CreatedAt: Timestamp(at)})
+				UserID: g.UserID, outcomeResponse: outcomeJSON(g.Error, g.Usage),
+				UsageEstimated: g.UsageEstimated, CreatedAt: Timestamp(at)})
 		}
 	}
 	return out

@@ -1,6 +1,8 @@
 package server
 
 import (
+	"context"
+
 	"net/http"
 
 	"github.com/gin-gonic/gin"
@@ -169,23 +171,9 @@ func (s *Server) conversations(c *gin.Context) {
 }
 
 func (s *Server) conversation(c *gin.Context) {
-	other, err := pathID(c, "user_id")
-	if err != nil {
-		fail(c, err)
-		return
-	}
-	var q pageQuery
-	if err := bindQuery(c, &q); err != nil {
-		fail(c, err)
-		return
-	}
-	pg := q.page()
-	list, total, err := s.messages.Conversation(c.Request.Context(), principal(c).User.ID, other, pg)
-	if err != nil {
-		fail(c, err)
-		return
-	}
-	respondList(c, list, total, pg, messageJSON, "conversation")
+	listChildren(c, "user_id", func(ctx context.Context, _ store.Scope, other int64, pg store.Page) ([]*store.DirectMessage, int, error) {
+		return s.messages.Conversation(ctx, principal(c).User.ID, other, pg)
+	}, messageJSON, "conversation")
 }
 
 func (s *Server) readMessage(c *gin.Context) {

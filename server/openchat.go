@@ -160,19 +160,13 @@ type chatRegenerateRequest struct {
 }
 
 type chatMessageResponse struct {
-	ID              int64      `json:"id"`
-	ConversationID  int64      `json:"conversation_id"`
-	ParentID        *int64     `json:"parent_id" doc:"the message it answers or follows; null for a first message"`
-	Role            string     `json:"role" enum:"user,assistant"`
-	Content         string     `json:"content"`
-	Status          string     `json:"status" enum:"generating,complete,incomplete,failed" doc:"incomplete: stopped, or cut off after some text"`
-	Error           string     `json:"error"`
-	Model           string     `json:"model"`
-	InputTokens     int64      `json:"input_tokens"`
-	OutputTokens    int64      `json:"output_tokens"`
-	CostUSD         *float64   `json:"cost_usd"`
-	StopReason      *string    `json:"stop_reason" enum:"stop,length,content_filter,tool_calls,cancelled,error,other" doc:"why the model stopped: stop (finished), length (cut off at the max tokens limit), content_filter, tool_calls, cancelled (stopped or cancelled), error (the call failed), other; null while it runs, and for generations made before it was recorded"`
-	Truncated       bool       `json:"truncated" doc:"the answer was cut off at the max tokens limit (stop_reason length)"`
+	ID             int64  `json:"id"`
+	ConversationID int64  `json:"conversation_id"`
+	ParentID       *int64 `json:"parent_id" doc:"the message it answers or follows; null for a first message"`
+	Role           string `json:"role" enum:"user,assistant"`
+	Content        string `json:"content"`
+	Status         string `json:"status" enum:"generating,complete,incomplete,failed" doc:"incomplete: stopped, or cut off after some text"`
+	outcomeResponse
 	UsageEstimated  bool       `json:"usage_estimated" doc:"the stream was cut off before the provider reported its usage"`
 	TrimmedMessages int        `json:"trimmed_messages" doc:"how many of the oldest messages were left out of the prompt to fit the context window"`
 	SiblingIDs      []int64    `json:"sibling_ids" doc:"the messages with the same parent, this one included, oldest first: the branches here"`
@@ -182,8 +176,8 @@ type chatMessageResponse struct {
 
 func chatMessageJSON(m chat.Message) chatMessageResponse {
 	return chatMessageResponse{ID: m.ID, ConversationID: m.ConversationID, ParentID: m.ParentID, Role: m.Role, Content: m.Content,
-		Status: m.Status, Error: m.Error, Model: m.Model, InputTokens: m.InputTokens, OutputTokens: m.OutputTokens, CostUSD: store.USDOf(m.Cost),
-		StopReason: stopReason(m.StopReason), Truncated: truncated(m.StopReason), UsageEstimated: m.UsageEstimated, TrimmedMessages: m.TrimmedMessages, SiblingIDs: m.SiblingIDs,
+		Status: m.Status, outcomeResponse: outcomeJSON(m.Error, m.Usage),
+		UsageEstimated: m.UsageEstimated, TrimmedMessages: m.TrimmedMessages, SiblingIDs: m.SiblingIDs,
 		CreatedAt: Timestamp(m.CreatedAt), FinishedAt: (*Timestamp)(m.FinishedAt)}
 }
 

@@ -63,6 +63,18 @@ func TestAgentAndRunScopes(t *testing.T) {
 	if ownB.VisibleIn(scopeA) || !shared.VisibleIn(scopeA) || !global.VisibleIn(scopeA) || global.VisibleIn(store.Scope{}) || !ownA.VisibleIn(scopeA) {
 		t.Error("VisibleIn disagrees with the list")
 	}
+	// An agent a request names: one the scope does not see is as one that
+	// does not exist; one it sees runs where it is assigned.
+	for _, id := range []int64{ownB.ID, 99999} {
+		if _, err := store.AgentNamed(ctx, db.AgentByID, scopeA, id); store.KindOf(err) != store.KindInvalid {
+			t.Errorf("AgentNamed(%d) for A: %v, want invalid", id, err)
+		}
+	}
+	if ag, err := store.AgentNamed(ctx, db.AgentByID, scopeA, shared.ID); err != nil || ag.ID != shared.ID {
+		t.Fatalf("AgentNamed(shared) for A: %v %v", ag, err)
+	} else if ag.RequireIn(a.ID) != nil || ag.RequireIn(b.ID) != nil || store.KindOf(ownA.RequireIn(b.ID)) != store.KindInvalid {
+		t.Error("RequireIn disagrees with the assignments")
+	}
 
 	run := func(env *int64, user int64) *store.AgentRun {
 		t.Helper()

@@ -96,12 +96,9 @@ func (db *DB) ReplaceAgent(ctx context.Context, id int64, in AgentInput) (*Agent
 
 // AgentByID finds an agent with its assignments.
 func (db *DB) AgentByID(ctx context.Context, id int64) (*Agent, error) {
-	a, err := scanAgent(db.r.QueryRowContext(ctx, `SELECT `+agentColumns+` FROM agents a WHERE a.id = ?`, id))
-	if errors.Is(err, sql.ErrNoRows) {
-		return nil, NotFound("agent not found")
-	}
+	a, err := findRow(ctx, db, scanAgent, "agent", `SELECT `+agentColumns+` FROM agents a WHERE a.id = ?`, id)
 	if err != nil {
-		return nil, fmt.Errorf("store: find agent: %w", err)
+		return nil, err
 	}
 	if err := db.loadAssignments(ctx, []*Agent{a}); err != nil {
 		return nil, err
@@ -186,6 +183,31 @@ func (a *Agent) SeenBy(sc Scope) *Agent {
 	return &c
 }
 
+// AgentNamed is the agent a request names in its agent_id field, as the
+// scope sees it: one that does not exist, or that the scope does not see,
+// is bad input (422), as the same id would be for any caller. byID is
+// the service's AgentByID.
+func AgentNamed(ctx context.Context, byID func(context.Context, int64) (*Agent, error), sc Scope, id int64) (*Agent, error) {
+	ag, err := byID(ctx, id)
+	if IsNotFound(err) || err == nil && !ag.VisibleIn(sc) {
+		return nil, Invalid("agent_id: no agent with id %d", id)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return ag, nil
+}
+
+// RequireIn is UsableIn as the refusal of an agent named for work in
+// envID, where it may not run.
+func (a *Agent) RequireIn(envID int64) error {
+	if a.UsableIn(envID) {
+		return nil
+	}
+	return Invalid("agent_id: agent %d is not assigned to environment %d: assign it there first (PUT /api/agents/%d/assignments)",
+		a.ID, envID, a.ID)
+}
+
 // UsableIn reports whether the agent may run in an environment: its own,
 // one it is assigned to, or any for a global agent.
 func (a *Agent) UsableIn(envID int64) bool {
@@ -243,14 +265,7 @@ func (db *DB) ListAgents(ctx context.Context, f AgentFilter) ([]*Agent, int, err
 
 // DeleteAgent deletes an agent and its runs.
 func (db *DB) DeleteAgent(ctx context.Context, id int64) error {
-	res, err := db.exec(ctx, `DELETE FROM agents WHERE id = ?`, id)
-	if err != nil {
-		return fmt.Errorf("store: delete agent: %w", err)
-	}
-	if n, _ := res.RowsAffected(); n == 0 {
-		return NotFound("agent not found")
-	}
-	return nil
+	return db.deleteByID(ctx, "agents", "agent", id)
 }
 
 // SetAgentAssignments replaces the part of an agent's assignments that a
@@ -295,16 +310,8 @@ func (db *DB) SetAgentAssignments(ctx context.Context, agentID int64, sc Scope, 
 		if err != nil {
 			return err
 		}
-		defer rows.Close()
-		out = []int64{}
-		for rows.Next() {
-			var id int64
-			if err := rows.Scan(&id); err != nil {
-				return err
-			}
-			out = append(out, id)
-		}
-		return rows.Err()
+		out, err = scanIDs(rows)
+		return err
 	})
 	if err != nil {
 		return nil, fmt.Errorf("store: set agent assignments: %w", err)
@@ -353,14 +360,10 @@ type AgentRun struct {
 	Status        string
 	Output        string
 	Error         string
-	Model         string
-	InputTokens   int64
-	OutputTokens  int64
-	StopReason    string // why the model stopped (ai.Stop): "" when unknown
-	Cost          *Micros
-	QueuedAt      time.Time
-	StartedAt     *time.Time
-	FinishedAt    *time.Time
+	Usage
+	QueuedAt   time.Time
+	StartedAt  *time.Time
+	FinishedAt *time.Time
 }
 
 // Finished reports whether the run reached a final status.
@@ -454,14 +457,7 @@ func (db *DB) insertRunTx(ctx context.Context, tx *sql.Tx, n NewRun) (*AgentRun,
 
 // RunByID finds a run.
 func (db *DB) RunByID(ctx context.Context, id int64) (*AgentRun, error) {
-	r, err := scanRun(db.r.QueryRowContext(ctx, `SELECT `+runColumns+` FROM agent_runs r WHERE r.id = ?`, id))
-	if errors.Is(err, sql.ErrNoRows) {
-		return nil, NotFound("run not found")
-	}
-	if err != nil {
-		return nil, fmt.Errorf("store: find run: %w", err)
-	}
-	return r, nil
+	return findRow(ctx, db, scanRun, "run", `SELECT `+runColumns+` FROM agent_runs r WHERE r.id = ?`, id)
 }
 
 // StartRun marks a queued run running; false if it is no longer queued
@@ -496,11 +492,7 @@ func (db *DB) RequeueRun(ctx context.Context, id int64, errText string) error {
 }
 
 func (db *DB) runByIDWriter(ctx context.Context, id int64) (*AgentRun, error) {
-	r, err := scanRun(db.w.QueryRowContext(ctx, `SELECT `+runColumns+` FROM agent_runs r WHERE r.id = ?`, id))
-	if errors.Is(err, sql.ErrNoRows) {
-		return nil, NotFound("run not found")
-	}
-	return r, err
+	return findIn(ctx, db.w, scanRun, "run", `SELECT `+runColumns+` FROM agent_runs r WHERE r.id = ?`, id)
 }
 
 // RunFilter narrows ListRuns.

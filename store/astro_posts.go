@@ -39,11 +39,9 @@ type AstroPost struct {
 	// ExtraFrontMatter is YAML: the front matter keys of an imported file
 	// that copydesk does not know, written back after its own.
 	ExtraFrontMatter string
-	RunID            *int64
-	CIERunID         *int64 // the archetype generation it was saved from
-	LiveGenerationID *int64 // the live session generation it was saved from
-	Categories       []TermRef
-	Tags             []TermRef
+	PostOrigin
+	Categories []TermRef
+	Tags       []TermRef
 	// FileSHA256 is the SHA-256 (hex) of the file as copydesk last wrote or
 	// read it; RenderSHA256 that of the row's rendering at that moment.
 	FileSHA256   string
@@ -98,11 +96,9 @@ type NewAstroPost struct {
 	HeroImage        string
 	Draft            bool
 	ExtraFrontMatter string
-	RunID            *int64
-	CIERunID         *int64
-	LiveGenerationID *int64
-	CategoryIDs      []int64
-	TagIDs           []int64
+	PostOrigin
+	CategoryIDs []int64
+	TagIDs      []int64
 	// NamedCategories and NamedTags are found or made (import).
 	NamedCategories []NamedTerm
 	NamedTags       []NamedTerm
@@ -175,10 +171,7 @@ func (db *DB) CreateAstroPost(ctx context.Context, n NewAstroPost, write AstroWr
 // hashes it answers. It is the last step of every write transaction, so
 // nothing but the hashes and the commit can fail after the file changed.
 func writeAstroFile(ctx context.Context, tx *sql.Tx, id int64, write AstroWrite) error {
-	p, err := scanAstroPost(tx.QueryRowContext(ctx, `SELECT `+astroPostColumns+` FROM astro_posts p WHERE p.id = ?`, id))
-	if errors.Is(err, sql.ErrNoRows) {
-		return NotFound("post not found")
-	}
+	p, err := findIn(ctx, tx, scanAstroPost, "post", `SELECT `+astroPostColumns+` FROM astro_posts p WHERE p.id = ?`, id)
 	if err != nil {
 		return err
 	}
@@ -261,12 +254,9 @@ func loadAstroTerms(ctx context.Context, query queryFunc, posts []*AstroPost) er
 
 // AstroPostByID finds a post with its categories and tags.
 func (db *DB) AstroPostByID(ctx context.Context, id int64) (*AstroPost, error) {
-	p, err := scanAstroPost(db.r.QueryRowContext(ctx, `SELECT `+astroPostColumns+` FROM astro_posts p WHERE p.id = ?`, id))
-	if errors.Is(err, sql.ErrNoRows) {
-		return nil, NotFound("post not found")
-	}
+	p, err := findRow(ctx, db, scanAstroPost, "post", `SELECT `+astroPostColumns+` FROM astro_posts p WHERE p.id = ?`, id)
 	if err != nil {
-		return nil, fmt.Errorf("store: find post: %w", err)
+		return nil, err
 	}
 	if err := loadAstroTerms(ctx, db.r.QueryContext, []*AstroPost{p}); err != nil {
 		return nil, err
@@ -377,9 +367,8 @@ func (db *DB) UpdateAstroPost(ctx context.Context, id int64, up AstroPostUpdate,
 		if err != nil {
 			return err
 		}
-		var sets []string
-		var args []any
-		set := func(col string, v any) { sets, args = append(sets, col+" = ?"), append(args, v) }
+		var ch changes
+		set := ch.set
 		if up.Title != nil {
 			set("title", *up.Title)
 		}
@@ -408,10 +397,10 @@ func (db *DB) UpdateAstroPost(ctx context.Context, id int64, up AstroPostUpdate,
 		if up.Draft != nil {
 			set("draft", boolInt(*up.Draft))
 		}
-		changed := len(sets) > 0 || up.CategoryIDs != nil || up.TagIDs != nil
-		if changed {
+		if !ch.none() || up.CategoryIDs != nil || up.TagIDs != nil {
 			set("updated_at", db.now())
-			if _, err := tx.ExecContext(ctx, `UPDATE astro_posts SET `+strings.Join(sets, ", ")+` WHERE id = ?`, append(args, id)...); err != nil {
+			q, args := ch.update("astro_posts", id)
+			if _, err := tx.ExecContext(ctx, q, args...); err != nil {
 				return slugTaken(translate(err, "post"), "post")
 			}
 		}
@@ -430,10 +419,7 @@ func (db *DB) UpdateAstroPost(ctx context.Context, id int64, up AstroPostUpdate,
 // file away) before the row goes; an error of either keeps both.
 func (db *DB) DeleteAstroPost(ctx context.Context, id int64, remove func(p *AstroPost) error) error {
 	return db.tx(ctx, func(tx *sql.Tx) error {
-		p, err := scanAstroPost(tx.QueryRowContext(ctx, `SELECT `+astroPostColumns+` FROM astro_posts p WHERE p.id = ?`, id))
-		if errors.Is(err, sql.ErrNoRows) {
-			return NotFound("post not found")
-		}
+		p, err := findIn(ctx, tx, scanAstroPost, "post", `SELECT `+astroPostColumns+` FROM astro_posts p WHERE p.id = ?`, id)
 		if err != nil {
 			return err
 		}

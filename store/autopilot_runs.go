@@ -168,12 +168,9 @@ func fillSteps(rows *sql.Rows, runs []*AutopilotRun) error {
 // autopilotRunByID reads a run with its steps through q: the writer after
 // a write.
 func (db *DB) autopilotRunByID(ctx context.Context, q querier, id int64) (*AutopilotRun, error) {
-	r, err := scanAutopilotRun(q.QueryRowContext(ctx, `SELECT `+autopilotRunColumns+` FROM autopilot_runs r WHERE r.id = ?`, id))
-	if errors.Is(err, sql.ErrNoRows) {
-		return nil, NotFound("autopilot run not found")
-	}
+	r, err := findIn(ctx, q, scanAutopilotRun, "autopilot run", `SELECT `+autopilotRunColumns+` FROM autopilot_runs r WHERE r.id = ?`, id)
 	if err != nil {
-		return nil, fmt.Errorf("store: find autopilot run: %w", err)
+		return nil, err
 	}
 	rows, err := q.QueryContext(ctx, `SELECT `+autopilotStepColumns+` FROM autopilot_steps s WHERE s.run_id = ?`, id)
 	if err != nil {
@@ -650,17 +647,8 @@ func (db *DB) OrphanAutopilotRuns(ctx context.Context, reason string, settled ti
 	if err != nil {
 		return nil, fmt.Errorf("store: orphan autopilot runs: %w", err)
 	}
-	var ids []int64
-	for rows.Next() {
-		var id int64
-		if err := rows.Scan(&id); err != nil {
-			rows.Close()
-			return nil, fmt.Errorf("store: orphan autopilot runs: %w", err)
-		}
-		ids = append(ids, id)
-	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
+	ids, err := scanIDs(rows)
+	if err != nil {
 		return nil, fmt.Errorf("store: orphan autopilot runs: %w", err)
 	}
 	var out []*AutopilotRun

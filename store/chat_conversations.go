@@ -74,14 +74,7 @@ func (db *DB) CreateChatConversation(ctx context.Context, n NewChatConversation)
 
 // ChatConversationByID finds a conversation, whoever owns it.
 func (db *DB) ChatConversationByID(ctx context.Context, id int64) (*ChatConversation, error) {
-	c, err := scanChatConversation(db.r.QueryRowContext(ctx, `SELECT `+chatConversationColumns+` FROM chat_conversations c WHERE c.id = ?`, id))
-	if errors.Is(err, sql.ErrNoRows) {
-		return nil, NotFound("conversation not found")
-	}
-	if err != nil {
-		return nil, fmt.Errorf("store: find conversation: %w", err)
-	}
-	return c, nil
+	return findRow(ctx, db, scanChatConversation, "conversation", `SELECT `+chatConversationColumns+` FROM chat_conversations c WHERE c.id = ?`, id)
 }
 
 // ChatConversationFilter narrows ListChatConversations.
@@ -213,12 +206,5 @@ func (db *DB) SetChatTitle(ctx context.Context, id int64, title string) (bool, e
 
 // DeleteChatConversation deletes a conversation with its messages.
 func (db *DB) DeleteChatConversation(ctx context.Context, id int64) error {
-	res, err := db.exec(ctx, `DELETE FROM chat_conversations WHERE id = ?`, id)
-	if err != nil {
-		return fmt.Errorf("store: delete conversation: %w", err)
-	}
-	if n, _ := res.RowsAffected(); n == 0 {
-		return NotFound("conversation not found")
-	}
-	return nil
+	return db.deleteByID(ctx, "chat_conversations", "conversation", id)
 }

@@ -28,11 +28,7 @@ type ChatMessage struct {
 	Content        string
 	Status         string
 	Error          string
-	Model          string
-	InputTokens    int64
-	OutputTokens   int64
-	StopReason     string // why the model stopped (ai.Stop): "" when unknown
-	Cost           *Micros
+	Usage
 	UsageEstimated bool
 	// TrimmedMessages is how many of the oldest messages of the history
 	// were left out of the prompt to fit the model's context window.
@@ -66,14 +62,7 @@ func scanChatMessage(row rowScanner) (*ChatMessage, error) {
 
 // ChatMessageByID finds a message.
 func (db *DB) ChatMessageByID(ctx context.Context, id int64) (*ChatMessage, error) {
-	m, err := scanChatMessage(db.r.QueryRowContext(ctx, `SELECT `+chatMessageColumns+` FROM chat_messages m WHERE m.id = ?`, id))
-	if errors.Is(err, sql.ErrNoRows) {
-		return nil, NotFound("message not found")
-	}
-	if err != nil {
-		return nil, fmt.Errorf("store: find message: %w", err)
-	}
-	return m, nil
+	return findRow(ctx, db, scanChatMessage, "message", `SELECT `+chatMessageColumns+` FROM chat_messages m WHERE m.id = ?`, id)
 }
 
 // ChatNode is a message's place in its conversation's tree.
@@ -226,10 +215,7 @@ func (db *DB) FinishChatMessage(ctx context.Context, id int64, o ChatOutcome) (*
 	if err != nil {
 		return nil, fmt.Errorf("store: finish message: %w", translate(err, "message"))
 	}
-	m, err := scanChatMessage(db.w.QueryRowContext(ctx, `SELECT `+chatMessageColumns+` FROM chat_messages m WHERE m.id = ?`, id))
-	if errors.Is(err, sql.ErrNoRows) {
-		return nil, NotFound("message not found")
-	}
+	m, err := findIn(ctx, db.w, scanChatMessage, "message", `SELECT `+chatMessageColumns+` FROM chat_messages m WHERE m.id = ?`, id)
 	if err != nil {
 		return nil, fmt.Errorf("store: finish message: %w", err)
 	}

@@ -3,7 +3,6 @@ package store
 import (
 	"context"
 	"database/sql"
-	"errors"
 	"fmt"
 	"time"
 )
@@ -12,28 +11,24 @@ import (
 // sent, and the article parsed from the answer, or the raw answer when it
 // did not parse. Its statuses are the agent runs' (RunQueued...).
 type CIERun struct {
-	ID             int64
-	ArchetypeID    *int64
-	AgentID        *int64
-	EnvironmentID  int64
-	UserID         *int64
-	JobID          *int64
-	Variables      map[string]string
-	SystemPrompt   string
-	UserPrompt     string
-	Stream         bool
-	Status         string
-	Title          string
-	Description    string
-	Body           string
-	RawOutput      string
-	Error          string
-	Attempts       int
-	Model          string
-	InputTokens    int64
-	OutputTokens   int64
-	StopReason     string // why the model stopped (ai.Stop): "" when unknown
-	Cost           *Micros
+	ID            int64
+	ArchetypeID   *int64
+	AgentID       *int64
+	EnvironmentID int64
+	UserID        *int64
+	JobID         *int64
+	Variables     map[string]string
+	SystemPrompt  string
+	UserPrompt    string
+	Stream        bool
+	Status        string
+	Title         string
+	Description   string
+	Body          string
+	RawOutput     string
+	Error         string
+	Attempts      int
+	Usage
 	UsageEstimated bool
 	QueuedAt       time.Time
 	StartedAt      *time.Time
@@ -140,14 +135,7 @@ func (db *DB) ListCIERuns(ctx context.Context, f CIERunFilter) ([]*CIERun, int, 
 
 // CIERunByID finds a run.
 func (db *DB) CIERunByID(ctx context.Context, id int64) (*CIERun, error) {
-	r, err := scanCIERun(db.r.QueryRowContext(ctx, `SELECT `+cieRunColumns+` FROM cie_runs r WHERE r.id = ?`, id))
-	if errors.Is(err, sql.ErrNoRows) {
-		return nil, NotFound("run not found")
-	}
-	if err != nil {
-		return nil, fmt.Errorf("store: find cie run: %w", err)
-	}
-	return r, nil
+	return findRow(ctx, db, scanCIERun, "run", `SELECT `+cieRunColumns+` FROM cie_runs r WHERE r.id = ?`, id)
 }
 
 // StartCIERun marks a queued run running; false if it is no longer queued.
@@ -165,11 +153,7 @@ func (db *DB) FinishCIERun(ctx context.Context, id int64, o CIEOutcome) (*CIERun
 	if err != nil {
 		return nil, fmt.Errorf("store: finish cie run: %w", err)
 	}
-	r, err := scanCIERun(db.w.QueryRowContext(ctx, `SELECT `+cieRunColumns+` FROM cie_runs r WHERE r.id = ?`, id))
-	if errors.Is(err, sql.ErrNoRows) {
-		return nil, NotFound("run not found")
-	}
-	return r, err
+	return findIn(ctx, db.w, scanCIERun, "run", `SELECT `+cieRunColumns+` FROM cie_runs r WHERE r.id = ?`, id)
 }
 
 var cieRunTable = generationTable{table: "cie_runs", unfinished: runUnfinished,

@@ -224,14 +224,7 @@ func (db *DB) UpdateCredential(ctx context.Context, id int64, up CredentialUpdat
 // DeleteCredential deletes a credential; settings and agents that used it
 // fall back to their defaults.
 func (db *DB) DeleteCredential(ctx context.Context, id int64) error {
-	res, err := db.exec(ctx, `DELETE FROM credentials WHERE id = ?`, id)
-	if err != nil {
-		return fmt.Errorf("store: delete credential: %w", err)
-	}
-	if n, _ := res.RowsAffected(); n == 0 {
-		return NotFound("credential not found")
-	}
-	return nil
+	return db.deleteByID(ctx, "credentials", "credential", id)
 }
 
 // RecordCredentialTest notes the outcome of a credential test.

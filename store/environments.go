@@ -250,14 +250,7 @@ func (db *DB) UpdateEnvironment(ctx context.Context, id int64, up EnvironmentUpd
 // DeleteEnvironment removes an environment and, through foreign keys,
 // everything that belongs to it.
 func (db *DB) DeleteEnvironment(ctx context.Context, id int64) error {
-	res, err := db.exec(ctx, `DELETE FROM environments WHERE id = ?`, id)
-	if err != nil {
-		return fmt.Errorf("store: delete environment: %w", err)
-	}
-	if n, _ := res.RowsAffected(); n == 0 {
-		return NotFound("environment not found")
-	}
-	return nil
+	return db.deleteByID(ctx, "environments", "environment", id)
 }
 
 // UserEnvironmentIDs lists the environments granted to a user.

@@ -11,20 +11,16 @@ import (
 // LiveGeneration is one generation of a live session: a prompt and, once
 // it ended, its output. Its statuses are the agent runs' (RunQueued...).
 type LiveGeneration struct {
-	ID             int64
-	SessionID      int64
-	UserID         *int64
-	JobID          *int64
-	Prompt         string
-	Variables      map[string]string
-	Status         string
-	Output         string // as far as it got, for a cancelled or cut-off one
-	Error          string
-	Model          string
-	InputTokens    int64
-	OutputTokens   int64
-	StopReason     string // why the model stopped (ai.Stop): "" when unknown
-	Cost           *Micros
+	ID        int64
+	SessionID int64
+	UserID    *int64
+	JobID     *int64
+	Prompt    string
+	Variables map[string]string
+	Status    string
+	Output    string // as far as it got, for a cancelled or cut-off one
+	Error     string
+	Usage
 	UsageEstimated bool
 	// HistoryDropped counts the earlier messages of the session left out
 	// of the call to fit the model's context window.
@@ -129,17 +125,8 @@ func (db *DB) LastLiveOutput(ctx context.Context, sessionID int64) (*LiveGenerat
 	return db.oneLiveGeneration(ctx, db.r, `g.session_id = ? AND g.status = 'succeeded' ORDER BY g.id DESC LIMIT 1`, sessionID)
 }
 
-func (db *DB) oneLiveGeneration(ctx context.Context, q interface {
-	QueryRowContext(context.Context, string, ...any) *sql.Row
-}, cond string, args ...any) (*LiveGeneration, error) {
-	g, err := scanLiveGeneration(q.QueryRowContext(ctx, `SELECT `+liveGenerationColumns+` FROM live_generations g WHERE `+cond, args...))
-	if errors.Is(err, sql.ErrNoRows) {
-		return nil, NotFound("generation not found")
-	}
-	if err != nil {
-		return nil, fmt.Errorf("store: find live generation: %w", err)
-	}
-	return g, nil
+func (db *DB) oneLiveGeneration(ctx context.Context, q rowQuerier, cond string, args ...any) (*LiveGeneration, error) {
+	return findIn(ctx, q, scanLiveGeneration, "generation", `SELECT `+liveGenerationColumns+` FROM live_generations g WHERE `+cond, args...)
 }
 
 // ListLiveGenerations is a session's transcript: its generations, oldest

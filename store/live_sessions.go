@@ -129,12 +129,5 @@ func (db *DB) CloseLiveSession(ctx context.Context, id int64) (*LiveSession, err
 // DeleteLiveSession deletes a session and its transcript; posts saved
 // from it stay.
 func (db *DB) DeleteLiveSession(ctx context.Context, id int64) error {
-	res, err := db.exec(ctx, `DELETE FROM live_sessions WHERE id = ?`, id)
-	if err != nil {
-		return fmt.Errorf("store: delete live session: %w", err)
-	}
-	if n, _ := res.RowsAffected(); n == 0 {
-		return NotFound("live session not found")
-	}
-	return nil
+	return db.deleteByID(ctx, "live_sessions", "live session", id)
 }

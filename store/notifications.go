@@ -227,20 +227,3 @@ func rolesAtLeast(min Role) (string, []any) {
 	}
 	return strings.Join(marks, ", "), roles
 }
-
-func (db *DB) ids(ctx context.Context, query string, args ...any) ([]int64, error) {
-	rows, err := db.listRows(ctx, query, args...)
-	if err != nil {
-		return nil, fmt.Errorf("store: list ids: %w", err)
-	}
-	defer rows.Close()
-	out := []int64{}
-	for rows.Next() {
-		var id int64
-		if err := rows.Scan(&id); err != nil {
-			return nil, err
-		}
-		out = append(out, id)
-	}
-	return out, rows.Err()
-}

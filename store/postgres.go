@@ -369,17 +369,7 @@ func (*postgresDialect) readSchema(ctx context.Context, q queryer) (map[string]s
 	if err != nil {
 		return nil, err
 	}
-	defer rows.Close()
-	out := map[string]schemaObject{}
-	for rows.Next() {
-		var o schemaObject
-		if err := rows.Scan(&o.Type, &o.Name, &o.Table, &o.SQL); err != nil {
-			return nil, err
-		}
-		o.SQL = normalizeSQL(o.SQL)
-		out[o.key()] = o
-	}
-	return out, rows.Err()
+	return scanSchema(rows)
 }
 
 // translatePostgres is translate for PostgreSQL's errors: the same kinds

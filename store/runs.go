@@ -105,6 +105,18 @@ func (db *DB) insertRunJobTx(ctx context.Context, tx *sql.Tx, table string, id i
 	return &job.ID, nil
 }
 
+// Usage is what a generation's model calls cost and how the last one
+// stopped: the columns every kind of generation keeps (agent runs,
+// archetype generations, chat replies, live generations), each embedding
+// it.
+type Usage struct {
+	Model        string
+	InputTokens  int64
+	OutputTokens int64
+	StopReason   string // why the model stopped (ai.Stop): "" when unknown
+	Cost         *Micros
+}
+
 // Outcome is how a model-backed generation ended, whatever its kind
 // (agent run, archetype generation, chat reply, live generation): its
 // status, its text as far as it got, the error, and the usage of the
@@ -114,16 +126,12 @@ type Outcome struct {
 	// Output is the text: an agent run's or live generation's output, a
 	// chat reply's content, an archetype generation's raw answer (kept
 	// when it did not parse).
-	Output         string
-	Error          string
-	Model          string
-	InputTokens    int64
-	OutputTokens   int64
-	Cost           *Micros
+	Output string
+	Error  string
+	// Usage is recorded with the ending; its StopReason is why the model
+	// stopped (ai.Stop's words: stop, length, cancelled, error, ...).
+	Usage
 	UsageEstimated bool
-	// StopReason is why the model stopped (ai.Stop's words: stop, length,
-	// cancelled, error, ...), recorded with the ending.
-	StopReason string
 	// Attempts is how many calls the generation made (an archetype
 	// generation asks again once when the answer does not parse).
 	Attempts int

@@ -28,8 +28,8 @@ func TestFinishKeepsFirstEndingTakesUsage(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	late := store.Outcome{Status: store.RunFailed, Output: "late text", Error: "the call ended", Model: "m", InputTokens: 7,
-		OutputTokens: 3, Cost: store.MicrosOfUSD(&cost), Attempts: 1, StopReason: "error"}
+	late := store.Outcome{Status: store.RunFailed, Output: "late text", Error: "the call ended", Attempts: 1,
+		Usage: store.Usage{Model: "m", InputTokens: 7, OutputTokens: 3, Cost: store.MicrosOfUSD(&cost), StopReason: "error"}}
 	// The stop reason is the first ending's too.
 	check := func(t *testing.T, status, errText, stop, model string, in, out int64) {
 		t.Helper()
@@ -39,7 +39,7 @@ func TestFinishKeepsFirstEndingTakesUsage(t *testing.T) {
 		}
 	}
 	first := func(status string) store.Outcome {
-		return store.Outcome{Status: status, Error: "cancelled by alice", StopReason: "cancelled"}
+		return store.Outcome{Status: status, Error: "cancelled by alice", Usage: store.Usage{StopReason: "cancelled"}}
 	}
 	t.Run("AgentRun", func(t *testing.T) {
 		r, err := db.CreateRunWithJob(ctx, store.NewRun{AgentID: ag.ID, Input: "go"}, store.RunJob{Kind: "k", Payload: func(id int64) any { return id }})

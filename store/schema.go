@@ -39,6 +39,12 @@ func readSchema(ctx context.Context, q queryer) (map[string]schemaObject, error)
 	if err != nil {
 		return nil, err
 	}
+	return scanSchema(rows)
+}
+
+// scanSchema reads rows of (type, name, table, SQL), the schema of either
+// engine, by key, each SQL normalized for comparing.
+func scanSchema(rows *sql.Rows) (map[string]schemaObject, error) {
 	defer rows.Close()
 	out := map[string]schemaObject{}
 	for rows.Next() {

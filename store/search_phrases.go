@@ -199,10 +199,7 @@ type SearchPhraseUpdate struct {
 // when that run ends.
 func (db *DB) UpdateSearchPhrase(ctx context.Context, id int64, up SearchPhraseUpdate) (*SearchPhrase, error) {
 	err := db.tx(ctx, func(tx *sql.Tx) error {
-		p, err := scanSearchPhrase(tx.QueryRowContext(ctx, `SELECT `+searchPhraseColumns+` FROM search_phrases p WHERE p.id = ?`, id))
-		if errors.Is(err, sql.ErrNoRows) {
-			return NotFound("search phrase not found")
-		}
+		p, err := findIn(ctx, tx, scanSearchPhrase, "search phrase", `SELECT `+searchPhraseColumns+` FROM search_phrases p WHERE p.id = ?`, id)
 		if err != nil {
 			return err
 		}
@@ -249,14 +246,7 @@ func phraseDue(p *SearchPhrase, now time.Time) any {
 // DeleteSearchPhrase deletes a phrase and its ideas. A queued run's job
 // finds nothing to do.
 func (db *DB) DeleteSearchPhrase(ctx context.Context, id int64) error {
-	res, err := db.exec(ctx, `DELETE FROM search_phrases WHERE id = ?`, id)
-	if err != nil {
-		return fmt.Errorf("store: delete search phrase: %w", err)
-	}
-	if n, _ := res.RowsAffected(); n == 0 {
-		return NotFound("search phrase not found")
-	}
-	return nil
+	return db.deleteByID(ctx, "search_phrases", "search phrase", id)
 }
 
 // DeleteSearchPhrases deletes, in one statement, the phrases of ids the
@@ -373,17 +363,8 @@ func (db *DB) QueueDueSearchPhraseRuns(ctx context.Context, now time.Time, maxIn
 		if err != nil {
 			return err
 		}
-		var ids []int64
-		for rows.Next() {
-			var id int64
-			if err := rows.Scan(&id); err != nil {
-				rows.Close()
-				return err
-			}
-			ids = append(ids, id)
-		}
-		rows.Close()
-		if err := rows.Err(); err != nil {
+		ids, err := scanIDs(rows)
+		if err != nil {
 			return err
 		}
 		for _, id := range ids {

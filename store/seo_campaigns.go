@@ -107,21 +107,12 @@ func (db *DB) CampaignByID(ctx context.Context, id int64) (*Campaign, error) {
 	return db.campaignByID(ctx, db.r, id)
 }
 
-// querier is the read pool or the writer.
-type querier interface {
-	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
-	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
-}
-
 // campaignByID reads a campaign through q: the writer after a write, so
 // the answer shows it.
 func (db *DB) campaignByID(ctx context.Context, q querier, id int64) (*Campaign, error) {
-	c, err := scanCampaign(q.QueryRowContext(ctx, `SELECT `+campaignColumns+` FROM seo_campaigns c WHERE c.id = ?`, id))
-	if errors.Is(err, sql.ErrNoRows) {
-		return nil, NotFound("campaign not found")
-	}
+	c, err := findIn(ctx, q, scanCampaign, "campaign", `SELECT `+campaignColumns+` FROM seo_campaigns c WHERE c.id = ?`, id)
 	if err != nil {
-		return nil, fmt.Errorf("store: find campaign: %w", err)
+		return nil, err
 	}
 	rows, err := q.QueryContext(ctx, `SELECT campaign_id, status, COUNT(*) FROM seo_keywords WHERE campaign_id = ? GROUP BY campaign_id, status`, id)
 	if err != nil {
@@ -430,17 +421,8 @@ func (db *DB) SetCampaignKeywordOrder(ctx context.Context, campaignID int64, ids
 		if err != nil {
 			return err
 		}
-		var current []int64
-		for rows.Next() {
-			var id int64
-			if err := rows.Scan(&id); err != nil {
-				rows.Close()
-				return err
-			}
-			current = append(current, id)
-		}
-		rows.Close()
-		if err := rows.Err(); err != nil {
+		current, err := scanIDs(rows)
+		if err != nil {
 			return err
 		}
 		has := make(map[int64]bool, len(current))

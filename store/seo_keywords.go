@@ -3,7 +3,6 @@ package store
 import (
 	"context"
 	"database/sql"
-	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -235,9 +234,8 @@ type KeywordUpdate struct {
 
 // UpdateKeyword changes a keyword.
 func (db *DB) UpdateKeyword(ctx context.Context, id int64, up KeywordUpdate) (*Keyword, error) {
-	var sets []string
-	var args []any
-	set := func(col string, v any) { sets, args = append(sets, col+" = ?"), append(args, v) }
+	var ch changes
+	set := ch.set
 	if up.Keyword != nil {
 		set("keyword", KeywordDisplay(*up.Keyword))
 		set("keyword_key", KeywordKey(*up.Keyword))
@@ -281,8 +279,10 @@ func (db *DB) UpdateKeyword(ctx context.Context, id int64, up KeywordUpdate) (*K
 		set("wordpress_post_id", wp)
 		set("astro_post_id", astro)
 	}
-	if len(sets) > 0 {
-		res, err := db.exec(ctx, `UPDATE seo_keywords SET `+strings.Join(sets, ", ")+`, updated_at = ? WHERE id = ?`, append(args, db.now(), id)...)
+	if !ch.none() {
+		set("updated_at", db.now())
+		q, args := ch.update("seo_keywords", id)
+		res, err := db.exec(ctx, q, args...)
 		if err != nil {
 			return nil, keywordTaken(translate(err, "keyword"))
 		}
@@ -296,26 +296,12 @@ func (db *DB) UpdateKeyword(ctx context.Context, id int64, up KeywordUpdate) (*K
 // keywordByIDWriter reads a keyword through the writer: what a write just
 // did, whatever the readers' snapshots.
 func (db *DB) keywordByIDWriter(ctx context.Context, id int64) (*Keyword, error) {
-	k, err := scanKeyword(db.w.QueryRowContext(ctx, `SELECT `+keywordColumns+` FROM seo_keywords k WHERE k.id = ?`, id))
-	if errors.Is(err, sql.ErrNoRows) {
-		return nil, NotFound("keyword not found")
-	}
-	if err != nil {
-		return nil, fmt.Errorf("store: find keyword: %w", err)
-	}
-	return k, nil
+	return findIn(ctx, db.w, scanKeyword, "keyword", `SELECT `+keywordColumns+` FROM seo_keywords k WHERE k.id = ?`, id)
 }
 
 // DeleteKeyword deletes a keyword.
 func (db *DB) DeleteKeyword(ctx context.Context, id int64) error {
-	res, err := db.exec(ctx, `DELETE FROM seo_keywords WHERE id = ?`, id)
-	if err != nil {
-		return fmt.Errorf("store: delete keyword: %w", err)
-	}
-	if n, _ := res.RowsAffected(); n == 0 {
-		return NotFound("keyword not found")
-	}
-	return nil
+	return db.deleteByID(ctx, "seo_keywords", "keyword", id)
 }
 
 // KeywordFilter narrows ListKeywords. A list is of one environment,

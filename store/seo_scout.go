@@ -108,14 +108,7 @@ func (db *DB) ScoutRunByID(ctx context.Context, id int64) (*ScoutRun, error) {
 }
 
 func (db *DB) scoutRunByID(ctx context.Context, q querier, id int64) (*ScoutRun, error) {
-	r, err := scanScoutRun(q.QueryRowContext(ctx, `SELECT `+scoutRunColumns+` FROM seo_scout_runs r WHERE r.id = ?`, id))
-	if errors.Is(err, sql.ErrNoRows) {
-		return nil, NotFound("scout run not found")
-	}
-	if err != nil {
-		return nil, fmt.Errorf("store: find scout run: %w", err)
-	}
-	return r, nil
+	return findIn(ctx, q, scanScoutRun, "scout run", `SELECT `+scoutRunColumns+` FROM seo_scout_runs r WHERE r.id = ?`, id)
 }
 
 // StartScoutRun marks a queued run running (again, after a restart);

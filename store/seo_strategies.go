@@ -125,14 +125,7 @@ func (db *DB) StrategyByID(ctx context.Context, id int64) (*Strategy, error) {
 }
 
 func (db *DB) strategyByID(ctx context.Context, q querier, id int64) (*Strategy, error) {
-	s, err := scanStrategy(q.QueryRowContext(ctx, `SELECT `+strategyColumns+` FROM seo_strategies s WHERE s.id = ?`, id))
-	if errors.Is(err, sql.ErrNoRows) {
-		return nil, NotFound("strategy not found")
-	}
-	if err != nil {
-		return nil, fmt.Errorf("store: find strategy: %w", err)
-	}
-	return s, nil
+	return findIn(ctx, q, scanStrategy, "strategy", `SELECT `+strategyColumns+` FROM seo_strategies s WHERE s.id = ?`, id)
 }
 
 // StartStrategy marks a queued strategy running (again, after a restart);

@@ -343,11 +343,59 @@ func insertRow[T any](ctx context.Context, db *DB, scan func(rowScanner) (T, err
 	return v, err
 }
 
+// changes collects the columns a partial UPDATE sets, in order.
+type changes struct {
+	cols []string
+	args []any
+}
+
+func (c *changes) set(col string, v any) {
+	c.cols, c.args = append(c.cols, col+" = ?"), append(c.args, v)
+}
+
+func (c *changes) none() bool { return len(c.cols) == 0 }
+
+// update is the statement that sets them on the row id of table.
+func (c *changes) update(table string, id int64) (string, []any) {
+	return `UPDATE ` + table + ` SET ` + strings.Join(c.cols, ", ") + ` WHERE id = ?`, append(c.args, id)
+}
+
+// deleteByID deletes the row id of table; none is not found, naming what
+// ("web source not found").
+func (db *DB) deleteByID(ctx context.Context, table, what string, id int64) error {
+	res, err := db.exec(ctx, `DELETE FROM `+table+` WHERE id = ?`, id)
+	if err != nil {
+		return fmt.Errorf("store: delete %s: %w", what, err)
+	}
+	if n, _ := res.RowsAffected(); n == 0 {
+		return NotFound("%s not found", what)
+	}
+	return nil
+}
+
+// rowQuerier is what reads one row: the read pool, the writer or a
+// transaction.
+type rowQuerier interface {
+	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
+}
+
+// querier is the read pool, the writer or a transaction.
+type querier interface {
+	rowQuerier
+	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
+}
+
 // findRow reads the one row query selects (by args, on the pool) with
 // scan: no row is what's not-found ("web source not found"), any other
 // failure is wrapped as "store: find web source: ...".
 func findRow[T any](ctx context.Context, db *DB, scan func(rowScanner) (T, error), what, query string, args ...any) (T, error) {
-	v, err := scan(db.r.QueryRowContext(ctx, query, args...))
+	return findIn(ctx, db.r, scan, what, query, args...)
+}
+
+// findIn is findRow through q: a transaction that reads the row it is
+// about to change, or the writer after a write.
+func findIn[T any](ctx context.Context, q rowQuerier, scan func(rowScanner) (T, error), what, query string, args ...any) (T, error) {
+	v, err := scan(q.QueryRowContext(ctx, query, args...))
 	if errors.Is(err, sql.ErrNoRows) {
 		var zero T
 		return zero, NotFound("%s not found", what)
@@ -866,6 +914,30 @@ func (db *DB) listRows(ctx context.Context, query string, args ...any) (*sql.Row
 		return st.QueryContext(ctx, args...)
 	}
 	return db.r.QueryContext(ctx, query, args...)
+}
+
+// ids reads the column of ids query selects, like listRows.
+func (db *DB) ids(ctx context.Context, query string, args ...any) ([]int64, error) {
+	rows, err := db.listRows(ctx, query, args...)
+	if err != nil {
+		return nil, fmt.Errorf("store: list ids: %w", err)
+	}
+	return scanIDs(rows)
+}
+
+// scanIDs reads a column of ids and closes rows, so that a transaction
+// may go on with its next statement; never nil.
+func scanIDs(rows *sql.Rows) ([]int64, error) {
+	defer rows.Close()
+	out := []int64{}
+	for rows.Next() {
+		var id int64
+		if err := rows.Scan(&id); err != nil {
+			return nil, err
+		}
+		out = append(out, id)
+	}
+	return out, rows.Err()
 }
 
 // listRow runs a list's one-row query (its count) like listRows.

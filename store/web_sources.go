@@ -3,7 +3,6 @@ package store
 import (
 	"context"
 	"database/sql"
-	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -108,6 +107,12 @@ func (db *DB) WebSourceByID(ctx context.Context, id int64) (*WebSource, error) {
 	return findRow(ctx, db, scanWebSource, "web source", `SELECT `+webSourceColumns+` FROM web_sources s WHERE s.id = ?`, id)
 }
 
+// webSourceTx reads a source in tx, for a change that depends on what it
+// holds: no row is not found, as for WebSourceByID.
+func webSourceTx(ctx context.Context, tx *sql.Tx, id int64) (*WebSource, error) {
+	return findIn(ctx, tx, scanWebSource, "web source", `SELECT `+webSourceColumns+` FROM web_sources s WHERE s.id = ?`, id)
+}
+
 // WebSourceFilter narrows ListWebSources.
 type WebSourceFilter struct {
 	Scope         Scope
@@ -182,10 +187,7 @@ func (d Delay) after(interval time.Duration, failures int) time.Duration {
 // or never while inactive.
 func (db *DB) UpdateWebSource(ctx context.Context, id int64, up WebSourceUpdate) (*WebSource, error) {
 	err := db.tx(ctx, func(tx *sql.Tx) error {
-		s, err := scanWebSource(tx.QueryRowContext(ctx, `SELECT `+webSourceColumns+` FROM web_sources s WHERE s.id = ?`, id))
-		if errors.Is(err, sql.ErrNoRows) {
-			return NotFound("web source not found")
-		}
+		s, err := webSourceTx(ctx, tx, id)
 		if err != nil {
 			return err
 		}
@@ -226,14 +228,7 @@ func (db *DB) UpdateWebSource(ctx context.Context, id int64, up WebSourceUpdate)
 
 // DeleteWebSource deletes a source and its items.
 func (db *DB) DeleteWebSource(ctx context.Context, id int64) error {
-	res, err := db.exec(ctx, `DELETE FROM web_sources WHERE id = ?`, id)
-	if err != nil {
-		return fmt.Errorf("store: delete web source: %w", err)
-	}
-	if n, _ := res.RowsAffected(); n == 0 {
-		return NotFound("web source not found")
-	}
-	return nil
+	return db.deleteByID(ctx, "web_sources", "web source", id)
 }
 
 // DeleteWebSources deletes, in one statement, the sources of ids the scope
@@ -329,10 +324,7 @@ type WebFetchRecord struct {
 func (db *DB) RecordWebSourceFetch(ctx context.Context, id int64, f WebFetch) (*WebFetchRecord, error) {
 	rec := &WebFetchRecord{}
 	err := db.tx(ctx, func(tx *sql.Tx) error {
-		s, err := scanWebSource(tx.QueryRowContext(ctx, `SELECT `+webSourceColumns+` FROM web_sources s WHERE s.id = ?`, id))
-		if errors.Is(err, sql.ErrNoRows) {
-			return NotFound("web source not found")
-		}
+		s, err := webSourceTx(ctx, tx, id)
 		if err != nil {
 			return err
 		}
@@ -370,7 +362,7 @@ func (db *DB) RecordWebSourceFetch(ctx context.Context, id int64, f WebFetch) (*
 			return err
 		}
 		rec.FailuresAfter = failures
-		rec.Source, err = scanWebSource(tx.QueryRowContext(ctx, `SELECT `+webSourceColumns+` FROM web_sources s WHERE s.id = ?`, id))
+		rec.Source, err = webSourceTx(ctx, tx, id)
 		return err
 	})
 	if err != nil {

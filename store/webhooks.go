@@ -191,14 +191,7 @@ func (db *DB) UpdateWebhook(ctx context.Context, id int64, up WebhookUpdate) (*W
 
 // DeleteWebhook deletes a webhook with its deliveries.
 func (db *DB) DeleteWebhook(ctx context.Context, id int64) error {
-	res, err := db.exec(ctx, `DELETE FROM webhooks WHERE id = ?`, id)
-	if err != nil {
-		return fmt.Errorf("store: delete webhook: %w", err)
-	}
-	if n, _ := res.RowsAffected(); n == 0 {
-		return NotFound("webhook not found")
-	}
-	return nil
+	return db.deleteByID(ctx, "webhooks", "webhook", id)
 }
 
 // WebhookDelivery is one event for one webhook, with its attempts when

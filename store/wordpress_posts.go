@@ -31,11 +31,9 @@ const (
 // WordPressPost is a post kept locally and published to the environment's
 // WordPress site.
 type WordPressPost struct {
-	ID               int64
-	EnvironmentID    int64
-	RunID            *int64
-	CIERunID         *int64 // the archetype generation it was saved from
-	LiveGenerationID *int64 // the live session generation it was saved from
+	ID            int64
+	EnvironmentID int64
+	PostOrigin
 	CreatedBy        *int64
 	Title            string
 	Content          string // Markdown
@@ -94,10 +92,8 @@ func scanWordPressPost(row rowScanner) (*WordPressPost, error) {
 
 // NewWordPressPost is what CreateWordPressPost needs: a Slug, or SlugTries.
 type NewWordPressPost struct {
-	EnvironmentID    int64
-	RunID            *int64
-	CIERunID         *int64
-	LiveGenerationID *int64
+	EnvironmentID int64
+	PostOrigin
 	CreatedBy        *int64
 	Title            string
 	Content          string
@@ -185,12 +181,9 @@ func setPostTerms(ctx context.Context, tx *sql.Tx, kind string, postID, envID in
 
 // WordPressPostByID finds a post with its categories and tags.
 func (db *DB) WordPressPostByID(ctx context.Context, id int64) (*WordPressPost, error) {
-	p, err := scanWordPressPost(db.r.QueryRowContext(ctx, `SELECT `+wordpressPostColumns+` FROM wordpress_posts p WHERE p.id = ?`, id))
-	if errors.Is(err, sql.ErrNoRows) {
-		return nil, NotFound("post not found")
-	}
+	p, err := findRow(ctx, db, scanWordPressPost, "post", `SELECT `+wordpressPostColumns+` FROM wordpress_posts p WHERE p.id = ?`, id)
 	if err != nil {
-		return nil, fmt.Errorf("store: find post: %w", err)
+		return nil, err
 	}
 	if err := db.loadPostTerms(ctx, []*WordPressPost{p}); err != nil {
 		return nil, err
@@ -399,9 +392,8 @@ func applySync(ctx context.Context, tx *sql.Tx, id int64, s WordPressSync, now s
 	if err != nil {
 		return err
 	}
-	var sets []string
-	var args []any
-	set := func(col string, v any) { sets, args = append(sets, col+" = ?"), append(args, v) }
+	var ch changes
+	set := ch.set
 	if s.RemoteID != nil {
 		set("remote_id", *s.RemoteID)
 	}
@@ -442,23 +434,17 @@ func applySync(ctx context.Context, tx *sql.Tx, id int64, s WordPressSync, now s
 		}
 		set("updated_at", now)
 	}
-	if len(sets) == 0 {
+	if ch.none() {
 		return nil
 	}
-	_, err = tx.ExecContext(ctx, `UPDATE wordpress_posts SET `+strings.Join(sets, ", ")+` WHERE id = ?`, append(args, id)...)
+	q, args := ch.update("wordpress_posts", id)
+	_, err = tx.ExecContext(ctx, q, args...)
 	return slugTaken(translate(err, "post"), "post")
 }
 
 // DeleteWordPressPost deletes a post here.
 func (db *DB) DeleteWordPressPost(ctx context.Context, id int64) error {
-	res, err := db.exec(ctx, `DELETE FROM wordpress_posts WHERE id = ?`, id)
-	if err != nil {
-		return fmt.Errorf("store: delete post: %w", err)
-	}
-	if n, _ := res.RowsAffected(); n == 0 {
-		return NotFound("post not found")
-	}
-	return nil
+	return db.deleteByID(ctx, "wordpress_posts", "post", id)
 }
 
 // CategoriesByID reads the categories with the given ids (a post's), in

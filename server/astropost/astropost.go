@@ -86,20 +86,18 @@ const (
 
 // Input is a post to create.
 type Input struct {
-	EnvironmentID    int64
-	Title            string
-	Description      string
-	Slug             string // "": made from the title
-	Body             string
-	PubDate          *time.Time // nil: now
-	UpdatedDate      *time.Time
-	HeroImage        string
-	Draft            bool
-	CategoryIDs      []int64
-	TagIDs           []int64
-	RunID            *int64
-	CIERunID         *int64
-	LiveGenerationID *int64
+	EnvironmentID int64
+	Title         string
+	Description   string
+	Slug          string // "": made from the title
+	Body          string
+	PubDate       *time.Time // nil: now
+	UpdatedDate   *time.Time
+	HeroImage     string
+	Draft         bool
+	CategoryIDs   []int64
+	TagIDs        []int64
+	store.PostOrigin
 }
 
 // Change holds the fields to change; nil leaves one alone.
@@ -382,8 +380,8 @@ func checkSlug(s string) error {
 }
 
 func (s *Service) checkInput(env *store.Environment, in Input) (store.NewAstroPost, error) {
-	n := store.NewAstroPost{EnvironmentID: env.ID, Slug: in.Slug, UpdatedDate: in.UpdatedDate, Draft: in.Draft, RunID: in.RunID,
-		CIERunID: in.CIERunID, LiveGenerationID: in.LiveGenerationID, CategoryIDs: in.CategoryIDs, TagIDs: in.TagIDs}
+	n := store.NewAstroPost{EnvironmentID: env.ID, Slug: in.Slug, UpdatedDate: in.UpdatedDate, Draft: in.Draft,
+		PostOrigin: in.PostOrigin, CategoryIDs: in.CategoryIDs, TagIDs: in.TagIDs}
 	var err error
 	if n.Title, err = checkTitle(in.Title); err != nil {
 		return n, err

@@ -35,7 +35,7 @@ func (t target) Draft(ctx context.Context, sc store.Scope, d posttarget.Draft) (
 		desc = snippet(d.Body)
 	}
 	p, err := t.s.Create(ctx, sc, Input{EnvironmentID: d.EnvironmentID, Title: d.Title, Description: desc, Body: d.Body, Draft: true,
-		RunID: d.RunID, CIERunID: d.CIERunID, LiveGenerationID: d.LiveGenerationID})
+		PostOrigin: d.PostOrigin})
 	if err != nil {
 		return nil, err
 	}

@@ -142,6 +142,7 @@ type Service struct {
 	hooks  webhook.Emitter
 	now    func() time.Time
 	log    *slog.Logger
+	plan   jobs.Plan // ScheduleJob, replanned after a change
 
 	topicsMu sync.Mutex
 	topics   map[int64]bool // the environments whose topic is open
@@ -154,6 +155,7 @@ func New(d Deps) *Service {
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
 	}
+	s.plan = jobs.Plan{Jobs: s.jobs, Kind: ScheduleJob, Log: s.log, What: "autopilot: plan the scheduler"}
 	if s.now == nil {
 		s.now = time.Now
 	}
@@ -351,7 +353,7 @@ func (s *Service) PutConfig(ctx context.Context, sc store.Scope, userID, envID i
 	if err != nil {
 		return nil, "", err
 	}
-	s.replan(ctx)
+	s.plan.Now(ctx)
 	s.emit(ctx, env.ID, EventStatus, ap)
 	return ap, zone(env).String(), nil
 }
@@ -538,7 +540,7 @@ func (s *Service) turnOn(ctx context.Context, sc store.Scope, userID, envID int6
 	if err := s.resumeRun(ctx, env.ID); err != nil {
 		return nil, err
 	}
-	s.replan(ctx)
+	s.plan.Now(ctx)
 	return s.status(ctx, env)
 }
 
@@ -582,7 +584,7 @@ func (s *Service) Pause(ctx context.Context, sc store.Scope, userID, envID int64
 	s.emit(ctx, env.ID, EventStatus, ap)
 	s.hooks.Emit(ctx, webhook.Event{Type: webhook.AutopilotPaused, EnvironmentID: env.ID,
 		Data: map[string]any{"by": "user", "user_id": userID, "reason": ap.PauseReason}})
-	s.replan(ctx)
+	s.plan.Now(ctx)
 	return s.status(ctx, env)
 }
 
@@ -604,7 +606,7 @@ func (s *Service) Stop(ctx context.Context, sc store.Scope, userID, envID int64)
 		return nil, err
 	}
 	s.emit(ctx, env.ID, EventStatus, ap)
-	s.replan(ctx)
+	s.plan.Now(ctx)
 	return s.status(ctx, env)
 }
 
@@ -694,7 +696,7 @@ func (s *Service) RunNow(ctx context.Context, sc store.Scope, userID, envID int6
 	}
 	s.jobs.Signal()
 	s.emit(ctx, env.ID, EventRun, run)
-	s.replan(ctx)
+	s.plan.Now(ctx)
 	return run, nil
 }
 
@@ -812,12 +814,4 @@ func (s *Service) Run(ctx context.Context, sc store.Scope, envID, id int64) (*st
 		return nil, store.NotFound("autopilot run not found")
 	}
 	return r, nil
-}
-
-// replan has the scheduler plan its next look at once, so that a change
-// takes effect now rather than at the runner's next sweep.
-func (s *Service) replan(ctx context.Context) {
-	if err := s.jobs.Replan(ctx, ScheduleJob); err != nil {
-		s.log.Error("autopilot: plan the scheduler", "err", err)
-	}
 }

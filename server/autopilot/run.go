@@ -475,7 +475,7 @@ func (s *Service) pauseSelf(ctx context.Context, env *store.Environment, reason,
 // panic, attempts spent by restarts, a cancel), and plans the scheduler's
 // next look, which the run's end moves.
 func (s *Service) jobFinished(ctx context.Context, job *store.Job) {
-	defer s.replan(ctx)
+	defer s.plan.Now(ctx)
 	var p payload
 	if err := json.Unmarshal(job.Payload, &p); err != nil {
 		s.log.Error("autopilot job with a bad payload", "job", job.ID, "err", err)

@@ -58,7 +58,7 @@ func (w *writer) Execute(ctx context.Context, id int64, _ string) (*store.CIERun
 }
 
 var article = store.CIEOutcome{Status: store.RunSucceeded, Title: "Sourdough for beginners", Description: "Flour, water, time.",
-	Body: "## Starter\n\nFeed it daily.", InputTokens: 10, OutputTokens: 20}
+	Body: "## Starter\n\nFeed it daily.", Usage: store.Usage{InputTokens: 10, OutputTokens: 20}}
 
 // generations reads a succeeded generation, as the CIE service does for
 // save-as-post.

@@ -197,18 +197,17 @@ func (s *Service) environment(ctx context.Context, sc store.Scope, envID int64) 
 // agent returns an agent the caller may chat with in envID (nil: outside
 // any environment): one they see, active, and usable there.
 func (s *Service) agent(ctx context.Context, sc store.Scope, id int64, envID *int64) (*store.Agent, error) {
-	ag, err := s.db.AgentByID(ctx, id)
-	if store.IsNotFound(err) || err == nil && !ag.VisibleIn(sc) {
-		return nil, store.Invalid("agent_id: no agent with id %d", id)
-	}
+	ag, err := store.AgentNamed(ctx, s.db.AgentByID, sc, id)
 	if err != nil {
 		return nil, err
 	}
 	if !ag.IsActive {
 		return nil, store.Conflict("agent %d is not active: set is_active to chat with it", id)
 	}
-	if envID != nil && !ag.UsableIn(*envID) {
-		return nil, store.Invalid("agent_id: agent %d is not assigned to environment %d", id, *envID)
+	if envID != nil {
+		if err := ag.RequireIn(*envID); err != nil {
+			return nil, err
+		}
 	}
 	if envID == nil && ag.EnvironmentID != nil && !sc.Sees(*ag.EnvironmentID) {
 		return nil, store.Invalid("agent_id: agent %d belongs to an environment you do not see: give environment_id", id)

@@ -15,6 +15,7 @@
 package cie
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"log/slog"
@@ -453,7 +454,7 @@ func variables(a *store.Archetype, given map[string]string, eff engine.Effective
 		return nil, store.Invalid("variables: unknown %s: the archetype's template uses %s and declares optional %s",
 			quoteList(unknown), orNone(quoteList(used)), orNone(quoteList(a.OptionalVariables)))
 	}
-	tone := firstNonEmpty(a.Tone, eff.Tone)
+	tone := cmp.Or(a.Tone, eff.Tone)
 	words := a.TargetWords
 	if words == 0 {
 		words = eff.TargetWordCount
@@ -502,15 +503,6 @@ func orNone(s string) string {
 		return "none"
 	}
 	return s
-}
-
-func firstNonEmpty(ss ...string) string {
-	for _, s := range ss {
-		if s != "" {
-			return s
-		}
-	}
-	return ""
 }
 
 // Prompt is what a generation sends: the system and user prompts, exactly,
@@ -606,18 +598,15 @@ func (s *Service) usableIn(ctx context.Context, sc store.Scope, a *store.Archety
 
 // agent returns an agent the scope sees that may run in envID.
 func (s *Service) agent(ctx context.Context, sc store.Scope, id, envID int64) (*store.Agent, error) {
-	ag, err := s.db.AgentByID(ctx, id)
-	if store.IsNotFound(err) || err == nil && !ag.VisibleIn(sc) {
-		return nil, store.Invalid("agent_id: no agent with id %d", id)
-	}
+	ag, err := store.AgentNamed(ctx, s.db.AgentByID, sc, id)
 	if err != nil {
 		return nil, err
 	}
 	if !ag.IsActive {
 		return nil, store.Conflict("agent %d is not active: set is_active to use it", id)
 	}
-	if !ag.UsableIn(envID) {
-		return nil, store.Invalid("agent_id: agent %d is not assigned to environment %d", id, envID)
+	if err := ag.RequireIn(envID); err != nil {
+		return nil, err
 	}
 	return ag, nil
 }

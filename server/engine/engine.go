@@ -12,6 +12,7 @@
 package engine
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -286,7 +287,7 @@ func (e *Engine) resolve(ctx context.Context, c Call) (*plan, error) {
 		return nil, err
 	}
 	cred := opened.Credential
-	model := firstNonEmpty(c.Model, eff.Model, cred.DefaultModel)
+	model := cmp.Or(c.Model, eff.Model, cred.DefaultModel)
 	if model == "" {
 		return nil, store.Conflict("no model is chosen: set default_model on credential %d, or model in PUT /api/settings/ai-content", cred.ID)
 	}
@@ -637,13 +638,4 @@ func scrub(s, secret string) string {
 		s = strings.ReplaceAll(s, secret, credential.Mask(secret))
 	}
 	return s
-}
-
-func firstNonEmpty(ss ...string) string {
-	for _, s := range ss {
-		if s != "" {
-			return s
-		}
-	}
-	return ""
 }

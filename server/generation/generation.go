@@ -391,9 +391,9 @@ func (k *Kind[R]) jobFinished(ctx context.Context, job *store.Job) {
 		return
 	}
 	if !r.Finished() {
-		o := store.Outcome{Status: store.RunFailed, Error: job.LastError, StopReason: ai.StopError}
+		o := store.Outcome{Status: store.RunFailed, Error: job.LastError, Usage: store.Usage{StopReason: ai.StopError}}
 		if job.Status == store.JobCancelled {
-			o = store.Outcome{Status: k.cancelledStatus(), Error: k.notBegun(), StopReason: ai.StopCancelled}
+			o = store.Outcome{Status: k.cancelledStatus(), Error: k.notBegun(), Usage: store.Usage{StopReason: ai.StopCancelled}}
 		}
 		if r, err = k.Finish(ctx, p.id, o); err != nil {
 			k.Log.Error("finish "+k.Name, "id", p.id, "err", err)

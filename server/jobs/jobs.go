@@ -471,7 +471,7 @@ type Queue interface {
 // depends on changed.
 type Scheduled interface {
 	Register(kind string, k Kind)
-	Replan(ctx context.Context, kind string) error
+	Replanner
 }
 
 // stopWait bounds how long Stop waits for a cancelled handler: a provider

@@ -134,15 +134,12 @@ func (s *Service) Create(ctx context.Context, sc store.Scope, n NewSession) (*st
 	} else if err != nil {
 		return nil, err
 	}
-	a, err := s.db.AgentByID(ctx, n.AgentID)
-	if store.IsNotFound(err) || (err == nil && !a.VisibleIn(sc)) {
-		return nil, store.Invalid("agent_id: no agent with id %d", n.AgentID)
-	} else if err != nil {
+	a, err := store.AgentNamed(ctx, s.db.AgentByID, sc, n.AgentID)
+	if err != nil {
 		return nil, err
 	}
-	if !a.UsableIn(n.EnvironmentID) {
-		return nil, store.Invalid("agent_id: agent %d is not assigned to environment %d: assign it (PUT /api/agents/%d/assignments) or pick another",
-			a.ID, n.EnvironmentID, a.ID)
+	if err := a.RequireIn(n.EnvironmentID); err != nil {
+		return nil, err
 	}
 	title := strings.TrimSpace(n.Title)
 	if title == "" {

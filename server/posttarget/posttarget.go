@@ -25,12 +25,9 @@ type Draft struct {
 	Title         string
 	// Description is a summary for search results and feeds; "" lets
 	// the target make one if it needs one (Astro's first paragraph).
-	Description string
-	Body        string // Markdown
-	// What the text came from: one of them.
-	RunID            *int64
-	CIERunID         *int64
-	LiveGenerationID *int64
+	Description      string
+	Body             string // Markdown
+	store.PostOrigin        // what the text came from
 }
 
 // Post is a post of a target, with what the call that returned it did.
@@ -148,7 +145,7 @@ func (s *Service) FromRun(ctx context.Context, sc store.Scope, userID, runID int
 		return nil, store.Invalid("run %d ran outside any environment, and a post belongs to one: run the agent in an environment", run.ID)
 	}
 	return fromText(ctx, sc, t, run.Output, title, fmt.Sprintf("the output of run %d", run.ID),
-		Draft{EnvironmentID: *run.EnvironmentID, UserID: userID, RunID: &run.ID})
+		Draft{EnvironmentID: *run.EnvironmentID, UserID: userID, PostOrigin: store.PostOrigin{RunID: &run.ID}})
 }
 
 // FromLive makes a draft of the last output of a live session (its
@@ -164,7 +161,7 @@ func (s *Service) FromLive(ctx context.Context, sc store.Scope, userID, sessionI
 		return nil, err
 	}
 	return fromText(ctx, sc, t, g.Output, title, fmt.Sprintf("the last output of live session %d", sess.ID),
-		Draft{EnvironmentID: sess.EnvironmentID, UserID: userID, LiveGenerationID: &g.ID})
+		Draft{EnvironmentID: sess.EnvironmentID, UserID: userID, PostOrigin: store.PostOrigin{LiveGenerationID: &g.ID}})
 }
 
 // fromText makes a draft of generated Markdown (what names it in an
@@ -206,5 +203,5 @@ func (s *Service) FromGeneration(ctx context.Context, sc store.Scope, userID, id
 		title = g.Title
 	}
 	return t.Draft(ctx, sc, Draft{EnvironmentID: g.EnvironmentID, UserID: userID, Title: title, Description: g.Description, Body: g.Body,
-		CIERunID: &g.ID})
+		PostOrigin: store.PostOrigin{CIERunID: &g.ID}})
 }

@@ -82,7 +82,7 @@ func (s *Service) Run(ctx context.Context, sc store.Scope, id int64) (*store.Sea
 		return nil, err
 	}
 	s.jobs.Signal()
-	s.replan(ctx)
+	s.plan.Now(ctx)
 	return p, nil
 }
 
@@ -131,7 +131,7 @@ func (s *Service) runJob(ctx context.Context, job *store.Job) error {
 	// batch: the scheduler is planned now, before the runner records the
 	// job's end, so that whoever sees the job ended sees the next plan too
 	// (jobFinished's replan then finds nothing to change).
-	s.replan(context.WithoutCancel(ctx))
+	s.plan.Now(context.WithoutCancel(ctx))
 	if pl.Scheduled {
 		s.tell(ctx, after, added, pl.Previous)
 	}
@@ -148,7 +148,7 @@ func (s *Service) runJob(ctx context.Context, job *store.Job) error {
 // this after it recorded the job's end.
 func (s *Service) jobFinished(ctx context.Context, job *store.Job) {
 	ctx = context.WithoutCancel(ctx)
-	defer s.replan(ctx)
+	defer s.plan.Now(ctx)
 	var pl payload
 	if err := json.Unmarshal(job.Payload, &pl); err != nil {
 		s.log.Error("search run job with a bad payload", "job", job.ID, "err", err)

@@ -46,14 +46,6 @@ func (s *Service) queueDue(ctx context.Context, _ *store.Job) error {
 	return err
 }
 
-// replan makes a change of the phrases take effect on the schedule now
-// rather than at the runner's next sweep; a failure only delays it.
-func (s *Service) replan(ctx context.Context) {
-	if err := s.jobs.Replan(ctx, ScheduleJob); err != nil {
-		s.log.Warn("search phrases: plan the next scheduled run", "err", err)
-	}
-}
-
 // tell notifies the creator of a phrase how its scheduled run ended, when
 // it is news: new ideas (run.succeeded), or a failure (run.failed) after
 // a run that did not fail (previous: the status the run before ended

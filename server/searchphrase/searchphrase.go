@@ -85,6 +85,7 @@ type Service struct {
 	jobs   Runner
 	notify Notifier
 	log    *slog.Logger
+	plan   jobs.Plan // ScheduleJob, replanned after a change
 	now    func() time.Time
 }
 
@@ -94,6 +95,7 @@ func New(d Deps) *Service {
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
 	}
+	s.plan = jobs.Plan{Jobs: s.jobs, Kind: ScheduleJob, Log: s.log, What: "search phrases: plan the next scheduled run"}
 	if s.now == nil {
 		s.now = time.Now
 	}
@@ -233,7 +235,7 @@ func (s *Service) Create(ctx context.Context, sc store.Scope, in Input) (*store.
 		return nil, err
 	}
 	if p.NextRunAt != nil {
-		s.replan(ctx)
+		s.plan.Now(ctx)
 	}
 	return p, nil
 }
@@ -269,7 +271,7 @@ func (s *Service) Update(ctx context.Context, sc store.Scope, id int64, ch Chang
 	if err != nil {
 		return nil, err
 	}
-	s.replan(ctx)
+	s.plan.Now(ctx)
 	return p, nil
 }
 
@@ -281,7 +283,7 @@ func (s *Service) Delete(ctx context.Context, sc store.Scope, id int64) error {
 	if err := s.db.DeleteSearchPhrase(ctx, id); err != nil {
 		return err
 	}
-	s.replan(ctx)
+	s.plan.Now(ctx)
 	return nil
 }
 
@@ -290,7 +292,7 @@ func (s *Service) Delete(ctx context.Context, sc store.Scope, id int64) error {
 func (s *Service) DeleteMany(ctx context.Context, sc store.Scope, ids []int64) (int, error) {
 	n, err := s.db.DeleteSearchPhrases(ctx, sc, ids)
 	if err == nil && n > 0 {
-		s.replan(ctx)
+		s.plan.Now(ctx)
 	}
 	return n, err
 }

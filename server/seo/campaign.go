@@ -328,16 +328,12 @@ func (s *Service) checkActive(ctx context.Context, sc store.Scope, env *store.En
 
 // agent returns an agent the scope sees that may run in envID.
 func (s *Service) agent(ctx context.Context, sc store.Scope, id, envID int64) (*store.Agent, error) {
-	ag, err := s.db.AgentByID(ctx, id)
-	if store.IsNotFound(err) || err == nil && !ag.VisibleIn(sc) {
-		return nil, store.Invalid("agent_id: no agent with id %d", id)
-	}
+	ag, err := store.AgentNamed(ctx, s.db.AgentByID, sc, id)
 	if err != nil {
 		return nil, err
 	}
-	if !ag.UsableIn(envID) {
-		return nil, store.Invalid("agent_id: agent %d is not assigned to environment %d; assign it there first (PUT /api/agents/%d/assignments)",
-			id, envID, id)
+	if err := ag.RequireIn(envID); err != nil {
+		return nil, err
 	}
 	return ag, nil
 }

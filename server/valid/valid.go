@@ -5,12 +5,14 @@
 package valid
 
 import (
+	"net/netip"
 	"net/url"
 	"regexp"
 	"strings"
 	"sync"
 	"unicode/utf8"
 
+	"github.com/copydesk/copydesk/server/outbound"
 	"github.com/copydesk/copydesk/store"
 )
 
@@ -110,4 +112,30 @@ func SiteURL(raw string) (addr string, ok bool) {
 		return "", false
 	}
 	return strings.TrimRight(u.String(), "/"), true
+}
+
+// CallURL reads an address a user gives for copydesk to call (a webhook's,
+// a web source's): one line of at most max characters, http or https,
+// with a host and without credentials. An address literal the outbound
+// guard refuses (private ones too when refusePrivate) is refused now; a
+// name is judged after resolution, at every call, since DNS may change.
+// What the caller does with a fragment is its own rule.
+func CallURL(field, raw string, max int, refusePrivate bool) (*url.URL, error) {
+	raw = strings.TrimSpace(raw)
+	if err := Line(field, raw); err != nil {
+		return nil, err
+	}
+	if err := MaxLen(field, raw, max); err != nil {
+		return nil, err
+	}
+	u, err := url.Parse(raw)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Hostname() == "" || u.User != nil {
+		return nil, store.Invalid("%s: must be an http or https address with a host and without credentials", field)
+	}
+	if ip, err := netip.ParseAddr(u.Hostname()); err == nil {
+		if err := outbound.Check(ip, refusePrivate); err != nil {
+			return nil, store.Invalid("%s: %s", field, err.Error())
+		}
+	}
+	return u, nil
 }

@@ -77,3 +77,33 @@ func TestSiteURL(t *testing.T) {
 		}
 	}
 }
+
+// CallURL: an http(s) address with a host and no credentials, at most max
+// characters; an address literal the outbound guard refuses is refused,
+// a private one only when asked; the fragment is the caller's.
+func TestCallURL(t *testing.T) {
+	for _, c := range []struct {
+		raw           string
+		refusePrivate bool
+		want          string // "" for a refusal
+		detail        string
+	}{
+		{" https://blog.example/feed#top ", false, "https://blog.example/feed#top", ""},
+		{"http://10.0.0.1/hook", false, "http://10.0.0.1/hook", ""},
+		{"http://10.0.0.1/hook", true, "", "url: "},
+		{"http://169.254.169.254/latest", false, "", "url: "},
+		{"ftp://blog.example/feed", false, "", "url: must be an http or https address with a host and without credentials"},
+		{"https://ann:pw@blog.example/", false, "", "url: must be an http or https address"},
+		{"blog.example/feed", false, "", "url: must be an http or https address"},
+		{"https://blog.example/\nx", false, "", "url: "},
+		{"https://blog.example/" + strings.Repeat("a", 30), false, "", "url: "},
+	} {
+		u, err := valid.CallURL("url", c.raw, 40, c.refusePrivate)
+		switch {
+		case c.want != "" && (err != nil || u.String() != c.want):
+			t.Errorf("CallURL(%q, %v) = %v, %v; want %s", c.raw, c.refusePrivate, u, err, c.want)
+		case c.want == "" && (store.KindOf(err) != store.KindInvalid || !strings.HasPrefix(err.Error(), c.detail)):
+			t.Errorf("CallURL(%q, %v): %v, want a refusal starting %q", c.raw, c.refusePrivate, err, c.detail)
+		}
+	}
+}

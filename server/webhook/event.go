@@ -107,7 +107,7 @@ func (s *Service) emit(ctx context.Context, e Event, only *int64) ([]*store.Webh
 		return nil, err
 	}
 	if len(ds) > 0 {
-		s.replan(ctx)
+		s.plan.Now(ctx)
 	}
 	return ds, nil
 }

@@ -21,8 +21,6 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
-	"net/netip"
-	"net/url"
 	"slices"
 	"strings"
 	"time"
@@ -122,6 +120,7 @@ type Service struct {
 	http          *http.Client
 	refusePrivate bool
 	log           *slog.Logger
+	plan          jobs.Plan // DeliverJob, replanned after a change
 	now           func() time.Time
 	opt           Options
 }
@@ -133,6 +132,7 @@ func New(d Deps) *Service {
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
 	}
+	s.plan = jobs.Plan{Jobs: s.jobs, Kind: DeliverJob, Log: s.log, What: "webhooks: plan the next delivery"}
 	if s.now == nil {
 		s.now = time.Now
 	}
@@ -195,23 +195,15 @@ type Created struct {
 // the outbound guard refuses is refused when saved; a name is judged
 // after resolution at every send (DNS may change).
 func (s *Service) CheckURL(raw string) (string, error) {
-	raw = strings.TrimSpace(raw)
-	if err := valid.Line("url", raw); err != nil {
+	u, err := valid.CallURL("url", raw, MaxURL, s.refusePrivate)
+	if err != nil {
 		return "", err
 	}
-	if err := valid.MaxLen("url", raw, MaxURL); err != nil {
-		return "", err
-	}
-	u, err := url.Parse(raw)
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Hostname() == "" || u.User != nil || u.Fragment != "" {
-		return "", store.Invalid("url: must be an http or https address with a host, without credentials or fragment")
+	if u.Fragment != "" {
+		return "", store.Invalid("url: must be an http or https address without a fragment")
 	}
 	host := u.Hostname()
-	if ip, err := netip.ParseAddr(host); err == nil {
-		if err := outbound.Check(ip, s.refusePrivate); err != nil {
-			return "", store.Invalid("url: %s", err.Error())
-		}
-	} else if s.refusePrivate && (strings.EqualFold(host, "localhost") || strings.HasSuffix(strings.ToLower(host), ".localhost")) {
+	if s.refusePrivate && (strings.EqualFold(host, "localhost") || strings.HasSuffix(strings.ToLower(host), ".localhost")) {
 		return "", store.Invalid("url: localhost is not allowed: private and loopback addresses are refused (--web-sources-private allows them)")
 	}
 	return u.String(), nil
@@ -335,7 +327,7 @@ func (s *Service) Update(ctx context.Context, sc store.Scope, id int64, ch Chang
 		return nil, err
 	}
 	if ch.Enabled != nil {
-		s.replan(ctx)
+		s.plan.Now(ctx)
 	}
 	return w, nil
 }
@@ -423,14 +415,6 @@ func (s *Service) Resend(ctx context.Context, sc store.Scope, id, deliveryID int
 	if err != nil {
 		return nil, err
 	}
-	s.replan(ctx)
+	s.plan.Now(ctx)
 	return d, nil
-}
-
-// replan makes new due deliveries take effect on the schedule now rather
-// than at the runner's next sweep; a failure only delays them.
-func (s *Service) replan(ctx context.Context) {
-	if err := s.jobs.Replan(ctx, DeliverJob); err != nil {
-		s.log.Warn("webhooks: plan the next delivery", "err", err)
-	}
 }

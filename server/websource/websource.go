@@ -21,8 +21,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"net/netip"
-	"net/url"
 	"strings"
 	"time"
 
@@ -114,6 +112,7 @@ type Service struct {
 	jobs   Runner
 	notify Notifier
 	log    *slog.Logger
+	plan   jobs.Plan // FetchJob, replanned after a change
 	now    func() time.Time
 }
 
@@ -123,6 +122,7 @@ func New(d Deps) *Service {
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
 	}
+	s.plan = jobs.Plan{Jobs: s.jobs, Kind: FetchJob, Log: s.log, What: "web sources: plan the next fetch"}
 	if s.now == nil {
 		s.now = time.Now
 	}
@@ -163,21 +163,9 @@ type ListQuery struct {
 // settings (link-local, cloud metadata) is refused when saved; the
 // others are judged when fetched.
 func CheckURL(raw string) (string, error) {
-	raw = strings.TrimSpace(raw)
-	if err := valid.Line("url", raw); err != nil {
+	u, err := valid.CallURL("url", raw, MaxURL, false)
+	if err != nil {
 		return "", err
-	}
-	if err := valid.MaxLen("url", raw, MaxURL); err != nil {
-		return "", err
-	}
-	u, err := url.Parse(raw)
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Hostname() == "" || u.User != nil {
-		return "", store.Invalid("url: must be an http or https address with a host and without credentials")
-	}
-	if ip, err := netip.ParseAddr(u.Hostname()); err == nil {
-		if err := outbound.Check(ip, false); err != nil {
-			return "", store.Invalid("url: %s", err.Error())
-		}
 	}
 	u.Fragment, u.RawFragment = "", ""
 	return u.String(), nil
@@ -242,7 +230,7 @@ func (s *Service) Create(ctx context.Context, sc store.Scope, in Input) (*store.
 	if err != nil {
 		return nil, err
 	}
-	s.replan(ctx)
+	s.plan.Now(ctx)
 	return src, nil
 }
 
@@ -274,7 +262,7 @@ func (s *Service) Update(ctx context.Context, sc store.Scope, id int64, ch Chang
 	if err != nil {
 		return nil, err
 	}
-	s.replan(ctx)
+	s.plan.Now(ctx)
 	return src, nil
 }
 
@@ -286,7 +274,7 @@ func (s *Service) Delete(ctx context.Context, sc store.Scope, id int64) error {
 	if err := s.db.DeleteWebSource(ctx, id); err != nil {
 		return err
 	}
-	s.replan(ctx)
+	s.plan.Now(ctx)
 	return nil
 }
 
@@ -295,7 +283,7 @@ func (s *Service) Delete(ctx context.Context, sc store.Scope, id int64) error {
 func (s *Service) DeleteMany(ctx context.Context, sc store.Scope, ids []int64) (int, error) {
 	n, err := s.db.DeleteWebSources(ctx, sc, ids)
 	if err == nil && n > 0 {
-		s.replan(ctx)
+		s.plan.Now(ctx)
 	}
 	return n, err
 }
@@ -306,14 +294,6 @@ func (s *Service) Items(ctx context.Context, sc store.Scope, id int64, f store.W
 		return nil, 0, err
 	}
 	return s.db.ListWebItems(ctx, id, f)
-}
-
-// replan makes a change of the sources take effect on the schedule now
-// rather than at the runner's next sweep; a failure only delays it.
-func (s *Service) replan(ctx context.Context) {
-	if err := s.jobs.Replan(ctx, FetchJob); err != nil {
-		s.log.Warn("web sources: plan the next fetch", "err", err)
-	}
 }
 
 // Delay is how long after a fetch a source is next due: its interval
@@ -364,7 +344,7 @@ func (s *Service) Fetch(ctx context.Context, sc store.Scope, id int64) (*Report,
 	if err != nil {
 		return nil, err
 	}
-	s.replan(ctx)
+	s.plan.Now(ctx)
 	return rep, nil
 }
 

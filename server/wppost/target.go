@@ -33,7 +33,7 @@ func notConfigured(envID int64) error {
 // Draft makes a local draft; the description is its excerpt.
 func (t target) Draft(ctx context.Context, sc store.Scope, d posttarget.Draft) (*posttarget.Post, error) {
 	p, err := t.s.Create(ctx, sc, d.UserID, Input{EnvironmentID: d.EnvironmentID, Title: d.Title, Content: d.Body, Excerpt: d.Description,
-		Status: "draft", RunID: d.RunID, CIERunID: d.CIERunID, LiveGenerationID: d.LiveGenerationID})
+		Status: "draft", PostOrigin: d.PostOrigin})
 	if err != nil {
 		return nil, err
 	}

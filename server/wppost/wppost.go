@@ -146,9 +146,7 @@ type Input struct {
 	FeaturedImageURL string
 	CategoryIDs      []int64
 	TagIDs           []int64
-	RunID            *int64
-	CIERunID         *int64
-	LiveGenerationID *int64
+	store.PostOrigin
 }
 
 // Change holds the fields to change; nil leaves one alone.
@@ -222,8 +220,7 @@ func (s *Service) Create(ctx context.Context, sc store.Scope, userID int64, in I
 	if userID > 0 {
 		by = &userID
 	}
-	return s.db.CreateWordPressPost(ctx, store.NewWordPressPost{EnvironmentID: in.EnvironmentID, RunID: in.RunID, CIERunID: in.CIERunID,
-		LiveGenerationID: in.LiveGenerationID, CreatedBy: by,
+	return s.db.CreateWordPressPost(ctx, store.NewWordPressPost{EnvironmentID: in.EnvironmentID, PostOrigin: in.PostOrigin, CreatedBy: by,
 		Title: *ch.Title, Content: *ch.Content, Excerpt: *ch.Excerpt, Slug: in.Slug, SlugTries: slug.Generated(*ch.Title, "post", slug.Max),
 		Status: in.Status, ScheduledAt: in.ScheduledAt, FeaturedImageURL: *ch.FeaturedImageURL, CategoryIDs: in.CategoryIDs, TagIDs: in.TagIDs})
 }
