@@ -25,18 +25,19 @@ func (s *Server) registerTokenAnalyticsRoutes() {
 		Summary: "Totals over a range", Query: usageQuery{}, Data: usageSummaryResponse{}}, s.usageSummary)
 	s.handle(Route{Method: "GET", Path: "/api/token-analytics/series", Tag: tag, Access: signedIn, Errors: []int{404},
 		Summary: "Totals grouped by day, model, agent, environment, user or source", Query: usageSeriesQuery{}, Data: usageSeriesResponse{},
-		Notes: "Without from and to: the last 30 days."}, s.usageSeries)
+		Notes: "Without from and to: the last 30 days (of tz). With tz, the days of group_by=day are that zone's (23 or 25 hours across a daylight saving change; at most 1000 of them)."}, s.usageSeries)
 	s.handle(Route{Method: "GET", Path: "/api/token-analytics/costs", Tag: tag, Access: signedIn, Errors: []int{404},
 		Summary: "Cost by model and by environment", Query: usageQuery{}, Data: usageCostsResponse{},
-		Notes: "Without from and to: the current month (UTC)."}, s.usageCosts)
+		Notes: "Without from and to: the current month (of tz; UTC by default)."}, s.usageCosts)
 	s.handle(Route{Method: "GET", Path: "/api/token-analytics/export.csv", Tag: tag, Access: signedIn, Binary: "text/csv", Errors: []int{404},
 		Summary: "Usage events as CSV", Query: usageQuery{}}, s.exportUsage)
 }
 
 // usageQuery holds the filters every analytics endpoint takes.
 type usageQuery struct {
-	From          string `form:"from" doc:"start, inclusive: RFC 3339 or YYYY-MM-DD (UTC)"`
+	From          string `form:"from" doc:"start, inclusive: RFC 3339 or YYYY-MM-DD (a day of tz)"`
 	To            string `form:"to" doc:"end, exclusive: RFC 3339, or YYYY-MM-DD for the end of that day"`
+	TZ            string `form:"tz" binding:"max=64" doc:"IANA time zone (e.g. Europe/Berlin) of the days: of from and to, of the default ranges and of a day series; UTC when absent"`
 	UserID        *int64 `form:"user_id" binding:"omitempty,gt=0"`
 	EnvironmentID *int64 `form:"environment_id" binding:"omitempty,gt=0"`
 	AgentID       *int64 `form:"agent_id" binding:"omitempty,gt=0"`
@@ -57,7 +58,7 @@ type usageSeriesQuery struct {
 
 // query is the service's view of the filters.
 func (q usageQuery) query() analytics.Query {
-	return analytics.Query{From: q.From, To: q.To, UserID: q.UserID, EnvironmentID: q.EnvironmentID, AgentID: q.AgentID,
+	return analytics.Query{From: q.From, To: q.To, TZ: q.TZ, UserID: q.UserID, EnvironmentID: q.EnvironmentID, AgentID: q.AgentID,
 		Model: q.Model, Source: q.Source, Status: q.Status}
 }
 

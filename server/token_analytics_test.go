@@ -3,10 +3,12 @@ package server_test
 import (
 	"context"
 	"encoding/csv"
+	"encoding/json"
 	"fmt"
 	"math"
 	"net/url"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -868,6 +870,79 @@ func TestAISettingsTokenBudget(t *testing.T) {
 	for _, body := range []map[string]any{{"monthly_budget_tokens": -1}, {"monthly_budget_usd": 0.0000001}} {
 		if r := e.do(t, "PUT", "/api/settings/ai-content", admin, body); r.Code != 422 {
 			t.Errorf("%v: %d %s", body, r.Code, r.Body)
+		}
+	}
+}
+
+// TestTokenAnalyticsSeriesTimeZone: with tz, a day series counts the days
+// of that zone: a 25-hour day across the end of daylight saving time, the
+// default range ending with the zone's today, and from/to as the zone's
+// days; an unknown zone is a 422 naming the field.
+func TestTokenAnalyticsSeriesTimeZone(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	_, admin := e.user(t, "admin", store.RoleAdmin)
+	for _, at := range []string{
+		"2026-11-01T03:30:00.000Z", // New York: Oct 31, 23:30 EDT
+		"2026-11-01T04:30:00.000Z", // Nov 1, 00:30 EDT
+		"2026-11-02T04:30:00.000Z", // Nov 1, 23:30 EST: the day lasts 25 hours
+		"2026-11-02T04:50:00.000Z", // Nov 1, 23:50 EST
+		"2026-11-02T05:10:00.000Z", // Nov 2, 00:10 EST
+		envT0.Format(time.RFC3339), // Nov 21, 12:00 UTC: Nov 22, 02:00 in Kiritimati (UTC+14)
+	} {
+		created, err := time.Parse(time.RFC3339, at)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := e.app.DB.RecordUsage(context.Background(), store.UsageEvent{CreatedAt: created, Provider: "openai", Model: "gpt-4o",
+			Status: "ok", Source: "chat"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	type point struct {
+		Key   string `json:"key"`
+		Calls int64  `json:"calls"`
+	}
+	series := func(query string) (points []point, from, to string) {
+		t.Helper()
+		r := e.do(t, "GET", "/api/token-analytics/series?group_by=day&"+query, admin, nil)
+		if r.Code != 200 {
+			t.Fatalf("%s: %d %s", query, r.Code, r.Body)
+		}
+		var body struct {
+			Data struct {
+				From, To string
+				Points   []point
+			}
+		}
+		if err := json.Unmarshal([]byte(r.Body), &body); err != nil {
+			t.Fatal(err)
+		}
+		return body.Data.Points, body.Data.From, body.Data.To
+	}
+	cases := []struct {
+		query    string
+		want     []point
+		from, to string
+	}{
+		{"from=2026-10-31&to=2026-11-02&tz=America/New_York", []point{{"2026-10-31", 1}, {"2026-11-01", 3}, {"2026-11-02", 1}},
+			"2026-10-31T04:00:00.000Z", "2026-11-03T05:00:00.000Z"},
+		// Without tz, UTC days, as before.
+		{"from=2026-10-31&to=2026-11-02", []point{{"2026-11-01", 2}, {"2026-11-02", 3}}, "2026-10-31T00:00:00.000Z", "2026-11-03T00:00:00.000Z"},
+		{"from=2026-11-01&to=2026-11-01&tz=Asia/Kolkata", []point{{"2026-11-01", 2}}, "2026-10-31T18:30:00.000Z", "2026-11-01T18:30:00.000Z"},
+		// The last 30 days of a zone already in tomorrow: today is Nov 22.
+		{"tz=Pacific/Kiritimati", []point{{"2026-11-01", 2}, {"2026-11-02", 3}, {"2026-11-22", 1}}, "2026-10-23T10:00:00.000Z", "2026-11-22T10:00:00.000Z"},
+	}
+	for _, c := range cases {
+		points, from, to := series(c.query)
+		if !slices.Equal(points, c.want) || from != c.from || to != c.to {
+			t.Errorf("%s: %v over [%s, %s), want %v over [%s, %s)", c.query, points, from, to, c.want, c.from, c.to)
+		}
+	}
+	for _, tz := range []string{"Mars/Olympus", "Local", "../../etc/passwd"} {
+		r := e.do(t, "GET", "/api/token-analytics/series?group_by=day&tz="+url.QueryEscape(tz), admin, nil)
+		if r.Code != 422 || !strings.Contains(r.Detail(), "tz:") {
+			t.Errorf("tz=%s: %d %s, want 422 naming tz", tz, r.Code, r.Body)
 		}
 	}
 }

@@ -299,6 +299,48 @@ func (db *DB) UsageSeries(ctx context.Context, f UsageFilter, groupBy string) ([
 	return out, rows.Err()
 }
 
+// UsagePeriods totals the matching events per period, oldest first:
+// bounds are the n+1 instants that delimit n periods (the days of a time
+// zone, computed by the caller: a day of a zone with daylight saving time
+// may last 23 or 25 hours), keys their n names. Only f's other filters
+// apply: the range is [bounds[0], bounds[n]), so the time index serves the
+// query, and one CASE over the bounds names each event's period, on both
+// engines (created_at is text in one format: its order is time's order).
+// Periods without events are left out.
+func (db *DB) UsagePeriods(ctx context.Context, f UsageFilter, bounds []time.Time, keys []string) ([]*UsageTotals, error) {
+	if len(bounds) != len(keys)+1 || len(keys) == 0 {
+		return nil, fmt.Errorf("store: usage periods: %d bounds for %d keys", len(bounds), len(keys))
+	}
+	var sel strings.Builder
+	args := make([]any, 0, len(keys)+8)
+	sel.WriteString("CASE")
+	for i, k := range keys {
+		// The keys are the caller's own names (dates), written as literals:
+		// PostgreSQL cannot type a parameter in a grouped SELECT list.
+		sel.WriteString(" WHEN u.created_at < ? THEN '" + strings.ReplaceAll(k, "'", "''") + "'")
+		args = append(args, fmtTime(bounds[i+1]))
+	}
+	sel.WriteString(" END")
+	from, to := bounds[0], bounds[len(keys)]
+	f.From, f.To = &from, &to
+	cond, condArgs := f.where()
+	rows, err := db.r.QueryContext(ctx, `SELECT `+sel.String()+`, `+totalsColumns+` FROM usage_events u`+cond+` GROUP BY 1 ORDER BY 1`,
+		append(args, condArgs...)...)
+	if err != nil {
+		return nil, fmt.Errorf("store: usage periods: %w", err)
+	}
+	defer rows.Close()
+	out := []*UsageTotals{}
+	for rows.Next() {
+		var t UsageTotals
+		if err := scanTotals(rows, &t, &t.Key); err != nil {
+			return nil, fmt.Errorf("store: usage periods: %w", err)
+		}
+		out = append(out, &t)
+	}
+	return out, rows.Err()
+}
+
 // UsageSeriesQuery is the day series' SQL for a date range, for EXPLAIN
 // QUERY PLAN in tests.
 const UsageSeriesQuery = `SELECT substr(u.created_at, 1, 10), ` + totalsColumns +

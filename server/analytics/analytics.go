@@ -21,6 +21,7 @@ type Store interface {
 	ListUsage(ctx context.Context, f store.UsageFilter, p store.Page) ([]*store.UsageEvent, int, error)
 	UsageSummary(ctx context.Context, f store.UsageFilter) (*store.UsageTotals, error)
 	UsageSeries(ctx context.Context, f store.UsageFilter, groupBy string) ([]*store.UsageTotals, error)
+	UsagePeriods(ctx context.Context, f store.UsageFilter, bounds []time.Time, keys []string) ([]*store.UsageTotals, error)
 	EachUsage(ctx context.Context, f store.UsageFilter, fn func(*store.UsageEvent) error) error
 }
 
@@ -36,10 +37,13 @@ func New(db Store, now func() time.Time) *Service {
 }
 
 // Query is what a caller asks about: a date range and filters, as given.
-// From and To are RFC 3339 times or YYYY-MM-DD days (UTC); To is exclusive,
-// and a day as To means the end of that day.
+// From and To are RFC 3339 times or YYYY-MM-DD days; To is exclusive,
+// and a day as To means the end of that day. TZ is the IANA time zone of
+// the days (the days of from and to, of the default ranges and of a day
+// series); "" is UTC.
 type Query struct {
 	From, To      string
+	TZ            string
 	UserID        *int64
 	EnvironmentID *int64
 	AgentID       *int64
@@ -115,6 +119,9 @@ func (s *Service) Series(ctx context.Context, sc store.Scope, q Query, groupBy s
 	if err != nil {
 		return nil, err
 	}
+	if groupBy == store.GroupByDay && q.TZ != "" {
+		return s.zonedDays(ctx, f, q.TZ)
+	}
 	points, err := s.db.UsageSeries(ctx, f, groupBy)
 	if err != nil {
 		return nil, err
@@ -122,8 +129,66 @@ func (s *Service) Series(ctx context.Context, sc store.Scope, q Query, groupBy s
 	return &Series{Range: Range{f.From, f.To}, GroupBy: groupBy, Points: points}, nil
 }
 
+// maxZonedDays bounds a day series in a time zone: one CASE branch a day.
+const maxZonedDays = 1000
+
+// zonedDays is the day series in the time zone tz: the days' bounds are
+// computed here, daylight saving time included, and the store totals the
+// events between them. An open end is the end of today; an open start
+// (only to given) is 30 days before to, as the default range.
+func (s *Service) zonedDays(ctx context.Context, f store.UsageFilter, tz string) (*Series, error) {
+	loc, err := zone(tz)
+	if err != nil {
+		return nil, err
+	}
+	if f.To == nil {
+		last := s.now().In(loc) // the end of today, or of from's day when from is later
+		if f.From != nil && f.From.After(last) {
+			last = f.From.In(loc)
+		}
+		to := time.Date(last.Year(), last.Month(), last.Day()+1, 0, 0, 0, 0, loc).UTC()
+		f.To = &to
+	}
+	if f.From == nil {
+		from := last30Days(f.To.Add(-time.Nanosecond).In(loc))
+		f.From = &from
+	}
+	bounds := []time.Time{*f.From}
+	keys := []string{}
+	for t := f.From.In(loc); t.Before(*f.To); {
+		keys = append(keys, t.Format("2006-01-02"))
+		if len(keys) > maxZonedDays {
+			return nil, store.Invalid("to: a day series in a time zone covers at most %d days", maxZonedDays)
+		}
+		t = time.Date(t.Year(), t.Month(), t.Day()+1, 0, 0, 0, 0, loc)
+		if !t.Before(*f.To) {
+			bounds = append(bounds, *f.To)
+			break
+		}
+		bounds = append(bounds, t.UTC())
+	}
+	points, err := s.db.UsagePeriods(ctx, f, bounds, keys)
+	if err != nil {
+		return nil, err
+	}
+	return &Series{Range: Range{f.From, f.To}, GroupBy: store.GroupByDay, Points: points}, nil
+}
+
+// zone loads an IANA time zone; "" is UTC. "Local" (the server's own
+// zone) is refused: the answer must not depend on where the server runs.
+func zone(tz string) (*time.Location, error) {
+	if tz == "" {
+		return time.UTC, nil
+	}
+	loc, err := time.LoadLocation(tz)
+	if err != nil || tz == "Local" {
+		return nil, store.Invalid("tz: unknown time zone %q (an IANA name such as Europe/Berlin)", tz)
+	}
+	return loc, nil
+}
+
 // Costs splits the known cost by model and by environment; without a
-// range, over the current month (UTC).
+// range, over the current month (of the time zone; UTC by default).
 func (s *Service) Costs(ctx context.Context, sc store.Scope, q Query) (*Costs, error) {
 	f, err := s.filter(sc, q, monthStart)
 	if err != nil {
@@ -208,15 +273,18 @@ func idText(id *int64) string {
 func (s *Service) filter(sc store.Scope, q Query, defaultFrom func(now time.Time) time.Time) (store.UsageFilter, error) {
 	f := store.UsageFilter{UserID: q.UserID, EnvironmentID: q.EnvironmentID, AgentID: q.AgentID,
 		Model: q.Model, Source: q.Source, Status: q.Status, Scope: sc}
-	var err error
-	if f.From, err = parseDay("from", q.From, false); err != nil {
+	loc, err := zone(q.TZ)
+	if err != nil {
 		return f, err
 	}
-	if f.To, err = parseDay("to", q.To, true); err != nil {
+	if f.From, err = parseDay("from", q.From, false, loc); err != nil {
+		return f, err
+	}
+	if f.To, err = parseDay("to", q.To, true, loc); err != nil {
 		return f, err
 	}
 	if f.From == nil && f.To == nil && defaultFrom != nil {
-		from := defaultFrom(s.now().UTC())
+		from := defaultFrom(s.now().In(loc))
 		f.From = &from
 	}
 	if f.From != nil && f.To != nil && !f.From.Before(*f.To) {
@@ -236,20 +304,20 @@ var (
 	maxDate = time.Date(10000, 1, 1, 0, 0, 0, 0, time.UTC)
 )
 
-// parseDay reads an RFC 3339 time or a YYYY-MM-DD day (UTC); endOfDay
+// parseDay reads an RFC 3339 time or a YYYY-MM-DD day (of loc); endOfDay
 // moves a day to its end. "" is no bound. The result, in UTC and after
 // moving to the end of the day, must lie in the years 2000 to 9999.
-func parseDay(field, v string, endOfDay bool) (*time.Time, error) {
+func parseDay(field, v string, endOfDay bool, loc *time.Location) (*time.Time, error) {
 	if v == "" {
 		return nil, nil
 	}
 	t, err := time.Parse(time.RFC3339, v)
 	if err != nil {
-		if t, err = time.Parse("2006-01-02", v); err != nil {
+		if t, err = time.ParseInLocation("2006-01-02", v, loc); err != nil {
 			return nil, store.Invalid("%s: must be a date (YYYY-MM-DD) or an RFC 3339 time", field)
 		}
 		if endOfDay {
-			t = t.AddDate(0, 0, 1)
+			t = time.Date(t.Year(), t.Month(), t.Day()+1, 0, 0, 0, 0, loc)
 		}
 	}
 	t = t.UTC()
@@ -259,11 +327,12 @@ func parseDay(field, v string, endOfDay bool) (*time.Time, error) {
 	return &t, nil
 }
 
-// last30Days is the start of the day 29 days before now: 30 days with today.
+// last30Days is the start of the day 29 days before now (in now's time
+// zone), in UTC: 30 days with today.
 func last30Days(now time.Time) time.Time {
-	return time.Date(now.Year(), now.Month(), now.Day(), 0, 0, 0, 0, time.UTC).AddDate(0, 0, -29)
+	return time.Date(now.Year(), now.Month(), now.Day()-29, 0, 0, 0, 0, now.Location()).UTC()
 }
 
 func monthStart(now time.Time) time.Time {
-	return time.Date(now.Year(), now.Month(), 1, 0, 0, 0, 0, time.UTC)
+	return time.Date(now.Year(), now.Month(), 1, 0, 0, 0, 0, now.Location()).UTC()
 }

@@ -40,6 +40,11 @@ func (f *fakeStore) UsageSeries(_ context.Context, fl store.UsageFilter, groupBy
 	return f.series[groupBy], f.err
 }
 
+func (f *fakeStore) UsagePeriods(_ context.Context, fl store.UsageFilter, _ []time.Time, _ []string) ([]*store.UsageTotals, error) {
+	f.filters = append(f.filters, fl)
+	return nil, f.err
+}
+
 func (f *fakeStore) EachUsage(_ context.Context, fl store.UsageFilter, fn func(*store.UsageEvent) error) error {
 	f.filters = append(f.filters, fl)
 	for _, e := range f.events {

@@ -6,27 +6,34 @@ import { Thead, usd } from "./ui";
 
 export type Day = { day: string; cost: number };
 
-// lastDays is the n days (UTC, YYYY-MM-DD) ending today, with the spend of
-// each from points (days with none, or only unpriced calls, are 0).
-export function lastDays(n: number, points: { key: string; cost_usd: number | null }[], now = new Date()): Day[] {
+// lastDays is the n days (YYYY-MM-DD) ending today in the time zone tz,
+// with the spend of each from points (days with none, or only unpriced
+// calls, are 0).
+export function lastDays(n: number, points: { key: string; cost_usd: number | null }[], tz = "UTC", now = new Date()): Day[] {
   const by = new Map(points.map((p) => [p.key, p.cost_usd ?? 0]));
   const out: Day[] = [];
   for (let i = n - 1; i >= 0; i--) {
-    const d = new Date(Date.UTC(now.getUTCFullYear(), now.getUTCMonth(), now.getUTCDate() - i)).toISOString().slice(0, 10);
+    const d = isoDay(-i, tz, now);
     out.push({ day: d, cost: by.get(d) ?? 0 });
   }
   return out;
 }
 
-export function isoDay(offset = 0, now = new Date()): string {
-  return new Date(Date.UTC(now.getUTCFullYear(), now.getUTCMonth(), now.getUTCDate() + offset)).toISOString().slice(0, 10);
+// isoDay is the day (YYYY-MM-DD) offset days from today in the time zone
+// tz (an IANA name, as the environment's autopilot configuration has it).
+export function isoDay(offset = 0, tz = "UTC", now = new Date()): string {
+  const parts = new Intl.DateTimeFormat("en-CA", { timeZone: tz, year: "numeric", month: "2-digit", day: "2-digit" }).formatToParts(now);
+  const part = (type: string) => Number(parts.find((p) => p.type === type)?.value);
+  // Calendar arithmetic on the zone's date: a day is a day, whatever its hours.
+  return new Date(Date.UTC(part("year"), part("month") - 1, part("day") + offset)).toISOString().slice(0, 10);
 }
 
 const W = 640;
 const H = 180;
 const PAD = { l: 48, r: 8, t: 10, b: 22 };
 
-export function SpendChart({ days, budget, title }: { days: Day[]; budget: number | null; title: string }) {
+// SpendChart draws days (of the time zone tz) against the daily budget.
+export function SpendChart({ days, budget, title, tz }: { days: Day[]; budget: number | null; title: string; tz: string }) {
   const max = Math.max(budget ?? 0, ...days.map((d) => d.cost), 0.01);
   const w = (W - PAD.l - PAD.r) / Math.max(1, days.length);
   const y = (v: number) => PAD.t + (H - PAD.t - PAD.b) * (1 - v / max);
@@ -57,7 +64,7 @@ export function SpendChart({ days, budget, title }: { days: Day[]; budget: numbe
         </text>
       </svg>
       <figcaption class="legend">
-        <span>Bars: spend per day (UTC)</span>
+        <span>Bars: spend per day ({tz === "UTC" ? "UTC days" : `days of ${tz}`})</span>
         {budget != null && <span>Dashed line: daily budget {usd(budget)}</span>}
       </figcaption>
       <details>

@@ -99,8 +99,10 @@ export function Overview({ env, envName }: { env: number; envName: string | unde
           <NoteList notes={notes.recent.slice(0, 5)} />
         </section>
       </div>
-      <Spend env={env} daily={s?.autopilot.config.daily_budget_usd ?? null} monthly={s?.autopilot.config.monthly_budget_usd ?? null}
-        month={s?.spent_month_usd ?? null} />
+      {s && (
+        <Spend env={env} daily={s.autopilot.config.daily_budget_usd ?? null} monthly={s.autopilot.config.monthly_budget_usd ?? null}
+          month={s.spent_month_usd} tz={s.autopilot.config.timezone} />
+      )}
     </>
   );
 }
@@ -153,13 +155,18 @@ function Drafts({ env }: { env: number }) {
   );
 }
 
-function Spend({ env, daily, monthly, month }: { env: number; daily: number | null; monthly: number | null; month: number | null }) {
-  const series = useResource((signal) => api.get("/api/token-analytics/series", { query: { environment_id: env, group_by: "day", from: isoDay(-29), to: isoDay() }, signal }), [env]);
+// Spend draws the last 30 days of the environment's time zone tz (the
+// days its daily budget counts).
+function Spend({ env, daily, monthly, month, tz }: { env: number; daily: number | null; monthly: number | null; month: number | null; tz: string }) {
+  const series = useResource(
+    (signal) => api.get("/api/token-analytics/series", { query: { environment_id: env, group_by: "day", from: isoDay(-29, tz), to: isoDay(0, tz), tz }, signal }),
+    [env, tz],
+  );
   return (
     <section class="card spend" aria-labelledby="ov-spend">
       <h2 id="ov-spend">Spend, last 30 days</h2>
       {series.error && <Alert>{series.error}</Alert>}
-      {series.data && <SpendChart days={lastDays(30, series.data.data.points)} budget={daily} title="Spend in the last 30 days" />}
+      {series.data && <SpendChart days={lastDays(30, series.data.data.points, tz)} budget={daily} title="Spend in the last 30 days" tz={tz} />}
       <p class="small">
         This month: {usd(month)} {monthly == null ? "(no monthly budget)" : `of the monthly budget of ${usd(monthly)}`}.{" "}
         <Link href={envPath(env, "costs")}>Costs</Link>

@@ -73,3 +73,27 @@ test("a viewer sees the costs without the link to change budgets", async () => {
   assert.equal(await page.getByRole("link", { name: /Change them/ }).count(), 0);
   await close();
 });
+
+test("the days are the environment's: its time zone's today, in every request and in the chart", async () => {
+  const admin = (await srv.login("ann@example.com")).access_token;
+  const tz = "Pacific/Kiritimati"; // UTC+14: its day is not UTC's for 14 hours of each
+  const r = await srv.api("PUT", `/api/environments/${env.id}/configuration`, admin, { timezone: tz });
+  assert.equal(r.status, 200, JSON.stringify(r.body));
+  const today = new Intl.DateTimeFormat("en-CA", { timeZone: tz }).format(new Date()); // YYYY-MM-DD
+  const { page, close } = await openAs(browser, srv, "ed@example.com", `/e/${env.id}/costs`);
+  const urls = [];
+  page.on("request", (q) => urls.push(q.url()));
+  await page.reload();
+  await page.getByRole("img", { name: /^Spend per day: \$0\.\d+ over 30 days/ }).waitFor();
+  await page.getByText(`Bars: spend per day (days of ${tz})`).waitFor();
+  const series = urls.filter((u) => u.includes("/api/token-analytics/series")).map((u) => new URL(u).searchParams);
+  assert.equal(series.length, 4);
+  for (const q of series) {
+    assert.equal(q.get("tz"), tz);
+    assert.equal(q.get("to"), today);
+  }
+  // The generation of a moment ago is on the zone's today.
+  await page.getByText("The numbers").click();
+  await page.getByRole("row", { name: new RegExp(`^${today} \\$0\\.\\d*[1-9]`) }).waitFor();
+  await close();
+});

@@ -3142,7 +3142,7 @@ export interface paths {
         };
         /**
          * Cost by model and by environment
-         * @description Without from and to: the current month (UTC).
+         * @description Without from and to: the current month (of tz; UTC by default).
          *
          *     Requires the viewer role or higher.
          */
@@ -3184,7 +3184,7 @@ export interface paths {
         };
         /**
          * Totals grouped by day, model, agent, environment, user or source
-         * @description Without from and to: the last 30 days.
+         * @description Without from and to: the last 30 days (of tz). With tz, the days of group_by=day are that zone's (23 or 25 hours across a daylight saving change; at most 1000 of them).
          *
          *     Requires the viewer role or higher.
          */
@@ -13050,10 +13050,12 @@ export interface operations {
     getTokenAnalyticsCosts: {
         parameters: {
             query?: {
-                /** @description start, inclusive: RFC 3339 or YYYY-MM-DD (UTC) */
+                /** @description start, inclusive: RFC 3339 or YYYY-MM-DD (a day of tz) */
                 from?: string;
                 /** @description end, exclusive: RFC 3339, or YYYY-MM-DD for the end of that day */
                 to?: string;
+                /** @description IANA time zone (e.g. Europe/Berlin) of the days: of from and to, of the default ranges and of a day series; UTC when absent */
+                tz?: string;
                 user_id?: number;
                 environment_id?: number;
                 agent_id?: number;
@@ -13088,10 +13090,12 @@ export interface operations {
     getTokenAnalyticsExportCsv: {
         parameters: {
             query?: {
-                /** @description start, inclusive: RFC 3339 or YYYY-MM-DD (UTC) */
+                /** @description start, inclusive: RFC 3339 or YYYY-MM-DD (a day of tz) */
                 from?: string;
                 /** @description end, exclusive: RFC 3339, or YYYY-MM-DD for the end of that day */
                 to?: string;
+                /** @description IANA time zone (e.g. Europe/Berlin) of the days: of from and to, of the default ranges and of a day series; UTC when absent */
+                tz?: string;
                 user_id?: number;
                 environment_id?: number;
                 agent_id?: number;
@@ -13123,10 +13127,12 @@ export interface operations {
     getTokenAnalyticsSeries: {
         parameters: {
             query?: {
-                /** @description start, inclusive: RFC 3339 or YYYY-MM-DD (UTC) */
+                /** @description start, inclusive: RFC 3339 or YYYY-MM-DD (a day of tz) */
                 from?: string;
                 /** @description end, exclusive: RFC 3339, or YYYY-MM-DD for the end of that day */
                 to?: string;
+                /** @description IANA time zone (e.g. Europe/Berlin) of the days: of from and to, of the default ranges and of a day series; UTC when absent */
+                tz?: string;
                 user_id?: number;
                 environment_id?: number;
                 agent_id?: number;
@@ -13163,10 +13169,12 @@ export interface operations {
     getTokenAnalyticsSummary: {
         parameters: {
             query?: {
-                /** @description start, inclusive: RFC 3339 or YYYY-MM-DD (UTC) */
+                /** @description start, inclusive: RFC 3339 or YYYY-MM-DD (a day of tz) */
                 from?: string;
                 /** @description end, exclusive: RFC 3339, or YYYY-MM-DD for the end of that day */
                 to?: string;
+                /** @description IANA time zone (e.g. Europe/Berlin) of the days: of from and to, of the default ranges and of a day series; UTC when absent */
+                tz?: string;
                 user_id?: number;
                 environment_id?: number;
                 agent_id?: number;
@@ -13205,10 +13213,12 @@ export interface operations {
                 page?: number;
                 /** @description items per page, 1 to 200 (default 50) */
                 per_page?: number;
-                /** @description start, inclusive: RFC 3339 or YYYY-MM-DD (UTC) */
+                /** @description start, inclusive: RFC 3339 or YYYY-MM-DD (a day of tz) */
                 from?: string;
                 /** @description end, exclusive: RFC 3339, or YYYY-MM-DD for the end of that day */
                 to?: string;
+                /** @description IANA time zone (e.g. Europe/Berlin) of the days: of from and to, of the default ranges and of a day series; UTC when absent */
+                tz?: string;
                 user_id?: number;
                 environment_id?: number;
                 agent_id?: number;

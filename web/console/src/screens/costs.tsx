@@ -26,22 +26,26 @@ const sourceWords: Record<Source, string> = {
 export function Costs({ env, envName }: ScreenProps) {
   const [range, setRange] = useState("30");
   const n = Number(range);
-  const q = { environment_id: env, from: isoDay(-(n - 1)), to: isoDay() };
-  const series = useResource((signal) => api.get("/api/token-analytics/series", { query: { ...q, group_by: "day" }, signal }), [env, n]);
-  const byModel = useResource((signal) => api.get("/api/token-analytics/series", { query: { ...q, group_by: "model" }, signal }), [env, n]);
-  const byAgent = useResource((signal) => api.get("/api/token-analytics/series", { query: { ...q, group_by: "agent" }, signal }), [env, n]);
-  const bySource = useResource(
+  const status = useResource((signal) => api.get("/api/autopilot/status", { query: { environment_id: env }, signal }), [env]);
+  const cfg = status.data?.data.autopilot.config;
+  // The days are the environment's (its autopilot's time zone, as its
+  // daily budget counts them); UTC until the status says, or if it fails.
+  const tz = cfg?.timezone ?? (status.error ? "UTC" : null);
+  const q = { environment_id: env, from: isoDay(-(n - 1), tz ?? "UTC"), to: isoDay(0, tz ?? "UTC"), tz: tz ?? "UTC" };
+  const series = useSeries(tz, (signal) => api.get("/api/token-analytics/series", { query: { ...q, group_by: "day" }, signal }), [env, n]);
+  const byModel = useSeries(tz, (signal) => api.get("/api/token-analytics/series", { query: { ...q, group_by: "model" }, signal }), [env, n]);
+  const byAgent = useSeries(tz, (signal) => api.get("/api/token-analytics/series", { query: { ...q, group_by: "agent" }, signal }), [env, n]);
+  const bySource = useSeries(
+    tz,
     async (signal) => {
       const r = await api.get("/api/token-analytics/series", { query: { ...q, group_by: "source" }, signal });
       return r.data.points.map((p): Point => ({ ...p, label: sourceWords[p.key as Source] ?? p.key }));
     },
     [env, n],
   );
-  const status = useResource((signal) => api.get("/api/autopilot/status", { query: { environment_id: env }, signal }), [env]);
   const [error, setError] = useState<string | null>(null);
   const [busy, setBusy] = useState(false);
-  const cfg = status.data?.data.autopilot.config;
-  const days = series.data ? lastDays(n, series.data.data.points) : null;
+  const days = series.data && tz ? lastDays(n, series.data.data.points, tz) : null;
 
   async function exportCSV() {
     setBusy(true);
@@ -68,7 +72,7 @@ export function Costs({ env, envName }: ScreenProps) {
       <section aria-labelledby="costs-day">
         <h2 id="costs-day">Spend per day</h2>
         {series.error && <Alert>{series.error}</Alert>}
-        {days && <SpendChart days={days} budget={cfg?.daily_budget_usd ?? null} title="Spend per day" />}
+        {days && <SpendChart days={days} budget={cfg?.daily_budget_usd ?? null} title="Spend per day" tz={tz ?? "UTC"} />}
       </section>
       <section aria-labelledby="costs-budgets" class="card">
         <h2 id="costs-budgets">Budgets</h2>
@@ -97,6 +101,12 @@ export function Costs({ env, envName }: ScreenProps) {
       </div>
     </>
   );
+}
+
+// useSeries is useResource for a request that needs the environment's
+// time zone: it waits (loading) until tz is known.
+function useSeries<T>(tz: string | null, fn: (signal: AbortSignal) => Promise<T>, deps: unknown[]) {
+  return useResource((signal) => (tz === null ? new Promise<T>(() => {}) : fn(signal)), [...deps, tz]);
 }
 
 function Breakdown({ id, title, r, none = "—" }: { id: string; title: string; r: { data: { data: { points: Point[] } } | null; error: string | null }; none?: string }) {
