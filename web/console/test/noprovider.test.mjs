@@ -65,6 +65,10 @@ test("an editor is told to ask an administrator, also when a generation is refus
     const notice = page.getByRole("status").filter({ hasText: missing });
     await notice.getByText("Ask an administrator to add one.", { exact: false }).waitFor();
     assert.equal(await page.getByRole("link", { name: "Add a credential" }).count(), 0, section);
+    if (section === "chat") {
+      // No composer: a first message would make a conversation nothing can answer.
+      assert.equal(await page.getByRole("textbox", { name: "Message" }).count(), 0, "chat composer");
+    }
     assert.deepEqual(await axeCheck(page), [], `${section}, no credential (editor)`);
   }
   // Generating anyway: the server's 409 shows as the same message, not as
@@ -96,6 +100,7 @@ test("once a credential is added, the screens no longer show the message", async
     assert.equal((await (await listed).json()).data.total, 1, section);
     await page.waitForTimeout(300); // the answer rendered
     assert.equal(await page.getByText(missing).count(), 0, section);
+    if (section === "chat") await page.getByRole("textbox", { name: "Message" }).waitFor();
   }
   await close();
 });

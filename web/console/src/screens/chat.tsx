@@ -68,7 +68,7 @@ export function Chat({ env }: ScreenProps) {
           </ul>
         </section>
         <div class="chat-main">
-          {open ? <Open key={open} id={open} env={env} onChanged={list.reload} saw={provider.saw} /> : <Start env={env} saw={provider.saw} />}
+          {open ? <Open key={open} id={open} env={env} onChanged={list.reload} saw={provider.saw} /> : <Start env={env} saw={provider.saw} missing={provider.missing} />}
         </div>
       </div>
     </>
@@ -78,8 +78,10 @@ export function Chat({ env }: ScreenProps) {
 // Start is the composer of a conversation not made yet: sending makes it
 // (its usage counts in this environment) and opens it.
 // saw(e) takes the server's refusal for want of a credential (the screen
-// shows the empty state instead).
-function Start({ env, saw }: { env: number; saw: (e: unknown) => boolean }) {
+// shows the empty state instead). While none is configured (missing),
+// there is no composer: sending would make a conversation the model
+// cannot answer.
+function Start({ env, saw, missing }: { env: number; saw: (e: unknown) => boolean; missing: boolean }) {
   const [error, setError] = useState<string | null>(null);
   const [busy, setBusy] = useState(false);
   const agents = useResource((signal) => api.get("/api/agents", { query: { environment_id: env, is_active: true, per_page: 200 }, signal }), [env]);
@@ -104,7 +106,7 @@ function Start({ env, saw }: { env: number; saw: (e: unknown) => boolean }) {
           options={[["", "The default model"] as const, ...(agents.data?.data.items ?? []).map((a) => [String(a.id), `${a.name} (agent)`] as const)]} />
       )}
       {error && <Alert>{error}</Alert>}
-      <Composer busy={busy} onSend={start} />
+      {!missing && <Composer busy={busy} onSend={start} />}
     </section>
   );
 }
