@@ -62,10 +62,17 @@ func restoreCmd() *cobra.Command {
 		Long: "Check FILE (integrity, schema not newer than this copydesk and exactly what its migrations create, SHA-256\n" +
 			"against FILE.json when present), keep a snapshot of the current database in DATA_DIR/backups, then put FILE in\n" +
 			"place and end every session in it: everyone signs in again. While a server holds the data directory this\n" +
-			"refuses: restore through the API (POST /api/backup/{name}/restore) instead, or stop the server.",
-		Example: "  copydesk restore ./copydesk-2026-11-28.db\n  copydesk restore --data-dir /var/lib/copydesk /mnt/backups/copydesk.db",
-		Args:    cobra.ExactArgs(1),
+			"refuses: restore through the API (POST /api/backup/{name}/restore) instead, or stop the server.\n" +
+			"With --database postgres://..., the snapshot replaces that PostgreSQL database's whole content in one\n" +
+			"transaction, verified table by table; every instance serving it must be stopped first (the API's restore\n" +
+			"answers 409 on PostgreSQL), and a snapshot of the previous content is kept in DATA_DIR/backups.",
+		Example: "  copydesk restore ./copydesk-2026-11-28.db\n  copydesk restore --data-dir /var/lib/copydesk /mnt/backups/copydesk.db\n" +
+			"  copydesk restore --database postgres://copydesk@db/copydesk /mnt/backups/copydesk.db",
+		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) (err error) {
+			if c.database != "" {
+				return restoreIntoPostgres(cmd, &c, args[0])
+			}
 			if err := requireRestoreTarget(c.dataDir); err != nil {
 				return err
 			}
@@ -93,4 +100,55 @@ func restoreCmd() *cobra.Command {
 	}
 	c.register(cmd.Flags())
 	return cmd
+}
+
+// restoreIntoPostgres is `restore --database postgres://...`: offline, under
+// the serving lock taken exclusively (no instance may serve the database
+// while its whole content is replaced), with a snapshot of the previous
+// content kept in DATA_DIR/backups first.
+func restoreIntoPostgres(cmd *cobra.Command, c *common, file string) (err error) {
+	ctx := cmd.Context()
+	if !store.IsPostgresURL(c.database) {
+		return fmt.Errorf("--database must be a PostgreSQL address (postgres://USER:PASSWORD@HOST:PORT/DB), not %q", store.RedactURL(c.database))
+	}
+	if err := backup.CheckRestorable(ctx, file); err != nil {
+		if store.KindOf(err) == store.KindInvalid {
+			return fmt.Errorf("%s is not restorable: %s", file, store.Message(err))
+		}
+		return err
+	}
+	release, err := store.LockOffline(ctx, c.database)
+	if err != nil {
+		if store.KindOf(err) == store.KindConflict {
+			return fmt.Errorf("%s\na restore replaces the whole database, which no instance may be serving meanwhile", store.Message(err))
+		}
+		return err
+	}
+	defer closing(&err, release)
+	db, err := store.Open(ctx, c.database, store.Options{})
+	if err != nil {
+		return err
+	}
+	defer closing(&err, db.Close)
+	safety, err := backup.New(db, c.dataDir, version()).Create(ctx, backup.KindPreRestore)
+	if err != nil {
+		return fmt.Errorf("keep a snapshot of the database before replacing it: %w", err)
+	}
+	rep, err := store.RestoreSnapshot(ctx, file, db)
+	if err != nil {
+		if store.KindOf(err) == store.KindInvalid {
+			return fmt.Errorf("%s is not restorable: %s", file, store.Message(err))
+		}
+		return err
+	}
+	out := cmd.OutOrStdout()
+	var total int64
+	for _, t := range rep.Tables {
+		fmt.Fprintf(out, "%-28s %8d rows  checksum %s  verified\n", t.Table, t.Rows, t.Checksum)
+		total += t.Rows
+	}
+	fmt.Fprintf(out, "restored %s into %s: %d rows in %d tables at schema version %d; every table verified; every session ended\n",
+		file, store.RedactURL(c.database), total, len(rep.Tables), rep.SchemaVersion)
+	fmt.Fprintf(out, "the previous content is kept as %s\n", filepath.Join(c.dataDir, backup.DirName, safety.Name))
+	return nil
 }

@@ -35,13 +35,18 @@ func usersCmd() *cobra.Command {
 		Use:   "create",
 		Short: "Create an account (the way to make the first super_admin)",
 		Long: "Create an account. On a data directory without a database this prepares a new instance, but only at the\n" +
-			"default path or with --init: a mistyped --data-dir is an error, not a new empty instance.",
+			"default path or with --init: a mistyped --data-dir is an error, not a new empty instance. With --database\n" +
+			"postgres://... the account goes into that database (migrated first if new); --init is not needed.",
 		Example: "  copydesk users create --email you@example.com --username you --role super_admin\n" +
 			"  printf '%s' \"$PASSWORD\" | copydesk users create --email ed@example.com --username ed --role editor --password-stdin",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := prepareData(cc.dataDir, initData, cmd.ErrOrStderr()); err != nil {
-				return err
+			// On PostgreSQL the database is the instance (named on purpose by
+			// --database); the data directory holds no database, only the key.
+			if cc.database == "" {
+				if err := prepareData(cc.dataDir, initData, cmd.ErrOrStderr()); err != nil {
+					return err
+				}
 			}
 			cc.mayCreate = true
 			pw, err := newPassword(cmd, fromStdin)

@@ -410,19 +410,27 @@ func (m *Manager) Restore(ctx context.Context, name string) (*Meta, error) {
 // RestoreFile is Restore for a file outside the backups folder (the CLI).
 // A sidecar FILE.json beside it, when present, must match its SHA-256.
 func (m *Manager) RestoreFile(ctx context.Context, path string) (*Meta, error) {
-	if meta, err := ReadSidecar(path); err == nil && meta.SHA256 != "" {
-		sum, _, err := hashFile(path)
-		if err != nil {
-			return nil, err
-		}
-		if sum != meta.SHA256 {
-			return nil, store.Invalid("%s does not match the SHA-256 in %s.json: the file changed since it was made", filepath.Base(path), filepath.Base(path))
-		}
-	}
-	if _, err := store.CheckFile(ctx, path); err != nil {
+	if err := CheckRestorable(ctx, path); err != nil {
 		return nil, err
 	}
 	return m.replace(ctx, path)
+}
+
+// CheckRestorable checks a snapshot file before a restore: a sidecar
+// FILE.json beside it, when present, must match its SHA-256, and the file
+// must pass store.CheckFile. Failures are KindInvalid errors.
+func CheckRestorable(ctx context.Context, path string) error {
+	if meta, err := ReadSidecar(path); err == nil && meta.SHA256 != "" {
+		sum, _, err := hashFile(path)
+		if err != nil {
+			return err
+		}
+		if sum != meta.SHA256 {
+			return store.Invalid("%s does not match the SHA-256 in %s.json: the file changed since it was made", filepath.Base(path), filepath.Base(path))
+		}
+	}
+	_, err := store.CheckFile(ctx, path)
+	return err
 }
 
 func (m *Manager) replace(ctx context.Context, src string) (*Meta, error) {

@@ -69,6 +69,12 @@ func backRefs(table string) []string {
 // sequences past the copied ids, and then verifies: the row count and the
 // checksum of every table, read back from dst, must equal the source's.
 func (db *DB) CopyTo(ctx context.Context, dst *DB) (*CopyReport, error) {
+	return db.copyInto(ctx, dst, false)
+}
+
+// copyInto is CopyTo; with replace, dst (PostgreSQL) need not be empty:
+// every table it copies is emptied first, in the same transaction.
+func (db *DB) copyInto(ctx context.Context, dst *DB, replace bool) (*CopyReport, error) {
 	sv, err := db.schemaVersion(ctx)
 	if err != nil {
 		return nil, err
@@ -89,14 +95,21 @@ func (db *DB) CopyTo(ctx context.Context, dst *DB) (*CopyReport, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := dst.requireEmpty(ctx, tables); err != nil {
-		return nil, err
+	if !replace {
+		if err := dst.requireEmpty(ctx, tables); err != nil {
+			return nil, err
+		}
 	}
 	tx, err := dst.w.BeginTx(ctx, nil)
 	if err != nil {
 		return nil, fmt.Errorf("store: copy: %w", err)
 	}
 	defer func() { _ = tx.Rollback() }() // after a commit: sql.ErrTxDone
+	if replace {
+		if err := truncateAll(ctx, tx, tables); err != nil {
+			return nil, err
+		}
+	}
 	if !dst.OnPostgres() {
 		// A self-reference may point forward; checked at commit.
 		if _, err := tx.ExecContext(ctx, `PRAGMA defer_foreign_keys = ON`); err != nil {
@@ -365,6 +378,21 @@ func (db *DB) requireEmpty(ctx context.Context, tables []copyTableSpec) error {
 		if n > 0 {
 			return Conflict("the target is not empty: its table %s has %d rows; migrate into a new, empty database", t.name, n)
 		}
+	}
+	return nil
+}
+
+// truncateAll empties every table of the plan at once (PostgreSQL: one
+// TRUNCATE names them all, so the foreign keys between them do not
+// order it), restarting their identities; resetSequences sets them past
+// the copied ids after.
+func truncateAll(ctx context.Context, tx *sql.Tx, tables []copyTableSpec) error {
+	names := make([]string, len(tables))
+	for i, t := range tables {
+		names[i] = t.name
+	}
+	if _, err := tx.ExecContext(ctx, `TRUNCATE `+quoted(names)+` RESTART IDENTITY`); err != nil {
+		return fmt.Errorf("store: empty the target's tables: %w", err)
 	}
 	return nil
 }

@@ -124,7 +124,7 @@ func (db *DB) sane(ctx context.Context) error {
 // and how to do it instead.
 func errNotOnPostgres(what string) error {
 	return Conflict("%s of a PostgreSQL database are not done while it is served: a restore replaces the whole database under every instance "+
-		"serving it. Stop the instances and copy the snapshot in offline with copydesk migrate into an empty database (docs/scaling.md)", what)
+		"serving it. Stop the instances and restore offline: copydesk restore FILE --database URL (docs/scaling.md)", what)
 }
 
 // endSessions ends every session and revokes every API token: see Replace.
