@@ -184,7 +184,7 @@ func TestStreamedRunEndsWhenItsClientGoes(t *testing.T) {
 // A restore does not wait for a streamed run: the run's job yields, the
 // stream ends with an error that says why, and the restore is quick.
 func TestRestoreDoesNotWaitForAStreamedRun(t *testing.T) {
-	backupsOnSQLite(t)
+	restoresOnSQLite(t)
 	f := agSetup(t)
 	_, root := f.e.user(t, "super", store.RoleSuperAdmin)
 	prov := agBlockingOpenAI(t)

@@ -21,7 +21,6 @@ import (
 )
 
 func TestBackupAPI(t *testing.T) {
-	backupsOnSQLite(t)
 	t.Parallel()
 	e := newEnv(t)
 	_, root := e.user(t, "root", store.RoleSuperAdmin)
@@ -101,6 +100,17 @@ func TestBackupAPI(t *testing.T) {
 	})
 
 	t.Run("Restore", func(t *testing.T) {
+		if storetest.Postgres() {
+			// Offline only: the answer says how.
+			r := e.do(t, "POST", "/api/backup/"+name+"/restore", root, nil)
+			if r.Code != 409 || !strings.Contains(r.Detail(), "copydesk restore FILE --database URL") {
+				t.Fatalf("restore on PostgreSQL: %d %s, want 409 naming the offline restore", r.Code, r.Body)
+			}
+			if r := e.do(t, "GET", "/api/auth/me", root, nil); r.Code != 200 {
+				t.Fatalf("a refused restore ended the session: %d", r.Code)
+			}
+			return
+		}
 		e.do(t, "POST", "/api/environments", root, map[string]any{"name": "Gone"})
 		late := e.login(t, "admin@example.com", "password-admin") // a session the snapshot does not know
 		r := e.do(t, "POST", "/api/backup/"+name+"/restore", root, nil)
@@ -170,7 +180,7 @@ func TestBackupAPI(t *testing.T) {
 // restore ends every session, so those that waited for it are refused
 // (401) and a new sign-in reads the restored data.
 func TestRequestsDuringRestore(t *testing.T) {
-	backupsOnSQLite(t)
+	restoresOnSQLite(t)
 	t.Parallel()
 	e := newEnv(t)
 	_, root := e.user(t, "root", store.RoleSuperAdmin)
@@ -220,7 +230,7 @@ func TestRequestsDuringRestore(t *testing.T) {
 // snapshot's); a token of a session the restore ended must not come back to
 // life when a new session gets its id.
 func TestRestoredSessionIDsDoNotReviveTokens(t *testing.T) {
-	backupsOnSQLite(t)
+	restoresOnSQLite(t)
 	t.Parallel()
 	e := newEnv(t)
 	_, root := e.user(t, "root", store.RoleSuperAdmin)
@@ -248,7 +258,7 @@ func TestRestoredSessionIDsDoNotReviveTokens(t *testing.T) {
 // taken does not get their old token back, and the restoring super_admin
 // signs in again too.
 func TestRestoreEndsEverySession(t *testing.T) {
-	backupsOnSQLite(t)
+	restoresOnSQLite(t)
 	t.Parallel()
 	e := newEnv(t)
 	_, root := e.user(t, "root", store.RoleSuperAdmin)
@@ -279,7 +289,6 @@ func TestRestoreEndsEverySession(t *testing.T) {
 // dropped tables) is refused on upload, reported by verify and refused by
 // restore, naming what is wrong.
 func TestTamperedBackupIsRefused(t *testing.T) {
-	backupsOnSQLite(t)
 	t.Parallel()
 	e := newEnv(t)
 	_, root := e.user(t, "root", store.RoleSuperAdmin)

@@ -152,7 +152,6 @@ func TestUnknownQueryParameters(t *testing.T) {
 }
 
 func TestHead(t *testing.T) {
-	backupsOnSQLite(t)
 	t.Parallel()
 	e := newEnv(t)
 	_, tok := e.user(t, "hana", store.RoleViewer)

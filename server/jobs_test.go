@@ -46,7 +46,6 @@ func waitNotice(t *testing.T, e *env, tok *string, email, kind string) map[strin
 // one queued job, planned again at once when the schedule changes and
 // after each run; each run tells the super_admins how it went.
 func TestScheduledBackupsRunAsJobs(t *testing.T) {
-	backupsOnSQLite(t)
 	t.Parallel()
 	e := newEnv(t)
 	_, root := e.user(t, "root", store.RoleSuperAdmin)
@@ -121,7 +120,7 @@ func TestScheduledBackupsRunAsJobs(t *testing.T) {
 // job stops, records nothing, and the run the restored database says is
 // running is taken up again after the swap.
 func TestRestoreDoesNotWaitForAQueuedRun(t *testing.T) {
-	backupsOnSQLite(t)
+	restoresOnSQLite(t)
 	t.Parallel()
 	f := agSetup(t)
 	e := f.e

@@ -774,7 +774,7 @@ func TestLiveSaveAsPost(t *testing.T) {
 // call is cut), the stream ends saying why, and the session generates again from what the restored
 // database says.
 func TestLiveRestoreDoesNotWait(t *testing.T) {
-	backupsOnSQLite(t)
+	restoresOnSQLite(t)
 	t.Parallel()
 	r := newLVRig(t)
 	_, root := r.e.user(t, "super", store.RoleSuperAdmin)

@@ -375,7 +375,7 @@ func TestNotificationStreamCatchUpPages(t *testing.T) {
 
 // A restore ends every open stream: what it said may no longer be true.
 func TestNotificationStreamEndsOnRestore(t *testing.T) {
-	backupsOnSQLite(t)
+	restoresOnSQLite(t)
 	e := newEnv(t)
 	e.app.DB.Now = func() time.Time { return time.Now().UTC() }
 	srv := httptest.NewServer(e.h)

@@ -222,7 +222,7 @@ func (w *hookWriter) WriteString(s string) (int, error) {
 // needs the database to itself, goes through instead of waiting for the
 // writer and giving up (429).
 func TestAnswerSentWithoutHold(t *testing.T) {
-	backupsOnSQLite(t)
+	restoresOnSQLite(t)
 	t.Parallel()
 	e := newEnv(t)
 	_, root := e.user(t, "root", store.RoleSuperAdmin)

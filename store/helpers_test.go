@@ -63,6 +63,6 @@ func ptr[T any](v T) *T { return &v }
 func restoresOnSQLite(t testing.TB) {
 	t.Helper()
 	if storetest.Postgres() {
-		t.Skip("restores are SQLite's alone for now: PostgreSQL refuses them (docs/scaling.md)")
+		t.Skip("restores while serving are SQLite's: PostgreSQL restores offline (RestoreSnapshot, docs/scaling.md)")
 	}
 }

@@ -466,7 +466,7 @@ func TestStreamCutOff(t *testing.T) {
 // restored database, and the watcher is told the run was interrupted.
 func TestRestore(t *testing.T) {
 	if storetest.Postgres() {
-		t.Skip("restores are SQLite's alone for now: PostgreSQL refuses them (docs/scaling.md)")
+		t.Skip("restores while serving are SQLite's: PostgreSQL restores offline (RestoreSnapshot, docs/scaling.md)")
 	}
 	r := newRig(t)
 	r.start(t)
