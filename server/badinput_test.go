@@ -34,7 +34,6 @@ var badQueryValues = []string{"abc", "-1", "0", "99999999999999999999", "1e400",
 // 4xx must carry a detail.
 func TestNoServerErrorFromBadInput(t *testing.T) {
 	skipTableUnderRace(t)
-	sqliteOnly(t, "its fixture is a data directory copied whole, with a backup in it")
 	t.Parallel()
 	provider := fakeOpenAI(t, nil)
 	fixture, routes := newAuthzFixture(t, provider.URL)

@@ -5,7 +5,9 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
+	"unicode/utf8"
 )
 
 // Session is one sign-in: every token carries its id, and every request
@@ -190,9 +192,16 @@ func (db *DB) PruneSessions(ctx context.Context, cutoff time.Time) (int64, error
 	return res.RowsAffected()
 }
 
+// truncate keeps at most n bytes of s as valid UTF-8 (a request header may
+// carry any bytes, and PostgreSQL refuses invalid UTF-8 in text), cut at a
+// character's start.
 func truncate(s string, n int) string {
+	s = strings.ToValidUTF8(s, "\uFFFD")
 	if len(s) <= n {
 		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
 	}
 	return s[:n]
 }

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/copydesk/copydesk/store"
 )
@@ -63,6 +64,23 @@ func TestCreateSession(t *testing.T) {
 		}
 		if len(s.UserAgent) != 512 {
 			t.Errorf("stored user agent has %d bytes, want 512", len(s.UserAgent))
+		}
+	})
+
+	// A header may carry any bytes: stored as valid UTF-8 (PostgreSQL
+	// refuses anything else), and cut at a character's start.
+	t.Run("UserAgentStoredAsValidUTF8", func(t *testing.T) {
+		db, _ := openDB(t)
+		u := mustUser(t, db, "ua8", store.RoleViewer)
+		for _, ua := range []string{"app \xe9t\xe9/1.0", strings.Repeat("é", 600)} {
+			s, err := db.CreateSession(ctx, store.NewSession{UserID: u.ID, TokenExpiresAt: t0.Add(time.Hour),
+				ExpiresAt: t0.Add(time.Hour), UserAgent: ua})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !utf8.ValidString(s.UserAgent) || len(s.UserAgent) > 512 || s.UserAgent == "" {
+				t.Errorf("stored user agent %q (%d bytes): want valid UTF-8 of at most 512 bytes", s.UserAgent, len(s.UserAgent))
+			}
 		}
 	})
 

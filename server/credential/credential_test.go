@@ -4,6 +4,7 @@ import (
 	"context"
 	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/copydesk/copydesk/server/credential"
 	"github.com/copydesk/copydesk/server/environment"
@@ -323,7 +324,13 @@ func TestMask(t *testing.T) {
 		{"sk-abcdefghi", "...hi"},
 		{"sk-proj-0123456789x9Qa", "...x9Qa"},
 		{"sk-proj-0123456789abcdefghijklmnopqrstuvwx9Qa", "sk-...x9Qa"},
+		// Characters, not bytes: a byte cut would leave invalid UTF-8.
+		{strings.Repeat("é", 40), "ééé...éééé"},
+		{"ключ-0123456789ab", "...89ab"},
 	} {
+		if got := credential.Mask(c.in); !utf8.ValidString(got) {
+			t.Errorf("Mask(%q) = %q, not valid UTF-8", c.in, got)
+		}
 		if got := credential.Mask(c.in); got != c.want {
 			t.Errorf("Mask(%q) = %q, want %q", c.in, got, c.want)
 		}

@@ -139,15 +139,18 @@ func neverCalled(addr string) error {
 // more than a quarter of it: the hint stored beside a sealed secret, and
 // what replaces a secret an error repeats.
 func Mask(secret string) string {
-	switch n := len(secret); {
+	// Counted and cut in characters, not bytes: a hint cut inside a
+	// character would be invalid UTF-8, which PostgreSQL refuses to store.
+	r := []rune(secret)
+	switch n := len(r); {
 	case n == 0:
 		return ""
 	case n >= 28:
-		return secret[:3] + "..." + secret[n-4:]
+		return string(r[:3]) + "..." + string(r[n-4:])
 	case n >= 16:
-		return "..." + secret[n-4:]
+		return "..." + string(r[n-4:])
 	case n >= 8:
-		return "..." + secret[n-2:]
+		return "..." + string(r[n-2:])
 	default:
 		return "..."
 	}

@@ -143,18 +143,42 @@ func randomName() string {
 // stay parallel: each has its own database.
 func NewPostgres(t testing.TB) string {
 	t.Helper()
-	base := RequirePostgres(t)
+	RequirePostgres(t)
 	tpl, err := pgTemplateDB()
 	if err != nil {
 		t.Fatalf("storetest: build the template database on %s: %v", EnvDatabase, err)
 	}
+	return cloneDatabase(t, tpl)
+}
+
+// ClonePostgres makes a database of the test's own that is a copy of the
+// database at src (a test's fixture, closed: PostgreSQL copies a database
+// no session is connected to), and returns its address; it is dropped
+// when the test ends.
+func ClonePostgres(t testing.TB, src string) string {
+	t.Helper()
+	RequirePostgres(t)
+	u, err := url.Parse(src)
+	if err != nil {
+		t.Fatalf("storetest: %v", err)
+	}
+	return cloneDatabase(t, strings.TrimPrefix(u.Path, "/"))
+}
+
+// cloneDatabase copies the database named tpl into a new one of the
+// test's own and returns its address.
+func cloneDatabase(t testing.TB, tpl string) string {
+	t.Helper()
+	base := RequirePostgres(t)
 	admin, err := pgAdmin()
 	if err != nil {
 		t.Fatalf("storetest: %v", err)
 	}
 	name := "copydesk_t_" + randomName()
 	var createErr error
-	for range 20 {
+	// A fixture cloned by many parallel tests is busy more often than the
+	// template: up to 10 s of tries.
+	for range 200 {
 		// A template another session is still copying from refuses a
 		// second copy for a moment. FILE_COPY (PostgreSQL 15 and later)
 		// copies the template's files: half the time of the default,
