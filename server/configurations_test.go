@@ -3,6 +3,8 @@ package server_test
 import (
 	"bytes"
 	"context"
+	"database/sql"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -11,12 +13,14 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
 	"github.com/copydesk/copydesk/server"
 	"github.com/copydesk/copydesk/server/keyring"
 	"github.com/copydesk/copydesk/store"
+	"github.com/copydesk/copydesk/store/storetest"
 )
 
 // cfgGoodKey is the only key fakeOpenAI's /models accepts.
@@ -342,9 +346,8 @@ func TestConfigurationsSecretNeverShown(t *testing.T) {
 }
 
 // TestConfigurationsEncryptedAtRest greps the raw database files for the
-// plaintext secret.
+// plaintext secret; on PostgreSQL, the text of every row of every table.
 func TestConfigurationsEncryptedAtRest(t *testing.T) {
-	sqliteOnly(t, "it reads the database file")
 	t.Parallel()
 	e := newEnv(t)
 	_, admin := e.user(t, "admin", store.RoleAdmin)
@@ -366,12 +369,16 @@ func TestConfigurationsEncryptedAtRest(t *testing.T) {
 	}
 
 	var raw []byte
-	for _, f := range []string{server.DBFile, server.DBFile + "-wal"} {
-		b, err := os.ReadFile(filepath.Join(e.app.Config.DataDir, f))
-		if err != nil && !os.IsNotExist(err) {
-			t.Fatal(err)
+	if storetest.Postgres() {
+		raw = postgresRowsText(t, e)
+	} else {
+		for _, f := range []string{server.DBFile, server.DBFile + "-wal"} {
+			b, err := os.ReadFile(filepath.Join(e.app.Config.DataDir, f))
+			if err != nil && !os.IsNotExist(err) {
+				t.Fatal(err)
+			}
+			raw = append(raw, b...)
 		}
-		raw = append(raw, b...)
 	}
 	if !bytes.Contains(raw, []byte(name)) {
 		t.Fatalf("the credential's name is not in the database files: the test reads the wrong files")
@@ -813,4 +820,63 @@ func TestConfigurationsNewAddressNeedsSecret(t *testing.T) {
 	if r := e.do(t, "PUT", p, admin, map[string]any{"name": "bad\u0000name"}); r.Code != 422 || !strings.Contains(r.Detail(), "control") {
 		t.Fatalf("a NUL in the name: %d %s", r.Code, r.Body)
 	}
+}
+
+// postgresRowsText is the text of every row of every table of e's
+// PostgreSQL database (bytea columns as their hex text, and as raw bytes).
+func postgresRowsText(t *testing.T, e *env) []byte {
+	t.Helper()
+	addr, ok := pgDirs.Load(e.app.Config.DataDir)
+	if !ok {
+		t.Fatal("no PostgreSQL database for the env's data directory")
+	}
+	conn, err := sql.Open("pgx", addr.(string))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	ctx := context.Background()
+	rows, err := conn.QueryContext(ctx, `SELECT table_name FROM information_schema.tables WHERE table_schema = current_schema() AND table_type = 'BASE TABLE'`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var tables []string
+	for rows.Next() {
+		var n string
+		if err := rows.Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		tables = append(tables, n)
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	rows.Close()
+	var raw []byte
+	for _, table := range tables {
+		rs, err := conn.QueryContext(ctx, `SELECT r::text FROM "`+table+`" r`)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for rs.Next() {
+			var row string
+			if err := rs.Scan(&row); err != nil {
+				t.Fatal(err)
+			}
+			raw = append(raw, row...)
+			raw = append(raw, '\n')
+		}
+		if err := rs.Err(); err != nil {
+			t.Fatal(err)
+		}
+		rs.Close()
+	}
+	// A bytea column reads as \x and hex: add its bytes, so that a
+	// plaintext kept in one is found too.
+	for _, m := range regexp.MustCompile(`\\x([0-9a-f]+)`).FindAllSubmatch(raw, -1) {
+		if b, err := hex.DecodeString(string(m[1])); err == nil {
+			raw = append(raw, b...)
+		}
+	}
+	return raw
 }
