@@ -1060,6 +1060,6 @@ func skipTableUnderRace(t *testing.T) {
 		t.Skip("a route table runs without the race detector (.ci/run's own step); COPYDESK_TABLES_UNDER_RACE=1 runs it here")
 	}
 	if storetest.Postgres() && os.Getenv("COPYDESK_TABLES_ON_POSTGRES") == "" {
-		t.Skip("a route table on PostgreSQL takes about ten minutes (a database cloned per case): COPYDESK_TABLES_ON_POSTGRES=1 runs it")
+		t.Skip("a route table on PostgreSQL takes ten minutes or more (a database cloned per case): COPYDESK_TABLES_ON_POSTGRES=1 runs it (with -timeout 30m)")
 	}
 }
