@@ -427,14 +427,6 @@ func serveApp(t *testing.T, e *env) (stop func(what string) bool) {
 	return stop
 }
 
-// sqliteOnly skips a test that works on SQLite's files on PostgreSQL.
-func sqliteOnly(t testing.TB, why string) {
-	t.Helper()
-	if storetest.Postgres() {
-		t.Skip("SQLite only for now: " + why)
-	}
-}
-
 // restoresOnSQLite skips a test that restores through the API on
 // PostgreSQL, where that restore answers 409 (TestBackupAPI checks it) and
 // a restore is done offline, by `copydesk restore --database`
