@@ -88,10 +88,7 @@ func restoreCmd() *cobra.Command {
 			return withData(cmd, &c, func(ctx context.Context, app *server.App) error {
 				safety, err := app.Backups.RestoreFile(ctx, args[0])
 				if err != nil {
-					if store.KindOf(err) == store.KindInvalid {
-						return fmt.Errorf("%s is not restorable: %s", args[0], store.Message(err))
-					}
-					return err
+					return notRestorable(args[0], err)
 				}
 				fmt.Fprintf(cmd.OutOrStdout(), "restored %s\nthe previous database is kept as %s\n", args[0], filepath.Join(app.Backups.Dir(), safety.Name))
 				return nil
@@ -111,11 +108,8 @@ func restoreIntoPostgres(cmd *cobra.Command, c *common, file string) (err error)
 	if !store.IsPostgresURL(c.database) {
 		return fmt.Errorf("--database must be a PostgreSQL address (postgres://USER:PASSWORD@HOST:PORT/DB), not %q", store.RedactURL(c.database))
 	}
-	if err := backup.CheckRestorable(ctx, file); err != nil {
-		if store.KindOf(err) == store.KindInvalid {
-			return fmt.Errorf("%s is not restorable: %s", file, store.Message(err))
-		}
-		return err
+	if err := backup.CheckSidecar(file); err != nil { // RestoreSnapshot checks the rest, once
+		return notRestorable(file, err)
 	}
 	release, err := store.LockOffline(ctx, c.database)
 	if err != nil {
@@ -130,25 +124,30 @@ func restoreIntoPostgres(cmd *cobra.Command, c *common, file string) (err error)
 		return err
 	}
 	defer closing(&err, db.Close)
-	safety, err := backup.New(db, c.dataDir, version()).Create(ctx, backup.KindPreRestore)
-	if err != nil {
-		return fmt.Errorf("keep a snapshot of the database before replacing it: %w", err)
-	}
-	rep, err := store.RestoreSnapshot(ctx, file, db)
-	if err != nil {
-		if store.KindOf(err) == store.KindInvalid {
-			return fmt.Errorf("%s is not restorable: %s", file, store.Message(err))
+	// The previous content is kept once the file is known good.
+	var safety *backup.Meta
+	rep, err := store.RestoreSnapshot(ctx, file, db, func(ctx context.Context) (err error) {
+		if safety, err = backup.New(db, c.dataDir, version()).Create(ctx, backup.KindPreRestore); err != nil {
+			return fmt.Errorf("keep a snapshot of the database before replacing it: %w", err)
 		}
-		return err
+		return nil
+	})
+	if err != nil {
+		return notRestorable(file, err)
 	}
 	out := cmd.OutOrStdout()
-	var total int64
-	for _, t := range rep.Tables {
-		fmt.Fprintf(out, "%-28s %8d rows  checksum %s  verified\n", t.Table, t.Rows, t.Checksum)
-		total += t.Rows
-	}
+	total := printCopyReport(out, rep)
 	fmt.Fprintf(out, "restored %s into %s: %d rows in %d tables at schema version %d; every table verified; every session ended\n",
 		file, store.RedactURL(c.database), total, len(rep.Tables), rep.SchemaVersion)
 	fmt.Fprintf(out, "the previous content is kept as %s\n", filepath.Join(c.dataDir, backup.DirName, safety.Name))
 	return nil
+}
+
+// notRestorable says why file cannot be restored when err is about the
+// file (KindInvalid), and passes any other error on.
+func notRestorable(file string, err error) error {
+	if store.KindOf(err) == store.KindInvalid {
+		return fmt.Errorf("%s is not restorable: %s", file, store.Message(err))
+	}
+	return err
 }

@@ -7,6 +7,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 
@@ -52,11 +53,7 @@ func migrateCmd() *cobra.Command {
 				return err
 			}
 			out := cmd.OutOrStdout()
-			var total int64
-			for _, t := range rep.Tables {
-				fmt.Fprintf(out, "%-28s %8d rows  checksum %s  verified\n", t.Table, t.Rows, t.Checksum)
-				total += t.Rows
-			}
+			total := printCopyReport(out, rep)
 			fmt.Fprintf(out, "copied %d rows in %d tables at schema version %d from %s to %s; every table verified\n",
 				total, len(rep.Tables), rep.SchemaVersion, redact(from), redact(to))
 			return nil
@@ -65,6 +62,17 @@ func migrateCmd() *cobra.Command {
 	cmd.Flags().StringVar(&from, "from", "", "the installation to copy: a data directory or a postgres:// URL")
 	cmd.Flags().StringVar(&to, "to", "", "where to copy it: a new data directory or an empty PostgreSQL database")
 	return cmd
+}
+
+// printCopyReport prints a line per table a copy wrote and returns the
+// number of rows (migrate, restore --database).
+func printCopyReport(out io.Writer, rep *store.CopyReport) int64 {
+	var total int64
+	for _, t := range rep.Tables {
+		fmt.Fprintf(out, "%-28s %8d rows  checksum %s  verified\n", t.Table, t.Rows, t.Checksum)
+		total += t.Rows
+	}
+	return total
 }
 
 func redact(s string) string {

@@ -416,10 +416,19 @@ func (m *Manager) RestoreFile(ctx context.Context, path string) (*Meta, error) {
 	return m.replace(ctx, path)
 }
 
-// CheckRestorable checks a snapshot file before a restore: a sidecar
-// FILE.json beside it, when present, must match its SHA-256, and the file
-// must pass store.CheckFile. Failures are KindInvalid errors.
+// CheckRestorable checks a snapshot file before a restore: its sidecar
+// (CheckSidecar), and store.CheckFile. Failures are KindInvalid errors.
 func CheckRestorable(ctx context.Context, path string) error {
+	if err := CheckSidecar(path); err != nil {
+		return err
+	}
+	_, err := store.CheckFile(ctx, path)
+	return err
+}
+
+// CheckSidecar checks that a sidecar FILE.json beside path, when there is
+// one, matches the file's SHA-256 (a KindInvalid error otherwise).
+func CheckSidecar(path string) error {
 	if meta, err := ReadSidecar(path); err == nil && meta.SHA256 != "" {
 		sum, _, err := hashFile(path)
 		if err != nil {
@@ -429,8 +438,7 @@ func CheckRestorable(ctx context.Context, path string) error {
 			return store.Invalid("%s does not match the SHA-256 in %s.json: the file changed since it was made", filepath.Base(path), filepath.Base(path))
 		}
 	}
-	_, err := store.CheckFile(ctx, path)
-	return err
+	return nil
 }
 
 func (m *Manager) replace(ctx context.Context, src string) (*Meta, error) {

@@ -15,8 +15,10 @@ import (
 // in that copy (as a restore on SQLite does: everyone signs in again),
 // then empties every table of db and copies the snapshot's rows in one
 // transaction, and verifies every table's row count and checksum. A
-// failure before the commit leaves db as it was.
-func RestoreSnapshot(ctx context.Context, path string, db *DB) (*CopyReport, error) {
+// failure before the commit leaves db as it was. before, when not nil,
+// runs once the file is known good and before db changes (the command
+// keeps a snapshot of db's content there); its error stops the restore.
+func RestoreSnapshot(ctx context.Context, path string, db *DB, before func(context.Context) error) (*CopyReport, error) {
 	if !db.OnPostgres() {
 		return nil, fmt.Errorf("store: restore a snapshot: %s is not a PostgreSQL database (a SQLite installation restores by replacing its file)", db.path)
 	}
@@ -39,6 +41,11 @@ func RestoreSnapshot(ctx context.Context, path string, db *DB) (*CopyReport, err
 	defer func() { _ = src.Close() }() // a scratch copy, removed with its folder
 	if err := src.endSessions(ctx); err != nil {
 		return nil, err
+	}
+	if before != nil {
+		if err := before(ctx); err != nil {
+			return nil, err
+		}
 	}
 	return src.copyInto(ctx, db, true)
 }

@@ -49,12 +49,12 @@ func TestRestoreSnapshotPostgres(t *testing.T) {
 	if err := os.WriteFile(cut, b[:len(b)/2], 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := RestoreSnapshot(ctx, cut, dst); KindOf(err) != KindInvalid {
+	if _, err := RestoreSnapshot(ctx, cut, dst, nil); KindOf(err) != KindInvalid {
 		t.Fatalf("restoring a cut-off snapshot: %v, want an invalid-file error", err)
 	}
 	requireSameContent(t, "after a refused restore", before, checksums(t, dst))
 
-	rep, err := RestoreSnapshot(ctx, snap, dst)
+	rep, err := RestoreSnapshot(ctx, snap, dst, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -81,7 +81,7 @@ func TestRestoreSnapshotPostgres(t *testing.T) {
 	}
 
 	// Into SQLite, a restore is the file's replacement, not this.
-	if _, err := RestoreSnapshot(ctx, snap, src); err == nil {
+	if _, err := RestoreSnapshot(ctx, snap, src, nil); err == nil {
 		t.Fatal("RestoreSnapshot into a SQLite store: no error")
 	}
 }

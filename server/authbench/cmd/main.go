@@ -342,12 +342,11 @@ func listTargets(ctx context.Context, c *closers, dir string, n int, engines []e
 			return nil, err
 		}
 		if i == 0 {
-			h, tok := bare.Handler(app.Keys.JWTKey())
-			url, err := serve(h)
+			t, err := bareTarget(bare, app, target{name: base, method: "GET", url: "/agents?per_page=50"})
 			if err != nil {
 				return nil, err
 			}
-			ts = append(ts, target{name: base, method: "GET", url: url + "/agents?per_page=50", token: tok})
+			ts = append(ts, t)
 		}
 		real := "http://" + app.Addr() + "/api/agents?per_page=50"
 		ts = append(ts,
@@ -355,6 +354,18 @@ func listTargets(ctx context.Context, c *closers, dir string, n int, engines []e
 			target{name: label("copydesk GET /api/agents (editor)", e, engines), method: "GET", url: real, token: editor, base: base})
 	}
 	return ts, nil
+}
+
+// bareTarget serves the bare agents yardstick with app's signing key and
+// makes t (its url a path) a request to it.
+func bareTarget(bare *authbench.BareAgents, app *server.App, t target) (target, error) {
+	h, tok := bare.Handler(app.Keys.JWTKey())
+	url, err := serve(h)
+	if err != nil {
+		return t, err
+	}
+	t.url, t.token = url+t.url, tok
+	return t, nil
 }
 
 func createTargets(ctx context.Context, c *closers, dir string, engines []engine) ([]target, error) {
@@ -372,12 +383,11 @@ func createTargets(ctx context.Context, c *closers, dir string, engines []engine
 			return nil, err
 		}
 		if i == 0 {
-			h, tok := bare.Handler(app.Keys.JWTKey())
-			url, err := serve(h)
+			t, err := bareTarget(bare, app, target{name: base, method: "POST", url: "/agents", body: body})
 			if err != nil {
 				return nil, err
 			}
-			ts = append(ts, target{name: base, method: "POST", url: url + "/agents", token: tok, body: body})
+			ts = append(ts, t)
 		}
 		ts = append(ts, target{name: label("copydesk POST /api/agents (admin)", e, engines), method: "POST",
 			url: "http://" + app.Addr() + "/api/agents", token: admin, body: body, base: base})
