@@ -81,6 +81,7 @@ test("the days are the environment's: its time zone's today, in every request an
   assert.equal(r.status, 200, JSON.stringify(r.body));
   const today = new Intl.DateTimeFormat("en-CA", { timeZone: tz }).format(new Date()); // YYYY-MM-DD
   const { page, close } = await openAs(browser, srv, "ed@example.com", `/e/${env.id}/costs`);
+  await page.getByText(`Bars: spend per day (days of ${tz})`).waitFor(); // the first load's requests are done
   const urls = [];
   page.on("request", (q) => urls.push(q.url()));
   await page.reload();

@@ -165,12 +165,14 @@ export async function waitFor(fn, ms = 10_000, what = "condition") {
   }
 }
 
-// signIn opens path and signs in there as email.
+// signIn opens path and signs in there as email, and returns once the
+// sign-in form is gone (the session is stored: a reload keeps it).
 export async function signIn(page, email, path = "/") {
   await page.goto(path);
   await page.getByLabel("E-mail").fill(email);
   await page.getByLabel("Password").fill(PASSWORD);
   await page.getByRole("button", { name: "Sign in" }).click();
+  await page.getByRole("form", { name: "Sign in to copydesk" }).waitFor({ state: "detached" });
 }
 
 // grantAll gives every editor and viewer these environments, and only these
