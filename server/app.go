@@ -154,6 +154,8 @@ type App struct {
 	lock     *DataDirLock
 	// stopListening ends listenToInstances and waits for it.
 	stopListening func()
+	// relay carries live topics to the other instances (PostgreSQL).
+	relay *relay
 	// serving releases the shared serving lock on PostgreSQL (store.HoldServing).
 	serving func() error
 }
@@ -273,7 +275,12 @@ func Open(ctx context.Context, cfg Config, log *slog.Logger) (*App, error) {
 	}
 	a.Log.Info("password hashes run at most this many at once; more wait, then get 503", "hashes", a.Auth.HashLimit().Size(),
 		"cpus", runtime.GOMAXPROCS(0), "memory_limit_mib", auth.MemoryLimit()>>20)
-	a.Events = stream.New(stream.Options{Heartbeat: cfg.StreamHeartbeat, Log: log, Marshal: encodeJSON})
+	sopt := stream.Options{Heartbeat: cfg.StreamHeartbeat, Log: log, Marshal: encodeJSON}
+	if a.DB.OnPostgres() {
+		a.relay = newRelay(a.DB, log)
+		sopt.Relay = a.relay.send
+	}
+	a.Events = stream.New(sopt)
 	a.Notify = notify.New(a.DB, log)
 	a.Notify.PublishTo(a.Events)
 	if err := a.listenToInstances(); err != nil {

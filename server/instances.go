@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -12,7 +13,10 @@ import (
 // database announces (store.DB.FollowAnnouncements) and publishes it to the event
 // streams of this one: a notification stored by any instance reaches its
 // user's stream on every instance, all of them in the order of its ids.
-// On SQLite there is one instance and nothing to hear. It returns once
+// Live topics travel too (relay.go): each instance mirrors the
+// generations running on the others, so that any watcher, wherever it is
+// connected, gets their events. On SQLite there is one instance and
+// nothing to hear. It returns once
 // the listening connection is up, so that no stream opened here misses
 // an event.
 func (a *App) listenToInstances() error {
@@ -21,8 +25,12 @@ func (a *App) listenToInstances() error {
 	}
 	a.Notify.Shared()
 	ctx, cancel := context.WithCancel(context.Background())
-	ready, done := make(chan struct{}), make(chan struct{})
-	a.stopListening = func() { cancel(); <-done }
+	ready, done, sent := make(chan struct{}), make(chan struct{}), make(chan struct{})
+	a.stopListening = func() { cancel(); <-done; <-sent }
+	go func() {
+		defer close(sent)
+		a.relay.run(ctx)
+	}()
 	go func() {
 		defer close(done)
 		a.DB.FollowAnnouncements(ctx, a.Log, func(first bool) {
@@ -31,9 +39,22 @@ func (a *App) listenToInstances() error {
 				return
 			}
 			// What was announced while the connection was down is not
-			// coming: every stream resumes from its Last-Event-ID.
-			a.Events.EndAll("this server lost its connection to the other instances for a moment: reconnect with Last-Event-ID")
+			// coming: every stream resumes from its Last-Event-ID, and
+			// the mirrors of other instances' live topics, which missed
+			// events, are started again by the next one.
+			lost := "this server lost its connection to the other instances for a moment: reconnect with Last-Event-ID"
+			a.Events.DropMirrors(errors.New(lost))
+			a.Events.EndAll(lost)
 		}, func(payload string) {
+			if m, ok, err := a.relay.received(payload); ok || err != nil {
+				if err == nil {
+					err = a.Events.Received(ctx, m)
+				}
+				if err != nil && !errors.Is(err, errMine) && ctx.Err() == nil {
+					a.Log.Error("a live event from another instance was dropped", "topic", m.Topic, "event", m.Name, "err", err)
+				}
+				return
+			}
 			if an, ok := store.ParseAnnouncement(payload); ok {
 				a.Notify.Received(ctx, an)
 			}

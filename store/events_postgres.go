@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"fmt"
 	"log/slog"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -109,5 +110,28 @@ func (db *DB) announceIn(ctx context.Context, tx *sql.Tx, kind string, owner, id
 		return nil
 	}
 	_, err := tx.ExecContext(ctx, `SELECT pg_notify('`+eventsChannel+`', ?)`, fmt.Sprintf("%s %d %d", kind, owner, id))
+	return err
+}
+
+// MaxAnnouncement is the longest payload an announcement may carry:
+// PostgreSQL refuses 8000 bytes or more.
+const MaxAnnouncement = 7999
+
+// AnnounceAll sends payloads to every instance's FollowAnnouncements, in
+// their order, in one statement (one transaction, whose notifications
+// PostgreSQL delivers in the order they were sent). Each must be at most
+// MaxAnnouncement bytes and differ from the others (PostgreSQL delivers
+// one of identical ones). On SQLite it does nothing.
+func (db *DB) AnnounceAll(ctx context.Context, payloads []string) error {
+	if !db.OnPostgres() || len(payloads) == 0 {
+		return nil
+	}
+	q := make([]string, len(payloads))
+	args := make([]any, len(payloads))
+	for i, p := range payloads {
+		q[i] = `pg_notify('` + eventsChannel + `', ?)`
+		args[i] = p
+	}
+	_, err := db.w.ExecContext(ctx, `SELECT `+strings.Join(q, ", "), args...)
 	return err
 }

@@ -2,6 +2,7 @@ package chat
 
 import (
 	"context"
+	"encoding/json"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -122,7 +123,15 @@ func (s *Service) registerJobs() {
 			v, err := s.view(ctx, m)
 			return stream.Event{Name: EventMessage, Data: v}, err == nil
 		},
-		Final:    s.doneEvent,
+		Final: s.doneEvent,
+		Decode: func(name string, data []byte) (any, bool, error) {
+			if name != EventTitle {
+				return nil, false, nil
+			}
+			var t Title
+			err := json.Unmarshal(data, &t)
+			return t, true, err
+		},
 		Snapshot: func() stream.Snapshot { return &snapshot{} },
 		Replay:   replayEvents,
 		Jobs:     s.jobs, Events: s.events, Log: s.log}

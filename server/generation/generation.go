@@ -185,6 +185,10 @@ type Kind[R Row] struct {
 	Replay   int
 	// Watchers replaces the topic (a live session's room).
 	Watchers Watchers[R]
+	// Decode, on another instance, reads the data of an event of the
+	// kind's own (Feed.Send) relayed to it, when ok; the other events are
+	// decoded as Delta or Failure.
+	Decode func(name string, data []byte) (v any, ok bool, err error)
 
 	Jobs   Runner
 	Events *stream.Broker
@@ -200,6 +204,9 @@ func (k *Kind[R]) Register() {
 	}
 	if k.Watchers == nil {
 		k.Watchers = topicWatchers[R]{k}
+		if k.Events != nil {
+			k.mirror()
+		}
 	}
 	if k.Queued != "" {
 		k.Jobs.Register(k.Queued, jobs.Kind{Handle: k.run, OnFinish: k.jobFinished, Background: true})

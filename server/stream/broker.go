@@ -21,6 +21,11 @@ type Event struct {
 	// Data is written as JSON, after ServeOptions.Encode. Once published
 	// it is shared by every subscriber: never change it.
 	Data any
+	// Ref, on a relayed topic (TopicOptions.Relay), says that the other
+	// instances read Data from the database themselves (its Mirror's
+	// Decode) instead of receiving it: for data too large to carry, such
+	// as a row with its whole output. It is not sent to clients.
+	Ref string
 }
 
 // Snapshot folds a live topic's events into its state so far, so that a
@@ -60,6 +65,12 @@ type Options struct {
 	// server passes the encoder of its responses, so that the data of an
 	// event reads as the same value in a response does.
 	Marshal func(v any) ([]byte, error)
+	// Relay, on an instance that shares its database with others, carries
+	// what happens on its relayed topics (TopicOptions.Relay) and who
+	// joins a topic it does not produce to the other instances, in the
+	// order it happens (see relay.go). It is called under the broker's
+	// lock: it must only queue. nil: one instance, nothing is relayed.
+	Relay func(Relayed)
 }
 
 // TopicOptions configures a live topic (Open).
@@ -74,6 +85,12 @@ type TopicOptions struct {
 	// goes on from there. For a topic many watch at once (a live session),
 	// where reconnecting would only bring the same snapshot.
 	Resync string
+	// Relay sends the topic's opening, events (with their ids) and end to
+	// the other instances (Options.Relay), which mirror it for their own
+	// subscribers (Broker.Mirror). For a topic with one producer: its ids
+	// are then the same on every instance, so Last-Event-ID resumes on
+	// any of them.
+	Relay bool
 }
 
 // Why a subscription ended, beyond its topic finishing (nil).
@@ -95,7 +112,9 @@ type Broker struct {
 	topics    map[string]*topic
 	lingering []*topic // finished, kept for late joiners until Linger passes
 	closed    bool
-	joined    chan struct{} // closed, and replaced, when anyone subscribes (WaitSubscriber)
+	joined    chan struct{}        // closed, and replaced, when anyone subscribes (WaitSubscriber)
+	mirrors   []mirror             // the families of topics other instances relay (Mirror)
+	remote    map[string]time.Time // topics subscribed to on another instance, and when (Received)
 }
 
 // New returns a Broker.
@@ -124,7 +143,7 @@ func New(o Options) *Broker {
 	if o.Marshal == nil {
 		o.Marshal = json.Marshal
 	}
-	return &Broker{opts: o, topics: map[string]*topic{}, joined: make(chan struct{})}
+	return &Broker{opts: o, topics: map[string]*topic{}, joined: make(chan struct{}), remote: map[string]time.Time{}}
 }
 
 type topic struct {
@@ -136,6 +155,8 @@ type topic struct {
 	ring     ring
 	snap     Snapshot
 	resync   string // TopicOptions.Resync
+	relay    bool   // TopicOptions.Relay: relayed to the other instances
+	mirrored bool   // opened here for another instance's topic (Received)
 	subs     map[*Subscription]struct{}
 }
 
@@ -195,6 +216,24 @@ func (b *Broker) Open(name string, o TopicOptions) {
 	if o.Snapshot != nil {
 		t.resync = o.Resync
 	}
+	t.relay, t.mirrored = o.Relay && b.opts.Relay != nil, false
+	if t.relay {
+		b.opts.Relay(Relayed{Op: RelayOpen, Topic: name})
+	}
+}
+
+// Ensure opens a live topic unless it is open (or finished and
+// lingering): for a producer's last word on a topic it may never have
+// opened (a generation cancelled before it began), which must still reach
+// its subscribers, here and on the other instances (TopicOptions.Relay).
+func (b *Broker) Ensure(name string, o TopicOptions) {
+	b.mu.Lock()
+	t := b.topics[name]
+	open := t != nil && t.opened
+	b.mu.Unlock()
+	if !open {
+		b.Open(name, o)
+	}
 }
 
 // Gone reports whether a Publish error means only that nobody can receive
@@ -230,6 +269,10 @@ func (b *Broker) Publish(name string, ev Event) (int64, error) {
 		return 0, fmt.Errorf("%w: %s got %d after %d", ErrOutOfOrder, name, ev.ID, t.last)
 	}
 	t.last = ev.ID
+	if t.relay {
+		b.relayEvent(name, ev)
+	}
+	ev.Ref = ""
 	if t.snap != nil {
 		t.snap.Apply(ev)
 	}
@@ -293,6 +336,9 @@ func (b *Broker) Finish(name string) {
 		b.end(s, nil)
 	}
 	b.lingering = append(b.lingering, t)
+	if t.relay {
+		b.opts.Relay(Relayed{Op: RelayFinish, Topic: name})
+	}
 }
 
 // EndAll ends every subscription with `event: end` and reason as its
@@ -377,11 +423,16 @@ func (b *Broker) subscribe(name string, after int64, history bool) *Subscription
 	t.subs[s] = struct{}{}
 	close(b.joined)
 	b.joined = make(chan struct{})
+	if !t.opened && b.opts.Relay != nil && b.mirrorOf(name) != nil {
+		// Its producer may be another instance, waiting for its requester
+		// (WaitSubscriber) before its first event.
+		b.opts.Relay(Relayed{Op: RelayJoin, Topic: name})
+	}
 	return s
 }
 
-// WaitSubscriber waits until the topic has a subscriber or ctx ends, and
-// reports whether one came. It is for a producer that works for one client
+// WaitSubscriber waits until the topic has a subscriber, here or on
+// another instance (Received), or ctx ends, and reports whether one came. It is for a producer that works for one client
 // and must not publish before that client listens: a generation streamed
 // to the request that started it waits for it before its first event, so
 // that the client gets every event rather than a snapshot.
@@ -389,7 +440,8 @@ func (b *Broker) WaitSubscriber(ctx context.Context, name string) bool {
 	for {
 		b.mu.Lock()
 		t := b.topics[name]
-		if t != nil && len(t.subs) > 0 {
+		_, elsewhere := b.remote[name]
+		if t != nil && len(t.subs) > 0 || elsewhere {
 			b.mu.Unlock()
 			return true
 		}
@@ -453,6 +505,11 @@ func (b *Broker) evict() {
 	}
 	clear(b.lingering[len(kept):])
 	b.lingering = kept
+	for name, at := range b.remote {
+		if now.Sub(at) >= b.opts.Linger {
+			delete(b.remote, name)
+		}
+	}
 }
 
 // ring keeps the last len(buf) events of a topic.

@@ -49,6 +49,15 @@
 // after Options.Linger a finished topic no longer answers, the stored
 // outcome does.
 //
+// # Several instances
+//
+// On PostgreSQL several instances share the database. A live topic with
+// one producer (a generation's) is opened with TopicOptions.Relay: its
+// steps go to Options.Relay, the server carries them to the other
+// instances, and there Received mirrors the topic with the same ids for
+// their subscribers (relay.go). Durable topics need none of this: their
+// events are rows, announced by the database.
+//
 // # The database
 //
 // Serve never holds the database between events, so a restore does not
