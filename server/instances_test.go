@@ -1,16 +1,19 @@
 package server_test
 
 import (
+	"encoding/json"
 	"fmt"
 	"net/http/httptest"
 	"os"
 	"slices"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/copydesk/copydesk/server/agent"
 	"github.com/copydesk/copydesk/server/stream"
+	"github.com/copydesk/copydesk/store"
 	"github.com/copydesk/copydesk/store/storetest"
 )
 
@@ -20,7 +23,7 @@ import (
 // below is served by the other from what the first relayed.
 
 // otherInstance opens a second app on e's PostgreSQL database, with a data
-// directory of its own, on the real clock; its job runner is not started.
+// directory of its own, on e's clock; its job runner is not started.
 func otherInstance(t *testing.T, e *env) *env {
 	t.Helper()
 	url, ok := pgDirs.Load(e.app.Config.DataDir)
@@ -30,7 +33,7 @@ func otherInstance(t *testing.T, e *env) *env {
 	dir := t.TempDir()
 	pgDirs.Store(dir, url)
 	b := openEnv(t, dir)
-	b.app.DB.Now = func() time.Time { return time.Now().UTC() }
+	b.app.DB.Now = e.app.DB.Now
 	return b
 }
 
@@ -162,4 +165,49 @@ func TestRelayLatency(t *testing.T) {
 	slices.Sort(took)
 	t.Logf("a delta published on A, at a subscriber on B: p50 %v, p99 %v, max %v (1000 events)",
 		took[len(took)/2], took[len(took)*99/100], took[len(took)-1])
+}
+
+// An autopilot started and run on A: a watcher of its stream on B gets the
+// status and each step of the run, read from the database on B.
+func TestAutopilotStreamAcrossInstances(t *testing.T) {
+	requireInstances(t)
+	t.Parallel()
+	a := newAPEnv(t, store.PostWordPress, "publish", "sourdough starter")
+	b := otherInstance(t, a.env)
+	srvB := httptest.NewServer(b.h)
+	t.Cleanup(srvB.Close)
+	s := openStream(t, fmt.Sprintf("%s/api/autopilot/stream?environment_id=%d", srvB.URL, a.envA), a.viewer)
+	if ev := s.next(t, agBound); ev["event"] != "snapshot" || !strings.Contains(ev["data"], `"state":"stopped"`) {
+		t.Fatalf("first event on B: %v", ev)
+	}
+	startJobs(t, a.env)
+	a.control(t, "start", 200)
+	if ev := s.next(t, agBound); ev["event"] != "status" || !strings.Contains(ev["data"], `"state":"running"`) {
+		t.Fatalf("after the start on A, on B: %v", ev)
+	}
+	var seen []string
+	for {
+		ev := s.next(t, agBound)
+		if ev["event"] != "run" {
+			continue
+		}
+		var run struct {
+			Status string `json:"status"`
+			Steps  []struct{ Step, Status string }
+		}
+		if err := json.Unmarshal([]byte(ev["data"]), &run); err != nil {
+			t.Fatal(err)
+		}
+		for _, st := range run.Steps {
+			if mark := st.Step + " " + st.Status; st.Status != "pending" && !slices.Contains(seen, mark) {
+				seen = append(seen, mark)
+			}
+		}
+		if run.Status == "succeeded" {
+			break
+		}
+	}
+	if !slices.Contains(seen, "generate running") || !slices.Contains(seen, "publish succeeded") {
+		t.Fatalf("the steps B saw: %v", seen)
+	}
 }

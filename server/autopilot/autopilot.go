@@ -160,6 +160,7 @@ func New(d Deps) *Service {
 		s.now = time.Now
 	}
 	s.registerJobs()
+	s.mirror()
 	return s
 }
 

@@ -3,6 +3,7 @@ package autopilot
 import (
 	"context"
 	"strconv"
+	"strings"
 
 	"github.com/copydesk/copydesk/server/stream"
 	"github.com/copydesk/copydesk/store"
@@ -26,7 +27,9 @@ const (
 )
 
 // Topic is the event-stream topic of an environment's autopilot.
-func Topic(envID int64) string { return "autopilot/" + strconv.FormatInt(envID, 10) }
+func Topic(envID int64) string { return topicPrefix + strconv.FormatInt(envID, 10) }
+
+const topicPrefix = "autopilot/"
 
 // Snapshot is the data of a `snapshot` event.
 type Snapshot struct {
@@ -91,9 +94,10 @@ func (s *Service) openTopic(ctx context.Context, envID int64) error {
 	return nil
 }
 
-// emit sends an event on an environment's topic, opening it first.
-// Failing to send it never fails the work: what the event says is
-// stored.
+// emit sends an event on an environment's topic, opening it first, and
+// tells the other instances sharing the database (PostgreSQL) that it
+// changed (see mirror). Failing to send it never fails the work: what the
+// event says is stored.
 func (s *Service) emit(ctx context.Context, envID int64, name string, data any) {
 	if s.events == nil {
 		return
@@ -103,6 +107,56 @@ func (s *Service) emit(ctx context.Context, envID int64, name string, data any) 
 		return
 	}
 	s.send(envID, name, data)
+	ref := ""
+	if run, ok := data.(*store.AutopilotRun); ok {
+		ref = strconv.FormatInt(run.ID, 10)
+	}
+	s.events.Announce(Topic(envID), name, ref)
+}
+
+// mirror registers the autopilots' topics with the broker as states:
+// every instance produces them (any request may pause an autopilot, any
+// instance may run it), so each publishes under its own ids what another
+// instance announces, read from the database; an instance where nobody
+// has opened the environment's topic skips it (its first watcher reads
+// the state). Each event is the whole state, so a client that resumes
+// on another instance, with ids that are not that instance's, gets at
+// worst a state it had already.
+func (s *Service) mirror() {
+	if s.events == nil {
+		return
+	}
+	s.events.Mirror(topicPrefix, stream.Mirror{State: func(ctx context.Context, r stream.Relayed) error {
+		envID, err := strconv.ParseInt(strings.TrimPrefix(r.Topic, topicPrefix), 10, 64)
+		if err != nil {
+			return err
+		}
+		s.topicsMu.Lock()
+		open := s.topics[envID]
+		s.topicsMu.Unlock()
+		if !open {
+			return nil
+		}
+		switch r.Name {
+		case EventStatus:
+			ap, err := s.db.AutopilotOf(ctx, envID)
+			if err != nil {
+				return err
+			}
+			s.send(envID, EventStatus, ap)
+		case EventRun:
+			id, err := strconv.ParseInt(r.Ref, 10, 64)
+			if err != nil {
+				return err
+			}
+			run, err := s.db.AutopilotRunByID(ctx, id)
+			if err != nil {
+				return err
+			}
+			s.send(envID, EventRun, run)
+		}
+		return nil
+	}})
 }
 
 func (s *Service) send(envID int64, name string, data any) {

@@ -30,6 +30,10 @@ const (
 	RelayEvent  = "event"
 	RelayFinish = "finish"
 	RelayJoin   = "join"
+	// RelayState says that what a topic of several producers shows (a
+	// state stored in the database) changed on another instance
+	// (Announce); Name and Ref say what, for Mirror.State.
+	RelayState = "state"
 )
 
 // Relayed is one step of a relayed topic, as it travels between
@@ -59,6 +63,13 @@ type Mirror struct {
 	// Finished, when set, is called once a relayed topic has finished
 	// here (its producer finished it).
 	Finished func(topic string)
+	// State is for a family of topics every instance produces, whose
+	// events are states stored in the database (an autopilot's): another
+	// instance announced a change (Announce), and the family reads the
+	// state and publishes it here, under this instance's own ids. Such a
+	// topic is not opened with TopicOptions.Relay, and needs neither
+	// Options nor Decode.
+	State func(ctx context.Context, r Relayed) error
 }
 
 type mirror struct {
@@ -82,6 +93,17 @@ func (b *Broker) mirrorOf(topic string) *mirror {
 		}
 	}
 	return nil
+}
+
+// Announce tells the other instances of a change of a state a topic shows
+// (RelayState; see Mirror.State). Without Options.Relay it does nothing.
+func (b *Broker) Announce(topic, name, ref string) {
+	if b.opts.Relay == nil {
+		return
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.opts.Relay(Relayed{Op: RelayState, Topic: topic, Name: name, Ref: ref})
 }
 
 // relayEvent relays one published event. Called under b.mu.
@@ -118,6 +140,15 @@ func (b *Broker) Received(ctx context.Context, r Relayed) error {
 	b.mu.Unlock()
 	if m == nil {
 		return nil
+	}
+	if r.Op == RelayState {
+		if m.State == nil {
+			return nil
+		}
+		return m.State(ctx, r)
+	}
+	if m.Options == nil {
+		return nil // a family of states only
 	}
 	switch r.Op {
 	case RelayOpen:

@@ -207,3 +207,31 @@ func waitFor(t *testing.T, what string, ok func() bool) {
 		time.Sleep(5 * time.Millisecond)
 	}
 }
+
+// A state announced by another instance goes to its family's State, and a
+// family of states takes no mirrored events.
+func TestRelayedState(t *testing.T) {
+	p := newPair(t)
+	got := make(chan stream.Relayed, 1)
+	p.b.Mirror("ap/", stream.Mirror{State: func(_ context.Context, r stream.Relayed) error {
+		got <- r
+		return nil
+	}})
+	p.a.Announce("ap/1", "run", "42")
+	select {
+	case r := <-got:
+		if r.Op != stream.RelayState || r.Topic != "ap/1" || r.Name != "run" || r.Ref != "42" {
+			t.Fatalf("state: %+v", r)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("the state did not reach b")
+	}
+	if err := p.b.Received(context.Background(), stream.Relayed{Op: stream.RelayOpen, Topic: "ap/1"}); err != nil {
+		t.Fatal(err)
+	}
+	if n := p.b.Subscribers("ap/"); n != 0 {
+		t.Fatal(n)
+	}
+	// Without a relay (one instance), nothing is announced.
+	stream.New(stream.Options{}).Announce("ap/1", "status", "")
+}
