@@ -55,7 +55,12 @@ func (a *App) listenToInstances() error {
 				}
 				return
 			}
-			if an, ok := store.ParseAnnouncement(payload); ok {
+			an, ok := store.ParseAnnouncement(payload)
+			switch {
+			case !ok:
+			case an.Kind == store.AnnouncedJobCancelled:
+				a.Jobs.CancelledElsewhere(an.ID)
+			default:
 				a.Notify.Received(ctx, an)
 			}
 		})

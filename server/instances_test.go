@@ -211,3 +211,75 @@ func TestAutopilotStreamAcrossInstances(t *testing.T) {
 		t.Fatalf("the steps B saw: %v", seen)
 	}
 }
+
+// A live session's generation runs on A and is asked for on B: watchers
+// on both see its text, who watches is everyone on both, a watcher who
+// joins B late gets the text so far, and a cancel through B stops A's
+// call and keeps the text.
+func TestLiveSessionAcrossInstances(t *testing.T) {
+	requireInstances(t)
+	t.Parallel()
+	r := newLVRig(t) // jobs on A
+	b := otherInstance(t, r.e)
+	srvB := httptest.NewServer(b.h)
+	t.Cleanup(srvB.Close)
+	path := r.path(r.session, "/stream")
+	onA := lvWatch(t, r.srv.URL+path, r.edATok)
+	onA.until(t, "snapshot")
+	onB := lvWatch(t, srvB.URL+path, r.viewATok)
+	first := onB.next(t)
+	if first.name != "snapshot" {
+		t.Fatalf("first event on B: %+v", first)
+	}
+	who := func(ev lvEvent) string {
+		var names []string
+		for _, w := range ev.data["watchers"].([]any) {
+			names = append(names, w.(map[string]any)["username"].(string))
+		}
+		return strings.Join(names, ",")
+	}
+	// A hears of the watcher on B.
+	agWaitFor(t, "A to list the watcher on B", func() bool {
+		ev := onA.next(t)
+		return ev.name == "presence" && who(ev) == "alice,victor"
+	})
+
+	res := b.do(t, "POST", r.path(r.session, "/generate"), r.edATok, map[string]any{"prompt": "Write."})
+	if res.Code != 202 {
+		t.Fatalf("generate on B: %d %s", res.Code, res.Body)
+	}
+	genID := agID(res.Data())
+	r.prov.send("one ", "two ")
+	var a, bb lvText
+	for a.text != "one two " {
+		a.apply(onA.next(t))
+	}
+	for bb.text != "one two " {
+		bb.apply(onB.next(t))
+	}
+	late := lvWatch(t, srvB.URL+path, r.adminTok)
+	snap := late.next(t)
+	if snap.name != "snapshot" || snap.data["text"] != "one two " || who(snap) != "alice,root,victor" {
+		t.Fatalf("a late watcher on B: %+v", snap)
+	}
+	r.prov.send("three ")
+	for bb.text != "one two three " {
+		bb.apply(onB.next(t))
+	}
+	// Cancel through B: A's call stops, the text so far is kept.
+	res = b.do(t, "POST", r.path(r.session, "/cancel"), r.edATok, nil)
+	if res.Code != 200 || res.Data()["status"] != "cancelled" {
+		t.Fatalf("cancel on B: %d %s", res.Code, res.Body)
+	}
+	agWaitChan(t, r.prov.gone, "A's provider call to stop")
+	for _, w := range []*lvWatcher{onA, onB} {
+		evs := w.until(t, "done")
+		if done := evs[len(evs)-1]; done.data["status"] != "cancelled" || agNum(done.data["id"]) != float64(genID) {
+			t.Fatalf("done: %+v", done)
+		}
+	}
+	entries := r.waitIdle(t, r.session)
+	if out := entries[len(entries)-1]; out["content"] != "one two three " {
+		t.Fatalf("the output kept: %v", out)
+	}
+}

@@ -275,6 +275,9 @@ func (s *Server) watchLive(c *gin.Context) {
 	}
 	o := s.streamOptions(c, func(ctx context.Context, p *auth.Principal) error {
 		_, err := s.live.Watch(ctx, p.Scope, x.ID)
+		if err == nil {
+			s.live.Refresh(x.ID) // who watches here, told again to the other instances
+		}
 		return err
 	})
 	o.Encode = encodeLive

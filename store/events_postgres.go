@@ -76,6 +76,17 @@ func (db *DB) listenOnce(ctx context.Context, connected func(), fn func(string))
 // 123" (notification 123, of user 7).
 const AnnouncedNotification = "notification"
 
+// AnnouncedJobCancelled is a job cancelled through an instance that does
+// not run it ("job-cancelled 0 ID"): the instance running it stops its
+// handler at once rather than at its next lease renewal.
+const AnnouncedJobCancelled = "job-cancelled"
+
+// AnnounceJobCancelled announces that job id was cancelled (see
+// AnnouncedJobCancelled); on SQLite it does nothing.
+func (db *DB) AnnounceJobCancelled(ctx context.Context, id int64) error {
+	return db.AnnounceAll(ctx, []string{fmt.Sprintf("%s 0 %d", AnnouncedJobCancelled, id)})
+}
+
 // Announcement is a parsed announcement.
 type Announcement struct {
 	Kind  string

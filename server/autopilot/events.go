@@ -111,7 +111,7 @@ func (s *Service) emit(ctx context.Context, envID int64, name string, data any) 
 	if run, ok := data.(*store.AutopilotRun); ok {
 		ref = strconv.FormatInt(run.ID, 10)
 	}
-	s.events.Announce(Topic(envID), name, ref)
+	s.events.Announce(stream.Relayed{Topic: Topic(envID), Name: name, Ref: ref})
 }
 
 // mirror registers the autopilots' topics with the broker as states:

@@ -58,24 +58,35 @@ type topicFeed[R Row] struct {
 	topic string
 }
 
-// Delta publishes a piece of text, in pieces of at most maxDelta bytes
-// (cut between characters), so that each can be relayed to the other
-// instances (a NOTIFY carries less than 8000 bytes).
+// Delta publishes a piece of text, in pieces of at most MaxDelta bytes
+// (Pieces), so that each can be relayed to the other instances (a NOTIFY
+// carries less than 8000 bytes).
 func (f *topicFeed[R]) Delta(text string) error {
-	for len(text) > maxDelta {
-		n := maxDelta
+	return Pieces(text, func(piece string) error {
+		f.Send(EventDelta, Delta{Text: piece})
+		return nil
+	})
+}
+
+// MaxDelta bounds the text of one delta event, so that each can be
+// relayed to the other instances.
+const MaxDelta = 2048
+
+// Pieces calls fn with text in pieces of at most MaxDelta bytes, cut
+// between characters, until fn fails.
+func Pieces(text string, fn func(piece string) error) error {
+	for len(text) > MaxDelta {
+		n := MaxDelta
 		for n > 0 && !utf8.RuneStart(text[n]) {
 			n--
 		}
-		f.Send(EventDelta, Delta{Text: text[:n]})
+		if err := fn(text[:n]); err != nil {
+			return err
+		}
 		text = text[n:]
 	}
-	f.Send(EventDelta, Delta{Text: text})
-	return nil
+	return fn(text)
 }
-
-// maxDelta bounds the text of one delta event.
-const maxDelta = 2048
 
 // Send publishes one event. An event the broker refuses because the
 // server is stopping, or because the stream already ended, is missed by

@@ -525,7 +525,22 @@ func (r *Runner) cancel(ctx context.Context, id int64) (job *store.Job, ended bo
 	if err != nil {
 		return nil, false, err
 	}
+	if err := r.db.AnnounceJobCancelled(ctx, id); err != nil {
+		r.log.Warn("jobs: a cancel not announced to the other instances; the one running the job stops it at its next lease renewal", "job", id, "err", err)
+	}
 	return job, true, nil
+}
+
+// CancelledElsewhere stops the handler of job id if it runs here: another
+// instance cancelled the job (store.AnnouncedJobCancelled) and recorded
+// its ending.
+func (r *Runner) CancelledElsewhere(id int64) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if a, ok := r.active[id]; ok && a.ctx.Err() == nil {
+		a.cancelled = true
+		a.cancel(ErrCancelled)
+	}
 }
 
 // Run recovers the jobs a previous process left running and plans the

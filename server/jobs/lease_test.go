@@ -111,3 +111,35 @@ func TestRunnerStalledOutcomeNotRecorded(t *testing.T) {
 		t.Fatalf("job = %s under %q, attempt %d; want running under the other instance, attempt 2", j.Status, j.LeaseOwner, j.Attempts)
 	}
 }
+
+// TestRunnerCancelledElsewhere: a job another instance cancelled (it
+// recorded the ending and announced it) has its handler stopped here at
+// once, with ErrCancelled, long before the next lease renewal; a job not
+// running here is left alone.
+func TestRunnerCancelledElsewhere(t *testing.T) {
+	h := newHarness(t, jobs.Options{Lease: time.Hour})
+	started := newSignal()
+	causes := make(chan error, 1)
+	h.register("slow", func(ctx context.Context, _ *store.Job) error {
+		started.fire()
+		<-ctx.Done()
+		causes <- context.Cause(ctx)
+		return ctx.Err()
+	})
+	h.start(t)
+	h.r.CancelledElsewhere(424242) // not here: nothing
+	job := h.enqueue(t, "slow", nil, jobs.EnqueueOptions{})
+	started.wait(t, "the handler to start")
+	h.r.CancelledElsewhere(job.ID)
+	select {
+	case err := <-causes:
+		if !errors.Is(err, jobs.ErrCancelled) {
+			t.Fatalf("the handler stopped with %v", err)
+		}
+	case <-time.After(wait):
+		t.Fatal("the handler was not stopped")
+	}
+	if j := h.next(t); j.Status != store.JobCancelled {
+		t.Fatalf("the job: %s", j.Status)
+	}
+}

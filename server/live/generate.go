@@ -183,10 +183,12 @@ type roomFeed struct {
 	cur *current
 }
 
-func (f *roomFeed) Delta(text string) error { return f.s.delta(f.cur, text) }
-func (f *roomFeed) Send(string, any)        {}
-func (f *roomFeed) Abort(detail string)     { f.s.abort(f.cur.gen.SessionID, f.cur.gen.ID, detail) }
-func (f *roomFeed) Close()                  {}
+func (f *roomFeed) Delta(text string) error {
+	return generation.Pieces(text, func(piece string) error { return f.s.delta(f.cur, piece) })
+}
+func (f *roomFeed) Send(string, any)    {}
+func (f *roomFeed) Abort(detail string) { f.s.abort(f.cur.gen.SessionID, f.cur.gen.ID, detail) }
+func (f *roomFeed) Close()              {}
 
 // ---- the engine call ----
 

@@ -22,6 +22,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/copydesk/copydesk/server/engine"
 	"github.com/copydesk/copydesk/server/environment"
@@ -90,6 +91,12 @@ type Service struct {
 
 	mu    sync.Mutex
 	rooms map[int64]*room // by session id: the sessions watched or generating now (room.go)
+	// The other instances (instances.go): who watches there, by session
+	// and instance; when this one last told them who watches here; and
+	// this instance's name in what it tells.
+	remote   map[int64]map[string]remoteWatchers
+	told     map[int64]time.Time
+	instance string
 
 	gens *generation.Kind[*store.LiveGeneration] // how a generation is carried out (generate.go)
 }
@@ -97,7 +104,8 @@ type Service struct {
 // New returns the service and registers its job kind with d.Jobs.
 func New(d Deps) *Service {
 	s := &Service{db: d.Store, envs: d.Environments, engine: d.Engine, jobs: d.Jobs, events: d.Events, log: d.Log,
-		max: d.MaxGenerations, rooms: map[int64]*room{}}
+		max: d.MaxGenerations, rooms: map[int64]*room{}, remote: map[int64]map[string]remoteWatchers{}, told: map[int64]time.Time{},
+		instance: instanceID()}
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
 	}
@@ -105,6 +113,7 @@ func New(d Deps) *Service {
 		s.max = DefaultMaxGenerations
 	}
 	s.registerJobs()
+	s.mirror()
 	return s
 }
 

@@ -129,13 +129,22 @@ func (s *Service) roomFor(sessionID int64) *room {
 func (s *Service) tidy(sessionID int64, r *room) {
 	if len(r.watchers) == 0 && r.cur == nil && s.rooms[sessionID] == r {
 		delete(s.rooms, sessionID)
+		delete(s.told, sessionID)
 		s.events.Finish(Topic(sessionID))
 	}
 }
 
-// publish sends one event of a session. An event the broker refuses
-// because it is closing is missed by nobody: the server is stopping.
+// publish sends one event of a session, here and to the other instances
+// (instances.go). Called under s.mu.
 func (s *Service) publish(sessionID int64, name string, data any) {
+	s.publishHere(sessionID, name, data)
+	s.announce(sessionID, name, data)
+}
+
+// publishHere sends one event of a session to this instance's watchers.
+// An event the broker refuses because it is closing is missed by nobody:
+// the server is stopping.
+func (s *Service) publishHere(sessionID int64, name string, data any) {
 	if _, err := s.events.Publish(Topic(sessionID), stream.Event{Name: name, Data: data}); err != nil && !stream.Gone(err) {
 		s.log.Error("live session event not published", "session", sessionID, "event", name, "err", err)
 	}
@@ -168,7 +177,7 @@ func (s *Service) Join(sessionID, userID int64, username string) (leave func()) 
 		r.watchers[userID] = w
 	}
 	w.Connections++
-	s.publish(sessionID, EventPresence, Presence{Action: "join", UserID: userID, Username: username, Watchers: r.list()})
+	s.presence(sessionID, r, Presence{Action: "join", UserID: userID, Username: username})
 	left := false
 	return func() {
 		s.mu.Lock()
@@ -180,7 +189,7 @@ func (s *Service) Join(sessionID, userID int64, username string) (leave func()) 
 		if w.Connections--; w.Connections == 0 {
 			delete(r.watchers, userID)
 		}
-		s.publish(sessionID, EventPresence, Presence{Action: "leave", UserID: userID, Username: username, Watchers: r.list()})
+		s.presence(sessionID, r, Presence{Action: "leave", UserID: userID, Username: username})
 		s.tidy(sessionID, r)
 	}
 }
@@ -198,14 +207,11 @@ func (r *room) list() []Watcher {
 	return out
 }
 
-// watchers is who watches a session now.
+// watchers is who watches a session now, on every instance.
 func (s *Service) watchers(sessionID int64) []Watcher {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if r := s.rooms[sessionID]; r != nil {
-		return r.list()
-	}
-	return []Watcher{}
+	return s.everyone(sessionID, s.rooms[sessionID])
 }
 
 // queued tells the watchers of a generation waiting for its turn.
@@ -300,16 +306,24 @@ func (s *Service) abort(sessionID, genID int64, detail string) {
 	s.tidy(sessionID, r)
 }
 
-// ended tells a closed or deleted session's watchers, ends their streams
-// and drops its room.
+// ended tells a closed or deleted session's watchers, here and on the
+// other instances, ends their streams and drops its room.
 func (s *Service) ended(sessionID int64, c Closed) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.announce(sessionID, EventClosed, c)
+	s.endedHere(sessionID, c)
+}
+
+// endedHere is ended for this instance's watchers. Called under s.mu.
+func (s *Service) endedHere(sessionID int64, c Closed) {
+	delete(s.remote, sessionID)
+	delete(s.told, sessionID)
 	if _, ok := s.rooms[sessionID]; !ok {
 		return
 	}
 	delete(s.rooms, sessionID)
-	s.publish(sessionID, EventClosed, c)
+	s.publishHere(sessionID, EventClosed, c)
 	s.events.Finish(Topic(sessionID))
 }
 

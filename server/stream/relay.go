@@ -95,15 +95,22 @@ func (b *Broker) mirrorOf(topic string) *mirror {
 	return nil
 }
 
-// Announce tells the other instances of a change of a state a topic shows
-// (RelayState; see Mirror.State). Without Options.Relay it does nothing.
-func (b *Broker) Announce(topic, name, ref string) {
+// Relays reports whether this broker has other instances to relay to
+// (Options.Relay), for a producer that would otherwise prepare what it
+// announces for nobody.
+func (b *Broker) Relays() bool { return b.opts.Relay != nil }
+
+// Announce tells the other instances of a change of what a topic of
+// several producers shows (RelayState, whatever r.Op says; see
+// Mirror.State). Without Options.Relay it does nothing.
+func (b *Broker) Announce(r Relayed) {
 	if b.opts.Relay == nil {
 		return
 	}
+	r.Op = RelayState
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	b.opts.Relay(Relayed{Op: RelayState, Topic: topic, Name: name, Ref: ref})
+	b.opts.Relay(r)
 }
 
 // relayEvent relays one published event. Called under b.mu.

@@ -217,7 +217,7 @@ func TestRelayedState(t *testing.T) {
 		got <- r
 		return nil
 	}})
-	p.a.Announce("ap/1", "run", "42")
+	p.a.Announce(stream.Relayed{Topic: "ap/1", Name: "run", Ref: "42"})
 	select {
 	case r := <-got:
 		if r.Op != stream.RelayState || r.Topic != "ap/1" || r.Name != "run" || r.Ref != "42" {
@@ -233,5 +233,5 @@ func TestRelayedState(t *testing.T) {
 		t.Fatal(n)
 	}
 	// Without a relay (one instance), nothing is announced.
-	stream.New(stream.Options{}).Announce("ap/1", "status", "")
+	stream.New(stream.Options{}).Announce(stream.Relayed{Topic: "ap/1", Name: "status"})
 }
