@@ -222,3 +222,72 @@ func TestInstancesNotificationAcross(t *testing.T) {
 	t.Logf("a notification from a request on A to a stream on B: p50 %v, p99 %v, max %v (200 events)",
 		took[len(took)/2], took[len(took)*99/100], took[len(took)-1])
 }
+
+// A live session watched on A and on B: whichever instance's job runner
+// takes the generation, the watcher on the other gets its whole text, the
+// same as the one beside it, and who watches names both.
+func TestInstancesLiveSessionAcross(t *testing.T) {
+	storetest.RequirePostgres(t)
+	t.Parallel()
+	const model = "qwen2.5:3b"
+	llm := fakeOpenAI(t, model)
+	bases := instances(t, 2, [2]string{adminEmail, "super_admin"}, [2]string{"bob@example.com", "admin"})
+	a, b := bases[0], bases[1]
+	admin, _ := login(t, a, adminEmail, adminPass)
+	bob, _ := login(t, b, "bob@example.com", adminPass)
+	post := func(base, tok, path string, body any) map[string]any {
+		t.Helper()
+		status, out := httpJSON(t, "POST", base+path, tok, body)
+		if status != 201 && status != 202 && status != 200 {
+			t.Fatalf("POST %s: %d %v", path, status, out)
+		}
+		return out["data"].(map[string]any)
+	}
+	env := post(a, admin, "/api/environments", map[string]any{"name": "Garden"})["id"]
+	cred := post(a, admin, "/api/configurations", map[string]any{"name": "Local model", "provider": "openai_compatible",
+		"base_url": llm.URL + "/v1", "default_model": model})["id"]
+	if status, out := httpJSON(t, "PUT", a+"/api/settings/ai-content", admin, map[string]any{"credential_id": cred, "model": model}); status != 200 {
+		t.Fatalf("ai settings: %d %v", status, out)
+	}
+	agent := post(a, admin, "/api/agents", map[string]any{"environment_id": env, "name": "Writer", "kind": "writer"})["id"]
+	session := post(a, admin, "/api/live-agents/sessions", map[string]any{"agent_id": agent, "environment_id": env, "title": "Compost"})["id"]
+	path := fmt.Sprintf("/api/live-agents/sessions/%v/stream", session)
+	onA, onB := openSSE(t, a+path, admin), openSSE(t, b+path, bob)
+	onA.next(t, "snapshot")
+	onB.next(t, "snapshot")
+	// A hears of the watcher on B.
+	for {
+		p := onA.next(t, "presence")
+		if ws, _ := p["watchers"].([]any); len(ws) == 2 {
+			break
+		}
+	}
+	post(b, bob, fmt.Sprintf("/api/live-agents/sessions/%v/generate", session), map[string]any{"prompt": "Three sentences on compost."})
+	for name, s := range map[string]*sse{"A": onA, "B": onB} {
+		var text strings.Builder
+		timeout := time.After(20 * time.Second)
+		for {
+			var ev [2]string
+			var ok bool
+			select {
+			case ev, ok = <-s.events:
+			case <-timeout:
+				t.Fatalf("the generation did not end on %s within 20 s", name)
+			}
+			if !ok {
+				t.Fatalf("the stream on %s ended", name)
+			}
+			if ev[0] == "delta" {
+				var d map[string]any
+				_ = json.Unmarshal([]byte(ev[1]), &d)
+				text.WriteString(d["text"].(string))
+			}
+			if ev[0] == "done" {
+				break
+			}
+		}
+		if text.String() != "Compost turns kitchen scraps into soil." {
+			t.Errorf("the watcher on %s put together %q", name, text.String())
+		}
+	}
+}
