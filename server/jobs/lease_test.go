@@ -83,7 +83,10 @@ func TestRunnerLostLease(t *testing.T) {
 // process stalled past its lease), records nothing: the job stays the new
 // owner's, running.
 func TestRunnerStalledOutcomeNotRecorded(t *testing.T) {
-	h := newHarness(t, jobs.Options{Lease: time.Hour}) // no renewal within the test
+	// No renewal within the test; one worker, busy with the stalled
+	// handler, so that this runner cannot claim the job back once it is
+	// requeued (the other instance must).
+	h := newHarness(t, jobs.Options{Lease: time.Hour, Workers: 1})
 	started, release := newSignal(), newSignal()
 	h.register("stalls", func(ctx context.Context, _ *store.Job) error {
 		started.fire()
