@@ -119,9 +119,9 @@ func (s *Service) emit(ctx context.Context, envID int64, name string, data any) 
 // instance may run it), so each publishes under its own ids what another
 // instance announces, read from the database; an instance where nobody
 // has opened the environment's topic skips it (its first watcher reads
-// the state). Each event is the whole state, so a client that resumes
-// on another instance, with ids that are not that instance's, gets at
-// worst a state it had already.
+// the state). Each event is the whole state; each instance numbers the
+// topic from a random start, so a client that resumes on another instance
+// gets the snapshot.
 func (s *Service) mirror() {
 	if s.events == nil {
 		return

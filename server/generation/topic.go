@@ -69,8 +69,9 @@ func (f *topicFeed[R]) Delta(text string) error {
 }
 
 // MaxDelta bounds the text of one delta event, so that each can be
-// relayed to the other instances.
-const MaxDelta = 2048
+// relayed to the other instances: a NOTIFY carries less than 8000 bytes,
+// and JSON writes a control character in six.
+const MaxDelta = 1024
 
 // Pieces calls fn with text in pieces of at most MaxDelta bytes, cut
 // between characters, until fn fails.

@@ -26,12 +26,17 @@ import (
 // instance follows the generation under way (its text so far is the late
 // watcher's snapshot there), and who watches is everyone, everywhere.
 //
-// A client that resumes on another instance with an id of the first gets
-// that instance's replay from that id, or its snapshot: the text may then
-// repeat or restart, as after a resync, but its snapshot makes it whole.
+// Each instance numbers the topic from a random start (stream's localIDs):
+// a client that resumes on another instance with an id of the first gets
+// the snapshot there, the text so far.
 //
 // Rows travel by id and are read from the database (a generation's output
 // can be larger than an announcement carries); deltas are at most 2 KB.
+
+// maxToldWatchers bounds the list of watchers an instance tells the
+// others (an announcement carries less than 8000 bytes): beyond it, the
+// others list the first ones by name.
+const maxToldWatchers = 60
 
 // presenceTTL is how long another instance's list of watchers counts
 // without being told again: an instance that dies stops telling. Each
@@ -62,13 +67,19 @@ func instanceID() string {
 // announce tells the other instances of an event this one published.
 // Called under s.mu.
 func (s *Service) announce(sessionID int64, name string, data any) {
-	if !s.events.Relays() {
+	if s.events == nil || !s.events.Relays() {
 		return // one instance
 	}
-	if g, ok := data.(*store.LiveGeneration); ok {
-		data = genRef{ID: g.ID}
+	switch d := data.(type) {
+	case *store.LiveGeneration:
+		data = genRef{ID: d.ID}
+	case Presence:
+		if len(d.Watchers) > maxToldWatchers {
+			d.Watchers = d.Watchers[:maxToldWatchers]
+			data = d
+		}
 	}
-	b, err := json.Marshal(data)
+	b, err := stream.RelayData(data)
 	if err != nil {
 		s.log.Error("live session event not announced", "session", sessionID, "event", name, "err", err)
 		return
@@ -113,6 +124,9 @@ func (s *Service) everyone(sessionID int64, r *room) []Watcher {
 			add(w)
 		}
 	}
+	if len(s.remote[sessionID]) == 0 {
+		delete(s.remote, sessionID)
+	}
 	out := make([]Watcher, 0, len(by))
 	for _, w := range by {
 		out = append(out, *w)
@@ -154,7 +168,23 @@ func (s *Service) mirror() {
 			return err
 		}
 		return s.received(ctx, id, r)
-	}})
+	}, Lost: s.othersLost})
+}
+
+// othersLost forgets what the rooms knew of generations other instances
+// run: their events for a while are lost (the connection to the others
+// dropped), so the text kept is not whole, and their end may never come.
+// The next event of one still under way follows it again; a room nobody
+// watches goes. The streams were ended: their clients reconnect.
+func (s *Service) othersLost() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for id, r := range s.rooms {
+		if r.cur != nil && !r.cur.running {
+			r.cur = nil
+		}
+		s.tidy(id, r)
+	}
 }
 
 // received applies an event another instance announced to this one's

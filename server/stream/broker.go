@@ -211,6 +211,9 @@ func (b *Broker) Open(name string, o TopicOptions) {
 	if keep <= 0 {
 		keep = b.opts.Replay
 	}
+	if t.last == 0 && b.localIDs(name, o) {
+		t.last = idBase()
+	}
 	t.opened, t.snap, t.ring, t.dropped = true, o.Snapshot, ring{buf: make([]Event, keep)}, t.last
 	t.resync = ""
 	if o.Snapshot != nil {

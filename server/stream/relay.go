@@ -1,8 +1,10 @@
 package stream
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
+	"math/rand/v2"
 	"strings"
 )
 
@@ -70,6 +72,10 @@ type Mirror struct {
 	// topic is not opened with TopicOptions.Relay, and needs neither
 	// Options nor Decode.
 	State func(ctx context.Context, r Relayed) error
+	// Lost, when set, is called by DropMirrors: what the other instances
+	// relayed for a while is lost, and the family forgets what it built
+	// from it.
+	Lost func()
 }
 
 type mirror struct {
@@ -117,13 +123,26 @@ func (b *Broker) Announce(r Relayed) {
 func (b *Broker) relayEvent(topic string, ev Event) {
 	r := Relayed{Op: RelayEvent, Topic: topic, ID: ev.ID, Name: ev.Name, Ref: ev.Ref}
 	if ev.Ref == "" {
-		data, err := json.Marshal(ev.Data)
+		data, err := RelayData(ev.Data)
 		if err != nil {
 			b.opts.Log.Error("stream: a relayed event cannot be encoded", "topic", topic, "event", ev.Name, "err", err)
 		}
 		r.Data = data
 	}
 	b.opts.Relay(r)
+}
+
+// RelayData encodes an event's data to relay it: JSON without HTML
+// escaping (text with <, > and & stays its size, as a NOTIFY has little
+// room).
+func RelayData(v any) (json.RawMessage, error) {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
 }
 
 // Received applies a step another instance relayed: it opens, feeds or
@@ -204,7 +223,12 @@ func (b *Broker) openMirror(name string, m *mirror, again bool) {
 // again.
 func (b *Broker) DropMirrors(reason error) {
 	b.mu.Lock()
-	defer b.mu.Unlock()
+	var lost []func()
+	for _, m := range b.mirrors {
+		if m.Lost != nil {
+			lost = append(lost, m.Lost)
+		}
+	}
 	for name, t := range b.topics {
 		if !t.mirrored {
 			continue
@@ -214,4 +238,26 @@ func (b *Broker) DropMirrors(reason error) {
 		}
 		delete(b.topics, name)
 	}
+	b.mu.Unlock()
+	for _, fn := range lost {
+		fn()
+	}
 }
+
+// localIDs reports whether a topic is numbered by this instance alone
+// while others number it too (a family of states, Mirror.State): then
+// its ids start at a random base, so that a Last-Event-ID of another
+// instance falls outside what this one keeps and is answered with the
+// snapshot, not with events that follow an id of another numbering.
+// Called under b.mu.
+func (b *Broker) localIDs(name string, o TopicOptions) bool {
+	if b.opts.Relay == nil || o.Relay {
+		return false
+	}
+	m := b.mirrorOf(name)
+	return m != nil && m.State != nil
+}
+
+// idBase is where a topic of local ids starts: below 2^51, so that a
+// client in JavaScript reads every id exactly.
+func idBase() int64 { return rand.Int64N(1<<31) << 20 }

@@ -235,3 +235,46 @@ func TestRelayedState(t *testing.T) {
 	// Without a relay (one instance), nothing is announced.
 	stream.New(stream.Options{}).Announce(stream.Relayed{Topic: "ap/1", Name: "status"})
 }
+
+// A topic of a family of states is numbered from a random base on an
+// instance that shares its database: an id another instance gave gets the
+// snapshot, not this instance's events after a number of another count.
+// With one instance, ids start at 1 as on any topic.
+func TestStateTopicsNumberFromARandomBase(t *testing.T) {
+	lost := 0
+	state := stream.Mirror{State: func(context.Context, stream.Relayed) error { return nil }, Lost: func() { lost++ }}
+	shared := stream.New(stream.Options{Relay: func(stream.Relayed) {}})
+	shared.Mirror("ap/", state)
+	alone := stream.New(stream.Options{})
+	alone.Mirror("ap/", state)
+	for _, b := range []*stream.Broker{shared, alone} {
+		b.Open("ap/1", stream.TopicOptions{Snapshot: &textSnap{}})
+		for _, s := range []string{"a", "b", "c"} {
+			if _, err := b.Publish("ap/1", stream.Event{Name: "text", Data: s}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if h := alone.Subscribe("ap/1", 1).History(); ids(h) != "2,3" {
+		t.Fatalf("one instance: %v", h)
+	}
+	h := shared.Subscribe("ap/1", 1).History() // an id of another instance
+	if len(h) != 1 || h[0].Name != "snapshot" || h[0].Data != "abc" || h[0].ID <= 1<<20 || h[0].ID >= 1<<51 {
+		t.Fatalf("shared: %v", h)
+	}
+	if again := shared.Subscribe("ap/1", h[0].ID-1).History(); len(again) != 1 || again[0].Data != "c" {
+		t.Fatalf("an id of this instance: %v", again)
+	}
+	shared.DropMirrors(errors.New("lost"))
+	if lost != 1 {
+		t.Errorf("Lost called %d times", lost)
+	}
+}
+
+// Relayed data keeps <, > and & as they are (a NOTIFY has little room).
+func TestRelayDataDoesNotEscapeHTML(t *testing.T) {
+	b, err := stream.RelayData(map[string]string{"text": "<p>a & b</p>"})
+	if err != nil || string(b) != `{"text":"<p>a & b</p>"}` {
+		t.Fatalf("%s %v", b, err)
+	}
+}
