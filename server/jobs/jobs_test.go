@@ -194,6 +194,11 @@ func TestRunnerBoundsConcurrency(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t, jobs.Options{Workers: 2})
 	var now, most atomic.Int32
+	// The first handler waits for a second beside it (however slow the
+	// machine), then every handler runs a while: a third at once would
+	// show.
+	both := make(chan struct{})
+	var once sync.Once
 	h.register("slow", func(ctx context.Context, j *store.Job) error {
 		c := now.Add(1)
 		for {
@@ -202,14 +207,21 @@ func TestRunnerBoundsConcurrency(t *testing.T) {
 				break
 			}
 		}
+		if c >= 2 {
+			once.Do(func() { close(both) })
+		}
+		select {
+		case <-both:
+		case <-time.After(wait):
+		}
 		time.Sleep(15 * time.Millisecond)
 		now.Add(-1)
 		return nil
 	})
-	h.start(t)
 	for range 10 {
 		h.enqueue(t, "slow", nil, jobs.EnqueueOptions{})
 	}
+	h.start(t)
 	for range 10 {
 		h.next(t)
 	}
