@@ -283,11 +283,20 @@ func (db *DB) deleteScoped(ctx context.Context, table string, sc Scope, ids []in
 // is a conflict, and nothing is queued. The caller tells the job runner.
 func (db *DB) QueueSearchPhraseRun(ctx context.Context, id int64, j RunJob) (*SearchPhrase, error) {
 	pj := PhraseRunJob{Kind: j.Kind, MaxAttempts: j.MaxAttempts, Payload: func(id int64, _ string) any { return j.Payload(id) }}
-	err := db.tx(ctx, func(tx *sql.Tx) error { return db.queuePhraseRunTx(ctx, tx, id, pj) })
+	var p *SearchPhrase
+	err := db.tx(ctx, func(tx *sql.Tx) (err error) {
+		if err = db.queuePhraseRunTx(ctx, tx, id, pj); err != nil {
+			return err
+		}
+		// Read as queued, in the transaction: once it commits, a job
+		// runner may take the run and end it before a later read.
+		p, err = findIn(ctx, tx, scanSearchPhrase, "search phrase", `SELECT `+searchPhraseColumns+` FROM search_phrases p WHERE p.id = ?`, id)
+		return err
+	})
 	if err != nil {
 		return nil, err
 	}
-	return db.SearchPhraseByID(ctx, id)
+	return p, nil
 }
 
 // PhraseRunJob is RunJob for the runs QueueDueSearchPhraseRuns queues:
