@@ -79,7 +79,7 @@ func (r *relay) send(m stream.Relayed) {
 }
 
 func (r *relay) payload(m stream.Relayed) string {
-	b, _ := json.Marshal(m) // strings, numbers and raw JSON: cannot fail
+	b, _ := stream.JSON(m) // strings, numbers and raw JSON: cannot fail; json.Marshal would escape HTML inside Data
 	return relayPrefix + r.self + " " + strconv.FormatUint(r.seq, 10) + " " + string(b)
 }
 
@@ -132,5 +132,6 @@ func (r *relay) received(payload string) (m stream.Relayed, ok bool, err error) 
 	if err := json.Unmarshal([]byte(body), &m); err != nil {
 		return m, false, errors.New("a relayed live event cannot be read: " + err.Error())
 	}
+	m.From = from
 	return m, true, nil
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/gin-gonic/gin"
 	"github.com/gin-gonic/gin/binding"
 
+	"github.com/copydesk/copydesk/server/stream"
 	"github.com/copydesk/copydesk/store"
 )
 
@@ -58,18 +59,8 @@ func writeJSON(c *gin.Context, status int, v any) {
 	c.Data(status, "application/json; charset=utf-8", body)
 }
 
-// encodeJSON is how every response body is encoded: without HTML escaping,
-// so `<`, `>` and `&` arrive as themselves rather than as \u003c...; the
-// API's JSON is read by JSON parsers, never pasted into a page.
-func encodeJSON(v any) ([]byte, error) {
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(v); err != nil {
-		return nil, err
-	}
-	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
-}
+// encodeJSON is how every response body is encoded (stream.JSON).
+var encodeJSON = stream.JSON
 
 // Timestamp is how every time in a response is written: RFC 3339 in UTC
 // with exactly three fractional digits, "2026-11-21T12:00:00.000Z", the

@@ -3,7 +3,6 @@ package autopilot
 import (
 	"context"
 	"strconv"
-	"strings"
 
 	"github.com/copydesk/copydesk/server/stream"
 	"github.com/copydesk/copydesk/store"
@@ -127,7 +126,7 @@ func (s *Service) mirror() {
 		return
 	}
 	s.events.Mirror(topicPrefix, stream.Mirror{State: func(ctx context.Context, r stream.Relayed) error {
-		envID, err := strconv.ParseInt(strings.TrimPrefix(r.Topic, topicPrefix), 10, 64)
+		envID, err := stream.TopicID(r.Topic, topicPrefix)
 		if err != nil {
 			return err
 		}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"strconv"
 	"strings"
 	"unicode/utf8"
 
@@ -186,7 +185,7 @@ func (k *Kind[R]) mirror() {
 	if k.Released != nil {
 		// Whoever waits here for a generation another instance ran.
 		m.Finished = func(topic string) {
-			if id, err := strconv.ParseInt(strings.TrimPrefix(topic, prefix), 10, 64); err == nil {
+			if id, err := stream.TopicID(topic, prefix); err == nil {
 				k.Released(id)
 			}
 		}
@@ -197,9 +196,9 @@ func (k *Kind[R]) mirror() {
 // decode is a relayed event's data as its producer published it.
 func (k *Kind[R]) decode(ctx context.Context, prefix string, r stream.Relayed) (any, error) {
 	if r.Ref != "" {
-		id, err := strconv.ParseInt(strings.TrimPrefix(r.Topic, prefix), 10, 64)
+		id, err := stream.TopicID(r.Topic, prefix)
 		if err != nil {
-			return nil, fmt.Errorf("%s: relayed topic %q: %w", k.Name, r.Topic, err)
+			return nil, fmt.Errorf("%s: %w", k.Name, err)
 		}
 		row, err := k.Load(ctx, id)
 		if err != nil {

@@ -1,14 +1,9 @@
 package live
 
 import (
-	"cmp"
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
-	"slices"
-	"strconv"
 	"strings"
 	"time"
 
@@ -58,12 +53,6 @@ type genRef struct {
 	ID int64 `json:"id"`
 }
 
-func instanceID() string {
-	b := make([]byte, 6)
-	_, _ = rand.Read(b)
-	return hex.EncodeToString(b)
-}
-
 // announce tells the other instances of an event this one published.
 // Called under s.mu.
 func (s *Service) announce(sessionID int64, name string, data any) {
@@ -79,12 +68,12 @@ func (s *Service) announce(sessionID int64, name string, data any) {
 			data = d
 		}
 	}
-	b, err := stream.RelayData(data)
+	b, err := stream.JSON(data)
 	if err != nil {
 		s.log.Error("live session event not announced", "session", sessionID, "event", name, "err", err)
 		return
 	}
-	s.events.Announce(stream.Relayed{Topic: Topic(sessionID), Name: name, Ref: s.instance, Data: b})
+	s.events.Announce(stream.Relayed{Topic: Topic(sessionID), Name: name, Data: b})
 }
 
 // presence tells who came or went: to this instance's watchers with
@@ -127,14 +116,7 @@ func (s *Service) everyone(sessionID int64, r *room) []Watcher {
 	if len(s.remote[sessionID]) == 0 {
 		delete(s.remote, sessionID)
 	}
-	out := make([]Watcher, 0, len(by))
-	for _, w := range by {
-		out = append(out, *w)
-	}
-	slices.SortFunc(out, func(a, b Watcher) int {
-		return cmp.Or(cmp.Compare(a.Username, b.Username), cmp.Compare(a.UserID, b.UserID))
-	})
-	return out
+	return sorted(by)
 }
 
 // Refresh tells the other instances again who watches a session here, at
@@ -163,28 +145,12 @@ func (s *Service) mirror() {
 	}
 	prefix := strings.TrimSuffix(Topic(0), "0")
 	s.events.Mirror(prefix, stream.Mirror{State: func(ctx context.Context, r stream.Relayed) error {
-		id, err := strconv.ParseInt(strings.TrimPrefix(r.Topic, prefix), 10, 64)
+		id, err := stream.TopicID(r.Topic, prefix)
 		if err != nil {
 			return err
 		}
 		return s.received(ctx, id, r)
-	}, Lost: s.othersLost})
-}
-
-// othersLost forgets what the rooms knew of generations other instances
-// run: their events for a while are lost (the connection to the others
-// dropped), so the text kept is not whole, and their end may never come.
-// The next event of one still under way follows it again; a room nobody
-// watches goes. The streams were ended: their clients reconnect.
-func (s *Service) othersLost() {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	for id, r := range s.rooms {
-		if r.cur != nil && !r.cur.running {
-			r.cur = nil
-		}
-		s.tidy(id, r)
-	}
+	}, Lost: s.Restored}) // what was relayed meanwhile is lost: as after a restore
 }
 
 // received applies an event another instance announced to this one's
@@ -227,7 +193,7 @@ func (s *Service) received(ctx context.Context, sessionID int64, r stream.Relaye
 		}
 		switch {
 		case len(p.Watchers) == 0:
-			delete(s.remote[sessionID], r.Ref)
+			delete(s.remote[sessionID], r.From)
 			if len(s.remote[sessionID]) == 0 {
 				delete(s.remote, sessionID)
 			}
@@ -235,7 +201,7 @@ func (s *Service) received(ctx context.Context, sessionID int64, r stream.Relaye
 			s.remote[sessionID] = map[string]remoteWatchers{}
 			fallthrough
 		default:
-			s.remote[sessionID][r.Ref] = remoteWatchers{list: p.Watchers, at: time.Now()}
+			s.remote[sessionID][r.From] = remoteWatchers{list: p.Watchers, at: time.Now()}
 		}
 		if room := s.rooms[sessionID]; room != nil && p.Action != actionRefresh {
 			p.Watchers = s.everyone(sessionID, room)

@@ -92,11 +92,10 @@ type Service struct {
 	mu    sync.Mutex
 	rooms map[int64]*room // by session id: the sessions watched or generating now (room.go)
 	// The other instances (instances.go): who watches there, by session
-	// and instance; when this one last told them who watches here; and
-	// this instance's name in what it tells.
-	remote   map[int64]map[string]remoteWatchers
-	told     map[int64]time.Time
-	instance string
+	// and instance (stream.Relayed.From); when this one last told them
+	// who watches here.
+	remote map[int64]map[string]remoteWatchers
+	told   map[int64]time.Time
 
 	gens *generation.Kind[*store.LiveGeneration] // how a generation is carried out (generate.go)
 }
@@ -104,8 +103,7 @@ type Service struct {
 // New returns the service and registers its job kind with d.Jobs.
 func New(d Deps) *Service {
 	s := &Service{db: d.Store, envs: d.Environments, engine: d.Engine, jobs: d.Jobs, events: d.Events, log: d.Log,
-		max: d.MaxGenerations, rooms: map[int64]*room{}, remote: map[int64]map[string]remoteWatchers{}, told: map[int64]time.Time{},
-		instance: instanceID()}
+		max: d.MaxGenerations, rooms: map[int64]*room{}, remote: map[int64]map[string]remoteWatchers{}, told: map[int64]time.Time{}}
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
 	}

@@ -196,9 +196,12 @@ func (s *Service) Join(sessionID, userID int64, username string) (leave func()) 
 
 // list is who watches, by username; a copy, as published data never
 // changes.
-func (r *room) list() []Watcher {
-	out := make([]Watcher, 0, len(r.watchers))
-	for _, w := range r.watchers {
+func (r *room) list() []Watcher { return sorted(r.watchers) }
+
+// sorted is watchers by username, as lists of watchers are.
+func sorted(watchers map[int64]*Watcher) []Watcher {
+	out := make([]Watcher, 0, len(watchers))
+	for _, w := range watchers {
 		out = append(out, *w)
 	}
 	slices.SortFunc(out, func(a, b Watcher) int {
@@ -327,11 +330,13 @@ func (s *Service) endedHere(sessionID int64, c Closed) {
 	s.events.Finish(Topic(sessionID))
 }
 
-// Restored forgets what the rooms knew of generations waiting for their
-// turn: after a restore, the database says which there are (their jobs,
-// if they are in it, start them again). A running one stays: its handler,
-// interrupted by the restore, ends it. The streams were ended (EndAll):
-// a room nobody watches goes.
+// Restored forgets what the rooms knew of generations that do not run
+// here: after a restore, the database says which are waiting (their jobs,
+// if they are in it, start them again); after the connection to the other
+// instances dropped (stream.Mirror.Lost), what they relayed meanwhile is
+// lost, and the next event of one still under way elsewhere follows it
+// again. One running here stays: its handler ends it. The streams were
+// ended (EndAll): a room nobody watches goes.
 func (s *Service) Restored() {
 	s.mu.Lock()
 	defer s.mu.Unlock()

@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"math/rand/v2"
+	"strconv"
 	"strings"
 )
 
@@ -45,10 +47,14 @@ type Relayed struct {
 	Topic string `json:"topic"`
 	ID    int64  `json:"id,omitempty"`
 	Name  string `json:"name,omitempty"`
-	// Data is the event's data as JSON (encoding/json, not the API's
-	// encoding), or nil when Ref is set or it could not be carried.
+	// Data is the event's data as JSON (JSON, of the value itself, not
+	// the API's rendering of it), or nil when Ref is set or it could not
+	// be carried.
 	Data json.RawMessage `json:"data,omitempty"`
 	Ref  string          `json:"ref,omitempty"`
+	// From names the instance that relayed it: set by the transport
+	// that received it, not carried in the step.
+	From string `json:"-"`
 }
 
 // A Mirror is how this instance mirrors the relayed topics of one family
@@ -91,6 +97,16 @@ func (b *Broker) Mirror(prefix string, m Mirror) {
 	b.mirrors = append(b.mirrors, mirror{prefix, m})
 }
 
+// TopicID is the id at the end of a topic of the family prefix
+// ("runs/42" of "runs/" is 42), for a family's callbacks.
+func TopicID(topic, prefix string) (int64, error) {
+	id, err := strconv.ParseInt(strings.TrimPrefix(topic, prefix), 10, 64)
+	if err != nil {
+		return 0, fmt.Errorf("topic %q is not %s followed by an id", topic, prefix)
+	}
+	return id, nil
+}
+
 // mirrorOf is the family of a topic, or nil. Called under b.mu.
 func (b *Broker) mirrorOf(topic string) *mirror {
 	for i := range b.mirrors {
@@ -123,7 +139,7 @@ func (b *Broker) Announce(r Relayed) {
 func (b *Broker) relayEvent(topic string, ev Event) {
 	r := Relayed{Op: RelayEvent, Topic: topic, ID: ev.ID, Name: ev.Name, Ref: ev.Ref}
 	if ev.Ref == "" {
-		data, err := RelayData(ev.Data)
+		data, err := JSON(ev.Data)
 		if err != nil {
 			b.opts.Log.Error("stream: a relayed event cannot be encoded", "topic", topic, "event", ev.Name, "err", err)
 		}
@@ -132,10 +148,11 @@ func (b *Broker) relayEvent(topic string, ev Event) {
 	b.opts.Relay(r)
 }
 
-// RelayData encodes an event's data to relay it: JSON without HTML
-// escaping (text with <, > and & stays its size, as a NOTIFY has little
-// room).
-func RelayData(v any) (json.RawMessage, error) {
+// JSON is copydesk's JSON encoding, of responses, events and what is
+// relayed: without HTML escaping, so `<`, `>` and `&` arrive as
+// themselves rather than as \u003c... (the API's JSON is read by JSON
+// parsers, never pasted into a page, and a NOTIFY has little room).
+func JSON(v any) ([]byte, error) {
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf)
 	enc.SetEscapeHTML(false)

@@ -272,9 +272,20 @@ func TestStateTopicsNumberFromARandomBase(t *testing.T) {
 }
 
 // Relayed data keeps <, > and & as they are (a NOTIFY has little room).
-func TestRelayDataDoesNotEscapeHTML(t *testing.T) {
-	b, err := stream.RelayData(map[string]string{"text": "<p>a & b</p>"})
+func TestJSONDoesNotEscapeHTML(t *testing.T) {
+	b, err := stream.JSON(map[string]string{"text": "<p>a & b</p>"})
 	if err != nil || string(b) != `{"text":"<p>a & b</p>"}` {
 		t.Fatalf("%s %v", b, err)
+	}
+	// Nor inside a relayed step's data (json.Marshal escapes a RawMessage).
+	b, err = stream.JSON(stream.Relayed{Op: stream.RelayEvent, Topic: "gen/1", ID: 2, Name: "delta", Data: b})
+	if err != nil || string(b) != `{"op":"event","topic":"gen/1","id":2,"name":"delta","data":{"text":"<p>a & b</p>"}}` {
+		t.Fatalf("%s %v", b, err)
+	}
+	if id, err := stream.TopicID("gen/42", "gen/"); id != 42 || err != nil {
+		t.Fatalf("TopicID: %d %v", id, err)
+	}
+	if _, err := stream.TopicID("gen/x", "gen/"); err == nil {
+		t.Fatal("TopicID took gen/x")
 	}
 }
