@@ -9,8 +9,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 
 	"golang.org/x/term"
@@ -171,4 +173,18 @@ func prepareData(dir string, init bool, stderr io.Writer) error {
 	}
 	fmt.Fprintf(stderr, "creating a new copydesk instance in %s\n", abs)
 	return nil
+}
+
+// consoleURL is the address a browser on this machine opens the console
+// at: a listener on every interface (0.0.0.0, ::) is reached on loopback.
+func consoleURL(addr net.Addr) string {
+	tcp, ok := addr.(*net.TCPAddr)
+	if !ok {
+		return "http://" + addr.String() + "/"
+	}
+	host := tcp.IP
+	if host == nil || host.IsUnspecified() {
+		host = net.IPv4(127, 0, 0, 1)
+	}
+	return "http://" + net.JoinHostPort(host.String(), strconv.Itoa(tcp.Port)) + "/"
 }

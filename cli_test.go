@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"strings"
 	"testing"
 
@@ -24,6 +25,23 @@ func TestInvocation(t *testing.T) {
 	} {
 		if got := invocation(tc.arg0); got != tc.want {
 			t.Errorf("invocation(%q) = %q, want %q", tc.arg0, got, tc.want)
+		}
+	}
+}
+
+func TestConsoleURL(t *testing.T) {
+	for _, tc := range []struct {
+		addr net.Addr
+		want string
+	}{
+		{&net.TCPAddr{IP: net.IPv4(127, 0, 0, 1), Port: 8080}, "http://127.0.0.1:8080/"},
+		{&net.TCPAddr{IP: net.IPv4zero, Port: 80}, "http://127.0.0.1:80/"},
+		{&net.TCPAddr{IP: net.IPv6unspecified, Port: 8080}, "http://127.0.0.1:8080/"},
+		{&net.TCPAddr{IP: net.ParseIP("::1"), Port: 9000}, "http://[::1]:9000/"},
+		{&net.TCPAddr{IP: net.ParseIP("192.0.2.7"), Port: 8080}, "http://192.0.2.7:8080/"},
+	} {
+		if got := consoleURL(tc.addr); got != tc.want {
+			t.Errorf("consoleURL(%v) = %q, want %q", tc.addr, got, tc.want)
 		}
 	}
 }

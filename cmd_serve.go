@@ -91,7 +91,8 @@ func serveCmd() *cobra.Command {
 			if n, err := app.DB.CountActiveSuperAdmins(ctx); err == nil && n == 0 {
 				fmt.Fprintf(cmd.ErrOrStderr(), "\nThere is no super_admin yet. Create one with:\n\n"+
 					"  %s users create --data-dir %s --email you@example.com --username admin --role super_admin --password-stdin\n\n"+
-					"and type the password (at least %d characters) when asked.\n\n", invocation(os.Args[0]), shellQuote(c.dataDir), auth.MinPasswordLen)
+					"and type the password (at least %d characters) when asked. Then open %s in a browser and sign in.\n\n",
+					invocation(os.Args[0]), shellQuote(c.dataDir), auth.MinPasswordLen, consoleURL(cfg.Listener.Addr()))
 			}
 			return app.Run(ctx)
 		},

@@ -638,7 +638,11 @@ var srcAttr = regexp.MustCompile(`(?i)\b(?:src|href|spec-url)\s*=\s*["']([^"']*)
 
 func TestDocsServedLocally(t *testing.T) {
 	t.Parallel()
-	base, _ := startServer(t, t.TempDir(), nil)
+	base, p := startServer(t, t.TempDir(), nil)
+	// A first start's hint ends in the browser, at the console's address.
+	if want := "Then open " + base + "/ in a browser and sign in."; !strings.Contains(p.stderr.String(), want) {
+		t.Errorf("serve's first-start hint lacks %q:\n%s", want, p.stderr.String())
+	}
 
 	resp, raw := do(t, "GET", base+"/openapi.json", "", nil, "")
 	if resp.StatusCode != 200 {

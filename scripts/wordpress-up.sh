@@ -1,6 +1,7 @@
 #!/bin/sh
 # wordpress-up.sh: a throwaway WordPress on loopback, for the opt-in test
-# against a real site (server/publish/wordpress TestRealWordPress) and for
+# against a real site (server/publish/wordpress TestRealWordPress, and the
+# console's web/console/test/wordpress-real.test.mjs) and for
 # trying publishing by hand. Debian packages only: wordpress, mariadb-server,
 # php-cli, php-mysql (installed when missing; needs root for that).
 #
@@ -113,5 +114,6 @@ export COPYDESK_WP_URL=$URL
 export COPYDESK_WP_USER=admin
 export COPYDESK_WP_APP_PASSWORD='$APP_PASSWORD'
 # go test -run TestRealWordPress -v ./server/publish/wordpress/
+# (cd web/console && npm test -- test/wordpress-real.test.mjs)   # the console, in Chromium
 # scripts/wordpress-up.sh down   # when done
 ENV

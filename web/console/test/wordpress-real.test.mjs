@@ -15,9 +15,12 @@ import assert from "node:assert/strict";
 import { after, before, test } from "node:test";
 import { axeCheck, launch, openAs, startCopydesk, startProvider, startWordPress, waitFor } from "./harness.mjs";
 
+// The site: COPYDESK_TEST_WORDPRESS_*, or the COPYDESK_WP_* that
+// scripts/wordpress-up.sh prints (the Go test's names) when those are unset.
 const VARS = ["COPYDESK_TEST_WORDPRESS_URL", "COPYDESK_TEST_WORDPRESS_USER", "COPYDESK_TEST_WORDPRESS_APP_PASSWORD"];
-const real = VARS.every((v) => process.env[v])
-  ? { url: process.env.COPYDESK_TEST_WORDPRESS_URL.replace(/\/+$/, ""), user: process.env.COPYDESK_TEST_WORDPRESS_USER, password: process.env.COPYDESK_TEST_WORDPRESS_APP_PASSWORD }
+const site = (name) => process.env[`COPYDESK_TEST_WORDPRESS_${name}`] || process.env[`COPYDESK_WP_${name}`];
+const real = ["URL", "USER", "APP_PASSWORD"].every((n) => site(n))
+  ? { url: site("URL").replace(/\/+$/, ""), user: site("USER"), password: site("APP_PASSWORD") }
   : null;
 
 // A run's own words, so a post left behind on a real site says where it came from.
