@@ -46,10 +46,6 @@ type Store interface {
 	RequeueRun(ctx context.Context, id int64, errText string) error
 }
 
-// Environments resolves an environment as a scope sees it
-// (server/environment).
-type Environments = environment.Getter
-
 // Credentials holds the rule for choosing a credential to generate with
 // (server/credential).
 type Credentials interface {
@@ -63,20 +59,14 @@ type Engine interface {
 	Stream(ctx context.Context, c engine.Call, onDelta func(string) error) (*engine.Result, error)
 }
 
-// Runner is the job runner (server/jobs) that carries runs out.
-type Runner = jobs.Queue
-
-// Notifier tells a user how their run ended (server/notify).
-type Notifier = notify.ToUser
-
 // Deps are what the service works with.
 type Deps struct {
 	Store        Store
-	Environments Environments
+	Environments environment.Getter
 	Credentials  Credentials
 	Engine       Engine
-	Jobs         Runner
-	Notify       Notifier
+	Jobs         jobs.Queue
+	Notify       notify.ToUser
 	Events       *stream.Broker  // where streamed runs are published
 	Hooks        webhook.Emitter // run.succeeded, run.failed; nil: none
 	Log          *slog.Logger
@@ -85,11 +75,11 @@ type Deps struct {
 // Service implements the agent rules and carries out runs.
 type Service struct {
 	db     Store
-	envs   Environments
+	envs   environment.Getter
 	creds  Credentials
 	engine Engine
-	jobs   Runner
-	notify Notifier
+	jobs   jobs.Queue
+	notify notify.ToUser
 	events *stream.Broker
 	hooks  webhook.Emitter
 	log    *slog.Logger

@@ -22,10 +22,6 @@ type Store interface {
 	PutAISettings(ctx context.Context, s store.AISettings) (*store.AISettings, error)
 }
 
-// Environments resolves an environment as a scope sees it
-// (server/environment).
-type Environments = environment.Getter
-
 // Credentials holds the rule for a credential to generate with
 // (server/credential).
 type Credentials interface {
@@ -41,13 +37,13 @@ type Resolver interface {
 // Service implements the AI content settings rules.
 type Service struct {
 	db    Store
-	envs  Environments
+	envs  environment.Getter
 	creds Credentials
 	eff   Resolver
 }
 
 // New returns the service.
-func New(db Store, envs Environments, creds Credentials, eff Resolver) *Service {
+func New(db Store, envs environment.Getter, creds Credentials, eff Resolver) *Service {
 	return &Service{db: db, envs: envs, creds: creds, eff: eff}
 }
 

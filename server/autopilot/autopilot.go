@@ -86,10 +86,6 @@ type Store interface {
 	CIERunByID(ctx context.Context, id int64) (*store.CIERun, error)
 }
 
-// Environments resolves an environment as a scope sees it
-// (server/environment).
-type Environments = environment.Getter
-
 // Generator makes the articles (server/cie).
 type Generator interface {
 	Prepare(ctx context.Context, in cie.SystemInput) (*store.NewCIERun, error)
@@ -119,7 +115,7 @@ type Notifier interface {
 // Deps are what the service works with.
 type Deps struct {
 	Store        Store
-	Environments Environments
+	Environments environment.Getter
 	Generator    Generator
 	Posts        Posts
 	Jobs         Runner
@@ -133,7 +129,7 @@ type Deps struct {
 // Service runs the autopilots.
 type Service struct {
 	db     Store
-	envs   Environments
+	envs   environment.Getter
 	gen    Generator
 	posts  Posts
 	jobs   Runner

@@ -55,22 +55,12 @@ type Store interface {
 	AgentByID(ctx context.Context, id int64) (*store.Agent, error)
 }
 
-// Environments resolves an environment as a scope sees it
-// (server/environment).
-type Environments = environment.Getter
-
-// Engine generates text and accounts for it (server/engine).
-type Engine = engine.Streamer
-
-// Runner is the job runner (server/jobs) that generates replies.
-type Runner = jobs.Queue
-
 // Deps are what the service works with.
 type Deps struct {
 	Store        Store
-	Environments Environments
-	Engine       Engine
-	Jobs         Runner
+	Environments environment.Getter
+	Engine       engine.Streamer
+	Jobs         jobs.Queue
 	Events       *stream.Broker // where replies are published as they are generated
 	Log          *slog.Logger
 }
@@ -78,9 +68,9 @@ type Deps struct {
 // Service implements the conversation rules and generates replies.
 type Service struct {
 	db     Store
-	envs   Environments
-	engine Engine
-	jobs   Runner
+	envs   environment.Getter
+	engine engine.Streamer
+	jobs   jobs.Queue
 	events *stream.Broker
 	log    *slog.Logger
 

@@ -55,26 +55,13 @@ type Store interface {
 	RequeueCIERun(ctx context.Context, id int64, errText string) error
 }
 
-// Environments resolves an environment as a scope sees it
-// (server/environment).
-type Environments = environment.Getter
-
-// Engine generates text and accounts for it (server/engine).
-type Engine = engine.Streamer
-
-// Runner is the job runner (server/jobs) that carries generations out.
-type Runner = jobs.Queue
-
-// Notifier tells a user how their queued generation ended (server/notify).
-type Notifier = notify.ToUser
-
 // Deps are what the service works with.
 type Deps struct {
 	Store        Store
-	Environments Environments
-	Engine       Engine
-	Jobs         Runner
-	Notify       Notifier        // when set, queued generations tell their requester how they ended
+	Environments environment.Getter
+	Engine       engine.Streamer
+	Jobs         jobs.Queue
+	Notify       notify.ToUser   // when set, queued generations tell their requester how they ended
 	Events       *stream.Broker  // where streamed generations are published
 	Hooks        webhook.Emitter // run.succeeded, run.failed; nil: none
 	Log          *slog.Logger
@@ -83,10 +70,10 @@ type Deps struct {
 // Service implements the archetype rules and carries out generations.
 type Service struct {
 	db     Store
-	envs   Environments
-	engine Engine
-	jobs   Runner
-	notify Notifier
+	envs   environment.Getter
+	engine engine.Streamer
+	jobs   jobs.Queue
+	notify notify.ToUser
 	events *stream.Broker
 	hooks  webhook.Emitter
 	log    *slog.Logger

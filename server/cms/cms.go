@@ -29,18 +29,14 @@ type Store interface {
 	DeleteTag(ctx context.Context, id int64) (map[string]int, error)
 }
 
-// Environments resolves an environment as a scope sees it
-// (server/environment).
-type Environments = environment.Getter
-
 // Service implements the taxonomy rules.
 type Service struct {
 	db   Store
-	envs Environments
+	envs environment.Getter
 }
 
 // New returns the service.
-func New(db Store, envs Environments) *Service { return &Service{db: db, envs: envs} }
+func New(db Store, envs environment.Getter) *Service { return &Service{db: db, envs: envs} }
 
 // Limits of the fields.
 const (

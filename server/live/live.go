@@ -52,10 +52,6 @@ type Store interface {
 	AgentByID(ctx context.Context, id int64) (*store.Agent, error)
 }
 
-// Environments resolves an environment as a scope sees it
-// (server/environment).
-type Environments = environment.Getter
-
 // Engine generates text and accounts for it (server/engine).
 type Engine interface {
 	Effective(ctx context.Context, envID *int64) (engine.Effective, error)
@@ -63,15 +59,12 @@ type Engine interface {
 	Stream(ctx context.Context, c engine.Call, onDelta func(string) error) (*engine.Result, error)
 }
 
-// Runner is the job runner (server/jobs) that carries generations out.
-type Runner = jobs.Queue
-
 // Deps are what the service works with.
 type Deps struct {
 	Store        Store
-	Environments Environments
+	Environments environment.Getter
 	Engine       Engine
-	Jobs         Runner
+	Jobs         jobs.Queue
 	Events       *stream.Broker // where sessions are watched
 	Log          *slog.Logger
 	// MaxGenerations bounds a session's transcript; DefaultMaxGenerations
@@ -82,9 +75,9 @@ type Deps struct {
 // Service implements the session rules and carries out generations.
 type Service struct {
 	db     Store
-	envs   Environments
+	envs   environment.Getter
 	engine Engine
-	jobs   Runner
+	jobs   jobs.Queue
 	events *stream.Broker
 	log    *slog.Logger
 	max    int // generations per session

@@ -45,18 +45,14 @@ type Store interface {
 	DeleteMessageFor(ctx context.Context, userID, id int64) error
 }
 
-// Notifier tells a user something; *notify.Notifier satisfies it. It never
-// fails the work that raised the note.
-type Notifier = notify.ToUser
-
 // Service implements the message rules over the store.
 type Service struct {
 	db     Store
-	notify Notifier
+	notify notify.ToUser
 }
 
 // New returns the service.
-func New(db Store, n Notifier) *Service {
+func New(db Store, n notify.ToUser) *Service {
 	return &Service{db: db, notify: n}
 }
 

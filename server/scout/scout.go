@@ -45,26 +45,13 @@ type Store interface {
 	ListRecentWebItems(ctx context.Context, envID int64, f store.RecentFilter) ([]*store.WebItem, int, error)
 }
 
-// Environments resolves an environment as a scope sees it
-// (server/environment).
-type Environments = environment.Getter
-
-// Engine generates text and finds the SERP credential (server/engine).
-type Engine = engine.Searcher
-
-// Runner is the job runner (server/jobs) that carries runs out.
-type Runner = jobs.Queue
-
-// Notifier tells a user how the run they started ended (server/notify).
-type Notifier = notify.ToUser
-
 // Deps are what the service works with.
 type Deps struct {
 	Store        Store
-	Environments Environments
-	Engine       Engine
-	Jobs         Runner
-	Notify       Notifier        // when set, a run tells whoever started it how it ended
+	Environments environment.Getter
+	Engine       engine.Searcher
+	Jobs         jobs.Queue
+	Notify       notify.ToUser   // when set, a run tells whoever started it how it ended
 	Hooks        webhook.Emitter // run.succeeded, run.failed; nil: none
 	Log          *slog.Logger
 	// MaxQueued is how many runs an environment may have queued or
@@ -80,10 +67,10 @@ const DefaultMaxQueued = 3
 // Service starts scout runs, carries them out and accepts candidates.
 type Service struct {
 	db     Store
-	envs   Environments
-	engine Engine
-	jobs   Runner
-	notify Notifier
+	envs   environment.Getter
+	engine engine.Searcher
+	jobs   jobs.Queue
+	notify notify.ToUser
 	hooks  webhook.Emitter
 	log    *slog.Logger
 	max    int

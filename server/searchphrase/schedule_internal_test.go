@@ -43,7 +43,7 @@ func (n *fakeNotifier) User(_ context.Context, userID int64, note notify.Note) {
 
 // openService is a service over a fresh database with one environment,
 // on the database's clock, with eng as its engine.
-func openService(t *testing.T, eng Engine) (*store.DB, *storetest.Clock, *store.Environment, *fakeRunner, *Service) {
+func openService(t *testing.T, eng engine.Searcher) (*store.DB, *storetest.Clock, *store.Environment, *fakeRunner, *Service) {
 	t.Helper()
 	db, clock := storetest.OpenDB(t)
 	env, err := db.CreateEnvironment(context.Background(), store.NewEnvironment{Name: "A", Slug: "a"})

@@ -47,13 +47,6 @@ type Store interface {
 	ListSearchIdeas(ctx context.Context, phraseID int64, f store.SearchIdeaFilter) ([]*store.SearchIdea, int, error)
 }
 
-// Environments resolves an environment as a scope sees it
-// (server/environment).
-type Environments = environment.Getter
-
-// Engine generates text and finds the SERP credential (server/engine).
-type Engine = engine.Searcher
-
 // Runner is the job runner (server/jobs) that carries runs out and plans
 // the scheduled ones.
 type Runner interface {
@@ -62,17 +55,13 @@ type Runner interface {
 	Replan(ctx context.Context, kind string) error
 }
 
-// Notifier tells a phrase's creator how a scheduled run went
-// (server/notify).
-type Notifier = notify.ToUser
-
 // Deps are what the service works with.
 type Deps struct {
 	Store        Store
-	Environments Environments
-	Engine       Engine
+	Environments environment.Getter
+	Engine       engine.Searcher
 	Jobs         Runner
-	Notify       Notifier // nil: nobody is told
+	Notify       notify.ToUser // nil: nobody is told
 	Log          *slog.Logger
 	Now          func() time.Time // the store's clock
 }
@@ -80,10 +69,10 @@ type Deps struct {
 // Service implements the phrase rules and carries out runs.
 type Service struct {
 	db     Store
-	envs   Environments
-	engine Engine
+	envs   environment.Getter
+	engine engine.Searcher
 	jobs   Runner
-	notify Notifier
+	notify notify.ToUser
 	log    *slog.Logger
 	plan   jobs.Plan // ScheduleJob, replanned after a change
 	now    func() time.Time

@@ -50,19 +50,15 @@ type Store interface {
 	ArchetypeByID(ctx context.Context, id int64) (*store.Archetype, error)
 }
 
-// Environments resolves an environment as a scope sees it
-// (server/environment).
-type Environments = environment.Getter
-
 // Service implements the SEO rules.
 type Service struct {
 	db    Store
-	envs  Environments
+	envs  environment.Getter
 	hooks webhook.Emitter
 }
 
 // New returns the service.
-func New(db Store, envs Environments) *Service {
+func New(db Store, envs environment.Getter) *Service {
 	return &Service{db: db, envs: envs, hooks: webhook.Discard}
 }
 

@@ -50,28 +50,14 @@ type Store interface {
 	PutKeywordSERP(ctx context.Context, keywordID int64, key string, urls []string) error
 }
 
-// Environments resolves an environment as a scope sees it
-// (server/environment).
-type Environments = environment.Getter
-
-// Engine generates text and finds the SERP credential (server/engine).
-type Engine = engine.Searcher
-
-// Runner is the job runner (server/jobs) that builds strategies.
-type Runner = jobs.Queue
-
-// Notifier tells a user how the build of their strategy ended
-// (server/notify).
-type Notifier = notify.ToUser
-
 // Deps are what the service works with.
 type Deps struct {
 	Store        Store
 	Campaigns    Campaigns
-	Environments Environments
-	Engine       Engine
-	Jobs         Runner
-	Notify       Notifier
+	Environments environment.Getter
+	Engine       engine.Searcher
+	Jobs         jobs.Queue
+	Notify       notify.ToUser
 	Log          *slog.Logger
 	Now          func() time.Time // the store's clock
 	// MaxQueued is how many builds an environment may have queued or
@@ -82,10 +68,10 @@ type Deps struct {
 // Service holds the strategy rules and builds strategies.
 type Service struct {
 	db     Store
-	envs   Environments
-	engine Engine
-	jobs   Runner
-	notify Notifier
+	envs   environment.Getter
+	engine engine.Searcher
+	jobs   jobs.Queue
+	notify notify.ToUser
 	log    *slog.Logger
 	now    func() time.Time
 	camps  Campaigns

@@ -49,21 +49,11 @@ type Store interface {
 	RecordWebhookAttempt(ctx context.Context, deliveryID int64, r store.WebhookAttemptResult) (*store.WebhookAttemptRecord, error)
 }
 
-// Environments resolves an environment as a scope sees it
-// (server/environment).
-type Environments = environment.Getter
-
 // Sealer seals and opens secrets for their rows (server/keyring).
 type Sealer interface {
 	Seal(plaintext []byte, aad string) ([]byte, error)
 	Open(sealed []byte, aad string) ([]byte, error)
 }
-
-// Notifier tells a webhook's creator it was switched off (server/notify).
-type Notifier = notify.ToUser
-
-// Runner is the job runner (server/jobs) that sends deliveries when due.
-type Runner = jobs.Scheduled
 
 // DeliverJob is the recurring job kind that sends the due deliveries. Its
 // schedule is the earliest due delivery of an enabled webhook.
@@ -94,10 +84,10 @@ type Options struct {
 // Deps are what the service works with.
 type Deps struct {
 	Store        Store
-	Environments Environments
+	Environments environment.Getter
 	Keys         Sealer
-	Jobs         Runner
-	Notify       Notifier // nil: nobody is told
+	Jobs         jobs.Scheduled
+	Notify       notify.ToUser // nil: nobody is told
 	// HTTP sends the deliveries; it must pass the outbound guard and
 	// follow no redirect (see server/app.go).
 	HTTP *http.Client
@@ -113,10 +103,10 @@ type Deps struct {
 // Service implements the webhook rules and deliveries.
 type Service struct {
 	db            Store
-	envs          Environments
+	envs          environment.Getter
 	keys          Sealer
-	jobs          Runner
-	notify        Notifier
+	jobs          jobs.Scheduled
+	notify        notify.ToUser
 	http          *http.Client
 	refusePrivate bool
 	log           *slog.Logger

@@ -47,10 +47,6 @@ type Store interface {
 	ListWebItems(ctx context.Context, sourceID int64, f store.WebItemFilter) ([]*store.WebItem, int, error)
 }
 
-// Environments resolves an environment as a scope sees it
-// (server/environment).
-type Environments = environment.Getter
-
 // Fetcher fetches a source (server/feed).
 type Fetcher interface {
 	Fetch(ctx context.Context, r feed.Request) (*feed.Result, error)
@@ -60,9 +56,6 @@ type Fetcher interface {
 type Notifier interface {
 	EnvironmentRole(ctx context.Context, envID int64, min store.Role, note notify.Note)
 }
-
-// Runner is the job runner (server/jobs) that fetches sources when due.
-type Runner = jobs.Scheduled
 
 // FetchJob is the recurring job kind that fetches the sources that are
 // due. Its schedule is the earliest next_fetch_at of the active sources.
@@ -96,9 +89,9 @@ const (
 // Deps are what the service works with.
 type Deps struct {
 	Store        Store
-	Environments Environments
+	Environments environment.Getter
 	Fetcher      Fetcher
-	Jobs         Runner
+	Jobs         jobs.Scheduled
 	Notify       Notifier // nil: nobody is told
 	Log          *slog.Logger
 	Now          func() time.Time // the store's clock
@@ -107,9 +100,9 @@ type Deps struct {
 // Service implements the source rules and fetches.
 type Service struct {
 	db     Store
-	envs   Environments
+	envs   environment.Getter
 	fetch  Fetcher
-	jobs   Runner
+	jobs   jobs.Scheduled
 	notify Notifier
 	log    *slog.Logger
 	plan   jobs.Plan // FetchJob, replanned after a change

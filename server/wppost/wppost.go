@@ -45,9 +45,6 @@ type Store interface {
 	SetTagTerm(ctx context.Context, id int64, termID *int64) error
 }
 
-// Environments resolves an environment as a scope sees it.
-type Environments = environment.Getter
-
 // Credentials opens the WordPress credential of an environment
 // (server/credential).
 type Credentials interface {
@@ -60,9 +57,6 @@ type Runner interface {
 	Register(kind string, k jobs.Kind)
 	Enqueue(ctx context.Context, kind string, payload any, opt jobs.EnqueueOptions) (*store.Job, error)
 }
-
-// Notifier tells a user how a queued publish ended (server/notify).
-type Notifier = notify.ToUser
 
 // maxImageMiB is the default bound of a featured image.
 const maxImageMiB = 10
@@ -83,13 +77,13 @@ type Options struct {
 // Deps are what the service is built from.
 type Deps struct {
 	Store        Store
-	Environments Environments
+	Environments environment.Getter
 	Credentials  Credentials
 	// Jobs, when set, carries out queued publishes (PublishJob): New
 	// registers the kind with it.
 	Jobs Runner
 	// Notify, when set, tells whoever queued a publish how it ended.
-	Notify Notifier
+	Notify notify.ToUser
 	// Hooks, when set, tells webhooks how every publish ended
 	// (post.published, post.failed).
 	Hooks   webhook.Emitter
@@ -99,10 +93,10 @@ type Deps struct {
 // Service implements the WordPress post rules.
 type Service struct {
 	db    Store
-	envs  Environments
+	envs  environment.Getter
 	creds Credentials
 	jobs  Runner
-	note  Notifier
+	note  notify.ToUser
 	hooks webhook.Emitter
 	opt   Options
 }
