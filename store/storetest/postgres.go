@@ -175,23 +175,9 @@ func cloneDatabase(t testing.TB, tpl string) string {
 		t.Fatalf("storetest: %v", err)
 	}
 	name := "copydesk_t_" + randomName()
-	var createErr error
-	// A fixture cloned by many parallel tests is busy more often than the
-	// template: up to 10 s of tries.
-	for range 200 {
-		// A template another session is still copying from refuses a
-		// second copy for a moment. FILE_COPY (PostgreSQL 15 and later)
-		// copies the template's files: half the time of the default,
-		// which writes every block to the WAL.
-		if _, createErr = admin.Exec(`CREATE DATABASE ` + name + ` TEMPLATE ` + tpl + ` STRATEGY FILE_COPY`); createErr == nil ||
-			!strings.Contains(createErr.Error(), "is being accessed by other users") {
-			break
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	if createErr != nil {
+	if err := createFrom(admin, name, tpl); err != nil {
 		admin.Close()
-		t.Fatalf("storetest: create a database: %v", createErr)
+		t.Fatalf("storetest: create a database: %v", err)
 	}
 	t.Cleanup(func() {
 		defer admin.Close()
@@ -204,6 +190,25 @@ func cloneDatabase(t testing.TB, tpl string) string {
 		t.Fatalf("storetest: %v", err)
 	}
 	return u
+}
+
+// createFrom makes the database name a copy of tpl.
+func createFrom(admin *sql.DB, name, tpl string) error {
+	var err error
+	// A fixture cloned by many parallel tests is busy more often than the
+	// template: up to 10 s of tries.
+	for range 200 {
+		// A template another session is still copying from refuses a
+		// second copy for a moment. FILE_COPY (PostgreSQL 15 and later)
+		// copies the template's files: half the time of the default,
+		// which writes every block to the WAL.
+		if _, err = admin.Exec(`CREATE DATABASE ` + name + ` TEMPLATE ` + tpl + ` STRATEGY FILE_COPY`); err == nil ||
+			!strings.Contains(err.Error(), "is being accessed by other users") {
+			return err
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	return err
 }
 
 // Raw opens another pool on db's database (store.DB.OpenRaw), closed when
