@@ -183,7 +183,12 @@ test("an editor imports the site's posts: progress, then the report, and the pos
   const table = page.getByRole("table", { name: "WordPress posts" });
   await table.getByRole("button", { name: "Tomato diary" }).waitFor();
   assert.equal(await table.getByRole("button", { name: "Pepper notes" }).count(), 0);
+  const release = site.hold();
   await page.getByRole("button", { name: "Import from the site" }).click();
+  // While the server reads the site: a progress bar, and no second import.
+  await page.getByRole("progressbar", { name: "Importing the site's posts…" }).waitFor();
+  assert.equal(await page.getByRole("button", { name: "Import from the site" }).isDisabled(), true);
+  release();
   // Tomato diary was published from here in the first test: it is skipped.
   await page.getByText(/Import done: 1 post imported, 1 already here skipped \(1 page of the site read\)\./).waitFor();
   await table.getByRole("row").filter({ hasText: "Pepper notes" }).getByText("In sync").waitFor();
