@@ -22,6 +22,7 @@ const loaders: Record<Exclude<Section, "">, Loader> = {
   sources: () => import("./screens/sources").then((m) => m.WebSources),
   phrases: () => import("./screens/phrases").then((m) => m.SearchPhrases),
   agents: () => import("./screens/agents").then((m) => m.Agents),
+  archetypes: () => import("./screens/archetypes").then((m) => m.Archetypes),
 };
 
 // Screens outside any environment, loaded the same way.

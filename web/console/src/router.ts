@@ -55,6 +55,7 @@ export const sections = [
   { id: "keywords", label: "Keywords" },
   { id: "campaigns", label: "Campaigns" },
   { id: "write", label: "Write" },
+  { id: "archetypes", label: "Archetypes" },
   { id: "posts", label: "Posts" },
   { id: "autopilot", label: "Autopilot" },
   { id: "costs", label: "Costs" },

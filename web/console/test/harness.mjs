@@ -274,6 +274,7 @@ export async function startWordPress({ user = "editor", password = "abcd efgh ij
   const terms = { categories: new Map([[1, { id: 1, name: "Uncategorized", slug: "uncategorized", parent: 0 }]]), tags: new Map() };
   let next = 100;
   let base = "";
+  let gate = null; // hold(): the posts list waits for it
   const wpTime = (d) => d.toISOString().slice(0, 19);
   const json = (p) => ({
     id: p.id, date: p.date ? wpTime(p.date) : null, date_gmt: p.date ? wpTime(p.date) : null, modified: wpTime(p.modified), modified_gmt: wpTime(p.modified),
@@ -321,6 +322,7 @@ export async function startWordPress({ user = "editor", password = "abcd efgh ij
           posts.set(p.id, p);
           return send(201, json(p));
         }
+        if (gate) await gate;
         let list = [...posts.values()].filter((p) => p.status !== "trash");
         if (u.searchParams.get("slug")) list = list.filter((p) => p.slug === u.searchParams.get("slug"));
         res.setHeader("X-WP-Total", String(list.length));
@@ -365,6 +367,16 @@ export async function startWordPress({ user = "editor", password = "abcd efgh ij
     user,
     password,
     posts,
+    // hold makes the posts list wait until the function it returns is
+    // called (a test sees an import in progress).
+    hold() {
+      let release;
+      gate = new Promise((r) => (release = r));
+      return () => {
+        gate = null;
+        release();
+      };
+    },
     edit(id, fields) {
       const p = posts.get(id);
       Object.assign(p, fields);

@@ -5,7 +5,7 @@
 // both sides changed (the site's HTML rendered inert) and keeps one, then
 // the other, and unpublishes it; a viewer reads it with no action.
 import assert from "node:assert/strict";
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, test } from "node:test";
@@ -169,4 +169,107 @@ test("an editor publishes and unpublishes an Astro post; its file follows", asyn
   await page.getByRole("button", { name: "Back to the posts" }).click();
   await table.getByRole("row").filter({ hasText: "Basil at home" }).getByText("Draft").waitFor();
   await close();
+});
+
+test("an editor imports the site's posts: progress, then the report, and the posts are listed", async () => {
+  // A post written on the site, not here yet.
+  const r = await fetch(`${site.url}/wp-json/wp/v2/posts`, {
+    method: "POST",
+    headers: { "Content-Type": "application/json", Authorization: "Basic " + Buffer.from(`${site.user}:${site.password}`).toString("base64") },
+    body: JSON.stringify({ title: "Pepper notes", content: "<p>Hot.</p>", status: "publish" }),
+  });
+  assert.equal(r.status, 201);
+  const { page, close } = await openAs(browser, srv, "ed@example.com", `/e/${env.id}/posts`);
+  const table = page.getByRole("table", { name: "WordPress posts" });
+  await table.getByRole("button", { name: "Tomato diary" }).waitFor();
+  assert.equal(await table.getByRole("button", { name: "Pepper notes" }).count(), 0);
+  const release = site.hold();
+  await page.getByRole("button", { name: "Import from the site" }).click();
+  // While the server reads the site: a progress bar, and no second import.
+  await page.getByRole("progressbar", { name: "Importing the site's posts…" }).waitFor();
+  assert.equal(await page.getByRole("button", { name: "Import from the site" }).isDisabled(), true);
+  release();
+  // Tomato diary was published from here in the first test: it is skipped.
+  await page.getByText(/Import done: 1 post imported, 1 already here skipped \(1 page of the site read\)\./).waitFor();
+  await table.getByRole("row").filter({ hasText: "Pepper notes" }).getByText("In sync").waitFor();
+  assert.deepEqual(await axeCheck(page), [], "wordpress import");
+  await close();
+
+  const viewer = await openAs(browser, srv, "vic@example.com", `/e/${env.id}/posts`);
+  await viewer.page.getByRole("table", { name: "WordPress posts" }).waitFor();
+  assert.equal(await viewer.page.getByRole("button", { name: "Import from the site" }).count(), 0, "a viewer imports nothing");
+  await viewer.close();
+});
+
+test("an editor imports an Astro folder's files and reconciles the posts with it", async () => {
+  const blog = join(roots, "site", "src", "content", "blog");
+  writeFileSync(join(blog, "chili-seeds.md"), "---\ntitle: Chili seeds\npubDate: 2026-03-01T00:00:00Z\ndraft: true\n---\n\nSow them in March.\n");
+  writeFileSync(join(blog, "Bad Name.md"), "---\ntitle: Bad name\npubDate: 2026-03-01T00:00:00Z\n---\n\nx\n");
+  const { page, close } = await openAs(browser, srv, "ed@example.com", `/e/${astroEnv.id}/posts`);
+  await page.getByLabel("Target").selectOption("astro");
+  const table = page.getByRole("table", { name: "Astro posts" });
+  await table.getByRole("button", { name: "Basil at home" }).waitFor();
+  await page.getByRole("button", { name: "Import from the folder" }).click();
+  await page.getByText(/Import done from .*: 1 file imported, 1 skipped\./).waitFor();
+  await page.getByRole("table", { name: "Files imported" }).getByRole("rowheader", { name: "chili-seeds.md" }).waitFor();
+  await page.getByRole("table", { name: "Files skipped" }).getByRole("row").filter({ hasText: "Bad Name.md" }).getByText(/not a slug/).waitFor();
+  await table.getByRole("row").filter({ hasText: "Chili seeds" }).getByText("Draft").waitFor();
+  assert.deepEqual(await axeCheck(page), [], "astro import");
+
+  // The basil file is edited by hand: the reconcile lists it and the orphan file, and changes nothing yet.
+  const basil = join(blog, astroPost.file);
+  writeFileSync(basil, readFileSync(basil, "utf8").replace("warmth", "heat"));
+  await page.getByRole("button", { name: "Reconcile with the folder" }).click();
+  const diffs = page.getByRole("table", { name: "Differences" });
+  await diffs.getByRole("row").filter({ hasText: astroPost.file }).getByText(/File changed outside copydesk/).waitFor();
+  await diffs.getByRole("row").filter({ hasText: "Bad Name.md" }).getByText(/File no post has/).waitFor();
+  await page.getByText(/Compared with .*: 1 post in sync, 2 differences\./).waitFor();
+  assert.match(readFileSync(basil, "utf8"), /heat/);
+  assert.deepEqual(await axeCheck(page), [], "reconcile report");
+
+  // Fixing with "Delete them" asks first, naming the file.
+  await page.getByLabel("Files no post has").selectOption("delete");
+  await page.getByRole("button", { name: "Fix the differences" }).click();
+  const confirm = page.getByRole("alertdialog", { name: "Delete files no post has" });
+  await confirm.getByText(/deletes Bad Name\.md from the content folder/).waitFor();
+  await confirm.getByRole("button", { name: "Cancel" }).click();
+  assert.equal(existsSync(join(blog, "Bad Name.md")), true);
+  await page.getByRole("button", { name: "Fix the differences" }).click();
+  await confirm.getByRole("button", { name: "Delete 1 file" }).click();
+  await page.getByText(/Reconciled with .*: 1 post in sync, 2 differences handled\./).waitFor();
+  const handled = page.getByRole("table", { name: "Differences handled" });
+  await handled.getByRole("row").filter({ hasText: astroPost.file }).getByText(/written/).waitFor();
+  await handled.getByRole("row").filter({ hasText: "Bad Name.md" }).getByText(/deleted/).waitFor();
+  assert.equal(existsSync(join(blog, "Bad Name.md")), false);
+  assert.match(readFileSync(basil, "utf8"), /warmth/);
+  await close();
+});
+
+test("a post's tags are found on the server past the first 200, and the empty list links to Write", async () => {
+  for (let i = 1; i <= 205; i++) {
+    const r = await srv.api("POST", "/api/cms/tags", admin, { environment_id: astroEnv.id, name: `herb ${String(i).padStart(3, "0")}` });
+    assert.equal(r.status, 201, JSON.stringify(r.body));
+  }
+  const { page, close } = await openAs(browser, srv, "ed@example.com", `/e/${astroEnv.id}/posts?target=astro&post=${astroPost.id}`);
+  await page.getByRole("region", { name: "Preview" }).waitFor();
+  await page.getByRole("searchbox", { name: "Find tags" }).fill("herb 204");
+  await page.getByRole("checkbox", { name: "herb 204" }).check();
+  await page.getByRole("group", { name: "Chosen tags" }).getByRole("checkbox", { name: "herb 204" }).waitFor();
+  await page.getByRole("button", { name: "Save" }).click();
+  await page.getByText("Saved.", { exact: true }).waitFor();
+  const saved = (await srv.api("GET", `/api/astro-posts/${astroPost.id}`, admin)).body.data;
+  assert.deepEqual(saved.tags.map((t) => t.name), ["herb 204"]);
+  // Paged too: the unsearched list offers a next page.
+  await page.getByRole("searchbox", { name: "Find tags" }).fill("");
+  await page.getByRole("navigation", { name: "Pages of tags" }).getByRole("button", { name: "Next page" }).click();
+  await page.getByRole("navigation", { name: "Pages of tags" }).getByText("Page 2 of").waitFor();
+  assert.deepEqual(await axeCheck(page), [], "terms");
+  await close();
+
+  // An environment with no post: the empty state links to the Write screen.
+  const bare = (await srv.api("POST", "/api/environments", admin, { name: "Empty blog" })).body.data;
+  const empty = await openAs(browser, srv, "ann@example.com", `/e/${bare.id}/posts`);
+  await empty.page.getByRole("link", { name: "Write one on the Write screen" }).click();
+  await empty.page.waitForURL(`**/e/${bare.id}/write`);
+  await empty.close();
 });

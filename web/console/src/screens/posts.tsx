@@ -8,15 +8,18 @@ import { useEffect, useState } from "preact/hooks";
 import { api, ApiError, type Schemas } from "../api/client";
 import type { ScreenProps } from "../lazy";
 import { Html, Markdown } from "../markdown";
+import { envPath } from "../router";
 import { sentence } from "../session";
 import {
-  Alert, canEdit, Field, formErrors, Heading, noErrors, Pager, Select, TextArea, Thead, useDebounced, useResource, When, type FormErrors,
+  Alert, canEdit, Field, formErrors, Heading, Link, noErrors, Pager, Select, TextArea, Thead, useDebounced, useResource, When, type FormErrors,
 } from "../ui";
+import { AstroImport, WordPressImport } from "./posts-import";
 
 type WP = Schemas["wpPostResponse"];
 type Astro = Schemas["astroPostResponse"];
 type Kind = "wordpress" | "astro";
 type Term = { id: number; name: string };
+type TermKind = "categories" | "tags";
 
 const syncWords: Record<string, string> = { local: "Not on the site yet", synced: "In sync", dirty: "Changed here", failed: "Failed" };
 const wpStatusWords: Record<string, string> = { draft: "Draft", pending: "Pending review", private: "Private", future: "Scheduled", publish: "Published" };
@@ -37,14 +40,11 @@ export function Posts({ env }: ScreenProps) {
   const params = new URLSearchParams(location.search);
   const [kind, setKind] = useState<Kind>(params.get("target") === "astro" ? "astro" : "wordpress");
   const [open, setOpen] = useState<number | null>(Number(params.get("post")) || null);
-  const categories = useResource((signal) => api.get("/api/cms/categories", { query: { environment_id: env, per_page: 200 }, signal }), [env]);
-  const tags = useResource((signal) => api.get("/api/cms/tags", { query: { environment_id: env, per_page: 200 }, signal }), [env]);
-  const terms = { categories: categories.data?.data.items ?? [], tags: tags.data?.data.items ?? [] };
   return (
     <>
       <Heading>Posts</Heading>
       {open ? (
-        <Editor key={`${kind}/${open}`} kind={kind} id={open} terms={terms} onClose={() => setOpen(null)} />
+        <Editor key={`${kind}/${open}`} env={env} kind={kind} id={open} onClose={() => setOpen(null)} />
       ) : (
         <>
           <div class="row">
@@ -62,6 +62,7 @@ function PostList({ env, kind, onOpen }: { env: number; kind: Kind; onOpen: (id:
   const q = useDebounced(text.trim()) || undefined;
   const [sync, setSync] = useState("");
   const [page, setPage] = useState(1);
+  const [imports, setImports] = useState(0);
   useEffect(() => setPage(1), [q, sync]);
   type Page = { items: (NonNullable<WP> | NonNullable<Astro>)[]; total: number; per_page: number };
   const list = useResource<Page>(
@@ -72,7 +73,7 @@ function PostList({ env, kind, onOpen }: { env: number; kind: Kind; onOpen: (id:
           : (await api.get("/api/astro-posts", { query: { environment_id: env, page, q }, signal })).data;
       return { items: (r.items as (WP | Astro)[]).filter((p): p is NonNullable<WP> | NonNullable<Astro> => !!p), total: r.total, per_page: r.per_page };
     },
-    [env, kind, page, q, sync],
+    [env, kind, page, q, sync, imports],
   );
   const d = list.data;
   const items = d?.items ?? [];
@@ -81,6 +82,9 @@ function PostList({ env, kind, onOpen }: { env: number; kind: Kind; onOpen: (id:
   return (
     <section aria-labelledby="posts-list">
       <h2 id="posts-list">{label}</h2>
+      {canEdit() && (kind === "wordpress"
+        ? <WordPressImport env={env} onDone={() => setImports((n) => n + 1)} />
+        : <AstroImport env={env} onDone={() => setImports((n) => n + 1)} />)}
       <div class="filters" role="search" aria-label={`Filter ${label}`}>
         <Field type="search" label="Search titles" name="q" value={text} onValue={setText} />
         {kind === "wordpress" && (
@@ -88,7 +92,11 @@ function PostList({ env, kind, onOpen }: { env: number; kind: Kind; onOpen: (id:
         )}
       </div>
       {list.error && <Alert>{list.error}</Alert>}
-      {d && items.length === 0 && <p>No post here yet. Articles saved from the Write screen or by the autopilot appear here.</p>}
+      {d && items.length === 0 && (
+        <p>
+          {q || sync ? "No post matches." : <>No post here yet. <Link href={envPath(env, "write")}>Write one on the Write screen</Link>{canEdit() ? (kind === "wordpress" ? ", or import the site's posts" : ", or import the folder's files") : ""}; articles saved by the autopilot appear here too.</>}
+        </p>
+      )}
       {items.length > 0 && (
         <div class="table-wrap">
           <table aria-labelledby="posts-list">
@@ -131,7 +139,7 @@ function PostList({ env, kind, onOpen }: { env: number; kind: Kind; onOpen: (id:
 
 const same = (a: Draft, b: Draft) => JSON.stringify(a) === JSON.stringify(b);
 
-function Editor({ kind, id, terms, onClose }: { kind: Kind; id: number; terms: { categories: Term[]; tags: Term[] }; onClose: () => void }) {
+function Editor({ env, kind, id, onClose }: { env: number; kind: Kind; id: number; onClose: () => void }) {
   const editor = canEdit();
   const post = useResource<NonNullable<WP> | NonNullable<Astro>>(
     async (signal) => {
@@ -235,8 +243,8 @@ function Editor({ kind, id, terms, onClose }: { kind: Kind; id: number; terms: {
               <Markdown text={preview} label="Preview" />
             </div>
           </div>
-          <Terms legend="Categories" all={terms.categories} chosen={d.categories} onChange={(categories) => set({ categories })} error={fe.category_ids} />
-          <Terms legend="Tags" all={terms.tags} chosen={d.tags} onChange={(tags) => set({ tags })} error={fe.tag_ids} />
+          <Terms env={env} kind="categories" legend="Categories" known={astro?.categories ?? []} chosen={d.categories} onChange={(categories) => set({ categories })} error={fe.category_ids} />
+          <Terms env={env} kind="tags" legend="Tags" known={astro?.tags ?? []} chosen={d.tags} onChange={(tags) => set({ tags })} error={fe.tag_ids} />
         </fieldset>
         {errors.form && <Alert>{sentence(errors.form)}</Alert>}
         {done && (
@@ -280,18 +288,61 @@ function Editor({ kind, id, terms, onClose }: { kind: Kind; id: number; terms: {
   );
 }
 
-function Terms({ legend, all, chosen, onChange, error }: { legend: string; all: Term[]; chosen: number[]; onChange: (ids: number[]) => void; error?: string | undefined }) {
+// Terms are a post's categories or tags: the chosen ones (their names from
+// the post, or asked by id), and the environment's others searched and
+// paged by the server (q, page), so an environment with thousands of tags
+// offers every one.
+function Terms({ env, kind, legend, known, chosen, onChange, error }: {
+  env: number; kind: TermKind; legend: string; known: Term[]; chosen: number[]; onChange: (ids: number[]) => void; error?: string | undefined;
+}) {
+  const [names, setNames] = useState<Map<number, string>>(() => new Map(known.map((t) => [t.id, t.name])));
+  const [text, setText] = useState("");
+  const q = useDebounced(text.trim()) || undefined;
+  const [page, setPage] = useState(1);
+  useEffect(() => setPage(1), [q]);
+  const perPage = 20;
+  const found = useResource(
+    async (signal) => (kind === "categories"
+      ? await api.get("/api/cms/categories", { query: { environment_id: env, q, page, per_page: perPage }, signal })
+      : await api.get("/api/cms/tags", { query: { environment_id: env, q, page, per_page: perPage }, signal })).data,
+    [env, kind, q, page],
+  );
+  const missing = chosen.filter((id) => !names.has(id)).join(",");
+  // A chosen term not named yet (a WordPress post has only ids) is asked by id.
+  useEffect(() => {
+    if (!missing) return;
+    let live = true;
+    void Promise.all(missing.split(",").map(Number).map(async (id) => {
+      try {
+        const t = kind === "categories" ? await api.get("/api/cms/categories/{id}", { path: { id } }) : await api.get("/api/cms/tags/{id}", { path: { id } });
+        return [id, t.data.name] as const;
+      } catch {
+        return [id, `#${id}`] as const;
+      }
+    })).then((got) => live && setNames((m) => new Map([...m, ...got])));
+    return () => void (live = false);
+  }, [kind, missing]);
+  const items = found.data?.items ?? [];
+  useEffect(() => {
+    if (items.length) setNames((m) => new Map([...m, ...items.map((t) => [t.id, t.name] as const)]));
+  }, [found.data]);
+  const others = items.filter((t) => !chosen.includes(t.id));
+  const pages = found.data ? Math.max(1, Math.ceil(found.data.total / found.data.per_page)) : 1;
+  const box = (t: Term, on: boolean) => (
+    <label key={t.id} class="check-label">
+      <input type="checkbox" checked={on} onChange={(e) => onChange(e.currentTarget.checked ? [...chosen, t.id] : chosen.filter((x) => x !== t.id))} />
+      {t.name}
+    </label>
+  );
   return (
     <fieldset class="terms" aria-invalid={error ? "true" : undefined}>
       <legend>{legend}</legend>
-      {all.length === 0 && <p class="muted small">None in this environment yet.</p>}
-      {all.map((t) => (
-        <label key={t.id} class="check-label">
-          <input type="checkbox" checked={chosen.includes(t.id)}
-            onChange={(e) => onChange(e.currentTarget.checked ? [...chosen, t.id] : chosen.filter((x) => x !== t.id))} />
-          {t.name}
-        </label>
-      ))}
+      {chosen.length > 0 && <div role="group" aria-label={`Chosen ${kind}`}>{chosen.map((id) => box({ id, name: names.get(id) ?? "…" }, true))}</div>}
+      <Field type="search" label={`Find ${kind}`} name={`${kind}-q`} value={text} onValue={setText} />
+      {found.error && <Alert>{found.error}</Alert>}
+      {found.data && found.data.total === 0 && <p class="muted small">{q ? `No ${kind} match.` : "None in this environment yet."}</p>}
+      {others.length > 0 && <div role="group" aria-label={`Other ${kind}`}>{others.map((t) => box(t, false))}</div>}
+      {pages > 1 && <Pager label={`Pages of ${kind}`} page={page} pages={pages} onPage={setPage} />}
       {error && <p class="field-error">{sentence(error)}</p>}
     </fieldset>
   );
