@@ -1,5 +1,5 @@
 // The administration (admins and super_admins): its own navigation between
-// users, environments, credentials and AI settings, each screen loaded when
+// users, environments, credentials, AI settings and webhooks, each screen loaded when
 // first opened; a super_admin's also leads to Backups (theirs alone). A user
 // of another role who types its address gets the screen with the server's
 // 403 (the API decides, not the console).
