@@ -1,10 +1,12 @@
 // The administration (admins and super_admins): its own navigation between
-// users, environments, credentials and AI settings, each screen loaded when
-// first opened. A user of another role who types its address gets the
-// screen with the server's 403 (the API decides, not the console).
+// users, environments, credentials, AI settings and webhooks, each screen loaded when
+// first opened; a super_admin's also leads to Backups (theirs alone). A user
+// of another role who types its address gets the screen with the server's
+// 403 (the API decides, not the console).
 import { useEffect } from "preact/hooks";
 import { LazyPage } from "./lazy";
-import { adminPages, adminPath, type AdminPage } from "./router";
+import { adminPages, adminPath, backupsPath, type AdminPage } from "./router";
+import { session } from "./session";
 import { Shell } from "./shell";
 import { Link } from "./ui";
 
@@ -25,6 +27,11 @@ export function AdminScreens({ page }: { page: AdminPage }) {
                 </Link>
               </li>
             ))}
+            {session.user?.role === "super_admin" && (
+              <li>
+                <Link href={backupsPath}>Backups</Link>
+              </li>
+            )}
           </ul>
         </nav>
         <div>

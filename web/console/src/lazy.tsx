@@ -34,6 +34,7 @@ const pages = {
   "admin/environments": () => import("./screens/admin-environments").then((m) => m.AdminEnvironments),
   "admin/credentials": () => import("./screens/admin-credentials").then((m) => m.Credentials),
   "admin/ai": () => import("./screens/admin-ai").then((m) => m.AISettings),
+  "admin/webhooks": () => import("./screens/admin-webhooks").then((m) => m.Webhooks),
 } satisfies Record<string, () => Promise<FunctionComponent>>;
 
 export function LazyPage({ page, label }: { page: keyof typeof pages; label: string }) {

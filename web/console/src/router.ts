@@ -94,12 +94,13 @@ export const messagesPath = "/messages";
 export const accountPath = "/account";
 export const credentialsPath = "/admin/credentials";
 // The administration's screens (admins): /admin/users, /admin/environments,
-// /admin/credentials, /admin/ai.
+// /admin/credentials, /admin/ai, /admin/webhooks.
 export const adminPages = [
   { id: "users", label: "Users" },
   { id: "environments", label: "Environments" },
   { id: "credentials", label: "Credentials" },
   { id: "ai", label: "AI settings" },
+  { id: "webhooks", label: "Webhooks" },
 ] as const;
 export type AdminPage = (typeof adminPages)[number]["id"];
 export const adminPath = (page: AdminPage) => `/admin/${page}`;

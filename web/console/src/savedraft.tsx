@@ -1,9 +1,12 @@
 // SaveDraft is the pair of buttons that save a generated text as a
 // WordPress or an Astro draft (a CIE run's, a live session's), with the
-// server's words when it cannot and a link to the posts when it did.
-import type { Schemas } from "./api/client";
-import { envPath } from "./router";
-import { Alert, Link, useAction } from "./ui";
+// server's words when it cannot and a link to the posts when it did. An
+// environment with no Astro project says so beside the buttons, with a link
+// to where an administrator configures one (a WordPress draft is kept here
+// until the site is configured and synced, so it needs none).
+import { api, type Schemas } from "./api/client";
+import { adminPath, envPath } from "./router";
+import { Alert, isAdmin, Link, useAction, useResource } from "./ui";
 import { useState } from "preact/hooks";
 
 type Target = "wordpress" | "astro";
@@ -17,6 +20,8 @@ export function SaveDraft({ env, save, what = "", fallbackTitle = "" }: {
   const [saved, setSaved] = useState<string | null>(null);
   const { busy: running, error, act } = useAction();
   const busy = running !== null;
+  const environment = useResource((signal) => api.get("/api/environments/{id}", { path: { id: env }, signal }), [env]);
+  const noAstro = environment.data !== null && !environment.data.data.configuration?.astro?.project_path;
   const run = (target: Target) =>
     act(async () => {
       const r = await save(target);
@@ -35,6 +40,12 @@ export function SaveDraft({ env, save, what = "", fallbackTitle = "" }: {
           {astro}
         </button>
       </div>
+      {noAstro && (
+        <p class="muted">
+          This environment has no Astro project yet, so an Astro draft cannot be saved:{" "}
+          {isAdmin() ? <Link href={adminPath("environments")}>configure one under Environments</Link> : "ask an administrator to configure one"}.
+        </p>
+      )}
       {error && <Alert>{error}</Alert>}
       {saved && (
         <p class="notice" role="status">

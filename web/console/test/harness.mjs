@@ -394,9 +394,11 @@ export async function useWordPress(srv, token, envId, site) {
   if (r.status !== 200) throw new Error(`configuration: ${r.status} ${JSON.stringify(r.body)}`);
 }
 
-// TEAM is a super admin, an editor and a viewer.
+// TEAM is a super admin, an editor, a viewer and a plain admin (last, so
+// the first three keep their ids).
 export const TEAM = [
   { email: "ann@example.com", username: "ann", role: "super_admin" },
   { email: "ed@example.com", username: "eddie", role: "editor" },
   { email: "vic@example.com", username: "vic", role: "viewer" },
+  { email: "adam@example.com", username: "adam", role: "admin" },
 ];

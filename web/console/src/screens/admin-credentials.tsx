@@ -5,6 +5,7 @@
 import { useState } from "preact/hooks";
 import { api, type Schemas } from "../api/client";
 import { Alert, Field, formErrors, type FormErrors, Heading, noErrors, Select, Thead, useAction, useResource, When } from "../ui";
+import { Confirm } from "../confirm";
 
 type Credential = Schemas["credentialResponse"];
 type Provider = Credential["provider"];
@@ -80,13 +81,8 @@ function Row({ c, envName, onChanged }: { c: Credential; envName: string; onChan
         {result && <TestOutcome r={result} name={c.name} />}
         {error && <Alert>{error}</Alert>}
         {confirm && (
-          <div class="confirm" role="alertdialog" aria-label={`Confirm deleting ${c.name}`} aria-describedby={`cred-del-${c.id}`}>
-            <p id={`cred-del-${c.id}`}>Delete the credential {c.name}? Environments, agents and settings that use it stop working until another is chosen.</p>
-            <div class="actions">
-              <button type="button" class="danger" onClick={remove} disabled={busy !== null}>Delete {c.name}</button>
-              <button type="button" onClick={() => setConfirm(false)}>Cancel</button>
-            </div>
-          </div>
+          <Confirm label={`Confirm deleting ${c.name}`} question={`Delete the credential ${c.name}? Environments, agents and settings that use it stop working until another is chosen.`}
+            action={`Delete ${c.name}`} busy={busy !== null} onConfirm={() => void remove()} onCancel={() => setConfirm(false)} />
         )}
       </td>
     </tr>

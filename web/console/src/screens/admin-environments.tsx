@@ -9,6 +9,7 @@ import { adminPath } from "../router";
 import { Alert, errorText, Field, formErrors, type FormErrors, Heading, Link, noErrors, Select, useResource } from "../ui";
 import { TestOutcome } from "./admin-credentials";
 import { AstroFolderTest } from "./astro-test";
+import { Confirm } from "../confirm";
 
 type Env = Schemas["environmentResponse"];
 
@@ -177,13 +178,8 @@ function Configure({ env, onSaved, onDeleted }: { env: Env; onSaved: () => void;
         </div>
       </form>
       {confirm && (
-        <div class="confirm" role="alertdialog" aria-label={`Confirm deleting ${env.name}`} aria-describedby="env-del-q">
-          <p id="env-del-q">Delete {env.name} and everything in it: its keywords, campaigns, posts, autopilot and history? This cannot be undone (the WordPress site and the Astro files stay as they are).</p>
-          <div class="actions">
-            <button type="button" class="danger" onClick={remove} disabled={busy}>Delete {env.name}</button>
-            <button type="button" onClick={() => setConfirm(false)}>Cancel</button>
-          </div>
-        </div>
+        <Confirm label={`Confirm deleting ${env.name}`} question={`Delete ${env.name} and everything in it: its keywords, campaigns, posts, autopilot and history? This cannot be undone (the WordPress site and the Astro files stay as they are).`}
+          action={`Delete ${env.name}`} busy={busy} onConfirm={() => void remove()} onCancel={() => setConfirm(false)} />
       )}
       {error && <Alert>{error}</Alert>}
     </section>

@@ -6,7 +6,8 @@
 import { useState } from "preact/hooks";
 import { api, type Schemas } from "../api/client";
 import { session } from "../session";
-import { Alert, errorText, Field, Heading, Pager, Select, Thead, useDebounced, useResource, When } from "../ui";
+import { adminPath } from "../router";
+import { Alert, errorText, Field, Heading, Link, Pager, Select, Thead, useDebounced, useResource, When } from "../ui";
 import { Confirm } from "../confirm";
 
 type User = Schemas["listedUserResponse"];
@@ -44,9 +45,13 @@ export function Users() {
                     <td>{u.two_factor_enabled ? "On" : "Off"}</td>
                     <td><When at={u.last_login_at} /></td>
                     <td>
-                      <button type="button" aria-expanded={open === u.id} onClick={() => setOpen(open === u.id ? null : u.id)}>
-                        Manage<span class="visually-hidden"> {u.username}</span>
-                      </button>
+                      {mayManage(u) ? (
+                        <button type="button" aria-expanded={open === u.id} onClick={() => setOpen(open === u.id ? null : u.id)}>
+                          Manage<span class="visually-hidden"> {u.username}</span>
+                        </button>
+                      ) : (
+                        <span class="muted">Only a super admin manages {u.username}</span>
+                      )}
                     </td>
                   </tr>
                 ))}
@@ -55,12 +60,18 @@ export function Users() {
           </div>
         )}
         {data && <Pager label="Pages of users" page={page} pages={pages} onPage={setPage} />}
-        {open !== null && data?.items.find((u) => u.id === open) && (
+        {open !== null && data?.items.find((u) => u.id === open && mayManage(u)) && (
           <ManageUser key={open} user={data.items.find((u) => u.id === open) as User} onChanged={(u) => users.set({ ...users.data!, data: { ...data, items: data.items.map((x) => (x.id === u.id ? u : x)) } })} />
         )}
       </section>
     </>
   );
+}
+
+// mayManage is the server's rule (server/auth mayManage): only a super_admin
+// acts on a super_admin, so a plain admin is offered nothing on one.
+function mayManage(u: User): boolean {
+  return u.role !== "super_admin" || session.user?.role === "super_admin";
 }
 
 function Registration() {
@@ -164,34 +175,24 @@ function ManageUser({ user, onChanged }: { user: User; onChanged: (u: User) => v
         </button>}
       </div>
       {confirm === "disable" && (
-        <div class="confirm" role="alertdialog" aria-label="Confirm disabling" aria-describedby="dis-q">
-          <p id="dis-q">Disable {user.username} ({user.email})? Their sessions and API tokens stop working at once; enabling them again restores access.</p>
-          <div class="actions">
-            <button type="button" class="danger" disabled={busy} onClick={() => act(async () => {
-              const r = await api.put("/api/auth/users/{id}/status", { path, body: { is_active: false } });
-              onChanged({ ...user, ...r.data });
-              return `${user.username} is disabled.`;
-            })}>
-              Disable {user.username}
-            </button>
-            <button type="button" onClick={() => setConfirm(null)}>Cancel</button>
-          </div>
-        </div>
+        <Confirm label="Confirm disabling" question={`Disable ${user.username} (${user.email})? Their sessions and API tokens stop working at once; enabling them again restores access.`}
+          action={`Disable ${user.username}`} busy={busy}
+          onConfirm={() => void act(async () => {
+            const r = await api.put("/api/auth/users/{id}/status", { path, body: { is_active: false } });
+            onChanged({ ...user, ...r.data });
+            return `${user.username} is disabled.`;
+          })}
+          onCancel={() => setConfirm(null)} />
       )}
       {confirm === "2fa" && (
-        <div class="confirm" role="alertdialog" aria-label="Confirm the reset" aria-describedby="tfa-q">
-          <p id="tfa-q">Turn off two-factor authentication for {user.username}? Their authenticator and recovery codes stop working; they sign in with the password alone until they set it up again.</p>
-          <div class="actions">
-            <button type="button" class="danger" disabled={busy} onClick={() => act(async () => {
-              await api.post("/api/auth/users/{id}/reset-2fa", { path });
-              onChanged({ ...user, two_factor_enabled: false });
-              return `Two-factor authentication is off for ${user.username}.`;
-            })}>
-              Reset two-factor for {user.username}
-            </button>
-            <button type="button" onClick={() => setConfirm(null)}>Cancel</button>
-          </div>
-        </div>
+        <Confirm label="Confirm the reset" question={`Turn off two-factor authentication for ${user.username}? Their authenticator and recovery codes stop working; they sign in with the password alone until they set it up again.`}
+          action={`Reset two-factor for ${user.username}`} busy={busy}
+          onConfirm={() => void act(async () => {
+            await api.post("/api/auth/users/{id}/reset-2fa", { path });
+            onChanged({ ...user, two_factor_enabled: false });
+            return `Two-factor authentication is off for ${user.username}.`;
+          })}
+          onCancel={() => setConfirm(null)} />
       )}
       {error && <Alert>{error}</Alert>}
       {done && <p role="status">{done}</p>}
@@ -228,7 +229,7 @@ function Access({ user }: { user: User }) {
       <h3 id="access-h">Environment access</h3>
       {admin && <p class="muted">As {roleWords[user.role].toLowerCase()}, {user.username} sees every environment; what is chosen here applies if the role changes.</p>}
       {(envs.error || granted.error) && <Alert>{envs.error ?? granted.error}</Alert>}
-      {envs.data && list.length === 0 && <p>No environments yet: create one under Environments first.</p>}
+      {envs.data && list.length === 0 && <p>No environments yet: <Link href={adminPath("environments")}>create one under Environments</Link> first.</p>}
       {list.length > 0 && (
         <fieldset>
           <legend>Environments {user.username} may see</legend>

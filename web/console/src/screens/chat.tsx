@@ -16,6 +16,7 @@ import { NoProvider, useNoProvider } from "../noprovider";
 import { envPath, navigate } from "../router";
 import { DeleteMessage } from "./chat-delete";
 import { Alert, canEdit, errorText, Field, Heading, Link, Select, TextArea, useAction, useDebounced, useResource, When } from "../ui";
+import { Confirm } from "../confirm";
 
 type Conversation = Schemas["chatConversationResponse"];
 type Message = Schemas["chatMessageResponse"];
@@ -469,17 +470,8 @@ function Manage({ conv, env, editor, onRenamed, onChanged }: {
         </form>
       )}
       {mode === "delete" && (
-        <div class="confirm" role="alertdialog" aria-label="Confirm deletion" aria-describedby="chat-del-q">
-          <p id="chat-del-q">Delete the conversation “{title}” and all its messages? This cannot be undone.</p>
-          <div class="actions">
-            <button type="button" class="danger" onClick={() => void remove()} disabled={busy}>
-              Delete “{title}”
-            </button>
-            <button type="button" onClick={() => setMode(null)}>
-              Cancel
-            </button>
-          </div>
-        </div>
+        <Confirm label="Confirm deletion" question={`Delete the conversation “${title}” and all its messages? This cannot be undone.`}
+          action={`Delete “${title}”`} busy={busy} onConfirm={() => void remove()} onCancel={() => setMode(null)} />
       )}
       {error && <Alert>{error}</Alert>}
     </div>
