@@ -4,24 +4,43 @@
 // allows) and confirming with a code, the recovery codes shown once and
 // downloaded, then turned off; the sessions with this device marked, one
 // ended after a confirmation (its token refused from then on) and this
-// device's ending signs out here; the license.
+// device's ending signs out here; the license activated with a key (a
+// wrong key's words at the field, a key held by another account's at the
+// form) and deactivated after a confirmation.
 import assert from "node:assert/strict";
+import { execFileSync } from "node:child_process";
+import { mkdtempSync, rmSync } from "node:fs";
 import { readFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { after, before, test } from "node:test";
 import { crc32, deflateSync } from "node:zlib";
-import { axeCheck, launch, openAs, PASSWORD, startCopydesk, TEAM, totp, waitFor } from "./harness.mjs";
+import { axeCheck, binary, launch, openAs, PASSWORD, startCopydesk, TEAM, totp, waitFor } from "./harness.mjs";
 
 let srv;
 let browser;
+// The server trusts a signing key of this test's (copydesk license keygen),
+// so issue() makes license keys it accepts, as a vendor would.
+const keys = mkdtempSync(join(tmpdir(), "copydesk-license-"));
+const signing = join(keys, "signing.pem");
+const issue = (...args) =>
+  execFileSync(binary(), ["license", "issue", "--private-key", signing, "--licensee", "Acme Content", "--plan", "team", "--seats", "5", ...args], { encoding: "utf8" }).trim();
 
 before(async () => {
-  srv = await startCopydesk({ users: TEAM });
+  const out = execFileSync(binary(), ["license", "keygen", "--out", signing], { encoding: "utf8" });
+  const pub = /public key: (\S+)/.exec(out)[1];
+  srv = await startCopydesk({ users: TEAM, args: ["--license-public-key", pub] });
   browser = await launch();
 });
 after(async () => {
   await browser?.close();
   await srv?.stop();
+  rmSync(keys, { recursive: true, force: true });
 });
+
+// described is the text a control's aria-describedby points at.
+const described = (control) =>
+  control.evaluate((e) => (e.getAttribute("aria-describedby") ?? "").split(" ").map((id) => document.getElementById(id)?.textContent ?? "").join(" "));
 
 // png is a w×h image of one colour, as a PNG file.
 function png(w, h, [r, g, b]) {
@@ -157,5 +176,55 @@ test("sessions: this device marked, another ended after a confirmation, ending t
   assert.match(await confirm.innerText(), /you will be signed out here/);
   await confirm.getByRole("button", { name: "End the session" }).click();
   await page.getByRole("button", { name: "Sign in" }).waitFor();
+  await close();
+});
+
+test("the license: a wrong key's words at the field, one held elsewhere refused, activated, deactivated after a confirmation", async () => {
+  const { page, close } = await openAs(browser, srv, "vic@example.com", "/account");
+  const license = page.getByRole("region", { name: "License" });
+  await license.getByText("No license activated").waitFor();
+  const field = license.getByRole("textbox", { name: "License key" });
+  await field.fill("hello");
+  await license.getByRole("button", { name: "Activate the license" }).click();
+  await waitFor(async () => (await field.getAttribute("aria-invalid")) === "true", 10_000, "the key marked");
+  assert.match(await described(field), /not a copydesk license key/);
+  assert.deepEqual(await axeCheck(page), [], "license with a wrong key");
+
+  // A key active on another account: the server's words at the form.
+  const held = issue("--days", "30");
+  const ann = (await srv.login("ann@example.com")).access_token;
+  assert.equal((await srv.api("POST", "/api/auth/license/activate", ann, { license_key: held })).status, 200);
+  await field.fill(held);
+  await license.getByRole("button", { name: "Activate the license" }).click();
+  await license.getByRole("alert").filter({ hasText: /already active on another account/ }).waitFor();
+  assert.equal(await field.getAttribute("aria-invalid"), null);
+
+  const key = issue("--days", "30");
+  await field.fill(key);
+  await license.getByRole("button", { name: "Activate the license" }).click();
+  await license.getByText("License activated.").waitFor();
+  const facts = await license.locator("dl").innerText();
+  assert.match(facts, /Active/);
+  assert.match(facts, /Acme Content/);
+  assert.match(facts, /team/);
+  assert.match(facts, /3 in use of 5/);
+  assert.match(facts, /Expires/);
+  assert.equal(await field.count(), 0, "no second key while one is held");
+  const vic = (await srv.login("vic@example.com")).access_token;
+  assert.equal((await srv.api("GET", "/api/auth/license", vic)).body.data.state, "active");
+  assert.deepEqual(await axeCheck(page), [], "license active");
+
+  await license.getByRole("button", { name: "Deactivate the license…" }).click();
+  const confirm = page.getByRole("alertdialog", { name: "Confirm deactivation" });
+  assert.match(await confirm.innerText(), /Deactivate the license of Acme Content \(plan team, 5 seats\)\? Your account will have no license/);
+  await confirm.getByRole("button", { name: "Cancel" }).click();
+  assert.equal((await srv.api("GET", "/api/auth/license", vic)).body.data.state, "active", "cancel keeps it");
+  await license.getByRole("button", { name: "Deactivate the license…" }).click();
+  await confirm.getByRole("button", { name: "Deactivate the license" }).click();
+  await license.getByText(/^License deactivated/).waitFor();
+  await license.getByText("No license activated").waitFor();
+  assert.equal((await srv.api("GET", "/api/auth/license", vic)).body.data.state, "inactive");
+  // Freed: the key can now be activated on another account.
+  assert.equal((await srv.api("POST", "/api/auth/license/activate", ann, { license_key: key })).status, 200);
   await close();
 });

@@ -2,12 +2,13 @@
 // avatar; two-factor authentication turned on by scanning the QR code and
 // confirming with a code, its recovery codes shown once with a download,
 // and turned off; the sessions (device, place, last seen), each of which
-// can be ended after a confirmation, this device's marked; the license.
+// can be ended after a confirmation, this device's marked; the license,
+// activated with a key and deactivated after a confirmation.
 import { useEffect, useState } from "preact/hooks";
 import { api, request, upload, type Schemas } from "../api/client";
 import { navigate } from "../router";
 import { session, sentence } from "../session";
-import { Alert, errorText, Field, formErrors, Heading, noErrors, num, Thead, useResource, When, type FormErrors } from "../ui";
+import { Alert, errorText, Field, formErrors, Heading, noErrors, num, TextArea, Thead, useAction, useResource, useSubmit, When, type FormErrors } from "../ui";
 import { Confirm } from "../confirm";
 
 type User = Schemas["userResponse"];
@@ -443,10 +444,33 @@ const licenseState = { inactive: "No license activated", active: "Active", expir
 function License() {
   const l = useResource((signal) => api.get("/api/auth/license", { signal }), []);
   const d = l.data?.data;
+  const [key, setKey] = useState("");
+  const [notice, setNotice] = useState<string | null>(null);
+  const [asking, setAsking] = useState(false);
+  const activate = useSubmit(["license_key"], async () => {
+    setNotice(null);
+    l.set(await api.post("/api/auth/license/activate", { body: { license_key: key.trim() } }));
+    setKey("");
+    setNotice("License activated.");
+  });
+  const off = useAction();
+  async function deactivate() {
+    setNotice(null);
+    if (await off.act(async () => l.set(await api.post("/api/auth/license/deactivate", {})))) {
+      setAsking(false);
+      setNotice("License deactivated: its key can be activated again, here or on another account.");
+    }
+  }
+  const held = d && d.state !== "inactive";
   return (
     <section aria-labelledby="acc-license">
       <h2 id="acc-license">License</h2>
       {l.error && <Alert>{l.error}</Alert>}
+      {notice && (
+        <p class="notice" role="status">
+          {notice}
+        </p>
+      )}
       {d && (
         <dl class="facts">
           <dt>State</dt>
@@ -480,6 +504,39 @@ function License() {
           )}
         </dl>
       )}
+      {d && !held && (
+        <form onSubmit={activate.submit} noValidate aria-labelledby="acc-license-activate">
+          <h3 id="acc-license-activate">Activate a license key</h3>
+          <TextArea label="License key" name="license_key" value={key} onValue={setKey} error={activate.errors.fields.license_key} rows={3}
+            hint="The key you were sent, starting with CDL1. It is checked here, without going online." />
+          {activate.errors.form && <Alert>{sentence(activate.errors.form)}</Alert>}
+          <div class="actions">
+            <button type="submit" class="primary" disabled={activate.busy || !key.trim()}>
+              Activate the license
+            </button>
+          </div>
+        </form>
+      )}
+      {held && (
+        <>
+          <p class="muted">To use another key, deactivate this one first.</p>
+          <div class="actions">
+            <button type="button" class="danger" onClick={() => setAsking(true)} aria-expanded={asking}>
+              Deactivate the license…
+            </button>
+          </div>
+        </>
+      )}
+      {asking && d && (
+        <Confirm label="Confirm deactivation" action="Deactivate the license" busy={off.busy !== null} onConfirm={() => void deactivate()} onCancel={() => setAsking(false)}
+          question={
+            <>
+              Deactivate the license{d.licensee ? ` of ${d.licensee}` : ""}{d.plan ? ` (plan ${d.plan}${d.seats != null ? `, ${num(d.seats)} seats` : ""})` : ""}? Your account will have no
+              license until a key is activated again; the key is freed for use here or on another account.
+            </>
+          } />
+      )}
+      {off.error && <Alert>{off.error}</Alert>}
     </section>
   );
 }
