@@ -2,11 +2,13 @@
 // avatar uploaded, shown and removed after a confirmation; two-factor
 // authentication turned on by scanning the QR code (a data: image the CSP
 // allows) and confirming with a code, the recovery codes shown once and
-// downloaded, then turned off; the sessions with this device marked, one
+// downloaded, then turned off; the sessions with their device, place and
+// last seen, this device marked, one
 // ended after a confirmation (its token refused from then on) and this
 // device's ending signs out here; the license activated with a key (a
 // wrong key's words at the field, a key held by another account's at the
-// form) and deactivated after a confirmation.
+// form) and deactivated after a confirmation; an API token made (its
+// secret shown once and copied), used, and revoked after a confirmation.
 import assert from "node:assert/strict";
 import { execFileSync } from "node:child_process";
 import { mkdtempSync, rmSync } from "node:fs";
@@ -157,6 +159,22 @@ test("sessions: this device marked, another ended after a confirmation, ending t
   const sessions = page.getByRole("table", { name: "Sessions" });
   await sessions.getByRole("row").filter({ hasText: "(this device)" }).waitFor();
   assert.equal(await sessions.getByRole("row").count(), 3, "header and two sessions");
+  // Device (read from the User-Agent), place (the IP address, as the API
+  // answers it) and last seen (a time, today's), in the page's own format.
+  const listed = (await srv.api("GET", "/api/auth/sessions", other)).body.data.items;
+  assert.deepEqual(listed.map((s) => s.ip), ["127.0.0.1", "127.0.0.1"]);
+  const today = await page.evaluate(() => new Intl.DateTimeFormat(undefined, { dateStyle: "medium" }).format(new Date()));
+  const cells = async (row) => [(await row.getByRole("rowheader").innerText()).trim(), ...(await row.getByRole("cell").allInnerTexts()).map((t) => t.trim())];
+  const [device, place, seen] = await cells(sessions.getByRole("row").filter({ hasText: "(this device)" }));
+  assert.match(await page.evaluate(() => navigator.userAgent), /Chrome\/.*Linux|Linux.*Chrome\//);
+  assert.equal(device, "Chrome on Linux (this device)");
+  assert.equal(place, "127.0.0.1");
+  assert.ok(seen.includes(today), `last seen ${seen} is today (${today})`);
+  // node's fetch sends "node", which names no browser.
+  const [otherDevice, otherPlace, otherSeen] = await cells(sessions.getByRole("row").filter({ hasNotText: "(this device)" }).filter({ has: page.getByRole("cell") }));
+  assert.equal(otherDevice, "A client");
+  assert.equal(otherPlace, "127.0.0.1");
+  assert.ok(otherSeen.includes(today), `last seen ${otherSeen} is today`);
   const license = page.getByRole("region", { name: "License" });
   await license.getByText("No license activated").waitFor();
   assert.deepEqual(await axeCheck(page), [], "sessions and license");
@@ -226,5 +244,66 @@ test("the license: a wrong key's words at the field, one held elsewhere refused,
   assert.equal((await srv.api("GET", "/api/auth/license", vic)).body.data.state, "inactive");
   // Freed: the key can now be activated on another account.
   assert.equal((await srv.api("POST", "/api/auth/license/activate", ann, { license_key: key })).status, 200);
+  await close();
+});
+
+test("API tokens: made with the secret shown once and copied, used, revoked after a confirmation naming it", async () => {
+  const ann = (await srv.login("ann@example.com")).access_token;
+  const env = (await srv.api("POST", "/api/environments", ann, { name: "Token shop" })).body.data;
+  const { page, context, close } = await openAs(browser, srv, "ann@example.com", "/account");
+  await context.grantPermissions(["clipboard-read", "clipboard-write"], { origin: srv.base });
+  const tokens = page.getByRole("region", { name: "API tokens" });
+  await tokens.getByText("No API tokens.").waitFor();
+  await tokens.getByRole("button", { name: "New API token" }).click();
+  const form = tokens.getByRole("form", { name: "New API token" });
+  // No name: the server's words beside the field.
+  await form.getByRole("button", { name: "Make the token" }).click();
+  const name = form.getByRole("textbox", { name: "Name" });
+  await waitFor(async () => (await name.getAttribute("aria-invalid")) === "true", 10_000, "the name marked");
+  await name.fill("n8n publishing");
+  await form.getByRole("checkbox", { name: /Read only/ }).check();
+  await form.getByRole("combobox", { name: "Expires" }).selectOption({ label: "In 30 days" });
+  await form.getByRole("checkbox", { name: "Token shop" }).check();
+  await form.getByRole("button", { name: "Make the token" }).click();
+  const shown = page.getByRole("region", { name: "Your new token n8n publishing" });
+  await shown.waitFor();
+  assert.match(await shown.innerText(), /shown only this once/);
+  const secret = /cdk_\S+/.exec(await shown.innerText())[0];
+  await shown.getByRole("button", { name: "Copy the token" }).click();
+  await shown.getByText("Copied.").waitFor();
+  assert.equal(await page.evaluate(() => navigator.clipboard.readText()), secret);
+  assert.deepEqual(await axeCheck(page), [], "a new token");
+
+  const table = page.getByRole("table", { name: "API tokens" });
+  const row = table.getByRole("row").filter({ hasText: "n8n publishing" });
+  assert.match(await row.innerText(), /Read only, Token shop/);
+  assert.match(await row.innerText(), /Never/, "not used yet");
+  // The secret is in no list: once "I have copied it", it is gone.
+  await shown.getByRole("button", { name: "I have copied it" }).click();
+  assert.equal(await page.getByText(secret).count(), 0);
+  const listed = (await srv.api("GET", "/api/auth/tokens", ann)).body.data.items;
+  assert.equal(listed.length, 1);
+  assert.equal(JSON.stringify(listed).includes(secret), false);
+
+  // It works, as what it was given: reading, not writing.
+  const me = await fetch(srv.base + "/api/auth/me", { headers: { Authorization: "Bearer " + secret } });
+  assert.equal(me.status, 200);
+  assert.equal((await me.json()).data.email, "ann@example.com");
+  assert.equal((await srv.api("GET", `/api/environments/${env.id}`, secret)).status, 200);
+  assert.equal((await srv.api("POST", "/api/environments", secret, { name: "Not with a read-only token" })).status, 403);
+  await page.reload();
+  // Last used (the second cell after the name): a time now.
+  const lastUsed = row.getByRole("cell").nth(1);
+  await waitFor(async () => (await lastUsed.innerText()).trim() !== "Never", 10_000, "last used shown");
+  assert.match(await lastUsed.innerText(), /\d/);
+
+  await row.getByRole("button", { name: "Revoke the token n8n publishing" }).click();
+  const confirm = page.getByRole("alertdialog", { name: "Confirm revoking the token" });
+  assert.match(await confirm.innerText(), /Revoke the token n8n publishing \(cdk_.*…\), last used .*\? Whatever uses it is refused/);
+  await confirm.getByRole("button", { name: "Revoke the token" }).click();
+  await tokens.getByText("Revoked the token n8n publishing.").waitFor();
+  await tokens.getByText("No API tokens.").waitFor();
+  const refused = await fetch(srv.base + "/api/auth/me", { headers: { Authorization: "Bearer " + secret } });
+  assert.equal(refused.status, 401);
   await close();
 });
