@@ -2,12 +2,14 @@
 // code is required, a second step for the code or a recovery code. Shown as
 // the whole page when nobody is signed in, and as a modal dialog over the
 // screen when the server ends a session, so what was typed in that screen
-// stays where it was.
+// stays where it was. The page also offers "Create an account" (POST
+// /api/auth/register, which the server refuses with its words while an
+// admin keeps registration closed), and signs the new account in.
 import { useEffect, useRef, useState } from "preact/hooks";
 import { send, type Schemas } from "./api/client";
 import { focusNextScreen } from "./router";
 import { session, sentence, type Token } from "./session";
-import { Alert, Field, formErrors, noErrors, type FormErrors } from "./ui";
+import { Alert, Field, formErrors, noErrors, useSubmit, type FormErrors } from "./ui";
 
 // The server says so in its detail only (see docs/console.md, API gaps).
 const needsCode = (detail: string) => /two-factor code is required/i.test(detail);
@@ -94,15 +96,76 @@ export function SignInForm({ message, email: initialEmail, onSignedIn }: Props) 
 }
 
 export function SignInPage({ message }: { message?: string | undefined }) {
+  const [mode, setMode] = useState<"signin" | "register">("signin");
+  const [after, setAfter] = useState<{ message: string; email: string } | null>(null);
   useEffect(() => {
-    document.title = "Sign in · copydesk";
-  }, []);
+    document.title = mode === "register" ? "Create an account · copydesk" : "Sign in · copydesk";
+  }, [mode]);
   return (
     <main class="signin-page" id="main">
       <div class="card">
-        <SignInForm message={message} />
+        {mode === "register" ? (
+          <RegisterForm onBack={() => setMode("signin")} onMade={(m, email) => { setAfter({ message: m, email }); setMode("signin"); }} />
+        ) : (
+          <>
+            <SignInForm key={after?.email ?? ""} message={after?.message ?? message} email={after?.email} />
+            <p class="small">
+              New here?{" "}
+              <button type="button" class="link" onClick={() => setMode("register")}>
+                Create an account
+              </button>
+            </p>
+          </>
+        )}
       </div>
     </main>
+  );
+}
+
+const registerFields = ["full_name", "username", "email", "password"];
+
+// RegisterForm makes an account (a viewer with no environment until an
+// admin gives it some) and signs it in; if that sign-in fails, the
+// sign-in form opens with the e-mail filled in.
+function RegisterForm({ onBack, onMade }: { onBack: () => void; onMade: (message: string, email: string) => void }) {
+  const [f, setF] = useState({ full_name: "", username: "", email: "", password: "" });
+  const set = (patch: Partial<typeof f>) => setF({ ...f, ...patch });
+  const first = useRef<HTMLInputElement>(null);
+  useEffect(() => first.current?.focus(), []);
+  const { errors, busy, submit } = useSubmit(registerFields, async () => {
+    await send("post", "/api/auth/register", { body: { ...f, full_name: f.full_name.trim() }, token: false });
+    let t: Token;
+    try {
+      t = (await send("post", "/api/auth/login", { body: { email: f.email, password: f.password }, token: false })) as Token;
+    } catch {
+      onMade("Your account is made: sign in with its e-mail and password.", f.email);
+      return;
+    }
+    focusNextScreen();
+    session.signedIn(t);
+  });
+  return (
+    <form onSubmit={submit} aria-labelledby="register-title" noValidate>
+      <h1 id="register-title" tabIndex={-1}>
+        Create an account
+      </h1>
+      <p>The account can read what an administrator gives it access to.</p>
+      <Field label="Full name" name="full_name" autoComplete="name" value={f.full_name} onValue={(v) => set({ full_name: v })} error={errors.fields.full_name}
+        hint="Optional." inputRef={first} />
+      <Field label="Username" name="username" autoComplete="username" required value={f.username} onValue={(v) => set({ username: v })} error={errors.fields.username} />
+      <Field label="E-mail" name="email" type="email" autoComplete="email" required value={f.email} onValue={(v) => set({ email: v })} error={errors.fields.email} />
+      <Field label="Password" name="password" type="password" autoComplete="new-password" required value={f.password} onValue={(v) => set({ password: v })}
+        error={errors.fields.password} />
+      {errors.form && <Alert>{sentence(errors.form)}</Alert>}
+      <div class="actions">
+        <button type="submit" class="primary" disabled={busy}>
+          {busy ? "Creating the account…" : "Create the account"}
+        </button>
+        <button type="button" onClick={onBack}>
+          Back to sign in
+        </button>
+      </div>
+    </form>
   );
 }
 

@@ -1,6 +1,8 @@
 // A session the server ends (revoked from elsewhere) brings the sign-in
 // back with the server's words, over the form that failed, which keeps what
 // was typed; the server's detail for a field is shown beside that field.
+// A server started with 20-second sessions shows the same when a session
+// reaches its lifetime while a form is being filled.
 import assert from "node:assert/strict";
 import { after, before, test } from "node:test";
 import { axeCheck, launch, newPage, PASSWORD, startCopydesk } from "./harness.mjs";
@@ -114,5 +116,47 @@ test("tabs share the session: signing out in one asks in the other, signing in t
   await dialog.waitFor({ state: "hidden" });
   await a.getByRole("heading", { name: "Environments" }).waitFor();
   await context.close();
+  assert.deepEqual(problems, []);
+});
+
+test("a session that reaches its lifetime while a form is being filled: sign in again, the form kept", async () => {
+  // A server of its own whose sessions last 20 seconds.
+  const short = await startCopydesk({ args: ["--session-ttl", "20s", "--token-ttl", "20s"] });
+  const context = await browser.newContext({ baseURL: short.base });
+  try {
+    const page = await newPage(context, problems);
+    await signIn(page);
+    const signedInAt = Date.now();
+    await page.getByLabel("Name", { exact: true }).fill("Kept blog");
+    await page.getByLabel("Description").fill("typed while the session ran out");
+    // The laptop goes offline (the console's refreshes fail and wait) until
+    // the session's lifetime is over; back online, the form is submitted.
+    await context.setOffline(true);
+    const mine = JSON.parse(await page.evaluate(() => localStorage.getItem("copydesk.session")));
+    assert.ok(Date.parse(mine.expires_at) - signedInAt <= 21_000, "the token ends with the session");
+    await new Promise((r) => setTimeout(r, Math.max(0, signedInAt + 21_000 - Date.now())));
+    const over = await short.api("POST", "/api/auth/refresh", mine.access_token);
+    assert.equal(over.status, 401, "the session is over on the server");
+    await context.setOffline(false);
+    assert.equal(await page.getByRole("dialog", { name: "Sign in to copydesk" }).count(), 0, "nothing asked yet");
+    await page.getByRole("button", { name: "Create environment" }).click();
+
+    const dialog = page.getByRole("dialog", { name: "Sign in to copydesk" });
+    await dialog.waitFor();
+    // The server's words, then that what was typed is kept.
+    assert.match(await dialog.innerText(), new RegExp(over.body.detail.slice(0, 30).replace(/[.*+?^${}()|[\]\\]/g, "\\$&"), "i"));
+    await dialog.getByText(/what you typed on this page is kept/).waitFor();
+    assert.deepEqual(await axeCheck(page), [], "sign-in dialog after expiry");
+    await dialog.getByLabel("Password").fill(PASSWORD);
+    await dialog.getByRole("button", { name: "Sign in" }).click();
+    await dialog.waitFor({ state: "hidden" });
+    assert.equal(await page.getByLabel("Name", { exact: true }).inputValue(), "Kept blog");
+    assert.equal(await page.getByLabel("Description").inputValue(), "typed while the session ran out");
+    await page.getByRole("button", { name: "Create environment" }).click();
+    await page.getByRole("heading", { name: "Overview of Kept blog" }).waitFor();
+  } finally {
+    await context.close();
+    await short.stop();
+  }
   assert.deepEqual(problems, []);
 });

@@ -1,17 +1,20 @@
 // Your account: the profile (name, username, e-mail, password) and the
 // avatar; two-factor authentication turned on by scanning the QR code and
 // confirming with a code, its recovery codes shown once with a download,
-// and turned off; the sessions (device, place, last seen), each of which
-// can be ended after a confirmation, this device's marked; the license.
-import { useEffect, useState } from "preact/hooks";
+// and turned off; the personal API tokens (made with the secret shown
+// once, revoked after a confirmation); the sessions (device, place, last seen), each of which
+// can be ended after a confirmation, this device's marked; the license,
+// activated with a key and deactivated after a confirmation.
+import { useEffect, useRef, useState } from "preact/hooks";
 import { api, request, upload, type Schemas } from "../api/client";
 import { navigate } from "../router";
 import { session, sentence } from "../session";
-import { Alert, errorText, Field, formErrors, Heading, noErrors, num, Thead, useResource, When, type FormErrors } from "../ui";
+import { Alert, errorText, Field, formErrors, Heading, noErrors, num, Select, TextArea, Thead, useAction, useResource, useSubmit, When, type FormErrors } from "../ui";
 import { Confirm } from "../confirm";
 
 type User = Schemas["userResponse"];
 type Session = Schemas["sessionResponse"];
+type ApiToken = Schemas["apiTokenResponse"];
 
 export function Account() {
   const me = useResource((signal) => api.get("/api/auth/me", { signal }), []);
@@ -32,6 +35,7 @@ export function Account() {
         </>
       )}
       <Sessions />
+      <Tokens />
       <License />
     </>
   );
@@ -438,15 +442,213 @@ function Sessions() {
   );
 }
 
+const lifetimes = [["", "Never"], ["7", "In 7 days"], ["30", "In 30 days"], ["90", "In 90 days"], ["365", "In a year"]] as const;
+
+// Tokens are the personal API tokens: each acts as the user (at most their
+// role and environments), optionally read-only, limited to some
+// environments or expiring. The secret is shown once, when made.
+function Tokens() {
+  const list = useResource((signal) => api.get("/api/auth/tokens", { query: { per_page: 200 }, signal }), []);
+  const envs = useResource((signal) => api.get("/api/environments", { query: { per_page: 200 }, signal }), []);
+  const [making, setMaking] = useState(false);
+  const [made, setMade] = useState<Schemas["apiTokenCreatedResponse"] | null>(null);
+  const [asking, setAsking] = useState<ApiToken | null>(null);
+  const [notice, setNotice] = useState<string | null>(null);
+  const revoking = useAction();
+  const items = list.data?.data.items ?? [];
+  const envName = new Map((envs.data?.data.items ?? []).map((e) => [e.id, e.name]));
+  const access = (t: ApiToken) =>
+    `${t.read_only ? "Read only" : "Read and write"}, ${t.environment_ids ? t.environment_ids.flatMap((id) => (id === null ? [] : [envName.get(id) ?? `environment ${id}`])).join(", ") || "no environment" : "all your environments"}`;
+  async function revoke(t: ApiToken) {
+    setNotice(null);
+    if (await revoking.act(() => api.del("/api/auth/tokens/{id}", { path: { id: t.id } }))) {
+      setAsking(null);
+      if (made?.id === t.id) setMade(null);
+      setNotice(`Revoked the token ${t.name}.`);
+      list.reload();
+    }
+  }
+  return (
+    <section aria-labelledby="acc-tokens">
+      <h2 id="acc-tokens">API tokens</h2>
+      <p class="muted">
+        A personal token lets a script or another tool call the API as you (Authorization: Bearer …), with at most your role and environments. It cannot manage
+        tokens, your password, e-mail, two-factor authentication or sessions.
+      </p>
+      {list.error && <Alert>{list.error}</Alert>}
+      {notice && (
+        <p class="notice" role="status">
+          {notice}
+        </p>
+      )}
+      {made && <NewToken token={made} onDone={() => setMade(null)} />}
+      {list.data && items.length === 0 && <p>No API tokens.</p>}
+      {items.length > 0 && (
+        <table aria-labelledby="acc-tokens">
+          <Thead cols={["Name", "Access", "Last used", "Expires", "Made", ""]} />
+          <tbody>
+            {items.map((t) => (
+              <tr key={t.id}>
+                <th scope="row">
+                  {t.name} <code class="muted">{t.prefix}…</code>
+                </th>
+                <td>{access(t)}</td>
+                <td>{t.last_used_at ? <When at={t.last_used_at} /> : "Never"}</td>
+                <td>
+                  {t.expires_at ? <When at={t.expires_at} /> : "Never"}
+                  {t.expired && <strong> (expired)</strong>}
+                </td>
+                <td>
+                  <When at={t.created_at} />
+                </td>
+                <td>
+                  <button type="button" onClick={() => setAsking(t)} aria-expanded={asking?.id === t.id}>
+                    Revoke<span class="visually-hidden"> the token {t.name}</span>
+                  </button>
+                </td>
+              </tr>
+            ))}
+          </tbody>
+        </table>
+      )}
+      {asking && (
+        <Confirm label="Confirm revoking the token" action="Revoke the token" busy={revoking.busy !== null} onConfirm={() => void revoke(asking)} onCancel={() => setAsking(null)}
+          question={
+            <>
+              Revoke the token {asking.name} ({asking.prefix}…), last used {asking.last_used_at ? <When at={asking.last_used_at} /> : "never"}? Whatever uses it is refused
+              from its next request; this cannot be undone.
+            </>
+          } />
+      )}
+      {revoking.error && <Alert>{revoking.error}</Alert>}
+      {making ? (
+        <MakeToken envs={envs.data?.data.items ?? []} onCancel={() => setMaking(false)}
+          onMade={(t) => { setMaking(false); setNotice(null); setMade(t); list.reload(); }} />
+      ) : (
+        <div class="actions">
+          <button type="button" onClick={() => setMaking(true)}>
+            New API token
+          </button>
+        </div>
+      )}
+    </section>
+  );
+}
+
+function MakeToken({ envs, onMade, onCancel }: { envs: Schemas["environmentResponse"][]; onMade: (t: Schemas["apiTokenCreatedResponse"]) => void; onCancel: () => void }) {
+  const [name, setName] = useState("");
+  const [readOnly, setReadOnly] = useState(false);
+  const [days, setDays] = useState("");
+  const [ids, setIds] = useState<Set<number>>(new Set());
+  const first = useRef<HTMLInputElement>(null);
+  useEffect(() => first.current?.focus(), []);
+  const { errors, busy, submit } = useSubmit(["name", "expires_at", "environment_ids", "read_only"], async () => {
+    const body: Schemas["apiTokenRequest"] = { name: name.trim(), read_only: readOnly };
+    if (days) body.expires_at = new Date(Date.now() + Number(days) * 86_400_000).toISOString().replace(/\.\d+Z$/, "Z");
+    if (ids.size) body.environment_ids = [...ids];
+    onMade((await api.post("/api/auth/tokens", { body })).data);
+  });
+  return (
+    <form onSubmit={submit} noValidate aria-labelledby="acc-token-new">
+      <h3 id="acc-token-new">New API token</h3>
+      <Field label="Name" name="name" value={name} onValue={setName} error={errors.fields.name} hint="What it is for, e.g. n8n publishing." inputRef={first} autoComplete="off" />
+      <label class="check-label block">
+        <input type="checkbox" checked={readOnly} onChange={(e) => setReadOnly(e.currentTarget.checked)} />
+        Read only (GET requests only)
+      </label>
+      <Select label="Expires" name="expires_at" value={days} onValue={setDays} options={lifetimes} error={errors.fields.expires_at} />
+      {envs.length > 0 && (
+        <fieldset>
+          <legend>Environments (none chosen: all yours, now and later)</legend>
+          {envs.map((env) => (
+            <label key={env.id} class="check-label block">
+              <input type="checkbox" checked={ids.has(env.id)} onChange={(e) => {
+                const next = new Set(ids);
+                if (e.currentTarget.checked) next.add(env.id);
+                else next.delete(env.id);
+                setIds(next);
+              }} />
+              {env.name}
+            </label>
+          ))}
+          {errors.fields.environment_ids && <p class="field-error">{sentence(errors.fields.environment_ids)}</p>}
+        </fieldset>
+      )}
+      {errors.form && <Alert>{sentence(errors.form)}</Alert>}
+      <div class="actions">
+        <button type="submit" class="primary" disabled={busy}>
+          Make the token
+        </button>
+        <button type="button" onClick={onCancel}>
+          Cancel
+        </button>
+      </div>
+    </form>
+  );
+}
+
+// NewToken shows a token's secret this once, with a copy button.
+function NewToken({ token, onDone }: { token: Schemas["apiTokenCreatedResponse"]; onDone: () => void }) {
+  const [copied, setCopied] = useState("");
+  const copy = () =>
+    navigator.clipboard.writeText(token.token).then(
+      () => setCopied("Copied."),
+      () => setCopied("Could not copy: select the token and copy it."),
+    );
+  return (
+    <div class="card" role="region" aria-labelledby="acc-token-secret">
+      <h3 id="acc-token-secret">Your new token {token.name}</h3>
+      <p role="alert">Copy it now: it is shown only this once. Anyone who has it can act as you; keep it as you would a password.</p>
+      <p>
+        <code class="secret">{token.token}</code>
+      </p>
+      <div class="actions">
+        <button type="button" onClick={() => void copy()}>
+          Copy the token
+        </button>
+        <span role="status" class="muted small">
+          {copied}
+        </span>
+        <button type="button" onClick={onDone}>
+          I have copied it
+        </button>
+      </div>
+    </div>
+  );
+}
+
 const licenseState = { inactive: "No license activated", active: "Active", expired: "Expired", invalid: "Invalid" } as const;
 
 function License() {
   const l = useResource((signal) => api.get("/api/auth/license", { signal }), []);
   const d = l.data?.data;
+  const [key, setKey] = useState("");
+  const [notice, setNotice] = useState<string | null>(null);
+  const [asking, setAsking] = useState(false);
+  const activate = useSubmit(["license_key"], async () => {
+    setNotice(null);
+    l.set(await api.post("/api/auth/license/activate", { body: { license_key: key.trim() } }));
+    setKey("");
+    setNotice("License activated.");
+  });
+  const off = useAction();
+  async function deactivate() {
+    setNotice(null);
+    if (await off.act(async () => l.set(await api.post("/api/auth/license/deactivate", {})))) {
+      setAsking(false);
+      setNotice("License deactivated: its key can be activated again, here or on another account.");
+    }
+  }
+  const held = d && d.state !== "inactive";
   return (
     <section aria-labelledby="acc-license">
       <h2 id="acc-license">License</h2>
       {l.error && <Alert>{l.error}</Alert>}
+      {notice && (
+        <p class="notice" role="status">
+          {notice}
+        </p>
+      )}
       {d && (
         <dl class="facts">
           <dt>State</dt>
@@ -480,6 +682,39 @@ function License() {
           )}
         </dl>
       )}
+      {d && !held && (
+        <form onSubmit={activate.submit} noValidate aria-labelledby="acc-license-activate">
+          <h3 id="acc-license-activate">Activate a license key</h3>
+          <TextArea label="License key" name="license_key" value={key} onValue={setKey} error={activate.errors.fields.license_key} rows={3}
+            hint="The key you were sent, starting with CDL1. It is checked here, without going online." />
+          {activate.errors.form && <Alert>{sentence(activate.errors.form)}</Alert>}
+          <div class="actions">
+            <button type="submit" class="primary" disabled={activate.busy || !key.trim()}>
+              Activate the license
+            </button>
+          </div>
+        </form>
+      )}
+      {held && (
+        <>
+          <p class="muted">To use another key, deactivate this one first.</p>
+          <div class="actions">
+            <button type="button" class="danger" onClick={() => setAsking(true)} aria-expanded={asking}>
+              Deactivate the license…
+            </button>
+          </div>
+        </>
+      )}
+      {asking && d && (
+        <Confirm label="Confirm deactivation" action="Deactivate the license" busy={off.busy !== null} onConfirm={() => void deactivate()} onCancel={() => setAsking(false)}
+          question={
+            <>
+              Deactivate the license{d.licensee ? ` of ${d.licensee}` : ""}{d.plan ? ` (plan ${d.plan}${d.seats != null ? `, ${num(d.seats)} seats` : ""})` : ""}? Your account will have no
+              license until a key is activated again; the key is freed for use here or on another account.
+            </>
+          } />
+      )}
+      {off.error && <Alert>{off.error}</Alert>}
     </section>
   );
 }

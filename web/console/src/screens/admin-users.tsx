@@ -96,7 +96,7 @@ function Registration() {
       {s.error && <Alert>{s.error}</Alert>}
       {open !== undefined && (
         <p role="status">
-          {open ? "Registration is open: anyone can create an account (a viewer with no environment). " : "Registration is closed: only an admin can add accounts. "}
+          {open ? "Registration is open: anyone can create an account (a viewer with no environment). " : "Registration is closed: new accounts are made on the server, with copydesk users create. "}
           <button type="button" onClick={toggle} disabled={busy}>
             {open ? "Close registration" : "Open registration"}
           </button>
