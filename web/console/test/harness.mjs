@@ -388,3 +388,25 @@ export const TEAM = [
   { email: "ed@example.com", username: "eddie", role: "editor" },
   { email: "vic@example.com", username: "vic", role: "viewer" },
 ];
+
+// importKeywords uploads a keyword export (a CSV's bytes) to an environment
+// by the API's import, as any client would, and returns its report.
+export async function importKeywords(srv, token, envId, name, bytes) {
+  const form = new FormData();
+  form.append("environment_id", String(envId));
+  form.append("file", new Blob([bytes], { type: "text/csv" }), name);
+  const r = await fetch(srv.base + "/api/seo/keywords/import", { method: "POST", headers: { Authorization: "Bearer " + token }, body: form });
+  const body = await r.json();
+  if (r.status !== 200) throw new Error(`import ${name}: ${r.status} ${JSON.stringify(body)}`);
+  return body.data;
+}
+
+// keywordIDs is every keyword id of an environment, by keyword.
+export async function keywordIDs(srv, token, envId) {
+  const ids = [];
+  for (let page = 1; ; page++) {
+    const r = await srv.api("GET", `/api/seo/keywords?environment_id=${envId}&per_page=200&page=${page}&sort=keyword`, token);
+    ids.push(...r.body.data.items.map((k) => k.id));
+    if (r.body.data.items.length < 200) return ids;
+  }
+}
