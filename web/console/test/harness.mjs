@@ -401,12 +401,3 @@ export async function importKeywords(srv, token, envId, name, bytes) {
   return body.data;
 }
 
-// keywordIDs is every keyword id of an environment, by keyword.
-export async function keywordIDs(srv, token, envId) {
-  const ids = [];
-  for (let page = 1; ; page++) {
-    const r = await srv.api("GET", `/api/seo/keywords?environment_id=${envId}&per_page=200&page=${page}&sort=keyword`, token);
-    ids.push(...r.body.data.items.map((k) => k.id));
-    if (r.body.data.items.length < 200) return ids;
-  }
-}

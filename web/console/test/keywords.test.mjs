@@ -5,7 +5,7 @@
 // and deletes them. A viewer sees the same table with no action.
 import assert from "node:assert/strict";
 import { after, before, test } from "node:test";
-import { axeCheck, grantAll, importKeywords, keywordIDs, launch, openAs, startCopydesk, TEAM, waitFor } from "./harness.mjs";
+import { axeCheck, grantAll, launch, openAs, startCopydesk, TEAM, waitFor } from "./harness.mjs";
 
 let srv;
 let browser;
