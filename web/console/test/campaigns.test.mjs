@@ -124,11 +124,16 @@ test("campaigns, a campaign's keywords and strategies page on the server; an emp
   for (let i = 1; i <= 50; i++) await made({ name: `Filler ${i}` });
   // 50 more strategies of the four keywords there are before the import.
   for (let i = 1; i <= 50; i++) {
-    const r = await srv.api("POST", "/api/seo/strategies", admin, { environment_id: env.id, name: `Plan ${i}`, method: "lexical" });
+    // Three builds may be queued at once: a 409 waits for one to end.
+    let r;
+    await waitFor(async () => {
+      r = await srv.api("POST", "/api/seo/strategies", admin, { environment_id: env.id, name: `Plan ${i}`, method: "lexical" });
+      return r.status !== 409;
+    }, 30_000, `strategy ${i} queued`);
     assert.equal(r.status, 202, JSON.stringify(r.body));
   }
-  const lines = ["Keyword,Volume"];
-  for (let i = 1; i <= 201; i++) lines.push(`lawn care ${String(i).padStart(3, "0")},${i}`);
+  const lines = ["Keyword,Volume,Difficulty,CPC"];
+  for (let i = 1; i <= 201; i++) lines.push(`lawn care ${String(i).padStart(3, "0")},${i},5,0.10`);
   await importKeywords(srv, admin, env.id, "lawn.csv", Buffer.from(lines.join("\n") + "\n"));
   const all = (await srv.api("GET", `/api/seo/keywords?environment_id=${env.id}&q=lawn+care&per_page=200&sort=keyword`, admin)).body.data.items.map((k) => k.id);
   const last = (await srv.api("GET", `/api/seo/keywords?environment_id=${env.id}&q=lawn+care&per_page=200&page=2&sort=keyword`, admin)).body.data.items.map((k) => k.id);
