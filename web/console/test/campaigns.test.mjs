@@ -172,5 +172,11 @@ test("campaigns, a campaign's keywords and strategies page on the server; an emp
   await detail.getByText("Keywords 201 to 201 of 201; the order can be changed when the campaign has at most 200.").waitFor();
   assert.deepEqual(await detail.getByRole("listitem").allTextContents(), ["lawn care 201 (new) Take out lawn care 201"]);
   assert.equal(await detail.getByRole("list").getAttribute("start"), "201");
+  // Taking out the one keyword of the last page goes back to the first; 200 fit a page and can be reordered.
+  await detail.getByRole("button", { name: "Take out lawn care 201" }).click();
+  await p2.getByText("“lawn care 201” taken out of Big lawn.").waitFor();
+  await detail.getByText("200 keywords", { exact: true }).waitFor();
+  assert.equal(await detail.getByRole("navigation").count(), 0);
+  await detail.getByRole("button", { name: "Move down lawn care 001" }).waitFor();
   await close2();
 });

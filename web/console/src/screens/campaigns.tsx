@@ -192,6 +192,10 @@ function CampaignDetail({ env, c, editor, onChanged, onClose }: { env: number; c
   );
   const total = kws.data?.data.total ?? 0;
   const pages = pageCount(total, KW_PAGE);
+  // Taking out the last keywords of the last page goes back a page.
+  useEffect(() => {
+    if (kws.data && page > pages) setPage(pages);
+  }, [kws.data, page, pages]);
   const [editing, setEditing] = useState(false);
   const [error, setError] = useState<string | null>(null);
   async function remove(id: number, keyword: string) {
