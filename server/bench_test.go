@@ -221,20 +221,77 @@ func BenchmarkListWordPressPosts(b *testing.B) {
 	b.Run("Categories", func(b *testing.B) { serveParallel(b, h, "GET", "/api/cms/categories?per_page=50", editor, "", 200) })
 }
 
-// fillPosts writes an environment (granted to every editor) with 20
-// categories, 50 tags and n posts.
-func fillPosts(ctx context.Context, conn *sql.DB, n int) error {
+// BenchmarkListKeywords is the Keywords screen's GET /api/seo/keywords over
+// 10,000 keywords of one environment, as an editor granted it: the first
+// page of 50 in keyword order, the last page, by volume descending, a text
+// search and an intent with a status.
+func BenchmarkListKeywords(b *testing.B) {
+	h, admin, editor := benchEnv(b, func(ctx context.Context, conn *sql.DB, _ *server.App) error { return fillKeywords(ctx, conn, 10000) })
+	const list = "/api/seo/keywords?environment_id=1&per_page=50"
+	b.Run("Admin", func(b *testing.B) { serveParallel(b, h, "GET", list, admin, "", 200) })
+	b.Run("Editor", func(b *testing.B) { serveParallel(b, h, "GET", list, editor, "", 200) })
+	b.Run("LastPage", func(b *testing.B) { serveParallel(b, h, "GET", list+"&page=200", editor, "", 200) })
+	b.Run("ByVolume", func(b *testing.B) { serveParallel(b, h, "GET", list+"&sort=-search_volume", editor, "", 200) })
+	b.Run("Search", func(b *testing.B) { serveParallel(b, h, "GET", list+"&q=trail+shoes", editor, "", 200) })
+	b.Run("IntentStatus", func(b *testing.B) {
+		serveParallel(b, h, "GET", list+"&intent=commercial&status=planned&sort=-difficulty", editor, "", 200)
+	})
+}
+
+// fillKeywords writes an environment (granted to every editor) with n
+// keywords, their metrics, intents and statuses spread.
+func fillKeywords(ctx context.Context, conn *sql.DB, n int) error {
+	now := "2026-01-01T00:00:00.000Z"
+	words := []string{"running", "trail", "shoes", "best", "cheap", "women", "waterproof", "review", "garden", "compost", "seed", "tomato"}
+	statuses := []string{"new", "planned", "in_progress", "published", "ignored"}
+	return fillRows(ctx, conn, []fillStmt{
+		{`INSERT INTO environments (id, name, slug, created_at, updated_at) VALUES (1, 'Blog', 'blog', ?, ?)`, 1,
+			func(int) []any { return []any{now, now} }},
+		{`INSERT INTO user_environments (user_id, environment_id) SELECT id, 1 FROM users WHERE role = 'editor'`, 1,
+			func(int) []any { return nil }},
+		{`INSERT INTO seo_keywords (environment_id, keyword, keyword_key, search_volume, difficulty, cpc, currency, intent, status,
+			source, created_at, updated_at) VALUES (1, ?, ?, ?, ?, ?, 'USD', ?, ?, 'import', ?, ?)`, n, func(i int) []any {
+			kw := fmt.Sprintf("%s %s %s %d", words[i%len(words)], words[(i/7)%len(words)], words[(i/31)%len(words)], i)
+			return []any{kw, kw, (i * 7919) % 100000, i % 101, float64(i%1200) / 100, i % 16, statuses[i%len(statuses)], now, now}
+		}},
+	})
+}
+
+// fillStmt is a statement fillRows runs n times, with args(i) for i from 1.
+type fillStmt struct {
+	query string
+	n     int
+	args  func(i int) []any
+}
+
+// fillRows runs the statements in one transaction.
+func fillRows(ctx context.Context, conn *sql.DB, stmts []fillStmt) error {
 	tx, err := conn.BeginTx(ctx, nil)
 	if err != nil {
 		return err
 	}
 	defer tx.Rollback()
+	for _, st := range stmts {
+		prep, err := tx.PrepareContext(ctx, st.query)
+		if err != nil {
+			return err
+		}
+		for i := 1; i <= st.n; i++ {
+			if _, err := prep.ExecContext(ctx, st.args(i)...); err != nil {
+				prep.Close()
+				return err
+			}
+		}
+		prep.Close()
+	}
+	return tx.Commit()
+}
+
+// fillPosts writes an environment (granted to every editor) with 20
+// categories, 50 tags and n posts.
+func fillPosts(ctx context.Context, conn *sql.DB, n int) error {
 	now := "2026-01-01T00:00:00.000Z"
-	stmts := []struct {
-		query string
-		n     int
-		args  func(i int) []any
-	}{
+	return fillRows(ctx, conn, []fillStmt{
 		{`INSERT INTO environments (id, name, slug, created_at, updated_at) VALUES (1, 'Blog', 'blog', ?, ?)`, 1,
 			func(int) []any { return []any{now, now} }},
 		{`INSERT INTO user_environments (user_id, environment_id) SELECT id, 1 FROM users WHERE role = 'editor'`, 1,
@@ -253,19 +310,5 @@ func fillPosts(ctx context.Context, conn *sql.DB, n int) error {
 		{`INSERT INTO wordpress_post_categories (post_id, category_id) VALUES (?, ?)`, n, func(i int) []any { return []any{i, 1 + i%20} }},
 		{`INSERT INTO wordpress_post_tags (post_id, tag_id) VALUES (?, ?), (?, ?)`, n,
 			func(i int) []any { return []any{i, 1 + i%50, i, 1 + (i+25)%50} }},
-	}
-	for _, st := range stmts {
-		prep, err := tx.PrepareContext(ctx, st.query)
-		if err != nil {
-			return err
-		}
-		for i := 1; i <= st.n; i++ {
-			if _, err := prep.ExecContext(ctx, st.args(i)...); err != nil {
-				prep.Close()
-				return err
-			}
-		}
-		prep.Close()
-	}
-	return tx.Commit()
+	})
 }

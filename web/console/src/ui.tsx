@@ -261,20 +261,31 @@ export function TextArea({ label, name, value, onValue, error, hint, rows = 4, r
   );
 }
 
-// Pager moves between the pages of a list paged by the server.
+// Pager moves between the pages of a list paged by the server; past two
+// pages it also goes to the first and the last.
 export function Pager({ label, page, pages, onPage }: { label: string; page: number; pages: number; onPage: (p: number) => void }) {
   if (pages <= 1) return null;
   return (
     <nav class="pager" aria-label={label}>
+      {pages > 2 && (
+        <button type="button" onClick={() => onPage(1)} disabled={page <= 1}>
+          First page
+        </button>
+      )}
       <button type="button" onClick={() => onPage(page - 1)} disabled={page <= 1}>
         Previous page
       </button>
       <span>
-        Page {page} of {pages}
+        Page {num(page)} of {num(pages)}
       </span>
       <button type="button" onClick={() => onPage(page + 1)} disabled={page >= pages}>
         Next page
       </button>
+      {pages > 2 && (
+        <button type="button" onClick={() => onPage(pages)} disabled={page >= pages}>
+          Last page
+        </button>
+      )}
     </nav>
   );
 }

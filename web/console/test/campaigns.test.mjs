@@ -5,7 +5,7 @@
 // action.
 import assert from "node:assert/strict";
 import { after, before, test } from "node:test";
-import { axeCheck, grantAll, launch, openAs, startCopydesk, TEAM, waitFor } from "./harness.mjs";
+import { axeCheck, grantAll, importKeywords, launch, openAs, startCopydesk, TEAM, waitFor } from "./harness.mjs";
 
 let srv;
 let browser;
@@ -112,4 +112,71 @@ test("a viewer sees campaigns and strategies with no action", async () => {
   await page.getByRole("heading", { name: "Spring", level: 3 }).waitFor();
   assert.equal(await page.getByRole("button", { name: "Edit Spring" }).count(), 0);
   await close();
+});
+
+test("campaigns, a campaign's keywords and strategies page on the server; an empty campaign links to the Keywords screen", async () => {
+  const made = async (body) => {
+    const r = await srv.api("POST", "/api/seo/campaigns", admin, { environment_id: env.id, target: "wordpress", ...body });
+    assert.equal(r.status, 201, JSON.stringify(r.body));
+    return r.body.data;
+  };
+  await made({ name: "Empty one" });
+  for (let i = 1; i <= 50; i++) await made({ name: `Filler ${i}` });
+  // 50 more strategies of the four keywords there are before the import.
+  for (let i = 1; i <= 50; i++) {
+    // Three builds may be queued at once: a 409 waits for one to end.
+    let r;
+    await waitFor(async () => {
+      r = await srv.api("POST", "/api/seo/strategies", admin, { environment_id: env.id, name: `Plan ${i}`, method: "lexical" });
+      return r.status !== 409;
+    }, 30_000, `strategy ${i} queued`);
+    assert.equal(r.status, 202, JSON.stringify(r.body));
+  }
+  const lines = ["Keyword,Volume,Difficulty,CPC"];
+  for (let i = 1; i <= 201; i++) lines.push(`lawn care ${String(i).padStart(3, "0")},${i},5,0.10`);
+  await importKeywords(srv, admin, env.id, "lawn.csv", Buffer.from(lines.join("\n") + "\n"));
+  const all = (await srv.api("GET", `/api/seo/keywords?environment_id=${env.id}&q=lawn+care&per_page=200&sort=keyword`, admin)).body.data.items.map((k) => k.id);
+  const last = (await srv.api("GET", `/api/seo/keywords?environment_id=${env.id}&q=lawn+care&per_page=200&page=2&sort=keyword`, admin)).body.data.items.map((k) => k.id);
+  assert.equal(all.length + last.length, 201);
+  const big = await made({ name: "Big lawn", keyword_ids: [...all, ...last] });
+
+  const { page, close } = await openAs(browser, srv, "ed@example.com", `/e/${env.id}/campaigns`);
+  const campaigns = page.getByRole("table", { name: "Campaigns of this environment" });
+  await page.getByText("54 campaigns", { exact: true }).waitFor();
+  const pager = page.getByRole("navigation", { name: "Pages of campaigns" });
+  await pager.getByText("Page 1 of 2").waitFor();
+  assert.equal(await campaigns.getByRole("row").count(), 51, "50 campaigns and the header");
+  assert.equal(await campaigns.getByRole("rowheader").first().textContent(), "Big lawn", "the newest first");
+  await pager.getByRole("button", { name: "Next page" }).click();
+  await pager.getByText("Page 2 of 2").waitFor();
+  await campaigns.getByRole("button", { name: "Empty one" }).click();
+  const region = page.getByRole("region", { name: "Empty one" });
+  await region.getByText("No keyword yet").waitFor();
+  const strategies = page.getByRole("navigation", { name: "Pages of strategies" });
+  await strategies.getByText("Page 1 of 2").waitFor();
+  assert.equal(await page.getByRole("table", { name: "Strategies" }).getByRole("row").count(), 51);
+  await page.getByText("51 strategies", { exact: true }).waitFor();
+  assert.deepEqual(await axeCheck(page), [], "campaigns paged");
+  await region.getByRole("link", { name: "Keywords screen" }).click();
+  await page.getByRole("heading", { name: "Keywords", level: 1 }).waitFor();
+  await close();
+
+  // A campaign of 201 keywords, opened by its address: 200 a page, the count, no reordering.
+  const { page: p2, close: close2 } = await openAs(browser, srv, "ed@example.com", `/e/${env.id}/campaigns?id=${big.id}`);
+  const detail = p2.getByRole("region", { name: "Big lawn" });
+  await detail.getByText("Keywords 1 to 200 of 201; the order can be changed when the campaign has at most 200.").waitFor();
+  assert.equal(await detail.getByRole("listitem").count(), 200);
+  assert.equal(await detail.getByRole("button", { name: /^Move up/ }).count(), 0);
+  const kwPager = detail.getByRole("navigation", { name: "Pages of the keywords of Big lawn" });
+  await kwPager.getByRole("button", { name: "Next page" }).click();
+  await detail.getByText("Keywords 201 to 201 of 201; the order can be changed when the campaign has at most 200.").waitFor();
+  assert.deepEqual(await detail.getByRole("listitem").allTextContents(), ["lawn care 201 (new) Take out lawn care 201"]);
+  assert.equal(await detail.getByRole("list").getAttribute("start"), "201");
+  // Taking out the one keyword of the last page goes back to the first; 200 fit a page and can be reordered.
+  await detail.getByRole("button", { name: "Take out lawn care 201" }).click();
+  await p2.getByText("“lawn care 201” taken out of Big lawn.").waitFor();
+  await detail.getByText("200 keywords", { exact: true }).waitFor();
+  assert.equal(await detail.getByRole("navigation").count(), 0);
+  await detail.getByRole("button", { name: "Move down lawn care 001" }).waitFor();
+  await close2();
 });

@@ -402,3 +402,16 @@ export const TEAM = [
   { email: "vic@example.com", username: "vic", role: "viewer" },
   { email: "adam@example.com", username: "adam", role: "admin" },
 ];
+
+// importKeywords uploads a keyword export (a CSV's bytes) to an environment
+// by the API's import, as any client would, and returns its report.
+export async function importKeywords(srv, token, envId, name, bytes) {
+  const form = new FormData();
+  form.append("environment_id", String(envId));
+  form.append("file", new Blob([bytes], { type: "text/csv" }), name);
+  const r = await fetch(srv.base + "/api/seo/keywords/import", { method: "POST", headers: { Authorization: "Bearer " + token }, body: form });
+  const body = await r.json();
+  if (r.status !== 200) throw new Error(`import ${name}: ${r.status} ${JSON.stringify(body)}`);
+  return body.data;
+}
+

@@ -6,8 +6,9 @@
 import { useEffect, useState } from "preact/hooks";
 import { api, type Schemas } from "../api/client";
 import type { ScreenProps } from "../lazy";
+import { envPath } from "../router";
 import { sentence } from "../session";
-import { Alert, canEdit, errorText, Field, formErrors, Heading, NewButton, noErrors, num, Select, Thead, useResource, useSubmit, type FormErrors } from "../ui";
+import { Alert, canEdit, errorText, Field, formErrors, Heading, Link, NewButton, noErrors, num, Pager, Select, Thead, useResource, useSubmit, type FormErrors } from "../ui";
 
 type Campaign = Schemas["campaignResponse"];
 type Strategy = Schemas["strategyDetailResponse"];
@@ -17,15 +18,35 @@ type CStatus = Campaign["status"];
 
 const statusWords: Record<CStatus, string> = { draft: "Draft", active: "Active", paused: "Paused", completed: "Completed" };
 const targets = [["wordpress", "WordPress"], ["astro", "Astro"]] as const;
+// Lists page on the server: PER_PAGE campaigns or strategies a page, and a
+// campaign's keywords KW_PAGE a page (all of them on one page can be
+// reordered, as the order is sent whole).
+const PER_PAGE = 50;
+const KW_PAGE = 200;
+const pageCount = (total: number, per: number) => Math.max(1, Math.ceil(total / per));
+const count = (n: number, one: string, many: string) => `${num(n)} ${n === 1 ? one : many}`;
 
 export function Campaigns({ env }: ScreenProps) {
   const editor = canEdit();
-  const list = useResource((signal) => api.get("/api/seo/campaigns", { query: { environment_id: env, per_page: 200, sort: "-created_at" }, signal }), [env]);
+  const [page, setPage] = useState(1);
+  const list = useResource(
+    (signal) => api.get("/api/seo/campaigns", { query: { environment_id: env, page, per_page: PER_PAGE, sort: "-created_at" }, signal }),
+    [env, page],
+  );
   const [open, setOpen] = useState<number | null>(Number(new URLSearchParams(location.search).get("id")) || null);
   const [creating, setCreating] = useState(false);
   const [notice, setNotice] = useState<string | null>(null);
   const items = list.data?.data.items ?? [];
-  const chosen = items.find((c) => c.id === open);
+  const total = list.data?.data.total ?? 0;
+  // The open campaign is read on its own when it is not on this page (a
+  // link from the Keywords screen names any of them).
+  const onPage = items.find((c) => c.id === open);
+  const elsewhere = !!list.data && !!open && !onPage;
+  const single = useResource(
+    (signal) => (elsewhere && open ? api.get("/api/seo/campaigns/{id}", { path: { id: open }, signal }).then((r) => r.data) : Promise.resolve(null)),
+    [elsewhere, open, list.data],
+  );
+  const chosen = onPage ?? (elsewhere ? single.data ?? undefined : undefined);
   function made(message: string) {
     setNotice(message);
     list.reload();
@@ -41,7 +62,13 @@ export function Campaigns({ env }: ScreenProps) {
       <section aria-labelledby="cmp-list">
         <h2 id="cmp-list">Campaigns of this environment</h2>
         {list.error && <Alert>{list.error}</Alert>}
-        {list.data && items.length === 0 && <p>No campaign yet. Make one here, from selected keywords, or from a strategy's cluster.</p>}
+        {list.data && total === 0 && <p>No campaign yet. Make one here, from selected keywords, or from a strategy's cluster.</p>}
+        {total > 0 && (
+          <p class="muted small" role="status">
+            {count(total, "campaign", "campaigns")}
+            {list.loading ? " · updating…" : ""}
+          </p>
+        )}
         {items.length > 0 && (
           <table aria-labelledby="cmp-list">
             <Thead cols={["Name", "Status", "Target", "Posts a day", "Progress"]} />
@@ -64,6 +91,7 @@ export function Campaigns({ env }: ScreenProps) {
             </tbody>
           </table>
         )}
+        <Pager label="Pages of campaigns" page={page} pages={pageCount(total, PER_PAGE)} onPage={setPage} />
         <NewButton shown={editor && !creating} onClick={() => setCreating(true)}>New campaign</NewButton>
         {creating && (
           <CampaignForm env={env} onDone={(c) => { setCreating(false); if (c) { made(`Campaign “${c.name}” created.`); setOpen(c.id); } }} />
@@ -157,7 +185,17 @@ function CampaignForm({ env, c, onDone }: { env: number; c?: Campaign; onDone: (
 }
 
 function CampaignDetail({ env, c, editor, onChanged, onClose }: { env: number; c: Campaign; editor: boolean; onChanged: (m: string) => void; onClose: () => void }) {
-  const kws = useResource((signal) => api.get("/api/seo/campaigns/{id}/keywords", { path: { id: c.id }, query: { per_page: 200 }, signal }), [c.id, c.updated_at]);
+  const [page, setPage] = useState(1);
+  const kws = useResource(
+    (signal) => api.get("/api/seo/campaigns/{id}/keywords", { path: { id: c.id }, query: { page, per_page: KW_PAGE }, signal }),
+    [c.id, c.updated_at, page],
+  );
+  const total = kws.data?.data.total ?? 0;
+  const pages = pageCount(total, KW_PAGE);
+  // Taking out the last keywords of the last page goes back a page.
+  useEffect(() => {
+    if (kws.data && page > pages) setPage(pages);
+  }, [kws.data, page, pages]);
   const [editing, setEditing] = useState(false);
   const [error, setError] = useState<string | null>(null);
   async function remove(id: number, keyword: string) {
@@ -179,7 +217,7 @@ function CampaignDetail({ env, c, editor, onChanged, onClose }: { env: number; c
     if (focus) document.getElementById(focus)?.focus();
   }, [focus, order]);
   const items = order ? order.map((id) => all.find((k) => k.id === id)).filter((k): k is (typeof all)[number] => !!k) : all;
-  const movable = editor && !!kws.data && kws.data.data.total === all.length && all.length > 1;
+  const movable = editor && !!kws.data && total === all.length && all.length > 1;
   async function move(at: number, by: -1 | 1) {
     const ids = items.map((k) => k.id);
     const [k] = items.slice(at, at + 1);
@@ -221,8 +259,20 @@ function CampaignDetail({ env, c, editor, onChanged, onClose }: { env: number; c
       )}
       <h4>Keywords, in the order they are written</h4>
       {error && <Alert>{error}</Alert>}
-      {kws.data && items.length === 0 && <p class="muted">No keyword yet: select some on the Keywords screen.</p>}
-      <ol class="kw-order">
+      {kws.data && total === 0 && (
+        <p class="muted">
+          No keyword yet: select some on the <Link href={envPath(env, "keywords")}>Keywords screen</Link> and add them to {c.name}.
+        </p>
+      )}
+      {total > 0 && (
+        <p class="muted small" role="status">
+          {pages > 1
+            ? `Keywords ${num((page - 1) * KW_PAGE + 1)} to ${num((page - 1) * KW_PAGE + all.length)} of ${num(total)}` +
+              (editor ? `; the order can be changed when the campaign has at most ${num(KW_PAGE)}.` : ".")
+            : count(total, "keyword", "keywords")}
+        </p>
+      )}
+      <ol class="kw-order" start={(page - 1) * KW_PAGE + 1}>
         {items.map((k, i) => (
           <li key={k.id}>
             {k.keyword} <span class="muted small">({k.status.replace("_", " ")})</span>
@@ -248,6 +298,7 @@ function CampaignDetail({ env, c, editor, onChanged, onClose }: { env: number; c
           </li>
         ))}
       </ol>
+      <Pager label={`Pages of the keywords of ${c.name}`} page={Math.min(page, pages)} pages={pages} onPage={setPage} />
     </section>
   );
 }
@@ -255,7 +306,12 @@ function CampaignDetail({ env, c, editor, onChanged, onClose }: { env: number; c
 const strategyWords: Record<string, string> = { queued: "Queued", running: "Being built", ready: "Ready", failed: "Failed", cancelled: "Cancelled" };
 
 function Strategies({ env, editor, onCampaign }: { env: number; editor: boolean; onCampaign: (m: string) => void }) {
-  const list = useResource((signal) => api.get("/api/seo/strategies", { query: { environment_id: env, per_page: 50 }, signal }), [env]);
+  const [page, setPage] = useState(1);
+  const list = useResource(
+    (signal) => api.get("/api/seo/strategies", { query: { environment_id: env, page, per_page: PER_PAGE, sort: "-created_at" }, signal }),
+    [env, page],
+  );
+  const total = list.data?.data.total ?? 0;
   const [open, setOpen] = useState<number | null>(Number(new URLSearchParams(location.search).get("strategy")) || null);
   const items = list.data?.data.items ?? [];
   const building = items.some((s) => s.status === "queued" || s.status === "running");
@@ -297,7 +353,13 @@ function Strategies({ env, editor, onCampaign }: { env: number; editor: boolean;
           </tbody>
         </table>
       )}
-      {editor && <NewStrategy env={env} onBuilt={() => list.reload()} />}
+      {total > PER_PAGE && (
+        <p class="muted small" role="status">
+          {count(total, "strategy", "strategies")}
+        </p>
+      )}
+      <Pager label="Pages of strategies" page={page} pages={pageCount(total, PER_PAGE)} onPage={setPage} />
+      {editor && <NewStrategy env={env} onBuilt={() => { setPage(1); list.reload(); }} />}
       {open && <StrategyDetail key={open} id={open} editor={editor} env={env} onCampaign={onCampaign} />}
     </section>
   );

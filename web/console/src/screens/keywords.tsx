@@ -7,6 +7,7 @@ import { useEffect, useRef, useState } from "preact/hooks";
 import { api, upload, type Schemas } from "../api/client";
 import type { ScreenProps } from "../lazy";
 import { envPath } from "../router";
+import { Confirm } from "../confirm";
 import { sentence } from "../session";
 import {
   Alert, canEdit, errorText, Field, formErrors, Heading, Labelled, Link, noErrors, num, Pager, Select, Thead, useDebounced, useResource, useSubmit, type FormErrors,
@@ -307,7 +308,7 @@ function Import({ env, bind, onImported }: { env: number; bind: { current: (f: F
   );
 }
 
-type Pending = "delete" | "campaign" | null;
+type Pending = "delete" | "campaign" | "add" | null;
 
 // Selection holds the actions on the selected rows.
 function Selection({ env, ids, onChanged, onError }: { env: number; ids: number[]; onChanged: (message: string) => void; onError: () => void }) {
@@ -351,23 +352,70 @@ function Selection({ env, ids, onChanged, onError }: { env: number; ids: number[
         <button type="button" onClick={() => setPending("campaign")} disabled={busy} aria-expanded={pending === "campaign"}>
           Make a campaign…
         </button>
+        <button type="button" onClick={() => setPending("add")} disabled={busy} aria-expanded={pending === "add"}>
+          Add to campaign…
+        </button>
       </div>
       {error && <Alert>{error}</Alert>}
       {pending === "delete" && (
-        <div class="confirm" role="alertdialog" aria-label="Confirm deletion" aria-describedby="kw-del-q">
-          <p id="kw-del-q">Delete {some}? This cannot be undone.</p>
-          <div class="actions">
-            <button type="button" class="danger" onClick={remove} disabled={busy}>
-              Delete {some}
-            </button>
-            <button type="button" onClick={() => setPending(null)}>
-              Cancel
-            </button>
-          </div>
-        </div>
+        <Confirm label="Confirm deletion" question={<p>Delete {some}? This cannot be undone.</p>} action={`Delete ${some}`} busy={busy}
+          onConfirm={remove} onCancel={() => setPending(null)} />
       )}
       {pending === "campaign" && <NewCampaign env={env} ids={ids} onCreated={(m) => { setPending(null); onChanged(m); }} onCancel={() => setPending(null)} />}
+      {pending === "add" && <AddToCampaign env={env} ids={ids} onAdded={(m) => { setPending(null); onChanged(m); }} onCancel={() => setPending(null)} />}
     </div>
+  );
+}
+
+// AddToCampaign appends the selected keywords to an existing campaign,
+// chosen among the campaigns whose name matches what is typed (the server
+// filters; the first 50 by name are offered, and the count says so).
+function AddToCampaign({ env, ids, onAdded, onCancel }: { env: number; ids: number[]; onAdded: (message: string) => void; onCancel: () => void }) {
+  const [text, setText] = useState("");
+  const q = useDebounced(text.trim());
+  const found = useResource(
+    (signal) => api.get("/api/seo/campaigns", { query: { environment_id: env, q: q || undefined, sort: "name", per_page: 50 }, signal }),
+    [env, q],
+  );
+  const [chosen, setChosen] = useState("");
+  const items = found.data?.data.items ?? [];
+  const total = found.data?.data.total ?? 0;
+  const id = items.some((c) => String(c.id) === chosen) ? chosen : String(items[0]?.id ?? "");
+  const { errors, busy, submit } = useSubmit(["ids"], async () => {
+    const c = items.find((x) => String(x.id) === id);
+    if (!c) return;
+    const r = await api.post("/api/seo/campaigns/{id}/keywords", { path: { id: c.id }, body: { ids } });
+    const n = r.data.changed;
+    onAdded(`${kws(n)} added to “${c.name}”${n < ids.length ? ` (${num(ids.length - n)} already in it)` : ""}.`);
+  });
+  return (
+    <form onSubmit={submit} aria-label="Add the selected keywords to a campaign" noValidate>
+      <div class="row">
+        <Field type="search" label="Find a campaign" name="campaign_q" value={text} onValue={setText} />
+        <Select label="Campaign" name="campaign_id" value={id} onValue={setChosen}
+          options={items.map((c) => [String(c.id), c.name] as const)} />
+      </div>
+      <p class="muted small" role="status">
+        {found.loading && !found.data
+          ? "Loading campaigns…"
+          : total === 0
+            ? q ? "No campaign matches this name." : "This environment has no campaign yet: make one instead."
+            : total > items.length
+              ? `The first ${num(items.length)} of ${num(total)} campaigns by name: type to narrow.`
+              : `${num(total)} ${total === 1 ? "campaign" : "campaigns"}.`}
+      </p>
+      {found.error && <Alert>{found.error}</Alert>}
+      {errors.fields.ids && <Alert>{sentence(errors.fields.ids)}</Alert>}
+      {errors.form && <Alert>{sentence(errors.form)}</Alert>}
+      <div class="actions">
+        <button type="submit" class="primary" disabled={busy || !id}>
+          Add {kws(ids.length)}
+        </button>
+        <button type="button" onClick={onCancel}>
+          Cancel
+        </button>
+      </div>
+    </form>
   );
 }
 
