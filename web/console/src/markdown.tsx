@@ -8,12 +8,23 @@
 import type { ComponentChildren, VNode } from "preact";
 import { useMemo, useState } from "preact/hooks";
 
-export function safeHref(href: string): string | null {
-  const h = href.trim();
-  if (/^(https?:|mailto:)/i.test(h)) return h;
-  if (/^[/#?]/.test(h) && !h.startsWith("//")) return h;
-  if (!/^[a-z][a-z0-9+.-]*:/i.test(h) && !h.startsWith("//")) return h; // relative
-  return null;
+// safeHref is href as the browser would resolve it (the URL parser drops
+// leading and trailing C0 controls and spaces and every tab and newline, so
+// "java\tscript:" and "\x01javascript:" are javascript: addresses), kept
+// only when it then leads to http(s) or mailto; a relative link resolves
+// against the page, so it is the page's http(s). The resolved address is
+// returned: the element gets exactly what was checked. An empty href, or
+// one the parser refuses, is no link.
+const safeProtocols = new Set(["http:", "https:", "mailto:"]);
+export function safeHref(href: string, base: string = location.href): string | null {
+  if (!href.replace(/[\u0000-\u0020]/g, "")) return null;
+  let u: URL;
+  try {
+    u = new URL(href, base);
+  } catch {
+    return null;
+  }
+  return safeProtocols.has(u.protocol) ? u.href : null;
 }
 
 // inline turns one paragraph's text into elements.

@@ -139,11 +139,12 @@ test("an editor chats: streamed reply, automatic title, copy, regenerate and edi
   await page.getByRole("region", { name: "Reply 2" }).getByText(/Answer \d+:/).waitFor();
   await waitFor(async () => (await page.getByRole("list").filter({ has: page.getByRole("link", { name: "Planting depth" }) }).getByRole("link").count()) === 2);
   // Newest activity first.
-  const first = await page.locator(".chat-list li a").first().textContent();
+  const conversations = page.getByRole("region", { name: "Conversations" }).getByRole("listitem").getByRole("link");
+  const first = await conversations.first().textContent();
   assert.notEqual(first, "Planting depth");
   await page.getByRole("searchbox", { name: "Search conversations" }).fill("cherry");
-  await waitFor(async () => (await page.locator(".chat-list li a").count()) === 1);
-  assert.equal(await page.locator(".chat-list li a").textContent(), "Planting depth");
+  await waitFor(async () => (await conversations.count()) === 1);
+  assert.equal(await conversations.textContent(), "Planting depth");
   await page.getByRole("searchbox", { name: "Search conversations" }).fill("zucchini");
   await page.getByText("No conversation holds “zucchini”.").waitFor();
   await page.getByRole("searchbox", { name: "Search conversations" }).fill("");

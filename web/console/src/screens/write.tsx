@@ -234,7 +234,7 @@ export function Write({ env }: ScreenProps) {
             <Article run={phase.run} env={env} editor={editor} />
           ) : (
             text && (
-              <div class="stream" aria-label="Text so far" aria-busy={writing} role="region">
+              <div class="stream" aria-label="Text so far" aria-busy={writing} role="region" tabIndex={0}>
                 {text}
               </div>
             )
