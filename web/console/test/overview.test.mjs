@@ -1,6 +1,8 @@
 // The overview's additions: drafts waiting for review (each opens its
 // post), the last 30 days' spend against the budgets, and a notification
-// that opens the screen it is about (a strategy's build, ended).
+// that opens the screen it is about (a strategy's build, ended); and all
+// of it live: a run, a draft and spend made through the API appear without
+// a reload.
 import assert from "node:assert/strict";
 import { after, before, test } from "node:test";
 import { axeCheck, grantAll, launch, openAs, startCopydesk, startProvider, startWordPress, TEAM, useProvider, useWordPress, waitFor } from "./harness.mjs";
