@@ -96,3 +96,53 @@ test("a viewer sees the autopilot with no action", async () => {
   for (const name of ["Start", "Run now", "Save the configuration", "Add a variable"]) assert.equal(await page.getByRole("button", { name }).count(), 0, name);
   await close();
 });
+
+test("the form keeps the token budgets set through the API and sets them itself", async () => {
+  const cfg = async () => (await srv.api("GET", `/api/autopilot/config?environment_id=${env.id}`, admin)).body.data;
+  const before = await cfg();
+  const put = await srv.api("PUT", "/api/autopilot/config", admin, { environment_id: env.id, campaign_ids: before.campaign_ids, variables: before.variables,
+    daily_budget_usd: 5, daily_budget_tokens: 50000, monthly_budget_tokens: 900000 });
+  assert.equal(put.status, 200, JSON.stringify(put.body));
+
+  const { page, close } = await openAs(browser, srv, "ed@example.com", `/e/${env.id}/autopilot`);
+  const state = page.getByRole("region", { name: "State" });
+  await state.getByText(/ of 50,000$/).waitFor();
+  await state.getByText(/ of 900,000$/).waitFor();
+  assert.equal(await page.getByRole("spinbutton", { name: "Daily token budget" }).inputValue(), "50000");
+  assert.equal(await page.getByRole("spinbutton", { name: "Monthly token budget" }).inputValue(), "900000");
+
+  // Saving after changing something else keeps them.
+  await page.getByRole("spinbutton", { name: "Posts per day" }).fill("2");
+  await page.getByRole("button", { name: "Save the configuration" }).click();
+  await page.getByText("Configuration saved.").waitFor();
+  let c = await cfg();
+  assert.deepEqual([c.max_posts_per_day, c.daily_budget_tokens, c.monthly_budget_tokens, c.daily_budget_usd], [2, 50000, 900000, 5]);
+
+  // The server's 422 beside the token field it names, then a budget set in the form.
+  const monthly = page.getByRole("spinbutton", { name: "Monthly token budget" });
+  await monthly.fill("0");
+  await page.getByRole("button", { name: "Save the configuration" }).click();
+  await waitFor(async () => (await monthly.getAttribute("aria-invalid")) === "true");
+  const detail = await monthly.evaluate((el) => el.getAttribute("aria-describedby").split(" ").map((id) => document.getElementById(id).textContent).join(" "));
+  assert.match(detail, /greater than 0/);
+  assert.deepEqual(await axeCheck(page), [], "autopilot with a token budget error");
+  await monthly.fill("2000000");
+  await page.getByRole("spinbutton", { name: "Daily token budget" }).fill("");
+  await page.getByRole("button", { name: "Save the configuration" }).click();
+  await page.getByText("Configuration saved.").waitFor();
+  c = await cfg();
+  assert.deepEqual([c.daily_budget_tokens, c.monthly_budget_tokens], [null, 2000000]);
+  await state.getByText(/ of 2,000,000$/).waitFor();
+  await close();
+});
+
+test("with no campaign the form links to the Campaigns screen", async () => {
+  const other = (await srv.api("POST", "/api/environments", admin, { name: "Empty blog" })).body.data;
+  await grantAll(srv, admin, other.id);
+  const { page, close } = await openAs(browser, srv, "ed@example.com", `/e/${other.id}/autopilot`);
+  await page.getByText(/No campaign in this environment yet/).waitFor();
+  await page.getByRole("link", { name: "make one under Campaigns" }).click();
+  await page.getByRole("heading", { name: "Campaigns", level: 1 }).waitFor();
+  assert.equal(new URL(page.url()).pathname, `/e/${other.id}/campaigns`);
+  await close();
+});

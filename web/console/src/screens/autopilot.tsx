@@ -7,8 +7,9 @@ import { useEffect, useState } from "preact/hooks";
 import { api, url, type Schemas } from "../api/client";
 import { follow } from "../api/sse";
 import type { ScreenProps } from "../lazy";
+import { envPath } from "../router";
 import { sentence } from "../session";
-import { Alert, canEdit, errorText, Field, formErrors, Heading, noErrors, Select, Thead, usd, useResource, When, type FormErrors } from "../ui";
+import { Alert, canEdit, errorText, Field, formErrors, Heading, Link, noErrors, num, Select, Thead, usd, useResource, When, type FormErrors } from "../ui";
 
 type Status = Schemas["autopilotStatusResponse"];
 type Run = NonNullable<Schemas["autopilotRunResponse"]>;
@@ -133,6 +134,16 @@ function State({ env, s, editor, onChanged, reload }: { env: number; s: Status; 
           {usd(s.spent_month_usd)}
           {a.config.monthly_budget_usd != null && ` of ${usd(a.config.monthly_budget_usd)}`}
         </dd>
+        <dt>Tokens today</dt>
+        <dd>
+          {num(s.tokens_today)}
+          {a.config.daily_budget_tokens != null && ` of ${num(a.config.daily_budget_tokens)}`}
+        </dd>
+        <dt>Tokens this month</dt>
+        <dd>
+          {num(s.tokens_month)}
+          {a.config.monthly_budget_tokens != null && ` of ${num(a.config.monthly_budget_tokens)}`}
+        </dd>
       </dl>
       {editor && (
         <div class="actions">
@@ -184,13 +195,15 @@ type Form = {
   max_posts_per_day: string;
   daily_budget_usd: string;
   monthly_budget_usd: string;
+  daily_budget_tokens: string;
+  monthly_budget_tokens: string;
   post_status: Config["post_status"];
   auto_resume: boolean;
   campaign_ids: number[];
   variables: [string, string][];
 };
 
-const fieldNames = ["window_start", "window_end", "max_posts_per_day", "daily_budget_usd", "monthly_budget_usd", "post_status", "campaign_ids", "variables"];
+const fieldNames = ["window_start", "window_end", "max_posts_per_day", "daily_budget_usd", "monthly_budget_usd", "daily_budget_tokens", "monthly_budget_tokens", "post_status", "campaign_ids", "variables"];
 
 function ConfigForm({ env, config, editor, onSaved }: { env: number; config: Config; editor: boolean; onSaved: () => void }) {
   const campaigns = useResource((signal) => api.get("/api/seo/campaigns", { query: { environment_id: env, per_page: 100 }, signal }), [env]);
@@ -200,6 +213,8 @@ function ConfigForm({ env, config, editor, onSaved }: { env: number; config: Con
     max_posts_per_day: String(config.max_posts_per_day),
     daily_budget_usd: config.daily_budget_usd == null ? "" : String(config.daily_budget_usd),
     monthly_budget_usd: config.monthly_budget_usd == null ? "" : String(config.monthly_budget_usd),
+    daily_budget_tokens: config.daily_budget_tokens == null ? "" : String(config.daily_budget_tokens),
+    monthly_budget_tokens: config.monthly_budget_tokens == null ? "" : String(config.monthly_budget_tokens),
     post_status: config.post_status,
     auto_resume: config.auto_resume,
     campaign_ids: config.campaign_ids,
@@ -212,7 +227,9 @@ function ConfigForm({ env, config, editor, onSaved }: { env: number; config: Con
     setF({ ...f, ...patch });
     setDone(false);
   };
-  const money = (v: string) => (v.trim() === "" ? null : Number(v));
+  // An empty budget is none; the PUT replaces the whole configuration, so
+  // every budget is sent, the token ones too.
+  const amount = (v: string) => (v.trim() === "" ? null : Number(v));
 
   async function save(e: Event) {
     e.preventDefault();
@@ -225,8 +242,10 @@ function ConfigForm({ env, config, editor, onSaved }: { env: number; config: Con
           window_start: f.window_start.trim(),
           window_end: f.window_end.trim(),
           max_posts_per_day: Number(f.max_posts_per_day),
-          daily_budget_usd: money(f.daily_budget_usd),
-          monthly_budget_usd: money(f.monthly_budget_usd),
+          daily_budget_usd: amount(f.daily_budget_usd),
+          monthly_budget_usd: amount(f.monthly_budget_usd),
+          daily_budget_tokens: amount(f.daily_budget_tokens),
+          monthly_budget_tokens: amount(f.monthly_budget_tokens),
           post_status: f.post_status,
           auto_resume: f.auto_resume,
           campaign_ids: f.campaign_ids,
@@ -258,12 +277,18 @@ function ConfigForm({ env, config, editor, onSaved }: { env: number; config: Con
         </div>
       </fieldset>
       <fieldset disabled={!editor || busy}>
-        <legend>Budgets (US dollars, every use of the environment)</legend>
+        <legend>Budgets (every use of the environment)</legend>
         <div class="row">
           <Field type="number" label="Daily budget" name="daily_budget_usd" value={f.daily_budget_usd} onValue={(v) => set({ daily_budget_usd: v })}
-            error={fe.daily_budget_usd} hint="Empty: none" />
+            error={fe.daily_budget_usd} hint="US dollars; empty: none" />
           <Field type="number" label="Monthly budget" name="monthly_budget_usd" value={f.monthly_budget_usd} onValue={(v) => set({ monthly_budget_usd: v })}
-            error={fe.monthly_budget_usd} hint="Empty: none" />
+            error={fe.monthly_budget_usd} hint="US dollars; empty: none" />
+        </div>
+        <div class="row">
+          <Field type="number" label="Daily token budget" name="daily_budget_tokens" value={f.daily_budget_tokens} onValue={(v) => set({ daily_budget_tokens: v })}
+            error={fe.daily_budget_tokens} hint="Input and output tokens, priced or not; empty: none" />
+          <Field type="number" label="Monthly token budget" name="monthly_budget_tokens" value={f.monthly_budget_tokens}
+            onValue={(v) => set({ monthly_budget_tokens: v })} error={fe.monthly_budget_tokens} hint="Input and output tokens, priced or not; empty: none" />
         </div>
         <label class="check-label">
           <input type="checkbox" checked={f.auto_resume} onChange={(e) => set({ auto_resume: e.currentTarget.checked })} />
@@ -276,7 +301,11 @@ function ConfigForm({ env, config, editor, onSaved }: { env: number; config: Con
           options={[["campaign", "Each campaign's own"], ["draft", "Draft"], ["publish", "Publish"]]} />
         <fieldset class="terms" aria-describedby={fe.campaign_ids ? "ap-campaigns-error" : undefined}>
           <legend>Campaigns (none chosen: every active campaign)</legend>
-          {list.length === 0 && <p class="muted small">No campaign in this environment yet.</p>}
+          {list.length === 0 && (
+            <p class="muted small">
+              No campaign in this environment yet: <Link href={envPath(env, "campaigns")}>make one under Campaigns</Link>.
+            </p>
+          )}
           {list.map((c) => (
             <label key={c.id} class="check-label">
               <input type="checkbox" checked={f.campaign_ids.includes(c.id)}
