@@ -369,18 +369,10 @@ func (db *DB) UpdateAstroPost(ctx context.Context, id int64, up AstroPostUpdate,
 		}
 		var ch changes
 		set := ch.set
-		if up.Title != nil {
-			set("title", *up.Title)
-		}
-		if up.Description != nil {
-			set("description", *up.Description)
-		}
-		if up.Slug != nil {
-			set("slug", *up.Slug)
-		}
-		if up.Body != nil {
-			set("body", *up.Body)
-		}
+		given(&ch, "title", up.Title)
+		given(&ch, "description", up.Description)
+		given(&ch, "slug", up.Slug)
+		given(&ch, "body", up.Body)
 		if up.PubDate != nil {
 			set("pub_date", fmtTime(*up.PubDate))
 		}
@@ -391,9 +383,7 @@ func (db *DB) UpdateAstroPost(ctx context.Context, id int64, up AstroPostUpdate,
 				set("updated_date", fmtTime(*up.UpdatedDate))
 			}
 		}
-		if up.HeroImage != nil {
-			set("hero_image", *up.HeroImage)
-		}
+		given(&ch, "hero_image", up.HeroImage)
 		if up.Draft != nil {
 			set("draft", boolInt(*up.Draft))
 		}

@@ -253,12 +253,8 @@ func (db *DB) UpdateKeyword(ctx context.Context, id int64, up KeywordUpdate) (*K
 			set("search_volume_high", *up.SearchVolumeHigh)
 		}
 	}
-	if up.Difficulty != nil {
-		set("difficulty", *up.Difficulty)
-	}
-	if up.CPC != nil {
-		set("cpc", *up.CPC)
-	}
+	given(&ch, "difficulty", up.Difficulty)
+	given(&ch, "cpc", up.CPC)
 	for _, f := range []struct {
 		col string
 		v   *string
@@ -267,9 +263,7 @@ func (db *DB) UpdateKeyword(ctx context.Context, id int64, up KeywordUpdate) (*K
 			set(f.col, *f.v)
 		}
 	}
-	if up.Intent != nil {
-		set("intent", *up.Intent)
-	}
+	given(&ch, "intent", up.Intent)
 	if up.Post != nil {
 		var link *PostRef
 		if up.Post.ID != 0 {

@@ -353,6 +353,14 @@ func (c *changes) set(col string, v any) {
 	c.cols, c.args = append(c.cols, col+" = ?"), append(c.args, v)
 }
 
+// given sets col to *v when v is given: a partial update's field, nil
+// when it is left alone.
+func given[T any](c *changes, col string, v *T) {
+	if v != nil {
+		c.set(col, *v)
+	}
+}
+
 func (c *changes) none() bool { return len(c.cols) == 0 }
 
 // update is the statement that sets them on the row id of table.

@@ -394,39 +394,23 @@ func applySync(ctx context.Context, tx *sql.Tx, id int64, s WordPressSync, now s
 	}
 	var ch changes
 	set := ch.set
-	if s.RemoteID != nil {
-		set("remote_id", *s.RemoteID)
-	}
-	if s.RemoteLink != nil {
-		set("remote_link", *s.RemoteLink)
-	}
-	if s.RemoteStatus != nil {
-		set("remote_status", *s.RemoteStatus)
-	}
+	given(&ch, "remote_id", s.RemoteID)
+	given(&ch, "remote_link", s.RemoteLink)
+	given(&ch, "remote_status", s.RemoteStatus)
 	if s.RemoteModified != nil {
 		set("remote_modified", fmtTime(*s.RemoteModified))
 	}
-	if s.RemoteHash != nil {
-		set("remote_hash", *s.RemoteHash)
-	}
-	if s.SyncStatus != nil {
-		set("sync_status", *s.SyncStatus)
-	}
-	if s.LastError != nil {
-		set("last_error", *s.LastError)
-	}
+	given(&ch, "remote_hash", s.RemoteHash)
+	given(&ch, "sync_status", s.SyncStatus)
+	given(&ch, "last_error", s.LastError)
 	if s.Synced {
 		set("synced_at", now)
 	}
 	if s.CreatePending != nil {
 		set("create_pending", max(0, *s.CreatePending))
 	}
-	if s.FeaturedMediaID != nil {
-		set("featured_media_id", *s.FeaturedMediaID)
-	}
-	if s.FeaturedMediaSrc != nil {
-		set("featured_media_src", *s.FeaturedMediaSrc)
-	}
+	given(&ch, "featured_media_id", s.FeaturedMediaID)
+	given(&ch, "featured_media_src", s.FeaturedMediaSrc)
 	if l := s.Local; l != nil {
 		l.sets(set)
 		if err := setPostTerms(ctx, tx, "wordpress_post", id, envID, l.CategoryIDs, l.TagIDs); err != nil {
