@@ -19,19 +19,12 @@ type Section struct {
 // global (EnvironmentID nil) or of one environment. Builtin is the slug of
 // one of the archetypes migration 0012 ships, "" for others.
 type Archetype struct {
-	ID                int64
-	EnvironmentID     *int64
-	Builtin           string
-	Name              string
-	Description       string
-	Outline           []Section
-	PromptTemplate    string
-	OptionalVariables []string
-	TargetWords       int
-	Tone              string
-	CreatedBy         *int64
-	CreatedAt         time.Time
-	UpdatedAt         time.Time
+	ID int64
+	ArchetypeInput
+	Builtin   string
+	CreatedBy *int64
+	CreatedAt time.Time
+	UpdatedAt time.Time
 }
 
 // ArchetypeInput is what an archetype is made of; the service checks it.

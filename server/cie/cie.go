@@ -223,10 +223,11 @@ func (s *Service) checkHome(ctx context.Context, sc store.Scope, envID *int64) e
 	return nil
 }
 
+// inputOf is what a has, to be changed and replaced (its lists copied).
 func inputOf(a *store.Archetype) store.ArchetypeInput {
-	return store.ArchetypeInput{EnvironmentID: a.EnvironmentID, Name: a.Name, Description: a.Description,
-		Outline: slices.Clone(a.Outline), PromptTemplate: a.PromptTemplate, OptionalVariables: slices.Clone(a.OptionalVariables),
-		TargetWords: a.TargetWords, Tone: a.Tone}
+	in := a.ArchetypeInput
+	in.Outline, in.OptionalVariables = slices.Clone(in.Outline), slices.Clone(in.OptionalVariables)
+	return in
 }
 
 // Limits of an archetype, the same as the request binding's.
