@@ -100,6 +100,35 @@ test("stop cancels the generation on the server and keeps its text so far on the
   await close();
 });
 
+test("a stream cut mid-generation joins the generation again with Last-Event-ID and the article completes", async () => {
+  const { page, close } = await openAs(browser, srv, "ed@example.com", `/e/${env.id}/write`);
+  // The generation's answer reaches the page cut after its third piece of
+  // text: the connection drops, the run goes on on the server.
+  let cutAt = "";
+  await page.route("**/api/cie/archetypes/*/generate", async (route) => {
+    const res = await route.fetch();
+    const events = (await res.text()).split("\n\n");
+    const third = events.findIndex((e, i) => e.includes("event: delta") && events.slice(0, i).filter((x) => x.includes("event: delta")).length === 2);
+    cutAt = /^id: (\d+)$/m.exec(events[third])[1];
+    await route.fulfill({ status: 200, headers: { "content-type": "text/event-stream" }, body: events.slice(0, third + 1).join("\n\n") + "\n\n" });
+  });
+  const joins = [];
+  page.on("request", (r) => {
+    if (r.url().includes("/events")) joins.push(r.headers()["last-event-id"]);
+  });
+  await page.getByRole("textbox", { name: "Keyword" }).fill("mint");
+  await page.getByRole("textbox", { name: "Audience" }).fill("tea lovers");
+  await page.getByRole("button", { name: "Generate" }).click();
+  await page.getByText(/^Done: 500 tokens from gpt-4o-mini/).waitFor();
+  const preview = page.getByRole("region", { name: "Article preview" });
+  await preview.getByRole("heading", { name: "Growing tomatoes on a balcony" }).waitFor();
+  await preview.getByText(/word19/).waitFor();
+  assert.ok(cutAt !== "", "the stream was cut");
+  assert.deepEqual(joins, [cutAt], "joined again once, from the last event read");
+  assert.equal(await page.getByRole("button", { name: "Check the generation" }).count(), 0);
+  await close();
+});
+
 test("a viewer sees the archetypes' forms with no action", async () => {
   const { page, close } = await openAs(browser, srv, "vic@example.com", `/e/${env.id}/write`);
   await page.getByText("Writing an article needs the editor role").waitFor();
