@@ -128,7 +128,7 @@ export interface paths {
         get: operations["getAgentsId"];
         /**
          * Change an agent
-         * @description Fields left out keep their values.
+         * @description Fields left out (or null) keep their values. clear lists the fields to set back to null: temperature and max_tokens then follow the model's default again. A field both given and cleared is a 422.
          *
          *     Requires the editor role or higher.
          */
@@ -3807,6 +3807,8 @@ export interface components {
             updated_at: string;
         };
         agentUpdateRequest: {
+            /** @description fields to set back to null, the model's (or the settings') default: temperature, max_tokens (a null in their own fields keeps the value) */
+            clear?: ("temperature" | "max_tokens")[];
             /**
              * Format: int64
              * @description 0: back to the settings' credential
