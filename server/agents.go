@@ -2,6 +2,7 @@ package server
 
 import (
 	"net/http"
+	"slices"
 
 	"github.com/gin-gonic/gin"
 
@@ -34,7 +35,8 @@ func (s *Server) registerAgentRoutes() {
 		Summary: "Get an agent", Data: agentResponse{}}, s.getAgent)
 	s.handle(Route{Method: "PUT", Path: "/api/agents/{id}", Tag: tag, Access: editorOnly,
 		Summary: "Change an agent", Body: agentUpdateRequest{}, Data: agentResponse{},
-		Notes: "Fields left out keep their values."}, s.updateAgent)
+		Notes: "Fields left out (or null) keep their values. clear lists the fields to set back to null: temperature and " +
+			"max_tokens then follow the model's default again. A field both given and cleared is a 422."}, s.updateAgent)
 	s.handle(Route{Method: "DELETE", Path: "/api/agents/{id}", Tag: tag, Access: editorOnly,
 		Summary: "Delete an agent and its runs", Data: deletedResponse{}}, s.deleteAgent)
 	s.handle(Route{Method: "GET", Path: "/api/agents/{id}/assignments", Tag: tag, Access: signedIn,
@@ -76,6 +78,7 @@ type agentUpdateRequest struct {
 	Temperature  *float64 `json:"temperature" binding:"omitempty,gte=0,lte=2"`
 	MaxTokens    *int     `json:"max_tokens" binding:"omitempty,gte=1,lte=200000"`
 	IsActive     *bool    `json:"is_active"`
+	Clear        []string `json:"clear" binding:"max=2,dive,oneof=temperature max_tokens" doc:"fields to set back to null, the model's (or the settings') default: temperature, max_tokens (a null in their own fields keeps the value)"`
 }
 
 type agentResponse struct {
@@ -206,7 +209,8 @@ func (s *Server) updateAgent(c *gin.Context) {
 	}
 	a, err := s.agents.Update(c.Request.Context(), scope(c), id, agent.Change{Name: req.Name, Description: req.Description,
 		Kind: req.Kind, CredentialID: req.CredentialID, Model: req.Model, SystemPrompt: req.SystemPrompt,
-		Temperature: req.Temperature, MaxTokens: req.MaxTokens, IsActive: req.IsActive})
+		Temperature: req.Temperature, MaxTokens: req.MaxTokens, IsActive: req.IsActive,
+		ClearTemperature: slices.Contains(req.Clear, "temperature"), ClearMaxTokens: slices.Contains(req.Clear, "max_tokens")})
 	if err != nil {
 		fail(c, err)
 		return

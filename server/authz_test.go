@@ -236,6 +236,7 @@ var authzTable = []authzCase{
 	{route: "POST /api/cie/archetypes/{id}/generate", path: "/api/cie/archetypes/{archB}/generate", body: map[string]any{"variables": map[string]any{"keyword": "x"}, "environment_id": "{envB}"}, want: [5]int{401, 403, 404, 202, 202}},
 	{route: "GET /api/cie/runs", want: [5]int{401, 200, 200, 200, 200}},
 	{route: "GET /api/cie/runs/{run_id}", path: "/api/cie/runs/{cierun}", want: [5]int{401, 200, 200, 200, 200}},
+	{route: "GET /api/cie/runs/{run_id}/events", path: "/api/cie/runs/{cierun}/events", want: [5]int{401, 409, 409, 409, 409}},
 	{route: "POST /api/cie/runs/{run_id}/cancel", path: "/api/cie/runs/{cierun}/cancel", want: [5]int{401, 403, 200, 200, 200}},
 	{route: "POST /api/cie/runs/{run_id}/save-as-post", path: "/api/cie/runs/{cierun}/save-as-post", body: map[string]any{"target": "wordpress"}, want: [5]int{401, 403, 409, 409, 409}},
 	{route: "POST /api/cie/runs/{run_id}/save-as-post", path: "/api/cie/runs/{cierun}/save-as-post", body: map[string]any{"target": "astro"}, want: [5]int{401, 403, 409, 409, 409}},

@@ -41,7 +41,7 @@ func (s *Server) registerCIERoutes() {
 	s.handle(Route{Method: "POST", Path: "/api/cie/archetypes/{id}/generate", Tag: tag, Access: editorOnly, Status: http.StatusAccepted,
 		EventStream: true, Errors: []int{409},
 		Events: generationEvents(cieRunResponse{}, "generation",
-			Event{Name: "retry", Data: streamDetail{}, Doc: "The answer did not follow the article format and the model is asked again: drop the text so far."}),
+			cieRetryEvent),
 		Summary: "Generate an article from the archetype", Body: generateRequest{}, Data: cieRunResponse{},
 		Notes: "Queues a generation and answers 202 with its run; poll GET /api/cie/runs/{run_id}, or wait for the run.succeeded or run.failed " +
 			"notification it raises for the caller when it ends (a streamed one raises none). With stream true the answer is a " +
@@ -55,6 +55,14 @@ func (s *Server) registerCIERoutes() {
 		Notes: "The autopilot's generations are listed too. An environment_id outside your environments is a 404."}, s.listCIERuns)
 	s.handle(Route{Method: "GET", Path: "/api/cie/runs/{run_id}", Tag: tag, Access: signedIn,
 		Summary: "Get a generation", Data: cieRunResponse{}}, s.getCIERun)
+	s.handle(Route{Method: "GET", Path: "/api/cie/runs/{run_id}/events", Tag: tag, Access: signedIn, Binary: "text/event-stream",
+		Errors: []int{409}, Events: cieRunEvents,
+		Summary: "Server-Sent Events of a streamed generation: join it, or resume a cut stream with Last-Event-ID",
+		Notes: "The events of POST .../generate with stream true, for a client whose stream was cut or who joins late. With " +
+			"Last-Event-ID, the events after it; without it (or when they are no longer kept), `event: snapshot` with {\"run\", " +
+			"\"text\"} so far (replace the text); then the live ones. A generation that has ended answers its `done` event (or " +
+			"`error`) and the stream ends. 409 for a generation queued without stream, which has no events: poll GET /api/cie/runs/{run_id}."},
+		s.watchCIERun)
 	s.handle(Route{Method: "POST", Path: "/api/cie/runs/{run_id}/cancel", Tag: tag, Access: editorOnly, Errors: []int{409},
 		Summary: "Cancel a queued or running generation", Data: cieRunResponse{},
 		Notes: "A running generation's model call is cut and what it used is recorded. A finished one is a 409."}, s.cancelCIERun)
@@ -365,6 +373,38 @@ func (s *Server) listCIERuns(c *gin.Context) {
 
 func (s *Server) cancelCIERun(c *gin.Context) {
 	oneSaying(c, "run_id", byCaller(c, s.cie.Cancel), cieRunJSON, func(r *store.CIERun) string { return "generation " + r.Status })
+}
+
+// cieRetryEvent is a generation's `retry`.
+var cieRetryEvent = Event{Name: "retry", Data: streamDetail{}, Doc: "The answer did not follow the article format and the model is asked again: drop the text so far."}
+
+// cieRunEvents are the events of a generation joined or resumed.
+var cieRunEvents = append([]Event{
+	{Name: "snapshot", Data: cieSnapshotResponse{}, Doc: "First for a watcher without Last-Event-ID, or whose events are no longer kept: the run and its text so far (replace the text)."}},
+	append(generationEvents(cieRunResponse{}, "generation",
+		cieRetryEvent),
+		eventLagged)...)
+
+// watchCIERun serves a generation's events: live while it runs (resuming
+// after Last-Event-ID), its stored ending once it has ended.
+func (s *Server) watchCIERun(c *gin.Context) {
+	id, err := pathID(c, "run_id")
+	if err != nil {
+		fail(c, err)
+		return
+	}
+	final, err := s.cie.Watch(c.Request.Context(), scope(c), id)
+	if err != nil {
+		fail(c, err)
+		return
+	}
+	o := s.streamOptions(c)
+	o.Encode = encodeCIERun
+	if final != nil {
+		s.serveFinished(c, o, *final)
+		return
+	}
+	s.serve(c, cie.Topic(id), o)
 }
 
 // encodeCIERun renders a generation's stream events as the API does.

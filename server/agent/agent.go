@@ -190,6 +190,9 @@ type Change struct {
 	Temperature  *float64
 	MaxTokens    *int
 	IsActive     *bool
+	// ClearTemperature and ClearMaxTokens set them back to null (the
+	// model's default); with a value given too, the change is refused.
+	ClearTemperature, ClearMaxTokens bool
 }
 
 // Update changes the fields given, checking the agent as it will be.
@@ -211,10 +214,16 @@ func (s *Service) Update(ctx context.Context, sc store.Scope, id int64, ch Chang
 			in.CredentialID = nil
 		}
 	}
-	if ch.Temperature != nil {
+	if ch.ClearTemperature && ch.Temperature != nil {
+		return nil, store.Invalid("temperature: give a value or clear it, not both")
+	}
+	if ch.ClearMaxTokens && ch.MaxTokens != nil {
+		return nil, store.Invalid("max_tokens: give a value or clear it, not both")
+	}
+	if ch.Temperature != nil || ch.ClearTemperature {
 		in.Temperature = ch.Temperature
 	}
-	if ch.MaxTokens != nil {
+	if ch.MaxTokens != nil || ch.ClearMaxTokens {
 		in.MaxTokens = ch.MaxTokens
 	}
 	if err := s.check(ctx, sc, &in); err != nil {

@@ -129,6 +129,27 @@ func (s *Service) Runs(ctx context.Context, sc store.Scope, f RunFilter, page st
 		Scope: sc, Page: page})
 }
 
+// Watch is what a watcher who joins a generation the scope sees gets
+// (GET /api/cie/runs/{run_id}/events): for one that has ended, its final
+// event (`done` with the run, or `error`), which is then the whole stream;
+// for a streamed one still queued or running, nothing: its topic is
+// served. One queued without stream has no events while it runs: a
+// conflict, as there is nothing to watch but the run itself.
+func (s *Service) Watch(ctx context.Context, sc store.Scope, id int64) (*stream.Event, error) {
+	r, err := s.Run(ctx, sc, id)
+	if err != nil {
+		return nil, err
+	}
+	if r.Finished() {
+		ev := s.runs.Ended(r.Status, r.Error, r)
+		return &ev, nil
+	}
+	if !r.Stream {
+		return nil, store.Conflict("generation %d was not streamed and has no events: follow it with GET /api/cie/runs/%d", id, id)
+	}
+	return nil, nil
+}
+
 // Cancel cancels a queued or running generation the scope sees, saying
 // who did; a finished one is a conflict. A running one's provider call is
 // cut, and the usage of what it had answered is recorded.

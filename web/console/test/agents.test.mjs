@@ -139,6 +139,47 @@ test("an editor creates, edits, runs, assigns and deletes an agent", async () =>
   await close();
 });
 
+test("an editor sets temperature and max tokens back to the model's default; replacing a campaign's agent is asked first", async () => {
+  const mk = async (body) => {
+    const r = await srv.api("POST", "/api/agents", admin, { kind: "writer", environment_id: env.id, ...body });
+    assert.equal(r.status, 201, JSON.stringify(r.body));
+    return r.body.data;
+  };
+  const trimmer = await mk({ name: "Trimmer", temperature: 0.5, max_tokens: 600 });
+  const weeder = await mk({ name: "Weeder" });
+  const c = await srv.api("POST", "/api/seo/campaigns", admin, { environment_id: env.id, name: "Summer beds", target: "wordpress", agent_id: weeder.id });
+  assert.equal(c.status, 201, JSON.stringify(c.body));
+  const { page, close } = await openAs(browser, srv, "ed@example.com", `/e/${env.id}/agents`);
+  await page.getByRole("button", { name: "Trimmer" }).click();
+  const detail = page.getByRole("region", { name: "Trimmer" });
+  await detail.getByRole("button", { name: "Edit the agent" }).click();
+  const edit = page.getByRole("form", { name: "Edit “Trimmer”" });
+  assert.equal(await edit.getByRole("spinbutton", { name: "Temperature" }).inputValue(), "0.5");
+  await edit.getByRole("button", { name: "Use the model's default temperature" }).click();
+  assert.equal(await edit.getByRole("spinbutton", { name: "Temperature" }).inputValue(), "");
+  await edit.getByRole("spinbutton", { name: "Max output tokens" }).fill("");
+  assert.deepEqual(await axeCheck(page), [], "edit form, cleared");
+  await edit.getByRole("button", { name: "Save the agent" }).click();
+  await page.getByText("Agent “Trimmer” saved.").waitFor();
+  const got = (await srv.api("GET", `/api/agents/${trimmer.id}`, admin)).body.data;
+  assert.deepEqual([got.temperature, got.max_tokens], [null, null]);
+  await detail.getByText("the settings'").first().waitFor();
+
+  // Summer beds writes with Weeder: assigning Trimmer asks first, naming it.
+  await detail.getByRole("combobox", { name: "Campaign to assign it to" }).selectOption({ label: "Summer beds" });
+  await detail.getByRole("button", { name: "Assign to the campaign" }).click();
+  const confirm = page.getByRole("alertdialog", { name: "Confirm replacing the agent" });
+  assert.match(await confirm.innerText(), /The campaign “Summer beds” writes with the agent “Weeder”\. Assign “Trimmer” instead\?/);
+  assert.deepEqual(await axeCheck(page), [], "replace confirmation");
+  await confirm.getByRole("button", { name: "Cancel" }).click();
+  assert.equal((await srv.api("GET", `/api/seo/campaigns/${c.body.data.id}`, admin)).body.data.agent_id, weeder.id, "cancelled: unchanged");
+  await detail.getByRole("button", { name: "Assign to the campaign" }).click();
+  await confirm.getByRole("button", { name: "Replace “Weeder”" }).click();
+  await detail.getByRole("button", { name: "Take it off Summer beds" }).waitFor();
+  assert.equal((await srv.api("GET", `/api/seo/campaigns/${c.body.data.id}`, admin)).body.data.agent_id, trimmer.id);
+  await close();
+});
+
 test("an admin chooses the provider credential too; a viewer sees the agents with no action", async () => {
   const a = await srv.api("POST", "/api/agents", admin, { name: "Proofreader", kind: "editor", environment_id: env.id, system_prompt: "Fix the typos." });
   assert.equal(a.status, 201, JSON.stringify(a.body));

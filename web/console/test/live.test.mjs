@@ -78,6 +78,10 @@ test("an editor runs a live session; a late watcher sees the text so far and the
   const text = await kept.textContent();
   assert.ok(text.includes("w0 w1") && !text.includes("the end."), "cancelled midway, its text kept");
   await vic.page.getByRole("listitem").filter({ hasText: "Output (cancelled: the text so far)" }).waitFor();
+  // A cancelled output is not saved as a draft (the API saves only a
+  // complete one): the screen says so and offers no save.
+  await page.getByText("The last output did not complete: its text so far is kept here but is not saved as a draft. Generate again to have one to save.").waitFor();
+  assert.equal(await page.getByRole("button", { name: /as a WordPress draft$/ }).count(), 0);
 
   // A short generation succeeds; the viewer sees it arrive; it is saved as a draft.
   await page.getByRole("textbox", { name: "Prompt" }).fill("Write about herbs");
@@ -85,7 +89,7 @@ test("an editor runs a live session; a late watcher sees the text so far and the
   await page.getByRole("region", { name: "Output 4" }).getByRole("heading", { name: "Balcony herbs" }).waitFor();
   await vic.page.getByRole("region", { name: "Output 4" }).getByText("Basil, thyme and <b>mint</b> grow well.").waitFor();
   assert.deepEqual(await axeCheck(page), [], "live, session");
-  await page.getByRole("button", { name: "Save the last output as a WordPress draft" }).click();
+  await page.getByRole("button", { name: "Save the last complete output as a WordPress draft" }).click();
   await page.getByText("Saved “Balcony herbs” as a WordPress draft.").waitFor();
   const posts = (await srv.api("GET", `/api/wordpress-posts?environment_id=${env.id}`, admin)).body.data.items;
   assert.deepEqual(posts.map((p) => [p.title, p.status]), [["Balcony herbs", "draft"]]);

@@ -128,7 +128,7 @@ export interface paths {
         get: operations["getAgentsId"];
         /**
          * Change an agent
-         * @description Fields left out keep their values.
+         * @description Fields left out (or null) keep their values. clear lists the fields to set back to null: temperature and max_tokens then follow the model's default again. A field both given and cleared is a 422.
          *
          *     Requires the editor role or higher.
          */
@@ -1498,6 +1498,28 @@ export interface paths {
          *     Requires the editor role or higher.
          */
         post: operations["postCieRunsRunIdCancel"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/cie/runs/{run_id}/events": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Server-Sent Events of a streamed generation: join it, or resume a cut stream with Last-Event-ID
+         * @description The events of POST .../generate with stream true, for a client whose stream was cut or who joins late. With Last-Event-ID, the events after it; without it (or when they are no longer kept), `event: snapshot` with {"run", "text"} so far (replace the text); then the live ones. A generation that has ended answers its `done` event (or `error`) and the stream ends. 409 for a generation queued without stream, which has no events: poll GET /api/cie/runs/{run_id}.
+         *
+         *     Requires the viewer role or higher.
+         */
+        get: operations["getCieRunsRunIdEvents"];
+        put?: never;
+        post?: never;
         delete?: never;
         options?: never;
         head?: never;
@@ -3785,6 +3807,8 @@ export interface components {
             updated_at: string;
         };
         agentUpdateRequest: {
+            /** @description fields to set back to null, the model's (or the settings') default: temperature, max_tokens (a null in their own fields keeps the value) */
+            clear?: ("temperature" | "max_tokens")[];
             /**
              * Format: int64
              * @description 0: back to the settings' credential
@@ -4777,6 +4801,11 @@ export interface components {
             variables: {
                 [key: string]: string;
             };
+        };
+        cieSnapshotResponse: {
+            detail?: string;
+            run: components["schemas"]["cieRunResponse"];
+            text: string;
         };
         conversationResponse: {
             last_message: components["schemas"]["messageResponse"];
@@ -9391,6 +9420,33 @@ export interface operations {
             };
             401: components["responses"]["401"];
             403: components["responses"]["403"];
+            404: components["responses"]["404"];
+            409: components["responses"]["409"];
+            422: components["responses"]["422"];
+            500: components["responses"]["500"];
+        };
+    };
+    getCieRunsRunIdEvents: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                run_id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/event-stream": string;
+                };
+            };
+            401: components["responses"]["401"];
             404: components["responses"]["404"];
             409: components["responses"]["409"];
             422: components["responses"]["422"];

@@ -122,6 +122,14 @@ function AgentForm({ env, a, creds, onDone }: { env: number; a?: Agent; creds: C
   const [busy, setBusy] = useState(false);
   const set = (patch: Partial<typeof f>) => setF({ ...f, ...patch });
   const numOrNull = (v: string) => (v.trim() === "" ? null : Number(v));
+  // cleared names the parameters emptied in the form: a null would keep
+  // them, so they are sent back to the settings' with clear.
+  const cleared = (a: Agent) => {
+    const out: ("temperature" | "max_tokens")[] = [];
+    if (a.temperature != null && f.temperature.trim() === "") out.push("temperature");
+    if (a.max_tokens != null && f.max_tokens.trim() === "") out.push("max_tokens");
+    return out;
+  };
   async function submit(e: Event) {
     e.preventDefault();
     setBusy(true);
@@ -138,7 +146,7 @@ function AgentForm({ env, a, creds, onDone }: { env: number; a?: Agent; creds: C
     };
     try {
       const r = a
-        ? await api.put("/api/agents/{id}", { path: { id: a.id }, body: { ...common, ...(creds ? { credential_id: Number(f.credential || 0) } : {}) } })
+        ? await api.put("/api/agents/{id}", { path: { id: a.id }, body: { ...common, clear: cleared(a), ...(creds ? { credential_id: Number(f.credential || 0) } : {}) } })
         : await api.post("/api/agents", { body: { ...common, environment_id: env, credential_id: f.credential ? Number(f.credential) : null } });
       onDone(r.data);
     } catch (err) {
@@ -167,8 +175,18 @@ function AgentForm({ env, a, creds, onDone }: { env: number; a?: Agent; creds: C
       <TextArea label="System prompt" name="system_prompt" value={f.system_prompt} onValue={(v) => set({ system_prompt: v })} error={errors.fields.system_prompt} rows={6}
         hint="{{name}} is replaced by the run's variable of that name." />
       <div class="row">
-        <Field label="Temperature" name="temperature" type="number" value={f.temperature} onValue={(v) => set({ temperature: v })} error={errors.fields.temperature} hint={a ? "0 to 2." : "0 to 2; empty: the settings'."} />
-        <Field label="Max output tokens" name="max_tokens" type="number" value={f.max_tokens} onValue={(v) => set({ max_tokens: v })} error={errors.fields.max_tokens} {...(a ? {} : { hint: "Empty: the settings'." })} />
+        <Field label="Temperature" name="temperature" type="number" value={f.temperature} onValue={(v) => set({ temperature: v })} error={errors.fields.temperature} hint="0 to 2; empty: the settings' (the model's default)." />
+        {f.temperature !== "" && (
+          <button type="button" class="link" onClick={() => set({ temperature: "" })}>
+            Use the model's default<span class="visually-hidden"> temperature</span>
+          </button>
+        )}
+        <Field label="Max output tokens" name="max_tokens" type="number" value={f.max_tokens} onValue={(v) => set({ max_tokens: v })} error={errors.fields.max_tokens} hint="Empty: the settings' (the model's default)." />
+        {f.max_tokens !== "" && (
+          <button type="button" class="link" onClick={() => set({ max_tokens: "" })}>
+            Use the model's default<span class="visually-hidden"> max output tokens</span>
+          </button>
+        )}
       </div>
       <Labelled label="Active" error={errors.fields.is_active} control={(c) => (
         <input {...c} type="checkbox" name="is_active" checked={f.is_active} onChange={(e) => set({ is_active: e.currentTarget.checked })} />
@@ -460,6 +478,21 @@ function AgentCampaigns({ env, a, editor }: { env: number; a: Agent; editor: boo
   const [busy, setBusy] = useState(false);
   const assigned = mine.data?.data.items ?? [];
   const free = (all.data?.data.items ?? []).filter((c) => c.agent_id !== a.id);
+  // A campaign writes with one agent: assigning this one to a campaign
+  // that has another replaces it, which is asked first, naming it.
+  const [replacing, setReplacing] = useState<{ id: number; campaign: string; agent: string } | null>(null);
+  async function assign() {
+    const c = free.find((x) => String(x.id) === pick);
+    if (!c) return;
+    if (c.agent_id == null) return void setAgent(c.id, a.id);
+    let name = `#${c.agent_id}`;
+    try {
+      name = (await api.get("/api/agents/{id}", { path: { id: c.agent_id } })).data.name;
+    } catch {
+      // one the caller cannot read is named by its id
+    }
+    setReplacing({ id: c.id, campaign: c.name, agent: name });
+  }
   async function setAgent(id: number, agent: number) {
     setBusy(true);
     setError(null);
@@ -499,10 +532,20 @@ function AgentCampaigns({ env, a, editor }: { env: number; a: Agent; editor: boo
       {editor && free.length > 0 && (
         <div class="row">
           <Select label="Campaign to assign it to" name="campaign" value={pick} onValue={setPick} options={[["", "Choose a campaign"], ...free.map((c) => [String(c.id), c.name] as const)]} />
-          <button type="button" onClick={() => pick && void setAgent(Number(pick), a.id)} disabled={busy || !pick}>
+          <button type="button" onClick={() => void assign()} disabled={busy || !pick}>
             Assign to the campaign
           </button>
         </div>
+      )}
+      {replacing && (
+        <Confirm label="Confirm replacing the agent" question={`The campaign “${replacing.campaign}” writes with the agent “${replacing.agent}”. Assign “${a.name}” instead? “${replacing.agent}” stops writing for it.`}
+          action={`Replace “${replacing.agent}”`} busy={busy}
+          onConfirm={() => {
+            const r = replacing;
+            setReplacing(null);
+            void setAgent(r.id, a.id);
+          }}
+          onCancel={() => setReplacing(null)} />
       )}
       {error && <Alert>{error}</Alert>}
     </section>

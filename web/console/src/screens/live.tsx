@@ -194,6 +194,10 @@ function Watch({ id, env, saw }: { id: number; env: number; saw: (e: unknown) =>
   const transcript = detail.data.data.transcript;
   const running = now.generation !== null;
   const lastOk = [...transcript].reverse().find((t) => t.role === "output" && t.status === "complete");
+  // Only a complete output is saved as a draft (docs/DECISIONS.md): a
+  // newest output that was cancelled or failed is said to be left out.
+  const newest = [...transcript].reverse().find((t) => t.role === "output");
+  const leftOut = newest && newest.status !== "complete" && newest.content.trim() !== "";
   return (
     <section aria-labelledby="live-h">
       <h2 id="live-h">{session.title}</h2>
@@ -266,8 +270,14 @@ function Watch({ id, env, saw }: { id: number; env: number; saw: (e: unknown) =>
           )}
         </>
       )}
+      {editor && leftOut && !running && (
+        <p class="muted small">
+          The last output did not complete: its text so far is kept here but is not saved as a draft.
+          {lastOk ? " Saving takes the last complete output." : " Generate again to have one to save."}
+        </p>
+      )}
       {editor && lastOk && !running && (
-        <SaveDraft env={env} what="the last output" save={(target) => api.post("/api/live-agents/sessions/{id}/save-as-post", { path: { id }, body: { target } })} />
+        <SaveDraft env={env} what="the last complete output" save={(target) => api.post("/api/live-agents/sessions/{id}/save-as-post", { path: { id }, body: { target } })} />
       )}
       {editor && (
         <div class="actions">

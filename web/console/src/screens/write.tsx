@@ -7,7 +7,7 @@
 // elements, never HTML) when it is done.
 import { useEffect, useRef, useState } from "preact/hooks";
 import { ApiError, api, url, type Schemas } from "../api/client";
-import { post } from "../api/sse";
+import { follow, post, type SSEvent } from "../api/sse";
 import type { ScreenProps } from "../lazy";
 import { Markdown } from "../markdown";
 import { NoProvider, useNoProvider } from "../noprovider";
@@ -83,38 +83,69 @@ export function Write({ env }: ScreenProps) {
     const c = new AbortController();
     ac.current = c;
     let runId: number | null = null;
+    let ended = false;
+    let lastId = 0;
     setPhase({ kind: "writing", runId });
+    const onEvent = (ev: SSEvent) => {
+      const d = ev.data as Record<string, unknown>;
+      if (Number(ev.id) > lastId) lastId = Number(ev.id);
+      if (ev.event === "run") {
+        runId = (d as Run).id;
+        setPhase({ kind: "writing", runId });
+      } else if (ev.event === "snapshot") {
+        // Joined again where the events it missed are no longer kept:
+        // the text so far replaces what was shown.
+        setText(typeof d.text === "string" ? d.text : "");
+      } else if (ev.event === "delta" && typeof d.text === "string") {
+        const piece = d.text;
+        setText((t) => t + piece);
+      } else if (ev.event === "retry") {
+        setText("");
+        setNotice(`The model's answer could not be read (${String(d.detail ?? "")}); it is asked again.`);
+      } else if (ev.event === "done") {
+        ended = true;
+        setPhase({ kind: "done", run: d as Run });
+        setNotice(null);
+      } else if (ev.event === "error") {
+        ended = true;
+        setPhase({ kind: "failed", detail: String(d.detail ?? "the generation failed"), runId });
+      }
+    };
     try {
-      await post(url("/api/cie/archetypes/{id}/generate", { id: archetype.id }), { environment_id: env, variables: given, stream: true }, (ev) => {
-        const d = ev.data as Record<string, unknown>;
-        if (ev.event === "run") {
-          runId = (d as Run).id;
-          setPhase({ kind: "writing", runId });
-        } else if (ev.event === "delta" && typeof d.text === "string") {
-          const piece = d.text;
-          setText((t) => t + piece);
-        } else if (ev.event === "retry") {
-          setText("");
-          setNotice(`The model's answer could not be read (${String(d.detail ?? "")}); it is asked again.`);
-        } else if (ev.event === "done") {
-          setPhase({ kind: "done", run: d as Run });
-          setNotice(null);
-        } else if (ev.event === "error") {
-          setPhase({ kind: "failed", detail: String(d.detail ?? "the generation failed"), runId });
-        }
-      }, c.signal);
-      // A stream that ended without done or error was cut: the run goes on.
-      setPhase((p) => (p.kind === "writing" ? { kind: "stopped", runId } : p));
+      await post(url("/api/cie/archetypes/{id}/generate", { id: archetype.id }), { environment_id: env, variables: given, stream: true }, onEvent, c.signal);
     } catch (err) {
       if (c.signal.aborted) return;
-      if (provider.saw(err)) {
-        setPhase({ kind: "idle" });
+      if (runId == null || err instanceof ApiError) {
+        if (provider.saw(err)) {
+          setPhase({ kind: "idle" });
+          return;
+        }
+        const ve = variableErrors(err, fields.map((f) => f.name));
+        setErrors(ve);
+        setPhase(runId ? { kind: "failed", detail: errorText(err) ?? "", runId } : { kind: "idle" });
         return;
       }
-      const ve = variableErrors(err, fields.map((f) => f.name));
-      setErrors(ve);
-      setPhase(runId ? { kind: "failed", detail: errorText(err) ?? "", runId } : { kind: "idle" });
+      // The connection was cut mid-stream: rejoined below.
     }
+    if (ended || c.signal.aborted || runId == null) return;
+    // The stream was cut but the generation goes on on the server: join
+    // its events again from the last one read (Last-Event-ID), until it
+    // ends or Stop.
+    setNotice("The connection was cut: joining the generation again…");
+    const joined = new AbortController();
+    const quit = () => joined.abort();
+    c.signal.addEventListener("abort", quit, { once: true });
+    await follow(url("/api/cie/runs/{run_id}/events", { run_id: runId }), {
+      lastId,
+      signal: joined.signal,
+      onOpen: () => setNotice(null),
+      onEvent: (ev) => {
+        onEvent(ev);
+        if (ended) joined.abort();
+      },
+    });
+    c.signal.removeEventListener("abort", quit);
+    if (!c.signal.aborted) setPhase((p) => (p.kind === "writing" ? { kind: "stopped", runId } : p));
   }
 
   // stop cancels the generation on the server (its call is cut, what it
