@@ -40,7 +40,7 @@ func (s *Server) registerBackupRoutes() {
 	s.handle(Route{Method: "POST", Path: "/api/backup/{name}/verify", Tag: tag, Access: superOnly,
 		Summary: "Check a snapshot again", Data: backupVerifyResponse{},
 		Notes: "Compares the file's SHA-256 with the one recorded when it was made, runs PRAGMA integrity_check and compares its schema with what copydesk's migrations create for its version. " +
-			"A damaged or altered snapshot answers 200 with ok false and the problem."}, s.verifyBackup)
+			"A damaged or altered snapshot answers 200 with ok false and the problem. The outcome is kept: the snapshot's verified_at and verified_ok in the list and GET."}, s.verifyBackup)
 	s.handle(Route{Method: "POST", Path: "/api/backup/{name}/restore", Tag: tag, Access: Access{MinRole: store.RoleSuperAdmin, Account: true}, Errors: []int{409, 422, 429},
 		Summary: "Restore a snapshot while serving", Data: backupRestoreResponse{},
 		Notes: "Checks the snapshot, lets requests in flight finish and holds new ones, keeps a pre-restore safety snapshot, swaps the database and resumes. " +
@@ -50,18 +50,20 @@ func (s *Server) registerBackupRoutes() {
 }
 
 type backupResponse struct {
-	Name            string    `json:"name"`
-	Kind            string    `json:"kind" enum:"manual,scheduled,pre-restore,uploaded,cli"`
-	Size            int64     `json:"size" doc:"bytes"`
-	SHA256          string    `json:"sha256"`
-	CreatedAt       Timestamp `json:"created_at"`
-	SchemaVersion   int       `json:"schema_version"`
-	CopydeskVersion string    `json:"copydesk_version"`
+	Name            string     `json:"name"`
+	Kind            string     `json:"kind" enum:"manual,scheduled,pre-restore,uploaded,cli"`
+	Size            int64      `json:"size" doc:"bytes"`
+	SHA256          string     `json:"sha256"`
+	CreatedAt       Timestamp  `json:"created_at"`
+	SchemaVersion   int        `json:"schema_version"`
+	CopydeskVersion string     `json:"copydesk_version"`
+	VerifiedAt      *Timestamp `json:"verified_at" doc:"the last POST .../verify (or restore, which verifies first); null: none since it was made, when it was checked"`
+	VerifiedOK      *bool      `json:"verified_ok" doc:"whether that verification found the file intact; null with verified_at"`
 }
 
 func backupJSON(m *backup.Meta) backupResponse {
 	return backupResponse{Name: m.Name, Kind: m.Kind, Size: m.Size, SHA256: m.SHA256, CreatedAt: Timestamp(m.CreatedAt),
-		SchemaVersion: m.SchemaVersion, CopydeskVersion: m.CopydeskVersion}
+		SchemaVersion: m.SchemaVersion, CopydeskVersion: m.CopydeskVersion, VerifiedAt: (*Timestamp)(m.VerifiedAt), VerifiedOK: m.VerifiedOK}
 }
 
 type backupVerifyResponse struct {

@@ -414,3 +414,48 @@ func foreignDatabase(t *testing.T) []byte {
 	}
 	return b
 }
+
+// The list and GET say when each snapshot was last verified and how it
+// went: null until a verify, then kept (in the snapshot's sidecar) for
+// every later reader.
+func TestBackupVerificationIsListed(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	_, root := e.user(t, "root", store.RoleSuperAdmin)
+	good := e.do(t, "POST", "/api/backup", root, nil).Data()["name"].(string)
+	bad := e.do(t, "POST", "/api/backup", root, nil).Data()["name"].(string)
+	listed := func() map[string]map[string]any {
+		out := map[string]map[string]any{}
+		for _, it := range e.do(t, "GET", "/api/backup", root, nil).Data()["items"].([]any) {
+			b := it.(map[string]any)
+			out[b["name"].(string)] = b
+		}
+		return out
+	}
+	for n, b := range listed() {
+		if v, ok := b["verified_at"]; !ok || v != nil || b["verified_ok"] != nil {
+			t.Fatalf("%s before any verify: %v", n, b)
+		}
+	}
+	path := filepath.Join(e.app.Backups.Dir(), bad)
+	body, _ := os.ReadFile(path)
+	body[len(body)-100] ^= 0xff
+	if err := os.WriteFile(path, body, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range []string{good, bad} {
+		if r := e.do(t, "POST", "/api/backup/"+n+"/verify", root, nil); r.Code != 200 {
+			t.Fatalf("verify %s: %d %s", n, r.Code, r.Body)
+		}
+	}
+	list := listed()
+	if b := list[good]; b["verified_ok"] != true || b["verified_at"] == nil {
+		t.Fatalf("the sound one: %v", b)
+	}
+	if b := list[bad]; b["verified_ok"] != false || b["verified_at"] == nil {
+		t.Fatalf("the damaged one: %v", b)
+	}
+	if g := e.do(t, "GET", "/api/backup/"+good, root, nil).Data(); g["verified_ok"] != true || g["verified_at"] != list[good]["verified_at"] {
+		t.Fatalf("GET: %v", g)
+	}
+}

@@ -5,7 +5,8 @@
 // to the backup's state, every session ends and the sign-in dialog asks
 // again over the screen, which then lists the safety backup.
 import assert from "node:assert/strict";
-import { readFile } from "node:fs/promises";
+import { readFile, writeFile } from "node:fs/promises";
+import { join } from "node:path";
 import { after, before, test } from "node:test";
 import { axeCheck, launch, openAs, PASSWORD, startCopydesk, TEAM } from "./harness.mjs";
 
@@ -36,17 +37,33 @@ test("take, verify, download, delete and restore a backup", async () => {
   await page.getByText(/No backups yet\. Take the first one/).waitFor();
   assert.deepEqual(await axeCheck(page), [], "backups, empty");
 
-  // Take one: progress while the server copies and checks it, then the row.
+  // Take one: progress while the server copies and checks it (the request
+  // is held back here, so that the progress can be seen), then the row.
+  let release;
+  const held = new Promise((r) => (release = r));
+  await page.route("**/api/backup", async (route) => {
+    if (route.request().method() === "POST") await held;
+    await route.continue();
+  });
   await page.getByRole("button", { name: "Take a backup" }).click();
+  await page.getByRole("status").filter({ hasText: "Taking a backup: copying the database and checking it…" }).waitFor();
+  await page.getByRole("progressbar", { name: "Taking a backup: copying the database and checking it…" }).waitFor();
+  assert.equal(await page.getByRole("button", { name: "Take a backup" }).isDisabled(), true, "one at a time");
+  release();
   await page.getByRole("status").filter({ hasText: /Backup copydesk-\d{8}-\d{6}-manual\.db taken \(\d+(\.\d)? [KMG]?B\) and checked\./ }).waitFor();
   const table = page.getByRole("table", { name: "Backups" });
   const row = table.getByRole("row", { name: /copydesk-\d{8}-\d{6}-manual\.db/ });
-  await row.getByText("Checked when taken").waitFor();
+  assert.equal(await page.getByRole("progressbar").count(), 0);
+  await page.unroute("**/api/backup");
+  await row.getByText("Checked when taken; not verified since").waitFor();
   const name = (await row.getByRole("rowheader").innerText()).split("\n")[0].trim();
   assert.match(name, /^copydesk-\d{8}-\d{6}-manual\.db$/);
   await row.getByRole("button", { name: `Verify ${name}` }).click();
-  await row.getByText("Verified: intact").waitFor();
+  await row.getByText(/^Verified .+: intact$/).waitFor();
   assert.deepEqual(await axeCheck(page), [], "backups, listed");
+  // The verification is kept: it is still there when the page is loaded again.
+  await page.reload();
+  await row.getByText(/^Verified .+: intact$/).waitFor();
 
   const [file] = await Promise.all([page.waitForEvent("download"), row.getByRole("button", { name: `Download ${name}` }).click()]);
   assert.equal(file.suggestedFilename(), name);
@@ -94,6 +111,27 @@ test("take, verify, download, delete and restore a backup", async () => {
   await page.getByRole("status").filter({ hasText: `Backup ${safetyName} deleted.` }).waitFor();
   await table.getByRole("row", { name: /pre-restore\.db/ }).waitFor({ state: "detached" });
   await table.getByRole("row", { name: new RegExp(name.replace(/\./g, "\\.")) }).waitFor();
+  await close();
+});
+
+test("a damaged backup's verification is kept and says so", async () => {
+  const root = (await srv.login("ann@example.com")).access_token;
+  const made = await srv.api("POST", "/api/backup", root);
+  assert.equal(made.status, 201);
+  const name = made.body.data.name;
+  const path = join(srv.dataDir, "backups", name);
+  const bytes = await readFile(path);
+  bytes[bytes.length - 100] ^= 0xff;
+  await writeFile(path, bytes);
+  const { page, close } = await openAs(browser, srv, "ann@example.com", "/admin/backups");
+  const row = page.getByRole("table", { name: "Backups" }).getByRole("row", { name: new RegExp(name.replace(/\./g, "\\.")) });
+  await row.getByText("Checked when taken; not verified since").waitFor();
+  await row.getByRole("button", { name: `Verify ${name}` }).click();
+  await row.getByText(/^Damaged \(verified .+\): .+/).waitFor();
+  await page.reload();
+  await row.getByText(/^Damaged \(verified .+\)$/).waitFor();
+  assert.deepEqual(await axeCheck(page), [], "backups, damaged");
+  assert.equal((await srv.api("DELETE", `/api/backup/${name}`, root)).status, 200);
   await close();
 });
 

@@ -1309,7 +1309,7 @@ export interface paths {
         put?: never;
         /**
          * Check a snapshot again
-         * @description Compares the file's SHA-256 with the one recorded when it was made, runs PRAGMA integrity_check and compares its schema with what copydesk's migrations create for its version. A damaged or altered snapshot answers 200 with ok false and the problem.
+         * @description Compares the file's SHA-256 with the one recorded when it was made, runs PRAGMA integrity_check and compares its schema with what copydesk's migrations create for its version. A damaged or altered snapshot answers 200 with ok false and the problem. The outcome is kept: the snapshot's verified_at and verified_ok in the list and GET.
          *
          *     Requires the super_admin role or higher.
          */
@@ -4389,6 +4389,13 @@ export interface components {
              * @description bytes
              */
             size: number;
+            /**
+             * Format: date-time
+             * @description the last POST .../verify (or restore, which verifies first); null: none since it was made, when it was checked
+             */
+            verified_at: string | null;
+            /** @description whether that verification found the file intact; null with verified_at */
+            verified_ok: boolean | null;
         };
         backupRestoreResponse: {
             restored: components["schemas"]["backupResponse"];

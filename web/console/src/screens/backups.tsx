@@ -1,6 +1,7 @@
 // Backups (super_admin): take a snapshot of the database (progress while
 // the server copies and checks it), the snapshots with their size and
-// their verification (checked when taken; "Verify" checks a file again),
+// their verification (checked when taken; "Verify" checks a file again,
+// and the list keeps when each was last verified and how it went),
 // download one (fetched with the Authorization header, handed over as a
 // blob: address: the token is in no URL), delete one, and restore one
 // after typing its name: the restore replaces the whole database and ends
@@ -33,6 +34,8 @@ export function Backups() {
   const [error, setError] = useState<string | null>(null);
   const [restoring, setRestoring] = useState<Backup | null>(null);
   const [restored, setRestored] = useState<Schemas["backupRestoreResponse"] | null>(null);
+  // The problem a verification found on this screen (the list keeps only
+  // whether it passed, and when).
   const [verified, setVerified] = useState<Record<string, Verified>>({});
 
   // After a restore every session has ended: once signed in again, the
@@ -146,7 +149,7 @@ export function Backups() {
           <tbody>
             {items.map((b) => (
               <Row key={b.name} b={b} verified={verified[b.name]} disabled={restoring !== null || taking}
-                onVerified={(v) => setVerified({ ...verified, [b.name]: v })}
+                onVerified={(v) => { setVerified({ ...verified, [b.name]: v }); list.reload(); }}
                 onRestore={() => void restore(b)}
                 onDeleted={() => { setNote(`Backup ${b.name} deleted.`); list.reload(); }} />
             ))}
@@ -204,14 +207,19 @@ function Row({ b, verified, disabled, onVerified, onRestore, onDeleted }: {
       <td>
         {busy === "verify" ? (
           <span role="status">Verifying…</span>
-        ) : verified ? (
-          verified.ok ? (
-            <span>Verified: intact</span>
+        ) : b.verified_at && b.verified_ok !== null ? (
+          b.verified_ok ? (
+            <span>
+              Verified <When at={b.verified_at} />: intact
+            </span>
           ) : (
-            <span class="field-error">Damaged: {verified.problem || (verified.sha256_matches ? "the integrity check failed" : "the file changed since it was taken")}</span>
+            <span class="field-error">
+              Damaged (verified <When at={b.verified_at} />)
+              {verified && !verified.ok && <>: {verified.problem || (verified.sha256_matches ? "the integrity check failed" : "the file changed since it was taken")}</>}
+            </span>
           )
         ) : (
-          <span class="muted">Checked when taken</span>
+          <span class="muted">Checked when taken; not verified since</span>
         )}
         <br />
         <span class="muted small" title={b.sha256}>
