@@ -441,11 +441,34 @@ func (m *Manager) Delete(name string) error {
 	return os.Remove(path)
 }
 
+// The stages of a restore, told as each begins (RestoreStages): the check
+// comes first and is told once it has passed (StageChecked), so a file
+// that fails it is an error before any stage; then store.DB.ReplaceStages'
+// (waiting for the requests in flight, the safety snapshot, the swap);
+// then the safety snapshot is checked and listed (StageKeeping).
+const (
+	StageChecked        = "checked"
+	StageWaiting        = store.StageWaiting
+	StageSafetySnapshot = store.StageSafetySnapshot
+	StageSwapping       = store.StageSwapping
+	StageKeeping        = "keeping_safety_snapshot"
+)
+
 // Restore puts a snapshot in place of the live database while the server
 // runs (store.DB.Replace): it checks the snapshot first (SHA-256 and
 // integrity), and keeps a pre-restore safety snapshot, which it returns.
 // The caller must not hold the database.
 func (m *Manager) Restore(ctx context.Context, name string) (*Meta, error) {
+	return m.RestoreStages(ctx, name, nil)
+}
+
+// RestoreStages is Restore telling stage (when not nil) of each stage as it
+// begins, in the order of the Stage constants. A snapshot that fails the
+// check is an error (KindInvalid) before the first stage is told.
+func (m *Manager) RestoreStages(ctx context.Context, name string, stage func(string)) (*Meta, error) {
+	if stage == nil {
+		stage = func(string) {}
+	}
 	v, err := m.Verify(ctx, name)
 	if err != nil {
 		return nil, err
@@ -453,7 +476,8 @@ func (m *Manager) Restore(ctx context.Context, name string) (*Meta, error) {
 	if !v.OK {
 		return nil, store.Invalid("backup %s cannot be restored: %s", name, v.Problem)
 	}
-	return m.replace(ctx, filepath.Join(m.dir, name))
+	stage(StageChecked)
+	return m.replace(ctx, filepath.Join(m.dir, name), stage)
 }
 
 // RestoreFile is Restore for a file outside the backups folder (the CLI).
@@ -462,7 +486,7 @@ func (m *Manager) RestoreFile(ctx context.Context, path string) (*Meta, error) {
 	if err := CheckRestorable(ctx, path); err != nil {
 		return nil, err
 	}
-	return m.replace(ctx, path)
+	return m.replace(ctx, path, func(string) {})
 }
 
 // CheckRestorable checks a snapshot file before a restore: its sidecar
@@ -490,7 +514,7 @@ func CheckSidecar(path string) error {
 	return nil
 }
 
-func (m *Manager) replace(ctx context.Context, src string) (*Meta, error) {
+func (m *Manager) replace(ctx context.Context, src string, stage func(string)) (*Meta, error) {
 	if err := m.ensureDir(); err != nil {
 		return nil, err
 	}
@@ -499,9 +523,10 @@ func (m *Manager) replace(ctx context.Context, src string) (*Meta, error) {
 	started := m.now()
 	// m.mu is not held across Replace: Replace waits for every holder of
 	// the database, and a holder may be waiting for m.mu (a snapshot).
-	if err := m.db.Replace(ctx, src, tmp); err != nil {
+	if err := m.db.ReplaceStages(ctx, src, tmp, stage); err != nil {
 		return nil, err
 	}
+	stage(StageKeeping)
 	safety, err := inspect(context.WithoutCancel(ctx), tmp, KindPreRestore, started, m.version)
 	if err == nil {
 		m.mu.Lock()
