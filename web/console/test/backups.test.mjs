@@ -88,7 +88,20 @@ test("take, verify, download, delete and restore a backup", async () => {
   assert.equal(await go.isDisabled(), true, "not with another name");
   assert.deepEqual(await axeCheck(page), [], "restore confirmation");
   await ask.getByLabel(`Type ${name} to confirm`).fill(name);
+  // While it runs: the stage of the moment, a progress bar and the stages
+  // in order (the request is held back here until they have been seen).
+  let go2;
+  const restoreHeld = new Promise((r) => (go2 = r));
+  await page.route(`**/api/backup/${name}/restore`, async (route) => {
+    await restoreHeld;
+    await route.continue();
+  });
   await go.click();
+  await page.getByRole("status").filter({ hasText: `Restoring ${name}: checking the file…` }).waitFor();
+  await page.getByRole("progressbar", { name: `Restoring ${name}` }).waitFor();
+  assert.equal(await page.getByRole("list", { name: "Stages of the restore" }).getByRole("listitem").first().innerText(), "Checking the file — now");
+  assert.deepEqual(await axeCheck(page), [], "a restore under way");
+  go2();
 
   // Every session ended: the dialog asks again over the screen, which says
   // what was restored and where the previous state is kept.
@@ -96,6 +109,15 @@ test("take, verify, download, delete and restore a backup", async () => {
   await dialog.getByText(new RegExp(`restored from ${name.replace(/\./g, "\\.")}`)).waitFor();
   assert.equal(await page.getByText(new RegExp(`Restored ${name.replace(/\./g, "\\.")}\\. The database as it was just before is kept as copydesk-\\d{8}-\\d{6}-pre-restore\\.db`)).count(), 1);
   assert.deepEqual(await envNames(), ["Kept blog"]);
+  // Each stage the server told is marked done, in order.
+  const told = page.getByRole("list", { name: "Stages of the restore" }).getByRole("listitem");
+  assert.deepEqual(await told.allInnerTexts(), [
+    "Checking the file — done",
+    "Waiting for requests in flight — done",
+    "Keeping a safety copy of the current database — done",
+    "Putting the backup in place — done",
+    "Checking and listing the safety copy — done",
+  ]);
   await dialog.getByLabel("Password").fill(PASSWORD);
   await dialog.getByRole("button", { name: "Sign in" }).click();
   await dialog.waitFor({ state: "hidden" });

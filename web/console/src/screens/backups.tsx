@@ -5,9 +5,12 @@
 // download one (fetched with the Authorization header, handed over as a
 // blob: address: the token is in no URL), delete one, and restore one
 // after typing its name: the restore replaces the whole database and ends
-// every session, so the sign-in dialog follows it.
+// every session, so the sign-in dialog follows it. The restore is asked for
+// as a stream of its stages (Accept: text/event-stream), which the screen
+// lists as they happen.
 import { useEffect, useState } from "preact/hooks";
-import { api, download, url, type Schemas } from "../api/client";
+import { api, ApiError, download, url, type Schemas } from "../api/client";
+import { post as postStream } from "../api/sse";
 import { Confirm } from "../confirm";
 import { session } from "../session";
 import { Alert, errorText, Heading, num, Pager, Thead, useAction, useResource, When } from "../ui";
@@ -15,6 +18,41 @@ import { Alert, errorText, Heading, num, Pager, Thead, useAction, useResource, W
 type Backup = Schemas["backupResponse"];
 type Verified = Schemas["backupVerifyResponse"];
 const kindWord: Record<Backup["kind"], string> = { manual: "Taken here", scheduled: "Scheduled", "pre-restore": "Before a restore", uploaded: "Uploaded", cli: "Command line" };
+
+type Stage = NonNullable<Schemas["restoreStage"]["stage"]>;
+// The stages of a restore in order, as the screen names them, each with
+// the event that says it is over (the next one's, or done). The check runs
+// before the server's first event ("checked" says it passed).
+const stages: { key: Stage | "check"; words: string; until: Stage | "done" }[] = [
+  { key: "check", words: "Checking the file", until: "checked" },
+  { key: "waiting", words: "Waiting for requests in flight", until: "safety_snapshot" },
+  { key: "safety_snapshot", words: "Keeping a safety copy of the current database", until: "swapping" },
+  { key: "swapping", words: "Putting the backup in place", until: "keeping_safety_snapshot" },
+  { key: "keeping_safety_snapshot", words: "Checking and listing the safety copy", until: "done" },
+];
+
+// stageAt is the index in stages of the stage an event says has begun.
+function stageAt(s: Stage): number {
+  return s === "checked" ? 1 : stages.findIndex((x) => x.key === s);
+}
+
+// Stages lists a restore's stages: each is marked done when the server has
+// said so, so the list stays true even when several events arrive at once.
+function Stages({ told, now }: { told: string[]; now: number }) {
+  return (
+    <ol aria-label="Stages of the restore" class="small">
+      {stages.map((st, i) => {
+        const done = told.includes(st.until);
+        return (
+          <li key={st.key} aria-current={!done && i === now ? "step" : undefined} class={done ? undefined : "muted"}>
+            {st.words}
+            {done ? " — done" : i === now ? " — now" : ""}
+          </li>
+        );
+      })}
+    </ol>
+  );
+}
 
 export function size(n: number): string {
   if (n < 1024) return `${n} B`;
@@ -33,6 +71,9 @@ export function Backups() {
   const [note, setNote] = useState<string | null>(null);
   const [error, setError] = useState<string | null>(null);
   const [restoring, setRestoring] = useState<Backup | null>(null);
+  const [stage, setStage] = useState(0);
+  // The events of the last restore's stages, as told (and "done").
+  const [told, setTold] = useState<string[] | null>(null);
   const [restored, setRestored] = useState<Schemas["backupRestoreResponse"] | null>(null);
   // The problem a verification found on this screen (the list keeps only
   // whether it passed, and when).
@@ -76,10 +117,30 @@ export function Backups() {
     setError(null);
     setNote(null);
     setRestoring(b);
+    setStage(0);
+    setTold([]);
     const token = session.current?.access_token;
     try {
-      const r = await api.post("/api/backup/{name}/restore", { path: { name: b.name } });
-      setRestored(r.data);
+      let done: Schemas["backupRestoreResponse"] | null = null;
+      let failed: string | null = null;
+      await postStream(url("/api/backup/{name}/restore", { name: b.name }), undefined, (e) => {
+        if (e.event === "stage") {
+          const st = (e.data as Schemas["restoreStage"]).stage;
+          if (st) {
+            setStage(stageAt(st));
+            setTold((t) => [...(t ?? []), st]);
+          }
+        } else if (e.event === "done") {
+          done = e.data as Schemas["backupRestoreResponse"];
+          setStage(stages.length);
+          setTold((t) => [...(t ?? []), "done"]);
+        } else if (e.event === "error") {
+          failed = (e.data as Schemas["restoreFailure"]).detail ?? "the restore failed";
+        }
+      }, new AbortController().signal);
+      if (failed) throw new ApiError(0, failed);
+      if (!done) throw new ApiError(0, "the answer ended before the restore said it was done: read the list again to see where it stands");
+      setRestored(done);
       // The server has ended every session, this one too: say so now
       // rather than at the next request.
       if (token) session.end(token, `The database was restored from ${b.name}, which ended every session.`);
@@ -112,11 +173,15 @@ export function Backups() {
         </div>
       )}
       {restoring && (
-        <div class="progress" role="status">
-          <label for="restore-progress">
-            Restoring {restoring.name}: checking it, keeping a safety copy of the current database, then putting it in place. Requests wait meanwhile.
-          </label>
-          <progress id="restore-progress" /> <Elapsed />
+        <div class="progress">
+          <p role="status">
+            Restoring {restoring.name}: {stage < stages.length ? stages[stage]!.words.toLowerCase() : "done"}…
+          </p>
+          <progress aria-label={`Restoring ${restoring.name}`} max={stages.length} value={stage} />
+          <Stages told={told ?? []} now={stage} />
+          <p class="small muted">
+            Requests wait meanwhile. <Elapsed />
+          </p>
         </div>
       )}
       {restored && (
@@ -125,6 +190,7 @@ export function Backups() {
             <strong>Restored {restored.restored.name}.</strong> The database as it was just before is kept as {restored.safety_snapshot.name}. Every session and API token
             has ended: everyone signs in again, and API tokens must be made again.
           </p>
+          {told && <Stages told={told} now={stage} />}
         </div>
       )}
       {note && <p role="status">{note}</p>}
