@@ -8,7 +8,7 @@ import assert from "node:assert/strict";
 import { readFile, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { after, before, test } from "node:test";
-import { axeCheck, launch, openAs, PASSWORD, startCopydesk, TEAM } from "./harness.mjs";
+import { axeCheck, launch, openAs, PASSWORD, startCopydesk, TEAM, waitFor } from "./harness.mjs";
 
 let srv;
 let browser;
@@ -154,6 +154,63 @@ test("a damaged backup's verification is kept and says so", async () => {
   await row.getByText(/^Damaged \(verified .+\)$/).waitFor();
   assert.deepEqual(await axeCheck(page), [], "backups, damaged");
   assert.equal((await srv.api("DELETE", `/api/backup/${name}`, root)).status, 200);
+  await close();
+});
+
+test("upload a backup file with its progress; one that is not a backup is refused beside the field", async () => {
+  const root = (await srv.login("ann@example.com")).access_token;
+  const made = await srv.api("POST", "/api/backup", root);
+  assert.equal(made.status, 201);
+  const bytes = await readFile(join(srv.dataDir, "backups", made.body.data.name));
+  const { page, close } = await openAs(browser, srv, "ann@example.com", "/admin/backups");
+  const file = page.getByLabel("Backup file (.db)");
+  await page.getByRole("heading", { name: "Upload a backup", level: 2 }).waitFor();
+  assert.deepEqual(await axeCheck(page), [], "backups, upload and schedule");
+
+  // Held back here so that the progress can be seen.
+  let release;
+  const held = new Promise((r) => (release = r));
+  await page.route("**/api/backup/upload", async (route) => {
+    await held;
+    await route.continue();
+  });
+  await file.setInputFiles({ name: "from-elsewhere.db", mimeType: "application/vnd.sqlite3", buffer: bytes });
+  await page.getByRole("progressbar", { name: /^Uploading from-elsewhere\.db: \d+%$/ }).waitFor();
+  assert.equal(await file.isDisabled(), true, "one upload at a time");
+  release();
+  await page.getByRole("status").filter({ hasText: /^Backup copydesk-\d{8}-\d{6}-uploaded\.db uploaded \(.+\) and checked\.$/ }).waitFor();
+  const row = page.getByRole("table", { name: "Backups" }).getByRole("row", { name: /-uploaded\.db/ });
+  await row.getByRole("cell", { name: "Uploaded", exact: true }).waitFor();
+  assert.equal(await page.getByRole("progressbar").count(), 0);
+
+  await file.setInputFiles({ name: "notes.db", mimeType: "application/octet-stream", buffer: Buffer.from("not a database at all ".repeat(20)) });
+  await waitFor(async () => (await file.getAttribute("aria-invalid")) === "true");
+  assert.equal(await page.getByRole("table", { name: "Backups" }).getByRole("row", { name: /-uploaded\.db/ }).count(), 1, "nothing more listed");
+  await close();
+});
+
+test("change the backup schedule; the server's words beside the field", async () => {
+  const { page, close } = await openAs(browser, srv, "ann@example.com", "/admin/backups");
+  const form = page.getByRole("form", { name: "Schedule" });
+  await form.getByLabel("Take backups on a schedule").waitFor();
+  assert.equal(await form.getByLabel("Take backups on a schedule").isChecked(), false);
+  await page.getByText("Scheduled backups are off.").waitFor();
+  await form.getByLabel("Take backups on a schedule").check();
+  const when = form.getByLabel("When (UTC)");
+  await when.fill("* * * * *");
+  await form.getByRole("button", { name: "Save the schedule" }).click();
+  await waitFor(async () => (await when.getAttribute("aria-invalid")) === "true");
+  await form.getByText(/runs every 1m0s; the shortest interval allowed is 5m0s/i).waitFor();
+  assert.deepEqual(await axeCheck(page), [], "schedule, refused");
+
+  await when.fill("@every 6h");
+  await form.getByLabel("Scheduled backups kept").fill("3");
+  await form.getByRole("button", { name: "Save the schedule" }).click();
+  await page.getByRole("status").filter({ hasText: "The backup schedule is saved." }).waitFor();
+  await page.getByText(/Scheduled backups: @every 6h \(UTC\), keeping the last 3; next /).waitFor();
+  const root = (await srv.login("ann@example.com")).access_token;
+  const saved = (await srv.api("GET", "/api/backup/schedule", root)).body.data;
+  assert.deepEqual([saved.enabled, saved.spec, saved.retention], [true, "@every 6h", 3]);
   await close();
 });
 

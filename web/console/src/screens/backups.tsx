@@ -7,13 +7,14 @@
 // after typing its name: the restore replaces the whole database and ends
 // every session, so the sign-in dialog follows it. The restore is asked for
 // as a stream of its stages (Accept: text/event-stream), which the screen
-// lists as they happen.
-import { useEffect, useState } from "preact/hooks";
-import { api, ApiError, download, url, type Schemas } from "../api/client";
+// lists as they happen. A backup file can be uploaded (with its progress;
+// the server checks it before it is listed), and the schedule changed.
+import { useEffect, useRef, useState } from "preact/hooks";
+import { api, ApiError, download, upload, url, type Schemas } from "../api/client";
 import { post as postStream } from "../api/sse";
 import { Confirm } from "../confirm";
 import { session } from "../session";
-import { Alert, errorText, Heading, num, Pager, Thead, useAction, useResource, When } from "../ui";
+import { Alert, errorText, Field, formErrors, Heading, Labelled, num, Pager, Thead, UploadProgress, useAction, useResource, useSubmit, When } from "../ui";
 
 type Backup = Schemas["backupResponse"];
 type Verified = Schemas["backupVerifyResponse"];
@@ -195,6 +196,8 @@ export function Backups() {
       )}
       {note && <p role="status">{note}</p>}
       {error && <Alert>{error}</Alert>}
+      <Upload disabled={taking || restoring !== null} onUploaded={(b) => { setNote(`Backup ${b.name} uploaded (${size(b.size)}) and checked.`); list.reload(); }} />
+      {s && <ScheduleForm s={s} onSaved={() => { setNote("The backup schedule is saved."); schedule.reload(); }} />}
       {s && (
         <p class="small muted">
           {s.enabled ? (
@@ -328,5 +331,79 @@ function Row({ b, verified, disabled, onVerified, onRestore, onDeleted }: {
         )}
       </td>
     </tr>
+  );
+}
+
+// Upload sends a backup file (a copydesk database) with its progress; the
+// server checks it before it lists it, and says what is wrong otherwise.
+function Upload({ disabled, onUploaded }: { disabled: boolean; onUploaded: (b: Backup) => void }) {
+  const [progress, setProgress] = useState<{ name: string; sent: number } | null>(null);
+  const [error, setError] = useState<string | null>(null);
+  const input = useRef<HTMLInputElement>(null);
+  const ac = useRef<AbortController | null>(null);
+  useEffect(() => () => ac.current?.abort(), []);
+  async function send(f: File) {
+    ac.current = new AbortController();
+    setError(null);
+    setProgress({ name: f.name, sent: 0 });
+    const form = new FormData();
+    form.append("file", f, f.name);
+    try {
+      const r = await upload("/api/backup/upload", form, (sent) => setProgress({ name: f.name, sent }), ac.current.signal);
+      onUploaded(r.data);
+    } catch (e) {
+      if (e instanceof DOMException && e.name === "AbortError") return;
+      const fe = formErrors(e, ["file"]);
+      setError(fe.fields.file ?? fe.form);
+    } finally {
+      setProgress(null);
+      if (input.current) input.current.value = "";
+    }
+  }
+  return (
+    <section aria-labelledby="backup-upload" class="card">
+      <h2 id="backup-upload">Upload a backup</h2>
+      <Labelled label="Backup file (.db)" error={error ?? undefined}
+        hint="A backup downloaded from a copydesk server. It is checked (a whole copydesk database this version can open) before it is listed; restoring it is a separate step."
+        control={(a) => (
+          <input {...a} ref={input} type="file" accept=".db,application/vnd.sqlite3,application/x-sqlite3" disabled={disabled || !!progress}
+            onChange={(e) => {
+              const f = e.currentTarget.files?.[0];
+              if (f) void send(f);
+            }} />
+        )} />
+      {progress && <UploadProgress name={progress.name} sent={progress.sent} onCancel={() => ac.current?.abort()} />}
+    </section>
+  );
+}
+
+// ScheduleForm changes the backup schedule: on or off, when (a cron
+// expression in UTC, or @daily, @every 6h) and how many scheduled backups
+// are kept. The server's words show beside the field they name.
+function ScheduleForm({ s, onSaved }: { s: Schemas["backupScheduleResponse"]; onSaved: () => void }) {
+  const [enabled, setEnabled] = useState(s.enabled);
+  const [spec, setSpec] = useState(s.spec);
+  const [retention, setRetention] = useState(String(s.retention));
+  const { errors, busy, submit } = useSubmit(["spec", "retention"], async () => {
+    const n = Number(retention);
+    if (!Number.isInteger(n)) throw new ApiError(422, "retention: a whole number of backups");
+    await api.put("/api/backup/schedule", { body: { enabled, spec, retention: n } });
+    onSaved();
+  });
+  return (
+    <form aria-labelledby="backup-schedule" class="card" onSubmit={(e) => void submit(e)}>
+      <h2 id="backup-schedule">Schedule</h2>
+      <label>
+        <input type="checkbox" checked={enabled} onChange={(e) => setEnabled(e.currentTarget.checked)} /> Take backups on a schedule
+      </label>
+      <Field label="When (UTC)" name="spec" value={spec} onValue={setSpec} error={errors.fields.spec}
+        hint="A cron expression in UTC (0 3 * * * is every day at 03:00), or @daily, @hourly, @every 6h; at least 5 minutes apart." />
+      <Field label="Scheduled backups kept" name="retention" type="number" value={retention} onValue={setRetention}
+        error={errors.fields.retention} hint="The oldest scheduled backups beyond this many are deleted; others stay until you delete them." />
+      {errors.form && <Alert>{errors.form}</Alert>}
+      <button type="submit" disabled={busy}>
+        Save the schedule
+      </button>
+    </form>
   );
 }
