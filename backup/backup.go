@@ -60,6 +60,13 @@ type Meta struct {
 	CreatedAt       time.Time `json:"created_at"`
 	SchemaVersion   int       `json:"schema_version"`
 	CopydeskVersion string    `json:"copydesk_version"`
+	// VerifiedAt and VerifiedOK are the last Verify of the file since it
+	// was made (nil: none; it was checked when made). Verify writes them
+	// into the sidecar, so they go with the file: every instance sharing
+	// the folder sees them, a restore does not roll them back, and they go
+	// when the file does.
+	VerifiedAt *time.Time `json:"verified_at,omitempty"`
+	VerifiedOK *bool      `json:"verified_ok,omitempty"`
 }
 
 // Manager keeps the snapshots of one data directory.
@@ -158,17 +165,30 @@ func (m *Manager) admit(tmp string, meta *Meta) error {
 	return nil
 }
 
-// WriteSidecar records meta beside the snapshot file at path.
+// WriteSidecar records meta beside the snapshot file at path. The file is
+// written whole under a name of its own, then renamed: a reader, here or in
+// another instance sharing the folder, sees the old sidecar or the new one.
 func writeSidecar(path string, meta *Meta) error {
 	b, err := json.MarshalIndent(meta, "", "  ")
 	if err != nil {
 		return err
 	}
-	tmp := path + ".json.tmp"
-	if err := os.WriteFile(tmp, append(b, '\n'), 0o600); err != nil {
+	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".json-*.tmp")
+	if err != nil {
 		return err
 	}
-	return os.Rename(tmp, path+".json")
+	tmp := f.Name()
+	_, err = f.Write(append(b, '\n'))
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(tmp, path+".json")
+	}
+	if err != nil {
+		os.Remove(tmp)
+	}
+	return err
 }
 
 // ReadSidecar reads NAME.json beside a snapshot file.
@@ -271,11 +291,40 @@ type Verification struct {
 
 // Verify checks a snapshot again: its SHA-256 against the sidecar and its
 // integrity. A damaged snapshot is a result with OK false, not an error.
+// The outcome is kept in the sidecar (Meta.VerifiedAt, VerifiedOK).
 func (m *Manager) Verify(ctx context.Context, name string) (*Verification, error) {
 	meta, err := m.Get(name)
 	if err != nil {
 		return nil, err
 	}
+	v, err := m.check(ctx, meta)
+	if err != nil {
+		return nil, err
+	}
+	return v, m.recordVerification(name, v.OK)
+}
+
+// recordVerification writes the outcome of a Verify into the file's
+// sidecar, unless the file went meanwhile (a delete, here or in another
+// instance sharing the folder).
+func (m *Manager) recordVerification(name string, ok bool) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	meta, err := m.Get(name)
+	if store.IsNotFound(err) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	at := m.now().Truncate(time.Millisecond)
+	meta.VerifiedAt, meta.VerifiedOK = &at, &ok
+	return writeSidecar(filepath.Join(m.dir, name), meta)
+}
+
+// check is Verify without keeping its outcome.
+func (m *Manager) check(ctx context.Context, meta *Meta) (*Verification, error) {
+	name := meta.Name
 	path := filepath.Join(m.dir, name)
 	v := &Verification{Name: name}
 	sum, _, err := hashFile(path)
@@ -392,11 +441,34 @@ func (m *Manager) Delete(name string) error {
 	return os.Remove(path)
 }
 
+// The stages of a restore, told as each begins (RestoreStages): the check
+// comes first and is told once it has passed (StageChecked), so a file
+// that fails it is an error before any stage; then store.DB.ReplaceStages'
+// (waiting for the requests in flight, the safety snapshot, the swap);
+// then the safety snapshot is checked and listed (StageKeeping).
+const (
+	StageChecked        = "checked"
+	StageWaiting        = store.StageWaiting
+	StageSafetySnapshot = store.StageSafetySnapshot
+	StageSwapping       = store.StageSwapping
+	StageKeeping        = "keeping_safety_snapshot"
+)
+
 // Restore puts a snapshot in place of the live database while the server
 // runs (store.DB.Replace): it checks the snapshot first (SHA-256 and
 // integrity), and keeps a pre-restore safety snapshot, which it returns.
 // The caller must not hold the database.
 func (m *Manager) Restore(ctx context.Context, name string) (*Meta, error) {
+	return m.RestoreStages(ctx, name, nil)
+}
+
+// RestoreStages is Restore telling stage (when not nil) of each stage as it
+// begins, in the order of the Stage constants. A snapshot that fails the
+// check is an error (KindInvalid) before the first stage is told.
+func (m *Manager) RestoreStages(ctx context.Context, name string, stage func(string)) (*Meta, error) {
+	if stage == nil {
+		stage = func(string) {}
+	}
 	v, err := m.Verify(ctx, name)
 	if err != nil {
 		return nil, err
@@ -404,7 +476,8 @@ func (m *Manager) Restore(ctx context.Context, name string) (*Meta, error) {
 	if !v.OK {
 		return nil, store.Invalid("backup %s cannot be restored: %s", name, v.Problem)
 	}
-	return m.replace(ctx, filepath.Join(m.dir, name))
+	stage(StageChecked)
+	return m.replace(ctx, filepath.Join(m.dir, name), stage)
 }
 
 // RestoreFile is Restore for a file outside the backups folder (the CLI).
@@ -413,7 +486,7 @@ func (m *Manager) RestoreFile(ctx context.Context, path string) (*Meta, error) {
 	if err := CheckRestorable(ctx, path); err != nil {
 		return nil, err
 	}
-	return m.replace(ctx, path)
+	return m.replace(ctx, path, func(string) {})
 }
 
 // CheckRestorable checks a snapshot file before a restore: its sidecar
@@ -441,7 +514,7 @@ func CheckSidecar(path string) error {
 	return nil
 }
 
-func (m *Manager) replace(ctx context.Context, src string) (*Meta, error) {
+func (m *Manager) replace(ctx context.Context, src string, stage func(string)) (*Meta, error) {
 	if err := m.ensureDir(); err != nil {
 		return nil, err
 	}
@@ -450,9 +523,10 @@ func (m *Manager) replace(ctx context.Context, src string) (*Meta, error) {
 	started := m.now()
 	// m.mu is not held across Replace: Replace waits for every holder of
 	// the database, and a holder may be waiting for m.mu (a snapshot).
-	if err := m.db.Replace(ctx, src, tmp); err != nil {
+	if err := m.db.ReplaceStages(ctx, src, tmp, stage); err != nil {
 		return nil, err
 	}
+	stage(StageKeeping)
 	safety, err := inspect(context.WithoutCancel(ctx), tmp, KindPreRestore, started, m.version)
 	if err == nil {
 		m.mu.Lock()

@@ -592,3 +592,83 @@ func TestRestoreMigratesAnOlderSnapshot(t *testing.T) {
 		t.Fatalf("environments after restore: %d", len(envs))
 	}
 }
+
+// A verification is kept with the file (its sidecar): the list says when
+// each was last verified and how it went, a restore does not roll it back,
+// and a new Manager on the same folder (another instance sharing it) sees
+// it.
+func TestVerificationIsKept(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	good, err := f.m.Create(ctx, backup.KindManual)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.advance(time.Minute)
+	bad, err := f.m.Create(ctx, backup.KindManual)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if good.VerifiedAt != nil || good.VerifiedOK != nil {
+		t.Fatalf("a new snapshot has no verification yet: %+v", good)
+	}
+	f.advance(time.Hour)
+	verifiedAt := *f.now.Load()
+	if v, err := f.m.Verify(ctx, good.Name); err != nil || !v.OK {
+		t.Fatalf("verify: %+v %v", v, err)
+	}
+	path := filepath.Join(f.m.Dir(), bad.Name)
+	b, _ := os.ReadFile(path)
+	b[len(b)-100] ^= 0xff
+	os.WriteFile(path, b, 0o600)
+	if v, err := f.m.Verify(ctx, bad.Name); err != nil || v.OK {
+		t.Fatalf("verify of a damaged file: %+v %v", v, err)
+	}
+
+	byName := func(m *backup.Manager) map[string]*backup.Meta {
+		all, err := m.List()
+		if err != nil {
+			t.Fatal(err)
+		}
+		out := map[string]*backup.Meta{}
+		for _, meta := range all {
+			out[meta.Name] = meta
+		}
+		return out
+	}
+	list := byName(backup.New(f.db, f.dir, "test"))
+	if g := list[good.Name]; g.VerifiedAt == nil || !g.VerifiedAt.Equal(verifiedAt) || g.VerifiedOK == nil || !*g.VerifiedOK {
+		t.Fatalf("the sound snapshot as listed: %+v", g)
+	}
+	if d := list[bad.Name]; d.VerifiedAt == nil || d.VerifiedOK == nil || *d.VerifiedOK {
+		t.Fatalf("the damaged snapshot as listed: %+v", d)
+	}
+	if g := list[good.Name]; g.SHA256 != good.SHA256 || g.Size != good.Size || !g.CreatedAt.Equal(good.CreatedAt) {
+		t.Fatalf("the sidecar lost its description: %+v, was %+v", g, good)
+	}
+
+	// A restore verifies first (and keeps that), and the database going back
+	// in time takes nothing of the folder's verifications with it.
+	f.advance(time.Hour)
+	restoredAt := *f.now.Load()
+	if _, err := f.m.Restore(ctx, good.Name); err != nil {
+		t.Fatal(err)
+	}
+	list = byName(f.m)
+	if g := list[good.Name]; g.VerifiedAt == nil || !g.VerifiedAt.Equal(restoredAt) || !*g.VerifiedOK {
+		t.Fatalf("after the restore: %+v", g)
+	}
+	if d := list[bad.Name]; d.VerifiedAt == nil || *d.VerifiedOK {
+		t.Fatalf("after the restore, the damaged one: %+v", d)
+	}
+	// Deleted, the file's verification goes with it; no stray file is left.
+	if err := f.m.Delete(bad.Name); err != nil {
+		t.Fatal(err)
+	}
+	entries, _ := os.ReadDir(f.m.Dir())
+	for _, e := range entries {
+		if strings.Contains(e.Name(), bad.Name) || strings.HasSuffix(e.Name(), ".tmp") {
+			t.Errorf("left in the folder: %s", e.Name())
+		}
+	}
+}

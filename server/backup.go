@@ -5,11 +5,13 @@ import (
 	"io"
 	"net/http"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/gin-gonic/gin"
 
 	"github.com/copydesk/copydesk/backup"
+	"github.com/copydesk/copydesk/server/stream"
 	"github.com/copydesk/copydesk/store"
 )
 
@@ -40,28 +42,35 @@ func (s *Server) registerBackupRoutes() {
 	s.handle(Route{Method: "POST", Path: "/api/backup/{name}/verify", Tag: tag, Access: superOnly,
 		Summary: "Check a snapshot again", Data: backupVerifyResponse{},
 		Notes: "Compares the file's SHA-256 with the one recorded when it was made, runs PRAGMA integrity_check and compares its schema with what copydesk's migrations create for its version. " +
-			"A damaged or altered snapshot answers 200 with ok false and the problem."}, s.verifyBackup)
+			"A damaged or altered snapshot answers 200 with ok false and the problem. The outcome is kept: the snapshot's verified_at and verified_ok in the list and GET."}, s.verifyBackup)
 	s.handle(Route{Method: "POST", Path: "/api/backup/{name}/restore", Tag: tag, Access: Access{MinRole: store.RoleSuperAdmin, Account: true}, Errors: []int{409, 422, 429},
+		EventStream: true, StreamWhen: "Accept: text/event-stream", Events: restoreEvents,
 		Summary: "Restore a snapshot while serving", Data: backupRestoreResponse{},
 		Notes: "Checks the snapshot, lets requests in flight finish and holds new ones, keeps a pre-restore safety snapshot, swaps the database and resumes. " +
-			"No restart. Every session ends, yours included (tokens get 401): everyone signs in again. Every API token is revoked: make new ones."}, s.restoreBackup)
+			"No restart. Every session ends, yours included (tokens get 401): everyone signs in again. Every API token is revoked: make new ones. " +
+			"With Accept: text/event-stream the answer tells each stage as it begins (`stage` events, in order: checked, waiting, safety_snapshot, swapping, " +
+			"keeping_safety_snapshot) and ends with `done` (this answer's data) or `error`. The check comes before the answer starts: a snapshot that fails it, " +
+			"or one not found, is the same 4xx JSON as without the stream; a stage event means the check passed. A status polled meanwhile would wait behind the swap: " +
+			"the stream is the restore's own answer."}, s.restoreBackup)
 	s.handle(Route{Method: "DELETE", Path: "/api/backup/{name}", Tag: tag, Access: superOnly,
 		Summary: "Delete a snapshot", Data: backupDeletedResponse{}}, s.deleteBackup)
 }
 
 type backupResponse struct {
-	Name            string    `json:"name"`
-	Kind            string    `json:"kind" enum:"manual,scheduled,pre-restore,uploaded,cli"`
-	Size            int64     `json:"size" doc:"bytes"`
-	SHA256          string    `json:"sha256"`
-	CreatedAt       Timestamp `json:"created_at"`
-	SchemaVersion   int       `json:"schema_version"`
-	CopydeskVersion string    `json:"copydesk_version"`
+	Name            string     `json:"name"`
+	Kind            string     `json:"kind" enum:"manual,scheduled,pre-restore,uploaded,cli"`
+	Size            int64      `json:"size" doc:"bytes"`
+	SHA256          string     `json:"sha256"`
+	CreatedAt       Timestamp  `json:"created_at"`
+	SchemaVersion   int        `json:"schema_version"`
+	CopydeskVersion string     `json:"copydesk_version"`
+	VerifiedAt      *Timestamp `json:"verified_at" doc:"the last POST .../verify (or restore, which verifies first); null: none since it was made, when it was checked"`
+	VerifiedOK      *bool      `json:"verified_ok" doc:"whether that verification found the file intact; null with verified_at"`
 }
 
 func backupJSON(m *backup.Meta) backupResponse {
 	return backupResponse{Name: m.Name, Kind: m.Kind, Size: m.Size, SHA256: m.SHA256, CreatedAt: Timestamp(m.CreatedAt),
-		SchemaVersion: m.SchemaVersion, CopydeskVersion: m.CopydeskVersion}
+		SchemaVersion: m.SchemaVersion, CopydeskVersion: m.CopydeskVersion, VerifiedAt: (*Timestamp)(m.VerifiedAt), VerifiedOK: m.VerifiedOK}
 }
 
 type backupVerifyResponse struct {
@@ -76,6 +85,34 @@ type backupVerifyResponse struct {
 type backupRestoreResponse struct {
 	Restored       backupResponse `json:"restored"`
 	SafetySnapshot backupResponse `json:"safety_snapshot" doc:"the database as it was just before the restore"`
+}
+
+// restoreStage is the data of a restore's `stage` event.
+type restoreStage struct {
+	Stage  string `json:"stage" enum:"checked,waiting,safety_snapshot,swapping,keeping_safety_snapshot"`
+	Detail string `json:"detail" doc:"the stage in words"`
+}
+
+// restoreFailure is the data of a restore's `error` event.
+type restoreFailure struct {
+	Status int    `json:"status" doc:"the status the answer would have had without the stream"`
+	Detail string `json:"detail"`
+}
+
+// stageWords says what each stage of a restore does.
+var stageWords = map[string]string{
+	backup.StageChecked:        "the backup's SHA-256, integrity and schema are checked",
+	backup.StageWaiting:        "waiting for the requests in flight to finish; new ones wait",
+	backup.StageSafetySnapshot: "keeping a safety snapshot of the current database",
+	backup.StageSwapping:       "putting the backup in place: reopening, migrating, ending every session",
+	backup.StageKeeping:        "checking and listing the safety snapshot",
+}
+
+// restoreEvents are the events of a restore asked for as a stream.
+var restoreEvents = []Event{
+	{Name: "stage", Data: restoreStage{}, Doc: "A stage began (the first, checked, says the check passed)."},
+	{Name: "done", Data: backupRestoreResponse{}, Doc: "The restore is done: what was restored and the safety snapshot. The last event; every session has ended."},
+	{Name: "error", Data: restoreFailure{}, Doc: "The restore failed after the check (the previous database stays, or was put back): the last event."},
 }
 
 type backupDeletedResponse struct {
@@ -232,7 +269,17 @@ func (s *Server) restoreBackup(c *gin.Context) {
 		fail(c, err)
 		return
 	}
-	safety, err := s.backups.Restore(c.Request.Context(), name)
+	var events *restoreStream
+	var stage func(string)
+	if strings.Contains(c.GetHeader("Accept"), "text/event-stream") {
+		events = &restoreStream{c: c}
+		stage = events.stage
+	}
+	safety, err := s.backups.RestoreStages(c.Request.Context(), name, stage)
+	if err != nil && events.started() {
+		events.fail(err)
+		return
+	}
 	if err != nil {
 		fail(c, err)
 		return
@@ -242,8 +289,57 @@ func (s *Server) restoreBackup(c *gin.Context) {
 	s.events.EndAll("the database was restored from a backup; reconnect")
 	s.live.Restored()
 	s.log.Warn("database restored from a backup", "backup", name, "safety_snapshot", safety.Name, "by", principal(c).User.Email)
-	respond(c, http.StatusOK, backupRestoreResponse{Restored: backupJSON(meta), SafetySnapshot: backupJSON(safety)},
-		"database restored; the previous state is kept as "+safety.Name)
+	done := backupRestoreResponse{Restored: backupJSON(meta), SafetySnapshot: backupJSON(safety)}
+	if events.started() {
+		events.event("done", done)
+		return
+	}
+	respond(c, http.StatusOK, done, "database restored; the previous state is kept as "+safety.Name)
+}
+
+// restoreStream writes a restore's stages as Server-Sent Events. The
+// answer starts with the first stage, once the check has passed: until
+// then a failure is an ordinary JSON error.
+type restoreStream struct {
+	c    *gin.Context
+	open bool
+}
+
+func (r *restoreStream) started() bool { return r != nil && r.open }
+
+func (r *restoreStream) stage(name string) {
+	r.event("stage", restoreStage{Stage: name, Detail: stageWords[name]})
+}
+
+func (r *restoreStream) event(name string, data any) {
+	if !r.open {
+		r.open = true
+		markStream(r.c)
+		h := r.c.Writer.Header()
+		h.Set("Content-Type", "text/event-stream")
+		h.Set("Cache-Control", "no-cache")
+		h.Set("X-Accel-Buffering", "no")
+		r.c.Status(http.StatusOK)
+	}
+	b, err := stream.JSON(data)
+	if err != nil {
+		logger(r.c).Error("a restore event cannot be encoded", "event", name, "err", err)
+		return
+	}
+	// A client gone does not stop the restore; what it missed is in the log.
+	_, _ = r.c.Writer.WriteString("event: " + name + "\ndata: " + string(b) + "\n\n")
+	r.c.Writer.Flush()
+}
+
+// fail ends a started stream with the error fail would have answered.
+func (r *restoreStream) fail(err error) {
+	var e *store.Error
+	if errors.As(err, &e) && e.Kind != store.KindInternal {
+		r.event("error", restoreFailure{Status: statusOf[e.Kind], Detail: e.Message})
+		return
+	}
+	logger(r.c).ErrorContext(r.c.Request.Context(), "restore failed", "err", err)
+	r.event("error", restoreFailure{Status: http.StatusInternalServerError, Detail: "internal server error: the problem was logged on the server"})
 }
 
 func (s *Server) deleteBackup(c *gin.Context) {

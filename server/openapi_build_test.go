@@ -6,6 +6,7 @@ package server_test
 // rewrites it; TestOpenAPIDocumentIsCurrent fails when it is stale.
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -201,9 +202,17 @@ func BuildOpenAPI(routes []*server.Route, version string) ([]byte, error) {
 			op.Responses.Set("202", &openapi3.ResponseRef{Value: &accepted})
 		}
 		if r.EventStream {
-			op.Responses.Set("200", &openapi3.ResponseRef{Value: openapi3.NewResponse().
-				WithDescription("Server-Sent Events (when stream is true)").
-				WithContent(openapi3.NewContentWithSchema(openapi3.NewStringSchema().WithFormat("binary"), []string{"text/event-stream"}))})
+			when := cmp.Or(r.StreamWhen, "stream is true")
+			events := openapi3.NewContentWithSchema(openapi3.NewStringSchema().WithFormat("binary"), []string{"text/event-stream"})
+			if r.Status == http.StatusOK {
+				// The JSON answer and the stream share the status: one
+				// response with both contents.
+				success.Content["text/event-stream"] = events["text/event-stream"]
+				*success.Description += "; Server-Sent Events when " + when
+			} else {
+				op.Responses.Set("200", &openapi3.ResponseRef{Value: openapi3.NewResponse().
+					WithDescription("Server-Sent Events (when " + when + ")").WithContent(events)})
+			}
 		}
 		if err := documentEvents(op, r, schemaOf); err != nil {
 			return nil, err

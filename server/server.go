@@ -309,6 +309,9 @@ type Route struct {
 	// EventStream documents a 200 text/event-stream answer beside Status
 	// (execute with stream true).
 	EventStream bool
+	// StreamWhen says when the EventStream answer comes ("stream is true"
+	// when empty).
+	StreamWhen string
 	// Accepted documents a 202 with the same body beside Status (publish
 	// with queue true).
 	Accepted bool

@@ -234,18 +234,38 @@ func CheckFile(ctx context.Context, path string) (FileInfo, error) {
 // cannot be opened or migrated is refused (KindInvalid) and the previous
 // database stays.
 func (db *DB) Replace(ctx context.Context, src, safety string) error {
+	return db.ReplaceStages(ctx, src, safety, nil)
+}
+
+// The stages of a Replace, as ReplaceStages reports them when each begins.
+const (
+	StageWaiting        = "waiting"         // for the holders of the database to let go; new ones wait
+	StageSafetySnapshot = "safety_snapshot" // writing the safety snapshot of the current database
+	StageSwapping       = "swapping"        // swapping the file, reopening, migrating, ending every session
+)
+
+// ReplaceStages is Replace telling stage (when not nil) of each stage as
+// it begins: StageWaiting, StageSafetySnapshot, StageSwapping. stage runs
+// on Replace's goroutine and must not use the database.
+func (db *DB) ReplaceStages(ctx context.Context, src, safety string, stage func(string)) error {
 	if db.OnPostgres() {
 		return errNotOnPostgres("restores")
 	}
+	if stage == nil {
+		stage = func(string) {}
+	}
 	ctx = context.WithoutCancel(ctx)
+	stage(StageWaiting)
 	unlock, err := db.gate.exclusive(ReplaceWait)
 	if err != nil {
 		return err
 	}
 	defer unlock()
+	stage(StageSafetySnapshot)
 	if err := snapshot(ctx, db.path, safety); err != nil {
 		return fmt.Errorf("store: replace: safety snapshot: %w", err)
 	}
+	stage(StageSwapping)
 	dir := filepath.Dir(db.path)
 	incoming := filepath.Join(dir, ".restore-incoming.db")
 	os.Remove(incoming)

@@ -335,3 +335,20 @@ export function useAction<K extends string = "action">() {
   return { busy, error, setError, run, act };
 }
 
+
+// UploadProgress is a file upload under way: how much is sent, as a
+// labelled progress bar in a live region, and a button that cancels it.
+export function UploadProgress({ name, sent, onCancel }: { name: string; sent: number; onCancel: () => void }) {
+  const id = useId();
+  return (
+    <div class="progress" role="status">
+      <label for={id}>
+        Uploading {name}: {Math.round(sent * 100)}%
+      </label>
+      <progress id={id} max={1} value={sent} />
+      <button type="button" onClick={onCancel}>
+        Cancel upload
+      </button>
+    </div>
+  );
+}

@@ -70,6 +70,7 @@ export async function startCopydesk({ users = [{ email: "ann@example.com", usern
   }
   return {
     base,
+    dataDir,
     get stderr() {
       return stderr;
     },

@@ -1287,7 +1287,7 @@ export interface paths {
         put?: never;
         /**
          * Restore a snapshot while serving
-         * @description Checks the snapshot, lets requests in flight finish and holds new ones, keeps a pre-restore safety snapshot, swaps the database and resumes. No restart. Every session ends, yours included (tokens get 401): everyone signs in again. Every API token is revoked: make new ones.
+         * @description Checks the snapshot, lets requests in flight finish and holds new ones, keeps a pre-restore safety snapshot, swaps the database and resumes. No restart. Every session ends, yours included (tokens get 401): everyone signs in again. Every API token is revoked: make new ones. With Accept: text/event-stream the answer tells each stage as it begins (`stage` events, in order: checked, waiting, safety_snapshot, swapping, keeping_safety_snapshot) and ends with `done` (this answer's data) or `error`. The check comes before the answer starts: a snapshot that fails it, or one not found, is the same 4xx JSON as without the stream; a stage event means the check passed. A status polled meanwhile would wait behind the swap: the stream is the restore's own answer.
          *
          *     Requires the super_admin role or higher. Not with an API token (403): sign in with your password.
          */
@@ -1309,7 +1309,7 @@ export interface paths {
         put?: never;
         /**
          * Check a snapshot again
-         * @description Compares the file's SHA-256 with the one recorded when it was made, runs PRAGMA integrity_check and compares its schema with what copydesk's migrations create for its version. A damaged or altered snapshot answers 200 with ok false and the problem.
+         * @description Compares the file's SHA-256 with the one recorded when it was made, runs PRAGMA integrity_check and compares its schema with what copydesk's migrations create for its version. A damaged or altered snapshot answers 200 with ok false and the problem. The outcome is kept: the snapshot's verified_at and verified_ok in the list and GET.
          *
          *     Requires the super_admin role or higher.
          */
@@ -4413,6 +4413,13 @@ export interface components {
              * @description bytes
              */
             size: number;
+            /**
+             * Format: date-time
+             * @description the last POST .../verify (or restore, which verifies first); null: none since it was made, when it was checked
+             */
+            verified_at: string | null;
+            /** @description whether that verification found the file intact; null with verified_at */
+            verified_ok: boolean | null;
         };
         backupRestoreResponse: {
             restored: components["schemas"]["backupResponse"];
@@ -5480,6 +5487,17 @@ export interface components {
             full_name?: string;
             password: string;
             username: string;
+        };
+        restoreFailure: {
+            detail?: string;
+            /** @description the status the answer would have had without the stream */
+            status?: number;
+        };
+        restoreStage: {
+            /** @description the stage in words */
+            detail?: string;
+            /** @enum {string} */
+            stage?: "checked" | "waiting" | "safety_snapshot" | "swapping" | "keeping_safety_snapshot";
         };
         roleRequest: {
             /** @enum {string} */
@@ -8983,7 +9001,7 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description OK */
+            /** @description OK; Server-Sent Events when Accept: text/event-stream */
             200: {
                 headers: {
                     [name: string]: unknown;
@@ -8993,6 +9011,7 @@ export interface operations {
                         data: components["schemas"]["backupRestoreResponse"];
                         message: string;
                     };
+                    "text/event-stream": string;
                 };
             };
             401: components["responses"]["401"];

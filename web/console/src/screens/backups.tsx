@@ -1,19 +1,59 @@
 // Backups (super_admin): take a snapshot of the database (progress while
 // the server copies and checks it), the snapshots with their size and
-// their verification (checked when taken; "Verify" checks a file again),
+// their verification (checked when taken; "Verify" checks a file again,
+// and the list keeps when each was last verified and how it went),
 // download one (fetched with the Authorization header, handed over as a
 // blob: address: the token is in no URL), delete one, and restore one
 // after typing its name: the restore replaces the whole database and ends
-// every session, so the sign-in dialog follows it.
-import { useEffect, useState } from "preact/hooks";
-import { api, download, url, type Schemas } from "../api/client";
+// every session, so the sign-in dialog follows it. The restore is asked for
+// as a stream of its stages (Accept: text/event-stream), which the screen
+// lists as they happen. A backup file can be uploaded (with its progress;
+// the server checks it before it is listed), and the schedule changed.
+import { useEffect, useRef, useState } from "preact/hooks";
+import { api, ApiError, download, upload, url, type Schemas } from "../api/client";
+import { post as postStream } from "../api/sse";
 import { Confirm } from "../confirm";
 import { session } from "../session";
-import { Alert, errorText, Heading, num, Pager, Thead, useAction, useResource, When } from "../ui";
+import { Alert, errorText, Field, formErrors, Heading, Labelled, num, Pager, Thead, UploadProgress, useAction, useResource, useSubmit, When } from "../ui";
 
 type Backup = Schemas["backupResponse"];
 type Verified = Schemas["backupVerifyResponse"];
 const kindWord: Record<Backup["kind"], string> = { manual: "Taken here", scheduled: "Scheduled", "pre-restore": "Before a restore", uploaded: "Uploaded", cli: "Command line" };
+
+type Stage = NonNullable<Schemas["restoreStage"]["stage"]>;
+// The stages of a restore in order, as the screen names them, each with
+// the event that says it is over (the next one's, or done). The check runs
+// before the server's first event ("checked" says it passed).
+const stages: { key: Stage | "check"; words: string; until: Stage | "done" }[] = [
+  { key: "check", words: "Checking the file", until: "checked" },
+  { key: "waiting", words: "Waiting for requests in flight", until: "safety_snapshot" },
+  { key: "safety_snapshot", words: "Keeping a safety copy of the current database", until: "swapping" },
+  { key: "swapping", words: "Putting the backup in place", until: "keeping_safety_snapshot" },
+  { key: "keeping_safety_snapshot", words: "Checking and listing the safety copy", until: "done" },
+];
+
+// stageAt is the index in stages of the stage an event says has begun.
+function stageAt(s: Stage): number {
+  return s === "checked" ? 1 : stages.findIndex((x) => x.key === s);
+}
+
+// Stages lists a restore's stages: each is marked done when the server has
+// said so, so the list stays true even when several events arrive at once.
+function Stages({ told, now }: { told: string[]; now: number }) {
+  return (
+    <ol aria-label="Stages of the restore" class="small">
+      {stages.map((st, i) => {
+        const done = told.includes(st.until);
+        return (
+          <li key={st.key} aria-current={!done && i === now ? "step" : undefined} class={done ? undefined : "muted"}>
+            {st.words}
+            {done ? " — done" : i === now ? " — now" : ""}
+          </li>
+        );
+      })}
+    </ol>
+  );
+}
 
 export function size(n: number): string {
   if (n < 1024) return `${n} B`;
@@ -32,7 +72,12 @@ export function Backups() {
   const [note, setNote] = useState<string | null>(null);
   const [error, setError] = useState<string | null>(null);
   const [restoring, setRestoring] = useState<Backup | null>(null);
+  const [stage, setStage] = useState(0);
+  // The events of the last restore's stages, as told (and "done").
+  const [told, setTold] = useState<string[] | null>(null);
   const [restored, setRestored] = useState<Schemas["backupRestoreResponse"] | null>(null);
+  // The problem a verification found on this screen (the list keeps only
+  // whether it passed, and when).
   const [verified, setVerified] = useState<Record<string, Verified>>({});
 
   // After a restore every session has ended: once signed in again, the
@@ -73,10 +118,30 @@ export function Backups() {
     setError(null);
     setNote(null);
     setRestoring(b);
+    setStage(0);
+    setTold([]);
     const token = session.current?.access_token;
     try {
-      const r = await api.post("/api/backup/{name}/restore", { path: { name: b.name } });
-      setRestored(r.data);
+      let done: Schemas["backupRestoreResponse"] | null = null;
+      let failed: string | null = null;
+      await postStream(url("/api/backup/{name}/restore", { name: b.name }), undefined, (e) => {
+        if (e.event === "stage") {
+          const st = (e.data as Schemas["restoreStage"]).stage;
+          if (st) {
+            setStage(stageAt(st));
+            setTold((t) => [...(t ?? []), st]);
+          }
+        } else if (e.event === "done") {
+          done = e.data as Schemas["backupRestoreResponse"];
+          setStage(stages.length);
+          setTold((t) => [...(t ?? []), "done"]);
+        } else if (e.event === "error") {
+          failed = (e.data as Schemas["restoreFailure"]).detail ?? "the restore failed";
+        }
+      }, new AbortController().signal);
+      if (failed) throw new ApiError(0, failed);
+      if (!done) throw new ApiError(0, "the answer ended before the restore said it was done: read the list again to see where it stands");
+      setRestored(done);
       // The server has ended every session, this one too: say so now
       // rather than at the next request.
       if (token) session.end(token, `The database was restored from ${b.name}, which ended every session.`);
@@ -109,11 +174,15 @@ export function Backups() {
         </div>
       )}
       {restoring && (
-        <div class="progress" role="status">
-          <label for="restore-progress">
-            Restoring {restoring.name}: checking it, keeping a safety copy of the current database, then putting it in place. Requests wait meanwhile.
-          </label>
-          <progress id="restore-progress" /> <Elapsed />
+        <div class="progress">
+          <p role="status">
+            Restoring {restoring.name}: {stage < stages.length ? stages[stage]!.words.toLowerCase() : "done"}…
+          </p>
+          <progress aria-label={`Restoring ${restoring.name}`} max={stages.length} value={stage} />
+          <Stages told={told ?? []} now={stage} />
+          <p class="small muted">
+            Requests wait meanwhile. <Elapsed />
+          </p>
         </div>
       )}
       {restored && (
@@ -122,10 +191,13 @@ export function Backups() {
             <strong>Restored {restored.restored.name}.</strong> The database as it was just before is kept as {restored.safety_snapshot.name}. Every session and API token
             has ended: everyone signs in again, and API tokens must be made again.
           </p>
+          {told && <Stages told={told} now={stage} />}
         </div>
       )}
       {note && <p role="status">{note}</p>}
       {error && <Alert>{error}</Alert>}
+      <Upload disabled={taking || restoring !== null} onUploaded={(b) => { setNote(`Backup ${b.name} uploaded (${size(b.size)}) and checked.`); list.reload(); }} />
+      {s && <ScheduleForm s={s} onSaved={() => { setNote("The backup schedule is saved."); schedule.reload(); }} />}
       {s && (
         <p class="small muted">
           {s.enabled ? (
@@ -146,7 +218,7 @@ export function Backups() {
           <tbody>
             {items.map((b) => (
               <Row key={b.name} b={b} verified={verified[b.name]} disabled={restoring !== null || taking}
-                onVerified={(v) => setVerified({ ...verified, [b.name]: v })}
+                onVerified={(v) => { setVerified({ ...verified, [b.name]: v }); list.reload(); }}
                 onRestore={() => void restore(b)}
                 onDeleted={() => { setNote(`Backup ${b.name} deleted.`); list.reload(); }} />
             ))}
@@ -204,14 +276,19 @@ function Row({ b, verified, disabled, onVerified, onRestore, onDeleted }: {
       <td>
         {busy === "verify" ? (
           <span role="status">Verifying…</span>
-        ) : verified ? (
-          verified.ok ? (
-            <span>Verified: intact</span>
+        ) : b.verified_at && b.verified_ok !== null ? (
+          b.verified_ok ? (
+            <span>
+              Verified <When at={b.verified_at} />: intact
+            </span>
           ) : (
-            <span class="field-error">Damaged: {verified.problem || (verified.sha256_matches ? "the integrity check failed" : "the file changed since it was taken")}</span>
+            <span class="field-error">
+              Damaged (verified <When at={b.verified_at} />)
+              {verified && !verified.ok && <>: {verified.problem || (verified.sha256_matches ? "the integrity check failed" : "the file changed since it was taken")}</>}
+            </span>
           )
         ) : (
-          <span class="muted">Checked when taken</span>
+          <span class="muted">Checked when taken; not verified since</span>
         )}
         <br />
         <span class="muted small" title={b.sha256}>
@@ -254,5 +331,79 @@ function Row({ b, verified, disabled, onVerified, onRestore, onDeleted }: {
         )}
       </td>
     </tr>
+  );
+}
+
+// Upload sends a backup file (a copydesk database) with its progress; the
+// server checks it before it lists it, and says what is wrong otherwise.
+function Upload({ disabled, onUploaded }: { disabled: boolean; onUploaded: (b: Backup) => void }) {
+  const [progress, setProgress] = useState<{ name: string; sent: number } | null>(null);
+  const [error, setError] = useState<string | null>(null);
+  const input = useRef<HTMLInputElement>(null);
+  const ac = useRef<AbortController | null>(null);
+  useEffect(() => () => ac.current?.abort(), []);
+  async function send(f: File) {
+    ac.current = new AbortController();
+    setError(null);
+    setProgress({ name: f.name, sent: 0 });
+    const form = new FormData();
+    form.append("file", f, f.name);
+    try {
+      const r = await upload("/api/backup/upload", form, (sent) => setProgress({ name: f.name, sent }), ac.current.signal);
+      onUploaded(r.data);
+    } catch (e) {
+      if (e instanceof DOMException && e.name === "AbortError") return;
+      const fe = formErrors(e, ["file"]);
+      setError(fe.fields.file ?? fe.form);
+    } finally {
+      setProgress(null);
+      if (input.current) input.current.value = "";
+    }
+  }
+  return (
+    <section aria-labelledby="backup-upload" class="card">
+      <h2 id="backup-upload">Upload a backup</h2>
+      <Labelled label="Backup file (.db)" error={error ?? undefined}
+        hint="A backup downloaded from a copydesk server. It is checked (a whole copydesk database this version can open) before it is listed; restoring it is a separate step."
+        control={(a) => (
+          <input {...a} ref={input} type="file" accept=".db,application/vnd.sqlite3,application/x-sqlite3" disabled={disabled || !!progress}
+            onChange={(e) => {
+              const f = e.currentTarget.files?.[0];
+              if (f) void send(f);
+            }} />
+        )} />
+      {progress && <UploadProgress name={progress.name} sent={progress.sent} onCancel={() => ac.current?.abort()} />}
+    </section>
+  );
+}
+
+// ScheduleForm changes the backup schedule: on or off, when (a cron
+// expression in UTC, or @daily, @every 6h) and how many scheduled backups
+// are kept. The server's words show beside the field they name.
+function ScheduleForm({ s, onSaved }: { s: Schemas["backupScheduleResponse"]; onSaved: () => void }) {
+  const [enabled, setEnabled] = useState(s.enabled);
+  const [spec, setSpec] = useState(s.spec);
+  const [retention, setRetention] = useState(String(s.retention));
+  const { errors, busy, submit } = useSubmit(["spec", "retention"], async () => {
+    const n = Number(retention);
+    if (!Number.isInteger(n)) throw new ApiError(422, "retention: a whole number of backups");
+    await api.put("/api/backup/schedule", { body: { enabled, spec, retention: n } });
+    onSaved();
+  });
+  return (
+    <form aria-labelledby="backup-schedule" class="card" onSubmit={(e) => void submit(e)}>
+      <h2 id="backup-schedule">Schedule</h2>
+      <label>
+        <input type="checkbox" checked={enabled} onChange={(e) => setEnabled(e.currentTarget.checked)} /> Take backups on a schedule
+      </label>
+      <Field label="When (UTC)" name="spec" value={spec} onValue={setSpec} error={errors.fields.spec}
+        hint="A cron expression in UTC (0 3 * * * is every day at 03:00), or @daily, @hourly, @every 6h; at least 5 minutes apart." />
+      <Field label="Scheduled backups kept" name="retention" type="number" value={retention} onValue={setRetention}
+        error={errors.fields.retention} hint="The oldest scheduled backups beyond this many are deleted; others stay until you delete them." />
+      {errors.form && <Alert>{errors.form}</Alert>}
+      <button type="submit" disabled={busy}>
+        Save the schedule
+      </button>
+    </form>
   );
 }

@@ -10,7 +10,7 @@ import { envPath } from "../router";
 import { Confirm } from "../confirm";
 import { sentence } from "../session";
 import {
-  Alert, canEdit, errorText, Field, formErrors, Heading, Labelled, Link, noErrors, num, Pager, Select, Thead, useDebounced, useResource, useSubmit, type FormErrors,
+  Alert, canEdit, errorText, Field, formErrors, Heading, Labelled, Link, noErrors, num, Pager, Select, Thead, UploadProgress, useDebounced, useResource, useSubmit, type FormErrors,
 } from "../ui";
 
 type Keyword = Schemas["keywordResponse"];
@@ -268,17 +268,7 @@ function Import({ env, bind, onImported }: { env: number; bind: { current: (f: F
               if (f) void send(f);
             }} />
         )} />
-      {progress && (
-        <div class="progress" role="status">
-          <label for="kw-progress">
-            Uploading {progress.name}: {Math.round(progress.sent * 100)}%
-          </label>
-          <progress id="kw-progress" max={1} value={progress.sent} />
-          <button type="button" onClick={() => ac.current?.abort()}>
-            Cancel upload
-          </button>
-        </div>
-      )}
+      {progress && <UploadProgress name={progress.name} sent={progress.sent} onCancel={() => ac.current?.abort()} />}
       {r && report && (
         <div role="status" aria-labelledby="kw-report" class="report">
           <h3 id="kw-report">Imported {report.name}</h3>
