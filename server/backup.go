@@ -44,7 +44,7 @@ func (s *Server) registerBackupRoutes() {
 		Notes: "Compares the file's SHA-256 with the one recorded when it was made, runs PRAGMA integrity_check and compares its schema with what copydesk's migrations create for its version. " +
 			"A damaged or altered snapshot answers 200 with ok false and the problem. The outcome is kept: the snapshot's verified_at and verified_ok in the list and GET."}, s.verifyBackup)
 	s.handle(Route{Method: "POST", Path: "/api/backup/{name}/restore", Tag: tag, Access: Access{MinRole: store.RoleSuperAdmin, Account: true}, Errors: []int{409, 422, 429},
-		EventStream: true, StreamWhen: "Accept: text/event-stream", Events: restoreEvents,
+		EventStream: true, StreamWhen: "Accept: text/event-stream", Progress: true, Events: restoreEvents,
 		Summary: "Restore a snapshot while serving", Data: backupRestoreResponse{},
 		Notes: "Checks the snapshot, lets requests in flight finish and holds new ones, keeps a pre-restore safety snapshot, swaps the database and resumes. " +
 			"No restart. Every session ends, yours included (tokens get 401): everyone signs in again. Every API token is revoked: make new ones. " +

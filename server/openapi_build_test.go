@@ -581,6 +581,9 @@ func documentEvents(op *openapi3.Operation, r *server.Route, schemaOf func(any) 
 	}
 	media.Extensions = map[string]any{"x-events": events}
 	media.Schema.Value.Description = "Server-Sent Events: `event:` names one of x-events, `data:` is its JSON, `id:` resumes with Last-Event-ID; a comment line every 15 seconds is a heartbeat."
+	if r.Progress {
+		media.Schema.Value.Description = "Server-Sent Events of this request's progress: `event:` names one of x-events, `data:` is its JSON; the stream ends after its last event (no id, nothing to resume)."
+	}
 	return nil
 }
 

@@ -312,6 +312,10 @@ type Route struct {
 	// StreamWhen says when the EventStream answer comes ("stream is true"
 	// when empty).
 	StreamWhen string
+	// Progress marks an EventStream answer that is one request's progress
+	// (a restore's stages): its events have no id to resume with and no
+	// heartbeat comes between them.
+	Progress bool
 	// Accepted documents a 202 with the same body beside Status (publish
 	// with queue true).
 	Accepted bool
