@@ -218,13 +218,15 @@ test("the write screen with the keyboard alone, and its text so far is focusable
   await tabTo(page, page.getByRole("button", { name: "Generate" }), "Generate");
   await page.keyboard.press("Enter");
 
-  // Stop with Space while it writes; the text so far stays, and Tab reaches it.
+  // Stop with Space while it writes (once its first words are on the
+  // page: under load Stop could come before any); the text so far stays,
+  // and Tab reaches it.
+  const so = page.getByRole("region", { name: "Text so far" });
+  await so.getByText(/TITLE: Basil/).waitFor();
   const stop = page.getByRole("button", { name: "Stop" });
-  await stop.waitFor();
   await tabTo(page, stop, "Stop");
   await page.keyboard.press("Space");
   await page.getByText(/^Stopped\. The generation was cancelled/).waitFor();
-  const so = page.getByRole("region", { name: "Text so far" });
   await so.getByText(/TITLE: Basil/).waitFor();
   await tabTo(page, so, "the text so far");
 

@@ -166,7 +166,11 @@ test("an editor adds selected keywords to an existing campaign, found by its nam
   await srv.api("POST", "/api/seo/campaigns", admin, { environment_id: env.id, name: "Winter", target: "astro" });
   const autumn = made.body.data.id;
   const { page, close } = await openAs(browser, srv, "ed@example.com", `/e/${env.id}/keywords`);
+  await page.getByRole("row").filter({ hasText: /garden tip [1-5]\d/ }).first().waitFor();
   await page.getByRole("searchbox", { name: "Search" }).fill("tip 0");
+  // The search answers after a pause and a new list clears the selection:
+  // select once the list is the search's (no "garden tip 1x" to "5x" left).
+  await waitFor(async () => (await page.getByRole("row").filter({ hasText: /garden tip [1-5]\d/ }).count()) === 0, 10_000, "the search's list");
   await page.getByRole("checkbox", { name: "Select garden tip 06" }).check();
   await page.getByRole("checkbox", { name: "Select garden tip 07" }).check();
   const group = page.getByRole("group", { name: "Selected keywords" });

@@ -217,23 +217,20 @@ function WebhookForm({ webhook, envs, onSaved }: { webhook?: Webhook; envs: Env[
 
 // Deliveries lists a webhook's recent deliveries with their attempts; one
 // can be sent again. It asks again every 2 s while one is on its way, and
-// tells onSettled when none is left (the list's last delivery changed).
+// tells onSettled whenever it has read them with none on its way (the
+// list's last delivery may have changed: a ping can be delivered before
+// the first read).
 function Deliveries({ w, onSettled }: { w: Webhook; onSettled: () => void }) {
   const list = useResource((signal) => api.get("/api/webhooks/{id}/deliveries", { path: { id: w.id }, query: { per_page: 20 }, signal }), [w.id]);
   const { busy, error, run } = useAction<string>();
   const items = list.data?.data.items ?? [];
   const moving = items.some((d) => d.status === "pending" || d.status === "sending");
-  const [wasMoving, setWasMoving] = useState(false);
   useEffect(() => {
     if (moving) {
-      setWasMoving(true);
       const t = window.setTimeout(list.reload, 2000);
       return () => window.clearTimeout(t);
     }
-    if (wasMoving) {
-      setWasMoving(false);
-      onSettled();
-    }
+    if (list.data) onSettled();
     return undefined;
   }, [list.data]);
   function resend(d: Delivery) {
