@@ -103,14 +103,23 @@ test("follow a feed, its items and failures, and send the items to the scout", a
 
   // Their titles to the scout, and its proposals to the keywords.
   const scout = page.getByRole("region", { name: "Keyword scout" });
+  // Its progress: the run as the start answered it (queued, or already
+  // reading), with a progress bar and a way to cancel, while the test holds
+  // the screen's next look at the run.
+  const runAddress = /\/api\/seo\/scout\/runs\/\d+$/;
+  let letGo;
+  const gate = new Promise((r) => (letGo = r));
+  await page.route(runAddress, async (route) => {
+    await gate;
+    await route.continue();
+  });
   await scout.getByRole("button", { name: "Send the items' titles to the scout" }).click();
-  // Its progress: the run as the start answered it, shown until the first
-  // look at it a second later, with a progress bar and a way to cancel.
   const progress = scout.getByRole("status").filter({ hasText: /^Scout run \d+: (waiting to start|reading)…/ });
   await progress.waitFor();
   await progress.getByRole("progressbar", { name: /^Scout run \d+: (waiting to start|reading)…$/ }).waitFor();
   await progress.getByRole("button", { name: "Cancel the scout run" }).waitFor();
   assert.equal(await scout.getByRole("button", { name: "Send the items' titles to the scout" }).isDisabled(), true, "no second run while one goes");
+  letGo(); // the looks at the run pass from now on
   await scout.getByText(/^Scout run \d+ succeeded: \d+ keywords? proposed/).waitFor({ timeout: 20_000 });
   await progress.waitFor({ state: "detached" });
   const proposed = scout.getByRole("table", { name: "Proposed keywords" });
