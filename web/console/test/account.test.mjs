@@ -140,6 +140,7 @@ test("two-factor authentication on with the QR code, recovery codes downloaded o
   await codes.getByRole("button", { name: "I have saved them" }).click();
   await tf.getByText("On. 10 recovery codes left.").waitFor();
   assert.equal(await page.getByRole("region", { name: "Your recovery codes" }).count(), 0, "shown once");
+  assert.deepEqual(await axeCheck(page), [], "account, two-factor on");
   // A sign-in now needs a code; with one, the API says it is on.
   assert.notEqual((await srv.api("POST", "/api/auth/login", "", { email: "vic@example.com", password: PASSWORD })).body?.data?.access_token ? "token" : "none", "token");
   const t = (await srv.login("vic@example.com", PASSWORD, totp(secret))).access_token;

@@ -279,11 +279,24 @@ test("AI settings: global and per environment, with price overrides", async () =
   const own = page.getByRole("form", { name: "Environment's AI settings" });
   await own.getByText(/Now in effect: gpt-4o-mini/).first().waitFor();
   await own.getByLabel("Tone").fill("warm");
+  // A price of the environment's own, in place of the global one.
+  await own.getByText("No price overrides: the built-in price table applies.").waitFor();
+  await own.getByRole("button", { name: "Add a price" }).click();
+  await own.getByLabel("Model of row 1").fill("gpt-4o-mini");
+  await own.getByLabel("Input price of gpt-4o-mini", { exact: true }).fill("0.3");
+  await own.getByLabel("Output price of gpt-4o-mini").fill("1.2");
+  await own.getByLabel("Cached input price of gpt-4o-mini").fill("0.15");
+  assert.deepEqual(await axeCheck(page), [], "an environment's AI settings");
   await own.getByRole("button", { name: "Save the AI settings" }).click();
   await page.getByRole("status").filter({ hasText: "The AI settings are saved." }).waitFor();
   s = (await srv.api("GET", `/api/settings/ai-content?environment_id=${env.id}`, admin)).body.data;
   assert.equal(s.override.tone, "warm");
   assert.equal(s.effective.model, "gpt-4o-mini");
+  assert.deepEqual(s.override.price_overrides, { "gpt-4o-mini": { input: 0.3, output: 1.2, cached_input: 0.15 } });
+  assert.deepEqual(s.global.price_overrides, { "gpt-4o-mini": { input: 0.2, output: 0.8, cached_input: null } }, "the global price is untouched");
+  const global = (await srv.api("GET", "/api/settings/ai-content", admin)).body.data;
+  assert.deepEqual(global.global.price_overrides, { "gpt-4o-mini": { input: 0.2, output: 0.8, cached_input: null } });
+  assert.equal(global.global.tone, s.global.tone);
   await close();
 });
 

@@ -23,7 +23,10 @@ before(async () => {
     every: 10,
     reply: (_, body) => {
       const system = body.messages?.[0]?.role === "system" ? String(body.messages[0].content) : "";
-      if (system.startsWith("You name conversations")) return "Tomato questions";
+      if (system.startsWith("You name conversations")) {
+        const shown = JSON.stringify(body.messages);
+        return shown.includes("basil") ? "Basil questions" : shown.includes("pepper") ? "Pepper questions" : "Tomato questions";
+      }
       const last = String(body.messages?.at(-1)?.content ?? "");
       if (last.includes("slowly")) return "Slow answer " + long(600) + " the end.";
       answers++;
@@ -132,16 +135,27 @@ test("an editor chats: streamed reply, automatic title, copy, regenerate and edi
   await waitFor(async () => (await page.getByText("Tell me slowly").count()) === 0);
   await page.getByRole("region", { name: "Reply 2" }).waitFor();
 
-  // Search: a second conversation, then the list finds each by its words.
-  await page.getByRole("link", { name: "New conversation" }).click();
-  await page.getByRole("textbox", { name: "Message" }).fill("What about basil?");
-  await page.getByRole("button", { name: "Send" }).click();
-  await page.getByRole("region", { name: "Reply 2" }).getByText(/Answer \d+:/).waitFor();
-  await waitFor(async () => (await page.getByRole("list").filter({ has: page.getByRole("link", { name: "Planting depth" }) }).getByRole("link").count()) === 2);
-  // Newest activity first.
+  // Newest activity first: two more conversations go above it; a message
+  // in the oldest moves it back to the top.
   const conversations = page.getByRole("region", { name: "Conversations" }).getByRole("listitem").getByRole("link");
-  const first = await conversations.first().textContent();
-  assert.notEqual(first, "Planting depth");
+  const order = async (want) => waitFor(async () => JSON.stringify(await conversations.allTextContents()) === JSON.stringify(want));
+  for (const [ask, title] of [["What about basil?", "Basil questions"], ["And peppers?", "Pepper questions"]]) {
+    await page.getByRole("link", { name: "New conversation" }).click();
+    await page.getByRole("textbox", { name: "Message" }).fill(ask);
+    await page.getByRole("button", { name: "Send" }).click();
+    await page.getByRole("region", { name: "Reply 2" }).getByText(/Answer \d+:/).waitFor();
+    await page.getByRole("heading", { name: title, level: 2 }).waitFor();
+  }
+  await order(["Pepper questions", "Basil questions", "Planting depth"]);
+  await page.getByRole("link", { name: "Planting depth" }).click();
+  await page.getByRole("heading", { name: "Planting depth", level: 2 }).waitFor();
+  await page.getByRole("textbox", { name: "Message" }).fill("And how far apart?");
+  await page.getByRole("button", { name: "Send" }).click();
+  await page.getByText("And how far apart?").waitFor();
+  await order(["Planting depth", "Pepper questions", "Basil questions"]);
+  await page.getByRole("region", { name: "Reply 4" }).getByText(/Answer \d+:/).waitFor();
+
+  // Search: the list finds each by its words.
   await page.getByRole("searchbox", { name: "Search conversations" }).fill("cherry");
   await waitFor(async () => (await conversations.count()) === 1);
   assert.equal(await conversations.textContent(), "Planting depth");

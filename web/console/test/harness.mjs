@@ -211,7 +211,7 @@ export async function startProvider({ reply = () => "Generated text.", every = 0
     }
     const body = JSON.parse(raw || "{}");
     requests.push(body);
-    const text = reply(requests.length, body);
+    const text = await reply(requests.length, body); // a reply may be a promise: the model answers when it settles
     const model = body.model || "gpt-4o-mini";
     const usage = { prompt_tokens: 1000, completion_tokens: 500, total_tokens: 1500 };
     if (!body.stream) {

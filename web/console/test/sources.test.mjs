@@ -3,8 +3,9 @@
 // feed, fetching it now, its items, a source that fails (its failures and
 // the site's words), sending the items' titles to the keyword scout and
 // adding what it proposes as keywords, deleting a source after a
-// confirmation that names it; a phrase added, run (its progress), its ideas
-// and the ideas sent to the scout; a viewer sees without the actions.
+// confirmation that names it; a phrase added, run (its progress, held
+// while the model answers), its ideas and the ideas sent to the scout; a
+// viewer sees without the actions.
 import assert from "node:assert/strict";
 import { createServer } from "node:http";
 import { after, before, test } from "node:test";
@@ -17,6 +18,13 @@ let siteURL;
 let provider;
 let env;
 let admin;
+let held = Promise.resolve();
+// hold makes the model stand-in wait until the function it returns is called.
+function hold() {
+  let release;
+  held = new Promise((r) => (release = r));
+  return () => { release(); held = Promise.resolve(); };
+}
 
 const rss = `<?xml version="1.0" encoding="UTF-8"?>
 <rss version="2.0"><channel><title>Garden news</title><link>http://example.com/</link><description>News</description>
@@ -37,7 +45,8 @@ before(async () => {
   await new Promise((r) => site.listen(0, "127.0.0.1", r));
   siteURL = `http://127.0.0.1:${site.address().port}`;
   srv = await startCopydesk({ users: TEAM, args: ["--web-sources-private"] }); // the stand-in site is on loopback
-  provider = await startProvider({ reply: () => "1. basil growing tips\n2. how often to water basil\n3. basil indoors winter\n" });
+  // The model answers at once, or, while a test holds it, when released.
+  provider = await startProvider({ reply: () => held.then(() => "1. basil growing tips\n2. how often to water basil\n3. basil indoors winter\n") });
   browser = await launch();
   admin = (await srv.login("ann@example.com")).access_token;
   await useProvider(srv, admin, provider);
@@ -94,10 +103,28 @@ test("follow a feed, its items and failures, and send the items to the scout", a
 
   // Their titles to the scout, and its proposals to the keywords.
   const scout = page.getByRole("region", { name: "Keyword scout" });
+  // Its progress: the run as the start answered it (queued, or already
+  // reading), with a progress bar and a way to cancel, while the test holds
+  // the screen's next look at the run.
+  const runAddress = /\/api\/seo\/scout\/runs\/\d+$/;
+  let letGo;
+  const gate = new Promise((r) => (letGo = r));
+  await page.route(runAddress, async (route) => {
+    await gate;
+    await route.continue();
+  });
   await scout.getByRole("button", { name: "Send the items' titles to the scout" }).click();
+  const progress = scout.getByRole("status").filter({ hasText: /^Scout run \d+: (waiting to start|reading)…/ });
+  await progress.waitFor();
+  await progress.getByRole("progressbar", { name: /^Scout run \d+: (waiting to start|reading)…$/ }).waitFor();
+  await progress.getByRole("button", { name: "Cancel the scout run" }).waitFor();
+  assert.equal(await scout.getByRole("button", { name: "Send the items' titles to the scout" }).isDisabled(), true, "no second run while one goes");
+  letGo(); // the looks at the run pass from now on
   await scout.getByText(/^Scout run \d+ succeeded: \d+ keywords? proposed/).waitFor({ timeout: 20_000 });
+  await progress.waitFor({ state: "detached" });
   const proposed = scout.getByRole("table", { name: "Proposed keywords" });
   await proposed.getByRole("row", { name: /growing basil indoors/i }).waitFor();
+  assert.deepEqual(await axeCheck(page), [], "the scout's proposed keywords");
   await proposed.getByRole("checkbox", { name: /Add pruning tomato plants/i }).uncheck();
   await scout.getByRole("button", { name: /^Add \d+ as keywords$/ }).click();
   await scout.getByText(/^\d+ keywords? added\./).waitFor();
@@ -131,8 +158,23 @@ test("add a search phrase, run it, its ideas to the scout", async () => {
   await page.getByRole("status").filter({ hasText: "Added “grow basil”. Run it to find its ideas." }).waitFor();
   const row = page.getByRole("table", { name: "Search phrases" }).getByRole("row", { name: /grow basil/ });
   await row.getByText("Never run").waitFor();
+  // Its progress: held while the model answers, the row says so with a
+  // progress bar; released, it says when it was done and what it found.
+  const release = hold();
+  const asked = provider.requests.length;
   await row.getByRole("button", { name: "Run “grow basil”" }).click();
+  const running = row.getByRole("status").filter({ hasText: /(Waiting to run|Running)…/ });
+  await running.getByRole("progressbar", { name: "Run of grow basil" }).waitFor();
+  for (let i = 0; provider.requests.length === asked; i++) {
+    assert.ok(i < 200, "the run asks the model");
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  await row.getByRole("status").filter({ hasText: "Running…" }).waitFor({ timeout: 10_000 }); // the list is asked again every 2 s
+  assert.equal(await row.getByText(/^Done /).count(), 0, "not done while the model is held");
+  assert.deepEqual(await axeCheck(page), [], "search phrases, running");
+  release();
   await row.getByText(/^Done /).waitFor({ timeout: 20_000 });
+  await running.waitFor({ state: "detached" });
   await row.getByText(/\(3 new ideas\)/).waitFor();
   assert.deepEqual(await axeCheck(page), [], "search phrases, run");
 
