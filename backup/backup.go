@@ -10,6 +10,7 @@
 package backup
 
 import (
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -18,6 +19,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -75,6 +77,10 @@ type Manager struct {
 	dir     string
 	version string
 	mu      sync.Mutex // one snapshot, admission of a checked file, or delete at a time
+
+	// Log hears what the manager could not do but carried on without (a
+	// verification's outcome not kept); nil: slog's default.
+	Log *slog.Logger
 
 	// OnScheduledRun, when set, hears of every scheduled run: the snapshot
 	// taken, or the error. The server notifies the super_admins with it.
@@ -165,9 +171,10 @@ func (m *Manager) admit(tmp string, meta *Meta) error {
 	return nil
 }
 
-// WriteSidecar records meta beside the snapshot file at path. The file is
-// written whole under a name of its own, then renamed: a reader, here or in
-// another instance sharing the folder, sees the old sidecar or the new one.
+// writeSidecar records meta beside the snapshot file at path. The file is
+// written whole under a name of its own, synced, then renamed: a reader,
+// here or in another instance sharing the folder, sees the old sidecar or
+// the new one, also after a crash.
 func writeSidecar(path string, meta *Meta) error {
 	b, err := json.MarshalIndent(meta, "", "  ")
 	if err != nil {
@@ -179,6 +186,9 @@ func writeSidecar(path string, meta *Meta) error {
 	}
 	tmp := f.Name()
 	_, err = f.Write(append(b, '\n'))
+	if err == nil {
+		err = f.Sync() // on disk before the rename makes it the sidecar
+	}
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}
@@ -187,6 +197,21 @@ func writeSidecar(path string, meta *Meta) error {
 	}
 	if err != nil {
 		os.Remove(tmp)
+		return err
+	}
+	return syncDir(filepath.Dir(path))
+}
+
+// syncDir makes a rename in dir durable (a power loss after it must not
+// leave the old name, or none).
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	err = d.Sync()
+	if cerr := d.Close(); err == nil {
+		err = cerr
 	}
 	return err
 }
@@ -301,8 +326,16 @@ func (m *Manager) Verify(ctx context.Context, name string) (*Verification, error
 	if err != nil {
 		return nil, err
 	}
-	return v, m.recordVerification(name, v.OK)
+	// The check is the answer; keeping its outcome is a courtesy that a
+	// full disk or a read-only folder must not turn into a failure (nor
+	// stop a restore).
+	if err := m.recordVerification(name, v.OK); err != nil {
+		m.logger().Warn("backup: the outcome of a verification was not kept", "backup", name, "err", err)
+	}
+	return v, nil
 }
+
+func (m *Manager) logger() *slog.Logger { return cmp.Or(m.Log, slog.Default()) }
 
 // recordVerification writes the outcome of a Verify into the file's
 // sidecar, unless the file went meanwhile (a delete, here or in another
@@ -407,13 +440,25 @@ func (m *Manager) Import(ctx context.Context, r io.Reader, limit int64) (*Meta, 
 	return meta, nil
 }
 
-// RemoveLeftovers deletes the partial uploads a killed server left behind.
+// RemoveLeftovers deletes the partial uploads, and the sidecars being
+// written, that a killed server left behind.
 // Only the process that holds the data directory may call it (the server,
 // at start): another one's upload in progress would go with them.
 func (m *Manager) RemoveLeftovers() ([]string, error) {
 	leftovers, err := filepath.Glob(filepath.Join(m.dir, uploadPrefix+"*"))
 	if err != nil {
 		return nil, err
+	}
+	// And sidecars a killed process was writing (writeSidecar): only old
+	// ones, since an instance sharing the folder may be writing one now.
+	sidecars, err := filepath.Glob(filepath.Join(m.dir, ".*.json-*.tmp"))
+	if err != nil {
+		return nil, err
+	}
+	for _, p := range sidecars {
+		if info, err := os.Stat(p); err == nil && time.Since(info.ModTime()) > 10*time.Minute {
+			leftovers = append(leftovers, p)
+		}
 	}
 	var removed []string
 	var errs []error
@@ -468,6 +513,11 @@ func (m *Manager) Restore(ctx context.Context, name string) (*Meta, error) {
 func (m *Manager) RestoreStages(ctx context.Context, name string, stage func(string)) (*Meta, error) {
 	if stage == nil {
 		stage = func(string) {}
+	}
+	// Refused before the check (a whole file's hash) and before any stage:
+	// on PostgreSQL a restore is done offline.
+	if err := m.db.CanReplace(); err != nil {
+		return nil, err
 	}
 	v, err := m.Verify(ctx, name)
 	if err != nil {

@@ -206,21 +206,28 @@ func TestImportDoesNotHoldTheLockWhileReceiving(t *testing.T) {
 	}
 }
 
-// The partial uploads a killed server left are removed at the next start,
-// and nothing else is.
+// The partial uploads and old half-written sidecars a killed server left
+// are removed at the next start, and nothing else is.
 func TestRemoveLeftovers(t *testing.T) {
 	f := newFixture(t)
 	good, err := f.m.Create(context.Background(), backup.KindManual)
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, name := range []string{".tmp-upload-123.db", ".tmp-upload-456.db", ".tmp-safety-789.db"} {
+	oldSidecar, newSidecar := "."+good.Name+".json-1.tmp", "."+good.Name+".json-2.tmp"
+	for _, name := range []string{".tmp-upload-123.db", ".tmp-upload-456.db", ".tmp-safety-789.db", oldSidecar, newSidecar} {
 		if err := os.WriteFile(filepath.Join(f.m.Dir(), name), []byte("partial"), 0o600); err != nil {
 			t.Fatal(err)
 		}
 	}
+	// A sidecar being written stays (another instance sharing the folder
+	// may be writing it); one left for more than ten minutes goes.
+	long := time.Now().Add(-time.Hour)
+	if err := os.Chtimes(filepath.Join(f.m.Dir(), oldSidecar), long, long); err != nil {
+		t.Fatal(err)
+	}
 	removed, err := f.m.RemoveLeftovers()
-	if err != nil || strings.Join(removed, " ") != ".tmp-upload-123.db .tmp-upload-456.db" {
+	if err != nil || strings.Join(removed, " ") != ".tmp-upload-123.db .tmp-upload-456.db "+oldSidecar {
 		t.Fatalf("removed %v, %v", removed, err)
 	}
 	entries, _ := os.ReadDir(f.m.Dir())
@@ -228,7 +235,7 @@ func TestRemoveLeftovers(t *testing.T) {
 	for _, e := range entries {
 		left = append(left, e.Name())
 	}
-	if strings.Join(left, " ") != ".tmp-safety-789.db "+good.Name+" "+good.Name+".json" {
+	if strings.Join(left, " ") != newSidecar+" .tmp-safety-789.db "+good.Name+" "+good.Name+".json" {
 		t.Fatalf("left: %v", left)
 	}
 }

@@ -242,7 +242,7 @@ func openData(ctx context.Context, cfg Config, log *slog.Logger, opt store.Optio
 	} else if n > 0 {
 		log.Info("recovery codes stored the old way are now keyed with secret.key", "codes", n)
 	}
-	return &App{Config: cfg, DB: db, Keys: keys, Auth: svc, Backups: backup.New(db, cfg.DataDir, cfg.Version), Log: log}, nil
+	return &App{Config: cfg, DB: db, Keys: keys, Auth: svc, Backups: backupsOf(db, cfg, log), Log: log}, nil
 }
 
 // Open is OpenData plus the router, for serving. It locks the data
@@ -647,4 +647,11 @@ func (a *App) releaseServing() error {
 		return nil
 	}
 	return a.serving()
+}
+
+// backupsOf is the backup manager of cfg's data directory, logging to log.
+func backupsOf(db *store.DB, cfg Config, log *slog.Logger) *backup.Manager {
+	m := backup.New(db, cfg.DataDir, cfg.Version)
+	m.Log = log
+	return m
 }

@@ -289,6 +289,10 @@ func (s *Server) restoreBackup(c *gin.Context) {
 	s.events.EndAll("the database was restored from a backup; reconnect")
 	s.live.Restored()
 	s.log.Warn("database restored from a backup", "backup", name, "safety_snapshot", safety.Name, "by", principal(c).User.Email)
+	// The restore verified the file first: its sidecar now says when.
+	if again, err := s.backups.Get(name); err == nil {
+		meta = again
+	}
 	done := backupRestoreResponse{Restored: backupJSON(meta), SafetySnapshot: backupJSON(safety)}
 	if events.started() {
 		events.event("done", done)
@@ -296,6 +300,9 @@ func (s *Server) restoreBackup(c *gin.Context) {
 	}
 	respond(c, http.StatusOK, done, "database restored; the previous state is kept as "+safety.Name)
 }
+
+// restoreWriteTimeout bounds each write of a restore's stream.
+const restoreWriteTimeout = 10 * time.Second
 
 // restoreStream writes a restore's stages as Server-Sent Events. The
 // answer starts with the first stage, once the check has passed: until
@@ -327,6 +334,10 @@ func (r *restoreStream) event(name string, data any) {
 		return
 	}
 	// A client gone does not stop the restore; what it missed is in the log.
+	// Each write has its own deadline (the stream set aside the server's):
+	// a client that stops reading cannot hold the restore, which writes
+	// some stages while it holds the database.
+	_ = http.NewResponseController(r.c.Writer).SetWriteDeadline(time.Now().Add(restoreWriteTimeout))
 	_, _ = r.c.Writer.WriteString("event: " + name + "\ndata: " + string(b) + "\n\n")
 	r.c.Writer.Flush()
 }

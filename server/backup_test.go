@@ -106,6 +106,11 @@ func TestBackupAPI(t *testing.T) {
 			if r.Code != 409 || !strings.Contains(r.Detail(), "copydesk restore FILE --database URL") {
 				t.Fatalf("restore on PostgreSQL: %d %s, want 409 naming the offline restore", r.Code, r.Body)
 			}
+			// Asked as a stream, the same JSON 409, before any stage.
+			r = e.do(t, "POST", "/api/backup/"+name+"/restore", root, nil, "Accept", "text/event-stream")
+			if r.Code != 409 || !strings.HasPrefix(r.Header.Get("Content-Type"), "application/json") {
+				t.Fatalf("a streamed restore on PostgreSQL: %d %s %s, want the JSON 409", r.Code, r.Header.Get("Content-Type"), r.Body)
+			}
 			if r := e.do(t, "GET", "/api/auth/me", root, nil); r.Code != 200 {
 				t.Fatalf("a refused restore ended the session: %d", r.Code)
 			}
@@ -527,6 +532,10 @@ func TestRestoreStages(t *testing.T) {
 	}
 	if done["restored"].(map[string]any)["name"] != good || !strings.HasSuffix(done["safety_snapshot"].(map[string]any)["name"].(string), "-pre-restore.db") {
 		t.Fatalf("done: %v", done)
+	}
+	// The restore verified the file first, and its answer says so.
+	if restored := done["restored"].(map[string]any); restored["verified_at"] == nil || restored["verified_ok"] != true {
+		t.Errorf("done.restored: %v, want the verification the restore made", restored)
 	}
 	if r := e.do(t, "GET", "/api/auth/me", root, nil); r.Code != 401 {
 		t.Fatalf("the session outlived the restore: %d", r.Code)

@@ -244,12 +244,21 @@ const (
 	StageSwapping       = "swapping"        // swapping the file, reopening, migrating, ending every session
 )
 
+// CanReplace says why the database cannot be replaced while it serves (a
+// conflict: on PostgreSQL a restore is done offline), or nil.
+func (db *DB) CanReplace() error {
+	if db.OnPostgres() {
+		return errNotOnPostgres("restores")
+	}
+	return nil
+}
+
 // ReplaceStages is Replace telling stage (when not nil) of each stage as
 // it begins: StageWaiting, StageSafetySnapshot, StageSwapping. stage runs
 // on Replace's goroutine and must not use the database.
 func (db *DB) ReplaceStages(ctx context.Context, src, safety string, stage func(string)) error {
-	if db.OnPostgres() {
-		return errNotOnPostgres("restores")
+	if err := db.CanReplace(); err != nil {
+		return err
 	}
 	if stage == nil {
 		stage = func(string) {}
