@@ -18,9 +18,6 @@ import (
 
 func init() {
 	postLinks = append(postLinks, postLink{kind: "astro", categories: "astro_post_categories", tags: "astro_post_tags"})
-	for _, t := range []string{"astro_posts", "astro_post_categories", "astro_post_tags"} {
-		contentTables[t] = true
-	}
 }
 
 // AstroPost is a post of an environment's Astro site.

@@ -66,7 +66,7 @@ func installChangeMarks(ctx context.Context, conn *sql.Conn) error {
 			tables.Close()
 			return fmt.Errorf("store: install change marks: %w", err)
 		}
-		switch content := contentTables[name]; {
+		switch content := contentTables()[name]; {
 		case content && has:
 			todo = append(todo, fmt.Sprintf(`DROP TRIGGER %s ON %s`, changesTrigger, quoteIdent(name)))
 		case !content && !has:

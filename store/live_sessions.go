@@ -12,12 +12,6 @@ import (
 // generations, which make the session's transcript, are in
 // live_generations.go.
 
-func init() {
-	for _, t := range []string{"live_sessions", "live_generations"} {
-		contentTables[t] = true
-	}
-}
-
 // Statuses of a live session.
 const (
 	LiveOpen   = "open"

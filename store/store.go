@@ -439,23 +439,27 @@ func (db *DB) writeStmt(ctx context.Context, query string) (*sql.Stmt, error) {
 // created or run recorded would make every request read its session and
 // user again. A table missing here only costs that; one wrongly here would
 // serve a revoked session, so only plain content belongs.
-var contentTables = map[string]bool{
-	"agents": true, "agent_assignments": true, "agent_runs": true, "jobs": true, "usage_events": true, "budget_alerts": true,
-	"notifications": true, "messages": true, "conversations": true, "credentials": true, "ai_settings": true, "login_failures": true,
-	"cms_categories": true, "cms_tags": true, "wordpress_posts": true, "wordpress_post_categories": true, "wordpress_post_tags": true,
-	"archetypes": true, "cie_runs": true, "chat_conversations": true, "chat_messages": true,
-	"seo_keywords": true, "seo_campaigns": true,
-	"search_phrases": true, "search_ideas": true, "web_sources": true, "web_items": true,
-	"autopilots": true, "autopilot_campaigns": true, "autopilot_runs": true, "autopilot_steps": true,
-	"seo_scout_runs": true, "seo_scout_candidates": true, "seo_keyword_serps": true, "seo_strategies": true,
-	"seo_strategy_clusters": true, "seo_strategy_keywords": true,
-	"webhooks": true, "webhook_deliveries": true, "webhook_attempts": true,
-}
+var contentTables = sync.OnceValue(func() map[string]bool {
+	return map[string]bool{
+		"agents": true, "agent_assignments": true, "agent_runs": true, "jobs": true, "usage_events": true, "budget_alerts": true,
+		"notifications": true, "messages": true, "conversations": true, "credentials": true, "ai_settings": true, "login_failures": true,
+		"cms_categories": true, "cms_tags": true, "wordpress_posts": true, "wordpress_post_categories": true, "wordpress_post_tags": true,
+		"archetypes": true, "cie_runs": true, "chat_conversations": true, "chat_messages": true,
+		"seo_keywords": true, "seo_campaigns": true,
+		"search_phrases": true, "search_ideas": true, "web_sources": true, "web_items": true,
+		"autopilots": true, "autopilot_campaigns": true, "autopilot_runs": true, "autopilot_steps": true,
+		"seo_scout_runs": true, "seo_scout_candidates": true, "seo_keyword_serps": true, "seo_strategies": true,
+		"seo_strategy_clusters": true, "seo_strategy_keywords": true,
+		"webhooks": true, "webhook_deliveries": true, "webhook_attempts": true,
+		"astro_posts": true, "astro_post_categories": true, "astro_post_tags": true,
+		"live_sessions": true, "live_generations": true,
+	}
+})
 
 // wroteStmt is wrote for one committed write statement, which counts
 // unless it writes a content table.
 func (db *DB) wroteStmt(query string) {
-	if !contentTables[writeTarget(query)] {
+	if !contentTables()[writeTarget(query)] {
 		db.wrote()
 	}
 }

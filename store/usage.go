@@ -254,23 +254,34 @@ const (
 	GroupBySource      = "source"
 )
 
-// groupings maps a grouping to the column it groups by, its key as text
-// ("" for none), its label and the label's join. Groups of equal cost
-// come in the column's order, none last.
-var groupings = map[string]struct{ group, key, label, join string }{
-	GroupByDay:         {"substr(u.created_at, 1, 10)", "substr(u.created_at, 1, 10)", "''", ""},
-	GroupByModel:       {"u.model", "u.model", "''", ""},
-	GroupByAgent:       {"u.agent_id", "COALESCE(CAST(u.agent_id AS TEXT), '')", "COALESCE(a.name, '')", " LEFT JOIN agents a ON a.id = u.agent_id"},
-	GroupByEnvironment: {"u.environment_id", "COALESCE(CAST(u.environment_id AS TEXT), '')", "COALESCE(e.name, '')", " LEFT JOIN environments e ON e.id = u.environment_id"},
-	GroupByUser:        {"u.user_id", "COALESCE(CAST(u.user_id AS TEXT), '')", "COALESCE(us.username, '')", " LEFT JOIN users us ON us.id = u.user_id"},
-	GroupBySource:      {"u.source", "u.source", "''", ""},
+// groupingOf is a grouping's column, its key as text ("" for none), its
+// label and the label's join. Groups of equal cost come in the column's
+// order, none last. (A switch, not a map: nothing built at every start.)
+func groupingOf(by string) (g struct{ group, key, label, join string }, ok bool) {
+	switch by {
+	case GroupByDay:
+		g.group, g.key, g.label = "substr(u.created_at, 1, 10)", "substr(u.created_at, 1, 10)", "''"
+	case GroupByModel:
+		g.group, g.key, g.label = "u.model", "u.model", "''"
+	case GroupByAgent:
+		g.group, g.key, g.label, g.join = "u.agent_id", "COALESCE(CAST(u.agent_id AS TEXT), '')", "COALESCE(a.name, '')", " LEFT JOIN agents a ON a.id = u.agent_id"
+	case GroupByEnvironment:
+		g.group, g.key, g.label, g.join = "u.environment_id", "COALESCE(CAST(u.environment_id AS TEXT), '')", "COALESCE(e.name, '')", " LEFT JOIN environments e ON e.id = u.environment_id"
+	case GroupByUser:
+		g.group, g.key, g.label, g.join = "u.user_id", "COALESCE(CAST(u.user_id AS TEXT), '')", "COALESCE(us.username, '')", " LEFT JOIN users us ON us.id = u.user_id"
+	case GroupBySource:
+		g.group, g.key, g.label = "u.source", "u.source", "''"
+	default:
+		return g, false
+	}
+	return g, true
 }
 
 // UsageSeries totals the matching events per group: per day (oldest
 // first), or per model, agent, environment, user or source (costliest
 // first).
 func (db *DB) UsageSeries(ctx context.Context, f UsageFilter, groupBy string) ([]*UsageTotals, error) {
-	g, ok := groupings[groupBy]
+	g, ok := groupingOf(groupBy)
 	if !ok {
 		// The service offers only known groupings (server/analytics).
 		return nil, fmt.Errorf("store: usage series: unknown grouping %q", groupBy)
