@@ -358,7 +358,14 @@ func TestTamperedBackupIsRefused(t *testing.T) {
 		t.Fatalf("verify: %d %s", v.Code, v.Body)
 	}
 	r = e.do(t, "POST", "/api/backup/"+name+"/restore", root, nil)
-	if r.Code != 422 || !strings.Contains(r.Detail(), `trigger "promote"`) {
+	switch {
+	case storetest.Postgres():
+		// Refused before the check: on PostgreSQL a restore is offline
+		// (TestBackupAPI), where copydesk restore checks the file.
+		if r.Code != 409 {
+			t.Fatalf("restore on PostgreSQL: %d %s, want 409", r.Code, r.Body)
+		}
+	case r.Code != 422 || !strings.Contains(r.Detail(), `trigger "promote"`):
 		t.Fatalf("restore: %d %s", r.Code, r.Body)
 	}
 	if r := e.do(t, "GET", "/api/auth/me", root, nil); r.Code != 200 {
