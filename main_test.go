@@ -485,6 +485,10 @@ func TestUsersCommands(t *testing.T) {
 
 	// While serving: the server sees the new account at once.
 	base, p := startServer(t, dir, nil)
+	// The hint would come before this line.
+	if !p.stderrHas("copydesk is serving") {
+		t.Errorf("no serving line:\n%s", p.stderr.String())
+	}
 	if strings.Contains(p.stderr.String(), "There is no super_admin") {
 		t.Errorf("serve printed the no-super_admin hint although one exists:\n%s", p.stderr.String())
 	}
@@ -640,7 +644,7 @@ func TestDocsServedLocally(t *testing.T) {
 	t.Parallel()
 	base, p := startServer(t, t.TempDir(), nil)
 	// A first start's hint ends in the browser, at the console's address.
-	if want := "Then open " + base + "/ in a browser and sign in."; !strings.Contains(p.stderr.String(), want) {
+	if want := "Then open " + base + "/ in a browser and sign in."; !p.stderrHas(want) {
 		t.Errorf("serve's first-start hint lacks %q:\n%s", want, p.stderr.String())
 	}
 
