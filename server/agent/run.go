@@ -97,12 +97,7 @@ func (s *Service) Execute(ctx context.Context, sc store.Scope, agentID int64, in
 		}
 		return nil, err
 	}
-	run, err := s.db.CreateRunWithJob(ctx, n, s.runs.Job(in.Stream))
-	if err != nil {
-		return nil, err
-	}
-	s.jobs.Signal()
-	return run, nil
+	return s.runs.Enqueue(in.Stream, func(j store.RunJob) (*store.AgentRun, error) { return s.db.CreateRunWithJob(ctx, n, j) })
 }
 
 // runEnvironment is where a run counts: the one asked for, which the scope

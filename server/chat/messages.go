@@ -269,14 +269,16 @@ func (s *Service) exchange(ctx context.Context, sc store.Scope, c *store.ChatCon
 	if _, _, err := s.engine.Plan(ctx, call); err != nil {
 		return Message{}, err
 	}
-	_, reply, err := s.db.CreateChatExchange(ctx, n, s.replies.Job(streamed))
+	reply, err := s.replies.Enqueue(streamed, func(j store.RunJob) (*store.ChatMessage, error) {
+		_, reply, err := s.db.CreateChatExchange(ctx, n, j)
+		return reply, err
+	})
 	if err != nil {
 		if busy, berr := s.db.GeneratingChatMessage(ctx, c.ID); berr == nil && store.KindOf(err) == store.KindConflict {
 			return Message{}, busyError(busy.ID) // another request came first
 		}
 		return Message{}, err
 	}
-	s.jobs.Signal()
 	return s.view(ctx, reply)
 }
 

@@ -97,12 +97,7 @@ func (s *Service) Generate(ctx context.Context, sc store.Scope, id int64, in Gen
 		SystemPrompt: p.System, UserPrompt: p.User}, ag)); err != nil {
 		return nil, err
 	}
-	run, err := s.db.CreateCIERunWithJob(ctx, n, s.runs.Job(in.Stream))
-	if err != nil {
-		return nil, err
-	}
-	s.jobs.Signal()
-	return run, nil
+	return s.runs.Enqueue(in.Stream, func(j store.RunJob) (*store.CIERun, error) { return s.db.CreateCIERunWithJob(ctx, n, j) })
 }
 
 // Run returns a generation the scope sees (one of its environments); any

@@ -229,6 +229,18 @@ func (k *Kind[R]) Job(streamed bool) store.RunJob {
 	return j
 }
 
+// Enqueue records a new row with the job that carries it out, streamed or
+// queued (create is the store's Create...WithJob, given Job), and wakes the
+// runner for it once it is committed.
+func (k *Kind[R]) Enqueue(streamed bool, create func(store.RunJob) (R, error)) (R, error) {
+	r, err := create(k.Job(streamed))
+	if err != nil {
+		return r, err
+	}
+	k.Jobs.Signal()
+	return r, nil
+}
+
 // Cancel records a generation's ending o (cancelled by someone), then
 // cancels its job: the handler, if running, stops, records the usage of
 // its call and keeps this ending; a queued job ends at once.
