@@ -241,12 +241,9 @@ func (s *Service) notifyRun(ctx context.Context, a *store.Agent, r *store.AgentR
 
 // call is the engine call of a run.
 func call(a *store.Agent, r *store.AgentRun) engine.Call {
-	c := engine.Call{Source: "execution", UserID: r.UserID, EnvironmentID: r.EnvironmentID, AgentID: &a.ID,
-		CredentialID: a.CredentialID, Model: a.Model, Temperature: a.Temperature,
+	c := engine.Call{Source: "execution", UserID: r.UserID, EnvironmentID: r.EnvironmentID,
 		System:   FillVariables(a.SystemPrompt, r.Variables),
 		Messages: []ai.Message{{Role: "user", Content: FillVariables(r.Input, r.Variables)}}}
-	if a.MaxTokens != nil {
-		c.MaxTokens = *a.MaxTokens
-	}
+	generation.AsAgent(&c, a)
 	return c
 }

@@ -235,10 +235,8 @@ func (s *Service) call(ctx context.Context, c *store.ChatConversation, sc *store
 	if !ag.IsActive {
 		return call, store.Conflict("agent %d is not active: set is_active to chat with it", ag.ID)
 	}
-	call.AgentID, call.CredentialID, call.Model, call.Temperature, call.System = &ag.ID, ag.CredentialID, ag.Model, ag.Temperature, ag.SystemPrompt
-	if ag.MaxTokens != nil {
-		call.MaxTokens = *ag.MaxTokens
-	}
+	generation.AsAgent(&call, ag)
+	call.System = ag.SystemPrompt
 	return call, nil
 }
 

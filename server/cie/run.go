@@ -387,10 +387,7 @@ func call(r *store.CIERun, ag *store.Agent) engine.Call {
 	c := engine.Call{Source: "cie", UserID: r.UserID, EnvironmentID: &r.EnvironmentID, System: r.SystemPrompt,
 		Messages: []ai.Message{{Role: "user", Content: r.UserPrompt}}}
 	if ag != nil {
-		c.AgentID, c.CredentialID, c.Model, c.Temperature = &ag.ID, ag.CredentialID, ag.Model, ag.Temperature
-		if ag.MaxTokens != nil {
-			c.MaxTokens = *ag.MaxTokens
-		}
+		generation.AsAgent(&c, ag)
 	}
 	return c
 }

@@ -480,3 +480,14 @@ func Outcome(res *engine.Result, err error) store.Outcome {
 	}
 	return o
 }
+
+// AsAgent makes c a call of agent a, as every kind's call with an agent
+// is: the agent's credential, model and parameters win over the AI
+// settings, and the usage counts as the agent's. Where the agent's system
+// prompt goes is the kind's to say.
+func AsAgent(c *engine.Call, a *store.Agent) {
+	c.AgentID, c.CredentialID, c.Model, c.Temperature = &a.ID, a.CredentialID, a.Model, a.Temperature
+	if a.MaxTokens != nil {
+		c.MaxTokens = *a.MaxTokens
+	}
+}

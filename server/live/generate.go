@@ -194,11 +194,8 @@ func (f *roomFeed) Close()              {}
 
 // baseCall is the engine call of a session's agent, without its messages.
 func baseCall(sess *store.LiveSession, a *store.Agent, userID *int64, vars map[string]string) engine.Call {
-	c := engine.Call{Source: "live", UserID: userID, EnvironmentID: &sess.EnvironmentID, AgentID: &a.ID,
-		CredentialID: a.CredentialID, Model: a.Model, Temperature: a.Temperature, System: agent.FillVariables(a.SystemPrompt, vars)}
-	if a.MaxTokens != nil {
-		c.MaxTokens = *a.MaxTokens
-	}
+	c := engine.Call{Source: "live", UserID: userID, EnvironmentID: &sess.EnvironmentID, System: agent.FillVariables(a.SystemPrompt, vars)}
+	generation.AsAgent(&c, a)
 	return c
 }
 
