@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/copydesk/copydesk/server/agent"
+	"github.com/copydesk/copydesk/server/generation"
 	"github.com/copydesk/copydesk/server/stream"
 	"github.com/copydesk/copydesk/store"
 	"github.com/copydesk/copydesk/store/storetest"
@@ -149,12 +150,12 @@ func TestRelayLatency(t *testing.T) {
 	var took []time.Duration
 	for i := range 1000 {
 		start := time.Now()
-		if _, err := a.app.Events.Publish(topic, stream.Event{Name: agent.EventDelta, Data: agent.Delta{Text: fmt.Sprint("word ", i)}}); err != nil {
+		if _, err := a.app.Events.Publish(topic, stream.Event{Name: generation.EventDelta, Data: generation.Delta{Text: fmt.Sprint("word ", i)}}); err != nil {
 			t.Fatal(err)
 		}
 		select {
 		case ev := <-sub.Events():
-			if ev.Data != (agent.Delta{Text: fmt.Sprint("word ", i)}) {
+			if ev.Data != (generation.Delta{Text: fmt.Sprint("word ", i)}) {
 				t.Fatalf("got %+v", ev)
 			}
 		case <-time.After(10 * time.Second):

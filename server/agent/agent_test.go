@@ -15,6 +15,7 @@ import (
 	"github.com/copydesk/copydesk/server/credential"
 	"github.com/copydesk/copydesk/server/engine"
 	"github.com/copydesk/copydesk/server/environment"
+	"github.com/copydesk/copydesk/server/generation"
 	"github.com/copydesk/copydesk/server/jobs"
 	"github.com/copydesk/copydesk/server/notify"
 	"github.com/copydesk/copydesk/server/stream"
@@ -413,7 +414,7 @@ func TestStreamedRunEnds(t *testing.T) {
 				t.Fatal(err)
 			}
 			evs := events(t, sub)
-			if got := names(evs); got != "run,error" || evs[1].Data.(agent.Failure).Detail != c.want {
+			if got := names(evs); got != "run,error" || evs[1].Data.(generation.Failure).Detail != c.want {
 				t.Fatalf("events: %s %+v", got, evs)
 			}
 			stored, err := r.db.RunByID(context.Background(), run.ID)

@@ -33,27 +33,17 @@ const (
 	StreamJob = "agent.run.stream"
 )
 
-// Events of a run's topic (server/generation): `run` with the run as it
-// starts, `delta` pieces of text, then `done` with the finished run or
-// `error` with its detail. A watcher that joins late gets `snapshot`
-// instead of what it missed.
-const (
-	EventRun      = "run"
-	EventDelta    = generation.EventDelta
-	EventDone     = generation.EventDone
-	EventError    = generation.EventError
-	EventSnapshot = generation.EventSnapshot
-)
+// EventRun starts a run's topic with the run as it starts; the rest are
+// server/generation's: `delta` pieces of text, then `done` with the
+// finished run or `error` with its detail. A watcher that joins late gets
+// `snapshot` (Snapshot) instead of what it missed.
+const EventRun = "run"
 
 // Topic is the event-stream topic of a run.
 func Topic(runID int64) string { return "runs/" + strconv.FormatInt(runID, 10) }
 
-// Delta, Failure and Snapshot are the data of a run's events.
-type (
-	Delta    = generation.Delta
-	Failure  = generation.Failure
-	Snapshot = generation.Snapshot[*store.AgentRun]
-)
+// Snapshot is the data of a run's `snapshot` event.
+type Snapshot = generation.Snapshot[*store.AgentRun]
 
 // RunInput is what a caller asks an agent to do.
 type RunInput struct {

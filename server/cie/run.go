@@ -33,30 +33,22 @@ const (
 	StreamJob = "cie.generate.stream"
 )
 
-// Events of a generation's topic (server/generation): `run` with the run
-// as it starts, `delta` pieces of text, `retry` when the answer did not
-// parse and the model is asked again (the text so far is to be dropped),
-// then `done` with the finished run, or `error` with its detail. A late
-// watcher gets `snapshot`.
+// Events of a generation's topic of its own: `run` with the run as it
+// starts, and `retry` (a generation.Failure) when the answer did not parse
+// and the model is asked again (the text so far is to be dropped). The
+// rest are server/generation's: `delta` pieces of text, then `done` with
+// the finished run, or `error` with its detail. A late watcher gets
+// `snapshot` (Snapshot).
 const (
-	EventRun      = "run"
-	EventDelta    = generation.EventDelta
-	EventRetry    = "retry"
-	EventDone     = generation.EventDone
-	EventError    = generation.EventError
-	EventSnapshot = generation.EventSnapshot
+	EventRun   = "run"
+	EventRetry = "retry"
 )
 
 // Topic is the event-stream topic of a generation.
 func Topic(runID int64) string { return "cie/runs/" + strconv.FormatInt(runID, 10) }
 
-// Delta, Failure (of an `error` or `retry` event) and Snapshot are the
-// data of a generation's events.
-type (
-	Delta    = generation.Delta
-	Failure  = generation.Failure
-	Snapshot = generation.Snapshot[*store.CIERun]
-)
+// Snapshot is the data of a generation's `snapshot` event.
+type Snapshot = generation.Snapshot[*store.CIERun]
 
 // GenerateInput is what a caller asks for.
 type GenerateInput struct {
@@ -340,7 +332,7 @@ func (s *Service) generateAs(ctx context.Context, c engine.Call, f generation.Fe
 			return o, nil
 		}
 		if f != nil {
-			f.Send(EventRetry, Failure{Detail: "the answer could not be read (" + perr.Error() + "): asking the model again"})
+			f.Send(EventRetry, generation.Failure{Detail: "the answer could not be read (" + perr.Error() + "): asking the model again"})
 		}
 		c.Messages = append(c.Messages, ai.Message{Role: "assistant", Content: res.Text}, ai.Message{Role: "user", Content: retryPrompt(perr)})
 	}
