@@ -24,18 +24,7 @@ func init() {
 type AstroPost struct {
 	ID            int64
 	EnvironmentID int64
-	Title         string
-	Description   string
-	Slug          string
-	Ext           string // "md", or "mdx" for an imported MDX file
-	Body          string
-	PubDate       time.Time
-	UpdatedDate   *time.Time
-	HeroImage     string
-	Draft         bool
-	// ExtraFrontMatter is YAML: the front matter keys of an imported file
-	// that copydesk does not know, written back after its own.
-	ExtraFrontMatter string
+	AstroContent
 	PostOrigin
 	Categories []TermRef
 	Tags       []TermRef
@@ -45,6 +34,24 @@ type AstroPost struct {
 	RenderSHA256 string
 	CreatedAt    time.Time
 	UpdatedAt    time.Time
+}
+
+// AstroContent is what a post's file is made of: its name (Slug and Ext),
+// its front matter and its Markdown body. A post and a post to create
+// share it.
+type AstroContent struct {
+	Title       string
+	Description string
+	Slug        string
+	Ext         string // "md", or "mdx" for an imported MDX file
+	Body        string
+	PubDate     time.Time
+	UpdatedDate *time.Time
+	HeroImage   string
+	Draft       bool
+	// ExtraFrontMatter is YAML: the front matter keys of an imported file
+	// that copydesk does not know, written back after its own.
+	ExtraFrontMatter string
 }
 
 // FileName is the post's file in the content folder.
@@ -79,20 +86,11 @@ type NamedTerm struct {
 }
 
 // NewAstroPost is what CreateAstroPost needs: a Slug, or SlugTries to make
-// one.
+// one. An empty Ext is "md".
 type NewAstroPost struct {
-	EnvironmentID    int64
-	Title            string
-	Description      string
-	Slug             string
-	SlugTries        SlugTries
-	Ext              string
-	Body             string
-	PubDate          time.Time
-	UpdatedDate      *time.Time
-	HeroImage        string
-	Draft            bool
-	ExtraFrontMatter string
+	EnvironmentID int64
+	AstroContent
+	SlugTries SlugTries
 	PostOrigin
 	CategoryIDs []int64
 	TagIDs      []int64
