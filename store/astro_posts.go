@@ -286,16 +286,7 @@ func (db *DB) ListAstroPosts(ctx context.Context, f AstroPostFilter) ([]*AstroPo
 	if f.Draft != nil {
 		where, args = append(where, "p.draft = ?"), append(args, boolInt(*f.Draft))
 	}
-	if f.CategoryID != nil {
-		where, args = append(where, "p.id IN (SELECT post_id FROM astro_post_categories WHERE category_id = ?)"), append(args, *f.CategoryID)
-	}
-	if f.TagID != nil {
-		where, args = append(where, "p.id IN (SELECT post_id FROM astro_post_tags WHERE tag_id = ?)"), append(args, *f.TagID)
-	}
-	if q := strings.TrimSpace(f.Q); q != "" {
-		where = append(where, `(p.title LIKE ? ESCAPE '\' OR p.slug LIKE ? ESCAPE '\')`)
-		args = append(args, likePattern(q), likePattern(q))
-	}
+	where, args = postListConds("astro_post", f.CategoryID, f.TagID, f.Q, where, args)
 	out, total, err := listPage(ctx, db, listQuery{from: "astro_posts p INDEXED BY " + index, count: "astro_posts p", where: where, args: args,
 		columns: astroPostColumns, order: "p.pub_date DESC, p.id DESC", what: "posts"}, f.Page, scanAstroPost)
 	if err != nil {
