@@ -59,6 +59,21 @@ func (o Owned[T]) Get(ctx context.Context, sc store.Scope, id int64) (*T, error)
 	}, o.Noun)
 }
 
+// GetWith is Get with the record's parts (parts: the store's read of
+// them by the record's id), such as a scout run's candidates.
+func GetWith[T, P any](ctx context.Context, o Owned[T], sc store.Scope, id int64,
+	parts func(ctx context.Context, id int64) ([]*P, error)) (*T, []*P, error) {
+	r, err := o.Get(ctx, sc, id)
+	if err != nil {
+		return nil, nil, err
+	}
+	ps, err := parts(ctx, id)
+	if err != nil {
+		return nil, nil, err
+	}
+	return r, ps, nil
+}
+
 // List lists the records the scope sees; an environment it does not see
 // is not found.
 func (o Owned[T]) List(ctx context.Context, sc store.Scope, q OwnedQuery) ([]*T, int, error) {

@@ -266,15 +266,7 @@ func (s *Service) checkRemote(ctx context.Context, envID int64, sources []string
 
 // Get returns a run the scope sees, with its candidates best first.
 func (s *Service) Get(ctx context.Context, sc store.Scope, id int64) (*store.ScoutRun, []*store.ScoutCandidate, error) {
-	run, err := s.runs.Get(ctx, sc, id)
-	if err != nil {
-		return nil, nil, err
-	}
-	cands, err := s.db.ScoutCandidates(ctx, run.ID)
-	if err != nil {
-		return nil, nil, err
-	}
-	return run, cands, nil
+	return jobs.GetWith(ctx, s.runs, sc, id, s.db.ScoutCandidates)
 }
 
 // ListQuery narrows List.

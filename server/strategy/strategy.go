@@ -273,15 +273,7 @@ func (s *Service) checkSERP(ctx context.Context, envID int64, kws []*store.Keywo
 
 // Get returns a strategy the scope sees, with its clusters.
 func (s *Service) Get(ctx context.Context, sc store.Scope, id int64) (*store.Strategy, []*store.StrategyCluster, error) {
-	st, err := s.builds.Get(ctx, sc, id)
-	if err != nil {
-		return nil, nil, err
-	}
-	cs, err := s.db.StrategyClusters(ctx, st.ID)
-	if err != nil {
-		return nil, nil, err
-	}
-	return st, cs, nil
+	return jobs.GetWith(ctx, s.builds, sc, id, s.db.StrategyClusters)
 }
 
 // ListQuery narrows List.
