@@ -12,8 +12,8 @@ import (
 // shares with the others of the kind: who sees one (Get, List), how one
 // is queued (Queue), taken up by its job (Begin), cancelled (Cancel) and
 // ended when its job ended without ending it (JobEnded), and when one may
-// be deleted (Delete).
-// A service makes its Owned in New, from its store and runner.
+// be deleted (Delete). A service makes its Owned in New, from its store
+// and runner.
 type Owned[T any] struct {
 	Noun      string // how a refusal names one: "scout run", "strategy"
 	Short     string // what only a queued or running one may be: "run", "strategy"
@@ -25,7 +25,8 @@ type Owned[T any] struct {
 	Info func(r *T) (id, envID int64, status string, done bool, job *int64)
 
 	// Kind is the job kind; Limit, above 0, how many an environment may
-	// have queued or running (store.RunJob).
+	// have queued or running (store.RunJob). Jobs runs them; Log is told
+	// what could not be done once the record was.
 	Kind  string
 	Limit int
 	Jobs  Queue
