@@ -24,18 +24,7 @@ func init() {
 type AstroPost struct {
 	ID            int64
 	EnvironmentID int64
-	Title         string
-	Description   string
-	Slug          string
-	Ext           string // "md", or "mdx" for an imported MDX file
-	Body          string
-	PubDate       time.Time
-	UpdatedDate   *time.Time
-	HeroImage     string
-	Draft         bool
-	// ExtraFrontMatter is YAML: the front matter keys of an imported file
-	// that copydesk does not know, written back after its own.
-	ExtraFrontMatter string
+	AstroContent
 	PostOrigin
 	Categories []TermRef
 	Tags       []TermRef
@@ -45,6 +34,24 @@ type AstroPost struct {
 	RenderSHA256 string
 	CreatedAt    time.Time
 	UpdatedAt    time.Time
+}
+
+// AstroContent is what a post's file is made of: its name (Slug and Ext),
+// its front matter and its Markdown body. A post and a post to create
+// share it.
+type AstroContent struct {
+	Title       string
+	Description string
+	Slug        string
+	Ext         string // "md", or "mdx" for an imported MDX file
+	Body        string
+	PubDate     time.Time
+	UpdatedDate *time.Time
+	HeroImage   string
+	Draft       bool
+	// ExtraFrontMatter is YAML: the front matter keys of an imported file
+	// that copydesk does not know, written back after its own.
+	ExtraFrontMatter string
 }
 
 // FileName is the post's file in the content folder.
@@ -79,20 +86,11 @@ type NamedTerm struct {
 }
 
 // NewAstroPost is what CreateAstroPost needs: a Slug, or SlugTries to make
-// one.
+// one. An empty Ext is "md".
 type NewAstroPost struct {
-	EnvironmentID    int64
-	Title            string
-	Description      string
-	Slug             string
-	SlugTries        SlugTries
-	Ext              string
-	Body             string
-	PubDate          time.Time
-	UpdatedDate      *time.Time
-	HeroImage        string
-	Draft            bool
-	ExtraFrontMatter string
+	EnvironmentID int64
+	AstroContent
+	SlugTries SlugTries
 	PostOrigin
 	CategoryIDs []int64
 	TagIDs      []int64
@@ -288,16 +286,7 @@ func (db *DB) ListAstroPosts(ctx context.Context, f AstroPostFilter) ([]*AstroPo
 	if f.Draft != nil {
 		where, args = append(where, "p.draft = ?"), append(args, boolInt(*f.Draft))
 	}
-	if f.CategoryID != nil {
-		where, args = append(where, "p.id IN (SELECT post_id FROM astro_post_categories WHERE category_id = ?)"), append(args, *f.CategoryID)
-	}
-	if f.TagID != nil {
-		where, args = append(where, "p.id IN (SELECT post_id FROM astro_post_tags WHERE tag_id = ?)"), append(args, *f.TagID)
-	}
-	if q := strings.TrimSpace(f.Q); q != "" {
-		where = append(where, `(p.title LIKE ? ESCAPE '\' OR p.slug LIKE ? ESCAPE '\')`)
-		args = append(args, likePattern(q), likePattern(q))
-	}
+	where, args = postListConds("astro_post", f.CategoryID, f.TagID, f.Q, where, args)
 	out, total, err := listPage(ctx, db, listQuery{from: "astro_posts p INDEXED BY " + index, count: "astro_posts p", where: where, args: args,
 		columns: astroPostColumns, order: "p.pub_date DESC, p.id DESC", what: "posts"}, f.Page, scanAstroPost)
 	if err != nil {

@@ -280,16 +280,7 @@ func (db *DB) ListWordPressPosts(ctx context.Context, f WordPressPostFilter) ([]
 	if f.SyncStatus != "" {
 		where, args = append(where, "p.sync_status = ?"), append(args, f.SyncStatus)
 	}
-	if f.CategoryID != nil {
-		where, args = append(where, "p.id IN (SELECT post_id FROM wordpress_post_categories WHERE category_id = ?)"), append(args, *f.CategoryID)
-	}
-	if f.TagID != nil {
-		where, args = append(where, "p.id IN (SELECT post_id FROM wordpress_post_tags WHERE tag_id = ?)"), append(args, *f.TagID)
-	}
-	if q := strings.TrimSpace(f.Q); q != "" {
-		where = append(where, `(p.title LIKE ? ESCAPE '\' OR p.slug LIKE ? ESCAPE '\')`)
-		args = append(args, likePattern(q), likePattern(q))
-	}
+	where, args = postListConds("wordpress_post", f.CategoryID, f.TagID, f.Q, where, args)
 	out, total, err := listPage(ctx, db, listQuery{from: "wordpress_posts p", where: where, args: args, columns: wordpressPostColumns,
 		order: "p.id DESC", what: "posts"}, f.Page, scanWordPressPost)
 	if err != nil {
@@ -299,6 +290,23 @@ func (db *DB) ListWordPressPosts(ctx context.Context, f WordPressPostFilter) ([]
 		return nil, 0, err
 	}
 	return out, total, nil
+}
+
+// postListConds adds to where and args what a list of posts of either
+// kind is narrowed by: a category, a tag, and text in the title or slug.
+// kind names the post's link tables, as for setPostTerms.
+func postListConds(kind string, categoryID, tagID *int64, q string, where []string, args []any) ([]string, []any) {
+	if categoryID != nil {
+		where, args = append(where, "p.id IN (SELECT post_id FROM "+kind+"_categories WHERE category_id = ?)"), append(args, *categoryID)
+	}
+	if tagID != nil {
+		where, args = append(where, "p.id IN (SELECT post_id FROM "+kind+"_tags WHERE tag_id = ?)"), append(args, *tagID)
+	}
+	if q = strings.TrimSpace(q); q != "" {
+		where = append(where, `(p.title LIKE ? ESCAPE '\' OR p.slug LIKE ? ESCAPE '\')`)
+		args = append(args, likePattern(q), likePattern(q))
+	}
+	return where, args
 }
 
 // WordPressPostUpdate holds the local fields to change; nil leaves one

@@ -380,7 +380,7 @@ func checkSlug(s string) error {
 }
 
 func (s *Service) checkInput(env *store.Environment, in Input) (store.NewAstroPost, error) {
-	n := store.NewAstroPost{EnvironmentID: env.ID, Slug: in.Slug, UpdatedDate: in.UpdatedDate, Draft: in.Draft,
+	n := store.NewAstroPost{EnvironmentID: env.ID, AstroContent: store.AstroContent{Slug: in.Slug, UpdatedDate: in.UpdatedDate, Draft: in.Draft},
 		PostOrigin: in.PostOrigin, CategoryIDs: in.CategoryIDs, TagIDs: in.TagIDs}
 	var err error
 	if n.Title, err = checkTitle(in.Title); err != nil {

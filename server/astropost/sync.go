@@ -115,9 +115,9 @@ func (s *Service) importFile(ctx context.Context, f *folder, env *store.Environm
 	if err != nil {
 		return nil, err
 	}
-	n := store.NewAstroPost{EnvironmentID: env.ID, Title: title, Description: pf.Description, Slug: base, Ext: ext, Body: pf.Body,
-		PubDate: pf.PubDate, UpdatedDate: pf.UpdatedDate, HeroImage: pf.HeroImage, Draft: pf.Draft, ExtraFrontMatter: pf.Extra,
-		NamedCategories: named(pf.Categories, "category"), NamedTags: named(pf.Tags, "tag")}
+	n := store.NewAstroPost{EnvironmentID: env.ID, AstroContent: store.AstroContent{Title: title, Description: pf.Description, Slug: base,
+		Ext: ext, Body: pf.Body, PubDate: pf.PubDate, UpdatedDate: pf.UpdatedDate, HeroImage: pf.HeroImage, Draft: pf.Draft,
+		ExtraFrontMatter: pf.Extra}, NamedCategories: named(pf.Categories, "category"), NamedTags: named(pf.Tags, "tag")}
 	return s.db.CreateAstroPost(ctx, n, func(p *store.AstroPost) (store.AstroFile, error) {
 		return store.AstroFile{FileSHA256: digest(text), RenderSHA256: digest(Render(p))}, nil
 	})

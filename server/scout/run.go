@@ -49,17 +49,8 @@ func (s *Service) runJob(ctx context.Context, job *store.Job) error {
 	if err := json.Unmarshal(job.Payload, &p); err != nil {
 		return jobs.Permanent(fmt.Errorf("scout job %d: bad payload: %w", job.ID, err))
 	}
-	run, err := s.db.ScoutRunByID(ctx, p.RunID)
-	if store.IsNotFound(err) {
-		return nil
-	}
-	if err != nil {
-		return err
-	}
-	if run.Finished() {
-		return nil
-	}
-	if ok, err := s.db.StartScoutRun(ctx, run.ID); err != nil || !ok {
+	run, ok, err := s.runs.Begin(ctx, p.RunID)
+	if err != nil || !ok {
 		return err
 	}
 	o, err := s.gather(ctx, run)
@@ -88,16 +79,9 @@ func (s *Service) jobFinished(ctx context.Context, job *store.Job) {
 		s.log.Error("scout job with a bad payload", "job", job.ID, "err", err)
 		return
 	}
-	o := store.ScoutOutcome{Status: store.RunFailed, Error: job.LastError}
-	if job.Status == store.JobCancelled {
-		o = store.ScoutOutcome{Status: store.RunCancelled, Error: "cancelled"}
-	}
 	// A run that ended itself keeps its ending: this reads it.
-	run, err := s.db.FinishScoutRun(context.WithoutCancel(ctx), p.RunID, o)
-	if err != nil {
-		if !store.IsNotFound(err) { // not found: deleted with its environment
-			s.log.Error("finish scout run", "run", p.RunID, "job", job.ID, "err", err)
-		}
+	run, ok := s.runs.JobEnded(ctx, job, p.RunID)
+	if !ok {
 		return
 	}
 	if e, ok := webhook.RunEnded(webhook.RunScout, run.EnvironmentID, run.ID, run.Status, run.Error, nil); ok {

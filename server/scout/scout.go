@@ -73,19 +73,33 @@ type Service struct {
 	notify notify.ToUser
 	hooks  webhook.Emitter
 	log    *slog.Logger
-	max    int
+	runs   jobs.Owned[store.ScoutRun]
 }
 
 // New returns the service and registers its job kind with d.Jobs.
 func New(d Deps) *Service {
-	s := &Service{db: d.Store, envs: d.Environments, engine: d.Engine, jobs: d.Jobs, notify: d.Notify, hooks: webhook.Or(d.Hooks), log: d.Log,
-		max: d.MaxQueued}
-	if s.max <= 0 {
-		s.max = DefaultMaxQueued
-	}
+	s := &Service{db: d.Store, envs: d.Environments, engine: d.Engine, jobs: d.Jobs, notify: d.Notify, hooks: webhook.Or(d.Hooks), log: d.Log}
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
 	}
+	limit := d.MaxQueued
+	if limit <= 0 {
+		limit = DefaultMaxQueued
+	}
+	// A run's work is one job.
+	s.runs = jobs.Owned[store.ScoutRun]{Noun: "scout run", Short: "run", CancelAt: "/api/seo/scout/runs/%d/cancel",
+		Failed: store.RunFailed, Cancelled: store.RunCancelled,
+		Info: func(r *store.ScoutRun) (int64, int64, string, bool, *int64) {
+			return r.ID, r.EnvironmentID, r.Status, r.Finished(), r.JobID
+		},
+		Kind: RunJob, Limit: limit, Jobs: d.Jobs, Log: s.log,
+		ByID: d.Store.ScoutRunByID, Start: d.Store.StartScoutRun, Remove: d.Store.DeleteScoutRun,
+		Find: func(ctx context.Context, sc store.Scope, q ListQuery) ([]*store.ScoutRun, int, error) {
+			return d.Store.ListScoutRuns(ctx, store.ScoutRunFilter{Scope: sc, EnvironmentID: q.EnvironmentID, Status: q.Status, Sort: q.Sort, Page: q.Page})
+		},
+		End: func(ctx context.Context, id int64, status, why string) (*store.ScoutRun, error) {
+			return d.Store.FinishScoutRun(ctx, id, store.ScoutOutcome{Status: status, Error: why})
+		}}
 	s.jobs.Register(RunJob, jobs.Kind{Handle: s.runJob, OnFinish: s.jobFinished, Background: true})
 	return s
 }
@@ -157,13 +171,8 @@ func (s *Service) Start(ctx context.Context, sc store.Scope, in StartInput) (*st
 	if sc.UserID != 0 {
 		n.UserID = &sc.UserID
 	}
-	run, err := s.db.CreateScoutRunWithJob(ctx, n, store.RunJob{Kind: RunJob, MaxAttempts: 1, Limit: s.max,
-		Payload: func(id int64) any { return payload{RunID: id} }})
-	if err != nil {
-		return nil, err
-	}
-	s.jobs.Signal()
-	return run, nil
+	return s.runs.Queue(func(j store.RunJob) (*store.ScoutRun, error) { return s.db.CreateScoutRunWithJob(ctx, n, j) },
+		func(id int64) any { return payload{RunID: id} })
 }
 
 // checkSources is the sources asked for, in Sources' order, or all.
@@ -257,42 +266,22 @@ func (s *Service) checkRemote(ctx context.Context, envID int64, sources []string
 
 // Get returns a run the scope sees, with its candidates best first.
 func (s *Service) Get(ctx context.Context, sc store.Scope, id int64) (*store.ScoutRun, []*store.ScoutCandidate, error) {
-	run, err := s.run(ctx, sc, id)
-	if err != nil {
-		return nil, nil, err
-	}
-	cands, err := s.db.ScoutCandidates(ctx, run.ID)
-	if err != nil {
-		return nil, nil, err
-	}
-	return run, cands, nil
-}
-
-func (s *Service) run(ctx context.Context, sc store.Scope, id int64) (*store.ScoutRun, error) {
-	return store.Seen(ctx, id, s.db.ScoutRunByID, func(run *store.ScoutRun) bool { return sc.Sees(run.EnvironmentID) }, "scout run")
+	return jobs.GetWith(ctx, s.runs, sc, id, s.db.ScoutCandidates)
 }
 
 // ListQuery narrows List.
-type ListQuery struct {
-	EnvironmentID *int64
-	Status        string
-	Sort          store.Sort
-	Page          store.Page
-}
+type ListQuery = jobs.OwnedQuery
 
 // List lists the runs the scope sees; an environment it does not see is
 // not found.
 func (s *Service) List(ctx context.Context, sc store.Scope, q ListQuery) ([]*store.ScoutRun, int, error) {
-	if err := sc.RequireFilter(q.EnvironmentID); err != nil {
-		return nil, 0, err
-	}
-	return s.db.ListScoutRuns(ctx, store.ScoutRunFilter{Scope: sc, EnvironmentID: q.EnvironmentID, Status: q.Status, Sort: q.Sort, Page: q.Page})
+	return s.runs.List(ctx, sc, q)
 }
 
 // Accept turns candidates of a succeeded run into keywords of its
 // environment; those it has by now are skipped.
 func (s *Service) Accept(ctx context.Context, sc store.Scope, id int64, candidates []int64) (store.AcceptResult, error) {
-	run, err := s.run(ctx, sc, id)
+	run, err := s.runs.Get(ctx, sc, id)
 	if err != nil {
 		return store.AcceptResult{}, err
 	}
@@ -305,10 +294,6 @@ func (s *Service) Accept(ctx context.Context, sc store.Scope, id int64, candidat
 	return s.db.AcceptScoutCandidates(ctx, run.ID, candidates)
 }
 
-// runs are scout runs as records whose work is one job.
-var runs = jobs.Owned[*store.ScoutRun]{Noun: "scout run", Short: "run", CancelAt: "/api/seo/scout/runs/%d/cancel", Cancelled: store.RunCancelled,
-	Info: func(r *store.ScoutRun) (int64, string, bool, *int64) { return r.ID, r.Status, r.Finished(), r.JobID }}
-
 // Cancel cancels a queued or running run the scope sees, saying who did;
 // a finished one is a conflict. The ending is recorded first, then the
 // job is cancelled (jobs.Owned.Cancel), which cuts the SerpApi or model
@@ -316,22 +301,12 @@ var runs = jobs.Owned[*store.ScoutRun]{Noun: "scout run", Short: "run", CancelAt
 // candidates are written only when a run succeeds, and half a run's
 // sources would score them differently.
 func (s *Service) Cancel(ctx context.Context, sc store.Scope, id int64, by string) (*store.ScoutRun, error) {
-	run, err := s.run(ctx, sc, id)
-	if err != nil {
-		return nil, err
-	}
-	return runs.Cancel(ctx, s.jobs, s.log, run, func() (*store.ScoutRun, error) {
-		return s.db.FinishScoutRun(ctx, run.ID, store.ScoutOutcome{Status: store.RunCancelled, Error: "cancelled by " + by})
-	})
+	return s.runs.Cancel(ctx, sc, id, by)
 }
 
 // Delete deletes a finished run the scope sees, with its candidates; the
 // keywords accepted from it stay. A queued or running run is a conflict:
 // cancel it first.
 func (s *Service) Delete(ctx context.Context, sc store.Scope, id int64) error {
-	run, err := s.run(ctx, sc, id)
-	if err != nil {
-		return err
-	}
-	return runs.Delete(run, func(id int64) error { return s.db.DeleteScoutRun(ctx, id) })
+	return s.runs.Delete(ctx, sc, id)
 }

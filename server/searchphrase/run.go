@@ -154,13 +154,10 @@ func (s *Service) jobFinished(ctx context.Context, job *store.Job) {
 		s.log.Error("search run job with a bad payload", "job", job.ID, "err", err)
 		return
 	}
-	o := store.PhraseRunOutcome{Status: store.PhraseFailed, Error: job.LastError}
-	if job.Status == store.JobCancelled {
-		o = store.PhraseRunOutcome{Status: store.PhraseCancelled, Error: "cancelled"}
-	}
+	status, why := jobs.Ending(job, store.PhraseFailed, store.PhraseCancelled)
 	// Nothing is written (after is nil) when the run ended itself: the
 	// phrase no longer waits for this job.
-	after, _, err := s.db.FinishSearchPhraseRun(ctx, pl.PhraseID, job.ID, o)
+	after, _, err := s.db.FinishSearchPhraseRun(ctx, pl.PhraseID, job.ID, store.PhraseRunOutcome{Status: status, Error: why})
 	if err != nil {
 		s.log.Error("finish search phrase run", "phrase", pl.PhraseID, "job", job.ID, "err", err)
 		return

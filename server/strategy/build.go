@@ -56,17 +56,8 @@ func (s *Service) buildJob(ctx context.Context, job *store.Job) error {
 	if err := json.Unmarshal(job.Payload, &p); err != nil {
 		return jobs.Permanent(fmt.Errorf("strategy job %d: bad payload: %w", job.ID, err))
 	}
-	st, err := s.db.StrategyByID(ctx, p.StrategyID)
-	if store.IsNotFound(err) {
-		return nil // deleted meanwhile
-	}
-	if err != nil {
-		return err
-	}
-	if !st.Building() {
-		return nil
-	}
-	if ok, err := s.db.StartStrategy(ctx, st.ID); err != nil || !ok {
+	st, ok, err := s.builds.Begin(ctx, p.StrategyID)
+	if err != nil || !ok {
 		return err
 	}
 	o, err := s.build(ctx, st)
@@ -94,22 +85,13 @@ func (s *Service) jobFinished(ctx context.Context, job *store.Job) {
 		s.log.Error("strategy job with a bad payload", "job", job.ID, "err", err)
 		return
 	}
-	ctx = context.WithoutCancel(ctx)
-	o := store.StrategyOutcome{Status: store.StrategyFailed, Error: job.LastError}
-	if job.Status == store.JobCancelled {
-		o = store.StrategyOutcome{Status: store.StrategyCancelled, Error: "cancelled"}
-	}
 	// A strategy ended already (built, failed by the handler, cancelled by
 	// a user) is left as it is and returned as stored.
-	st, err := s.db.FinishStrategy(ctx, p.StrategyID, o)
-	if store.IsNotFound(err) {
-		return // deleted
-	}
-	if err != nil {
-		s.log.Error("finish strategy", "strategy", p.StrategyID, "job", job.ID, "err", err)
+	st, ok := s.builds.JobEnded(ctx, job, p.StrategyID)
+	if !ok {
 		return
 	}
-	s.notifyBuilt(ctx, st)
+	s.notifyBuilt(context.WithoutCancel(ctx), st)
 }
 
 // build groups a strategy's keywords. What goes wrong with a provider is

@@ -75,7 +75,7 @@ type Service struct {
 	log    *slog.Logger
 	now    func() time.Time
 	camps  Campaigns
-	max    int
+	builds jobs.Owned[store.Strategy]
 }
 
 // Campaigns makes the campaign of a strategy: the SEO service, so that it
@@ -88,13 +88,28 @@ type Campaigns interface {
 // New returns the service and registers its job kind with d.Jobs.
 func New(d Deps) *Service {
 	s := &Service{db: d.Store, envs: d.Environments, engine: d.Engine, jobs: d.Jobs, notify: d.Notify, log: d.Log, now: d.Now,
-		camps: d.Campaigns, max: d.MaxQueued}
-	if s.max <= 0 {
-		s.max = scout.DefaultMaxQueued
-	}
+		camps: d.Campaigns}
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
 	}
+	limit := d.MaxQueued
+	if limit <= 0 {
+		limit = scout.DefaultMaxQueued
+	}
+	// A strategy's work is one job, its build.
+	s.builds = jobs.Owned[store.Strategy]{Noun: "strategy", Short: "strategy", CancelAt: "/api/seo/strategies/%d/cancel",
+		Failed: store.StrategyFailed, Cancelled: store.StrategyCancelled,
+		Info: func(st *store.Strategy) (int64, int64, string, bool, *int64) {
+			return st.ID, st.EnvironmentID, st.Status, !st.Building(), st.JobID
+		},
+		Kind: BuildJob, Limit: limit, Jobs: d.Jobs, Log: s.log,
+		ByID: d.Store.StrategyByID, Start: d.Store.StartStrategy, Remove: d.Store.DeleteStrategy,
+		Find: func(ctx context.Context, sc store.Scope, q ListQuery) ([]*store.Strategy, int, error) {
+			return d.Store.ListStrategies(ctx, store.StrategyFilter{Scope: sc, EnvironmentID: q.EnvironmentID, Status: q.Status, Sort: q.Sort, Page: q.Page})
+		},
+		End: func(ctx context.Context, id int64, status, why string) (*store.Strategy, error) {
+			return d.Store.FinishStrategy(ctx, id, store.StrategyOutcome{Status: status, Error: why})
+		}}
 	if s.now == nil {
 		s.now = time.Now
 	}
@@ -189,13 +204,8 @@ func (s *Service) Create(ctx context.Context, sc store.Scope, in CreateInput) (*
 	if sc.UserID != 0 {
 		n.CreatedBy = &sc.UserID
 	}
-	st, err := s.db.CreateStrategyWithJob(ctx, n, store.RunJob{Kind: BuildJob, MaxAttempts: 1, Limit: s.max,
-		Payload: func(id int64) any { return payload{StrategyID: id} }})
-	if err != nil {
-		return nil, err
-	}
-	s.jobs.Signal()
-	return st, nil
+	return s.builds.Queue(func(j store.RunJob) (*store.Strategy, error) { return s.db.CreateStrategyWithJob(ctx, n, j) },
+		func(id int64) any { return payload{StrategyID: id} })
 }
 
 // keywords are the keywords a strategy of envID asks for: each of ids
@@ -263,44 +273,17 @@ func (s *Service) checkSERP(ctx context.Context, envID int64, kws []*store.Keywo
 
 // Get returns a strategy the scope sees, with its clusters.
 func (s *Service) Get(ctx context.Context, sc store.Scope, id int64) (*store.Strategy, []*store.StrategyCluster, error) {
-	st, err := s.strategy(ctx, sc, id)
-	if err != nil {
-		return nil, nil, err
-	}
-	cs, err := s.db.StrategyClusters(ctx, st.ID)
-	if err != nil {
-		return nil, nil, err
-	}
-	return st, cs, nil
-}
-
-func (s *Service) strategy(ctx context.Context, sc store.Scope, id int64) (*store.Strategy, error) {
-	return store.Seen(ctx, id, s.db.StrategyByID, func(st *store.Strategy) bool { return sc.Sees(st.EnvironmentID) }, "strategy")
+	return jobs.GetWith(ctx, s.builds, sc, id, s.db.StrategyClusters)
 }
 
 // ListQuery narrows List.
-type ListQuery struct {
-	EnvironmentID *int64
-	Status        string
-	Sort          store.Sort
-	Page          store.Page
-}
+type ListQuery = jobs.OwnedQuery
 
 // List lists the strategies the scope sees; an environment it does not
 // see is not found.
 func (s *Service) List(ctx context.Context, sc store.Scope, q ListQuery) ([]*store.Strategy, int, error) {
-	if err := sc.RequireFilter(q.EnvironmentID); err != nil {
-		return nil, 0, err
-	}
-	return s.db.ListStrategies(ctx, store.StrategyFilter{Scope: sc, EnvironmentID: q.EnvironmentID, Status: q.Status, Sort: q.Sort, Page: q.Page})
+	return s.builds.List(ctx, sc, q)
 }
-
-// strategies are strategies as records whose work is one job (a build).
-var strategies = jobs.Owned[*store.Strategy]{Noun: "strategy", Short: "strategy", CancelAt: "/api/seo/strategies/%d/cancel",
-	Cancelled: store.StrategyCancelled,
-	Info: func(st *store.Strategy) (int64, string, bool, *int64) {
-		return st.ID, st.Status, !st.Building(), st.JobID
-	}}
 
 // Cancel cancels a queued or building strategy the scope sees, saying who
 // did; a finished one is a conflict. The ending is recorded first, then
@@ -310,24 +293,14 @@ var strategies = jobs.Owned[*store.Strategy]{Noun: "strategy", Short: "strategy"
 // no clusters: they are written only when a build succeeds. The SERP data
 // fetched before the cancel stays stored, for the next build.
 func (s *Service) Cancel(ctx context.Context, sc store.Scope, id int64, by string) (*store.Strategy, error) {
-	st, err := s.strategy(ctx, sc, id)
-	if err != nil {
-		return nil, err
-	}
-	return strategies.Cancel(ctx, s.jobs, s.log, st, func() (*store.Strategy, error) {
-		return s.db.FinishStrategy(ctx, st.ID, store.StrategyOutcome{Status: store.StrategyCancelled, Error: "cancelled by " + by})
-	})
+	return s.builds.Cancel(ctx, sc, id, by)
 }
 
 // Delete deletes a finished strategy (ready, failed or cancelled); its
 // keywords stay. A queued or running one is a conflict: cancel it first,
 // or its job would go on asking paid services for a strategy that is gone.
 func (s *Service) Delete(ctx context.Context, sc store.Scope, id int64) error {
-	st, err := s.strategy(ctx, sc, id)
-	if err != nil {
-		return err
-	}
-	return strategies.Delete(st, func(id int64) error { return s.db.DeleteStrategy(ctx, id) })
+	return s.builds.Delete(ctx, sc, id)
 }
 
 // notifyBuilt tells whoever created a strategy how its build ended; a
@@ -374,7 +347,7 @@ type Patch struct {
 // order given, the pillar first. It returns the strategy as changed, with
 // its clusters.
 func (s *Service) Update(ctx context.Context, sc store.Scope, id int64, p Patch) (*store.Strategy, []*store.StrategyCluster, error) {
-	st, err := s.strategy(ctx, sc, id)
+	st, err := s.builds.Get(ctx, sc, id)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -489,7 +462,7 @@ type CampaignResult struct {
 // first, so the pillar page is written before the pages that link to it.
 // A keyword in another campaign already stays there and is reported.
 func (s *Service) ToCampaign(ctx context.Context, sc store.Scope, id int64, in CampaignInput) (*CampaignResult, error) {
-	st, err := s.strategy(ctx, sc, id)
+	st, err := s.builds.Get(ctx, sc, id)
 	if err != nil {
 		return nil, err
 	}
@@ -546,7 +519,7 @@ func Label(name string) string { return store.KeywordDisplay(name) }
 // counted. A strategy with no keywords left is refused (409): it would
 // label nothing, and with clearOthers only erase.
 func (s *Service) Apply(ctx context.Context, sc store.Scope, id int64, clearOthers bool) (store.StrategyApplied, error) {
-	st, err := s.strategy(ctx, sc, id)
+	st, err := s.builds.Get(ctx, sc, id)
 	if err != nil {
 		return store.StrategyApplied{}, err
 	}
