@@ -1,7 +1,7 @@
 // Small pieces every screen uses: links that stay in the page, labelled
 // fields that show the server's detail beside the field it names, and a
 // hook that loads data and ignores answers that came too late.
-import type { AnchorHTMLAttributes, ComponentChildren, Ref } from "preact";
+import type { AnchorHTMLAttributes, ComponentChildren, Ref, TableHTMLAttributes } from "preact";
 import { useCallback, useEffect, useId, useRef, useState } from "preact/hooks";
 import { ApiError, SessionEnded } from "./api/client";
 import { moved, onLinkClick } from "./router";
@@ -102,6 +102,17 @@ export function Alert({ children }: { children: ComponentChildren }) {
   return (
     <p class="alert" role="alert">
       {children}
+    </p>
+  );
+}
+
+// Notice says what the last action did (text), read out when it changes;
+// nothing while there is nothing to say.
+export function Notice({ text }: { text: string | null }) {
+  if (!text) return null;
+  return (
+    <p class="notice" role="status">
+      {text}
     </p>
   );
 }
@@ -237,6 +248,40 @@ export function num(n: number | null | undefined): string {
   return n == null ? "—" : count.format(n);
 }
 
+// Checks is a fieldset of checkboxes, one an option ([value, label]); the
+// values checked are the set chosen, and error (the server's words about
+// the choice) is read out with the fieldset.
+export function Checks<T>({ legend, options, chosen, onChosen, error }: {
+  legend: string;
+  options: readonly (readonly [T, ComponentChildren])[];
+  chosen: ReadonlySet<T>;
+  onChosen: (next: Set<T>) => void;
+  error?: string | undefined;
+}) {
+  const id = useId();
+  return (
+    <fieldset aria-describedby={error ? id : undefined}>
+      <legend>{legend}</legend>
+      {options.map(([v, label]) => (
+        <label key={String(v)} class="check-label block">
+          <input type="checkbox" checked={chosen.has(v)} onChange={(e) => {
+            const next = new Set(chosen);
+            if (e.currentTarget.checked) next.add(v);
+            else next.delete(v);
+            onChosen(next);
+          }} />
+          {label}
+        </label>
+      ))}
+      {error && (
+        <p class="field-error" id={id}>
+          {sentence(error)}
+        </p>
+      )}
+    </fieldset>
+  );
+}
+
 // Thead is a table's header row of column names.
 export function Thead({ cols }: { cols: readonly string[] }) {
   return (
@@ -249,6 +294,17 @@ export function Thead({ cols }: { cols: readonly string[] }) {
         ))}
       </tr>
     </thead>
+  );
+}
+
+// Table is a table of rows (children) under a header row of column names
+// (cols); its other attributes, its accessible name first, are the table's.
+export function Table({ cols, children, ...rest }: TableHTMLAttributes<HTMLTableElement> & { cols: readonly string[] }) {
+  return (
+    <table {...rest}>
+      <Thead cols={cols} />
+      <tbody>{children}</tbody>
+    </table>
   );
 }
 
@@ -311,6 +367,33 @@ export function useSubmit(fields: readonly string[], fn: () => Promise<void>) {
   return { errors, busy, submit };
 }
 
+// FormActions ends a form: the server's words about the form as a whole
+// (error), its submit button (children) and, with onCancel, a button that
+// cancels the form or what it started, named cancel.
+export function FormActions({ error = null, disabled, onCancel, cancel = "Cancel", children }: {
+  error?: string | null;
+  disabled: boolean;
+  onCancel?: (() => void) | undefined;
+  cancel?: string;
+  children: ComponentChildren;
+}) {
+  return (
+    <>
+      {error && <Alert>{sentence(error)}</Alert>}
+      <div class="actions">
+        <button type="submit" class="primary" disabled={disabled}>
+          {children}
+        </button>
+        {onCancel && (
+          <button type="button" onClick={onCancel}>
+            {cancel}
+          </button>
+        )}
+      </div>
+    </>
+  );
+}
+
 // useAction runs one action of a row or a button at a time: which is
 // running (busy: the name run was given, or "action" for act), and the
 // server's words when one failed (error).
@@ -333,22 +416,4 @@ export function useAction<K extends string = "action">() {
   // act runs an action that needs no name.
   const act = (fn: () => Promise<unknown>) => run("action" as K, fn);
   return { busy, error, setError, run, act };
-}
-
-
-// UploadProgress is a file upload under way: how much is sent, as a
-// labelled progress bar in a live region, and a button that cancels it.
-export function UploadProgress({ name, sent, onCancel }: { name: string; sent: number; onCancel: () => void }) {
-  const id = useId();
-  return (
-    <div class="progress" role="status">
-      <label for={id}>
-        Uploading {name}: {Math.round(sent * 100)}%
-      </label>
-      <progress id={id} max={1} value={sent} />
-      <button type="button" onClick={onCancel}>
-        Cancel upload
-      </button>
-    </div>
-  );
 }

@@ -14,7 +14,7 @@ export type PathsWith<M extends Method> = {
   [P in keyof paths]: paths[P][M] extends undefined | never ? never : P;
 }[keyof paths];
 
-type Op<P extends keyof paths, M extends Method> = NonNullable<paths[P][M]>;
+export type Op<P extends keyof paths, M extends Method> = NonNullable<paths[P][M]>;
 
 type Params<O> = O extends { parameters: infer X } ? X : never;
 type QueryOf<O> = Params<O> extends { query?: infer Q } ? ([Q] extends [never] ? undefined : Q) : undefined;

@@ -9,7 +9,7 @@ import { useEffect, useRef, useState } from "preact/hooks";
 import { api, request, upload, type Schemas } from "../api/client";
 import { navigate } from "../router";
 import { session, sentence } from "../session";
-import { Alert, errorText, Field, formErrors, Heading, noErrors, num, Select, TextArea, Thead, useAction, useResource, useSubmit, When, type FormErrors } from "../ui";
+import { Alert, Checks, errorText, Field, FormActions, Heading, Notice, num, Select, Table, TextArea, useAction, useResource, useSubmit, When } from "../ui";
 import { Confirm } from "../confirm";
 
 type User = Schemas["userResponse"];
@@ -45,34 +45,23 @@ const profileFields = ["full_name", "username", "email", "current_password", "ne
 
 function Profile({ user, onChanged }: { user: User; onChanged: (u: User) => void }) {
   const [f, setF] = useState({ full_name: user.full_name, username: user.username, email: user.email, current_password: "", new_password: "" });
-  const [errors, setErrors] = useState<FormErrors>(noErrors);
   const [notice, setNotice] = useState<string | null>(null);
-  const [busy, setBusy] = useState(false);
   const set = (patch: Partial<typeof f>) => setF({ ...f, ...patch });
   const needsPassword = f.email !== user.email || f.new_password !== "";
-  async function submit(e: Event) {
-    e.preventDefault();
-    setBusy(true);
-    setErrors(noErrors);
+  const { errors, busy, submit } = useSubmit(profileFields, async () => {
     setNotice(null);
-    try {
-      const body = {
-        full_name: f.full_name,
-        username: f.username,
-        ...(f.email !== user.email ? { email: f.email } : {}),
-        ...(f.new_password ? { new_password: f.new_password } : {}),
-        ...(needsPassword ? { current_password: f.current_password } : {}),
-      };
-      const r = await api.put("/api/auth/me", { body });
-      onChanged(r.data);
-      setF({ full_name: r.data.full_name, username: r.data.username, email: r.data.email, current_password: "", new_password: "" });
-      setNotice(f.new_password ? "Profile saved. The new password ended your other sessions." : "Profile saved.");
-    } catch (err) {
-      setErrors(formErrors(err, profileFields));
-    } finally {
-      setBusy(false);
-    }
-  }
+    const body = {
+      full_name: f.full_name,
+      username: f.username,
+      ...(f.email !== user.email ? { email: f.email } : {}),
+      ...(f.new_password ? { new_password: f.new_password } : {}),
+      ...(needsPassword ? { current_password: f.current_password } : {}),
+    };
+    const r = await api.put("/api/auth/me", { body });
+    onChanged(r.data);
+    setF({ full_name: r.data.full_name, username: r.data.username, email: r.data.email, current_password: "", new_password: "" });
+    setNotice(f.new_password ? "Profile saved. The new password ended your other sessions." : "Profile saved.");
+  });
   return (
     <section aria-labelledby="acc-profile">
       <h2 id="acc-profile">Profile</h2>
@@ -87,11 +76,7 @@ function Profile({ user, onChanged }: { user: User; onChanged: (u: User) => void
             error={errors.fields.current_password} autoComplete="current-password" hint="Needed to change the e-mail address or the password." />
         )}
         {errors.form && <Alert>{sentence(errors.form)}</Alert>}
-        {notice && (
-          <p class="notice" role="status">
-            {notice}
-          </p>
-        )}
+        <Notice text={notice} />
         <div class="actions">
           <button type="submit" class="primary" disabled={busy}>
             Save the profile
@@ -196,20 +181,9 @@ function TwoFactor({ onChanged }: { onChanged: () => void }) {
   const state = useResource((signal) => api.get("/api/auth/2fa", { signal }), []);
   const [setup, setSetup] = useState<Setup | null>(null);
   const [codes, setCodes] = useState<string[] | null>(null);
-  const [error, setError] = useState<string | null>(null);
-  const [busy, setBusy] = useState(false);
+  const { busy, error, act } = useAction();
   const s = state.data?.data;
-  async function start() {
-    setBusy(true);
-    setError(null);
-    try {
-      setSetup((await api.post("/api/auth/2fa/setup", {})).data);
-    } catch (err) {
-      setError(errorText(err));
-    } finally {
-      setBusy(false);
-    }
-  }
+  const start = () => act(async () => setSetup((await api.post("/api/auth/2fa/setup", {})).data));
   function done(recovery: string[] | null) {
     setSetup(null);
     setCodes(recovery);
@@ -233,7 +207,7 @@ function TwoFactor({ onChanged }: { onChanged: () => void }) {
         <>
           <p>Off. With it on, signing in asks for a code from an authenticator app as well as the password.</p>
           <div class="actions">
-            <button type="button" onClick={() => void start()} disabled={busy}>
+            <button type="button" onClick={() => void start()} disabled={busy !== null}>
               Turn on two-factor authentication
             </button>
           </div>
@@ -248,20 +222,10 @@ function TwoFactor({ onChanged }: { onChanged: () => void }) {
 function TwoFactorSetup({ setup, onDone, onCancel }: { setup: Setup; onDone: (codes: string[]) => void; onCancel: () => void }) {
   const [code, setCode] = useState("");
   const [password, setPassword] = useState("");
-  const [errors, setErrors] = useState<FormErrors>(noErrors);
-  const [busy, setBusy] = useState(false);
-  async function submit(e: Event) {
-    e.preventDefault();
-    setBusy(true);
-    setErrors(noErrors);
-    try {
-      const r = await api.post("/api/auth/2fa/verify", { body: { code: code.replace(/\s+/g, ""), current_password: password } });
-      onDone(r.data.recovery_codes);
-    } catch (err) {
-      setErrors(formErrors(err, ["code", "current_password"]));
-      setBusy(false);
-    }
-  }
+  const { errors, busy, submit } = useSubmit(["code", "current_password"], async () => {
+    const r = await api.post("/api/auth/2fa/verify", { body: { code: code.replace(/\s+/g, ""), current_password: password } });
+    onDone(r.data.recovery_codes);
+  });
   return (
     <form onSubmit={submit} noValidate aria-labelledby="acc-2fa-setup">
       <h3 id="acc-2fa-setup">Scan the code</h3>
@@ -272,15 +236,9 @@ function TwoFactorSetup({ setup, onDone, onCancel }: { setup: Setup; onDone: (co
       </p>
       <Field label="Code from the app" name="code" value={code} onValue={setCode} error={errors.fields.code} autoComplete="one-time-code" />
       <Field label="Your password" name="current_password" type="password" value={password} onValue={setPassword} error={errors.fields.current_password} autoComplete="current-password" />
-      {errors.form && <Alert>{sentence(errors.form)}</Alert>}
-      <div class="actions">
-        <button type="submit" class="primary" disabled={busy}>
-          Confirm and turn on
-        </button>
-        <button type="button" onClick={onCancel}>
-          Cancel
-        </button>
-      </div>
+      <FormActions error={errors.form} disabled={busy} onCancel={onCancel}>
+        Confirm and turn on
+      </FormActions>
     </form>
   );
 }
@@ -323,21 +281,10 @@ function RecoveryCodes({ codes, onSaved }: { codes: string[]; onSaved: () => voi
 function TurnOff({ onDone }: { onDone: () => void }) {
   const [proof, setProof] = useState("");
   const [password, setPassword] = useState("");
-  const [errors, setErrors] = useState<FormErrors>(noErrors);
-  const [busy, setBusy] = useState(false);
-  async function submit(e: Event) {
-    e.preventDefault();
-    setBusy(true);
-    setErrors(noErrors);
-    try {
-      await api.post("/api/auth/2fa/disable", { body: proof.trim() ? { code: proof.replace(/\s+/g, "") } : { password } });
-      onDone();
-    } catch (err) {
-      setErrors(formErrors(err, ["code", "password"]));
-    } finally {
-      setBusy(false);
-    }
-  }
+  const { errors, busy, submit } = useSubmit(["code", "password"], async () => {
+    await api.post("/api/auth/2fa/disable", { body: proof.trim() ? { code: proof.replace(/\s+/g, "") } : { password } });
+    onDone();
+  });
   return (
     <form onSubmit={submit} noValidate aria-labelledby="acc-2fa-off">
       <h3 id="acc-2fa-off">Turn it off</h3>
@@ -367,15 +314,12 @@ export function device(ua: string): string {
 function Sessions() {
   const list = useResource((signal) => api.get("/api/auth/sessions", { query: { per_page: 200 }, signal }), []);
   const [asking, setAsking] = useState<Session | null>(null);
-  const [error, setError] = useState<string | null>(null);
   const [notice, setNotice] = useState<string | null>(null);
-  const [busy, setBusy] = useState(false);
+  const ending = useAction();
   const items = list.data?.data.items ?? [];
   const name = (s: Session) => `${device(s.user_agent)}${s.ip ? ", " + s.ip : ""}`;
-  async function end(s: Session) {
-    setBusy(true);
-    setError(null);
-    try {
+  const end = (s: Session) =>
+    ending.act(async () => {
       await api.del("/api/auth/sessions/{id}", { path: { id: s.id } });
       setAsking(null);
       if (s.current) {
@@ -385,51 +329,39 @@ function Sessions() {
       }
       setNotice(`Ended the session of ${name(s)}.`);
       list.reload();
-    } catch (err) {
-      setError(errorText(err));
-    } finally {
-      setBusy(false);
-    }
-  }
+    });
   return (
     <section aria-labelledby="acc-sessions">
       <h2 id="acc-sessions">Sessions</h2>
       <p class="muted">Where you are signed in. Ending a session signs that device out at its next request.</p>
       {list.error && <Alert>{list.error}</Alert>}
-      {notice && (
-        <p class="notice" role="status">
-          {notice}
-        </p>
-      )}
+      <Notice text={notice} />
       {items.length > 0 && (
-        <table aria-labelledby="acc-sessions">
-          <Thead cols={["Device", "Place", "Last seen", "Signed in", ""]} />
-          <tbody>
-            {items.map((s) => (
-              <tr key={s.id}>
-                <th scope="row">
-                  {device(s.user_agent)}
-                  {s.current && <strong> (this device)</strong>}
-                </th>
-                <td>{s.ip || "—"}</td>
-                <td>
-                  <When at={s.last_seen_at} />
-                </td>
-                <td>
-                  <When at={s.created_at} />
-                </td>
-                <td>
-                  <button type="button" onClick={() => setAsking(s)} aria-expanded={asking?.id === s.id}>
-                    End<span class="visually-hidden"> the session of {name(s)}{s.current ? " (this device)" : ""}</span>
-                  </button>
-                </td>
-              </tr>
-            ))}
-          </tbody>
-        </table>
+        <Table aria-labelledby="acc-sessions" cols={["Device", "Place", "Last seen", "Signed in", ""]}>
+          {items.map((s) => (
+            <tr key={s.id}>
+              <th scope="row">
+                {device(s.user_agent)}
+                {s.current && <strong> (this device)</strong>}
+              </th>
+              <td>{s.ip || "—"}</td>
+              <td>
+                <When at={s.last_seen_at} />
+              </td>
+              <td>
+                <When at={s.created_at} />
+              </td>
+              <td>
+                <button type="button" onClick={() => setAsking(s)} aria-expanded={asking?.id === s.id}>
+                  End<span class="visually-hidden"> the session of {name(s)}{s.current ? " (this device)" : ""}</span>
+                </button>
+              </td>
+            </tr>
+          ))}
+        </Table>
       )}
       {asking && (
-        <Confirm label="Confirm ending the session" action="End the session" busy={busy} onConfirm={() => void end(asking)} onCancel={() => setAsking(null)}
+        <Confirm label="Confirm ending the session" action="End the session" busy={ending.busy !== null} onConfirm={() => void end(asking)} onCancel={() => setAsking(null)}
           question={
             <>
               End the session of {name(asking)}, last seen <When at={asking.last_seen_at} />?
@@ -437,7 +369,7 @@ function Sessions() {
             </>
           } />
       )}
-      {error && <Alert>{error}</Alert>}
+      {ending.error && <Alert>{ending.error}</Alert>}
     </section>
   );
 }
@@ -476,40 +408,33 @@ function Tokens() {
         tokens, your password, e-mail, two-factor authentication or sessions.
       </p>
       {list.error && <Alert>{list.error}</Alert>}
-      {notice && (
-        <p class="notice" role="status">
-          {notice}
-        </p>
-      )}
+      <Notice text={notice} />
       {made && <NewToken token={made} onDone={() => setMade(null)} />}
       {list.data && items.length === 0 && <p>No API tokens.</p>}
       {items.length > 0 && (
-        <table aria-labelledby="acc-tokens">
-          <Thead cols={["Name", "Access", "Last used", "Expires", "Made", ""]} />
-          <tbody>
-            {items.map((t) => (
-              <tr key={t.id}>
-                <th scope="row">
-                  {t.name} <code class="muted">{t.prefix}…</code>
-                </th>
-                <td>{access(t)}</td>
-                <td>{t.last_used_at ? <When at={t.last_used_at} /> : "Never"}</td>
-                <td>
-                  {t.expires_at ? <When at={t.expires_at} /> : "Never"}
-                  {t.expired && <strong> (expired)</strong>}
-                </td>
-                <td>
-                  <When at={t.created_at} />
-                </td>
-                <td>
-                  <button type="button" onClick={() => setAsking(t)} aria-expanded={asking?.id === t.id}>
-                    Revoke<span class="visually-hidden"> the token {t.name}</span>
-                  </button>
-                </td>
-              </tr>
-            ))}
-          </tbody>
-        </table>
+        <Table aria-labelledby="acc-tokens" cols={["Name", "Access", "Last used", "Expires", "Made", ""]}>
+          {items.map((t) => (
+            <tr key={t.id}>
+              <th scope="row">
+                {t.name} <code class="muted">{t.prefix}…</code>
+              </th>
+              <td>{access(t)}</td>
+              <td>{t.last_used_at ? <When at={t.last_used_at} /> : "Never"}</td>
+              <td>
+                {t.expires_at ? <When at={t.expires_at} /> : "Never"}
+                {t.expired && <strong> (expired)</strong>}
+              </td>
+              <td>
+                <When at={t.created_at} />
+              </td>
+              <td>
+                <button type="button" onClick={() => setAsking(t)} aria-expanded={asking?.id === t.id}>
+                  Revoke<span class="visually-hidden"> the token {t.name}</span>
+                </button>
+              </td>
+            </tr>
+          ))}
+        </Table>
       )}
       {asking && (
         <Confirm label="Confirm revoking the token" action="Revoke the token" busy={revoking.busy !== null} onConfirm={() => void revoke(asking)} onCancel={() => setAsking(null)}
@@ -558,31 +483,12 @@ function MakeToken({ envs, onMade, onCancel }: { envs: Schemas["environmentRespo
       </label>
       <Select label="Expires" name="expires_at" value={days} onValue={setDays} options={lifetimes} error={errors.fields.expires_at} />
       {envs.length > 0 && (
-        <fieldset>
-          <legend>Environments (none chosen: all yours, now and later)</legend>
-          {envs.map((env) => (
-            <label key={env.id} class="check-label block">
-              <input type="checkbox" checked={ids.has(env.id)} onChange={(e) => {
-                const next = new Set(ids);
-                if (e.currentTarget.checked) next.add(env.id);
-                else next.delete(env.id);
-                setIds(next);
-              }} />
-              {env.name}
-            </label>
-          ))}
-          {errors.fields.environment_ids && <p class="field-error">{sentence(errors.fields.environment_ids)}</p>}
-        </fieldset>
+        <Checks legend="Environments (none chosen: all yours, now and later)" options={envs.map((e) => [e.id, e.name] as const)} chosen={ids} onChosen={setIds}
+          error={errors.fields.environment_ids} />
       )}
-      {errors.form && <Alert>{sentence(errors.form)}</Alert>}
-      <div class="actions">
-        <button type="submit" class="primary" disabled={busy}>
-          Make the token
-        </button>
-        <button type="button" onClick={onCancel}>
-          Cancel
-        </button>
-      </div>
+      <FormActions error={errors.form} disabled={busy} onCancel={onCancel}>
+        Make the token
+      </FormActions>
     </form>
   );
 }
@@ -644,11 +550,7 @@ function License() {
     <section aria-labelledby="acc-license">
       <h2 id="acc-license">License</h2>
       {l.error && <Alert>{l.error}</Alert>}
-      {notice && (
-        <p class="notice" role="status">
-          {notice}
-        </p>
-      )}
+      <Notice text={notice} />
       {d && (
         <dl class="facts">
           <dt>State</dt>

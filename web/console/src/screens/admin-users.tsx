@@ -7,7 +7,7 @@ import { useState } from "preact/hooks";
 import { api, type Schemas } from "../api/client";
 import { session } from "../session";
 import { adminPath } from "../router";
-import { Alert, errorText, Field, Heading, Link, Pager, Select, Thead, useDebounced, useResource, When } from "../ui";
+import { Alert, Checks, errorText, Field, Heading, Link, Pager, Select, Thead, useDebounced, useResource, When } from "../ui";
 import { Confirm } from "../confirm";
 
 type User = Schemas["listedUserResponse"];
@@ -231,20 +231,7 @@ function Access({ user }: { user: User }) {
       {(envs.error || granted.error) && <Alert>{envs.error ?? granted.error}</Alert>}
       {envs.data && list.length === 0 && <p>No environments yet: <Link href={adminPath("environments")}>create one under Environments</Link> first.</p>}
       {list.length > 0 && (
-        <fieldset>
-          <legend>Environments {user.username} may see</legend>
-          {list.map((env) => (
-            <label key={env.id} class="check-label block">
-              <input type="checkbox" checked={ids.has(env.id)} onChange={(e) => {
-                const next = new Set(ids);
-                if (e.currentTarget.checked) next.add(env.id);
-                else next.delete(env.id);
-                setChosen(next);
-              }} />
-              {env.name}
-            </label>
-          ))}
-        </fieldset>
+        <Checks legend={`Environments ${user.username} may see`} options={list.map((e) => [e.id, e.name] as const)} chosen={ids} onChosen={setChosen} />
       )}
       {list.length > 0 && <button type="submit">Save access</button>}
       {error && <Alert>{error}</Alert>}

@@ -9,7 +9,7 @@ import { useEffect, useState } from "preact/hooks";
 import { api, type Schemas } from "../api/client";
 import { Confirm } from "../confirm";
 import { adminPath } from "../router";
-import { Alert, Field, Heading, Link, Select, Thead, useAction, useResource, useSubmit, When } from "../ui";
+import { Alert, Checks, Field, Heading, Link, Select, Table, useAction, useResource, useSubmit, When } from "../ui";
 
 type Webhook = Schemas["webhookResponse"];
 type Delivery = Schemas["webhookDeliveryResponse"];
@@ -71,44 +71,41 @@ export function Webhooks() {
       {list.data && items.length === 0 && <p>No webhooks yet. Add one below to tell another system (n8n, Zapier, your own service) what happens in an environment.</p>}
       {items.length > 0 && (
         <div class="table-wrap">
-          <table aria-label="Webhooks">
-            <Thead cols={["URL", "Environment", "Events", "Enabled", "Last delivery", ""]} />
-            <tbody>
-              {items.map((w) => (
-                <tr key={w.id}>
-                  <th scope="row">
-                    {w.url}
-                    {w.description && <div class="muted small">{w.description}</div>}
-                  </th>
-                  <td>{envName(w.environment_id)}</td>
-                  <td>{w.events.join(", ")}</td>
-                  <td>{w.enabled ? "On" : <>Off{w.disabled_reason && <div class="muted small">{w.disabled_reason}</div>}</>}</td>
-                  <td><LastDelivery w={w} /></td>
-                  <td>
-                    <div class="row">
-                      <button type="button" aria-expanded={open?.id === w.id && open.what === "edit"} onClick={() => toggle(w.id, "edit")}>
-                        Edit<span class="visually-hidden"> {w.url}</span>
-                      </button>
-                      <button type="button" disabled={busy !== null || !w.enabled} onClick={() => ping(w)}>
-                        Send a ping<span class="visually-hidden"> to {w.url}</span>
-                      </button>
-                      <button type="button" aria-expanded={open?.id === w.id && open.what === "deliveries"} onClick={() => toggle(w.id, "deliveries")}>
-                        Deliveries<span class="visually-hidden"> of {w.url}</span>
-                      </button>
-                      <button type="button" aria-expanded={open?.id === w.id && open.what === "delete"} onClick={() => toggle(w.id, "delete")}>
-                        Delete…<span class="visually-hidden"> {w.url}</span>
-                      </button>
-                    </div>
-                    {open?.id === w.id && open.what === "delete" && (
-                      <Confirm label={`Confirm deleting the webhook to ${w.url}`}
-                        question={`Delete the webhook to ${w.url} and its deliveries? It receives no more events, and its secret signs nothing more.`}
-                        action="Delete the webhook" busy={busy !== null} onConfirm={() => remove(w)} onCancel={() => setOpen(null)} />
-                    )}
-                  </td>
-                </tr>
-              ))}
-            </tbody>
-          </table>
+          <Table aria-label="Webhooks" cols={["URL", "Environment", "Events", "Enabled", "Last delivery", ""]}>
+            {items.map((w) => (
+              <tr key={w.id}>
+                <th scope="row">
+                  {w.url}
+                  {w.description && <div class="muted small">{w.description}</div>}
+                </th>
+                <td>{envName(w.environment_id)}</td>
+                <td>{w.events.join(", ")}</td>
+                <td>{w.enabled ? "On" : <>Off{w.disabled_reason && <div class="muted small">{w.disabled_reason}</div>}</>}</td>
+                <td><LastDelivery w={w} /></td>
+                <td>
+                  <div class="row">
+                    <button type="button" aria-expanded={open?.id === w.id && open.what === "edit"} onClick={() => toggle(w.id, "edit")}>
+                      Edit<span class="visually-hidden"> {w.url}</span>
+                    </button>
+                    <button type="button" disabled={busy !== null || !w.enabled} onClick={() => ping(w)}>
+                      Send a ping<span class="visually-hidden"> to {w.url}</span>
+                    </button>
+                    <button type="button" aria-expanded={open?.id === w.id && open.what === "deliveries"} onClick={() => toggle(w.id, "deliveries")}>
+                      Deliveries<span class="visually-hidden"> of {w.url}</span>
+                    </button>
+                    <button type="button" aria-expanded={open?.id === w.id && open.what === "delete"} onClick={() => toggle(w.id, "delete")}>
+                      Delete…<span class="visually-hidden"> {w.url}</span>
+                    </button>
+                  </div>
+                  {open?.id === w.id && open.what === "delete" && (
+                    <Confirm label={`Confirm deleting the webhook to ${w.url}`}
+                      question={`Delete the webhook to ${w.url} and its deliveries? It receives no more events, and its secret signs nothing more.`}
+                      action="Delete the webhook" busy={busy !== null} onConfirm={() => remove(w)} onCancel={() => setOpen(null)} />
+                  )}
+                </td>
+              </tr>
+            ))}
+          </Table>
         </div>
       )}
       {error && <Alert>{error}</Alert>}
@@ -188,21 +185,8 @@ function WebhookForm({ webhook, envs, onSaved }: { webhook?: Webhook; envs: Env[
         <Select label="Environment" name="environment_id" value={envValue} onValue={setEnv} error={errors.fields.environment_id} options={envs.map((e) => [String(e.id), e.name] as const)} />
       )}
       <Field label="URL" type="url" name="url" value={url} onValue={setUrl} error={errors.fields.url} hint="http or https; the receiver's address, e.g. https://n8n.example/webhook/copydesk." required />
-      <fieldset aria-describedby={errors.fields.events ? `${h}-events-error` : undefined}>
-        <legend>Events</legend>
-        {events.map(([e, words]) => (
-          <label key={e} class="check-label block">
-            <input type="checkbox" checked={chosen.has(e)} onChange={(ev) => {
-              const next = new Set(chosen);
-              if (ev.currentTarget.checked) next.add(e);
-              else next.delete(e);
-              setChosen(next);
-            }} />
-            {e} <span class="muted">({words})</span>
-          </label>
-        ))}
-        {errors.fields.events && <p class="field-error" id={`${h}-events-error`}>{errors.fields.events}</p>}
-      </fieldset>
+      <Checks legend="Events" options={events.map(([e, words]) => [e, <>{e} <span class="muted">({words})</span></>] as const)} chosen={chosen} onChosen={setChosen}
+        error={errors.fields.events} />
       <Field label="Description (optional)" name="description" value={description} onValue={setDescription} error={errors.fields.description} />
       <label class="check-label block">
         <input type="checkbox" checked={enabled} onChange={(e) => setEnabled(e.currentTarget.checked)} /> Enabled
@@ -247,25 +231,22 @@ function Deliveries({ w, onSettled }: { w: Webhook; onSettled: () => void }) {
       {list.data && items.length === 0 && <p>Nothing delivered yet: events it wants, and pings, show here.</p>}
       {items.length > 0 && (
         <div class="table-wrap">
-          <table aria-label="Deliveries">
-            <Thead cols={["Made", "Event", "Status", "Attempts", "Last answer", ""]} />
-            <tbody>
-              {items.map((d) => (
-                <tr key={d.id}>
-                  <td><When at={d.created_at} /></td>
-                  <th scope="row">{d.type}<div class="muted small">{d.message_id}</div></th>
-                  <td>{statusWords[d.status]}{d.next_attempt_at && d.status === "pending" && <div class="muted small">next try <When at={d.next_attempt_at} /></div>}</td>
-                  <td>{d.attempts}</td>
-                  <td>{d.last_status !== null && d.last_status !== undefined ? `HTTP ${d.last_status}` : ""}{d.last_error && <div class="muted small">{d.last_error}</div>}</td>
-                  <td>
-                    <button type="button" disabled={busy !== null || d.status === "sending"} onClick={() => resend(d)}>
-                      Send again<span class="visually-hidden"> {d.type} {d.message_id}</span>
-                    </button>
-                  </td>
-                </tr>
-              ))}
-            </tbody>
-          </table>
+          <Table aria-label="Deliveries" cols={["Made", "Event", "Status", "Attempts", "Last answer", ""]}>
+            {items.map((d) => (
+              <tr key={d.id}>
+                <td><When at={d.created_at} /></td>
+                <th scope="row">{d.type}<div class="muted small">{d.message_id}</div></th>
+                <td>{statusWords[d.status]}{d.next_attempt_at && d.status === "pending" && <div class="muted small">next try <When at={d.next_attempt_at} /></div>}</td>
+                <td>{d.attempts}</td>
+                <td>{d.last_status !== null && d.last_status !== undefined ? `HTTP ${d.last_status}` : ""}{d.last_error && <div class="muted small">{d.last_error}</div>}</td>
+                <td>
+                  <button type="button" disabled={busy !== null || d.status === "sending"} onClick={() => resend(d)}>
+                    Send again<span class="visually-hidden"> {d.type} {d.message_id}</span>
+                  </button>
+                </td>
+              </tr>
+            ))}
+          </Table>
         </div>
       )}
       {error && <Alert>{error}</Alert>}

@@ -9,7 +9,9 @@ import { api, ApiError, url, type Schemas } from "../api/client";
 import { post } from "../api/sse";
 import type { ScreenProps } from "../lazy";
 import { sentence } from "../session";
-import { Alert, canEdit, errorText, Field, formErrors, Heading, Labelled, NewButton, noErrors, num, Select, TextArea, Thead, usd, useResource, When, type FormErrors } from "../ui";
+import {
+  Alert, canEdit, errorText, Field, FormActions, formErrors, Heading, Labelled, NewButton, noErrors, Notice, num, Select, Table, TextArea, usd, useAction, useResource, useSubmit, When, type FormErrors,
+} from "../ui";
 import { Confirm } from "../confirm";
 import { isNoProvider, NoProvider } from "../noprovider";
 
@@ -55,11 +57,7 @@ export function Agents({ env }: ScreenProps) {
   return (
     <>
       <Heading>Agents</Heading>
-      {notice && (
-        <p class="notice" role="status">
-          {notice}
-        </p>
-      )}
+      <Notice text={notice} />
       {noCredential && <NoProvider needs="an agent" />}
       <section aria-labelledby="ag-list">
         <h2 id="ag-list">Agents of this environment</h2>
@@ -68,24 +66,21 @@ export function Agents({ env }: ScreenProps) {
           <p>{editor ? "No agent yet. Create one: a name, what kind of work it does, and its prompt." : "No agent yet. An editor creates them."}</p>
         )}
         {items.length > 0 && (
-          <table aria-labelledby="ag-list">
-            <Thead cols={["Name", "Kind", "Model", "Where", "State"]} />
-            <tbody>
-              {items.map((a) => (
-                <tr key={a.id}>
-                  <th scope="row">
-                    <button type="button" class="link" onClick={() => setOpen(open === a.id ? null : a.id)} aria-expanded={open === a.id}>
-                      {a.name}
-                    </button>
-                  </th>
-                  <td>{kindWord[a.kind]}</td>
-                  <td>{a.model || <span class="muted">the settings' model</span>}</td>
-                  <td>{a.environment_id === null ? "Global" : a.environment_id === env ? "This environment" : "Assigned here"}</td>
-                  <td>{a.is_active ? "Active" : "Inactive"}</td>
-                </tr>
-              ))}
-            </tbody>
-          </table>
+          <Table aria-labelledby="ag-list" cols={["Name", "Kind", "Model", "Where", "State"]}>
+            {items.map((a) => (
+              <tr key={a.id}>
+                <th scope="row">
+                  <button type="button" class="link" onClick={() => setOpen(open === a.id ? null : a.id)} aria-expanded={open === a.id}>
+                    {a.name}
+                  </button>
+                </th>
+                <td>{kindWord[a.kind]}</td>
+                <td>{a.model || <span class="muted">the settings' model</span>}</td>
+                <td>{a.environment_id === null ? "Global" : a.environment_id === env ? "This environment" : "Assigned here"}</td>
+                <td>{a.is_active ? "Active" : "Inactive"}</td>
+              </tr>
+            ))}
+          </Table>
         )}
         <NewButton shown={editor && !creating} onClick={() => setCreating(true)}>New agent</NewButton>
         {creating && (
@@ -118,8 +113,6 @@ function AgentForm({ env, a, creds, onDone }: { env: number; a?: Agent; creds: C
     max_tokens: a?.max_tokens == null ? "" : String(a.max_tokens),
     is_active: a?.is_active ?? true,
   });
-  const [errors, setErrors] = useState<FormErrors>(noErrors);
-  const [busy, setBusy] = useState(false);
   const set = (patch: Partial<typeof f>) => setF({ ...f, ...patch });
   const numOrNull = (v: string) => (v.trim() === "" ? null : Number(v));
   // cleared names the parameters emptied in the form: a null would keep
@@ -130,10 +123,7 @@ function AgentForm({ env, a, creds, onDone }: { env: number; a?: Agent; creds: C
     if (a.max_tokens != null && f.max_tokens.trim() === "") out.push("max_tokens");
     return out;
   };
-  async function submit(e: Event) {
-    e.preventDefault();
-    setBusy(true);
-    setErrors(noErrors);
+  const { errors, busy, submit } = useSubmit(formFields, async () => {
     const common = {
       name: f.name,
       kind: f.kind,
@@ -144,17 +134,11 @@ function AgentForm({ env, a, creds, onDone }: { env: number; a?: Agent; creds: C
       max_tokens: numOrNull(f.max_tokens),
       is_active: f.is_active,
     };
-    try {
-      const r = a
-        ? await api.put("/api/agents/{id}", { path: { id: a.id }, body: { ...common, clear: cleared(a), ...(creds ? { credential_id: Number(f.credential || 0) } : {}) } })
-        : await api.post("/api/agents", { body: { ...common, environment_id: env, credential_id: f.credential ? Number(f.credential) : null } });
-      onDone(r.data);
-    } catch (err) {
-      setErrors(formErrors(err, formFields));
-    } finally {
-      setBusy(false);
-    }
-  }
+    const r = a
+      ? await api.put("/api/agents/{id}", { path: { id: a.id }, body: { ...common, clear: cleared(a), ...(creds ? { credential_id: Number(f.credential || 0) } : {}) } })
+      : await api.post("/api/agents", { body: { ...common, environment_id: env, credential_id: f.credential ? Number(f.credential) : null } });
+    onDone(r.data);
+  });
   const credOptions: (readonly [string, string])[] = [["", "The AI settings' credential"], ...(creds ?? []).map((c) => [String(c.id), `${c.name} (${c.provider}${c.default_model ? ", " + c.default_model : ""})`] as const)];
   if (a?.credential_id && creds && !creds.some((c) => c.id === a.credential_id)) credOptions.push([String(a.credential_id), `Credential #${a.credential_id}`]);
   return (
@@ -191,15 +175,9 @@ function AgentForm({ env, a, creds, onDone }: { env: number; a?: Agent; creds: C
       <Labelled label="Active" error={errors.fields.is_active} control={(c) => (
         <input {...c} type="checkbox" name="is_active" checked={f.is_active} onChange={(e) => set({ is_active: e.currentTarget.checked })} />
       )} />
-      {errors.form && <Alert>{sentence(errors.form)}</Alert>}
-      <div class="actions">
-        <button type="submit" class="primary" disabled={busy}>
-          {a ? "Save the agent" : "Create the agent"}
-        </button>
-        <button type="button" onClick={() => onDone(null)}>
-          Cancel
-        </button>
-      </div>
+      <FormActions error={errors.form} disabled={busy} onCancel={() => onDone(null)}>
+        {a ? "Save the agent" : "Create the agent"}
+      </FormActions>
     </form>
   );
 }
@@ -331,16 +309,9 @@ function RunAgent({ env, a, editor, onRun }: { env: number; a: Agent; editor: bo
         <TextArea label="Input" name="input" value={input} onValue={setInput} error={error.fields.input} rows={4} hint="What to give the agent; {{name}} in it is replaced by variables." />
         {error.form && <Alert>{sentence(error.form)}</Alert>}
         {noProvider && <NoProvider needs="an agent" />}
-        <div class="actions">
-          <button type="submit" class="primary" disabled={running}>
-            Run
-          </button>
-          {running && (
-            <button type="button" onClick={() => void stop()}>
-              Stop
-            </button>
-          )}
-        </div>
+        <FormActions disabled={running} onCancel={running ? () => void stop() : undefined} cancel="Stop">
+          Run
+        </FormActions>
       </form>
       {phase.kind !== "idle" && (
         <>
@@ -372,27 +343,24 @@ function Runs({ a, shown }: { a: Agent; shown: number | null }) {
       {runs.data && items.length === 0 && <p class="muted">It has not run yet.</p>}
       {items.length > 0 && (
         <>
-          <table aria-labelledby="ag-runs">
-            <Thead cols={["Queued", "Status", "Model", "Tokens in", "Tokens out", "Cost", "Took"]} />
-            <tbody>
-              {items.map((r) => (
-                <tr key={r.id}>
-                  <td>
-                    <When at={r.queued_at} />
-                  </td>
-                  <td>
-                    {statusWord[r.status]}
-                    {r.error && <span class="small muted"> ({r.error})</span>}
-                  </td>
-                  <td>{r.model || "—"}</td>
-                  <td class="num">{num(r.input_tokens)}</td>
-                  <td class="num">{num(r.output_tokens)}</td>
-                  <td class="num">{usd(r.cost_usd)}</td>
-                  <td class="num">{r.duration_ms == null ? "—" : `${(r.duration_ms / 1000).toFixed(1)} s`}</td>
-                </tr>
-              ))}
-            </tbody>
-          </table>
+          <Table aria-labelledby="ag-runs" cols={["Queued", "Status", "Model", "Tokens in", "Tokens out", "Cost", "Took"]}>
+            {items.map((r) => (
+              <tr key={r.id}>
+                <td>
+                  <When at={r.queued_at} />
+                </td>
+                <td>
+                  {statusWord[r.status]}
+                  {r.error && <span class="small muted"> ({r.error})</span>}
+                </td>
+                <td>{r.model || "—"}</td>
+                <td class="num">{num(r.input_tokens)}</td>
+                <td class="num">{num(r.output_tokens)}</td>
+                <td class="num">{usd(r.cost_usd)}</td>
+                <td class="num">{r.duration_ms == null ? "—" : `${(r.duration_ms / 1000).toFixed(1)} s`}</td>
+              </tr>
+            ))}
+          </Table>
           {total > items.length && <p class="muted small">The last {items.length} of {num(total)} runs.</p>}
           {items.filter((r) => r.output).map((r) => (
             <details key={r.id} open={r.id === shown}>
@@ -411,8 +379,8 @@ function Runs({ a, shown }: { a: Agent; shown: number | null }) {
 function Assignments({ a, editor, onChanged }: { a: Agent; editor: boolean; onChanged: (m: string) => void }) {
   const envs = useResource((signal) => api.get("/api/environments", { query: { per_page: 200 }, signal }), []);
   const [chosen, setChosen] = useState<Set<number>>(() => new Set(a.assignments));
-  const [error, setError] = useState<string | null>(null);
-  const [busy, setBusy] = useState(false);
+  const saving = useAction();
+  const busy = saving.busy !== null;
   const others = (envs.data?.data.items ?? []).filter((e) => e.id !== a.environment_id);
   function toggle(id: number, on: boolean) {
     const next = new Set(chosen);
@@ -420,18 +388,12 @@ function Assignments({ a, editor, onChanged }: { a: Agent; editor: boolean; onCh
     else next.delete(id);
     setChosen(next);
   }
-  async function save(e: Event) {
+  function save(e: Event) {
     e.preventDefault();
-    setBusy(true);
-    setError(null);
-    try {
+    void saving.act(async () => {
       await api.put("/api/agents/{id}/assignments", { path: { id: a.id }, body: { environment_ids: [...chosen] } });
       onChanged(`The environments that may use “${a.name}” are saved.`);
-    } catch (err) {
-      setError(errorText(err));
-    } finally {
-      setBusy(false);
-    }
+    });
   }
   if (a.environment_id === null) {
     return (
@@ -456,7 +418,7 @@ function Assignments({ a, editor, onChanged }: { a: Agent; editor: boolean; onCh
               </label>
             ))}
           </fieldset>
-          {error && <Alert>{error}</Alert>}
+          {saving.error && <Alert>{saving.error}</Alert>}
           {editor && (
             <div class="actions">
               <button type="submit" disabled={busy}>
@@ -474,8 +436,8 @@ function AgentCampaigns({ env, a, editor }: { env: number; a: Agent; editor: boo
   const mine = useResource((signal) => api.get("/api/agents/{id}/campaigns", { path: { id: a.id }, query: { per_page: 200 }, signal }), [a.id]);
   const all = useResource((signal) => api.get("/api/seo/campaigns", { query: { environment_id: env, per_page: 200 }, signal }), [env]);
   const [pick, setPick] = useState("");
-  const [error, setError] = useState<string | null>(null);
-  const [busy, setBusy] = useState(false);
+  const { busy: acting, error, act } = useAction();
+  const busy = acting !== null;
   const assigned = mine.data?.data.items ?? [];
   const free = (all.data?.data.items ?? []).filter((c) => c.agent_id !== a.id);
   // A campaign writes with one agent: assigning this one to a campaign
@@ -493,19 +455,13 @@ function AgentCampaigns({ env, a, editor }: { env: number; a: Agent; editor: boo
     }
     setReplacing({ id: c.id, campaign: c.name, agent: name });
   }
-  async function setAgent(id: number, agent: number) {
-    setBusy(true);
-    setError(null);
-    try {
+  function setAgent(id: number, agent: number) {
+    return act(async () => {
       await api.put("/api/seo/campaigns/{id}", { path: { id }, body: { agent_id: agent } });
       setPick("");
       mine.reload();
       all.reload();
-    } catch (err) {
-      setError(errorText(err));
-    } finally {
-      setBusy(false);
-    }
+    });
   }
   return (
     <section aria-labelledby="ag-cmp">
@@ -554,19 +510,12 @@ function AgentCampaigns({ env, a, editor }: { env: number; a: Agent; editor: boo
 
 function DeleteAgent({ a, onDeleted }: { a: Agent; onDeleted: (m: string) => void }) {
   const [asking, setAsking] = useState(false);
-  const [error, setError] = useState<string | null>(null);
-  const [busy, setBusy] = useState(false);
-  async function remove() {
-    setBusy(true);
-    setError(null);
-    try {
+  const { busy, error, act } = useAction();
+  const remove = () =>
+    act(async () => {
       await api.del("/api/agents/{id}", { path: { id: a.id } });
       onDeleted(`Agent “${a.name}” deleted.`);
-    } catch (err) {
-      setError(errorText(err));
-      setBusy(false);
-    }
-  }
+    });
   return (
     <div class="actions-block">
       <div class="actions">
@@ -576,7 +525,7 @@ function DeleteAgent({ a, onDeleted }: { a: Agent; onDeleted: (m: string) => voi
       </div>
       {asking && (
         <Confirm label="Confirm deletion" question={`Delete the agent “${a.name}” and all its past runs? This cannot be undone.`} action={`Delete “${a.name}”`}
-          busy={busy} onConfirm={() => void remove()} onCancel={() => setAsking(false)} />
+          busy={busy !== null} onConfirm={() => void remove()} onCancel={() => setAsking(false)} />
       )}
       {error && <Alert>{error}</Alert>}
     </div>

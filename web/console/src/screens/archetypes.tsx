@@ -12,9 +12,7 @@ import { Confirm } from "../confirm";
 import type { ScreenProps } from "../lazy";
 import { envPath } from "../router";
 import { sentence } from "../session";
-import {
-  Alert, canEdit, Field, formErrors, Heading, isAdmin, Link, NewButton, noErrors, num, Pager, Select, TextArea, Thead, useAction, useResource, When, type FormErrors,
-} from "../ui";
+import { Alert, canEdit, Field, FormActions, Heading, isAdmin, Link, NewButton, Notice, num, Pager, Select, Table, TextArea, useAction, useResource, useSubmit, When } from "../ui";
 
 type Archetype = Schemas["archetypeResponse"];
 type Section = Schemas["sectionJSON"];
@@ -53,34 +51,27 @@ export function Archetypes({ env }: ScreenProps) {
         An archetype is an article's blueprint: its sections, length, tone and the prompt the model is given. Its prompt's <code>{"{{name}}"}</code> placeholders
         are the variables the <Link href={envPath(env, "write")}>Write screen</Link> asks for.
       </p>
-      {notice && (
-        <p class="notice" role="status">
-          {notice}
-        </p>
-      )}
+      <Notice text={notice} />
       <section aria-labelledby="arch-list">
         <h2 id="arch-list">Archetypes of this environment</h2>
         {list.error && <Alert>{list.error}</Alert>}
         {d && items.length === 0 && <p>{editor ? "No archetype yet. Create one: a name and a prompt." : "No archetype yet. An editor creates them."}</p>}
         {items.length > 0 && (
           <div class="table-wrap">
-            <table aria-labelledby="arch-list">
-              <Thead cols={["Name", "Where", "Variables", "Words"]} />
-              <tbody>
-                {items.map((a) => (
-                  <tr key={a.id}>
-                    <th scope="row">
-                      <button type="button" class="link" aria-expanded={open === a.id} onClick={() => { setCreating(false); setOpen(open === a.id ? null : a.id); }}>
-                        {a.name}
-                      </button>
-                    </th>
-                    <td>{where(a, env)}</td>
-                    <td>{[...a.variables, ...a.optional_variables.filter((v) => !a.variables.includes(v)).map((v) => v + " (optional)")].join(", ") || <span class="muted">none</span>}</td>
-                    <td>{num(a.target_words)}</td>
-                  </tr>
-                ))}
-              </tbody>
-            </table>
+            <Table aria-labelledby="arch-list" cols={["Name", "Where", "Variables", "Words"]}>
+              {items.map((a) => (
+                <tr key={a.id}>
+                  <th scope="row">
+                    <button type="button" class="link" aria-expanded={open === a.id} onClick={() => { setCreating(false); setOpen(open === a.id ? null : a.id); }}>
+                      {a.name}
+                    </button>
+                  </th>
+                  <td>{where(a, env)}</td>
+                  <td>{[...a.variables, ...a.optional_variables.filter((v) => !a.variables.includes(v)).map((v) => v + " (optional)")].join(", ") || <span class="muted">none</span>}</td>
+                  <td>{num(a.target_words)}</td>
+                </tr>
+              ))}
+            </Table>
           </div>
         )}
         <Pager label="Pages of archetypes" page={page} pages={pages} onPage={setPage} />
@@ -188,18 +179,11 @@ function ArchetypeForm({ env, a, onDone }: { env: number; a?: Archetype; onDone:
     outline: a?.outline.map((s) => ({ heading: s.heading, guidance: s.guidance ?? "" })) ?? [],
     global: false,
   });
-  const [errors, setErrors] = useState<FormErrors>(noErrors);
-  const [busy, setBusy] = useState(false);
   const set = (patch: Partial<Form>) => setF({ ...f, ...patch });
   const setSection = (i: number, patch: Partial<Section>) => set({ outline: f.outline.map((s, j) => (j === i ? { ...s, ...patch } : s)) });
   const fields = ["name", "description", "prompt_template", "optional_variables", "target_words", "tone", "outline", "environment_id",
     ...f.outline.flatMap((_, i) => [`outline[${i}].heading`, `outline[${i}].guidance`])];
-  const fe = errors.fields;
-  const uses = placeholders(f.prompt);
-  async function submit(e: Event) {
-    e.preventDefault();
-    setBusy(true);
-    setErrors(noErrors);
+  const { errors, busy, submit } = useSubmit(fields, async () => {
     const body = {
       name: f.name,
       description: f.description,
@@ -209,17 +193,13 @@ function ArchetypeForm({ env, a, onDone }: { env: number; a?: Archetype; onDone:
       outline: f.outline.map((s) => ({ heading: s.heading, ...(s.guidance ? { guidance: s.guidance } : {}) })),
       ...(f.words.trim() ? { target_words: Number(f.words) } : {}),
     };
-    try {
-      const r = a
-        ? await api.put("/api/cie/archetypes/{id}", { path: { id: a.id }, body })
-        : await api.post("/api/cie/archetypes", { body: { ...body, environment_id: f.global ? null : env } });
-      onDone(r.data);
-    } catch (err) {
-      setErrors(formErrors(err, fields));
-    } finally {
-      setBusy(false);
-    }
-  }
+    const r = a
+      ? await api.put("/api/cie/archetypes/{id}", { path: { id: a.id }, body })
+      : await api.post("/api/cie/archetypes", { body: { ...body, environment_id: f.global ? null : env } });
+    onDone(r.data);
+  });
+  const fe = errors.fields;
+  const uses = placeholders(f.prompt);
   const title = a ? `Edit “${a.name}”` : "New archetype";
   return (
     <form class="card" onSubmit={submit} aria-labelledby="arch-form" noValidate>
@@ -259,15 +239,9 @@ function ArchetypeForm({ env, a, onDone }: { env: number; a?: Archetype; onDone:
           Add a section
         </button>
       </fieldset>
-      {errors.form && <Alert>{sentence(errors.form)}</Alert>}
-      <div class="actions">
-        <button type="submit" class="primary" disabled={busy}>
-          {a ? "Save the archetype" : "Create the archetype"}
-        </button>
-        <button type="button" onClick={() => onDone(null)}>
-          Cancel
-        </button>
-      </div>
+      <FormActions error={errors.form} disabled={busy} onCancel={() => onDone(null)}>
+        {a ? "Save the archetype" : "Create the archetype"}
+      </FormActions>
     </form>
   );
 }

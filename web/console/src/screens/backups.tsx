@@ -9,12 +9,13 @@
 // as a stream of its stages (Accept: text/event-stream), which the screen
 // lists as they happen. A backup file can be uploaded (with its progress;
 // the server checks it before it is listed), and the schedule changed.
-import { useEffect, useRef, useState } from "preact/hooks";
-import { api, ApiError, download, upload, url, type Schemas } from "../api/client";
+import { useEffect, useState } from "preact/hooks";
+import { api, ApiError, download, url, type Schemas } from "../api/client";
 import { post as postStream } from "../api/sse";
 import { Confirm } from "../confirm";
 import { session } from "../session";
-import { Alert, errorText, Field, formErrors, Heading, Labelled, num, Pager, Thead, UploadProgress, useAction, useResource, useSubmit, When } from "../ui";
+import { Alert, errorText, Field, Heading, num, Pager, Table, useAction, useResource, useSubmit, When } from "../ui";
+import { FileUpload, useUpload } from "../upload";
 
 type Backup = Schemas["backupResponse"];
 type Verified = Schemas["backupVerifyResponse"];
@@ -213,17 +214,14 @@ export function Backups() {
       {list.error && <Alert>{list.error}</Alert>}
       {list.data && total === 0 && <p class="empty">No backups yet. Take the first one with “Take a backup”: it takes a few seconds.</p>}
       {items.length > 0 && (
-        <table aria-label="Backups">
-          <Thead cols={["Name", "Taken", "Kind", "Size", "Verification", "Actions"]} />
-          <tbody>
-            {items.map((b) => (
-              <Row key={b.name} b={b} verified={verified[b.name]} disabled={restoring !== null || taking}
-                onVerified={(v) => { setVerified({ ...verified, [b.name]: v }); list.reload(); }}
-                onRestore={() => void restore(b)}
-                onDeleted={() => { setNote(`Backup ${b.name} deleted.`); list.reload(); }} />
-            ))}
-          </tbody>
-        </table>
+        <Table aria-label="Backups" cols={["Name", "Taken", "Kind", "Size", "Verification", "Actions"]}>
+          {items.map((b) => (
+            <Row key={b.name} b={b} verified={verified[b.name]} disabled={restoring !== null || taking}
+              onVerified={(v) => { setVerified({ ...verified, [b.name]: v }); list.reload(); }}
+              onRestore={() => void restore(b)}
+              onDeleted={() => { setNote(`Backup ${b.name} deleted.`); list.reload(); }} />
+          ))}
+        </Table>
       )}
       <Pager label="Pages of backups" page={page} pages={Math.ceil(total / 50)} onPage={setPage} />
     </>
@@ -337,42 +335,12 @@ function Row({ b, verified, disabled, onVerified, onRestore, onDeleted }: {
 // Upload sends a backup file (a copydesk database) with its progress; the
 // server checks it before it lists it, and says what is wrong otherwise.
 function Upload({ disabled, onUploaded }: { disabled: boolean; onUploaded: (b: Backup) => void }) {
-  const [progress, setProgress] = useState<{ name: string; sent: number } | null>(null);
-  const [error, setError] = useState<string | null>(null);
-  const input = useRef<HTMLInputElement>(null);
-  const ac = useRef<AbortController | null>(null);
-  useEffect(() => () => ac.current?.abort(), []);
-  async function send(f: File) {
-    ac.current = new AbortController();
-    setError(null);
-    setProgress({ name: f.name, sent: 0 });
-    const form = new FormData();
-    form.append("file", f, f.name);
-    try {
-      const r = await upload("/api/backup/upload", form, (sent) => setProgress({ name: f.name, sent }), ac.current.signal);
-      onUploaded(r.data);
-    } catch (e) {
-      if (e instanceof DOMException && e.name === "AbortError") return;
-      const fe = formErrors(e, ["file"]);
-      setError(fe.fields.file ?? fe.form);
-    } finally {
-      setProgress(null);
-      if (input.current) input.current.value = "";
-    }
-  }
+  const u = useUpload("/api/backup/upload", { onSent: (r) => onUploaded(r.data) });
   return (
     <section aria-labelledby="backup-upload" class="card">
       <h2 id="backup-upload">Upload a backup</h2>
-      <Labelled label="Backup file (.db)" error={error ?? undefined}
-        hint="A backup downloaded from a copydesk server. It is checked (a whole copydesk database this version can open) before it is listed; restoring it is a separate step."
-        control={(a) => (
-          <input {...a} ref={input} type="file" accept=".db,application/vnd.sqlite3,application/x-sqlite3" disabled={disabled || !!progress}
-            onChange={(e) => {
-              const f = e.currentTarget.files?.[0];
-              if (f) void send(f);
-            }} />
-        )} />
-      {progress && <UploadProgress name={progress.name} sent={progress.sent} onCancel={() => ac.current?.abort()} />}
+      <FileUpload u={u} label="Backup file (.db)" accept=".db,application/vnd.sqlite3,application/x-sqlite3" disabled={disabled}
+        hint="A backup downloaded from a copydesk server. It is checked (a whole copydesk database this version can open) before it is listed; restoring it is a separate step." />
     </section>
   );
 }

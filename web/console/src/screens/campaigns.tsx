@@ -8,7 +8,7 @@ import { api, type Schemas } from "../api/client";
 import type { ScreenProps } from "../lazy";
 import { envPath } from "../router";
 import { sentence } from "../session";
-import { Alert, canEdit, errorText, Field, formErrors, Heading, Link, NewButton, noErrors, num, Pager, Select, Thead, useResource, useSubmit, type FormErrors } from "../ui";
+import { Alert, canEdit, errorText, Field, FormActions, Heading, Link, NewButton, Notice, num, Pager, Select, Table, useResource, useSubmit } from "../ui";
 
 type Campaign = Schemas["campaignResponse"];
 type Strategy = Schemas["strategyDetailResponse"];
@@ -54,11 +54,7 @@ export function Campaigns({ env }: ScreenProps) {
   return (
     <>
       <Heading>Campaigns</Heading>
-      {notice && (
-        <p class="notice" role="status">
-          {notice}
-        </p>
-      )}
+      <Notice text={notice} />
       <section aria-labelledby="cmp-list">
         <h2 id="cmp-list">Campaigns of this environment</h2>
         {list.error && <Alert>{list.error}</Alert>}
@@ -70,26 +66,23 @@ export function Campaigns({ env }: ScreenProps) {
           </p>
         )}
         {items.length > 0 && (
-          <table aria-labelledby="cmp-list">
-            <Thead cols={["Name", "Status", "Target", "Posts a day", "Progress"]} />
-            <tbody>
-              {items.map((c) => (
-                <tr key={c.id}>
-                  <th scope="row">
-                    <button type="button" class="link" onClick={() => setOpen(c.id)} aria-expanded={open === c.id}>
-                      {c.name}
-                    </button>
-                  </th>
-                  <td>{statusWords[c.status]}</td>
-                  <td>{c.target === "astro" ? "Astro" : "WordPress"}</td>
-                  <td class="num">{c.cadence}</td>
-                  <td>
-                    <Progress c={c} />
-                  </td>
-                </tr>
-              ))}
-            </tbody>
-          </table>
+          <Table aria-labelledby="cmp-list" cols={["Name", "Status", "Target", "Posts a day", "Progress"]}>
+            {items.map((c) => (
+              <tr key={c.id}>
+                <th scope="row">
+                  <button type="button" class="link" onClick={() => setOpen(c.id)} aria-expanded={open === c.id}>
+                    {c.name}
+                  </button>
+                </th>
+                <td>{statusWords[c.status]}</td>
+                <td>{c.target === "astro" ? "Astro" : "WordPress"}</td>
+                <td class="num">{c.cadence}</td>
+                <td>
+                  <Progress c={c} />
+                </td>
+              </tr>
+            ))}
+          </Table>
         )}
         <Pager label="Pages of campaigns" page={page} pages={pageCount(total, PER_PAGE)} onPage={setPage} />
         <NewButton shown={editor && !creating} onClick={() => setCreating(true)}>New campaign</NewButton>
@@ -129,27 +122,16 @@ function CampaignForm({ env, c, onDone }: { env: number; c?: Campaign; onDone: (
     post_status: (c?.post_status ?? "draft") as "draft" | "publish",
     status: (c?.status ?? "draft") as CStatus,
   });
-  const [errors, setErrors] = useState<FormErrors>(noErrors);
-  const [busy, setBusy] = useState(false);
   const set = (patch: Partial<typeof f>) => setF({ ...f, ...patch });
-  async function submit(e: Event) {
-    e.preventDefault();
-    setBusy(true);
-    setErrors(noErrors);
+  const { errors, busy, submit } = useSubmit(["name", "description", "target", "archetype_id", "agent_id", "cadence", "post_status", "status"], async () => {
     const common = { name: f.name, description: f.description, target: f.target, cadence: Number(f.cadence), post_status: f.post_status, status: f.status };
-    try {
-      const r = c
-        ? await api.put("/api/seo/campaigns/{id}", { path: { id: c.id }, body: { ...common, archetype_id: Number(f.archetype || 0), agent_id: Number(f.agent || 0) } })
-        : await api.post("/api/seo/campaigns", {
-            body: { ...common, environment_id: env, archetype_id: f.archetype ? Number(f.archetype) : null, agent_id: f.agent ? Number(f.agent) : null },
-          });
-      onDone(r.data);
-    } catch (err) {
-      setErrors(formErrors(err, ["name", "description", "target", "archetype_id", "agent_id", "cadence", "post_status", "status"]));
-    } finally {
-      setBusy(false);
-    }
-  }
+    const r = c
+      ? await api.put("/api/seo/campaigns/{id}", { path: { id: c.id }, body: { ...common, archetype_id: Number(f.archetype || 0), agent_id: Number(f.agent || 0) } })
+      : await api.post("/api/seo/campaigns", {
+          body: { ...common, environment_id: env, archetype_id: f.archetype ? Number(f.archetype) : null, agent_id: f.agent ? Number(f.agent) : null },
+        });
+    onDone(r.data);
+  });
   const fe = errors.fields;
   return (
     <form class="card" onSubmit={submit} aria-label={c ? `Edit ${c.name}` : "New campaign"} noValidate>
@@ -171,15 +153,9 @@ function CampaignForm({ env, c, onDone }: { env: number; c?: Campaign; onDone: (
           <Select label="Status" name="status" value={f.status} onValue={(v) => set({ status: v as CStatus })} error={fe.status} options={Object.entries(statusWords)} />
         </div>
       </fieldset>
-      {errors.form && <Alert>{sentence(errors.form)}</Alert>}
-      <div class="actions">
-        <button type="submit" class="primary" disabled={busy}>
-          {c ? "Save the campaign" : "Create campaign"}
-        </button>
-        <button type="button" onClick={() => onDone(null)}>
-          Cancel
-        </button>
-      </div>
+      <FormActions error={errors.form} disabled={busy} onCancel={() => onDone(null)}>
+        {c ? "Save the campaign" : "Create campaign"}
+      </FormActions>
     </form>
   );
 }
@@ -328,30 +304,27 @@ function Strategies({ env, editor, onCampaign }: { env: number; editor: boolean;
       {list.error && <Alert>{list.error}</Alert>}
       {list.data && items.length === 0 && <p>No strategy yet. A strategy groups the environment's keywords into clusters, each around a pillar.</p>}
       {items.length > 0 && (
-        <table aria-labelledby="str-list">
-          <Thead cols={["Name", "State", "Clusters", "Keywords"]} />
-          <tbody>
-            {items.map((s) => (
-              <tr key={s.id}>
-                <th scope="row">
-                  {s.status === "ready" ? (
-                    <button type="button" class="link" onClick={() => setOpen(s.id)} aria-expanded={open === s.id}>
-                      {s.name}
-                    </button>
-                  ) : (
-                    s.name
-                  )}
-                </th>
-                <td>
-                  {strategyWords[s.status] ?? s.status}
-                  {s.error && <span class="muted small"> — {s.error}</span>}
-                </td>
-                <td class="num">{num(s.cluster_count)}</td>
-                <td class="num">{num(s.keyword_count)}</td>
-              </tr>
-            ))}
-          </tbody>
-        </table>
+        <Table aria-labelledby="str-list" cols={["Name", "State", "Clusters", "Keywords"]}>
+          {items.map((s) => (
+            <tr key={s.id}>
+              <th scope="row">
+                {s.status === "ready" ? (
+                  <button type="button" class="link" onClick={() => setOpen(s.id)} aria-expanded={open === s.id}>
+                    {s.name}
+                  </button>
+                ) : (
+                  s.name
+                )}
+              </th>
+              <td>
+                {strategyWords[s.status] ?? s.status}
+                {s.error && <span class="muted small"> — {s.error}</span>}
+              </td>
+              <td class="num">{num(s.cluster_count)}</td>
+              <td class="num">{num(s.keyword_count)}</td>
+            </tr>
+          ))}
+        </Table>
       )}
       {total > PER_PAGE && (
         <p class="muted small" role="status">

@@ -3,15 +3,14 @@
 // tool's export (by file picker or by dropping it on the screen, with the
 // upload's progress and the server's report), and for editors the
 // selected rows' status, deletion, or a campaign made of them.
-import { useEffect, useRef, useState } from "preact/hooks";
-import { api, upload, type Schemas } from "../api/client";
+import { useRef, useState } from "preact/hooks";
+import { api, type Schemas } from "../api/client";
 import type { ScreenProps } from "../lazy";
 import { envPath } from "../router";
 import { Confirm } from "../confirm";
 import { sentence } from "../session";
-import {
-  Alert, canEdit, errorText, Field, formErrors, Heading, Labelled, Link, noErrors, num, Pager, Select, Thead, UploadProgress, useDebounced, useResource, useSubmit, type FormErrors,
-} from "../ui";
+import { Alert, canEdit, errorText, Field, FormActions, Heading, Link, Notice, num, Pager, Select, Thead, useDebounced, useResource, useSubmit } from "../ui";
+import { FileUpload, useUpload } from "../upload";
 
 type Keyword = Schemas["keywordResponse"];
 type Report = Schemas["keywordImportResponse"];
@@ -131,11 +130,7 @@ export function Keywords({ env }: ScreenProps) {
           <Select label="Rows per page" name="per_page" value={String(perPage)} onValue={(v) => setPerPage(Number(v))}
             options={[["25", "25"], ["50", "50"], ["100", "100"], ["200", "200"]]} />
         </div>
-        {done && (
-          <p class="notice" role="status">
-            {done}
-          </p>
-        )}
+        <Notice text={done} />
         {editor && selected.size > 0 && (
           <Selection env={env} ids={[...selected]} onChanged={changed} onError={() => list.reload()} />
         )}
@@ -224,51 +219,16 @@ function SortHeader({ label, by, sort, onSort, numeric }: {
 // Import uploads an export (chosen, or dropped anywhere on the screen) and
 // shows the server's report.
 function Import({ env, bind, onImported }: { env: number; bind: { current: (f: File) => void }; onImported: () => void }) {
-  const [progress, setProgress] = useState<{ name: string; sent: number } | null>(null);
-  const [report, setReport] = useState<{ name: string; r: Report } | null>(null);
-  const [error, setError] = useState<string | null>(null);
-  const input = useRef<HTMLInputElement>(null);
-  const ac = useRef<AbortController | null>(null);
-  useEffect(() => () => ac.current?.abort(), []);
+  const u = useUpload("/api/seo/keywords/import", { fields: { environment_id: String(env) }, onSent: onImported });
+  bind.current = u.send;
 
-  async function send(f: File) {
-    if (progress) return;
-    ac.current = new AbortController();
-    setError(null);
-    setReport(null);
-    setProgress({ name: f.name, sent: 0 });
-    const form = new FormData();
-    form.append("environment_id", String(env));
-    form.append("file", f, f.name);
-    try {
-      const r = await upload("/api/seo/keywords/import", form, (sent) => setProgress({ name: f.name, sent }), ac.current.signal);
-      setReport({ name: f.name, r: r.data });
-      onImported();
-    } catch (e) {
-      if (e instanceof DOMException && e.name === "AbortError") return;
-      const fe = formErrors(e, ["file"]);
-      setError(fe.fields.file ?? fe.form);
-    } finally {
-      setProgress(null);
-      if (input.current) input.current.value = "";
-    }
-  }
-  bind.current = (f) => void send(f);
-
-  const r = report?.r;
+  const report = u.last;
+  const r = report?.answer.data;
   return (
     <section aria-labelledby="kw-import" class="card import">
       <h2 id="kw-import">Import an export</h2>
-      <Labelled label="Keyword export (CSV)" error={error ?? undefined}
-        hint="A Google Keyword Planner, Ahrefs or Semrush export. Choose the file, or drop it anywhere on this screen. Keywords already here get the new metrics; their status and campaign stay."
-        control={(a) => (
-          <input {...a} ref={input} type="file" accept=".csv,.tsv,.txt,text/csv,text/tab-separated-values" disabled={!!progress}
-            onChange={(e) => {
-              const f = e.currentTarget.files?.[0];
-              if (f) void send(f);
-            }} />
-        )} />
-      {progress && <UploadProgress name={progress.name} sent={progress.sent} onCancel={() => ac.current?.abort()} />}
+      <FileUpload u={u} label="Keyword export (CSV)" accept=".csv,.tsv,.txt,text/csv,text/tab-separated-values"
+        hint="A Google Keyword Planner, Ahrefs or Semrush export. Choose the file, or drop it anywhere on this screen. Keywords already here get the new metrics; their status and campaign stay." />
       {r && report && (
         <div role="status" aria-labelledby="kw-report" class="report">
           <h3 id="kw-report">Imported {report.name}</h3>
@@ -396,15 +356,9 @@ function AddToCampaign({ env, ids, onAdded, onCancel }: { env: number; ids: numb
       </p>
       {found.error && <Alert>{found.error}</Alert>}
       {errors.fields.ids && <Alert>{sentence(errors.fields.ids)}</Alert>}
-      {errors.form && <Alert>{sentence(errors.form)}</Alert>}
-      <div class="actions">
-        <button type="submit" class="primary" disabled={busy || !id}>
-          Add {kws(ids.length)}
-        </button>
-        <button type="button" onClick={onCancel}>
-          Cancel
-        </button>
-      </div>
+      <FormActions error={errors.form} disabled={busy || !id} onCancel={onCancel}>
+        Add {kws(ids.length)}
+      </FormActions>
     </form>
   );
 }
@@ -422,15 +376,9 @@ function NewCampaign({ env, ids, onCreated, onCancel }: { env: number; ids: numb
       <Select label="Posts go to" name="target" value={target} onValue={(v) => setTarget(v as "wordpress" | "astro")}
         options={[["wordpress", "WordPress"], ["astro", "Astro"]]} error={errors.fields.target} />
       {errors.fields.keyword_ids && <Alert>{sentence(errors.fields.keyword_ids)}</Alert>}
-      {errors.form && <Alert>{sentence(errors.form)}</Alert>}
-      <div class="actions">
-        <button type="submit" class="primary" disabled={busy}>
-          Create campaign
-        </button>
-        <button type="button" onClick={onCancel}>
-          Cancel
-        </button>
-      </div>
+      <FormActions error={errors.form} disabled={busy} onCancel={onCancel}>
+        Create campaign
+      </FormActions>
     </form>
   );
 }

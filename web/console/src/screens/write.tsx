@@ -13,7 +13,7 @@ import { Markdown } from "../markdown";
 import { NoProvider, useNoProvider } from "../noprovider";
 import { SaveDraft } from "../savedraft";
 import { sentence } from "../session";
-import { Alert, canEdit, errorText, Field, formErrors, Heading, Select, TextArea, useResource } from "../ui";
+import { Alert, canEdit, errorText, Field, FormActions, formErrors, Heading, Select, TextArea, useResource } from "../ui";
 
 type Archetype = Schemas["archetypeResponse"];
 type Run = Schemas["cieRunResponse"];
@@ -229,16 +229,9 @@ export function Write({ env }: ScreenProps) {
           </fieldset>
           {errors.form && <Alert>{sentence(errors.form)}</Alert>}
           {editor && (
-            <div class="actions">
-              <button type="submit" class="primary" disabled={writing}>
-                Generate
-              </button>
-              {writing && (
-                <button type="button" onClick={() => void stop()}>
-                  Stop
-                </button>
-              )}
-            </div>
+            <FormActions disabled={writing} onCancel={writing ? () => void stop() : undefined} cancel="Stop">
+              Generate
+            </FormActions>
           )}
         </form>
       )}
