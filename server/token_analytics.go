@@ -58,8 +58,8 @@ type usageSeriesQuery struct {
 
 // query is the service's view of the filters.
 func (q usageQuery) query() analytics.Query {
-	return analytics.Query{From: q.From, To: q.To, TZ: q.TZ, UserID: q.UserID, EnvironmentID: q.EnvironmentID, AgentID: q.AgentID,
-		Model: q.Model, Source: q.Source, Status: q.Status}
+	return analytics.Query{From: q.From, To: q.To, TZ: q.TZ, UsageMatch: store.UsageMatch{UserID: q.UserID, EnvironmentID: q.EnvironmentID,
+		AgentID: q.AgentID, Model: q.Model, Source: q.Source, Status: q.Status}}
 }
 
 type usageEventResponse struct {

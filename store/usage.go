@@ -66,14 +66,20 @@ func (db *DB) RecordUsage(ctx context.Context, e UsageEvent) (int64, error) {
 // events outside any environment (Scope.SeesOwned). The zero Scope sees
 // nothing; store.Everything sees every event.
 type UsageFilter struct {
-	From, To      *time.Time // [From, To)
+	From, To *time.Time // [From, To)
+	UsageMatch
+	Scope Scope
+}
+
+// UsageMatch is what the events of a usage query match besides their time
+// and scope; a nil or "" field matches any.
+type UsageMatch struct {
 	UserID        *int64
 	EnvironmentID *int64
 	AgentID       *int64
 	Model         string
 	Source        string
 	Status        string
-	Scope         Scope
 }
 
 // conds renders the filter as conditions on usage_events u, to be joined

@@ -108,7 +108,7 @@ func BenchmarkUsageSeries30Days(b *testing.B) {
 	}{
 		{"ByDay", store.GroupByDay, store.UsageFilter{From: &from, To: &end, Scope: store.Everything}},
 		{"ByModel", store.GroupByModel, store.UsageFilter{From: &from, To: &end, Scope: store.Everything}},
-		{"OneEnvironmentByDay", store.GroupByDay, store.UsageFilter{From: &from, To: &end, EnvironmentID: &env, Scope: store.Everything}},
+		{"OneEnvironmentByDay", store.GroupByDay, store.UsageFilter{From: &from, To: &end, UsageMatch: store.UsageMatch{EnvironmentID: &env}, Scope: store.Everything}},
 	} {
 		b.Run(c.name, func(b *testing.B) {
 			for i := 0; i < b.N; i++ {

@@ -92,7 +92,7 @@ func TestUsageCancelled(t *testing.T) {
 	if err != nil || sum.Calls != 3 || sum.Errors != 1 || sum.Cancelled != 1 || sum.InputTokens != 30 || sum.OutputTokens != 15 || sum.Cost != 1_500_000 {
 		t.Fatalf("summary %+v (%v)", sum, err)
 	}
-	list, n, err := db.ListUsage(ctx, store.UsageFilter{Status: store.UsageCancelled, Scope: store.Everything}, store.Page{Page: 1, PerPage: 10})
+	list, n, err := db.ListUsage(ctx, store.UsageFilter{UsageMatch: store.UsageMatch{Status: store.UsageCancelled}, Scope: store.Everything}, store.Page{Page: 1, PerPage: 10})
 	if err != nil || n != 1 || list[0].Status != store.UsageCancelled {
 		t.Fatalf("cancelled events: %d (%v)", n, err)
 	}

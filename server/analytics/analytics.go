@@ -42,14 +42,9 @@ func New(db Store, now func() time.Time) *Service {
 // the days (the days of from and to, of the default ranges and of a day
 // series); "" is UTC.
 type Query struct {
-	From, To      string
-	TZ            string
-	UserID        *int64
-	EnvironmentID *int64
-	AgentID       *int64
-	Model         string
-	Source        string
-	Status        string
+	From, To string
+	TZ       string
+	store.UsageMatch
 }
 
 // Range is the time range [From, To) an answer covers; nil is open.
@@ -271,8 +266,7 @@ func idText(id *int64) string {
 // scope. Without from and to, defaultFrom (when not nil) opens the range.
 // An environment outside the scope is not found, as if it did not exist.
 func (s *Service) filter(sc store.Scope, q Query, defaultFrom func(now time.Time) time.Time) (store.UsageFilter, error) {
-	f := store.UsageFilter{UserID: q.UserID, EnvironmentID: q.EnvironmentID, AgentID: q.AgentID,
-		Model: q.Model, Source: q.Source, Status: q.Status, Scope: sc}
+	f := store.UsageFilter{UsageMatch: q.UsageMatch, Scope: sc}
 	loc, err := zone(q.TZ)
 	if err != nil {
 		return f, err

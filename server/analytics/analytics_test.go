@@ -214,7 +214,7 @@ func TestScope(t *testing.T) {
 	viewer := store.NewScope(7, false, []int64{2, 5})
 	t.Run("FilterCarriesScope", func(t *testing.T) {
 		svc, db := newService()
-		if _, _, err := svc.List(ctx, viewer, Query{Model: "gpt"}, store.Page{Page: 1, PerPage: 10}); err != nil {
+		if _, _, err := svc.List(ctx, viewer, Query{UsageMatch: store.UsageMatch{Model: "gpt"}}, store.Page{Page: 1, PerPage: 10}); err != nil {
 			t.Fatal(err)
 		}
 		f := db.filters[0]
@@ -224,7 +224,7 @@ func TestScope(t *testing.T) {
 	})
 	t.Run("GrantedEnvironment", func(t *testing.T) {
 		svc, db := newService()
-		if _, err := svc.Summary(ctx, viewer, Query{EnvironmentID: ptr[int64](5)}); err != nil {
+		if _, err := svc.Summary(ctx, viewer, Query{UsageMatch: store.UsageMatch{EnvironmentID: ptr[int64](5)}}); err != nil {
 			t.Fatal(err)
 		}
 		if *db.filters[0].EnvironmentID != 5 {
@@ -239,7 +239,7 @@ func TestScope(t *testing.T) {
 				t.Errorf("%s: got %v, want environment not found", name, err)
 			}
 		}
-		q := Query{EnvironmentID: ptr[int64](3)}
+		q := Query{UsageMatch: store.UsageMatch{EnvironmentID: ptr[int64](3)}}
 		_, _, err := svc.List(ctx, viewer, q, store.Page{Page: 1, PerPage: 10})
 		check("list", err)
 		_, err = svc.Summary(ctx, viewer, q)
@@ -257,13 +257,13 @@ func TestScope(t *testing.T) {
 	})
 	t.Run("AdminAnyEnvironment", func(t *testing.T) {
 		svc, _ := newService()
-		if _, err := svc.Summary(ctx, store.NewScope(1, true, nil), Query{EnvironmentID: ptr[int64](99)}); err != nil {
+		if _, err := svc.Summary(ctx, store.NewScope(1, true, nil), Query{UsageMatch: store.UsageMatch{EnvironmentID: ptr[int64](99)}}); err != nil {
 			t.Fatal(err)
 		}
 	})
 	t.Run("BadDateBeforeForeignEnvironment", func(t *testing.T) {
 		svc, _ := newService()
-		_, err := svc.Summary(ctx, viewer, Query{From: "soon", EnvironmentID: ptr[int64](3)})
+		_, err := svc.Summary(ctx, viewer, Query{From: "soon", UsageMatch: store.UsageMatch{EnvironmentID: ptr[int64](3)}})
 		if store.KindOf(err) != store.KindInvalid {
 			t.Fatalf("got %v, want invalid", err)
 		}
