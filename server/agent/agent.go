@@ -283,9 +283,7 @@ func (s *Service) check(ctx context.Context, sc store.Scope, in *store.AgentInpu
 		return store.Invalid("environment_id: is required: only admins create global agents")
 	}
 	if in.EnvironmentID != nil {
-		if _, err := s.envs.Get(ctx, sc, *in.EnvironmentID); store.IsNotFound(err) {
-			return store.Invalid("environment_id: no environment with id %d", *in.EnvironmentID)
-		} else if err != nil {
+		if _, err := environment.For(ctx, s.envs, sc, *in.EnvironmentID); err != nil {
 			return err
 		}
 	}

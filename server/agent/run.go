@@ -8,6 +8,7 @@ import (
 
 	"github.com/copydesk/copydesk/server/ai"
 	"github.com/copydesk/copydesk/server/engine"
+	"github.com/copydesk/copydesk/server/environment"
 	"github.com/copydesk/copydesk/server/generation"
 	"github.com/copydesk/copydesk/server/notify"
 	"github.com/copydesk/copydesk/server/stream"
@@ -104,9 +105,7 @@ func (s *Service) runEnvironment(ctx context.Context, sc store.Scope, a *store.A
 		}
 		return nil, nil
 	}
-	if _, err := s.envs.Get(ctx, sc, *envID); store.IsNotFound(err) {
-		return nil, store.Invalid("environment_id: no environment with id %d", *envID)
-	} else if err != nil {
+	if _, err := environment.For(ctx, s.envs, sc, *envID); err != nil {
 		return nil, err
 	}
 	if !a.UsableIn(*envID) {

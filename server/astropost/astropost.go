@@ -20,6 +20,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/copydesk/copydesk/server/environment"
 	"github.com/copydesk/copydesk/server/slug"
 	"github.com/copydesk/copydesk/server/valid"
 	"github.com/copydesk/copydesk/server/webhook"
@@ -350,13 +351,7 @@ func (s *Service) postEnv(ctx context.Context, sc store.Scope, id int64) (*store
 // env finds the environment of a new post: one the caller sees, with an
 // Astro project.
 func (s *Service) env(ctx context.Context, sc store.Scope, id int64) (*store.Environment, error) {
-	if id <= 0 {
-		return nil, store.Invalid("environment_id: is required")
-	}
-	env, err := s.envs.Get(ctx, sc, id)
-	if store.IsNotFound(err) {
-		return nil, store.Invalid("environment_id: no environment with id %d", id)
-	}
+	env, err := environment.For(ctx, s.envs, sc, id)
 	if err != nil {
 		return nil, err
 	}

@@ -176,9 +176,7 @@ func model(v string) (string, error) {
 
 // environment checks that the caller may put a conversation in envID.
 func (s *Service) environment(ctx context.Context, sc store.Scope, envID int64) error {
-	if _, err := s.envs.Get(ctx, sc, envID); store.IsNotFound(err) {
-		return store.Invalid("environment_id: no environment with id %d", envID)
-	} else if err != nil {
+	if _, err := environment.For(ctx, s.envs, sc, envID); err != nil {
 		return err
 	}
 	return nil

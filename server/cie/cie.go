@@ -215,9 +215,7 @@ func (s *Service) checkHome(ctx context.Context, sc store.Scope, envID *int64) e
 		}
 		return nil
 	}
-	if _, err := s.envs.Get(ctx, sc, *envID); store.IsNotFound(err) {
-		return store.Invalid("environment_id: no environment with id %d", *envID)
-	} else if err != nil {
+	if _, err := environment.For(ctx, s.envs, sc, *envID); err != nil {
 		return err
 	}
 	return nil
@@ -573,9 +571,7 @@ const formatRule = "Answer in exactly this format and nothing else:\n" +
 // usableIn checks that a generation from a may run in envID: one the scope
 // sees, and the archetype's own when it is not global.
 func (s *Service) usableIn(ctx context.Context, sc store.Scope, a *store.Archetype, envID int64) error {
-	if _, err := s.envs.Get(ctx, sc, envID); store.IsNotFound(err) {
-		return store.Invalid("environment_id: no environment with id %d", envID)
-	} else if err != nil {
+	if _, err := environment.For(ctx, s.envs, sc, envID); err != nil {
 		return err
 	}
 	if a.EnvironmentID != nil && *a.EnvironmentID != envID {

@@ -226,12 +226,7 @@ func (s *Service) DeleteTag(ctx context.Context, sc store.Scope, id int64) (map[
 // checkEnv: the environment of a new category or tag is one the caller
 // sees; one it does not is named as missing, like an unknown one.
 func (s *Service) checkEnv(ctx context.Context, sc store.Scope, id int64) error {
-	if id <= 0 {
-		return store.Invalid("environment_id: is required")
-	}
-	if _, err := s.envs.Get(ctx, sc, id); store.IsNotFound(err) {
-		return store.Invalid("environment_id: no environment with id %d", id)
-	} else if err != nil {
+	if _, err := environment.For(ctx, s.envs, sc, id); err != nil {
 		return err
 	}
 	return nil

@@ -258,3 +258,19 @@ func Slugify(name string) string {
 	}
 	return s
 }
+
+// For is the environment a request's environment_id names for something
+// done in it: one that does not exist, or that the scope does not see, is
+// the request's mistake (422, naming the field), where Get's not found
+// (404) is for a route's own environment. An id of 0 or less was not
+// given.
+func For(ctx context.Context, envs Getter, sc store.Scope, id int64) (*store.Environment, error) {
+	if id <= 0 {
+		return nil, store.Invalid("environment_id: is required")
+	}
+	env, err := envs.Get(ctx, sc, id)
+	if store.IsNotFound(err) {
+		return nil, store.Invalid("environment_id: no environment with id %d", id)
+	}
+	return env, err
+}

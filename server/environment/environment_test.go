@@ -2,6 +2,7 @@ package environment_test
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -148,6 +149,38 @@ func TestScope(t *testing.T) {
 			}
 			if !slices.Equal(got, c.want) || total != len(c.want) {
 				t.Fatalf("got %v (total %d), want %v", got, total, c.want)
+			}
+		})
+	}
+}
+
+// TestFor: an environment_id in a request that names no environment the
+// scope sees is the request's mistake, named by its field, and says no
+// more than a missing one would.
+func TestFor(t *testing.T) {
+	ctx := context.Background()
+	s, _ := newService(t)
+	a := mustCreate(t, s, store.NewEnvironment{Name: "Alpha"})
+	b := mustCreate(t, s, store.NewEnvironment{Name: "Beta"})
+
+	if e, err := environment.For(ctx, s, granted(a.ID), a.ID); err != nil || e.ID != a.ID {
+		t.Fatalf("granted: %v, %v", e, err)
+	}
+	for _, c := range []struct {
+		name string
+		sc   store.Scope
+		id   int64
+		want string
+	}{
+		{"NotGranted", granted(a.ID), b.ID, fmt.Sprintf("environment_id: no environment with id %d", b.ID)},
+		{"Missing", admin, 9999, "environment_id: no environment with id 9999"},
+		{"Zero", admin, 0, "environment_id: is required"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			_, err := environment.For(ctx, s, c.sc, c.id)
+			storetest.WantKind(t, err, store.KindInvalid)
+			if store.Message(err) != c.want {
+				t.Fatalf("message %q, want %q", store.Message(err), c.want)
 			}
 		})
 	}

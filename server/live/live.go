@@ -129,9 +129,7 @@ type NewSession struct {
 // Create opens a session of an agent in an environment the scope sees; the
 // agent must be one the scope sees and may run there.
 func (s *Service) Create(ctx context.Context, sc store.Scope, n NewSession) (*store.LiveSession, error) {
-	if _, err := s.envs.Get(ctx, sc, n.EnvironmentID); store.IsNotFound(err) {
-		return nil, store.Invalid("environment_id: no environment with id %d", n.EnvironmentID)
-	} else if err != nil {
+	if _, err := environment.For(ctx, s.envs, sc, n.EnvironmentID); err != nil {
 		return nil, err
 	}
 	a, err := store.AgentNamed(ctx, s.db.AgentByID, sc, n.AgentID)

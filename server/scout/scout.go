@@ -140,9 +140,7 @@ type StartInput struct {
 // find nothing: only remote sources asked for, and neither a serp
 // credential nor an AI provider usable.
 func (s *Service) Start(ctx context.Context, sc store.Scope, in StartInput) (*store.ScoutRun, error) {
-	if _, err := s.envs.Get(ctx, sc, in.EnvironmentID); store.IsNotFound(err) {
-		return nil, store.Invalid("environment_id: no environment with id %d", in.EnvironmentID)
-	} else if err != nil {
+	if _, err := environment.For(ctx, s.envs, sc, in.EnvironmentID); err != nil {
 		return nil, err
 	}
 	sources, err := checkSources(in.Sources)

@@ -397,12 +397,5 @@ func (s *Service) checkEnv(ctx context.Context, sc store.Scope, id int64) error 
 
 // newIn is the environment something new goes into (see checkEnv).
 func (s *Service) newIn(ctx context.Context, sc store.Scope, id int64) (*store.Environment, error) {
-	if id <= 0 {
-		return nil, store.Invalid("environment_id: is required")
-	}
-	env, err := s.envs.Get(ctx, sc, id)
-	if store.IsNotFound(err) {
-		return nil, store.Invalid("environment_id: no environment with id %d", id)
-	}
-	return env, err
+	return environment.For(ctx, s.envs, sc, id)
 }

@@ -154,9 +154,7 @@ type CreateInput struct {
 // (no serp credential usable, and not every keyword has stored data), and
 // when refine is asked with no usable AI provider.
 func (s *Service) Create(ctx context.Context, sc store.Scope, in CreateInput) (*store.Strategy, error) {
-	if _, err := s.envs.Get(ctx, sc, in.EnvironmentID); store.IsNotFound(err) {
-		return nil, store.Invalid("environment_id: no environment with id %d", in.EnvironmentID)
-	} else if err != nil {
+	if _, err := environment.For(ctx, s.envs, sc, in.EnvironmentID); err != nil {
 		return nil, err
 	}
 	name, err := valid.Name("name", in.Name, maxName)

@@ -186,13 +186,7 @@ func (s *Service) Get(ctx context.Context, sc store.Scope, id int64) (*store.Wor
 
 // Create makes a post here, in an environment the scope sees.
 func (s *Service) Create(ctx context.Context, sc store.Scope, userID int64, in Input) (*store.WordPressPost, error) {
-	if in.EnvironmentID <= 0 {
-		return nil, store.Invalid("environment_id: is required")
-	}
-	env, err := s.envs.Get(ctx, sc, in.EnvironmentID)
-	if store.IsNotFound(err) {
-		return nil, store.Invalid("environment_id: no environment with id %d", in.EnvironmentID)
-	}
+	env, err := environment.For(ctx, s.envs, sc, in.EnvironmentID)
 	if err != nil {
 		return nil, err
 	}
