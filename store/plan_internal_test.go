@@ -213,7 +213,7 @@ func planCalls(t *testing.T, mt reflect.Type) []planCall {
 		switch {
 		case f.Type == sortType:
 			sortField = &f
-		case f.IsExported() && len(f.Index) == 1 && f.Type != pageType:
+		case f.IsExported() && !f.Anonymous && f.Type != pageType && plainField(ft, f):
 			fields = append(fields, f)
 		}
 	}
@@ -307,6 +307,16 @@ var planSamples = map[string]any{
 	"WordPressPostFilter.Q":          "post 1",
 	"WordPressPostFilter.Status":     "draft",
 	"WordPressPostFilter.SyncStatus": "synced",
+}
+
+// plainField: f is a filter's own field, or one of an embedded struct of
+// fields (UsageFilter's UsageMatch), not a part of its Page or Sort.
+func plainField(ft reflect.Type, f reflect.StructField) bool {
+	if len(f.Index) == 1 {
+		return true
+	}
+	outer := ft.FieldByIndex(f.Index[:1]).Type
+	return outer != pageType && outer != sortType
 }
 
 // planSample is the value a filter field is set to.
