@@ -1060,11 +1060,10 @@ func authzSEO(t *testing.T, e *env, env *store.Environment) (run, queued, candid
 //
 // On PostgreSQL each copy of the fixture is a database cloned from the
 // fixture's; storetest.Clones makes them ahead, several at once, and drops
-// them in the background (about 1,650 copies, six minutes on an idle
-// machine, nearly all of it PostgreSQL's). They run there when
-// COPYDESK_TABLES_ON_POSTGRES=1 asks for it, best with -parallel 6, as
-// .ci/run does in a lane of its own (their first run found two bugs only
-// PostgreSQL shows: invalid UTF-8 stored).
+// them in the background (one at a time inside each case, the two tables
+// took about ten minutes here). They run there when
+// COPYDESK_TABLES_ON_POSTGRES=1 asks for it, best with -parallel 6 (their
+// first run found two bugs only PostgreSQL shows: invalid UTF-8 stored).
 func skipTableUnderRace(t *testing.T) {
 	if raceDetector && os.Getenv("COPYDESK_TABLES_UNDER_RACE") == "" {
 		t.Skip("a route table runs without the race detector (.ci/run's own step); COPYDESK_TABLES_UNDER_RACE=1 runs it here")
