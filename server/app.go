@@ -436,6 +436,14 @@ func (a *App) Run(ctx context.Context) error {
 		}
 	})
 
+	// Serve once the runner's first sweep has recovered what a stopped
+	// process left and planned the recurring work: an instance that
+	// answers shows the queue as it will be.
+	select {
+	case <-a.Jobs.Swept():
+	case <-ctx.Done():
+	}
+
 	errc := make(chan error, 2)
 	go func() { errc <- srv.Serve(a.listener) }()
 	a.Log.Info("copydesk is serving", "addr", "http://"+a.Addr(), "docs", "http://"+a.Addr()+"/docs", "data_dir", a.Config.DataDir)

@@ -188,6 +188,10 @@ type Runner struct {
 	wake    chan struct{} // a job may be due: one token per worker, at most
 	running atomic.Bool   // Run is under way
 
+	// swept is closed when Run's first sweep is over (see Swept).
+	swept     chan struct{}
+	sweptOnce sync.Once
+
 	// mu guards kinds and active. It is also held across the store call
 	// that claims, finishes or cancels a job and the matching change to
 	// active, so that a job is running in the database exactly while it
@@ -254,6 +258,7 @@ func New(db *store.DB, log *slog.Logger, opt Options) *Runner {
 		owner:  instanceName(),
 		shared: db.Dialect().Name() != "sqlite",
 		wake:   make(chan struct{}, opt.Workers),
+		swept:  make(chan struct{}),
 		kinds:  map[string]*Kind{},
 		active: map[int64]*activeJob{},
 	}
@@ -556,12 +561,15 @@ func (r *Runner) Run(ctx context.Context) error {
 		return errors.New("jobs: the runner is already running")
 	}
 	defer r.running.Store(false)
+	endSweep := func() { r.sweptOnce.Do(func() { close(r.swept) }) }
+	defer endSweep() // a failed or stopped start ends it too
 	if err := r.sweep(ctx, store.JobInterrupted); err != nil {
 		if ctx.Err() != nil {
 			return nil // stopped while starting: nothing ran
 		}
 		return fmt.Errorf("jobs: recover interrupted jobs: %w", err)
 	}
+	endSweep()
 	var wg sync.WaitGroup
 	for i := range r.opt.Workers {
 		wg.Go(func() { r.work(ctx, i+1) })
@@ -571,6 +579,12 @@ func (r *Runner) Run(ctx context.Context) error {
 	wg.Wait()
 	return nil
 }
+
+// Swept is closed when the first Run's first sweep is over, done or failed:
+// from then on, the jobs a stopped process left are recovered and every
+// recurring kind has its queued job. The server waits for it before it
+// serves, so that a request never sees the queue as it was before.
+func (r *Runner) Swept() <-chan struct{} { return r.swept }
 
 // sweep recovers the jobs marked running that no worker of this runner
 // runs, giving reason as their last error, and plans the recurring kinds:

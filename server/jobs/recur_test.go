@@ -125,6 +125,31 @@ func TestRecurringKeepsOneJobQueued(t *testing.T) {
 	}
 }
 
+// Swept closes once Run's first sweep has planned the recurring kinds, so
+// that a server waiting for it serves no request before the queue is set
+// (two instances that answer have each planned: one queued job between
+// them, which internal/clustertest checks on PostgreSQL).
+func TestSweptAfterThePlan(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, jobs.Options{})
+	onClock(h)
+	h.registerKind("tidy", jobs.Kind{Next: jobs.Every(time.Hour), Handle: func(context.Context, *store.Job) error { return nil }})
+	select {
+	case <-h.r.Swept():
+		t.Fatal("Swept is closed before Run")
+	default:
+	}
+	h.start(t)
+	select {
+	case <-h.r.Swept():
+	case <-time.After(wait):
+		t.Fatalf("Swept not closed %v after Run began", wait)
+	}
+	if list := queued(t, h.db, "tidy"); len(list) != 1 || !list[0].RunAfter.Equal(t0.Add(30*time.Minute)) {
+		t.Fatalf("queued when Swept closed: %+v, want one job at %v", list, t0.Add(30*time.Minute))
+	}
+}
+
 // schedule is a Schedule a test changes.
 type schedule struct {
 	mu sync.Mutex
