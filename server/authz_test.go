@@ -778,13 +778,16 @@ func (f *authzFixture) env(t *testing.T) *env {
 // caseEnv is the app a case of TestAuthorizationTable runs in: its own
 // copy of the fixture when the request may change something, else one app
 // all such cases share (a copy per case made the table the slowest test by
-// far). A read that is not a stream changes nothing another case sees, and
-// neither does a refused request to a route that is not public: if a bug
-// let it through, its own status already fails the case. Streams and public
-// routes (sign-in counts failures) always get their own copy.
+// far, and on PostgreSQL each copy is a database made and dropped). A read
+// that is not a stream changes nothing another case sees, and neither does
+// a refused request to a route that is not public: unauthenticated (401),
+// forbidden (403), out of the caller's reach or gone (404), in conflict
+// with the state (409) or invalid (422). If a bug let it through, its own
+// status already fails the case. Streams and public routes (sign-in
+// counts failures) always get their own copy.
 func (f *authzFixture) caseEnv(t *testing.T, c authzCase, method string, want int, a server.Access) *env {
 	t.Helper()
-	refused := (want == 401 || want == 403) && !a.Public
+	refused := slices.Contains([]int{401, 403, 404, 409, 422}, want) && !a.Public
 	if c.stream || c.file || !(method == "GET" || refused) {
 		return f.env(t)
 	}
@@ -1058,12 +1061,12 @@ func authzSEO(t *testing.T, e *env, env *store.Environment) (run, queued, candid
 // runs concurrently in the other tests. CI runs them in a step of their
 // own without -race; COPYDESK_TABLES_UNDER_RACE=1 runs them anyway.
 //
-// On PostgreSQL each copy of the fixture is a database cloned from the
-// fixture's; storetest.Clones makes them ahead, several at once, and drops
-// them in the background (one at a time inside each case, the two tables
-// took about ten minutes here). They run there when
-// COPYDESK_TABLES_ON_POSTGRES=1 asks for it, best with -parallel 6 (their
-// first run found two bugs only PostgreSQL shows: invalid UTF-8 stored).
+// On PostgreSQL each copy of the fixture is a database of its own;
+// storetest.Clones makes them ahead and resets each in place for the next
+// case (the two tables take about four minutes there, most of it
+// PostgreSQL's CPU). They run there when COPYDESK_TABLES_ON_POSTGRES=1
+// asks for it, best with -parallel 6, as .ci/run does (their first run
+// found two bugs only PostgreSQL shows: invalid UTF-8 stored).
 func skipTableUnderRace(t *testing.T) {
 	if raceDetector && os.Getenv("COPYDESK_TABLES_UNDER_RACE") == "" {
 		t.Skip("a route table runs without the race detector (.ci/run's own step); COPYDESK_TABLES_UNDER_RACE=1 runs it here")

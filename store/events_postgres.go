@@ -54,7 +54,12 @@ func (db *DB) FollowAnnouncements(ctx context.Context, log *slog.Logger, connect
 }
 
 func (db *DB) listenOnce(ctx context.Context, connected func(), fn func(string)) error {
-	conn, err := pgx.Connect(ctx, db.url)
+	cfg, err := pgx.ParseConfig(db.url)
+	if err != nil {
+		return err
+	}
+	cfg.RuntimeParams["application_name"] = "copydesk events"
+	conn, err := pgx.ConnectConfig(ctx, cfg)
 	if err != nil {
 		return err
 	}

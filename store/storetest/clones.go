@@ -12,33 +12,53 @@ import (
 )
 
 // Clones hands out copies of one PostgreSQL database (a test's fixture,
-// closed), for a test that needs hundreds of them: the route tables. A
-// copy costs a CREATE DATABASE and a DROP DATABASE, about a second
-// between them, mostly waiting on the server; done one at a time inside
-// each case they were most of the tables' ten minutes. Here copies are
-// made ahead, several at once, while the cases run, and dropped in the
-// background after their case; the owner's end drops the rest.
+// closed), for a test that needs hundreds of them: the route tables.
+//
+// A new copy is dear: CREATE DATABASE copies a thousand files, the first
+// connections to it read every catalog page again, and DROP DATABASE
+// removes the files; on two cores that was about 0.3 s of the server's CPU
+// a copy, most of the tables' cost. So a copy a case is done with is reset
+// in place and handed out again: its tables emptied and filled from a
+// snapshot of the fixture's rows (the schema copydesk_fixture, made in the
+// template before the first copy), its sequences set back, in one
+// transaction with triggers and foreign keys off (session_replication_role,
+// which needs a superuser; without one every copy is dropped and new ones
+// made, as before). New copies are made ahead, several at once, only while
+// too few are ready; the owner's end drops them all.
 type Clones struct {
 	tpl   string
+	base  string // the server's address
 	admin *sql.DB
-	ready chan string // made, not handed out yet
+	ahead int
+	ready chan string // made or reset, not handed out yet
 	stop  chan struct{}
+	need  chan struct{} // a copy was handed out: the makers look again
 	makes sync.WaitGroup
+	// reset is the statement that sets a copy back to the fixture; ""
+	// when copies cannot be reset (no superuser), and are dropped.
+	reset string
 
 	mu      sync.Mutex
 	err     error    // the first failure of a maker
-	dropErr error    // the first failure of a drop
-	drops   []string // handed out and done with
-	wake    chan struct{}
-	dropped chan struct{} // closed when the dropper is done
-	closing bool
+	doneErr error    // the first failure of a reset or a drop
+	queue   []string // handed out and done with
+	// resetting counts the copies the recycler took from queue and has
+	// not made ready or dropped yet.
+	resetting int
+	conns     map[string]*sql.DB
+	wake      chan struct{}
+	idle      chan struct{} // closed when the recycler is done
+	closing   bool
 }
+
+// fixtureSchema holds a snapshot of the template's rows, for resets.
+const fixtureSchema = "copydesk_fixture"
 
 // NewClones starts making copies of the database at src, ahead at a time,
 // until t ends (when every copy is dropped).
 func NewClones(t testing.TB, src string, ahead int) *Clones {
 	t.Helper()
-	RequirePostgres(t)
+	base := RequirePostgres(t)
 	u, err := url.Parse(src)
 	if err != nil {
 		t.Fatalf("storetest: %v", err)
@@ -48,27 +68,28 @@ func NewClones(t testing.TB, src string, ahead int) *Clones {
 		t.Fatalf("storetest: %v", err)
 	}
 	admin.SetMaxOpenConns(ahead + 1)
-	c := &Clones{tpl: strings.TrimPrefix(u.Path, "/"), admin: admin, ready: make(chan string, ahead),
-		stop: make(chan struct{}), wake: make(chan struct{}, 1), dropped: make(chan struct{})}
+	c := &Clones{tpl: strings.TrimPrefix(u.Path, "/"), base: base, admin: admin, ahead: ahead,
+		ready: make(chan string, 1024), stop: make(chan struct{}), need: make(chan struct{}, 1),
+		conns: map[string]*sql.DB{}, wake: make(chan struct{}, 1), idle: make(chan struct{})}
+	if c.reset, err = snapshotFixture(src); err != nil {
+		admin.Close()
+		t.Fatalf("storetest: snapshot the fixture's rows: %v", err)
+	}
 	for range ahead {
 		c.makes.Add(1)
 		go c.make()
 	}
-	go c.dropper()
+	go c.recycle()
 	t.Cleanup(func() {
 		close(c.stop)
 		c.makes.Wait()
-		close(c.ready)
-		for name := range c.ready {
-			c.done(name)
-		}
 		c.mu.Lock()
 		c.closing = true
 		c.mu.Unlock()
 		c.poke()
-		<-c.dropped
-		if c.dropErr != nil {
-			t.Errorf("storetest: %v", c.dropErr)
+		<-c.idle
+		if c.doneErr != nil {
+			t.Errorf("storetest: %v", c.doneErr)
 		}
 		if err := c.admin.Close(); err != nil {
 			t.Errorf("storetest: %v", err)
@@ -77,8 +98,8 @@ func NewClones(t testing.TB, src string, ahead int) *Clones {
 	return c
 }
 
-// Get returns the address of a copy of the test's own, dropped when the
-// test ends.
+// Get returns the address of a copy of the test's own, reset or dropped
+// when the test ends.
 func (c *Clones) Get(t testing.TB) string {
 	t.Helper()
 	var name string
@@ -90,17 +111,31 @@ func (c *Clones) Get(t testing.TB) string {
 		c.mu.Unlock()
 		t.Fatalf("storetest: no copy of %s made in 2 minutes (%v)", c.tpl, err)
 	}
+	select {
+	case c.need <- struct{}{}:
+	default:
+	}
 	t.Cleanup(func() { c.done(name) })
-	u, err := withDatabase(RequirePostgres(t), name)
+	u, err := withDatabase(c.base, name)
 	if err != nil {
 		t.Fatalf("storetest: %v", err)
 	}
 	return u
 }
 
+// make makes a new copy whenever fewer than ahead are ready or on their
+// way back (being reset): a copy reset is cheaper than a new one, and
+// the copies stay about as many as the cases that run at once, plus ahead.
 func (c *Clones) make() {
 	defer c.makes.Done()
 	for {
+		for c.coming() >= c.ahead {
+			select {
+			case <-c.need:
+			case <-c.stop:
+				return
+			}
+		}
 		name := "copydesk_t_" + randomName()
 		if err := createFrom(c.admin, name, c.tpl); err != nil {
 			c.mu.Lock()
@@ -124,9 +159,21 @@ func (c *Clones) make() {
 	}
 }
 
+// coming counts the copies ready and those being reset.
+func (c *Clones) coming() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	n := len(c.ready)
+	if c.reset != "" {
+		n += len(c.queue) + c.resetting
+	}
+	return n
+}
+
+// done queues a copy its test is done with, for a reset or a drop.
 func (c *Clones) done(name string) {
 	c.mu.Lock()
-	c.drops = append(c.drops, name)
+	c.queue = append(c.queue, name)
 	c.mu.Unlock()
 	c.poke()
 }
@@ -138,29 +185,193 @@ func (c *Clones) poke() {
 	}
 }
 
-// dropper drops what done queued, one at a time (a drop beside the makers'
-// creates slows them less than several would), until the owner's end.
-func (c *Clones) dropper() {
-	defer close(c.dropped)
+// recycle resets what done queued and makes it ready again, or drops it
+// once the owner's end has begun (or when it cannot be reset), one at a
+// time; at the owner's end it drops every copy left.
+func (c *Clones) recycle() {
+	defer close(c.idle)
 	for {
 		c.mu.Lock()
-		todo, closing := c.drops, c.closing
-		c.drops = nil
+		todo, closing := c.queue, c.closing
+		c.queue = nil
+		c.resetting = len(todo)
 		c.mu.Unlock()
 		for _, name := range todo {
-			if _, err := c.admin.ExecContext(context.Background(), `DROP DATABASE IF EXISTS `+name+` WITH (FORCE)`); err != nil {
-				c.mu.Lock()
-				if c.dropErr == nil {
-					c.dropErr = fmt.Errorf("drop %s: %w", name, err)
+			if !closing && c.reset != "" {
+				err := c.resetCopy(name)
+				if err == nil {
+					c.ready <- name
+				} else {
+					c.fail(fmt.Errorf("reset %s: %w", name, err))
+					c.drop(name)
 				}
-				c.mu.Unlock()
+			} else {
+				c.drop(name)
+			}
+			c.mu.Lock()
+			c.resetting--
+			c.mu.Unlock()
+			// A copy back, or one fewer on its way: the makers look again.
+			select {
+			case c.need <- struct{}{}:
+			default:
 			}
 		}
 		if len(todo) == 0 && closing {
-			return
+			// The makers have stopped: drop what is ready, the copies a
+			// reset before closing made ready too.
+			for {
+				select {
+				case name := <-c.ready:
+					c.drop(name)
+					continue
+				default:
+				}
+				return
+			}
 		}
 		if len(todo) == 0 {
 			<-c.wake
 		}
 	}
+}
+
+// resetCopy sets the copy name back to the fixture, over a connection of
+// its own kept open between resets.
+func (c *Clones) resetCopy(name string) error {
+	c.mu.Lock()
+	db := c.conns[name]
+	c.mu.Unlock()
+	if db == nil {
+		u, err := withDatabase(c.base, name)
+		if err != nil {
+			return err
+		}
+		if db, err = sql.Open("pgx", u); err != nil {
+			return err
+		}
+		db.SetMaxOpenConns(1)
+		c.mu.Lock()
+		c.conns[name] = db
+		c.mu.Unlock()
+	}
+	ctx := context.Background()
+	// The case's app is closed; a connection it left must not write after
+	// the reset.
+	if _, err := db.ExecContext(ctx, `SELECT pg_terminate_backend(pid, 10000) FROM pg_stat_activity
+		WHERE datname = current_database() AND pid <> pg_backend_pid()`); err != nil {
+		return err
+	}
+	_, err := db.ExecContext(ctx, c.reset) // several statements: one transaction
+	return err
+}
+
+func (c *Clones) drop(name string) {
+	c.mu.Lock()
+	db := c.conns[name]
+	delete(c.conns, name)
+	c.mu.Unlock()
+	if db != nil {
+		_ = db.Close()
+	}
+	if _, err := c.admin.ExecContext(context.Background(), `DROP DATABASE IF EXISTS `+name+` WITH (FORCE)`); err != nil {
+		c.fail(fmt.Errorf("drop %s: %w", name, err))
+	}
+}
+
+func (c *Clones) fail(err error) {
+	c.mu.Lock()
+	if c.doneErr == nil {
+		c.doneErr = err
+	}
+	c.mu.Unlock()
+}
+
+// snapshotFixture copies the rows of the database at src (its current
+// schema) into the schema copydesk_fixture of that database, and returns
+// the statements that set a copy of it back to those rows and sequence
+// values. It returns "" when the server does not let this user turn
+// triggers off (session_replication_role needs a superuser).
+func snapshotFixture(src string) (reset string, err error) {
+	db, err := sql.Open("pgx", src)
+	if err != nil {
+		return "", err
+	}
+	db.SetMaxOpenConns(1)
+	// Closed before the first copy: PostgreSQL copies a database no
+	// session is connected to.
+	defer func() { err = joinClose(err, db) }()
+	ctx := context.Background()
+	var super bool
+	if err := db.QueryRowContext(ctx, `SELECT rolsuper FROM pg_roles WHERE rolname = current_user`).Scan(&super); err != nil {
+		return "", err
+	}
+	if !super {
+		return "", nil
+	}
+	rows, err := db.QueryContext(ctx, `SELECT c.relname, string_agg(quote_ident(a.attname), ', ' ORDER BY a.attnum)
+		FROM pg_class c JOIN pg_attribute a ON a.attrelid = c.oid AND a.attnum > 0 AND NOT a.attisdropped AND a.attgenerated = ''
+		WHERE c.relnamespace = current_schema()::regnamespace AND c.relkind = 'r'
+		GROUP BY c.relname ORDER BY c.relname`)
+	if err != nil {
+		return "", err
+	}
+	type table struct{ name, cols string }
+	var tables []table
+	for rows.Next() {
+		var tb table
+		if err := rows.Scan(&tb.name, &tb.cols); err != nil {
+			rows.Close()
+			return "", err
+		}
+		tables = append(tables, tb)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return "", err
+	}
+	var seqs []string
+	rows, err = db.QueryContext(ctx, `SELECT format('SELECT setval(%L, %s, %s);', format('%I.%I', schemaname, sequencename),
+			COALESCE(last_value, start_value), CASE WHEN last_value IS NULL THEN 'false' ELSE 'true' END)
+		FROM pg_sequences WHERE schemaname = current_schema()`)
+	if err != nil {
+		return "", err
+	}
+	for rows.Next() {
+		var s string
+		if err := rows.Scan(&s); err != nil {
+			rows.Close()
+			return "", err
+		}
+		seqs = append(seqs, s)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return "", err
+	}
+	snap := []string{`CREATE SCHEMA ` + fixtureSchema + `;`}
+	b := []string{`BEGIN;`, `SET LOCAL session_replication_role = replica;`}
+	for _, tb := range tables {
+		q := quoteIdent(tb.name)
+		snap = append(snap, fmt.Sprintf(`CREATE TABLE %s.%s AS SELECT %s FROM %s;`, fixtureSchema, q, tb.cols, q))
+		b = append(b, fmt.Sprintf(`DELETE FROM %s;`, q),
+			fmt.Sprintf(`INSERT INTO %s (%s) OVERRIDING SYSTEM VALUE SELECT %s FROM %s.%s;`, q, tb.cols, tb.cols, fixtureSchema, q))
+	}
+	if _, err := db.ExecContext(ctx, strings.Join(snap, "\n")); err != nil {
+		return "", err
+	}
+	b = append(append(b, seqs...), `COMMIT;`)
+	return strings.Join(b, "\n"), nil
+}
+
+// quoteIdent quotes a PostgreSQL identifier.
+func quoteIdent(s string) string {
+	return `"` + strings.ReplaceAll(s, `"`, `""`) + `"`
+}
+
+func joinClose(err error, db *sql.DB) error {
+	if cerr := db.Close(); err == nil {
+		return cerr
+	}
+	return err
 }
