@@ -309,64 +309,51 @@ func snapshotFixture(src string) (reset string, err error) {
 	if !super {
 		return "", nil
 	}
-	rows, err := db.QueryContext(ctx, `SELECT c.relname, string_agg(quote_ident(a.attname), ', ' ORDER BY a.attnum)
+	// Each table of the schema with its columns, but the generated ones
+	// (the full-text vectors), which PostgreSQL computes again.
+	const tables = `WITH t AS (SELECT c.relname AS name, string_agg(quote_ident(a.attname), ', ' ORDER BY a.attnum) AS cols
 		FROM pg_class c JOIN pg_attribute a ON a.attrelid = c.oid AND a.attnum > 0 AND NOT a.attisdropped AND a.attgenerated = ''
-		WHERE c.relnamespace = current_schema()::regnamespace AND c.relkind = 'r'
-		GROUP BY c.relname ORDER BY c.relname`)
+		WHERE c.relnamespace = current_schema()::regnamespace AND c.relkind = 'r' GROUP BY c.relname) `
+	snap, err := texts(ctx, db, tables+`SELECT format('CREATE TABLE %I.%I AS SELECT %s FROM %I;', $1::text, name, cols, name)
+		FROM t ORDER BY name`, fixtureSchema)
 	if err != nil {
 		return "", err
 	}
-	type table struct{ name, cols string }
-	var tables []table
-	for rows.Next() {
-		var tb table
-		if err := rows.Scan(&tb.name, &tb.cols); err != nil {
-			rows.Close()
-			return "", err
-		}
-		tables = append(tables, tb)
-	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
+	fill, err := texts(ctx, db, tables+`SELECT format('DELETE FROM %I; INSERT INTO %I (%s) OVERRIDING SYSTEM VALUE SELECT %s FROM %I.%I;',
+		name, name, cols, cols, $1::text, name) FROM t ORDER BY name`, fixtureSchema)
+	if err != nil {
 		return "", err
 	}
-	var seqs []string
-	rows, err = db.QueryContext(ctx, `SELECT format('SELECT setval(%L, %s, %s);', format('%I.%I', schemaname, sequencename),
+	seqs, err := texts(ctx, db, `SELECT format('SELECT setval(%L, %s, %s);', format('%I.%I', schemaname, sequencename),
 			COALESCE(last_value, start_value), CASE WHEN last_value IS NULL THEN 'false' ELSE 'true' END)
 		FROM pg_sequences WHERE schemaname = current_schema()`)
 	if err != nil {
 		return "", err
 	}
-	for rows.Next() {
-		var s string
-		if err := rows.Scan(&s); err != nil {
-			rows.Close()
-			return "", err
-		}
-		seqs = append(seqs, s)
-	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
+	if _, err := db.ExecContext(ctx, `CREATE SCHEMA `+fixtureSchema+`;`+strings.Join(snap, "\n")); err != nil {
 		return "", err
 	}
-	snap := []string{`CREATE SCHEMA ` + fixtureSchema + `;`}
-	b := []string{`BEGIN;`, `SET LOCAL session_replication_role = replica;`}
-	for _, tb := range tables {
-		q := quoteIdent(tb.name)
-		snap = append(snap, fmt.Sprintf(`CREATE TABLE %s.%s AS SELECT %s FROM %s;`, fixtureSchema, q, tb.cols, q))
-		b = append(b, fmt.Sprintf(`DELETE FROM %s;`, q),
-			fmt.Sprintf(`INSERT INTO %s (%s) OVERRIDING SYSTEM VALUE SELECT %s FROM %s.%s;`, q, tb.cols, tb.cols, fixtureSchema, q))
-	}
-	if _, err := db.ExecContext(ctx, strings.Join(snap, "\n")); err != nil {
-		return "", err
-	}
+	b := append([]string{`BEGIN;`, `SET LOCAL session_replication_role = replica;`}, fill...)
 	b = append(append(b, seqs...), `COMMIT;`)
 	return strings.Join(b, "\n"), nil
 }
 
-// quoteIdent quotes a PostgreSQL identifier.
-func quoteIdent(s string) string {
-	return `"` + strings.ReplaceAll(s, `"`, `""`) + `"`
+// texts runs a query of one text column and returns its rows.
+func texts(ctx context.Context, db *sql.DB, q string, args ...any) ([]string, error) {
+	rows, err := db.QueryContext(ctx, q, args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []string
+	for rows.Next() {
+		var s string
+		if err := rows.Scan(&s); err != nil {
+			return nil, err
+		}
+		out = append(out, s)
+	}
+	return out, rows.Err()
 }
 
 func joinClose(err error, db *sql.DB) error {
