@@ -436,12 +436,17 @@ func (a *App) Run(ctx context.Context) error {
 		}
 	})
 
-	// Serve once the runner's first sweep has recovered what a stopped
-	// process left and planned the recurring work: an instance that
-	// answers shows the queue as it will be.
+	// Serve once the runner's first sweep is over: it has recovered what a
+	// stopped process left and planned the recurring work (or failed, and
+	// said so in the log), so an instance that answers shows the queue as
+	// it will be.
 	select {
 	case <-a.Jobs.Swept():
 	case <-ctx.Done():
+		// Asked to stop before serving began, as above.
+		stopBG()
+		wg.Wait()
+		return nil
 	}
 
 	errc := make(chan error, 2)

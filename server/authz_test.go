@@ -778,7 +778,7 @@ func (f *authzFixture) env(t *testing.T) *env {
 // caseEnv is the app a case of TestAuthorizationTable runs in: its own
 // copy of the fixture when the request may change something, else one app
 // all such cases share (a copy per case made the table the slowest test by
-// far, and on PostgreSQL each copy is a database made and dropped). A read
+// far, and on PostgreSQL each copy is a database of its own). A read
 // that is not a stream changes nothing another case sees, and neither does
 // a refused request to a route that is not public: unauthenticated (401),
 // forbidden (403), out of the caller's reach or gone (404), in conflict

@@ -58,7 +58,7 @@ func (db *DB) listenOnce(ctx context.Context, connected func(), fn func(string))
 	if err != nil {
 		return err
 	}
-	cfg.RuntimeParams["application_name"] = "copydesk events"
+	appName(cfg, "copydesk events")
 	conn, err := pgx.ConnectConfig(ctx, cfg)
 	if err != nil {
 		return err

@@ -42,8 +42,8 @@ func (db *DB) openPostgres(ctx context.Context) error {
 	}
 	rcfg := wcfg.Copy()
 	rcfg.RuntimeParams["default_transaction_read_only"] = "on"
-	wcfg.RuntimeParams["application_name"] = "copydesk writer"
-	rcfg.RuntimeParams["application_name"] = "copydesk reader"
+	appName(wcfg, "copydesk writer")
+	appName(rcfg, "copydesk reader")
 	d := db.d.(*postgresDialect)
 	w := sql.OpenDB(pgConnector{stdlib.GetConnector(*wcfg), d})
 	w.SetMaxOpenConns(1)
@@ -432,20 +432,30 @@ func (db *DB) HoldServing(ctx context.Context) (release func() error, err error)
 	if !db.OnPostgres() {
 		return func() error { return nil }, nil
 	}
-	return pgAdvisory(ctx, db.url, `SELECT pg_advisory_lock_shared(`+servingLockKey+`), true`)
+	return pgAdvisory(ctx, db.url, "copydesk serving lock", `SELECT pg_advisory_lock_shared(`+servingLockKey+`), true`)
 }
 
 // LockOffline takes the serving lock exclusively, or fails (KindConflict)
 // while an instance serves the database at url.
 func LockOffline(ctx context.Context, url string) (release func() error, err error) {
-	return pgAdvisory(ctx, url, `SELECT 0, pg_try_advisory_lock(`+servingLockKey+`)`)
+	return pgAdvisory(ctx, url, "copydesk offline lock", `SELECT 0, pg_try_advisory_lock(`+servingLockKey+`)`)
 }
 
-func pgAdvisory(ctx context.Context, url, query string) (func() error, error) {
+// appName names a connection's purpose in pg_stat_activity (writer,
+// reader, events, the serving lock), unless the database address sets
+// application_name itself.
+func appName(cfg *pgx.ConnConfig, name string) {
+	if _, set := cfg.RuntimeParams["application_name"]; !set {
+		cfg.RuntimeParams["application_name"] = name
+	}
+}
+
+func pgAdvisory(ctx context.Context, url, name, query string) (func() error, error) {
 	cfg, err := pgx.ParseConfig(url)
 	if err != nil {
 		return nil, fmt.Errorf("store: the database address is not valid: %w", err)
 	}
+	appName(cfg, name)
 	pool := sql.OpenDB(stdlib.GetConnector(*cfg))
 	conn, err := pool.Conn(ctx)
 	if err != nil {

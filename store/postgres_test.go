@@ -2,6 +2,7 @@ package store_test
 
 import (
 	"context"
+	"errors"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -54,5 +55,42 @@ func TestPostgresSchemaMatchesSQLite(t *testing.T) {
 	}
 	if len(want) < 300 {
 		t.Errorf("SQLite's schema has %d objects and columns; the comparison read too little", len(want))
+	}
+}
+
+// Each connection says what it is for in pg_stat_activity, unless the
+// database address names the application itself.
+func TestPostgresConnectionNames(t *testing.T) {
+	storetest.RequirePostgres(t)
+	ctx := context.Background()
+	for _, tc := range []struct{ query, writer string }{{"", "copydesk writer"}, {"application_name=ops", "ops"}} {
+		url := storetest.NewPostgres(t)
+		if tc.query != "" {
+			url += map[bool]string{true: "&", false: "?"}[strings.Contains(url, "?")] + tc.query
+		}
+		db, err := store.Open(ctx, url, store.Options{Readers: 1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		release, err := db.HoldServing(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		raw := storetest.Raw(t, db)
+		var names string
+		if err := raw.QueryRowContext(ctx, `SELECT string_agg(application_name, ',' ORDER BY application_name) FROM pg_stat_activity
+			WHERE datname = current_database() AND pid <> pg_backend_pid()`).Scan(&names); err != nil {
+			t.Fatal(err)
+		}
+		want := "copydesk serving lock," + tc.writer
+		if tc.query != "" {
+			want = "ops,ops"
+		}
+		if names != want {
+			t.Errorf("with %q the connections are named %q, want %q", tc.query, names, want)
+		}
+		if err := errors.Join(release(), db.Close()); err != nil {
+			t.Fatal(err)
+		}
 	}
 }

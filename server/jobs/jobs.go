@@ -580,10 +580,11 @@ func (r *Runner) Run(ctx context.Context) error {
 	return nil
 }
 
-// Swept is closed when the first Run's first sweep is over, done or failed:
-// from then on, the jobs a stopped process left are recovered and every
-// recurring kind has its queued job. The server waits for it before it
-// serves, so that a request never sees the queue as it was before.
+// Swept is closed when the first Run's first sweep is over, done or failed
+// (Run then returns the failure): after a sweep that worked, the jobs a
+// stopped process left are recovered and every recurring kind has its
+// queued job. The server waits for it before it serves, so that a request
+// never sees the queue as it was before.
 func (r *Runner) Swept() <-chan struct{} { return r.swept }
 
 // sweep recovers the jobs marked running that no worker of this runner

@@ -3,6 +3,7 @@ package storetest
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 	"net/url"
 	"strings"
@@ -32,7 +33,7 @@ type Clones struct {
 	ahead int
 	ready chan string // made or reset, not handed out yet
 	stop  chan struct{}
-	need  chan struct{} // a copy was handed out: the makers look again
+	need  chan struct{} // a copy was handed out, reset or dropped: the makers look again
 	makes sync.WaitGroup
 	// reset is the statement that sets a copy back to the fixture; ""
 	// when copies cannot be reset (no superuser), and are dropped.
@@ -255,12 +256,19 @@ func (c *Clones) resetCopy(name string) error {
 		c.conns[name] = db
 		c.mu.Unlock()
 	}
-	ctx := context.Background()
+	// A reset that cannot finish fails, and its copy is dropped: one stuck
+	// would hold every later case's copy.
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
 	// The case's app is closed; a connection it left must not write after
 	// the reset.
-	if _, err := db.ExecContext(ctx, `SELECT pg_terminate_backend(pid, 10000) FROM pg_stat_activity
-		WHERE datname = current_database() AND pid <> pg_backend_pid()`); err != nil {
+	var gone sql.NullBool
+	if err := db.QueryRowContext(ctx, `SELECT bool_and(pg_terminate_backend(pid, 10000)) FROM pg_stat_activity
+		WHERE datname = current_database() AND pid <> pg_backend_pid()`).Scan(&gone); err != nil {
 		return err
+	}
+	if gone.Valid && !gone.Bool {
+		return errors.New("a connection of the case's is still open after 10 s")
 	}
 	_, err := db.ExecContext(ctx, c.reset) // several statements: one transaction
 	return err
@@ -310,9 +318,11 @@ func snapshotFixture(src string) (reset string, err error) {
 		return "", nil
 	}
 	// Each table of the schema with its columns, but the generated ones
-	// (the full-text vectors), which PostgreSQL computes again.
+	// (the full-text vectors), which PostgreSQL computes again. A table
+	// with no other column would have no list: its statements fail, loud,
+	// rather than leave it out of the reset.
 	const tables = `WITH t AS (SELECT c.relname AS name, string_agg(quote_ident(a.attname), ', ' ORDER BY a.attnum) AS cols
-		FROM pg_class c JOIN pg_attribute a ON a.attrelid = c.oid AND a.attnum > 0 AND NOT a.attisdropped AND a.attgenerated = ''
+		FROM pg_class c LEFT JOIN pg_attribute a ON a.attrelid = c.oid AND a.attnum > 0 AND NOT a.attisdropped AND a.attgenerated = ''
 		WHERE c.relnamespace = current_schema()::regnamespace AND c.relkind = 'r' GROUP BY c.relname) `
 	snap, err := texts(ctx, db, tables+`SELECT format('CREATE TABLE %I.%I AS SELECT %s FROM %I;', $1::text, name, cols, name)
 		FROM t ORDER BY name`, fixtureSchema)
@@ -333,7 +343,7 @@ func snapshotFixture(src string) (reset string, err error) {
 	if _, err := db.ExecContext(ctx, `CREATE SCHEMA `+fixtureSchema+`;`+strings.Join(snap, "\n")); err != nil {
 		return "", err
 	}
-	b := append([]string{`BEGIN;`, `SET LOCAL session_replication_role = replica;`}, fill...)
+	b := append([]string{`BEGIN;`, `SET LOCAL session_replication_role = replica;`, `SET LOCAL lock_timeout = '10s';`}, fill...)
 	b = append(append(b, seqs...), `COMMIT;`)
 	return strings.Join(b, "\n"), nil
 }
