@@ -3,7 +3,6 @@ package storetest
 import (
 	"context"
 	"database/sql"
-	"errors"
 	"fmt"
 	"net/url"
 	"strings"
@@ -87,7 +86,7 @@ func NewClones(t testing.TB, src string, ahead int) *Clones {
 		c.mu.Lock()
 		c.closing = true
 		c.mu.Unlock()
-		c.poke()
+		signal(c.wake)
 		<-c.idle
 		if c.doneErr != nil {
 			t.Errorf("storetest: %v", c.doneErr)
@@ -112,10 +111,7 @@ func (c *Clones) Get(t testing.TB) string {
 		c.mu.Unlock()
 		t.Fatalf("storetest: no copy of %s made in 2 minutes (%v)", c.tpl, err)
 	}
-	select {
-	case c.need <- struct{}{}:
-	default:
-	}
+	signal(c.need)
 	t.Cleanup(func() { c.done(name) })
 	u, err := withDatabase(c.base, name)
 	if err != nil {
@@ -176,12 +172,13 @@ func (c *Clones) done(name string) {
 	c.mu.Lock()
 	c.queue = append(c.queue, name)
 	c.mu.Unlock()
-	c.poke()
+	signal(c.wake)
 }
 
-func (c *Clones) poke() {
+// signal leaves a token on ch unless one waits there already.
+func signal(ch chan struct{}) {
 	select {
-	case c.wake <- struct{}{}:
+	case ch <- struct{}{}:
 	default:
 	}
 }
@@ -212,11 +209,7 @@ func (c *Clones) recycle() {
 			c.mu.Lock()
 			c.resetting--
 			c.mu.Unlock()
-			// A copy back, or one fewer on its way: the makers look again.
-			select {
-			case c.need <- struct{}{}:
-			default:
-			}
+			signal(c.need) // a copy back, or one fewer on its way: the makers look again
 		}
 		if len(todo) == 0 && closing {
 			// The makers have stopped: drop what is ready, the copies a
@@ -262,13 +255,19 @@ func (c *Clones) resetCopy(name string) error {
 	defer cancel()
 	// The case's app is closed; a connection it left must not write after
 	// the reset.
-	var gone sql.NullBool
-	if err := db.QueryRowContext(ctx, `SELECT bool_and(pg_terminate_backend(pid, 10000)) FROM pg_stat_activity
-		WHERE datname = current_database() AND pid <> pg_backend_pid()`).Scan(&gone); err != nil {
+	// (A session that ends on its own meanwhile makes
+	// pg_terminate_backend answer false: what counts is that none is left.)
+	const others = ` FROM pg_stat_activity
+		WHERE datname = current_database() AND pid <> pg_backend_pid() AND backend_type = 'client backend'`
+	if _, err := db.ExecContext(ctx, `SELECT pg_terminate_backend(pid, 10000)`+others); err != nil {
 		return err
 	}
-	if gone.Valid && !gone.Bool {
-		return errors.New("a connection of the case's is still open after 10 s")
+	var left int
+	if err := db.QueryRowContext(ctx, `SELECT count(*)`+others).Scan(&left); err != nil {
+		return err
+	}
+	if left > 0 {
+		return fmt.Errorf("%d connections of the case's still open after 10 s", left)
 	}
 	_, err := db.ExecContext(ctx, c.reset) // several statements: one transaction
 	return err
@@ -282,8 +281,8 @@ func (c *Clones) drop(name string) {
 	if db != nil {
 		_ = db.Close()
 	}
-	if _, err := c.admin.ExecContext(context.Background(), `DROP DATABASE IF EXISTS `+name+` WITH (FORCE)`); err != nil {
-		c.fail(fmt.Errorf("drop %s: %w", name, err))
+	if err := dropDatabase(c.admin, name); err != nil {
+		c.fail(err)
 	}
 }
 

@@ -124,7 +124,7 @@ func makeTemplate() (string, error) {
 	}
 	if _, err := admin.ExecContext(ctx, `ALTER DATABASE `+building+` RENAME TO `+name); err != nil {
 		// Another binary made it meanwhile: use theirs.
-		_, _ = admin.ExecContext(ctx, `DROP DATABASE IF EXISTS `+building+` WITH (FORCE)`)
+		_ = dropDatabase(admin, building)
 		if err := admin.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM pg_database WHERE datname = $1)`, name).Scan(&exists); err != nil || !exists {
 			return "", err
 		}
@@ -181,8 +181,8 @@ func cloneDatabase(t testing.TB, tpl string) string {
 	}
 	t.Cleanup(func() {
 		defer admin.Close()
-		if _, err := admin.Exec(`DROP DATABASE IF EXISTS ` + name + ` WITH (FORCE)`); err != nil {
-			t.Errorf("storetest: drop %s: %v", name, err)
+		if err := dropDatabase(admin, name); err != nil {
+			t.Errorf("storetest: %v", err)
 		}
 	})
 	u, err := withDatabase(base, name)
@@ -190,6 +190,14 @@ func cloneDatabase(t testing.TB, tpl string) string {
 		t.Fatalf("storetest: %v", err)
 	}
 	return u
+}
+
+// dropDatabase drops the database name, ending its sessions.
+func dropDatabase(admin *sql.DB, name string) error {
+	if _, err := admin.Exec(`DROP DATABASE IF EXISTS ` + name + ` WITH (FORCE)`); err != nil {
+		return fmt.Errorf("drop %s: %w", name, err)
+	}
+	return nil
 }
 
 // createFrom makes the database name a copy of tpl.
