@@ -127,3 +127,50 @@ func TestChangeMarkAcrossInstances(t *testing.T) {
 		t.Fatal("a raw write did not move the mark")
 	}
 }
+
+// A start leaves a current change-mark function alone (replacing it at
+// every start made other instances drop their cached plans) and replaces
+// one whose body is not this copydesk's, as after an upgrade.
+func TestChangeMarkFunctionReplacedOnlyWhenStale(t *testing.T) {
+	if !storetest.Postgres() {
+		t.Skip("change-mark triggers are PostgreSQL's; set COPYDESK_TEST_DATABASE")
+	}
+	ctx := context.Background()
+	url := storetest.NewPostgres(t)
+	open := func() *store.DB {
+		t.Helper()
+		db, err := store.Open(ctx, url, store.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { db.Close() })
+		return db
+	}
+	db := open()
+	raw := storetest.Raw(t, db)
+	fn := func() (body string, xmin string) {
+		t.Helper()
+		if err := raw.QueryRowContext(ctx, `SELECT prosrc, xmin::text FROM pg_proc
+			WHERE proname = 'copydesk_changed' AND pronamespace = current_schema()::regnamespace`).Scan(&body, &xmin); err != nil {
+			t.Fatal(err)
+		}
+		return body, xmin
+	}
+	body, v1 := fn()
+	open()
+	if _, v2 := fn(); v2 != v1 {
+		t.Fatalf("a second start replaced a current function (row version %s -> %s)", v1, v2)
+	}
+	if _, err := raw.ExecContext(ctx, `CREATE OR REPLACE FUNCTION copydesk_changed() RETURNS trigger LANGUAGE plpgsql AS $b$ BEGIN RETURN NULL; END $b$`); err != nil {
+		t.Fatal(err)
+	}
+	b := open()
+	if got, _ := fn(); got != body {
+		t.Fatalf("a start left a stale function: %q", got)
+	}
+	m := b.ChangeMark()
+	mustUser(t, b, "ann", store.RoleEditor)
+	if b.ChangeMark() == m {
+		t.Fatal("after the start mended the function, a write did not move the mark")
+	}
+}

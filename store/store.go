@@ -684,6 +684,7 @@ const createMigrationsTable = `CREATE TABLE IF NOT EXISTS schema_migrations (
 type migrator interface {
 	BeginTx(context.Context, *sql.TxOptions) (*sql.Tx, error)
 	ExecContext(context.Context, string, ...any) (sql.Result, error)
+	QueryRowContext(context.Context, string, ...any) *sql.Row
 }
 
 // applyMigrations runs ms on SQLite in order and records them, in one
