@@ -443,17 +443,26 @@ func (c *Client) attempt(ctx context.Context, method, route string, q url.Values
 	}
 	actx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
+	failed := func(err error) error {
+		if errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil {
+			return fmt.Errorf("wordpress: %s %s: %w after %s", method, route, ErrTimeout, timeout)
+		}
+		return fmt.Errorf("wordpress: %s %s: %w", method, route, err)
+	}
 	plain := c.plain.Load()
 	res, data, err := c.send(actx, c.url(route, q, plain), method, body)
 	if err != nil {
-		if errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil {
-			return nil, fmt.Errorf("wordpress: %s %s: %w after %s", method, route, ErrTimeout, timeout)
-		}
-		return nil, fmt.Errorf("wordpress: %s %s: %w", method, route, err)
+		return nil, failed(err)
 	}
 	if !plain && notREST(res, data) {
+		// The call at ?rest_route= failing is the call's failure (a
+		// network error is retried as any other), not the 404 before it:
+		// that would say the site has no REST API.
 		res2, data2, err := c.send(actx, c.url(route, q, true), method, body)
-		if err == nil && !notREST(res2, data2) {
+		if err != nil {
+			return nil, failed(err)
+		}
+		if !notREST(res2, data2) {
 			c.plain.Store(true)
 			res, data = res2, data2
 		}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net/http"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -79,6 +80,39 @@ func TestPlainPermalinks(t *testing.T) {
 		t.Fatalf("missing post: %v (plain %v)", err, c2.Plain())
 	}
 }
+
+// A network error at ?rest_route= is the call's error, and retried like
+// any other: not the 404 of /wp-json/ before it, which would tell the user
+// the site has no REST API (seen once under load, on an import's second
+// page read).
+func TestPlainPermalinksNetworkError(t *testing.T) {
+	t.Parallel()
+	site := wptest.New()
+	defer site.Close()
+	site.Set(func(s *wptest.Site) { s.Plain = true })
+	var resets atomic.Int32
+	hc := &http.Client{Transport: roundTrip(func(r *http.Request) (*http.Response, error) {
+		if r.URL.Query().Has("rest_route") && resets.Add(1) <= 1 {
+			return nil, errors.New("connection reset by peer")
+		}
+		return site.Client().Transport.RoundTrip(r)
+	})}
+	ctx := context.Background()
+	once := wordpress.New(site.URL, site.User, site.Password, hc).WithRetries(-1)
+	if _, err := once.Me(ctx); err == nil || !strings.Contains(err.Error(), "connection reset") || strings.Contains(err.Error(), "no WordPress REST API") {
+		t.Fatalf("Me with the ?rest_route= call reset: %v", err)
+	}
+	resets.Store(0)
+	c := wordpress.New(site.URL, site.User, site.Password, hc)
+	c.Backoff = func(int) time.Duration { return time.Millisecond }
+	if u, err := c.Me(ctx); err != nil || u.Slug != "editor" || !c.Plain() {
+		t.Fatalf("Me retried after a reset: %+v %v (plain %v)", u, err, c.Plain())
+	}
+}
+
+type roundTrip func(*http.Request) (*http.Response, error)
+
+func (f roundTrip) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
 
 func TestPostsAndTerms(t *testing.T) {
 	t.Parallel()
