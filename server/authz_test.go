@@ -1065,8 +1065,9 @@ func authzSEO(t *testing.T, e *env, env *store.Environment) (run, queued, candid
 // storetest.Clones makes them ahead and resets each in place for the next
 // case (the two tables take about four minutes there, most of it
 // PostgreSQL's CPU). They run there when COPYDESK_TABLES_ON_POSTGRES=1
-// asks for it, best with -parallel 6 (their first run found two bugs only
-// PostgreSQL shows: invalid UTF-8 stored).
+// asks for it, best with -parallel 6, as CI's PostgreSQL step does last
+// (their first run found two bugs only PostgreSQL shows: invalid UTF-8
+// stored); the step's other tests leave them out.
 func skipTableUnderRace(t *testing.T) {
 	if raceDetector && os.Getenv("COPYDESK_TABLES_UNDER_RACE") == "" {
 		t.Skip("a route table runs without the race detector (.ci/run's own step); COPYDESK_TABLES_UNDER_RACE=1 runs it here")
