@@ -263,7 +263,7 @@ func Open(ctx context.Context, cfg Config, log *slog.Logger) (*App, error) {
 	}
 	a.lock = lock
 	a.listener = cfg.Listener
-	if a.serving, err = a.DB.HoldServing(ctx); err != nil {
+	if a.serving, err = a.DB.HoldServing(ctx, log); err != nil {
 		return nil, errors.Join(err, a.DB.Close(), lock.Unlock())
 	}
 	// Holding the lock, no other process can be receiving an upload: what

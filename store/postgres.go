@@ -426,32 +426,6 @@ func pgUniqueField(detail string) string {
 	return strings.TrimSuffix(field, "_key")
 }
 
-// Who is serving a PostgreSQL database: every serving instance holds a
-// shared advisory lock (HoldServing) for as long as it runs; `copydesk
-// migrate` and the offline restore take it exclusively (LockOffline), which
-// fails while any instance holds it. A session lock ends with its
-// connection, so an instance that dies lets go by itself (a lease row
-// would need a timeout). The key is per schema (hashtext of
-// current_schema()), so installations in separate schemas of one database
-// do not block each other.
-const servingLockKey = `hashtext('copydesk serving ' || current_schema())`
-
-// HoldServing takes the shared serving lock on a connection of its own and
-// keeps it until release; nothing on SQLite, where the data directory's
-// lock says the same.
-func (db *DB) HoldServing(ctx context.Context) (release func() error, err error) {
-	if !db.OnPostgres() {
-		return func() error { return nil }, nil
-	}
-	return pgAdvisory(ctx, db.url, "copydesk serving lock", `SELECT pg_advisory_lock_shared(`+servingLockKey+`), true`)
-}
-
-// LockOffline takes the serving lock exclusively, or fails (KindConflict)
-// while an instance serves the database at url.
-func LockOffline(ctx context.Context, url string) (release func() error, err error) {
-	return pgAdvisory(ctx, url, "copydesk offline lock", `SELECT 0, pg_try_advisory_lock(`+servingLockKey+`)`)
-}
-
 // appName names a connection's purpose in pg_stat_activity (writer,
 // reader, events, the serving lock), unless the database address sets
 // application_name itself.
@@ -459,31 +433,4 @@ func appName(cfg *pgx.ConnConfig, name string) {
 	if _, set := cfg.RuntimeParams["application_name"]; !set {
 		cfg.RuntimeParams["application_name"] = name
 	}
-}
-
-func pgAdvisory(ctx context.Context, url, name, query string) (func() error, error) {
-	cfg, err := pgx.ParseConfig(url)
-	if err != nil {
-		return nil, fmt.Errorf("store: the database address is not valid: %w", err)
-	}
-	appName(cfg, name)
-	pool := sql.OpenDB(stdlib.GetConnector(*cfg))
-	conn, err := pool.Conn(ctx)
-	if err != nil {
-		pool.Close()
-		return nil, fmt.Errorf("store: connect to %s: %w", RedactURL(url), err)
-	}
-	var ignored any
-	var got bool
-	if err := conn.QueryRowContext(ctx, query).Scan(&ignored, &got); err != nil {
-		conn.Close()
-		pool.Close()
-		return nil, fmt.Errorf("store: the serving lock on %s: %w", RedactURL(url), err)
-	}
-	if !got {
-		conn.Close()
-		pool.Close()
-		return nil, Conflict("a copydesk instance is serving %s: stop every instance first", RedactURL(url))
-	}
-	return func() error { return errors.Join(conn.Close(), pool.Close()) }, nil
 }

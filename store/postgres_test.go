@@ -3,10 +3,12 @@ package store_test
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/copydesk/copydesk/store"
 	"github.com/copydesk/copydesk/store/storetest"
@@ -72,7 +74,7 @@ func TestPostgresConnectionNames(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		release, err := db.HoldServing(ctx)
+		release, err := db.HoldServing(ctx, slog.New(slog.DiscardHandler))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -91,6 +93,79 @@ func TestPostgresConnectionNames(t *testing.T) {
 		}
 		if err := errors.Join(release(), db.Close()); err != nil {
 			t.Fatal(err)
+		}
+	}
+}
+
+// The serving lock is taken again when its connection drops (a restarted
+// database, a proxy that cut it): an instance that goes on serving keeps
+// migrate and the offline restore out. Released, it lets them in.
+func TestServingLockTakenAgainAfterADrop(t *testing.T) {
+	storetest.RequirePostgres(t)
+	ctx := context.Background()
+	url := storetest.NewPostgres(t)
+	db, err := store.Open(ctx, url, store.Options{Readers: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	raw := storetest.Raw(t, db)
+	holder := func() (pid int) {
+		t.Helper()
+		err := raw.QueryRowContext(ctx, `SELECT coalesce(max(a.pid), 0) FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid
+			WHERE l.locktype = 'advisory' AND l.mode = 'ShareLock' AND l.granted AND a.application_name = 'copydesk serving lock'
+				AND a.datname = current_database()`).Scan(&pid)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return pid
+	}
+	offlineRefused := func(when string) {
+		t.Helper()
+		release, err := store.LockOffline(ctx, url)
+		if err == nil {
+			_ = release()
+			t.Fatalf("%s: the offline lock was granted while an instance serves", when)
+		}
+		if store.KindOf(err) != store.KindConflict {
+			t.Fatalf("%s: %v", when, err)
+		}
+	}
+	release, err := db.HoldServing(ctx, slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	first := holder()
+	if first == 0 {
+		t.Fatal("no connection holds the serving lock")
+	}
+	offlineRefused("held")
+	if _, err := raw.ExecContext(ctx, `SELECT pg_terminate_backend(?)`, first); err != nil {
+		t.Fatal(err)
+	}
+	var again int
+	for deadline := time.Now().Add(15 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		if again = holder(); again != 0 && again != first {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the serving lock was not taken again after its connection dropped")
+		}
+	}
+	offlineRefused("taken again")
+	if err := release(); err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(15 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		rel, err := store.LockOffline(ctx, url)
+		if err == nil {
+			if err := rel(); err != nil {
+				t.Fatal(err)
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("released, the serving lock still keeps the offline lock out: %v", err)
 		}
 	}
 }
