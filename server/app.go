@@ -158,6 +158,9 @@ type App struct {
 	relay *relay
 	// serving releases the shared serving lock on PostgreSQL (store.HoldServing).
 	serving func() error
+	// servingLost says that an offline operation took the database while
+	// the serving lock's connection was down: Run stops serving.
+	servingLost chan error
 }
 
 // OpenData opens the data directory, the keys, the database and the account
@@ -263,7 +266,8 @@ func Open(ctx context.Context, cfg Config, log *slog.Logger) (*App, error) {
 	}
 	a.lock = lock
 	a.listener = cfg.Listener
-	if a.serving, err = a.DB.HoldServing(ctx, log); err != nil {
+	a.servingLost = make(chan error, 1)
+	if a.serving, err = a.DB.HoldServing(ctx, log, func(err error) { a.servingLost <- err }); err != nil {
 		return nil, errors.Join(err, a.DB.Close(), lock.Unlock())
 	}
 	// Holding the lock, no other process can be receiving an upload: what
@@ -460,14 +464,20 @@ func (a *App) Run(ctx context.Context) error {
 		a.Log.Info("metrics are served without a token: keep this address private", "addr", "http://"+ml.Addr().String()+MetricsPath)
 	}
 
-	var err error
+	var err, lost error
 	select {
 	case err = <-errc:
 		if msrv != nil {
 			// One of the two listeners failed: the other stops too.
 			err = errors.Join(err, srv.Close(), msrv.Close())
 		}
+	case lost = <-a.servingLost:
+		// A restore or a migrate is replacing the database: serving on
+		// would write into it. Stop as for a signal, and fail.
+		a.Log.Error("stopping: "+lost.Error(), "err", lost)
 	case <-ctx.Done():
+	}
+	if err == nil {
 		if msrv != nil {
 			// A scrape is short: no need to drain it, and the listener's
 			// closing error says nothing the shutdown needs.
@@ -495,7 +505,7 @@ func (a *App) Run(ctx context.Context) error {
 	if errors.Is(err, http.ErrServerClosed) {
 		err = nil
 	}
-	return err
+	return errors.Join(lost, err)
 }
 
 // Job kinds of the app's own recurring work.

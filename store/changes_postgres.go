@@ -56,7 +56,7 @@ func installChangeMarks(ctx context.Context, conn *sql.Conn) error {
 	}
 	var body sql.NullString
 	if err := conn.QueryRowContext(ctx, `SELECT (SELECT prosrc FROM pg_proc
-		WHERE proname = '`+changesTrigger+`' AND pronamespace = current_schema()::regnamespace)`).Scan(&body); err != nil {
+		WHERE proname = '`+changesTrigger+`' AND pronamespace = (SELECT oid FROM pg_namespace WHERE nspname = current_schema()))`).Scan(&body); err != nil {
 		return fmt.Errorf("store: install change marks: %w", err)
 	}
 	if body.String != changedBody {

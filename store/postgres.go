@@ -320,7 +320,7 @@ func (*postgresDialect) lockMigrations(ctx context.Context, conn migrator) (func
 	// schema lacks the collation.
 	var have bool
 	if err := conn.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM pg_collation
-		WHERE collname = 'nocase' AND collnamespace = current_schema()::regnamespace)`).Scan(&have); err != nil {
+		WHERE collname = 'nocase' AND collnamespace = (SELECT oid FROM pg_namespace WHERE nspname = current_schema()))`).Scan(&have); err != nil {
 		return nil, errors.Join(err, unlock())
 	}
 	if !have {

@@ -74,7 +74,7 @@ func TestPostgresConnectionNames(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		release, err := db.HoldServing(ctx, slog.New(slog.DiscardHandler))
+		release, err := db.HoldServing(ctx, slog.New(slog.DiscardHandler), func(error) {})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -99,7 +99,9 @@ func TestPostgresConnectionNames(t *testing.T) {
 
 // The serving lock is taken again when its connection drops (a restarted
 // database, a proxy that cut it): an instance that goes on serving keeps
-// migrate and the offline restore out. Released, it lets them in.
+// migrate and the offline restore out. If one of them got the database
+// in between, the instance is told (and stops serving). Released, the
+// lock lets them in.
 func TestServingLockTakenAgainAfterADrop(t *testing.T) {
 	storetest.RequirePostgres(t)
 	ctx := context.Background()
@@ -131,10 +133,12 @@ func TestServingLockTakenAgainAfterADrop(t *testing.T) {
 			t.Fatalf("%s: %v", when, err)
 		}
 	}
-	release, err := db.HoldServing(ctx, slog.New(slog.DiscardHandler))
+	lost := make(chan error, 1)
+	release, err := db.HoldServing(ctx, slog.New(slog.DiscardHandler), func(err error) { lost <- err })
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() { _ = release() })
 	first := holder()
 	if first == 0 {
 		t.Fatal("no connection holds the serving lock")
@@ -153,6 +157,50 @@ func TestServingLockTakenAgainAfterADrop(t *testing.T) {
 		}
 	}
 	offlineRefused("taken again")
+
+	// An offline operation waiting for the lock gets it when the holder's
+	// connection drops, before the instance can take it again: the
+	// instance is told it lost the database.
+	offline, err := raw.Conn(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer offline.Close()
+	got := make(chan error, 1)
+	go func() {
+		_, err := offline.ExecContext(ctx, `SELECT pg_advisory_lock(hashtext('copydesk serving ' || current_schema()))`)
+		got <- err
+	}()
+	for deadline := time.Now().Add(15 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		var waiting bool
+		if err := raw.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM pg_locks WHERE locktype = 'advisory' AND NOT granted
+			AND database = (SELECT oid FROM pg_database WHERE datname = current_database()))`).Scan(&waiting); err != nil {
+			t.Fatal(err)
+		}
+		if waiting {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the offline lock is not waiting")
+		}
+	}
+	if _, err := raw.ExecContext(ctx, `SELECT pg_terminate_backend(?)`, again); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-got; err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-lost:
+		if !strings.Contains(err.Error(), "offline operation") {
+			t.Fatalf("lost: %v", err)
+		}
+	case <-time.After(15 * time.Second):
+		t.Fatal("the instance was not told an offline operation took the database")
+	}
+	if _, err := offline.ExecContext(ctx, `SELECT pg_advisory_unlock_all()`); err != nil {
+		t.Fatal(err)
+	}
 	if err := release(); err != nil {
 		t.Fatal(err)
 	}

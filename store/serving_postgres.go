@@ -28,9 +28,9 @@ const servingLockKey = `hashtext('copydesk serving ' || current_schema())`
 // database restarted, a proxy cut it) the lock is taken again on a new one
 // at once, then with a growing pause (up to 5 s) until it is: otherwise
 // the instance would go on serving unseen, and a restore or a migrate
-// could start under it. An offline operation that took the database in
-// between is logged as the error it is.
-func (db *DB) HoldServing(ctx context.Context, log *slog.Logger) (release func() error, err error) {
+// could start under it. If an offline operation took the database in
+// between, lost is called (once): the instance must stop serving.
+func (db *DB) HoldServing(ctx context.Context, log *slog.Logger, lost func(error)) (release func() error, err error) {
 	if !db.OnPostgres() {
 		return func() error { return nil }, nil
 	}
@@ -42,7 +42,7 @@ func (db *DB) HoldServing(ctx context.Context, log *slog.Logger) (release func()
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		db.keepServing(hold, log, conn)
+		db.keepServing(hold, log, conn, lost)
 	}()
 	return func() error {
 		stop()
@@ -52,8 +52,9 @@ func (db *DB) HoldServing(ctx context.Context, log *slog.Logger) (release func()
 }
 
 // keepServing holds conn's lock until ctx ends, and takes it again on a new
-// connection whenever the one holding it drops.
-func (db *DB) keepServing(ctx context.Context, log *slog.Logger, conn *pgx.Conn) {
+// connection whenever the one holding it drops. If an offline operation got
+// the lock in between, lost is told, once, and the lock is not taken again.
+func (db *DB) keepServing(ctx context.Context, log *slog.Logger, conn *pgx.Conn, lost func(error)) {
 	for {
 		// Nothing is listened for: this returns when the connection
 		// drops, or when ctx ends.
@@ -64,20 +65,22 @@ func (db *DB) keepServing(ctx context.Context, log *slog.Logger, conn *pgx.Conn)
 		}
 		log.Warn("the connection holding the serving lock dropped; taking the lock again", "err", err)
 		for pause := 100 * time.Millisecond; ; pause = min(2*pause, 5*time.Second) {
-			select {
-			case <-ctx.Done():
-				return
-			case <-time.After(pause):
-			}
 			if conn, err = advisoryConn(ctx, db.url, "copydesk serving lock", `SELECT 0, pg_try_advisory_lock_shared(`+servingLockKey+`)`); err == nil {
 				log.Info("the serving lock is held again")
 				break
 			}
+			if ctx.Err() != nil {
+				return
+			}
 			if KindOf(err) == KindConflict {
-				log.Error("an offline operation (copydesk restore or migrate) took the database while this instance serves it: "+
-					"stop this instance until it is done", "err", err)
-			} else {
-				log.Warn("cannot take the serving lock again; trying again", "err", err, "in", pause)
+				lost(fmt.Errorf("an offline operation (copydesk restore or migrate) took %s while this instance served it", RedactURL(db.url)))
+				return
+			}
+			log.Warn("cannot take the serving lock again; trying again", "err", err, "in", pause)
+			select {
+			case <-ctx.Done():
+				return
+			case <-time.After(pause):
 			}
 		}
 	}

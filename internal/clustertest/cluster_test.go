@@ -1,7 +1,9 @@
 package clustertest_test
 
 import (
+	"context"
 	"database/sql"
+	"strings"
 	"testing"
 	"time"
 
@@ -104,4 +106,56 @@ func TestExpiredLeaseTakenOver(t *testing.T) {
 		t.Fatalf("the job was taken over %v after the last renewal, before its %v lease expired", took, lease)
 	}
 	t.Logf("a job whose instance died was finished by another %v after its last renewal (lease %v, poll 100ms)", took.Round(10*time.Millisecond), lease)
+}
+
+// TestInstanceStopsWhenTheDatabaseIsTakenOffline: an instance whose
+// serving lock's connection drops takes the lock again; when an offline
+// operation (restore, migrate) waiting for the database got it first, the
+// instance stops serving, saying why, rather than write into what is
+// being replaced.
+func TestInstanceStopsWhenTheDatabaseIsTakenOffline(t *testing.T) {
+	c := clustertest.New(t, clustertest.Options{})
+	a := c.Start(t)
+	db, err := sql.Open("pgx", c.Database)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	ctx := context.Background()
+	offline, err := db.Conn(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer offline.Close()
+	got := make(chan error, 1)
+	go func() {
+		_, err := offline.ExecContext(ctx, `SELECT pg_advisory_lock(hashtext('copydesk serving ' || current_schema()))`)
+		got <- err
+	}()
+	for deadline := time.Now().Add(15 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		var waiting bool
+		if err := db.QueryRow(`SELECT EXISTS (SELECT 1 FROM pg_locks WHERE locktype = 'advisory' AND NOT granted
+			AND database = (SELECT oid FROM pg_database WHERE datname = current_database()))`).Scan(&waiting); err != nil {
+			t.Fatal(err)
+		}
+		if waiting {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the offline lock is not waiting behind the instance's")
+		}
+	}
+	if _, err := db.Exec(`SELECT pg_terminate_backend(pid) FROM pg_stat_activity
+		WHERE application_name = 'copydesk serving lock' AND datname = current_database()`); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-got; err != nil {
+		t.Fatal(err)
+	}
+	if !a.Exited(30 * time.Second) {
+		t.Fatalf("the instance serves on while an offline operation holds the database:\n%s", a.Log())
+	}
+	if !strings.Contains(a.Log(), "offline operation") {
+		t.Fatalf("the instance stopped without saying why:\n%s", a.Log())
+	}
 }

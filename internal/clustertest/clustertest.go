@@ -176,6 +176,17 @@ func (in *Instance) Stop() {
 	}
 }
 
+// Exited waits at most d for the instance to end on its own, and reports
+// whether it did.
+func (in *Instance) Exited(d time.Duration) bool {
+	select {
+	case <-in.done:
+		return true
+	case <-time.After(d):
+		return false
+	}
+}
+
 // Log is what the instance wrote so far (stdout and stderr).
 func (in *Instance) Log() string { return in.log.String() }
 
