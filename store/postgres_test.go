@@ -133,8 +133,30 @@ func TestServingLockTakenAgainAfterADrop(t *testing.T) {
 			t.Fatalf("%s: %v", when, err)
 		}
 	}
+	// Released, the lock lets the offline operations in.
+	release, err := db.HoldServing(ctx, slog.New(slog.DiscardHandler), func(error) {})
+	if err != nil {
+		t.Fatal(err)
+	}
+	offlineRefused("held")
+	if err := release(); err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(15 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		rel, err := store.LockOffline(ctx, url)
+		if err == nil {
+			if err := rel(); err != nil {
+				t.Fatal(err)
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("released, the serving lock still keeps the offline lock out: %v", err)
+		}
+	}
+
 	lost := make(chan error, 1)
-	release, err := db.HoldServing(ctx, slog.New(slog.DiscardHandler), func(err error) { lost <- err })
+	release, err = db.HoldServing(ctx, slog.New(slog.DiscardHandler), func(err error) { lost <- err })
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -161,29 +183,7 @@ func TestServingLockTakenAgainAfterADrop(t *testing.T) {
 	// An offline operation waiting for the lock gets it when the holder's
 	// connection drops, before the instance can take it again: the
 	// instance is told it lost the database.
-	offline, err := raw.Conn(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer offline.Close()
-	got := make(chan error, 1)
-	go func() {
-		_, err := offline.ExecContext(ctx, `SELECT pg_advisory_lock(hashtext('copydesk serving ' || current_schema()))`)
-		got <- err
-	}()
-	for deadline := time.Now().Add(15 * time.Second); ; time.Sleep(20 * time.Millisecond) {
-		var waiting bool
-		if err := raw.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM pg_locks WHERE locktype = 'advisory' AND NOT granted
-			AND database = (SELECT oid FROM pg_database WHERE datname = current_database()))`).Scan(&waiting); err != nil {
-			t.Fatal(err)
-		}
-		if waiting {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("the offline lock is not waiting")
-		}
-	}
+	got := storetest.QueueOfflineLock(t, raw)
 	if _, err := raw.ExecContext(ctx, `SELECT pg_terminate_backend(?)`, again); err != nil {
 		t.Fatal(err)
 	}
@@ -198,22 +198,7 @@ func TestServingLockTakenAgainAfterADrop(t *testing.T) {
 	case <-time.After(15 * time.Second):
 		t.Fatal("the instance was not told an offline operation took the database")
 	}
-	if _, err := offline.ExecContext(ctx, `SELECT pg_advisory_unlock_all()`); err != nil {
-		t.Fatal(err)
-	}
 	if err := release(); err != nil {
 		t.Fatal(err)
-	}
-	for deadline := time.Now().Add(15 * time.Second); ; time.Sleep(20 * time.Millisecond) {
-		rel, err := store.LockOffline(ctx, url)
-		if err == nil {
-			if err := rel(); err != nil {
-				t.Fatal(err)
-			}
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("released, the serving lock still keeps the offline lock out: %v", err)
-		}
 	}
 }

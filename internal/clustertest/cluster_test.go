@@ -1,7 +1,6 @@
 package clustertest_test
 
 import (
-	"context"
 	"database/sql"
 	"strings"
 	"testing"
@@ -11,6 +10,7 @@ import (
 
 	"github.com/copydesk/copydesk/internal/clustertest"
 	"github.com/copydesk/copydesk/store"
+	"github.com/copydesk/copydesk/store/storetest"
 )
 
 // TestRecurringFiresOncePerSlot: two instances plan the hourly
@@ -121,30 +121,7 @@ func TestInstanceStopsWhenTheDatabaseIsTakenOffline(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer db.Close()
-	ctx := context.Background()
-	offline, err := db.Conn(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer offline.Close()
-	got := make(chan error, 1)
-	go func() {
-		_, err := offline.ExecContext(ctx, `SELECT pg_advisory_lock(hashtext('copydesk serving ' || current_schema()))`)
-		got <- err
-	}()
-	for deadline := time.Now().Add(15 * time.Second); ; time.Sleep(20 * time.Millisecond) {
-		var waiting bool
-		if err := db.QueryRow(`SELECT EXISTS (SELECT 1 FROM pg_locks WHERE locktype = 'advisory' AND NOT granted
-			AND database = (SELECT oid FROM pg_database WHERE datname = current_database()))`).Scan(&waiting); err != nil {
-			t.Fatal(err)
-		}
-		if waiting {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("the offline lock is not waiting behind the instance's")
-		}
-	}
+	got := storetest.QueueOfflineLock(t, db)
 	if _, err := db.Exec(`SELECT pg_terminate_backend(pid) FROM pg_stat_activity
 		WHERE application_name = 'copydesk serving lock' AND datname = current_database()`); err != nil {
 		t.Fatal(err)

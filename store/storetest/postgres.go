@@ -230,3 +230,44 @@ func Raw(t testing.TB, db *store.DB) *sql.DB {
 	t.Cleanup(func() { raw.Close() })
 	return raw
 }
+
+// QueueOfflineLock asks for the serving lock exclusively, as `copydesk
+// restore --database` and `copydesk migrate` do, on a connection of db of
+// its own, but waiting for it (they give up at once): it returns once
+// PostgreSQL has the request queued behind the instances that hold the
+// lock. granted receives when the lock is got (nil) or the request fails.
+// The lock is let go when the test ends.
+func QueueOfflineLock(t testing.TB, db *sql.DB) (granted <-chan error) {
+	t.Helper()
+	ctx := context.Background()
+	conn, err := db.Conn(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lctx, cancel := context.WithCancel(ctx)
+	got, done := make(chan error, 1), make(chan struct{})
+	go func() {
+		defer close(done)
+		_, err := conn.ExecContext(lctx, `SELECT pg_advisory_lock(hashtext('copydesk serving ' || current_schema()))`)
+		got <- err
+	}()
+	t.Cleanup(func() {
+		cancel() // a request still waiting gives up
+		<-done
+		_, _ = conn.ExecContext(ctx, `SELECT pg_advisory_unlock_all()`)
+		_ = conn.Close()
+	})
+	for deadline := time.Now().Add(15 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		var waiting bool
+		if err := db.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM pg_locks WHERE locktype = 'advisory' AND NOT granted
+			AND database = (SELECT oid FROM pg_database WHERE datname = current_database()))`).Scan(&waiting); err != nil {
+			t.Fatal(err)
+		}
+		if waiting {
+			return got
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the offline lock is not waiting behind the instances'")
+		}
+	}
+}
