@@ -33,23 +33,42 @@ func (db *DB) FollowAnnouncements(ctx context.Context, log *slog.Logger, connect
 	if !db.OnPostgres() {
 		return
 	}
-	pause, first := 100*time.Millisecond, true
+	var pace reconnectPace
+	first := true
 	for ctx.Err() == nil {
 		err := db.listenOnce(ctx, func() {
-			pause = 100 * time.Millisecond
+			pace = reconnectPace{}
 			connected(first)
 			first = false
 		}, fn)
 		if ctx.Err() != nil {
 			return
 		}
-		log.Warn("the connection listening for other instances' events dropped; reconnecting", "err", err, "in", pause)
-		select {
-		case <-ctx.Done():
+		log.Warn("the connection listening for other instances' events dropped; reconnecting", "err", err, "in", pace.next())
+		if !pace.wait(ctx) {
 			return
-		case <-time.After(pause):
 		}
-		pause = min(2*pause, 5*time.Second)
+	}
+}
+
+// reconnectPace paces the reconnections of a connection that dropped (the
+// listening one, the serving lock's): 0.1 s, doubling up to 5 s.
+type reconnectPace struct{ tries int }
+
+// next is the pause wait takes next.
+func (p *reconnectPace) next() time.Duration {
+	return min(100*time.Millisecond<<min(p.tries, 6), 5*time.Second)
+}
+
+// wait pauses for next, and reports false if ctx ended first.
+func (p *reconnectPace) wait(ctx context.Context) bool {
+	d := p.next()
+	p.tries++
+	select {
+	case <-ctx.Done():
+		return false
+	case <-time.After(d):
+		return true
 	}
 }
 

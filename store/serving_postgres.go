@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"time"
 
 	"github.com/jackc/pgx/v5"
 )
@@ -64,7 +63,8 @@ func (db *DB) keepServing(ctx context.Context, log *slog.Logger, conn *pgx.Conn,
 			return
 		}
 		log.Warn("the connection holding the serving lock dropped; taking the lock again", "err", err)
-		for pause := 100 * time.Millisecond; ; pause = min(2*pause, 5*time.Second) {
+		var pace reconnectPace
+		for {
 			if conn, err = advisoryConn(ctx, db.url, "copydesk serving lock", `SELECT 0, pg_try_advisory_lock_shared(`+servingLockKey+`)`); err == nil {
 				log.Info("the serving lock is held again")
 				break
@@ -76,11 +76,9 @@ func (db *DB) keepServing(ctx context.Context, log *slog.Logger, conn *pgx.Conn,
 				lost(fmt.Errorf("an offline operation (copydesk restore or migrate) took %s while this instance served it", RedactURL(db.url)))
 				return
 			}
-			log.Warn("cannot take the serving lock again; trying again", "err", err, "in", pause)
-			select {
-			case <-ctx.Done():
+			log.Warn("cannot take the serving lock again; trying again", "err", err, "in", pace.next())
+			if !pace.wait(ctx) {
 				return
-			case <-time.After(pause):
 			}
 		}
 	}

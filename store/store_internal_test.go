@@ -5,8 +5,10 @@ import (
 	"database/sql"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"testing"
+	"time"
 )
 
 // TestConnectionPragmas checks the per-connection settings Open asks for,
@@ -168,5 +170,25 @@ func TestPoolsCountWriteLockWaits(t *testing.T) {
 	}
 	if _, w2 := db.Pools(); w2.Waits != 1 || w2.WaitTime != w.WaitTime {
 		t.Errorf("after reopening: %+v, want the waits of before (%+v)", w2, w)
+	}
+}
+
+// A dropped connection is tried again after 0.1 s, doubling up to 5 s;
+// an ended context stops the wait.
+func TestReconnectPace(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	var p reconnectPace
+	var got []time.Duration
+	for range 8 {
+		got = append(got, p.next())
+		if p.wait(ctx) {
+			t.Fatal("wait went on after its context ended")
+		}
+	}
+	ms := time.Millisecond
+	want := []time.Duration{100 * ms, 200 * ms, 400 * ms, 800 * ms, 1600 * ms, 3200 * ms, 5000 * ms, 5000 * ms}
+	if !slices.Equal(got, want) {
+		t.Fatalf("pauses %v, want %v", got, want)
 	}
 }
