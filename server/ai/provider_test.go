@@ -421,7 +421,10 @@ func TestTimeout(t *testing.T) {
 				sseAnswer(frames[:len(frames)-3]...)(rw, r)
 				waitForClient(r)
 			})
-			p := f.provider(func(c *Config) { c.Timeout = 100 * time.Millisecond })
+			// Long enough for the first frame to arrive on a loaded
+			// machine (100 ms was not, once, under -race beside the
+			// browser tests).
+			p := f.provider(func(c *Config) { c.Timeout = 500 * time.Millisecond })
 			start := time.Now()
 			_, pieces, err := collect(p, context.Background(), testRequest())
 			checkTimeout(t, f, err, time.Since(start))
